@@ -1,0 +1,35 @@
+// Builds what runs outside the test loader:
+//   dist/nodenet.js        the agent and CLI (ESM, npm packages left external)
+//   dist/nodenet-cni.cjs   the CNI shim, one self-contained file for a small cold start
+//   dist/nodenet-pause     the pause holder (C, ~60 lines), PID 1 of every pod sandbox
+import { build } from 'esbuild';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, chmodSync, statSync } from 'node:fs';
+
+const root = new URL('..', import.meta.url).pathname;
+mkdirSync(`${root}dist`, { recursive: true });
+
+const jobs = [];
+if (existsSync(`${root}agent/src/main.ts`)) {
+  jobs.push(build({
+    entryPoints: [`${root}agent/src/main.ts`],
+    outfile: `${root}dist/nodenet.js`,
+    bundle: true, platform: 'node', target: 'node20', format: 'esm',
+    packages: 'external', sourcemap: 'linked', logLevel: 'warning',
+  }));
+}
+if (existsSync(`${root}cni/src/main.ts`)) {
+  jobs.push(build({
+    entryPoints: [`${root}cni/src/main.ts`],
+    outfile: `${root}dist/nodenet-cni.cjs`,
+    bundle: true, platform: 'node', target: 'node20', format: 'cjs', minify: true,
+    banner: { js: '#!/usr/bin/env node' }, logLevel: 'warning', legalComments: 'none',
+  }).then(() => chmodSync(`${root}dist/nodenet-cni.cjs`, 0o755)));
+}
+await Promise.all(jobs);
+
+const pauseSrc = `${root}agent/src/netns/pause.c`;
+const pauseBin = `${root}dist/nodenet-pause`;
+if (existsSync(pauseSrc) && (!existsSync(pauseBin) || statSync(pauseBin).mtimeMs < statSync(pauseSrc).mtimeMs)) {
+  execFileSync('cc', ['-O2', '-Wall', '-o', pauseBin, pauseSrc], { stdio: 'inherit' });
+}

@@ -1,0 +1,35 @@
+// Preflight for npm test and npm start: the Debian packages nodenet needs, and
+// leftovers from a crashed run. Runs as root (nodenet builds namespaces).
+//   node scripts/preflight.mjs            install what is missing, clean leftovers
+//   node scripts/preflight.mjs --check    only say what is missing
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+
+const need = {
+  ip: 'iproute2', bridge: 'iproute2', iptables: 'iptables', 'iptables-legacy': 'iptables', nft: 'nftables',
+  ipset: 'ipset', conntrack: 'conntrack', ping: 'iputils-ping', nsenter: 'util-linux', unshare: 'util-linux',
+  cc: 'gcc', socat: 'socat',
+};
+const which = (c) => spawnSync('sh', ['-c', `command -v ${c}`], { stdio: 'ignore' }).status === 0;
+const missing = [...new Set(Object.entries(need).filter(([c]) => !which(c)).map(([, p]) => p))];
+const checkOnly = process.argv.includes('--check');
+
+if (process.getuid?.() !== 0) {
+  console.error('nodenet builds network namespaces and must run as root (try: sudo npm test).');
+  process.exit(1);
+}
+if (missing.length) {
+  const cmd = `apt-get install -y ${missing.join(' ')}`;
+  if (checkOnly) { console.error(`missing packages; run: ${cmd}`); process.exit(1); }
+  console.error(`preflight: installing ${missing.join(' ')}`);
+  try {
+    execFileSync('apt-get', ['install', '-y', '-qq', ...missing], { stdio: 'inherit', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+  } catch {
+    execFileSync('apt-get', ['update', '-qq'], { stdio: 'inherit' });
+    execFileSync('apt-get', ['install', '-y', '-qq', ...missing], { stdio: 'inherit', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+  }
+}
+
+// Leftovers of a crashed run: every namespace nodenet's tests and demo make is named nn-*.
+const cleanup = new URL('./cleanup.mjs', import.meta.url).pathname;
+if (existsSync(cleanup)) execFileSync(process.execPath, [cleanup], { stdio: 'inherit' });
