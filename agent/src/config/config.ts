@@ -1,0 +1,111 @@
+/**
+ * config: the agent's configuration. One JSON file (--config) whose fields
+ * command-line flags override. Parsed from unknown; every error names the field.
+ *
+ * Paths default to the usual places on a real node (/run/nodenet,
+ * /var/lib/nodenet). Tests and the demo give every virtual node its own.
+ */
+import { ErrorCode, CniCode, NodenetError } from '../errors/errors.js';
+import { parseCidr, type Cidr } from '../net/ip.js';
+
+export type ProxyMode = 'iptables' | 'nftables' | 'ipvs' | 'none';
+
+export interface AgentConfig {
+  readonly nodeName: string;
+  /** This node's pod CIDR, used by IPAM when a CNI config gives no subnet. A later issue takes it from the Node object. */
+  readonly podCIDR: Cidr | null;
+  readonly clusterCIDR: Cidr | null;
+  /** Durable state: IPAM reservations, attachment records. */
+  readonly stateDir: string;
+  /** Volatile state: the CNI socket, the deletion queue, pod sandboxes. */
+  readonly runDir: string;
+  /** The gRPC socket the nodenet-cni shim calls. */
+  readonly cniSocket: string;
+  readonly bridge: string;
+  readonly mtu: number | null;
+  readonly proxyMode: ProxyMode;
+  readonly logLevel: string;
+  /** A file for the agent's logs; stderr when null. */
+  readonly logFile: string | null;
+}
+
+export const DEFAULTS: AgentConfig = {
+  nodeName: 'node',
+  podCIDR: null,
+  clusterCIDR: null,
+  stateDir: '/var/lib/nodenet',
+  runDir: '/run/nodenet',
+  cniSocket: '/run/nodenet/cni.sock',
+  bridge: 'cbr0',
+  mtu: null,
+  proxyMode: 'none',
+  logLevel: 'info',
+  logFile: null,
+};
+
+function bad(field: string, msg: string): NodenetError {
+  return new NodenetError(ErrorCode.InvalidConfig, `config ${field}: ${msg}`, CniCode.InvalidNetworkConfig);
+}
+
+function str(o: Record<string, unknown>, k: string): string | undefined {
+  const v = o[k];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'string' || v === '') throw bad(k, `must be a non-empty string, got ${JSON.stringify(v)}`);
+  return v;
+}
+
+function cidr(o: Record<string, unknown>, k: string): Cidr | null | undefined {
+  const v = str(o, k);
+  if (v === undefined) return undefined;
+  try {
+    return parseCidr(v).cidr;
+  } catch {
+    throw bad(k, `must be an IPv4 CIDR such as 10.244.1.0/24, got ${JSON.stringify(v)}`);
+  }
+}
+
+/** Parses a config object (from the file, merged with flags). Unknown keys are rejected so typos do not pass silently. */
+export function parseAgentConfig(raw: unknown): AgentConfig {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw bad('(root)', 'must be a JSON object');
+  const o = raw as Record<string, unknown>;
+  for (const k of Object.keys(o)) if (!(k in DEFAULTS)) throw bad(k, 'unknown field');
+  const runDir = str(o, 'runDir') ?? DEFAULTS.runDir;
+  const mtuRaw = o['mtu'];
+  let mtu: number | null = null;
+  if (mtuRaw !== undefined && mtuRaw !== null) {
+    if (typeof mtuRaw !== 'number' || !Number.isInteger(mtuRaw) || mtuRaw < 576 || mtuRaw > 65535) throw bad('mtu', 'must be an integer from 576 to 65535');
+    mtu = mtuRaw;
+  }
+  const mode = str(o, 'proxyMode') ?? DEFAULTS.proxyMode;
+  if (!['iptables', 'nftables', 'ipvs', 'none'].includes(mode)) throw bad('proxyMode', 'must be iptables, nftables, ipvs or none');
+  const bridge = str(o, 'bridge') ?? DEFAULTS.bridge;
+  if (bridge.length > 15 || /[\s/]/.test(bridge)) throw bad('bridge', 'must be a valid interface name (at most 15 characters)');
+  return {
+    nodeName: str(o, 'nodeName') ?? DEFAULTS.nodeName,
+    podCIDR: cidr(o, 'podCIDR') ?? null,
+    clusterCIDR: cidr(o, 'clusterCIDR') ?? null,
+    stateDir: str(o, 'stateDir') ?? DEFAULTS.stateDir,
+    runDir,
+    cniSocket: str(o, 'cniSocket') ?? `${runDir}/cni.sock`,
+    bridge,
+    mtu,
+    proxyMode: mode as ProxyMode,
+    logLevel: str(o, 'logLevel') ?? DEFAULTS.logLevel,
+    logFile: str(o, 'logFile') ?? null,
+  };
+}
+
+/** Flag name (--pod-cidr) → config key (podCIDR). */
+export const FLAG_KEYS: Readonly<Record<string, keyof AgentConfig>> = {
+  'node-name': 'nodeName',
+  'pod-cidr': 'podCIDR',
+  'cluster-cidr': 'clusterCIDR',
+  'state-dir': 'stateDir',
+  'run-dir': 'runDir',
+  'cni-socket': 'cniSocket',
+  bridge: 'bridge',
+  mtu: 'mtu',
+  'proxy-mode': 'proxyMode',
+  'log-level': 'logLevel',
+  'log-file': 'logFile',
+};

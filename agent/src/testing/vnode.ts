@@ -1,0 +1,241 @@
+/**
+ * testing/vnode: a whole cluster on one machine, out of network namespaces.
+ *
+ * A Lab owns an underlay namespace (nn-<tag>-ul, bridge ul0) and a run
+ * directory under /run/nodenet-test/<tag>. Each VNode is a namespace
+ * (nn-<tag>-<name>) with eth0 on the underlay and its own agent process,
+ * state dir and CNI socket. Pods are namespaces the tests or the agent make.
+ *
+ * Everything is named with the nn- prefix so scripts/cleanup.mjs can remove a
+ * crashed run's leftovers; destroy() removes everything a Lab made, and it
+ * never touches the root namespace's links, routes, firewall or sysctls.
+ * This is test and demo infrastructure: it spawns `ip` freely.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, rmSync, existsSync, writeFileSync, openSync, closeSync, readFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ExecaRunner, type RunResult } from '../exec/runner.js';
+
+export const REPO = new URL('../../../', import.meta.url).pathname;
+export const AGENT_JS = `${REPO}dist/nodenet.js`;
+export const SHIM = `${REPO}dist/nodenet-cni.cjs`;
+export const PAUSE = `${REPO}dist/nodenet-pause`;
+export const TEST_RUN_ROOT = '/run/nodenet-test';
+
+const runner = new ExecaRunner();
+
+export async function sh(argv: readonly string[], input?: string): Promise<RunResult> {
+  return runner.run(argv, input === undefined ? {} : { input });
+}
+export async function shOk(argv: readonly string[]): Promise<RunResult> {
+  return runner.run(argv, { allowFailure: true });
+}
+
+/** Short unique tag for names: at most 15-char interface names leave little room. */
+export function uniqueTag(prefix: string): string {
+  return `${prefix}${(process.pid % 10000).toString(36)}${Math.floor(Math.random() * 1296).toString(36)}`;
+}
+
+export interface NodeOptions {
+  podCIDR: string;
+  /** Underlay address, e.g. 192.168.77.11/24. Default: derived from the node's index. */
+  underlayIP?: string;
+  clusterCIDR?: string;
+  /** Extra agent config fields. */
+  config?: Record<string, unknown>;
+}
+
+export class Lab {
+  readonly ul: string;
+  readonly runRoot: string;
+  readonly nodes: VNode[] = [];
+  private extraNetns: string[] = [];
+
+  private constructor(readonly tag: string) {
+    this.ul = `nn-${tag}-ul`;
+    this.runRoot = `${TEST_RUN_ROOT}/${tag}`;
+  }
+
+  static async create(tag: string): Promise<Lab> {
+    const lab = new Lab(tag);
+    mkdirSync(lab.runRoot, { recursive: true });
+    await sh(['ip', 'netns', 'add', lab.ul]);
+    await sh(['ip', '-n', lab.ul, '-batch', '-'], 'link set lo up\nlink add ul0 type bridge\nlink set ul0 up\n');
+    return lab;
+  }
+
+  /** A plain namespace (a pod for shim-level tests, or a client on the underlay), removed by destroy(). */
+  async addNetns(name: string): Promise<{ name: string; path: string }> {
+    const full = `nn-${this.tag}-${name}`;
+    await sh(['ip', 'netns', 'add', full]);
+    await sh(['ip', '-n', full, 'link', 'set', 'lo', 'up']);
+    this.extraNetns.push(full);
+    return { name: full, path: `/var/run/netns/${full}` };
+  }
+
+  /** A namespace plugged into the underlay with the given address (a client outside the cluster). */
+  async addUnderlayHost(name: string, addr: string): Promise<{ name: string; path: string }> {
+    const ns = await this.addNetns(name);
+    const ifx = `u${this.tag}${name}`.slice(0, 15);
+    await sh(['ip', 'link', 'add', ifx, 'netns', this.ul, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', ns.name]);
+    await sh(['ip', '-n', this.ul, '-batch', '-'], `link set ${ifx} master ul0\nlink set ${ifx} up\n`);
+    await sh(['ip', '-n', ns.name, '-batch', '-'], `addr add ${addr} dev eth0\nlink set eth0 up\n`);
+    return ns;
+  }
+
+  async addNode(name: string, opts: NodeOptions): Promise<VNode> {
+    const index = this.nodes.length + 1;
+    const node = new VNode(this, name, index, opts);
+    await node.create();
+    this.nodes.push(node);
+    return node;
+  }
+
+  /** Removes every namespace, process and file this Lab made. Safe to call twice. */
+  async destroy(): Promise<void> {
+    for (const n of this.nodes) await n.destroy();
+    for (const ns of [...this.extraNetns, this.ul]) await killNetns(ns);
+    this.extraNetns = [];
+    const mounts = (await shOk(['findmnt', '-rn', '-o', 'TARGET'])).stdout.split('\n').filter((m) => m.startsWith(this.runRoot));
+    for (const m of mounts.reverse()) await shOk(['umount', '-l', m]);
+    rmSync(this.runRoot, { recursive: true, force: true });
+  }
+}
+
+export async function killNetns(ns: string): Promise<void> {
+  const pids = (await shOk(['ip', 'netns', 'pids', ns])).stdout.split('\n').filter(Boolean);
+  for (const p of pids) {
+    try { process.kill(Number(p), 'SIGKILL'); } catch { /* already gone */ }
+  }
+  await shOk(['ip', 'netns', 'del', ns]);
+}
+
+export class VNode {
+  readonly ns: string;
+  readonly nsPath: string;
+  readonly dir: string;
+  readonly stateDir: string;
+  readonly runDir: string;
+  readonly socket: string;
+  readonly logFile: string;
+  readonly underlayIP: string;
+  agent: ChildProcess | null = null;
+
+  constructor(readonly lab: Lab, readonly name: string, readonly index: number, readonly opts: NodeOptions) {
+    this.ns = `nn-${lab.tag}-${name}`;
+    this.nsPath = `/var/run/netns/${this.ns}`;
+    this.dir = `${lab.runRoot}/${name}`;
+    this.stateDir = `${this.dir}/state`;
+    this.runDir = `${this.dir}/run`;
+    this.socket = `${this.runDir}/cni.sock`;
+    this.logFile = `${this.dir}/agent.log`;
+    this.underlayIP = opts.underlayIP ?? `192.168.77.${10 + index}/24`;
+  }
+
+  async create(): Promise<void> {
+    mkdirSync(this.stateDir, { recursive: true });
+    mkdirSync(this.runDir, { recursive: true });
+    await sh(['ip', 'netns', 'add', this.ns]);
+    const ifx = `u${this.lab.tag}${this.index}`.slice(0, 15);
+    await sh(['ip', 'link', 'add', ifx, 'netns', this.lab.ul, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', this.ns]);
+    await sh(['ip', '-n', this.lab.ul, '-batch', '-'], `link set ${ifx} master ul0\nlink set ${ifx} up\n`);
+    await sh(['ip', '-n', this.ns, '-batch', '-'], `link set lo up\naddr add ${this.underlayIP} dev eth0\nlink set eth0 up\n`);
+  }
+
+  /** The agent's config file content. */
+  agentConfig(): Record<string, unknown> {
+    return {
+      nodeName: this.name,
+      podCIDR: this.opts.podCIDR,
+      ...(this.opts.clusterCIDR ? { clusterCIDR: this.opts.clusterCIDR } : {}),
+      stateDir: this.stateDir,
+      runDir: this.runDir,
+      cniSocket: this.socket,
+      logFile: this.logFile,
+      logLevel: 'debug',
+      ...this.opts.config,
+    };
+  }
+
+  /** Starts the agent inside the node namespace and waits until its CNI socket answers. */
+  async startAgent(): Promise<void> {
+    if (this.agent) throw new Error(`agent of ${this.name} already running`);
+    const cfg = `${this.dir}/agent.json`;
+    writeFileSync(cfg, JSON.stringify(this.agentConfig(), null, 2));
+    const out = openSync(`${this.dir}/agent.stderr`, 'a');
+    const p = spawn('ip', ['netns', 'exec', this.ns, process.execPath, AGENT_JS, 'agent', '--config', cfg], {
+      stdio: ['ignore', out, out],
+    });
+    closeSync(out);
+    this.agent = p;
+    p.on('exit', () => { if (this.agent === p) this.agent = null; });
+    const deadline = Date.now() + 15_000;
+    while (Date.now() < deadline) {
+      if (this.agent !== p) throw new Error(`agent of ${this.name} exited at start: ${this.agentStderr()}`);
+      if (existsSync(`${this.runDir}/agent.ready`)) return;
+      await sleep(25);
+    }
+    throw new Error(`agent of ${this.name} not ready after 15 s: ${this.agentStderr()}`);
+  }
+
+  agentStderr(): string {
+    try { return readFileSync(`${this.dir}/agent.stderr`, 'utf8').slice(-2000); } catch { return ''; }
+  }
+
+  /** Stops the agent: SIGKILL simulates a crash, SIGTERM a clean stop. */
+  async stopAgent(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+    const p = this.agent;
+    if (!p) return;
+    const exited = new Promise<void>((r) => p.once('exit', () => r()));
+    // `ip netns exec` execs node, so the pid is the agent's own.
+    p.kill(signal);
+    await Promise.race([exited, sleep(10_000)]);
+    this.agent = null;
+  }
+
+  /** A CNI network config for this node's agent, as a runtime would hand it to the plugin. */
+  cniConfig(overrides: Record<string, unknown> = {}): Record<string, unknown> {
+    return {
+      cniVersion: '1.1.0',
+      name: 'nodenet',
+      type: 'nodenet-cni',
+      bridge: 'cbr0',
+      isGateway: true,
+      isDefaultGateway: true,
+      hairpinMode: true,
+      agentSocket: this.socket,
+      ipam: { type: 'host-local' },
+      ...overrides,
+    };
+  }
+
+  /** Calls the real shim exactly as a runtime does: env + config on stdin. */
+  async cni(command: string, args: { containerId?: string; netns?: string; ifName?: string; cniArgs?: string }, conf: unknown): Promise<CniCall> {
+    const env: Record<string, string> = { CNI_COMMAND: command, CNI_PATH: `${REPO}dist`, PATH: process.env['PATH'] ?? '/usr/bin:/bin' };
+    if (args.containerId !== undefined) env['CNI_CONTAINERID'] = args.containerId;
+    if (args.netns !== undefined) env['CNI_NETNS'] = args.netns;
+    if (args.ifName !== undefined) env['CNI_IFNAME'] = args.ifName;
+    if (args.cniArgs !== undefined) env['CNI_ARGS'] = args.cniArgs;
+    const r = await runner.run([process.execPath, SHIM], { input: JSON.stringify(conf), env, allowFailure: true });
+    let json: unknown = null;
+    try { json = JSON.parse(r.stdout); } catch { /* not JSON */ }
+    return { exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr, json };
+  }
+
+  /** Runs a command inside the node namespace. */
+  async exec(argv: readonly string[], allowFailure = false): Promise<RunResult> {
+    return runner.run(['ip', 'netns', 'exec', this.ns, ...argv], { allowFailure });
+  }
+
+  async destroy(): Promise<void> {
+    await this.stopAgent('SIGKILL');
+    await killNetns(this.ns);
+  }
+}
+
+export interface CniCall {
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+  json: unknown;
+}
