@@ -1,0 +1,107 @@
+/**
+ * The narrow interfaces the sandbox needs from the layers below it. main.ts
+ * adapts the real netlink, IPAM and iptables executors to these; tests use
+ * their validating fakes.
+ */
+import type { NetnsPath } from '../netns/netns.js';
+import type { Logger } from '../log/log.js';
+
+export interface LinkInfo {
+  readonly index: number;
+  readonly name: string;
+  readonly mac: string;
+  readonly mtu: number;
+  readonly up: boolean;
+  /** ifindex of the master (bridge), if enslaved. */
+  readonly master?: number | null | undefined;
+}
+
+export interface RouteInfo {
+  readonly dst: string;
+  readonly gw?: string | undefined;
+  readonly ifIndex?: number | undefined;
+}
+
+/** Link, address and route operations inside one network namespace. */
+export interface NetOps {
+  getLink(name: string): Promise<LinkInfo | null>;
+  /** Idempotent: creates the bridge if missing and brings it up. */
+  ensureBridge(name: string, opts: { mtu?: number; promisc?: boolean }): Promise<LinkInfo>;
+  /** Creates a veth pair whose peer is created directly inside peerNetns as peerName. */
+  createVeth(o: { name: string; peerName: string; peerNetns: NetnsPath; mtu?: number }): Promise<LinkInfo>;
+  setMaster(name: string, bridge: string): Promise<void>;
+  setUp(name: string): Promise<void>;
+  setHairpin(name: string, on: boolean): Promise<void>;
+  /** @throws LinkNotFoundError when missing. */
+  deleteLink(name: string): Promise<void>;
+  /** Idempotent (an existing address is success). */
+  addAddress(name: string, cidr: string): Promise<void>;
+  listAddresses(name?: string): Promise<readonly { ifIndex: number; address: string }[]>;
+  /** Idempotent (an existing route is success). */
+  addRoute(r: { dst: string; gw?: string; dev?: string }): Promise<void>;
+  listRoutes(): Promise<readonly RouteInfo[]>;
+  close(): void;
+}
+
+export interface IpamResult {
+  readonly ips: readonly { address: string; gateway?: string | undefined }[];
+  readonly routes: readonly { dst: string; gw?: string | undefined }[];
+}
+
+/** IPAM as the sandbox sees it: `raw` is the CNI config's ipam section; `network` the config's name. */
+export interface SandboxIpam {
+  add(raw: unknown, network: string, id: string, ifName: string, requestedIPs: readonly string[]): Promise<IpamResult>;
+  /** Idempotent: an unknown attachment is success. */
+  del(raw: unknown, network: string, id: string, ifName: string): Promise<void>;
+  /** The IPs held by the attachment (empty if none). */
+  get(raw: unknown, network: string, id: string, ifName: string): Promise<readonly string[]>;
+  /** Releases every attachment of `network` not in `valid`; returns the released IPs. */
+  gc(raw: unknown, network: string, valid: readonly { id: string; ifName: string }[]): Promise<readonly string[]>;
+}
+
+/** Per-attachment masquerade (the bridge plugin's ipMasq). */
+export interface Masquerade {
+  /** Idempotent. */
+  add(a: { id: string; ifName: string; network: string; ip: string; subnet: string }): Promise<void>;
+  /** Idempotent: nothing to remove is success. */
+  del(a: { id: string; ifName: string; network: string; ip: string }): Promise<void>;
+}
+
+export interface Sysctl {
+  set(key: string, value: string): Promise<void>;
+}
+
+/** A durable record of one attachment, written after a successful ADD. */
+export interface AttachmentRecord {
+  readonly containerId: string;
+  readonly ifName: string;
+  readonly network: string;
+  readonly netns: string;
+  readonly hostIf: string;
+  readonly ips: readonly string[];
+  readonly ipMasq: boolean;
+  /** The raw ipam section, so DEL and GC reach the same store even without a config. */
+  readonly ipam: unknown;
+}
+
+export interface AttachmentStore {
+  put(r: AttachmentRecord): Promise<void>;
+  get(containerId: string, ifName: string): Promise<AttachmentRecord | null>;
+  /** Idempotent. */
+  delete(containerId: string, ifName: string): Promise<void>;
+  list(): Promise<readonly AttachmentRecord[]>;
+}
+
+export interface SandboxDeps {
+  /** The node namespace (where the agent runs and cbr0 lives). */
+  readonly node: NetOps;
+  /** Opens NetOps inside a pod namespace; the caller closes it. */
+  openPod(netns: NetnsPath): NetOps;
+  /** Mints a NetnsPath; throws NetnsNotFoundError. */
+  resolveNetns(path: string): NetnsPath;
+  readonly ipam: SandboxIpam;
+  readonly masq: Masquerade;
+  readonly sysctl: Sysctl;
+  readonly records: AttachmentStore;
+  readonly log: Logger;
+}

@@ -1,0 +1,267 @@
+/**
+ * sandbox: CNI ADD / DEL / CHECK / GC for one attachment, with the reference
+ * `bridge` plugin's semantics, done inside the agent.
+ *
+ * What it owns: the node's bridge (cbr0 by default), one veth pair per
+ * attachment (host end `veth` + 11 hex of sha256(containerID/ifName) on the
+ * bridge, pod end CNI_IFNAME inside CNI_NETNS), the pod's address and routes,
+ * the gateway address on the bridge, per-attachment masquerade, and a
+ * durable attachment record.
+ *
+ * ADD is all or nothing: every step that changes the kernel or the IPAM
+ * store pushes its inverse on an undo stack, which runs in reverse unless the
+ * whole ADD succeeded (the bridge plugin's `success` flag and defers).
+ * DEL is idempotent and best-effort (CNI SPEC: "return success if the
+ * interface in question, or any modifications added, are missing"): a missing
+ * netns or link is success, and the IP is released even when CNI_NETNS is
+ * empty, as containerd's second DEL sends it. CHECK compares the kernel with
+ * prevResult. Attachments of one container ID are serialised by the caller.
+ */
+import { createHash } from 'node:crypto';
+import { CniCode, ErrorCode, LinkNotFoundError, NetnsNotFoundError, NodenetError } from '../errors/errors.js';
+import { F } from '../log/fields.js';
+import { parseIPNet } from '../net/ip.js';
+import type { NetnsPath } from '../netns/netns.js';
+import type { AttachmentRecord, NetOps, SandboxDeps } from './deps.js';
+
+export interface AttachRequest {
+  readonly containerId: string;
+  readonly ifName: string;
+  readonly netns: string;
+  /** The network config's `name`. */
+  readonly network: string;
+  readonly bridge: string;
+  readonly isGateway: boolean;
+  readonly isDefaultGateway: boolean;
+  readonly forceAddress: boolean;
+  readonly ipMasq: boolean;
+  readonly mtu?: number | undefined;
+  readonly hairpinMode: boolean;
+  readonly promiscMode: boolean;
+  /** The raw ipam section. */
+  readonly ipam: unknown;
+  /** IPs asked for through CNI_ARGS IP= or runtimeConfig.ips. */
+  readonly requestedIPs: readonly string[];
+  readonly dns?: Readonly<Record<string, unknown>> | undefined;
+}
+
+/** A CNI result in the 1.1 shape (the CNI layer encodes it for older versions). */
+export interface AttachResult {
+  readonly interfaces: readonly { name: string; mac: string; mtu?: number; sandbox?: string }[];
+  readonly ips: readonly { address: string; gateway?: string; interface: number }[];
+  readonly routes: readonly { dst: string; gw?: string }[];
+  readonly dns: Readonly<Record<string, unknown>>;
+}
+
+export interface DelRequest {
+  readonly containerId: string;
+  readonly ifName: string;
+  /** May be empty (containerd's second DEL). */
+  readonly netns: string;
+  readonly network: string;
+  readonly ipam: unknown;
+  readonly ipMasq: boolean;
+}
+
+/** The host-side veth name: deterministic, so DEL and CHECK find it from (containerID, ifName) alone. */
+export function hostVethName(containerId: string, ifName: string): string {
+  return `veth${createHash('sha256').update(`${containerId}/${ifName}`).digest('hex').slice(0, 11)}`;
+}
+
+type Undo = { what: string; run: () => Promise<void> };
+
+export class Sandbox {
+  constructor(private readonly deps: SandboxDeps) {}
+
+  async add(req: AttachRequest): Promise<AttachResult> {
+    const { deps } = this;
+    const log = deps.log.child({ [F.containerID]: req.containerId, [F.ifName]: req.ifName, [F.netns]: req.netns });
+    const netns = deps.resolveNetns(req.netns);
+    const hostIf = hostVethName(req.containerId, req.ifName);
+    const undo: Undo[] = [];
+    let success = false;
+    let pod: NetOps | null = null;
+    try {
+      const bridgeOpts: { mtu?: number; promisc?: boolean } = { promisc: req.promiscMode };
+      if (req.mtu !== undefined) bridgeOpts.mtu = req.mtu;
+      const bridge = await deps.node.ensureBridge(req.bridge, bridgeOpts);
+
+      // A leftover host veth of this very attachment (an ADD that crashed midway) is removed first,
+      // so a retried ADD converges instead of failing on "exists".
+      if (await deps.node.getLink(hostIf)) {
+        log.info({ hostIf }, 'removing leftover host veth of an earlier, unfinished ADD');
+        await deps.node.deleteLink(hostIf).catch(ignoreMissing);
+      }
+
+      pod = deps.openPod(netns);
+      if (await pod.getLink(req.ifName)) {
+        throw new NodenetError(ErrorCode.LinkExists, `interface ${req.ifName} already exists in ${req.netns}`, CniCode.Internal);
+      }
+      const vethOpts: { name: string; peerName: string; peerNetns: NetnsPath; mtu?: number } = { name: hostIf, peerName: req.ifName, peerNetns: netns };
+      if (req.mtu !== undefined) vethOpts.mtu = req.mtu;
+      const host = await deps.node.createVeth(vethOpts);
+      undo.push({ what: `delete ${hostIf}`, run: () => deps.node.deleteLink(hostIf).catch(ignoreMissing) });
+      await deps.node.setMaster(hostIf, req.bridge);
+      await deps.node.setHairpin(hostIf, req.hairpinMode);
+      await deps.node.setUp(hostIf);
+
+      const ipam = await deps.ipam.add(req.ipam, req.network, req.containerId, req.ifName, req.requestedIPs);
+      undo.push({ what: 'release IPs', run: () => deps.ipam.del(req.ipam, req.network, req.containerId, req.ifName) });
+      if (ipam.ips.length === 0) throw new NodenetError(ErrorCode.IpamInvalid, 'IPAM returned no address', CniCode.InvalidNetworkConfig);
+
+      // Pod side: lo up, address, then routes. Routes need the address first (the gateway must be reachable).
+      await pod.setUp('lo');
+      for (const ip of ipam.ips) await pod.addAddress(req.ifName, ip.address);
+      await pod.setUp(req.ifName);
+      const podLink = await pod.getLink(req.ifName);
+      if (!podLink) throw new LinkNotFoundError(req.ifName);
+      const routes: { dst: string; gw?: string }[] = [];
+      for (const r of ipam.routes) routes.push(r.gw ? { dst: r.dst, gw: r.gw } : { dst: r.dst });
+      const gw = ipam.ips.find((i) => i.gateway)?.gateway;
+      if (req.isDefaultGateway && gw && !routes.some((r) => r.dst === '0.0.0.0/0')) routes.push({ dst: '0.0.0.0/0', gw });
+      for (const r of routes) {
+        const route: { dst: string; gw?: string; dev?: string } = { dst: r.dst, dev: req.ifName };
+        const via = r.gw ?? gw;
+        if (via) route.gw = via;
+        await pod.addRoute(route);
+      }
+
+      // Node side: the gateway address on the bridge, forwarding, masquerade.
+      if (req.isGateway) {
+        for (const ip of ipam.ips) {
+          if (!ip.gateway) continue;
+          const prefix = parseIPNet(ip.address).prefix;
+          await deps.node.addAddress(req.bridge, `${ip.gateway}/${prefix}`);
+        }
+        await deps.sysctl.set('net/ipv4/ip_forward', '1');
+      }
+      if (req.ipMasq) {
+        for (const ip of ipam.ips) {
+          const net = parseIPNet(ip.address);
+          const a = { id: req.containerId, ifName: req.ifName, network: req.network, ip: net.ip, subnet: net.network.cidr };
+          await deps.masq.add(a);
+          undo.push({ what: 'remove masquerade', run: () => deps.masq.del(a) });
+        }
+      }
+
+      const record: AttachmentRecord = {
+        containerId: req.containerId, ifName: req.ifName, network: req.network, netns: req.netns, hostIf,
+        ips: ipam.ips.map((i) => i.address), ipMasq: req.ipMasq, ipam: req.ipam,
+      };
+      await deps.records.put(record);
+      success = true;
+      log.info({ [F.ip]: record.ips, hostIf }, 'attachment added');
+      const podIface: { name: string; mac: string; mtu?: number; sandbox?: string } = { name: req.ifName, mac: podLink.mac, sandbox: req.netns };
+      if (req.mtu !== undefined) podIface.mtu = podLink.mtu;
+      return {
+        interfaces: [{ name: req.bridge, mac: bridge.mac }, { name: hostIf, mac: host.mac }, podIface],
+        ips: ipam.ips.map((i) => (i.gateway ? { address: i.address, gateway: i.gateway, interface: 2 } : { address: i.address, interface: 2 })),
+        routes,
+        dns: req.dns ?? {},
+      };
+    } finally {
+      pod?.close();
+      if (!success) {
+        for (const u of undo.reverse()) {
+          try {
+            await u.run();
+          } catch (err) {
+            log.warn({ err, step: u.what }, 'undo step failed while unwinding a failed ADD');
+          }
+        }
+      }
+    }
+  }
+
+  /** Idempotent, best-effort. Only failures worth a retry are thrown. */
+  async del(req: DelRequest): Promise<void> {
+    const { deps } = this;
+    const log = deps.log.child({ [F.containerID]: req.containerId, [F.ifName]: req.ifName, [F.netns]: req.netns });
+    const record = await deps.records.get(req.containerId, req.ifName);
+    const hostIf = record?.hostIf ?? hostVethName(req.containerId, req.ifName);
+    const ipam = record?.ipam ?? req.ipam;
+    const network = record?.network ?? req.network;
+
+    // Masquerade first: it needs the IPs, which the IPAM release below forgets.
+    const ips = record?.ips ?? (await deps.ipam.get(ipam, network, req.containerId, req.ifName));
+    if (req.ipMasq || record?.ipMasq) {
+      for (const ip of ips) await deps.masq.del({ id: req.containerId, ifName: req.ifName, network, ip: parseIPNet(ip.includes('/') ? ip : `${ip}/32`).ip });
+    }
+
+    // The pod end: deleting either end of a veth removes both.
+    let removed = false;
+    if (req.netns) {
+      try {
+        const pod = deps.openPod(deps.resolveNetns(req.netns));
+        try {
+          await pod.deleteLink(req.ifName);
+          removed = true;
+        } finally {
+          pod.close();
+        }
+      } catch (err) {
+        if (!(err instanceof NetnsNotFoundError) && !(err instanceof LinkNotFoundError)) throw err;
+      }
+    }
+    if (!removed) await deps.node.deleteLink(hostIf).catch(ignoreMissing);
+
+    await deps.ipam.del(ipam, network, req.containerId, req.ifName);
+    await deps.records.delete(req.containerId, req.ifName);
+    log.info({ [F.ip]: ips }, 'attachment deleted');
+  }
+
+  /** Verifies the attachment against prevResult; throws CheckFailed naming the first mismatch. */
+  async check(req: AttachRequest, prev: AttachResult): Promise<void> {
+    const { deps } = this;
+    const fail = (msg: string) => new NodenetError(ErrorCode.CheckFailed, `CHECK ${req.containerId}/${req.ifName}: ${msg}`, CniCode.Internal);
+    const netns = deps.resolveNetns(req.netns);
+    const held = await deps.ipam.get(req.ipam, req.network, req.containerId, req.ifName);
+    const pod = deps.openPod(netns);
+    try {
+      const link = await pod.getLink(req.ifName);
+      if (!link) throw fail(`interface ${req.ifName} is missing from ${req.netns}`);
+      if (!link.up) throw fail(`interface ${req.ifName} is down`);
+      const want = prev.interfaces.find((i) => i.name === req.ifName && i.sandbox);
+      if (want && want.mac && want.mac.toLowerCase() !== link.mac.toLowerCase()) throw fail(`interface ${req.ifName} has MAC ${link.mac}, prevResult says ${want.mac}`);
+      const addrs = (await pod.listAddresses(req.ifName)).map((a) => a.address);
+      for (const ip of prev.ips) {
+        if (!addrs.includes(ip.address)) throw fail(`address ${ip.address} is not on ${req.ifName} (has ${addrs.join(', ') || 'none'})`);
+        if (!held.includes(ip.address) && !held.includes(ip.address.split('/')[0]!)) throw fail(`address ${ip.address} is not reserved for this container in IPAM`);
+      }
+      const routes = await pod.listRoutes();
+      for (const r of prev.routes) {
+        const dst = r.dst === '0.0.0.0/0' ? ['0.0.0.0/0', 'default'] : [r.dst];
+        if (!routes.some((k) => dst.includes(k.dst) && (!r.gw || k.gw === r.gw))) throw fail(`route ${r.dst}${r.gw ? ` via ${r.gw}` : ''} is missing`);
+      }
+    } finally {
+      pod.close();
+    }
+    const hostIf = hostVethName(req.containerId, req.ifName);
+    const host = await deps.node.getLink(hostIf);
+    if (!host) throw fail(`host interface ${hostIf} is missing`);
+    const bridge = await deps.node.getLink(req.bridge);
+    if (!bridge) throw fail(`bridge ${req.bridge} is missing`);
+    if (host.master !== undefined && host.master !== bridge.index) throw fail(`host interface ${hostIf} is not on bridge ${req.bridge}`);
+  }
+
+  /**
+   * Removes every attachment of `network` not listed in `valid` (CNI GC with
+   * cni.dev/valid-attachments): its veth, masquerade, record and IPs.
+   */
+  async gc(network: string, ipamRaw: unknown, valid: readonly { containerId: string; ifName: string }[]): Promise<string[]> {
+    const keep = new Set(valid.map((v) => `${v.containerId}/${v.ifName}`));
+    const released: string[] = [];
+    for (const r of await this.deps.records.list()) {
+      if (r.network !== network || keep.has(`${r.containerId}/${r.ifName}`)) continue;
+      await this.del({ containerId: r.containerId, ifName: r.ifName, netns: '', network, ipam: r.ipam, ipMasq: r.ipMasq });
+      released.push(...r.ips);
+    }
+    released.push(...(await this.deps.ipam.gc(ipamRaw, network, valid.map((v) => ({ id: v.containerId, ifName: v.ifName })))));
+    return released;
+  }
+}
+
+function ignoreMissing(err: unknown): void {
+  if (err instanceof LinkNotFoundError) return;
+  throw err;
+}
