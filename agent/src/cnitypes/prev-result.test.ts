@@ -45,7 +45,7 @@ t.test('without its own cniVersion the config version decides the format; with o
   const { cniVersion: _drop, ...noVersion } = v040;
   t.same(parsePrevResult(noVersion, '0.4.0').ips, [{ interface: 2, address: '10.22.0.5/16', gateway: '10.22.0.1' }]);
   t.throws(() => parsePrevResult({ ...v040, cniVersion: '0.2.0' }, '0.4.0'), { cniCode: 1, message: /prevResult\.cniVersion/ });
-  t.throws(() => parsePrevResult(noVersion, '9.9.9'), { cniCode: 1 });
+  t.throws(() => parsePrevResult(noVersion, '9.9.9'), { cniCode: 1, code: 'NN_ERR_INCOMPATIBLE_VERSION' });
 });
 
 t.test('malformed results fail with CNI 7 naming the field', async (t) => {

@@ -72,8 +72,8 @@ t.test('empty lists and an empty dns are omitted', async (t) => {
 });
 
 t.test('an unsupported version is CNI 1; a dangling interface index is an internal error', async (t) => {
-  t.throws(() => encodeResult(full, '0.2.0'), { cniCode: 1 });
-  t.throws(() => encodeResult(full, '2.0.0'), { cniCode: 1 });
+  t.throws(() => encodeResult(full, '0.2.0'), { cniCode: 1, code: 'NN_ERR_INCOMPATIBLE_VERSION' });
+  t.throws(() => encodeResult(full, '2.0.0'), { cniCode: 1, code: 'NN_ERR_INCOMPATIBLE_VERSION' });
   const err = (() => {
     try {
       encodeResult({ interfaces: [], ips: [{ address: '10.0.0.2/24', interface: 0 }], routes: [], dns: {} }, '1.0.0');
