@@ -48,6 +48,8 @@ export const ErrorCode = {
   InvalidObject: 'NN_ERR_INVALID_OBJECT',
   RuleApply: 'NN_ERR_RULE_APPLY',
   Pod: 'NN_ERR_POD',
+  IptablesParse: 'NN_ERR_IPTABLES_PARSE',
+  IptablesMixed: 'NN_ERR_IPTABLES_MIXED',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
