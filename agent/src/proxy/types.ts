@@ -25,6 +25,16 @@ export function spnString(s: ServicePortName): string {
   return s.port ? `${s.namespace}/${s.name}:${s.port}` : `${s.namespace}/${s.name}`;
 }
 
+/**
+ * Internal map key of a ServicePortName including its protocol: "ns/name:port/UDP".
+ * Endpoints match a Service port by name AND protocol (as kube-proxy's
+ * ServicePortName equality), which spnString alone does not capture.
+ */
+export type SpnKey = string;
+export function spnKey(s: ServicePortName): SpnKey {
+  return `${spnString(s)}/${s.protocol}`;
+}
+
 /** Key of a whole Service ("ns/name"), the unit of change tracking. */
 export type ServiceKey = string;
 

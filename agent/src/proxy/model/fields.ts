@@ -1,0 +1,138 @@
+/**
+ * proxy/model/fields: reading fields of an `unknown` Kubernetes object, each
+ * failure an InvalidObjectError naming the JSON path (`spec.ports[1].port`).
+ * Pure; shared by the Service and EndpointSlice parsers.
+ */
+import { InvalidObjectError } from '../../errors/errors.js';
+import type { Protocol } from '../types.js';
+
+export type Obj = Readonly<Record<string, unknown>>;
+
+export function isObj(v: unknown): v is Obj {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Joins a parent path and a child key: join('spec', 'ports') = 'spec.ports'; join('', 'spec') = 'spec'. */
+export function join(parent: string, key: string | number): string {
+  if (typeof key === 'number') return `${parent}[${key}]`;
+  return parent ? `${parent}.${key}` : key;
+}
+
+export function show(v: unknown): string {
+  const s = JSON.stringify(v);
+  return s === undefined ? String(v) : s.length > 80 ? `${s.slice(0, 77)}...` : s;
+}
+
+/** An object field; absent or null gives undefined. */
+export function optObj(o: Obj, key: string, path: string): Obj | undefined {
+  const v = o[key];
+  if (v === undefined || v === null) return undefined;
+  if (!isObj(v)) throw new InvalidObjectError(join(path, key), `must be an object, got ${show(v)}`);
+  return v;
+}
+
+export function reqObj(o: Obj, key: string, path: string): Obj {
+  const v = optObj(o, key, path);
+  if (v === undefined) throw new InvalidObjectError(join(path, key), 'required value');
+  return v;
+}
+
+/** A string field; absent or null gives undefined. */
+export function optStr(o: Obj, key: string, path: string): string | undefined {
+  const v = o[key];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'string') throw new InvalidObjectError(join(path, key), `must be a string, got ${show(v)}`);
+  return v;
+}
+
+export function optBool(o: Obj, key: string, path: string): boolean | undefined {
+  const v = o[key];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'boolean') throw new InvalidObjectError(join(path, key), `must be a boolean, got ${show(v)}`);
+  return v;
+}
+
+/** An integer field; absent or null gives undefined. */
+export function optInt(o: Obj, key: string, path: string): number | undefined {
+  const v = o[key];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'number' || !Number.isInteger(v)) throw new InvalidObjectError(join(path, key), `must be an integer, got ${show(v)}`);
+  return v;
+}
+
+/** An array field; absent or null gives undefined. */
+export function optArr(o: Obj, key: string, path: string): readonly unknown[] | undefined {
+  const v = o[key];
+  if (v === undefined || v === null) return undefined;
+  if (!Array.isArray(v)) throw new InvalidObjectError(join(path, key), `must be an array, got ${show(v)}`);
+  return v;
+}
+
+const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const DNS1035_LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
+const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/** RFC 1123 label: lowercase alphanumerics and '-', starting and ending alphanumeric, at most 63 characters. */
+export function isDNS1123Label(s: string): boolean {
+  return s.length <= 63 && DNS1123_LABEL.test(s);
+}
+
+/** RFC 1035 label (Service names): as a 1123 label but starting with a letter. */
+export function isDNS1035Label(s: string): boolean {
+  return s.length <= 63 && DNS1035_LABEL.test(s);
+}
+
+/** RFC 1123 subdomain (EndpointSlice names): dot-separated labels, at most 253 characters. */
+export function isDNS1123Subdomain(s: string): boolean {
+  return s.length <= 253 && DNS1123_SUBDOMAIN.test(s);
+}
+
+/**
+ * IANA_SVC_NAME (a named targetPort): at most 15 characters, lowercase
+ * alphanumerics and '-', at least one letter, no leading, trailing or
+ * doubled '-'.
+ */
+export function isIanaSvcName(s: string): boolean {
+  return s.length >= 1 && s.length <= 15 && /^[a-z0-9-]+$/.test(s) && /[a-z]/.test(s) && !s.startsWith('-') && !s.endsWith('-') && !s.includes('--');
+}
+
+export const PROTOCOLS: readonly Protocol[] = ['TCP', 'UDP', 'SCTP'];
+
+/** A port's protocol; absent means TCP (the API server's default). */
+export function protocolField(o: Obj, path: string): Protocol {
+  const p = optStr(o, 'protocol', path);
+  if (p === undefined || p === '') return 'TCP';
+  if (!(PROTOCOLS as readonly string[]).includes(p)) {
+    throw new InvalidObjectError(join(path, 'protocol'), `unsupported value ${show(p)}: supported values: "TCP", "UDP", "SCTP"`);
+  }
+  return p as Protocol;
+}
+
+/** A 1..65535 port number. */
+export function portNumber(v: number, field: string): number {
+  if (v < 1 || v > 65535) throw new InvalidObjectError(field, `must be between 1 and 65535, inclusive, got ${v}`);
+  return v;
+}
+
+/** metadata.namespace and metadata.name, both required. */
+export function objectMeta(o: Obj, nameCheck: (s: string) => boolean, nameRule: string): { namespace: string; name: string } {
+  const meta = reqObj(o, 'metadata', '');
+  const name = optStr(meta, 'name', 'metadata');
+  if (!name) throw new InvalidObjectError('metadata.name', 'required value');
+  if (!nameCheck(name)) throw new InvalidObjectError('metadata.name', `${show(name)} must be ${nameRule}`);
+  const namespace = optStr(meta, 'namespace', 'metadata');
+  if (!namespace) throw new InvalidObjectError('metadata.namespace', 'required value');
+  if (!isDNS1123Label(namespace)) throw new InvalidObjectError('metadata.namespace', `${show(namespace)} must be an RFC 1123 label`);
+  return { namespace, name };
+}
+
+/** Best-effort "namespace/name" of any object, for deletes and logs; null when unreadable. */
+export function objectKey(o: unknown): string | null {
+  if (!isObj(o)) return null;
+  const meta = o['metadata'];
+  if (!isObj(meta)) return null;
+  const ns = meta['namespace'];
+  const name = meta['name'];
+  if (typeof ns !== 'string' || typeof name !== 'string' || !ns || !name) return null;
+  return `${ns}/${name}`;
+}

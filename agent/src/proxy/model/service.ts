@@ -1,0 +1,246 @@
+/**
+ * proxy/model/service: a core/v1 Service (as JSON, `unknown`) → the
+ * ServicePortInfo list the proxy renders from. Pure.
+ *
+ * What it accepts mirrors the API server's Service validation for the fields
+ * a proxy reads, so a Service nodenet accepts is one Kubernetes would accept:
+ * an invalid object throws InvalidObjectError whose `field` is the JSON path
+ * (`spec.ports[1].port`). Services a proxy has nothing to do for are not
+ * errors: like kube-proxy's ShouldSkipService they come back as `ignored`
+ * with a reason — headless (`clusterIP: None`), no ClusterIP allocated yet,
+ * ExternalName, IPv6-only — and so are types nodenet does not implement
+ * (LoadBalancer). Defaults are the API server's (protocol TCP, targetPort =
+ * port, traffic policies Cluster, affinity timeout 10800 s), so a Service
+ * written by hand for the embedded control plane parses the same as one
+ * that went through a real API server.
+ *
+ * targetPort is validated and returned, but the proxy does not use it: as in
+ * kube-proxy, the endpoint port comes from the EndpointSlice port whose name
+ * equals the Service port's name (the slice controller resolved targetPort).
+ */
+import { InvalidObjectError } from '../../errors/errors.js';
+import { isIPv4, parseIPv4, cidrContains, type IPv4 } from '../../net/ip.js';
+import type { Protocol, ServiceKey, ServicePortInfo, ServiceType, TrafficPolicy } from '../types.js';
+import {
+  isDNS1035Label,
+  isDNS1123Label,
+  isIanaSvcName,
+  isObj,
+  join,
+  objectMeta,
+  optArr,
+  optInt,
+  optObj,
+  optStr,
+  portNumber,
+  protocolField,
+  reqObj,
+  show,
+  type Obj,
+} from './fields.js';
+
+export interface PortRange {
+  readonly min: number;
+  readonly max: number;
+}
+
+/** The API server's default --service-node-port-range. */
+export const DEFAULT_NODE_PORT_RANGE: PortRange = { min: 30000, max: 32767 };
+export const DEFAULT_AFFINITY_TIMEOUT_SECONDS = 10800;
+export const MAX_AFFINITY_TIMEOUT_SECONDS = 86400;
+
+export interface ServiceParseOptions {
+  readonly nodePortRange?: PortRange;
+}
+
+export type ParsedService =
+  | {
+      readonly kind: 'service';
+      readonly key: ServiceKey;
+      /** One per spec.ports entry, in spec order. */
+      readonly ports: readonly ServicePortInfo[];
+      /** spec.ports[i].targetPort (defaulted to the port), aligned with `ports`. */
+      readonly targetPorts: readonly (number | string)[];
+    }
+  | { readonly kind: 'ignored'; readonly key: ServiceKey; readonly reason: string };
+
+const SUPPORTED_TYPES = ['ClusterIP', 'NodePort', 'LoadBalancer', 'ExternalName'];
+
+function isIPv6Like(s: string): boolean {
+  return s.includes(':') && /^[0-9a-fA-F:.]+$/.test(s);
+}
+
+/** externalIPs may not be unspecified, loopback or link-local (the API server's ValidateNonSpecialIP). */
+function specialIPv4(ip: string): string | null {
+  if (ip === '0.0.0.0') return 'may not be unspecified (0.0.0.0)';
+  if (cidrContains('127.0.0.0/8', ip)) return 'may not be in the loopback range (127.0.0.0/8)';
+  if (cidrContains('169.254.0.0/16', ip)) return 'may not be in the link-local range (169.254.0.0/16)';
+  if (cidrContains('224.0.0.0/24', ip)) return 'may not be in the link-local multicast range (224.0.0.0/24)';
+  return null;
+}
+
+/**
+ * Parses and validates one Service. Throws InvalidObjectError (field = JSON
+ * path) when the object is invalid; returns `ignored` when it is valid but
+ * gets no proxy rules.
+ */
+export function parseService(raw: unknown, opts: ServiceParseOptions = {}): ParsedService {
+  const range = opts.nodePortRange ?? DEFAULT_NODE_PORT_RANGE;
+  if (!isObj(raw)) throw new InvalidObjectError('(root)', `must be a JSON object, got ${show(raw)}`);
+  const { namespace, name } = objectMeta(raw, isDNS1035Label, 'an RFC 1035 label (lowercase alphanumerics and "-", starting with a letter)');
+  const key: ServiceKey = `${namespace}/${name}`;
+  const spec = reqObj(raw, 'spec', '');
+
+  const typeRaw = optStr(spec, 'type', 'spec') || 'ClusterIP';
+  if (!SUPPORTED_TYPES.includes(typeRaw)) {
+    throw new InvalidObjectError('spec.type', `unsupported value ${show(typeRaw)}: supported values: ${SUPPORTED_TYPES.map((t) => `"${t}"`).join(', ')}`);
+  }
+  if (typeRaw === 'ExternalName') return { kind: 'ignored', key, reason: 'type ExternalName is a DNS alias: no proxy rules' };
+  if (typeRaw === 'LoadBalancer') return { kind: 'ignored', key, reason: 'type LoadBalancer is not implemented by nodenet (use NodePort)' };
+  const type: ServiceType = typeRaw === 'NodePort' ? 'NodePort' : 'ClusterIP';
+
+  const clusterIP = clusterIPField(spec, key);
+  if (typeof clusterIP !== 'string') return clusterIP;
+
+  const portsRaw = optArr(spec, 'ports', 'spec');
+  if (!portsRaw || portsRaw.length === 0) throw new InvalidObjectError('spec.ports', 'required value: a Service needs at least one port');
+
+  const affinityTimeoutSeconds = affinityField(spec);
+  const externalIPsAll = optArr(spec, 'externalIPs', 'spec') ?? [];
+  const externalIPs: IPv4[] = [];
+  externalIPsAll.forEach((v, i) => {
+    const f = `spec.externalIPs[${i}]`;
+    if (typeof v !== 'string') throw new InvalidObjectError(f, `must be a string, got ${show(v)}`);
+    if (isIPv6Like(v)) return; // an IPv6 external IP is valid Kubernetes, but not this IPv4 proxy's
+    if (!isIPv4(v)) throw new InvalidObjectError(f, `${show(v)} must be a valid IP address`);
+    const special = specialIPv4(v);
+    if (special) throw new InvalidObjectError(f, special);
+    if (!externalIPs.includes(v as IPv4)) externalIPs.push(parseIPv4(v));
+  });
+
+  const externallyAccessible = type === 'NodePort' || externalIPsAll.length > 0;
+  const etpRaw = optStr(spec, 'externalTrafficPolicy', 'spec') ?? '';
+  if (etpRaw !== '' && !externallyAccessible) {
+    throw new InvalidObjectError('spec.externalTrafficPolicy', 'may only be set for externally-accessible services (type NodePort, or with externalIPs)');
+  }
+  const externalTrafficPolicy = trafficPolicy(etpRaw, 'spec.externalTrafficPolicy');
+  const internalTrafficPolicy = trafficPolicy(optStr(spec, 'internalTrafficPolicy', 'spec') ?? '', 'spec.internalTrafficPolicy');
+
+  const ports: ServicePortInfo[] = [];
+  const targetPorts: (number | string)[] = [];
+  const names = new Set<string>();
+  const portProto = new Set<string>();
+  const nodePortProto = new Set<string>();
+  portsRaw.forEach((p, i) => {
+    const path = `spec.ports[${i}]`;
+    if (!isObj(p)) throw new InvalidObjectError(path, `must be an object, got ${show(p)}`);
+    const portName = optStr(p, 'name', path) ?? '';
+    if (portsRaw.length > 1 && portName === '') {
+      throw new InvalidObjectError(join(path, 'name'), 'required value: every port of a multi-port Service needs a name');
+    }
+    if (portName !== '' && !isDNS1123Label(portName)) throw new InvalidObjectError(join(path, 'name'), `${show(portName)} must be an RFC 1123 label`);
+    if (names.has(portName)) throw new InvalidObjectError(join(path, 'name'), `duplicate value ${show(portName)}`);
+    names.add(portName);
+
+    const protocol = protocolField(p, path);
+    const portRaw = optInt(p, 'port', path);
+    if (portRaw === undefined) throw new InvalidObjectError(join(path, 'port'), 'required value');
+    const port = portNumber(portRaw, join(path, 'port'));
+    if (portProto.has(`${port}/${protocol}`)) throw new InvalidObjectError(path, `duplicate value: port ${port}/${protocol} appears twice`);
+    portProto.add(`${port}/${protocol}`);
+
+    targetPorts.push(targetPortField(p, path, port));
+    const nodePort = nodePortField(p, path, type, range, protocol, nodePortProto);
+
+    ports.push({
+      spn: { namespace, name, port: portName, protocol },
+      serviceType: type,
+      clusterIP,
+      port,
+      protocol,
+      nodePort,
+      affinityTimeoutSeconds,
+      externalTrafficPolicy,
+      internalTrafficPolicy,
+      externalIPs,
+    });
+  });
+  return { kind: 'service', key, ports, targetPorts };
+}
+
+/** The Service's IPv4 ClusterIP, or an `ignored` result (headless, unallocated, IPv6-only). */
+function clusterIPField(spec: Obj, key: ServiceKey): IPv4 | ParsedService {
+  const single = optStr(spec, 'clusterIP', 'spec');
+  const list = optArr(spec, 'clusterIPs', 'spec') ?? [];
+  const ips: string[] = list.map((v, i) => {
+    if (typeof v !== 'string') throw new InvalidObjectError(`spec.clusterIPs[${i}]`, `must be a string, got ${show(v)}`);
+    return v;
+  });
+  if (single && ips.length > 0 && ips[0] !== single) {
+    throw new InvalidObjectError('spec.clusterIPs[0]', `${show(ips[0])} must match spec.clusterIP ${show(single)}`);
+  }
+  const primary = single || ips[0] || '';
+  if (primary === 'None') return { kind: 'ignored', key, reason: 'headless Service (clusterIP: None): no proxy rules' };
+  if (primary === '') return { kind: 'ignored', key, reason: 'no ClusterIP allocated yet' };
+  const candidates = [primary, ...ips.slice(1)];
+  let chosen: IPv4 | null = null;
+  candidates.forEach((ip, i) => {
+    const f = i === 0 ? (single ? 'spec.clusterIP' : 'spec.clusterIPs[0]') : `spec.clusterIPs[${i}]`;
+    if (isIPv6Like(ip)) return;
+    if (!isIPv4(ip)) throw new InvalidObjectError(f, `${show(ip)} must be a valid IP address or "None"`);
+    if (ip === '0.0.0.0') throw new InvalidObjectError(f, 'may not be unspecified (0.0.0.0)');
+    chosen ??= parseIPv4(ip);
+  });
+  return chosen ?? { kind: 'ignored', key, reason: 'no IPv4 ClusterIP (IPv6-only Service); nodenet proxies IPv4' };
+}
+
+function affinityField(spec: Obj): number | null {
+  const affinity = optStr(spec, 'sessionAffinity', 'spec') || 'None';
+  if (affinity !== 'None' && affinity !== 'ClientIP') {
+    throw new InvalidObjectError('spec.sessionAffinity', `unsupported value ${show(affinity)}: supported values: "ClientIP", "None"`);
+  }
+  const cfg = optObj(spec, 'sessionAffinityConfig', 'spec');
+  const clientIP = cfg ? optObj(cfg, 'clientIP', 'spec.sessionAffinityConfig') : undefined;
+  if (affinity === 'None') {
+    if (clientIP) throw new InvalidObjectError('spec.sessionAffinityConfig', 'must not be set when sessionAffinity is None');
+    return null;
+  }
+  const t = clientIP ? optInt(clientIP, 'timeoutSeconds', 'spec.sessionAffinityConfig.clientIP') : undefined;
+  const timeout = t ?? DEFAULT_AFFINITY_TIMEOUT_SECONDS;
+  if (timeout < 1 || timeout > MAX_AFFINITY_TIMEOUT_SECONDS) {
+    throw new InvalidObjectError('spec.sessionAffinityConfig.clientIP.timeoutSeconds', `must be greater than 0 and less than or equal to ${MAX_AFFINITY_TIMEOUT_SECONDS}, got ${timeout}`);
+  }
+  return timeout;
+}
+
+function trafficPolicy(v: string, field: string): TrafficPolicy {
+  if (v === '' || v === 'Cluster') return 'Cluster';
+  if (v === 'Local') return 'Local';
+  throw new InvalidObjectError(field, `unsupported value ${show(v)}: supported values: "Cluster", "Local"`);
+}
+
+function targetPortField(p: Obj, path: string, port: number): number | string {
+  const f = join(path, 'targetPort');
+  const v = p['targetPort'];
+  if (v === undefined || v === null || v === 0 || v === '') return port;
+  if (typeof v === 'number') {
+    if (!Number.isInteger(v)) throw new InvalidObjectError(f, `must be an integer or a port name, got ${show(v)}`);
+    return portNumber(v, f);
+  }
+  if (typeof v === 'string') {
+    if (!isIanaSvcName(v)) throw new InvalidObjectError(f, `${show(v)} must be a number or a port name (IANA_SVC_NAME: at most 15 lowercase alphanumerics or "-", with a letter)`);
+    return v;
+  }
+  throw new InvalidObjectError(f, `must be an integer or a port name, got ${show(v)}`);
+}
+
+function nodePortField(p: Obj, path: string, type: ServiceType, range: PortRange, protocol: Protocol, seen: Set<string>): number {
+  const f = join(path, 'nodePort');
+  const v = optInt(p, 'nodePort', path) ?? 0;
+  if (v === 0) return 0; // NodePort type without an allocated port yet: no NodePort rule
+  if (type === 'ClusterIP') throw new InvalidObjectError(f, "forbidden: may not be used when `type` is 'ClusterIP'");
+  if (v < range.min || v > range.max) throw new InvalidObjectError(f, `must be between ${range.min} and ${range.max}, inclusive, got ${v}`);
+  if (seen.has(`${v}/${protocol}`)) throw new InvalidObjectError(f, `duplicate value ${v}/${protocol}`);
+  seen.add(`${v}/${protocol}`);
+  return v;
+}
