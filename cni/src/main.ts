@@ -1,0 +1,34 @@
+/**
+ * nodenet-cni: the CNI plugin executable the container runtime runs for every
+ * pod network operation. A thin shim: skel.ts checks the call, run.ts forwards
+ * it to the node agent over gRPC on a unix socket and prints the answer.
+ *
+ * This file only wires real I/O. It is bundled by scripts/build.mjs into one
+ * CJS file (dist/nodenet-cni.cjs). Keep its imports to proto/, node builtins
+ * and @grpc/grpc-js; the gRPC client is imported lazily so that VERSION and
+ * rejected calls never pay for loading it.
+ */
+import { writeDeletionRecord } from './del-queue.js';
+import { runShim } from './run.js';
+
+function readStdin(): Promise<Uint8Array> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    process.stdin.on('data', (c: Buffer) => chunks.push(c));
+    process.stdin.on('end', () => resolve(Buffer.concat(chunks)));
+    process.stdin.on('error', reject);
+  });
+}
+
+void runShim({
+  env: process.env,
+  readStdin,
+  callAgent: async (...args) => (await import('./agent-client.js')).callAgent(...args),
+  queueDeletion: writeDeletionRecord,
+  now: () => new Date(),
+  stdout: (data) => process.stdout.write(data),
+  stderr: (text) => process.stderr.write(text),
+}).then((code) => {
+  // Exit once stdout is flushed; a closed gRPC channel may still hold timers.
+  process.stdout.write('', () => process.exit(code));
+});
