@@ -35,6 +35,13 @@ export function spnKey(s: ServicePortName): SpnKey {
   return `${spnString(s)}/${s.protocol}`;
 }
 
+/** The inverse of spnKey (names cannot contain '/' or ':', so it is unambiguous); null if malformed. */
+export function parseSpnKey(k: SpnKey): ServicePortName | null {
+  const m = /^([^/:]+)\/([^/:]+)(?::([^/:]+))?\/(TCP|UDP|SCTP)$/.exec(k);
+  if (!m) return null;
+  return { namespace: m[1]!, name: m[2]!, port: m[3] ?? '', protocol: m[4] as Protocol };
+}
+
 /** Key of a whole Service ("ns/name"), the unit of change tracking. */
 export type ServiceKey = string;
 

@@ -174,7 +174,7 @@ t.test('every rejection names the field', async (t) => {
 
 t.test('the NodePort range is configurable', async (t) => {
   const svc = withField(twoPorts(), 'spec.ports[0].nodePort', 20080);
-  t.throws(() => parseService(svc), { field: 'spec.ports[0].nodePort' });
+  t.throws(() => parseService(svc), { field: 'spec.ports[0].nodePort', message: /between 30000 and 32767/ });
   t.equal(ok(parseService(svc, { nodePortRange: { min: 20000, max: 40000 } })).ports[0]!.nodePort, 20080);
   t.throws(() => parseService(twoPorts(), { nodePortRange: { min: 31000, max: 32000 } }), { field: 'spec.ports[0].nodePort', message: /between 31000 and 32000/ });
 });
