@@ -1,0 +1,110 @@
+import t from 'tap';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { deletionQueueDir, writeDeletionRecord, type DeletionRecord } from '../../../cni/src/del-queue.js';
+import { CniCode, ErrorCode, NodenetError } from '../errors/errors.js';
+import { FakeCniHandler } from './handler.fake.js';
+import { deletionQueueDirFor, parseRecord, replayDeletions } from './replay-deletions.js';
+
+function memLog(): { log: pino.Logger; lines: Record<string, unknown>[] } {
+  const lines: Record<string, unknown>[] = [];
+  return { log: pino({ level: 'debug' }, { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) }), lines };
+}
+function tmp(t: { teardown(fn: () => void): void }): string {
+  const d = mkdtempSync(join(tmpdir(), 'nn-replay-'));
+  t.teardown(() => rmSync(d, { recursive: true, force: true }));
+  return d;
+}
+const config = (id: string): string => JSON.stringify({ cniVersion: '1.0.0', name: 'nodenet', type: 'nodenet-cni', note: id });
+const record = (containerId: string, ifName = 'eth0'): DeletionRecord => ({
+  version: 1, command: 'DEL', containerId, netns: `/var/run/netns/${containerId}`, ifName, args: 'K8S_POD_NAME=x', path: '/opt/cni/bin',
+  config: config(containerId), queuedAt: '2025-01-01T00:00:00.000Z',
+});
+
+t.test('the shim and the agent agree on where the queue is', async (t) => {
+  t.equal(deletionQueueDirFor('/run/nodenet/cni.sock'), '/run/nodenet/del-queue');
+  t.equal(deletionQueueDirFor('/x/y/a.sock'), deletionQueueDir('/x/y/a.sock'));
+});
+
+t.test('writeDeletionRecord: atomic, private, one file per attachment', async (t) => {
+  const dir = join(tmp(t), 'run', 'del-queue');
+  const f = writeDeletionRecord(dir, record('aaa'));
+  t.equal(f, join(dir, 'aaa-eth0.json'));
+  t.equal(statSync(dir).mode & 0o777, 0o700);
+  t.equal(statSync(f).mode & 0o777, 0o600);
+  writeDeletionRecord(dir, { ...record('aaa'), netns: '' });
+  t.same(readdirSync(dir), ['aaa-eth0.json'], 'replaced, no temp file left');
+  t.equal(parseRecord(readFileSync(f, 'utf8')).netns, '', 'the later DEL won');
+});
+
+t.test('a missing queue directory is nothing to do', async (t) => {
+  t.same(await replayDeletions(join(tmp(t), 'absent'), new FakeCniHandler(), memLog().log), { replayed: 0, failed: 0, invalid: 0 });
+});
+
+t.test('queued DELs are replayed in name order with the request intact, and removed', async (t) => {
+  const dir = join(tmp(t), 'del-queue');
+  for (const id of ['ccc', 'aaa', 'bbb']) writeDeletionRecord(dir, record(id));
+  const handler = new FakeCniHandler();
+  const { log, lines } = memLog();
+  t.same(await replayDeletions(dir, handler, log), { replayed: 3, failed: 0, invalid: 0 });
+  t.same(handler.calls.map((c) => c.req.containerId), ['aaa', 'bbb', 'ccc']);
+  const first = handler.calls[0]!.req;
+  t.same({ ...first, config: Buffer.from(first.config).toString() }, {
+    containerId: 'aaa', netns: '/var/run/netns/aaa', ifName: 'eth0', args: 'K8S_POD_NAME=x', path: '/opt/cni/bin', config: config('aaa'),
+  });
+  t.same(readdirSync(dir), []);
+  t.equal(lines.filter((l) => l['msg'] === 'replayed queued DEL').length, 3);
+  t.equal(lines[0]!['subsys'], 'cniserver/replay');
+});
+
+t.test('a failing DEL keeps its record for the next replay', async (t) => {
+  const dir = join(tmp(t), 'del-queue');
+  writeDeletionRecord(dir, record('aaa'));
+  writeDeletionRecord(dir, record('bbb'));
+  const handler = new FakeCniHandler();
+  handler.failNext('del', new NodenetError(ErrorCode.Netlink, 'netlink: EBUSY', CniCode.Internal));
+  const { log, lines } = memLog();
+  t.same(await replayDeletions(dir, handler, log), { replayed: 1, failed: 1, invalid: 0 });
+  t.same(readdirSync(dir), ['aaa-eth0.json']);
+  const warn = lines.find((l) => l['msg'] === 'queued DEL failed; kept for the next replay');
+  t.equal(warn?.['containerID'], 'aaa');
+  t.equal(warn?.['level'], 40);
+  t.same(await replayDeletions(dir, handler, log), { replayed: 1, failed: 0, invalid: 0 });
+  t.same(readdirSync(dir), []);
+});
+
+t.test('a DEL the agent rejects as invalid config also stays (it is logged, not lost)', async (t) => {
+  const dir = join(tmp(t), 'del-queue');
+  writeDeletionRecord(dir, { ...record('aaa'), config: JSON.stringify({ cniVersion: '1.0.0', name: 'nodenet', type: 't', mtu: 'x' }) });
+  t.same(await replayDeletions(dir, new FakeCniHandler(), memLog().log), { replayed: 0, failed: 1, invalid: 0 });
+  t.ok(existsSync(join(dir, 'aaa-eth0.json')));
+});
+
+t.test('unparseable records are set aside as .invalid; temp files age out; other files are ignored', async (t) => {
+  const dir = join(tmp(t), 'del-queue');
+  mkdirSync(dir);
+  writeFileSync(join(dir, 'junk-eth0.json'), '{not json');
+  writeFileSync(join(dir, 'old-eth0.json'), JSON.stringify({ ...record('old'), version: 2 }));
+  writeFileSync(join(dir, 'nocfg-eth0.json'), JSON.stringify({ ...record('nocfg'), config: undefined }));
+  writeFileSync(join(dir, '.fresh-eth0.json.123.tmp'), '{');
+  writeFileSync(join(dir, 'README'), 'not a record');
+  writeDeletionRecord(dir, record('good'));
+  const handler = new FakeCniHandler();
+  const { log, lines } = memLog();
+  t.same(await replayDeletions(dir, handler, log), { replayed: 1, failed: 0, invalid: 3 });
+  t.same(readdirSync(dir).sort(), ['.fresh-eth0.json.123.tmp', 'README', 'junk-eth0.json.invalid', 'nocfg-eth0.json.invalid', 'old-eth0.json.invalid']);
+  t.equal(lines.filter((l) => l['level'] === 50).length, 3, 'each invalid record logged as an error');
+  // Two hours later the orphaned temp file is removed.
+  t.same(await replayDeletions(dir, handler, log, { now: () => Date.now() + 2 * 3600_000 }), { replayed: 0, failed: 0, invalid: 0 });
+  t.notOk(existsSync(join(dir, '.fresh-eth0.json.123.tmp')));
+});
+
+t.test('parseRecord rejects what the shim never writes', async (t) => {
+  const good = record('a');
+  t.equal(parseRecord(JSON.stringify(good)).containerId, 'a');
+  for (const bad of [[], { ...good, command: 'ADD' }, { ...good, containerId: '' }, { ...good, ifName: 5 }, { ...good, version: '1' }]) {
+    t.throws(() => parseRecord(JSON.stringify(bad)), JSON.stringify(bad));
+  }
+});
