@@ -22,6 +22,7 @@ import { CniCode, ErrorCode, NodenetError } from '../errors/errors.js';
 import { allocate, type Allocation } from './allocator.js';
 import { compareIPs, parseNetworkName, type IpamConf, type Route } from './config.js';
 import { ipamInvalid } from './ipam-errors.js';
+import { DiskStore, type DiskStoreOptions } from './disk-store.js';
 import { rangeFor, rangeSetToString } from './range-set.js';
 import { assertValidOwner, reservationMatches, type Attachment, type Store } from './store.js';
 
@@ -113,6 +114,13 @@ export class Ipam {
     this.log.debug({ [F.containerID]: id, [F.ifName]: ifName, [F.ip]: released }, 'ipam del');
   }
 
+  /** The addresses (id, ifName) holds in `network`, ascending; [] if none. Read-only. */
+  async get(network: string, id: string, ifName: string): Promise<IPv4[]> {
+    assertValidOwner(id, ifName);
+    const store = this.deps.storeFor(parseNetworkName(network, 'network'));
+    return store.withLock(() => store.getByID(id, ifName));
+  }
+
   /**
    * The addresses (id, ifName) holds in conf's range sets, ascending. Throws
    * CheckFailed if it holds none in some range set (CHECK after a lost ADD).
@@ -155,4 +163,22 @@ export class Ipam {
     if (released.length) this.log.info({ [F.ip]: released }, 'ipam gc released addresses');
     return released;
   }
+}
+
+/**
+ * The agent's IPAM: one DiskStore per network under `dataDir`
+ * (host-local's default is /var/lib/cni/networks), created on first use and
+ * reused. `ipam.dataDir` in a network config is not consulted.
+ */
+export function createDiskIpam(dataDir: string, opts: DiskStoreOptions & { log?: Logger } = {}): Ipam {
+  const stores = new Map<string, DiskStore>();
+  const { log, ...storeOpts } = opts;
+  return new Ipam({
+    storeFor(network) {
+      let s = stores.get(network);
+      if (!s) stores.set(network, (s = new DiskStore(dataDir, network, storeOpts)));
+      return s;
+    },
+    ...(log ? { log } : {}),
+  });
 }
