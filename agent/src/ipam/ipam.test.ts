@@ -53,6 +53,7 @@ t.test('requested IPs go to the range set that contains them', async (t) => {
   const { ipam, store } = setup();
   const r = await ipam.add(conf, { id: 'c', ifName: 'eth0', requestedIPs: [ip('10.2.0.77')] });
   t.same(r.ips.map((x) => x.address), ['10.1.0.2/24', '10.2.0.77/24']);
+  await rejectsWith(t, ipam.add(conf, { id: 'd', ifName: 'eth0', requestedIPs: ['10.2.0.300'] }), ErrorCode.IpamInvalid, /^requested IP: "10\.2\.0\.300" is not an IPv4/);
   await rejectsWith(t, ipam.add(conf, { id: 'd', ifName: 'eth0', requestedIPs: [ip('10.3.0.1')] }), ErrorCode.IpamInvalid, /10\.3\.0\.1 is not in any range set of network net1/);
   await rejectsWith(t, ipam.add(conf, { id: 'd', ifName: 'eth0', requestedIPs: [ip('10.2.0.5'), ip('10.2.0.6')] }), ErrorCode.IpamInvalid, /both in range set/);
   // Taken: the first range set's fresh address is rolled back.

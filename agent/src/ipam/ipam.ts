@@ -22,6 +22,7 @@ import { CniCode, ErrorCode, NodenetError } from '../errors/errors.js';
 import { allocate, type Allocation } from './allocator.js';
 import { compareIPs, parseNetworkName, type IpamConf, type Route } from './config.js';
 import { ipamInvalid } from './ipam-errors.js';
+import { parseIPv4Field } from './range.js';
 import { DiskStore, type DiskStoreOptions } from './disk-store.js';
 import { rangeFor, rangeSetToString } from './range-set.js';
 import { assertValidOwner, reservationMatches, type Attachment, type Store } from './store.js';
@@ -39,8 +40,8 @@ export interface IpamResult {
 }
 
 export interface IpamAddRequest extends Attachment {
-  /** At most one per range set; each must lie in some range set. */
-  readonly requestedIPs?: readonly IPv4[];
+  /** Dotted IPv4 strings (validated here): at most one per range set; each must lie in some range set. */
+  readonly requestedIPs?: readonly string[];
 }
 
 export interface IpamDeps {
@@ -66,7 +67,8 @@ export class Ipam {
     assertValidOwner(req.id, req.ifName);
     // Assign each requested IP to the one range set that contains it, before touching the store.
     const requested = new Map<number, IPv4>();
-    for (const ip of req.requestedIPs ?? []) {
+    for (const raw of req.requestedIPs ?? []) {
+      const ip = parseIPv4Field(raw, 'requested IP');
       const i = conf.rangeSets.findIndex((s) => rangeFor(s, ip) !== undefined);
       if (i < 0) throw ipamInvalid('requested IP', `${ip} is not in any range set of network ${conf.name}`);
       const other = requested.get(i);
@@ -92,7 +94,13 @@ export class Ipam {
           );
         }
       } catch (e) {
-        for (const a of done) if (!a.existing) await store.release(a.ip);
+        for (const a of done) {
+          if (a.existing) continue;
+          // Best effort: the allocation error is the one to report; a leftover is DEL's or GC's to free.
+          await store.release(a.ip).catch((re: unknown) =>
+            this.log.warn({ [F.containerID]: req.id, [F.ifName]: req.ifName, [F.ip]: a.ip, [F.err]: re }, 'ipam add rollback failed'),
+          );
+        }
         throw e;
       }
       this.log.debug(
