@@ -1,29 +1,65 @@
 /**
- * cli: the `nodenet` command. Subcommands are added by the modules' issues:
- * agent, pod, demo, trace, bench.
+ * cli: the `nodenet` command. Each subcommand lives in its own file and gets
+ * its real dependencies from main.ts.
  */
+import type { Runner } from '../exec/runner.js';
+import { agentCommand, type StartAgent } from './agent-cmd.js';
+import { podCommand } from './pod-cmd.js';
+import { demoCommand } from './demo-cmd.js';
+import { FlagError } from './flags.js';
+
 export const VERSION = '0.1.0';
 
-const USAGE = `usage: nodenet <command> [options]
+export interface CliDeps {
+  readonly startAgent: StartAgent;
+  readonly runner: Runner;
+}
+
+export const USAGE = `usage: nodenet <command> [options]
 
 commands:
+  agent  [--config FILE] [--node-name N] [--pod-cidr CIDR] [--state-dir D] [--run-dir D] [--cni-socket S]
+                     run the node agent (CNI service on a unix socket) until SIGTERM
+  pod run NAME [--socket S | --cni-conf FILE] [--run-dir D] [--pid-ns] [-- CMD ARGS...]
+                     make a pod sandbox (pause + CNI ADD through nodenet-cni), optionally start an app in it
+  pod exec NAME [--run-dir D] -- CMD ARGS...
+                     run a command inside a pod's namespaces
+  pod app NAME [--run-dir D] -- CMD ARGS...
+                     start another long-running app process in a pod (detached)
+  pod ls [--run-dir D] pod rm NAME [--run-dir D]
+                     list pods; remove one (apps killed, CNI DEL, pause stopped)
+  demo [--keep]      a virtual node with two pods on cbr0: IPs, traffic, an app restart that keeps its IP
   version            print the version
 `;
 
-export async function runCli(argv: readonly string[]): Promise<number> {
-  const [cmd] = argv;
-  switch (cmd) {
-    case 'version':
-    case '--version':
-      process.stdout.write(`nodenet ${VERSION}\n`);
-      return 0;
-    case undefined:
-    case 'help':
-    case '--help':
-      process.stdout.write(USAGE);
-      return cmd === undefined ? 2 : 0;
-    default:
-      process.stderr.write(`nodenet: unknown command ${JSON.stringify(cmd)}\n${USAGE}`);
+export async function runCli(argv: readonly string[], deps: CliDeps): Promise<number> {
+  const [cmd, ...rest] = argv;
+  try {
+    switch (cmd) {
+      case 'agent':
+        return await agentCommand(rest, deps.startAgent);
+      case 'pod':
+        return await podCommand(rest, deps.runner);
+      case 'demo':
+        return await demoCommand(rest);
+      case 'version':
+      case '--version':
+        process.stdout.write(`nodenet ${VERSION}\n`);
+        return 0;
+      case undefined:
+      case 'help':
+      case '--help':
+        process.stdout.write(USAGE);
+        return cmd === undefined ? 2 : 0;
+      default:
+        process.stderr.write(`nodenet: unknown command ${JSON.stringify(cmd)}\n${USAGE}`);
+        return 2;
+    }
+  } catch (e) {
+    if (e instanceof FlagError) {
+      process.stderr.write(`nodenet ${cmd}: ${e.message}\n`);
       return 2;
+    }
+    throw e;
   }
 }

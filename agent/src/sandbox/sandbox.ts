@@ -120,7 +120,7 @@ export class Sandbox {
       const gw = ipam.ips.find((i) => i.gateway)?.gateway;
       if (req.isDefaultGateway && gw && !routes.some((r) => r.dst === '0.0.0.0/0')) routes.push({ dst: '0.0.0.0/0', gw });
       for (const r of routes) {
-        const route: { dst: string; gw?: string; dev?: string } = { dst: r.dst, dev: req.ifName };
+        const route: { dst: string; gw?: string; dev?: string } = { dst: r.dst === '0.0.0.0/0' ? 'default' : r.dst, dev: req.ifName };
         const via = r.gw ?? gw;
         if (via) route.gw = via;
         await pod.addRoute(route);

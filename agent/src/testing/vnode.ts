@@ -12,14 +12,16 @@
  * This is test and demo infrastructure: it spawns `ip` freely.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, rmSync, existsSync, writeFileSync, openSync, closeSync, readFileSync } from 'node:fs';
+import { mkdirSync, rmSync, existsSync, writeFileSync, openSync, closeSync, readFileSync, readdirSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ExecaRunner, type RunResult } from '../exec/runner.js';
+import { distDir, packageRoot, pausePath, shimPath } from '../config/paths.js';
+import { listSandboxes, stopSandbox } from '../netns/pause-holder.js';
 
-export const REPO = new URL('../../../', import.meta.url).pathname;
-export const AGENT_JS = `${REPO}dist/nodenet.js`;
-export const SHIM = `${REPO}dist/nodenet-cni.cjs`;
-export const PAUSE = `${REPO}dist/nodenet-pause`;
+export const REPO = packageRoot();
+export const AGENT_JS = `${distDir()}nodenet.js`;
+export const SHIM = shimPath();
+export const PAUSE = pausePath();
 export const TEST_RUN_ROOT = '/run/nodenet-test';
 
 const runner = new ExecaRunner();
@@ -161,9 +163,12 @@ export class VNode {
   async startAgent(): Promise<void> {
     if (this.agent) throw new Error(`agent of ${this.name} already running`);
     const cfg = `${this.dir}/agent.json`;
+    rmSync(`${this.runDir}/agent.ready`, { force: true });
     writeFileSync(cfg, JSON.stringify(this.agentConfig(), null, 2));
     const out = openSync(`${this.dir}/agent.stderr`, 'a');
-    const p = spawn('ip', ['netns', 'exec', this.ns, process.execPath, AGENT_JS, 'agent', '--config', cfg], {
+    // nsenter, not `ip netns exec`: the latter gives the agent a private mount namespace, and pod netns
+    // bind mounts made later (by runtimes, by `nodenet pod`) would not propagate into it here.
+    const p = spawn('nsenter', [`--net=${this.nsPath}`, '--', process.execPath, AGENT_JS, 'agent', '--config', cfg], {
       stdio: ['ignore', out, out],
     });
     closeSync(out);
@@ -187,7 +192,7 @@ export class VNode {
     const p = this.agent;
     if (!p) return;
     const exited = new Promise<void>((r) => p.once('exit', () => r()));
-    // `ip netns exec` execs node, so the pid is the agent's own.
+    // nsenter execs node, so the pid is the agent's own.
     p.kill(signal);
     await Promise.race([exited, sleep(10_000)]);
     this.agent = null;
@@ -229,6 +234,14 @@ export class VNode {
 
   async destroy(): Promise<void> {
     await this.stopAgent('SIGKILL');
+    // Pods made through this node (pods/local-pods.ts keeps them under runDir): their apps, then their pause holders.
+    try {
+      for (const f of readdirSync(`${this.runDir}/pods`).filter((n) => n.endsWith('.json'))) {
+        const rec = JSON.parse(readFileSync(`${this.runDir}/pods/${f}`, 'utf8')) as { apps?: { pid: number }[] };
+        for (const a of rec.apps ?? []) { try { process.kill(-a.pid, 'SIGKILL'); } catch { /* gone */ } }
+      }
+    } catch { /* no pods */ }
+    for (const sb of listSandboxes(this.runDir)) await stopSandbox(this.runDir, sb.name, { graceMs: 0 }).catch(() => undefined);
     await killNetns(this.ns);
   }
 }

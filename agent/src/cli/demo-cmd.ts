@@ -1,0 +1,77 @@
+/**
+ * `nodenet demo` (what `npm start` runs): one virtual node, built from network
+ * namespaces, with its own agent; two pods wired through the real CNI shim;
+ * traffic between them over cbr0; an app process killed and restarted while
+ * its pod keeps its IP. Everything is removed on exit, also on Ctrl-C.
+ * Later issues grow this into the multi-node demo.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ExecaRunner } from '../exec/runner.js';
+import { Lab, uniqueTag } from '../testing/vnode.js';
+import { parseFlags, only } from './flags.js';
+import { localPods } from './pod-cmd.js';
+
+const SERVER = `require('http').createServer((q,r)=>r.end('hello from '+require('os').hostname()+' (pid '+process.pid+')\\n')).listen(8080)`;
+const CLIENT = (url: string) => `fetch(${JSON.stringify(url)}).then(r=>r.text()).then(t=>process.stdout.write(t),e=>{console.error(String(e.cause??e));process.exit(1)})`;
+
+const say = (s: string) => process.stdout.write(`${s}\n`);
+
+async function retry<T>(fn: () => Promise<T>, tries = 40): Promise<T> {
+  for (let i = 1; ; i++) {
+    try { return await fn(); } catch (e) { if (i >= tries) throw e; await sleep(100); }
+  }
+}
+
+export async function demoCommand(argv: readonly string[]): Promise<number> {
+  const p = parseFlags(argv, ['keep']);
+  only(p, ['keep']);
+  const runner = new ExecaRunner();
+  const lab = await Lab.create(uniqueTag('demo'));
+  let cleaned = false;
+  const cleanup = async () => {
+    if (cleaned) return;
+    cleaned = true;
+    say('\ncleaning up: pods, agent, namespaces');
+    await lab.destroy();
+  };
+  const onSignal = () => { void cleanup().then(() => process.exit(130)); };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    say('nodenet demo: pods on one virtual node\n');
+    const node = await lab.addNode('node1', { podCIDR: '10.244.1.0/24' });
+    await node.startAgent();
+    say(`node   ${node.name}: network namespace ${node.ns}, pod CIDR 10.244.1.0/24`);
+    say(`agent  pid ${node.agent?.pid}, CNI socket ${node.socket}`);
+    const pods = localPods(runner, node.runDir);
+    const conf = node.cniConfig();
+    const web = await pods.create('web', conf);
+    const app = pods.startApp('web', [process.execPath, '-e', SERVER]);
+    const client = await pods.create('client', conf);
+    say(`pod    web     ${web.ip.padEnd(12)} pause pid ${web.sandbox.pid}, app pid ${app.pid} (an HTTP server on :8080)`);
+    say(`pod    client  ${client.ip.padEnd(12)} pause pid ${client.sandbox.pid}`);
+    say(`        (each pod: a pause process holding its netns; eth0 in the pod, its veth peer on cbr0 in ${node.ns})\n`);
+
+    const get = async () => (await pods.exec('client', [process.execPath, '-e', CLIENT(`http://${web.ip}:8080/`)])).stdout.trim();
+    say(`client → web   http://${web.ip}:8080/  ${await retry(get)}`);
+    const ping = await pods.exec('client', ['ping', '-c', '1', '-W', '1', '10.244.1.1'], { allowFailure: true });
+    say(`client → cbr0  ping 10.244.1.1 (the gateway): ${ping.exitCode === 0 ? 'reply' : 'no reply'}`);
+
+    say(`\nkilling web's app (pid ${app.pid}); pause still holds the pod's network namespace`);
+    pods.stopApp('web', app.pid, 'SIGKILL');
+    const down = await pods.exec('client', [process.execPath, '-e', CLIENT(`http://${web.ip}:8080/`)], { allowFailure: true });
+    say(`client → web   while the app is down: ${down.exitCode === 0 ? down.stdout.trim() : (down.stderr.trim().split('\n').pop() ?? 'failed')}`);
+    const app2 = pods.startApp('web', [process.execPath, '-e', SERVER]);
+    const again = pods.get('web');
+    say(`restarted web's app: pid ${app2.pid}, pod IP still ${again.ip}`);
+    say(`client → web   http://${again.ip}:8080/  ${await retry(get)}`);
+
+    if (p.flags.has('keep')) {
+      say(`\nkept running. Try:\n  ip netns exec ${node.ns} ip -br link\n  nodenet pod ls --run-dir ${node.runDir}\n  nodenet pod exec client --run-dir ${node.runDir} -- ip addr\nCtrl-C to clean up.`);
+      await new Promise(() => undefined);
+    }
+    return 0;
+  } finally {
+    await cleanup();
+  }
+}

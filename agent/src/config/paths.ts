@@ -1,0 +1,11 @@
+/** Where the built artefacts are: next to the bundle (dist/) when bundled, or the repo's dist/ under tsx. */
+import { fileURLToPath } from 'node:url';
+
+export function distDir(): string {
+  const here = fileURLToPath(new URL('.', import.meta.url));
+  return here.endsWith('/dist/') ? here : fileURLToPath(new URL('../../../dist/', import.meta.url));
+}
+export const shimPath = (): string => `${distDir()}nodenet-cni.cjs`;
+export const pausePath = (): string => `${distDir()}nodenet-pause`;
+/** The repository (or package) root: the parent of dist/. */
+export const packageRoot = (): string => fileURLToPath(new URL('../', `file://${distDir()}`));

@@ -1,0 +1,131 @@
+/**
+ * sandbox/cni-handler: the agent's CniHandler. Parses the plugin's own config
+ * (the shim has checked env, JSON and version), turns it into sandbox calls,
+ * and encodes the result for the config's cniVersion.
+ *
+ * Calls for one container are serialised (a runtime never overlaps them, but
+ * a replayed DEL from the queue may race a new call); different containers
+ * run concurrently.
+ */
+import { CniCode, ErrorCode, NodenetError } from '../errors/errors.js';
+import type { CniCallRequest, CniHandler } from '../cniserver/handler.js';
+import { parseBridgeNetConf, type BridgeNetConf } from '../cnitypes/netconf.js';
+import { parseCniArgs } from '../cnitypes/cni-args.js';
+import { encodeResult, type CniResult } from '../cnitypes/result.js';
+import type { Logger } from '../log/log.js';
+import type { NetOps } from './deps.js';
+import type { AttachRequest, AttachResult, Sandbox } from './sandbox.js';
+
+export interface CniHandlerDeps {
+  readonly sandbox: Sandbox;
+  /** Node namespace ops, for STATUS. */
+  readonly node: NetOps;
+  /** MTU when neither the config nor anything else sets one (the overlay's, later). */
+  readonly defaultMtu: number | null;
+  /** Set while the agent is starting or stopping: ADD and STATUS answer "try again later". */
+  readonly ready: () => boolean;
+  readonly log: Logger;
+}
+
+export class SandboxCniHandler implements CniHandler {
+  private readonly locks = new Map<string, Promise<unknown>>();
+
+  constructor(private readonly deps: CniHandlerDeps) {}
+
+  private serial<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    const prev = this.locks.get(key) ?? Promise.resolve();
+    const next = prev.then(fn, fn);
+    const tail = next.catch(() => undefined);
+    this.locks.set(key, tail);
+    void tail.then(() => { if (this.locks.get(key) === tail) this.locks.delete(key); });
+    return next;
+  }
+
+  private attachRequest(req: CniCallRequest, conf: BridgeNetConf): AttachRequest {
+    const requested = [...conf.requestedIPs];
+    const ipArg = parseCniArgs(req.args).get('IP');
+    if (ipArg) for (const ip of ipArg.split(',')) if (!requested.includes(ip.trim())) requested.push(ip.trim());
+    const mtu = conf.mtu ?? this.deps.defaultMtu ?? undefined;
+    return {
+      containerId: req.containerId,
+      ifName: req.ifName,
+      netns: req.netns,
+      network: conf.name,
+      bridge: conf.bridge,
+      isGateway: conf.isGateway,
+      isDefaultGateway: conf.isDefaultGateway,
+      forceAddress: conf.forceAddress,
+      ipMasq: conf.ipMasq,
+      mtu,
+      hairpinMode: conf.hairpinMode,
+      promiscMode: conf.promiscMode,
+      ipam: conf.ipam,
+      requestedIPs: requested.map((s) => s.split('/')[0]!),
+      dns: conf.dns as Readonly<Record<string, unknown>> | undefined,
+    };
+  }
+
+  async add(req: CniCallRequest): Promise<Uint8Array> {
+    if (!this.deps.ready()) throw new NodenetError(ErrorCode.TryAgainLater, 'the nodenet agent is not ready yet', CniCode.TryAgainLater);
+    const conf = parseBridgeNetConf(req.config);
+    const result = await this.serial(req.containerId, () => this.deps.sandbox.add(this.attachRequest(req, conf)));
+    const out: CniResult = mergePrev(conf.prevResult, result);
+    return new TextEncoder().encode(encodeResult(out, conf.cniVersion));
+  }
+
+  async del(req: CniCallRequest): Promise<void> {
+    let conf: BridgeNetConf | null = null;
+    try {
+      conf = parseBridgeNetConf(req.config);
+    } catch (e) {
+      // A DEL must still release what it can: fall back to the attachment record.
+      this.deps.log.warn({ err: e }, 'DEL with an unparseable config; using the attachment record');
+    }
+    await this.serial(req.containerId, () =>
+      this.deps.sandbox.del({
+        containerId: req.containerId,
+        ifName: req.ifName,
+        netns: req.netns,
+        network: conf?.name ?? '',
+        ipam: conf?.ipam,
+        ipMasq: conf?.ipMasq ?? false,
+      }),
+    );
+  }
+
+  async check(req: CniCallRequest): Promise<void> {
+    const conf = parseBridgeNetConf(req.config);
+    if (!conf.prevResult) throw new NodenetError(ErrorCode.InvalidConfig, 'prevResult: CHECK needs the result of the ADD', CniCode.InvalidNetworkConfig);
+    const prev = conf.prevResult;
+    const asAttach: AttachResult = {
+      interfaces: prev.interfaces.map((i) => ({ name: i.name, mac: i.mac ?? '', ...(i.sandbox ? { sandbox: i.sandbox } : {}) })),
+      ips: prev.ips.map((i) => ({ address: i.address, interface: i.interface ?? 0, ...(i.gateway ? { gateway: i.gateway } : {}) })),
+      routes: prev.routes.map((r) => ({ dst: r.dst, ...(r.gw ? { gw: r.gw } : {}) })),
+      dns: {},
+    };
+    await this.serial(req.containerId, () => this.deps.sandbox.check(this.attachRequest(req, conf), asAttach));
+  }
+
+  async status(_req: CniCallRequest): Promise<void> {
+    if (!this.deps.ready()) throw new NodenetError(ErrorCode.TryAgainLater, 'the nodenet agent is starting', CniCode.PluginNotAvailable);
+  }
+
+  async gc(req: CniCallRequest): Promise<void> {
+    const conf = parseBridgeNetConf(req.config);
+    const valid = conf.validAttachments ?? [];
+    const released = await this.deps.sandbox.gc(conf.name, conf.ipam, valid);
+    this.deps.log.info({ released, network: conf.name }, 'GC done');
+  }
+}
+
+/** A plugin later in a chain appends to prevResult rather than replacing it. */
+function mergePrev(prev: CniResult | undefined, r: AttachResult): CniResult {
+  const base = prev ?? { interfaces: [], ips: [], routes: [], dns: {} };
+  const off = base.interfaces.length;
+  return {
+    interfaces: [...base.interfaces, ...r.interfaces],
+    ips: [...base.ips, ...r.ips.map((i) => ({ ...i, interface: i.interface + off }))],
+    routes: [...base.routes, ...r.routes],
+    dns: Object.keys(r.dns).length ? (r.dns as CniResult['dns']) : base.dns,
+  };
+}
