@@ -4,8 +4,14 @@
 # The output sits next to its .proto, is committed, and is never edited by hand.
 # Run: npm run proto
 #
+# Two files per .proto:
+#   X.ts           messages + grpc-js service definition and client (the agent)
+#   X_messages.ts  messages only, importing nothing but @bufbuild/protobuf/wire,
+#                  for the nodenet-cni shim, which speaks gRPC over node:http2
+#                  so that it never loads grpc-js (cni/src/agent-client.ts)
+#
 # Options:
-#   outputServices=grpc-js   a grpc-js client constructor + service definition
+#   outputServices=grpc-js   a grpc-js client constructor + service definition (none for _messages)
 #   esModuleInterop, env=node (bytes are Buffer), importSuffix=.js (ESM NodeNext)
 #   oneof=unions             a oneof is a discriminated union on `$case`
 #   outputJsonMethods=false  the wire is binary only; keeps the shim bundle small
@@ -20,5 +26,7 @@ cd "$root/proto"
 opts="outputServices=grpc-js,esModuleInterop=true,env=node,oneof=unions,importSuffix=.js"
 opts+=",outputJsonMethods=false,useExactTypes=false,useOptionals=messages"
 mapfile -t protos < <(find . -name '*.proto' | sed 's|^\./||' | sort)
-protoc --plugin="protoc-gen-ts_proto=$root/node_modules/.bin/protoc-gen-ts_proto" \
-  --ts_proto_out=. --ts_proto_opt="$opts" -I . "${protos[@]}"
+plugin="protoc-gen-ts_proto=$root/node_modules/.bin/protoc-gen-ts_proto"
+protoc --plugin="$plugin" --ts_proto_out=. --ts_proto_opt="$opts" -I . "${protos[@]}"
+protoc --plugin="$plugin" --ts_proto_out=. -I . "${protos[@]}" \
+  --ts_proto_opt="${opts/outputServices=grpc-js/outputServices=none},fileSuffix=_messages"

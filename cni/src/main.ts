@@ -4,9 +4,10 @@
  * it to the node agent over gRPC on a unix socket and prints the answer.
  *
  * This file only wires real I/O. It is bundled by scripts/build.mjs into one
- * CJS file (dist/nodenet-cni.cjs). Keep its imports to proto/, node builtins
- * and @grpc/grpc-js; the gRPC client is imported lazily so that VERSION and
- * rejected calls never pay for loading it.
+ * CJS file (dist/nodenet-cni.cjs). Keep its imports to proto/ (the
+ * messages-only output) and node builtins: no grpc-js, pino or client-node.
+ * The gRPC client is imported lazily so that VERSION and rejected calls never
+ * pay for loading node:http2.
  */
 import { writeDeletionRecord } from './del-queue.js';
 import { runShim } from './run.js';
@@ -29,6 +30,6 @@ void runShim({
   stdout: (data) => process.stdout.write(data),
   stderr: (text) => process.stderr.write(text),
 }).then((code) => {
-  // Exit once stdout is flushed; a closed gRPC channel may still hold timers.
+  // Exit once stdout is flushed, whatever handles are left.
   process.stdout.write('', () => process.exit(code));
 });

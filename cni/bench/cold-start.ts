@@ -1,0 +1,85 @@
+/**
+ * Cold start of the nodenet-cni shim: wall time and CPU time per invocation,
+ * for `node -e 0`, VERSION, a call the skel rejects, and ADD/DEL against a
+ * trivially fast agent (a real startCniServer whose handler answers at once).
+ * Variants run interleaved (A B C D A B C D ...) so background load hits all
+ * of them alike. Child CPU comes from this process's cutime+cstime
+ * (/proc/self/stat, clock ticks of 10 ms), averaged over the runs.
+ *
+ *   node --import tsx cni/bench/cold-start.ts [runs=30]
+ */
+import { spawnSync } from 'node:child_process';
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { build } from 'esbuild';
+import { silentLogger } from '../../agent/src/log/log.js';
+import { startCniServer } from '../../agent/src/cniserver/server.js';
+
+const runs = Number(process.argv[2] ?? 30);
+const root = new URL('../..', import.meta.url).pathname;
+const work = mkdtempSync(join(tmpdir(), 'nn-cni-bench-'));
+const bin = join(work, 'nodenet-cni.cjs');
+await build({
+  entryPoints: [join(root, 'cni/src/main.ts')], outfile: bin, bundle: true, platform: 'node', target: 'node20', format: 'cjs',
+  minify: true, banner: { js: '#!/usr/bin/env node' }, logLevel: 'warning', legalComments: 'none',
+});
+chmodSync(bin, 0o755);
+
+const socket = join(work, 'agent', 'cni.sock');
+const result = new TextEncoder().encode('{"cniVersion":"1.0.0","ips":[{"address":"10.244.1.5/24"}]}');
+const server = await startCniServer({
+  socketPath: socket,
+  log: silentLogger(),
+  handler: { add: async () => result, del: async () => {}, check: async () => {}, status: async () => {}, gc: async () => {} },
+});
+
+const conf = JSON.stringify({ cniVersion: '1.0.0', name: 'nodenet', type: 'nodenet-cni', agentSocket: socket });
+const pod = { CNI_CONTAINERID: 'bench01', CNI_NETNS: '/var/run/netns/x', CNI_IFNAME: 'eth0', CNI_PATH: '/opt/cni/bin' };
+const PATH = `${dirname(process.execPath)}:/usr/bin:/bin`;
+const variants: { name: string; cmd: string; args: string[]; env: Record<string, string>; stdin: string; expect: number }[] = [
+  { name: 'node -e 0', cmd: process.execPath, args: ['-e', '0'], env: { PATH }, stdin: '', expect: 0 },
+  { name: 'VERSION', cmd: bin, args: [], env: { PATH, CNI_COMMAND: 'VERSION' }, stdin: '', expect: 0 },
+  { name: 'ADD, rejected by skel', cmd: bin, args: [], env: { PATH, CNI_COMMAND: 'ADD', ...pod }, stdin: '{', expect: 1 },
+  { name: 'ADD via agent', cmd: bin, args: [], env: { PATH, CNI_COMMAND: 'ADD', ...pod }, stdin: conf, expect: 0 },
+  { name: 'DEL via agent', cmd: bin, args: [], env: { PATH, CNI_COMMAND: 'DEL', ...pod }, stdin: conf, expect: 0 },
+];
+
+function childTicks(): number {
+  const f = readFileSync('/proc/self/stat', 'utf8').split(') ')[1]!.split(' ');
+  return Number(f[13]) + Number(f[14]); // cutime, cstime (fields 16, 17)
+}
+
+// The agent runs in this process: spawnSync would block it, so run children asynchronously.
+const { spawn } = await import('node:child_process');
+function once(v: (typeof variants)[number]): Promise<{ ms: number; code: number | null }> {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    const c = spawn(v.cmd, v.args, { env: v.env, stdio: ['pipe', 'ignore', 'ignore'] });
+    c.on('error', reject);
+    c.on('close', (code) => resolve({ ms: performance.now() - t0, code }));
+    c.stdin.end(v.stdin);
+  });
+}
+
+spawnSync(process.execPath, ['-e', '0']); // warm the page cache
+const wall = variants.map(() => [] as number[]);
+const ticks = variants.map(() => 0);
+for (let i = 0; i < runs; i++) {
+  for (const [k, v] of variants.entries()) {
+    const t0 = childTicks();
+    const r = await once(v);
+    ticks[k]! += childTicks() - t0;
+    if (r.code !== v.expect) throw new Error(`${v.name}: exit ${r.code}, expected ${v.expect}`);
+    wall[k]!.push(r.ms);
+  }
+}
+await server.close();
+rmSync(work, { recursive: true, force: true });
+
+const pct = (xs: number[], p: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((xs.length - 1) * p))]!;
+console.log(`runs per variant: ${runs}`);
+console.log('variant                  wall median   wall p90   CPU/run (user+sys)');
+for (const [k, v] of variants.entries()) {
+  console.log(`${v.name.padEnd(24)} ${pct(wall[k]!, 0.5).toFixed(1).padStart(8)} ms ${pct(wall[k]!, 0.9).toFixed(1).padStart(8)} ms ${((ticks[k]! * 10) / runs).toFixed(0).padStart(8)} ms`);
+}
