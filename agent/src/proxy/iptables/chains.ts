@@ -1,0 +1,125 @@
+/**
+ * proxy/iptables/chains: every chain name the iptables mode writes.
+ *
+ * Names follow kube-proxy so that `iptables-save | grep KUBE-SVC` debugging
+ * works as users know it: fixed chains `<PREFIX>-SERVICES`, `-NODEPORTS`, ...
+ * and per-ServicePort chains `<PREFIX>-SVC-` / `-SVL-` / `-EXT-` / `-FW-` +
+ * 16 chars of base32(sha256(spnString + lowercase protocol)), per-endpoint
+ * `<PREFIX>-SEP-` + 16 chars of base32(sha256(spnString + protocol +
+ * "ip:port")). With the 'KUBE' prefix the hashes are byte-for-byte
+ * kube-proxy's (servicePortChainName / servicePortEndpointChainName).
+ *
+ * iptables limits chain names to 28 characters; the prefix is therefore at
+ * most 7 characters ("PREFIX-SVC-" + 16 ≤ 28). Pure: only node:crypto.
+ */
+import { createHash } from 'node:crypto';
+import { ErrorCode, NodenetError } from '../../errors/errors.js';
+import type { Protocol } from '../types.js';
+import { MAX_CHAIN_NAME } from '../../netfilter/iptables-parse.js';
+
+declare const chainBrand: unique symbol;
+/** A validated iptables chain name (≤ 28 chars). */
+export type ChainName = string & { readonly [chainBrand]: true };
+
+export { MAX_CHAIN_NAME };
+const PREFIX_RE = /^[A-Z][A-Z0-9]{0,6}$/;
+
+/** The fixed chains of one prefix. */
+export interface FixedChains {
+  readonly prefix: string;
+  /** nat and filter: the ClusterIP / external IP dispatch (nat), and REJECT/DROP for no endpoints (filter). */
+  readonly services: ChainName;
+  /** filter: REJECT/DROP for NodePorts and external IPs without usable endpoints. */
+  readonly externalServices: ChainName;
+  /** nat: NodePort dispatch, jumped to from the end of SERVICES. */
+  readonly nodePorts: ChainName;
+  /** nat: masquerade marked packets, jumped to from POSTROUTING. */
+  readonly postrouting: ChainName;
+  /** nat: sets the masquerade mark bit. */
+  readonly markMasq: ChainName;
+  /** filter: accept marked and established forwarded traffic. */
+  readonly forward: ChainName;
+  /** filter: drops martian localhost traffic (route_localnet hole, kubernetes#90259). */
+  readonly firewall: ChainName;
+  /** mangle, nat, filter: an empty chain whose absence means someone flushed our rules. */
+  readonly canary: ChainName;
+}
+
+function asChain(name: string): ChainName {
+  if (name.length > MAX_CHAIN_NAME) {
+    throw new NodenetError(ErrorCode.InvalidConfig, `iptables chain name ${name} is longer than ${MAX_CHAIN_NAME} characters`);
+  }
+  return name as ChainName;
+}
+
+/** Throws NodenetError(InvalidConfig) unless prefix is 1-7 chars of [A-Z0-9] starting with a letter. */
+export function validatePrefix(prefix: string): string {
+  if (!PREFIX_RE.test(prefix)) {
+    throw new NodenetError(
+      ErrorCode.InvalidConfig,
+      `proxy chain prefix ${JSON.stringify(prefix)} must be 1-7 characters of A-Z0-9 starting with a letter (chain names are limited to ${MAX_CHAIN_NAME} characters)`,
+    );
+  }
+  return prefix;
+}
+
+export function fixedChains(prefix: string): FixedChains {
+  const p = validatePrefix(prefix);
+  return {
+    prefix: p,
+    services: asChain(`${p}-SERVICES`),
+    externalServices: asChain(`${p}-EXTERNAL-SERVICES`),
+    nodePorts: asChain(`${p}-NODEPORTS`),
+    postrouting: asChain(`${p}-POSTROUTING`),
+    markMasq: asChain(`${p}-MARK-MASQ`),
+    forward: asChain(`${p}-FORWARD`),
+    firewall: asChain(`${p}-FIREWALL`),
+    canary: asChain(`${p}-PROXY-CANARY`),
+  };
+}
+
+const B32 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
+
+/** The first 16 characters of base32.StdEncoding(sha256(input)), i.e. the first 80 bits. */
+export function hash16(input: string): string {
+  const d = createHash('sha256').update(input, 'utf8').digest();
+  let out = '';
+  let bits = 0;
+  let acc = 0;
+  for (let i = 0; out.length < 16; i++) {
+    acc = (acc << 8) | d[i]!;
+    bits += 8;
+    while (bits >= 5 && out.length < 16) {
+      bits -= 5;
+      out += B32[(acc >>> bits) & 31];
+    }
+    acc &= (1 << bits) - 1;
+  }
+  return out;
+}
+
+export type ServiceChainKind = 'SVC' | 'SVL' | 'EXT' | 'FW';
+
+/** kube-proxy's portProtoHash: hash of spnString + lowercase protocol. */
+export function servicePortChain(prefix: string, kind: ServiceChainKind, spn: string, protocol: Protocol): ChainName {
+  return asChain(`${validatePrefix(prefix)}-${kind}-${hash16(spn + protocol.toLowerCase())}`);
+}
+
+/** kube-proxy's servicePortEndpointChainName: hash of spnString + lowercase protocol + "ip:port". */
+export function endpointChain(prefix: string, spn: string, protocol: Protocol, endpoint: string): ChainName {
+  return asChain(`${validatePrefix(prefix)}-SEP-${hash16(spn + protocol.toLowerCase() + endpoint)}`);
+}
+
+const SERVICE_KINDS = ['SVC', 'SVL', 'EXT', 'FW', 'SEP'] as const;
+
+/** True for a per-service or per-endpoint chain of this prefix (the chains stale-chain cleanup may delete). */
+export function isServiceChain(prefix: string, name: string): boolean {
+  return SERVICE_KINDS.some((k) => name.startsWith(`${prefix}-${k}-`));
+}
+
+/** True for any chain this prefix's iptables mode owns, fixed or per-service. */
+export function isOwnedChain(prefix: string, name: string): boolean {
+  if (isServiceChain(prefix, name)) return true;
+  const f = fixedChains(prefix);
+  return [f.services, f.externalServices, f.nodePorts, f.postrouting, f.markMasq, f.forward, f.firewall, f.canary].includes(name as ChainName);
+}

@@ -1,0 +1,425 @@
+import t from 'tap';
+import { NodenetError } from '../../errors/errors.js';
+import { parseRestore } from '../../netfilter/iptables-parse.js';
+import { ep, nodeConfig, snapshot, svc } from './fixtures.js';
+import { formatProbability, masqueradeMark, renderIptables } from './render.js';
+
+// The parts every full render shares, spelled out once. The first golden below
+// is written out in full; the others splice their Service-specific lines in.
+const FILTER_HEAD = `*filter
+:KUBE-SERVICES - [0:0]
+:KUBE-EXTERNAL-SERVICES - [0:0]
+:KUBE-FORWARD - [0:0]
+:KUBE-FIREWALL - [0:0]
+:KUBE-PROXY-CANARY - [0:0]
+`;
+const FILTER_TAIL = `-A KUBE-FORWARD -m conntrack --ctstate INVALID -j DROP
+-A KUBE-FORWARD -m comment --comment "kubernetes forwarding rules" -m mark --mark 0x4000/0x4000 -j ACCEPT
+-A KUBE-FORWARD -m comment --comment "kubernetes forwarding conntrack rule" -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT
+-A KUBE-FIREWALL -m comment --comment "block incoming localnet connections" -d 127.0.0.0/8 ! -s 127.0.0.0/8 -m conntrack ! --ctstate RELATED,ESTABLISHED,DNAT -j DROP
+COMMIT
+`;
+const NAT_HEAD = `*nat
+:KUBE-SERVICES - [0:0]
+:KUBE-NODEPORTS - [0:0]
+:KUBE-POSTROUTING - [0:0]
+:KUBE-MARK-MASQ - [0:0]
+:KUBE-PROXY-CANARY - [0:0]
+`;
+const NODEPORTS_LAST = `-A KUBE-SERVICES -m comment --comment "kubernetes service nodeports; NOTE: this must be the last rule in this chain" -m addrtype --dst-type LOCAL -j KUBE-NODEPORTS
+`;
+const NAT_FIXED = `-A KUBE-MARK-MASQ -j MARK --or-mark 0x4000
+-A KUBE-POSTROUTING -m mark ! --mark 0x4000/0x4000 -j RETURN
+-A KUBE-POSTROUTING -j MARK --xor-mark 0x4000
+-A KUBE-POSTROUTING -m comment --comment "kubernetes service traffic requiring SNAT" -j MASQUERADE --random-fully
+`;
+const MANGLE = `*mangle
+:KUBE-PROXY-CANARY - [0:0]
+COMMIT
+`;
+
+function full(p: { filter?: string; natChains?: string; services?: string; nodePorts?: string; rules?: string }): string {
+  return FILTER_HEAD + (p.filter ?? '') + FILTER_TAIL + NAT_HEAD + (p.natChains ?? '') + (p.services ?? '') + NODEPORTS_LAST + (p.nodePorts ?? '') + NAT_FIXED + (p.rules ?? '') + 'COMMIT\n' + MANGLE;
+}
+
+const FULL = { full: true } as const;
+const cfg = nodeConfig();
+
+t.test('ClusterIP with one endpoint (golden, written out in full)', async (t) => {
+  const r = renderIptables(snapshot([svc('ns1', 'svc1', '172.30.0.41'), [ep('10.180.0.1')]]), cfg, FULL);
+  t.equal(
+    r.text,
+    `*filter
+:KUBE-SERVICES - [0:0]
+:KUBE-EXTERNAL-SERVICES - [0:0]
+:KUBE-FORWARD - [0:0]
+:KUBE-FIREWALL - [0:0]
+:KUBE-PROXY-CANARY - [0:0]
+-A KUBE-FORWARD -m conntrack --ctstate INVALID -j DROP
+-A KUBE-FORWARD -m comment --comment "kubernetes forwarding rules" -m mark --mark 0x4000/0x4000 -j ACCEPT
+-A KUBE-FORWARD -m comment --comment "kubernetes forwarding conntrack rule" -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT
+-A KUBE-FIREWALL -m comment --comment "block incoming localnet connections" -d 127.0.0.0/8 ! -s 127.0.0.0/8 -m conntrack ! --ctstate RELATED,ESTABLISHED,DNAT -j DROP
+COMMIT
+*nat
+:KUBE-SERVICES - [0:0]
+:KUBE-NODEPORTS - [0:0]
+:KUBE-POSTROUTING - [0:0]
+:KUBE-MARK-MASQ - [0:0]
+:KUBE-PROXY-CANARY - [0:0]
+:KUBE-SVC-XPGD46QRK7WJZT7O - [0:0]
+:KUBE-SEP-SXIVWICOYRO3J4NJ - [0:0]
+-A KUBE-SERVICES -m comment --comment "ns1/svc1:p80 cluster IP" -m tcp -p tcp -d 172.30.0.41 --dport 80 -j KUBE-SVC-XPGD46QRK7WJZT7O
+-A KUBE-SERVICES -m comment --comment "kubernetes service nodeports; NOTE: this must be the last rule in this chain" -m addrtype --dst-type LOCAL -j KUBE-NODEPORTS
+-A KUBE-MARK-MASQ -j MARK --or-mark 0x4000
+-A KUBE-POSTROUTING -m mark ! --mark 0x4000/0x4000 -j RETURN
+-A KUBE-POSTROUTING -j MARK --xor-mark 0x4000
+-A KUBE-POSTROUTING -m comment --comment "kubernetes service traffic requiring SNAT" -j MASQUERADE --random-fully
+-A KUBE-SVC-XPGD46QRK7WJZT7O -m comment --comment "ns1/svc1:p80 cluster IP" -m tcp -p tcp -d 172.30.0.41 --dport 80 ! -s 10.0.0.0/8 -j KUBE-MARK-MASQ
+-A KUBE-SVC-XPGD46QRK7WJZT7O -m comment --comment "ns1/svc1:p80 -> 10.180.0.1:80" -j KUBE-SEP-SXIVWICOYRO3J4NJ
+-A KUBE-SEP-SXIVWICOYRO3J4NJ -m comment --comment ns1/svc1:p80 -s 10.180.0.1 -j KUBE-MARK-MASQ
+-A KUBE-SEP-SXIVWICOYRO3J4NJ -m comment --comment ns1/svc1:p80 -m tcp -p tcp -j DNAT --to-destination 10.180.0.1:80
+COMMIT
+*mangle
+:KUBE-PROXY-CANARY - [0:0]
+COMMIT
+`,
+  );
+  t.equal(r.text, r.filter + r.nat + r.mangle);
+  t.equal(r.ruleCount, 14, '4 filter + 10 nat -A lines');
+  t.same([...r.natChains].sort(), ['KUBE-SEP-SXIVWICOYRO3J4NJ', 'KUBE-SVC-XPGD46QRK7WJZT7O']);
+  t.same(r.deletedChains, []);
+  t.doesNotThrow(() => parseRestore(r.text), 'the output parses as restore input');
+});
+
+t.test('ClusterIP with three endpoints: 1/3, 1/2, then the last unconditionally', async (t) => {
+  const r = renderIptables(snapshot([svc('ns1', 'svc1', '172.30.0.41'), [ep('10.180.0.3'), ep('10.180.0.1'), ep('10.180.0.2')]]), cfg, FULL);
+  t.equal(
+    r.text,
+    full({
+      natChains: `:KUBE-SVC-XPGD46QRK7WJZT7O - [0:0]
+:KUBE-SEP-SXIVWICOYRO3J4NJ - [0:0]
+:KUBE-SEP-LXVODXWDISEETFEF - [0:0]
+:KUBE-SEP-ICDUIKC33SFI6ZPR - [0:0]
+`,
+      services: `-A KUBE-SERVICES -m comment --comment "ns1/svc1:p80 cluster IP" -m tcp -p tcp -d 172.30.0.41 --dport 80 -j KUBE-SVC-XPGD46QRK7WJZT7O
+`,
+      rules: `-A KUBE-SVC-XPGD46QRK7WJZT7O -m comment --comment "ns1/svc1:p80 cluster IP" -m tcp -p tcp -d 172.30.0.41 --dport 80 ! -s 10.0.0.0/8 -j KUBE-MARK-MASQ
+-A KUBE-SVC-XPGD46QRK7WJZT7O -m comment --comment "ns1/svc1:p80 -> 10.180.0.1:80" -m statistic --mode random --probability 0.3333333333 -j KUBE-SEP-SXIVWICOYRO3J4NJ
+-A KUBE-SVC-XPGD46QRK7WJZT7O -m comment --comment "ns1/svc1:p80 -> 10.180.0.2:80" -m statistic --mode random --probability 0.5000000000 -j KUBE-SEP-LXVODXWDISEETFEF
+-A KUBE-SVC-XPGD46QRK7WJZT7O -m comment --comment "ns1/svc1:p80 -> 10.180.0.3:80" -j KUBE-SEP-ICDUIKC33SFI6ZPR
+-A KUBE-SEP-SXIVWICOYRO3J4NJ -m comment --comment ns1/svc1:p80 -s 10.180.0.1 -j KUBE-MARK-MASQ
+-A KUBE-SEP-SXIVWICOYRO3J4NJ -m comment --comment ns1/svc1:p80 -m tcp -p tcp -j DNAT --to-destination 10.180.0.1:80
+-A KUBE-SEP-LXVODXWDISEETFEF -m comment --comment ns1/svc1:p80 -s 10.180.0.2 -j KUBE-MARK-MASQ
+-A KUBE-SEP-LXVODXWDISEETFEF -m comment --comment ns1/svc1:p80 -m tcp -p tcp -j DNAT --to-destination 10.180.0.2:80
+-A KUBE-SEP-ICDUIKC33SFI6ZPR -m comment --comment ns1/svc1:p80 -s 10.180.0.3 -j KUBE-MARK-MASQ
+-A KUBE-SEP-ICDUIKC33SFI6ZPR -m comment --comment ns1/svc1:p80 -m tcp -p tcp -j DNAT --to-destination 10.180.0.3:80
+`,
+    }),
+  );
+});
+
+t.test('no endpoints: a filter REJECT and no nat chains', async (t) => {
+  const r = renderIptables(snapshot([svc('ns6', 'svc6', '172.30.0.46'), []]), cfg, FULL);
+  t.equal(
+    r.text,
+    full({
+      filter: `-A KUBE-SERVICES -m comment --comment "ns6/svc6:p80 has no endpoints" -m tcp -p tcp -d 172.30.0.46 --dport 80 -j REJECT
+`,
+    }),
+  );
+  t.same([...r.natChains], []);
+});
+
+t.test('ClientIP affinity: recent --rcheck per endpoint before the random choice, --set in the SEP', async (t) => {
+  const r = renderIptables(snapshot([svc('ns1', 'svc1', '172.30.0.41', { affinity: 10800 }), [ep('10.180.0.1'), ep('10.180.0.2')]]), cfg, FULL);
+  t.equal(
+    r.text,
+    full({
+      natChains: `:KUBE-SVC-XPGD46QRK7WJZT7O - [0:0]
+:KUBE-SEP-SXIVWICOYRO3J4NJ - [0:0]
+:KUBE-SEP-LXVODXWDISEETFEF - [0:0]
+`,
+      services: `-A KUBE-SERVICES -m comment --comment "ns1/svc1:p80 cluster IP" -m tcp -p tcp -d 172.30.0.41 --dport 80 -j KUBE-SVC-XPGD46QRK7WJZT7O
+`,
+      rules: `-A KUBE-SVC-XPGD46QRK7WJZT7O -m comment --comment "ns1/svc1:p80 cluster IP" -m tcp -p tcp -d 172.30.0.41 --dport 80 ! -s 10.0.0.0/8 -j KUBE-MARK-MASQ
+-A KUBE-SVC-XPGD46QRK7WJZT7O -m comment --comment "ns1/svc1:p80 -> 10.180.0.1:80" -m recent --name KUBE-SEP-SXIVWICOYRO3J4NJ --rcheck --seconds 10800 --reap -j KUBE-SEP-SXIVWICOYRO3J4NJ
+-A KUBE-SVC-XPGD46QRK7WJZT7O -m comment --comment "ns1/svc1:p80 -> 10.180.0.2:80" -m recent --name KUBE-SEP-LXVODXWDISEETFEF --rcheck --seconds 10800 --reap -j KUBE-SEP-LXVODXWDISEETFEF
+-A KUBE-SVC-XPGD46QRK7WJZT7O -m comment --comment "ns1/svc1:p80 -> 10.180.0.1:80" -m statistic --mode random --probability 0.5000000000 -j KUBE-SEP-SXIVWICOYRO3J4NJ
+-A KUBE-SVC-XPGD46QRK7WJZT7O -m comment --comment "ns1/svc1:p80 -> 10.180.0.2:80" -j KUBE-SEP-LXVODXWDISEETFEF
+-A KUBE-SEP-SXIVWICOYRO3J4NJ -m comment --comment ns1/svc1:p80 -s 10.180.0.1 -j KUBE-MARK-MASQ
+-A KUBE-SEP-SXIVWICOYRO3J4NJ -m comment --comment ns1/svc1:p80 -m recent --name KUBE-SEP-SXIVWICOYRO3J4NJ --set -m tcp -p tcp -j DNAT --to-destination 10.180.0.1:80
+-A KUBE-SEP-LXVODXWDISEETFEF -m comment --comment ns1/svc1:p80 -s 10.180.0.2 -j KUBE-MARK-MASQ
+-A KUBE-SEP-LXVODXWDISEETFEF -m comment --comment ns1/svc1:p80 -m recent --name KUBE-SEP-LXVODXWDISEETFEF --set -m tcp -p tcp -j DNAT --to-destination 10.180.0.2:80
+`,
+    }),
+  );
+});
+
+const NP_SEPS = `-A KUBE-SEP-SXIVWICOYRO3J4NJ -m comment --comment ns1/svc1:p80 -s 10.180.0.1 -j KUBE-MARK-MASQ
+-A KUBE-SEP-SXIVWICOYRO3J4NJ -m comment --comment ns1/svc1:p80 -m tcp -p tcp -j DNAT --to-destination 10.180.0.1:80
+-A KUBE-SEP-LXVODXWDISEETFEF -m comment --comment ns1/svc1:p80 -s 10.180.0.2 -j KUBE-MARK-MASQ
+-A KUBE-SEP-LXVODXWDISEETFEF -m comment --comment ns1/svc1:p80 -m tcp -p tcp -j DNAT --to-destination 10.180.0.2:80
+`;
+const NP_SVC = `-A KUBE-SVC-XPGD46QRK7WJZT7O -m comment --comment "ns1/svc1:p80 cluster IP" -m tcp -p tcp -d 172.30.0.41 --dport 80 ! -s 10.0.0.0/8 -j KUBE-MARK-MASQ
+-A KUBE-SVC-XPGD46QRK7WJZT7O -m comment --comment "ns1/svc1:p80 -> 10.180.0.1:80" -m statistic --mode random --probability 0.5000000000 -j KUBE-SEP-SXIVWICOYRO3J4NJ
+-A KUBE-SVC-XPGD46QRK7WJZT7O -m comment --comment "ns1/svc1:p80 -> 10.180.0.2:80" -j KUBE-SEP-LXVODXWDISEETFEF
+`;
+
+t.test('NodePort, Cluster policy: NODEPORTS → EXT (masquerade) → SVC', async (t) => {
+  // 10.180.0.2 is on this node; with Cluster policy that changes nothing.
+  const r = renderIptables(snapshot([svc('ns1', 'svc1', '172.30.0.41', { nodePort: 30080 }), [ep('10.180.0.1'), ep('10.180.0.2', { node: 'node1' })]]), cfg, FULL);
+  t.equal(
+    r.text,
+    full({
+      natChains: `:KUBE-EXT-XPGD46QRK7WJZT7O - [0:0]
+:KUBE-SVC-XPGD46QRK7WJZT7O - [0:0]
+:KUBE-SEP-SXIVWICOYRO3J4NJ - [0:0]
+:KUBE-SEP-LXVODXWDISEETFEF - [0:0]
+`,
+      services: `-A KUBE-SERVICES -m comment --comment "ns1/svc1:p80 cluster IP" -m tcp -p tcp -d 172.30.0.41 --dport 80 -j KUBE-SVC-XPGD46QRK7WJZT7O
+`,
+      nodePorts: `-A KUBE-NODEPORTS -m comment --comment ns1/svc1:p80 -m tcp -p tcp --dport 30080 -j KUBE-EXT-XPGD46QRK7WJZT7O
+`,
+      rules: `-A KUBE-EXT-XPGD46QRK7WJZT7O -m comment --comment "masquerade traffic for ns1/svc1:p80 external destinations" -j KUBE-MARK-MASQ
+-A KUBE-EXT-XPGD46QRK7WJZT7O -j KUBE-SVC-XPGD46QRK7WJZT7O
+${NP_SVC}${NP_SEPS}`,
+    }),
+  );
+});
+
+t.test('NodePort, Local policy: EXT short-circuits pod and node traffic to SVC, the rest goes to SVL (local endpoints)', async (t) => {
+  const r = renderIptables(snapshot([svc('ns1', 'svc1', '172.30.0.41', { nodePort: 30080, etp: 'Local' }), [ep('10.180.0.1'), ep('10.180.0.2', { node: 'node1' })]]), cfg, FULL);
+  t.equal(
+    r.text,
+    full({
+      natChains: `:KUBE-EXT-XPGD46QRK7WJZT7O - [0:0]
+:KUBE-SVC-XPGD46QRK7WJZT7O - [0:0]
+:KUBE-SVL-XPGD46QRK7WJZT7O - [0:0]
+:KUBE-SEP-SXIVWICOYRO3J4NJ - [0:0]
+:KUBE-SEP-LXVODXWDISEETFEF - [0:0]
+`,
+      services: `-A KUBE-SERVICES -m comment --comment "ns1/svc1:p80 cluster IP" -m tcp -p tcp -d 172.30.0.41 --dport 80 -j KUBE-SVC-XPGD46QRK7WJZT7O
+`,
+      nodePorts: `-A KUBE-NODEPORTS -m comment --comment ns1/svc1:p80 -m tcp -p tcp --dport 30080 -j KUBE-EXT-XPGD46QRK7WJZT7O
+`,
+      rules: `-A KUBE-EXT-XPGD46QRK7WJZT7O -m comment --comment "pod traffic for ns1/svc1:p80 external destinations" -s 10.0.0.0/8 -j KUBE-SVC-XPGD46QRK7WJZT7O
+-A KUBE-EXT-XPGD46QRK7WJZT7O -m comment --comment "masquerade LOCAL traffic for ns1/svc1:p80 external destinations" -m addrtype --src-type LOCAL -j KUBE-MARK-MASQ
+-A KUBE-EXT-XPGD46QRK7WJZT7O -m comment --comment "route LOCAL traffic for ns1/svc1:p80 external destinations" -m addrtype --src-type LOCAL -j KUBE-SVC-XPGD46QRK7WJZT7O
+-A KUBE-EXT-XPGD46QRK7WJZT7O -j KUBE-SVL-XPGD46QRK7WJZT7O
+${NP_SVC}-A KUBE-SVL-XPGD46QRK7WJZT7O -m comment --comment "ns1/svc1:p80 -> 10.180.0.2:80" -j KUBE-SEP-LXVODXWDISEETFEF
+${NP_SEPS}`,
+    }),
+  );
+});
+
+t.test('NodePort, Local policy, no local endpoint: filter DROPs external traffic, EXT keeps only the short-circuits', async (t) => {
+  const r = renderIptables(snapshot([svc('ns1', 'svc1', '172.30.0.41', { nodePort: 30080, etp: 'Local', externalIPs: ['192.168.99.11'] }), [ep('10.180.0.1')]]), cfg, FULL);
+  t.equal(
+    r.text,
+    full({
+      filter: `-A KUBE-EXTERNAL-SERVICES -m comment --comment "ns1/svc1:p80 has no local endpoints" -m tcp -p tcp -d 192.168.99.11 --dport 80 -j DROP
+-A KUBE-EXTERNAL-SERVICES -m comment --comment "ns1/svc1:p80 has no local endpoints" -m addrtype --dst-type LOCAL -m tcp -p tcp --dport 30080 -j DROP
+`,
+      natChains: `:KUBE-EXT-XPGD46QRK7WJZT7O - [0:0]
+:KUBE-SVC-XPGD46QRK7WJZT7O - [0:0]
+:KUBE-SEP-SXIVWICOYRO3J4NJ - [0:0]
+`,
+      services: `-A KUBE-SERVICES -m comment --comment "ns1/svc1:p80 cluster IP" -m tcp -p tcp -d 172.30.0.41 --dport 80 -j KUBE-SVC-XPGD46QRK7WJZT7O
+-A KUBE-SERVICES -m comment --comment "ns1/svc1:p80 external IP" -m tcp -p tcp -d 192.168.99.11 --dport 80 -j KUBE-EXT-XPGD46QRK7WJZT7O
+`,
+      nodePorts: `-A KUBE-NODEPORTS -m comment --comment ns1/svc1:p80 -m tcp -p tcp --dport 30080 -j KUBE-EXT-XPGD46QRK7WJZT7O
+`,
+      rules: `-A KUBE-EXT-XPGD46QRK7WJZT7O -m comment --comment "pod traffic for ns1/svc1:p80 external destinations" -s 10.0.0.0/8 -j KUBE-SVC-XPGD46QRK7WJZT7O
+-A KUBE-EXT-XPGD46QRK7WJZT7O -m comment --comment "masquerade LOCAL traffic for ns1/svc1:p80 external destinations" -m addrtype --src-type LOCAL -j KUBE-MARK-MASQ
+-A KUBE-EXT-XPGD46QRK7WJZT7O -m comment --comment "route LOCAL traffic for ns1/svc1:p80 external destinations" -m addrtype --src-type LOCAL -j KUBE-SVC-XPGD46QRK7WJZT7O
+-A KUBE-SVC-XPGD46QRK7WJZT7O -m comment --comment "ns1/svc1:p80 cluster IP" -m tcp -p tcp -d 172.30.0.41 --dport 80 ! -s 10.0.0.0/8 -j KUBE-MARK-MASQ
+-A KUBE-SVC-XPGD46QRK7WJZT7O -m comment --comment "ns1/svc1:p80 -> 10.180.0.1:80" -j KUBE-SEP-SXIVWICOYRO3J4NJ
+-A KUBE-SEP-SXIVWICOYRO3J4NJ -m comment --comment ns1/svc1:p80 -s 10.180.0.1 -j KUBE-MARK-MASQ
+-A KUBE-SEP-SXIVWICOYRO3J4NJ -m comment --comment ns1/svc1:p80 -m tcp -p tcp -j DNAT --to-destination 10.180.0.1:80
+`,
+    }),
+  );
+});
+
+t.test('internalTrafficPolicy Local: the ClusterIP goes to SVL; without a local endpoint filter DROPs', async (t) => {
+  const r = renderIptables(
+    snapshot(
+      [svc('ns1', 'svc1', '172.30.0.41', { itp: 'Local' }), [ep('10.180.0.1'), ep('10.180.0.2', { node: 'node1' })]],
+      [svc('ns2', 'svc2', '172.30.0.42', { itp: 'Local' }), [ep('10.180.0.3')]],
+    ),
+    cfg,
+    FULL,
+  );
+  t.equal(
+    r.text,
+    full({
+      filter: `-A KUBE-SERVICES -m comment --comment "ns2/svc2:p80 has no local endpoints" -m tcp -p tcp -d 172.30.0.42 --dport 80 -j DROP
+`,
+      natChains: `:KUBE-SVL-XPGD46QRK7WJZT7O - [0:0]
+:KUBE-SEP-LXVODXWDISEETFEF - [0:0]
+`,
+      services: `-A KUBE-SERVICES -m comment --comment "ns1/svc1:p80 cluster IP" -m tcp -p tcp -d 172.30.0.41 --dport 80 -j KUBE-SVL-XPGD46QRK7WJZT7O
+`,
+      rules: `-A KUBE-SVL-XPGD46QRK7WJZT7O -m comment --comment "ns1/svc1:p80 cluster IP" -m tcp -p tcp -d 172.30.0.41 --dport 80 ! -s 10.0.0.0/8 -j KUBE-MARK-MASQ
+-A KUBE-SVL-XPGD46QRK7WJZT7O -m comment --comment "ns1/svc1:p80 -> 10.180.0.2:80" -j KUBE-SEP-LXVODXWDISEETFEF
+-A KUBE-SEP-LXVODXWDISEETFEF -m comment --comment ns1/svc1:p80 -s 10.180.0.2 -j KUBE-MARK-MASQ
+-A KUBE-SEP-LXVODXWDISEETFEF -m comment --comment ns1/svc1:p80 -m tcp -p tcp -j DNAT --to-destination 10.180.0.2:80
+`,
+    }),
+  );
+});
+
+t.test('terminating endpoints: serving+terminating ones only when none is ready', async (t) => {
+  const r = renderIptables(
+    snapshot(
+      // No ready endpoint: .1 (serving, terminating) is used; .2 (terminating, not serving) and .3 (not ready) are not.
+      [svc('ns1', 'svc1', '172.30.0.41'), [ep('10.180.0.1', { ready: false, serving: true, terminating: true }), ep('10.180.0.2', { ready: false, serving: false, terminating: true }), ep('10.180.0.3', { ready: false })]],
+      // A ready endpoint exists: the terminating one is left out.
+      [svc('ns2', 'svc2', '172.30.0.42'), [ep('10.180.0.4', { ready: false, serving: true, terminating: true }), ep('10.180.0.5')]],
+    ),
+    cfg,
+    FULL,
+  );
+  t.equal(
+    r.text,
+    full({
+      natChains: `:KUBE-SVC-XPGD46QRK7WJZT7O - [0:0]
+:KUBE-SEP-SXIVWICOYRO3J4NJ - [0:0]
+:KUBE-SVC-GNZBNJ2PO5MGZ6GT - [0:0]
+:KUBE-SEP-73XYSGBP6YVLYPDR - [0:0]
+`,
+      services: `-A KUBE-SERVICES -m comment --comment "ns1/svc1:p80 cluster IP" -m tcp -p tcp -d 172.30.0.41 --dport 80 -j KUBE-SVC-XPGD46QRK7WJZT7O
+-A KUBE-SERVICES -m comment --comment "ns2/svc2:p80 cluster IP" -m tcp -p tcp -d 172.30.0.42 --dport 80 -j KUBE-SVC-GNZBNJ2PO5MGZ6GT
+`,
+      rules: `-A KUBE-SVC-XPGD46QRK7WJZT7O -m comment --comment "ns1/svc1:p80 cluster IP" -m tcp -p tcp -d 172.30.0.41 --dport 80 ! -s 10.0.0.0/8 -j KUBE-MARK-MASQ
+-A KUBE-SVC-XPGD46QRK7WJZT7O -m comment --comment "ns1/svc1:p80 -> 10.180.0.1:80" -j KUBE-SEP-SXIVWICOYRO3J4NJ
+-A KUBE-SEP-SXIVWICOYRO3J4NJ -m comment --comment ns1/svc1:p80 -s 10.180.0.1 -j KUBE-MARK-MASQ
+-A KUBE-SEP-SXIVWICOYRO3J4NJ -m comment --comment ns1/svc1:p80 -m tcp -p tcp -j DNAT --to-destination 10.180.0.1:80
+-A KUBE-SVC-GNZBNJ2PO5MGZ6GT -m comment --comment "ns2/svc2:p80 cluster IP" -m tcp -p tcp -d 172.30.0.42 --dport 80 ! -s 10.0.0.0/8 -j KUBE-MARK-MASQ
+-A KUBE-SVC-GNZBNJ2PO5MGZ6GT -m comment --comment "ns2/svc2:p80 -> 10.180.0.5:80" -j KUBE-SEP-73XYSGBP6YVLYPDR
+-A KUBE-SEP-73XYSGBP6YVLYPDR -m comment --comment ns2/svc2:p80 -s 10.180.0.5 -j KUBE-MARK-MASQ
+-A KUBE-SEP-73XYSGBP6YVLYPDR -m comment --comment ns2/svc2:p80 -m tcp -p tcp -j DNAT --to-destination 10.180.0.5:80
+`,
+    }),
+  );
+});
+
+t.test('named ports and an unnamed UDP port: comments and hashes use "ns/name:port" or "ns/name"', async (t) => {
+  const r = renderIptables(
+    snapshot(
+      [svc('ns1', 'web', '172.30.0.41', { portName: 'http', port: 80 }), [ep('10.180.0.1', { port: 8080 })]],
+      [svc('ns1', 'web', '172.30.0.41', { portName: 'https', port: 443 }), [ep('10.180.0.1', { port: 8443 })]],
+      [svc('ns1', 'dns', '172.30.0.10', { portName: '', port: 53, protocol: 'UDP' }), [ep('10.180.0.9', { port: 53 })]],
+    ),
+    cfg,
+    FULL,
+  );
+  t.equal(
+    r.text,
+    full({
+      natChains: `:KUBE-SVC-IIU7RI4YYSQY3FXW - [0:0]
+:KUBE-SEP-ZNUHPSTYIG434XST - [0:0]
+:KUBE-SVC-4LVCYZMTA5CQO6SX - [0:0]
+:KUBE-SEP-7HRCPU2YTRWB4GDC - [0:0]
+:KUBE-SVC-AI7VONCETSESNZE7 - [0:0]
+:KUBE-SEP-YV3XZWQYRNCCIJW5 - [0:0]
+`,
+      services: `-A KUBE-SERVICES -m comment --comment "ns1/dns cluster IP" -m udp -p udp -d 172.30.0.10 --dport 53 -j KUBE-SVC-IIU7RI4YYSQY3FXW
+-A KUBE-SERVICES -m comment --comment "ns1/web:http cluster IP" -m tcp -p tcp -d 172.30.0.41 --dport 80 -j KUBE-SVC-4LVCYZMTA5CQO6SX
+-A KUBE-SERVICES -m comment --comment "ns1/web:https cluster IP" -m tcp -p tcp -d 172.30.0.41 --dport 443 -j KUBE-SVC-AI7VONCETSESNZE7
+`,
+      rules: `-A KUBE-SVC-IIU7RI4YYSQY3FXW -m comment --comment "ns1/dns cluster IP" -m udp -p udp -d 172.30.0.10 --dport 53 ! -s 10.0.0.0/8 -j KUBE-MARK-MASQ
+-A KUBE-SVC-IIU7RI4YYSQY3FXW -m comment --comment "ns1/dns -> 10.180.0.9:53" -j KUBE-SEP-ZNUHPSTYIG434XST
+-A KUBE-SEP-ZNUHPSTYIG434XST -m comment --comment ns1/dns -s 10.180.0.9 -j KUBE-MARK-MASQ
+-A KUBE-SEP-ZNUHPSTYIG434XST -m comment --comment ns1/dns -m udp -p udp -j DNAT --to-destination 10.180.0.9:53
+-A KUBE-SVC-4LVCYZMTA5CQO6SX -m comment --comment "ns1/web:http cluster IP" -m tcp -p tcp -d 172.30.0.41 --dport 80 ! -s 10.0.0.0/8 -j KUBE-MARK-MASQ
+-A KUBE-SVC-4LVCYZMTA5CQO6SX -m comment --comment "ns1/web:http -> 10.180.0.1:8080" -j KUBE-SEP-7HRCPU2YTRWB4GDC
+-A KUBE-SEP-7HRCPU2YTRWB4GDC -m comment --comment ns1/web:http -s 10.180.0.1 -j KUBE-MARK-MASQ
+-A KUBE-SEP-7HRCPU2YTRWB4GDC -m comment --comment ns1/web:http -m tcp -p tcp -j DNAT --to-destination 10.180.0.1:8080
+-A KUBE-SVC-AI7VONCETSESNZE7 -m comment --comment "ns1/web:https cluster IP" -m tcp -p tcp -d 172.30.0.41 --dport 443 ! -s 10.0.0.0/8 -j KUBE-MARK-MASQ
+-A KUBE-SVC-AI7VONCETSESNZE7 -m comment --comment "ns1/web:https -> 10.180.0.1:8443" -j KUBE-SEP-YV3XZWQYRNCCIJW5
+-A KUBE-SEP-YV3XZWQYRNCCIJW5 -m comment --comment ns1/web:https -s 10.180.0.1 -j KUBE-MARK-MASQ
+-A KUBE-SEP-YV3XZWQYRNCCIJW5 -m comment --comment ns1/web:https -m tcp -p tcp -j DNAT --to-destination 10.180.0.1:8443
+`,
+    }),
+  );
+});
+
+t.test('partial sync: only the changed Services’ chains, stale chains flushed then deleted, no canary', async (t) => {
+  const snap = snapshot([svc('ns1', 'svc1', '172.30.0.41'), [ep('10.180.0.1')]], [svc('ns2', 'svc2', '172.30.0.42'), [ep('10.180.0.3')]]);
+  // In the kernel: svc1 as before; svc2 with its old endpoint 10.180.0.2; ns3/svc3, now deleted; someone else's DOCKER chain.
+  const existing = new Set([
+    'PREROUTING', 'KUBE-SERVICES', 'DOCKER',
+    'KUBE-SVC-XPGD46QRK7WJZT7O', 'KUBE-SEP-SXIVWICOYRO3J4NJ',
+    'KUBE-SVC-GNZBNJ2PO5MGZ6GT', 'KUBE-SEP-RS4RBKLTHTF2IUXJ',
+    'KUBE-SVC-X27LE4BHSL4DOUIK', 'KUBE-SEP-OYPFS5VJICHGATKP',
+  ]);
+  const r = renderIptables(snap, cfg, { full: false, changed: new Set(['ns2/svc2', 'ns3/svc3']) }, existing);
+  t.equal(
+    r.text,
+    `*filter
+:KUBE-SERVICES - [0:0]
+:KUBE-EXTERNAL-SERVICES - [0:0]
+:KUBE-FORWARD - [0:0]
+:KUBE-FIREWALL - [0:0]
+${FILTER_TAIL}*nat
+:KUBE-SERVICES - [0:0]
+:KUBE-NODEPORTS - [0:0]
+:KUBE-POSTROUTING - [0:0]
+:KUBE-MARK-MASQ - [0:0]
+:KUBE-SVC-GNZBNJ2PO5MGZ6GT - [0:0]
+:KUBE-SEP-2GOKER2KF7NAANZN - [0:0]
+:KUBE-SEP-OYPFS5VJICHGATKP - [0:0]
+:KUBE-SEP-RS4RBKLTHTF2IUXJ - [0:0]
+:KUBE-SVC-X27LE4BHSL4DOUIK - [0:0]
+-A KUBE-SERVICES -m comment --comment "ns1/svc1:p80 cluster IP" -m tcp -p tcp -d 172.30.0.41 --dport 80 -j KUBE-SVC-XPGD46QRK7WJZT7O
+-A KUBE-SERVICES -m comment --comment "ns2/svc2:p80 cluster IP" -m tcp -p tcp -d 172.30.0.42 --dport 80 -j KUBE-SVC-GNZBNJ2PO5MGZ6GT
+${NODEPORTS_LAST}${NAT_FIXED}-A KUBE-SVC-GNZBNJ2PO5MGZ6GT -m comment --comment "ns2/svc2:p80 cluster IP" -m tcp -p tcp -d 172.30.0.42 --dport 80 ! -s 10.0.0.0/8 -j KUBE-MARK-MASQ
+-A KUBE-SVC-GNZBNJ2PO5MGZ6GT -m comment --comment "ns2/svc2:p80 -> 10.180.0.3:80" -j KUBE-SEP-2GOKER2KF7NAANZN
+-A KUBE-SEP-2GOKER2KF7NAANZN -m comment --comment ns2/svc2:p80 -s 10.180.0.3 -j KUBE-MARK-MASQ
+-A KUBE-SEP-2GOKER2KF7NAANZN -m comment --comment ns2/svc2:p80 -m tcp -p tcp -j DNAT --to-destination 10.180.0.3:80
+-X KUBE-SEP-OYPFS5VJICHGATKP
+-X KUBE-SEP-RS4RBKLTHTF2IUXJ
+-X KUBE-SVC-X27LE4BHSL4DOUIK
+COMMIT
+`,
+  );
+  t.equal(r.mangle, '');
+  t.same(r.deletedChains, ['KUBE-SEP-OYPFS5VJICHGATKP', 'KUBE-SEP-RS4RBKLTHTF2IUXJ', 'KUBE-SVC-X27LE4BHSL4DOUIK']);
+  t.same([...r.natChains].sort(), ['KUBE-SEP-2GOKER2KF7NAANZN', 'KUBE-SEP-SXIVWICOYRO3J4NJ', 'KUBE-SVC-GNZBNJ2PO5MGZ6GT', 'KUBE-SVC-XPGD46QRK7WJZT7O'], 'svc1’s chains stay active although not written');
+  t.notMatch(r.text, 'KUBE-SEP-SXIVWICOYRO3J4NJ - [0:0]', 'unchanged svc1 is not declared (so not flushed)');
+});
+
+t.test('a full sync with existing chains also deletes stale ones, and never touches foreign chains', async (t) => {
+  const r = renderIptables(snapshot([svc('ns1', 'svc1', '172.30.0.41'), [ep('10.180.0.1')]]), cfg, FULL, new Set(['KUBE-SVC-XPGD46QRK7WJZT7O', 'KUBE-SEP-AAAAAAAAAAAAAAAA', 'KUBE-KUBELET-CANARY', 'NN-SVC-AAAAAAAAAAAAAAAA']));
+  t.same(r.deletedChains, ['KUBE-SEP-AAAAAAAAAAAAAAAA']);
+  t.match(r.nat, /:KUBE-SEP-AAAAAAAAAAAAAAAA - \[0:0\]\n[^]*-X KUBE-SEP-AAAAAAAAAAAAAAAA\nCOMMIT\n$/);
+});
+
+t.test('prefix and masquerade bit are configurable', async (t) => {
+  const r = renderIptables(snapshot([svc('ns1', 'svc1', '172.30.0.41', { nodePort: 30080 }), [ep('10.180.0.1')]]), nodeConfig({ prefix: 'NN', masqueradeBit: 1, clusterCIDR: null }), FULL);
+  t.notMatch(r.text, 'KUBE-');
+  t.match(r.text, '-A NN-MARK-MASQ -j MARK --or-mark 0x2\n');
+  t.match(r.text, '-A NN-SERVICES -m comment --comment "ns1/svc1:p80 cluster IP" -m tcp -p tcp -d 172.30.0.41 --dport 80 -j NN-SVC-XPGD46QRK7WJZT7O\n');
+  t.notMatch(r.text, /! -s \S+ -j NN-MARK-MASQ/, 'without a cluster CIDR there is no off-cluster masquerade rule');
+  t.throws(() => renderIptables(snapshot(), nodeConfig({ masqueradeBit: 32 }), FULL), NodenetError);
+  t.equal(masqueradeMark(14), '0x4000');
+  t.equal(masqueradeMark(31), '0x80000000');
+});
+
+t.test('formatProbability is Go’s %0.10f of 1/n', async (t) => {
+  t.equal(formatProbability(1), '1.0000000000');
+  t.equal(formatProbability(2), '0.5000000000');
+  t.equal(formatProbability(3), '0.3333333333');
+  t.equal(formatProbability(6), '0.1666666667');
+  t.equal(formatProbability(7), '0.1428571429');
+  t.equal(formatProbability(2048), '0.0004882812', 'exact tie rounds half to even, as Go does');
+  t.equal(formatProbability(4096), '0.0002441406');
+  t.throws(() => formatProbability(0));
+});
+
+t.test('rendering is deterministic whatever the map and endpoint order', async (t) => {
+  const a = snapshot([svc('ns2', 'b', '172.30.0.2'), [ep('10.180.0.2'), ep('10.180.0.10')]], [svc('ns1', 'a', '172.30.0.1'), [ep('10.180.0.1')]]);
+  const b = snapshot([svc('ns1', 'a', '172.30.0.1'), [ep('10.180.0.1')]], [svc('ns2', 'b', '172.30.0.2'), [ep('10.180.0.10'), ep('10.180.0.2')]]);
+  t.equal(renderIptables(a, cfg, FULL).text, renderIptables(b, cfg, FULL).text);
+});

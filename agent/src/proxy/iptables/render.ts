@@ -1,0 +1,275 @@
+/**
+ * proxy/iptables/render: snapshot → iptables-restore input, in kube-proxy's
+ * layout (pkg/proxy/iptables/proxier.go syncProxyRules). Pure.
+ *
+ * nat:
+ *   PREROUTING, OUTPUT → P-SERVICES: one rule per ClusterIP (→ SVC or SVL) and
+ *     external IP (→ EXT), then, last, `--dst-type LOCAL → P-NODEPORTS`.
+ *   P-NODEPORTS: one rule per NodePort → EXT.
+ *   P-SVC-x (Cluster policy) / P-SVL-x (Local policy): masquerade off-cluster
+ *     sources to the ClusterIP, optional ClientIP affinity (`recent --rcheck`),
+ *     then one rule per endpoint, `statistic --probability 1/(n-i)` on all but
+ *     the last.
+ *   P-EXT-x: NodePort/external traffic: masquerade (Cluster policy) or the
+ *     Local-policy short-circuits for pod and node traffic, then → SVC/SVL.
+ *   P-SEP-x: hairpin masquerade (`-s <endpoint>`), then DNAT (and `recent --set`).
+ *   POSTROUTING → P-POSTROUTING: MASQUERADE --random-fully what P-MARK-MASQ marked.
+ * filter: P-SERVICES (REJECT ClusterIPs without endpoints, DROP with no local
+ *   ones), P-EXTERNAL-SERVICES (the same for NodePorts and external IPs),
+ *   P-FORWARD (accept marked / established), P-FIREWALL (martian localhost).
+ * mangle/nat/filter: P-PROXY-CANARY, empty, on full syncs only: its absence
+ *   tells the proxier someone flushed our rules.
+ *
+ * Applied with --noflush: each declared chain (`:C - [0:0]`) is flushed and
+ * rewritten, undeclared chains are left alone. A partial sync (KEP-3453)
+ * declares only the changed Services' SVC/SVL/EXT/SEP chains plus the
+ * top-level and filter chains (which mention every Service); other Services'
+ * chains stay in the kernel as they are. Chains in `existingChains` that no
+ * Service uses any more are declared (flushing them) and then deleted with
+ * -X, which iptables-restore --noflush only accepts for a declared chain.
+ *
+ * Output order is deterministic: Services by "ns/name:port/PROTO", endpoints
+ * by "ip:port" (kube-proxy's string order).
+ */
+import { ErrorCode, NodenetError } from '../../errors/errors.js';
+import { quoteArg } from '../../netfilter/iptables-types.js';
+import { endpointString, spnString, type EndpointInfo, type ProxyNodeConfig, type ProxySnapshot, type ServicePortInfo, type SyncScope } from '../types.js';
+import { categorizeEndpoints, externallyAccessible, externalPolicyLocal, internalPolicyLocal } from './categorize.js';
+import { endpointChain, fixedChains, isServiceChain, servicePortChain, type ChainName } from './chains.js';
+
+export interface IptablesRender {
+  /** The `*filter ... COMMIT` block. */
+  readonly filter: string;
+  /** The `*nat ... COMMIT` block. */
+  readonly nat: string;
+  /** The `*mangle ... COMMIT` block with the canary (full syncs), else ''. */
+  readonly mangle: string;
+  /** Full iptables-restore --noflush input: filter, nat, mangle. */
+  readonly text: string;
+  /** `-A` lines written (filter + nat). */
+  readonly ruleCount: number;
+  /** Per-service and per-endpoint nat chains that exist once this is applied (written now or kept). */
+  readonly natChains: ReadonlySet<string>;
+  /** Chains this input deletes (stale: in existingChains, used by no Service). */
+  readonly deletedChains: readonly string[];
+}
+
+/** kube-proxy's computeProbability: 1/n as "%0.10f" (Go rounds the exact binary value half-to-even). */
+export function formatProbability(n: number): string {
+  if (!Number.isInteger(n) || n < 1) throw new RangeError(`probability denominator ${n}`);
+  const exact = (1 / n).toFixed(100); // exact for any n we meet: 1/n has < 100 significant fraction digits
+  const [ip = '0', frac = ''] = exact.split('.');
+  const keep = frac.slice(0, 10);
+  const rest = frac.slice(10);
+  const last = Number(keep[9] ?? '0');
+  const up = rest[0]! > '5' || (rest[0] === '5' && (/[1-9]/.test(rest.slice(1)) || last % 2 === 1));
+  const s = (BigInt(ip + keep) + (up ? 1n : 0n)).toString().padStart(11, '0');
+  return `${s.slice(0, -10)}.${s.slice(-10)}`;
+}
+
+/** The mark value for a masquerade bit, as kube-proxy prints it (bit 14 → 0x4000). */
+export function masqueradeMark(bit: number): string {
+  if (!Number.isInteger(bit) || bit < 0 || bit > 31) {
+    throw new NodenetError(ErrorCode.InvalidConfig, `masqueradeBit ${bit} must be an integer in [0, 31]`);
+  }
+  return `0x${(2 ** bit).toString(16)}`;
+}
+
+const c = (s: string): string => quoteArg(s);
+const line = (...words: string[]): string => words.join(' ');
+
+function byString<T>(key: (x: T) => string): (a: T, b: T) => number {
+  return (a, b) => {
+    const ka = key(a);
+    const kb = key(b);
+    return ka < kb ? -1 : ka > kb ? 1 : 0;
+  };
+}
+
+/**
+ * Renders the ruleset. `existingChains` (nat chain names in the kernel, or
+ * those the last sync left there) enables stale-chain deletion; without it
+ * nothing is deleted. Throws NodenetError(InvalidConfig) for a bad prefix or
+ * masquerade bit.
+ */
+export function renderIptables(
+  snapshot: ProxySnapshot,
+  nodeConfig: ProxyNodeConfig,
+  scope: SyncScope,
+  existingChains?: ReadonlySet<string>,
+): IptablesRender {
+  const P = nodeConfig.prefix;
+  const F = fixedChains(P);
+  const mark = masqueradeMark(nodeConfig.masqueradeBit);
+  const clusterCIDR = nodeConfig.clusterCIDR;
+
+  const filterServices: string[] = []; // P-SERVICES
+  const filterExternal: string[] = []; // P-EXTERNAL-SERVICES
+  const natTop: string[] = []; // P-SERVICES
+  const natNodePorts: string[] = [];
+  const natChainDecls: string[] = [];
+  const natChainRules: string[] = [];
+  const active = new Set<string>();
+
+  const services = [...snapshot.services.entries()].sort(byString(([, s]) => `${spnString(s.spn)}/${s.protocol}`));
+
+  for (const [key, svc] of services) {
+    const spn = spnString(svc.spn);
+    const proto = svc.protocol.toLowerCase();
+    const pm = ['-m', proto, '-p', proto];
+    const endpoints = [...(snapshot.endpoints.get(key) ?? [])].sort(byString(endpointString));
+    const cat = categorizeEndpoints(endpoints, svc);
+
+    const svcChain = servicePortChain(P, 'SVC', spn, svc.protocol);
+    const svlChain = servicePortChain(P, 'SVL', spn, svc.protocol);
+    const extChain = servicePortChain(P, 'EXT', spn, svc.protocol);
+    const usesSvc = cat.cluster.length > 0;
+    const usesSvl = cat.local.length > 0;
+
+    const itpLocal = internalPolicyLocal(svc);
+    const internalChain = itpLocal ? svlChain : svcChain;
+    const hasInternal = cat.hasAny && (!itpLocal || cat.local.length > 0);
+    const etpLocal = externalPolicyLocal(svc);
+    const externalPolicyChain = etpLocal ? svlChain : svcChain;
+    const hasExternal = cat.hasAny && (!etpLocal || cat.local.length > 0);
+    const usesExt = cat.hasAny && externallyAccessible(svc);
+
+    // What filter does with packets nat did not DNAT: REJECT when the Service has no
+    // endpoints at all, DROP when only the Local policy finds none on this node.
+    const internalFilter = !cat.hasAny ? 'REJECT' : hasInternal ? null : 'DROP';
+    const externalFilter = !cat.hasAny ? 'REJECT' : hasExternal ? null : 'DROP';
+    const noEpComment = c(`${spn} has no ${cat.hasAny ? 'local ' : ''}endpoints`);
+
+    // --- top-level dispatch and filter rules: always written, for every Service.
+    const clusterIPMatch = ['-m', 'comment', '--comment', c(`${spn} cluster IP`), ...pm, '-d', svc.clusterIP, '--dport', String(svc.port)];
+    if (hasInternal) {
+      natTop.push(line('-A', F.services, ...clusterIPMatch, '-j', internalChain));
+    } else {
+      filterServices.push(line('-A', F.services, '-m', 'comment', '--comment', noEpComment, ...pm, '-d', svc.clusterIP, '--dport', String(svc.port), '-j', internalFilter ?? 'REJECT'));
+    }
+    for (const eip of svc.externalIPs) {
+      if (cat.hasAny) {
+        natTop.push(line('-A', F.services, '-m', 'comment', '--comment', c(`${spn} external IP`), ...pm, '-d', eip, '--dport', String(svc.port), '-j', extChain));
+      }
+      if (externalFilter) {
+        filterExternal.push(line('-A', F.externalServices, '-m', 'comment', '--comment', noEpComment, ...pm, '-d', eip, '--dport', String(svc.port), '-j', externalFilter));
+      }
+    }
+    if (svc.nodePort !== 0) {
+      if (cat.hasAny) {
+        natNodePorts.push(line('-A', F.nodePorts, '-m', 'comment', '--comment', c(spn), ...pm, '--dport', String(svc.nodePort), '-j', extChain));
+      }
+      if (externalFilter) {
+        filterExternal.push(line('-A', F.externalServices, '-m', 'comment', '--comment', noEpComment, '-m', 'addrtype', '--dst-type', 'LOCAL', ...pm, '--dport', String(svc.nodePort), '-j', externalFilter));
+      }
+    }
+
+    // --- per-service chains: every one counts as active; only changed Services' are written.
+    if (usesExt) active.add(extChain);
+    if (usesSvc) active.add(svcChain);
+    if (usesSvl) active.add(svlChain);
+    for (const ep of cat.reachable) active.add(endpointChain(P, spn, svc.protocol, endpointString(ep)));
+    const write = scope.full || scope.changed.has(`${svc.spn.namespace}/${svc.spn.name}`);
+    if (!write) continue;
+
+    const declare = (ch: ChainName): void => {
+      natChainDecls.push(`:${ch} - [0:0]`);
+    };
+    // Masquerade off-cluster traffic to the ClusterIP (a static route to any node can reach Services).
+    const internalMasq =
+      hasInternal && clusterCIDR ? [line('-A', internalChain, ...clusterIPMatch, '!', '-s', clusterCIDR, '-j', F.markMasq)] : [];
+
+    if (usesExt) {
+      declare(extChain);
+      if (!etpLocal) {
+        natChainRules.push(line('-A', extChain, '-m', 'comment', '--comment', c(`masquerade traffic for ${spn} external destinations`), '-j', F.markMasq));
+      } else {
+        if (clusterCIDR) {
+          natChainRules.push(line('-A', extChain, '-m', 'comment', '--comment', c(`pod traffic for ${spn} external destinations`), '-s', clusterCIDR, '-j', svcChain));
+        }
+        natChainRules.push(line('-A', extChain, '-m', 'comment', '--comment', c(`masquerade LOCAL traffic for ${spn} external destinations`), '-m', 'addrtype', '--src-type', 'LOCAL', '-j', F.markMasq));
+        natChainRules.push(line('-A', extChain, '-m', 'comment', '--comment', c(`route LOCAL traffic for ${spn} external destinations`), '-m', 'addrtype', '--src-type', 'LOCAL', '-j', svcChain));
+      }
+      if (hasExternal) natChainRules.push(line('-A', extChain, '-j', externalPolicyChain));
+    }
+    const dispatch = (chain: ChainName, eps: readonly EndpointInfo[]): void => {
+      declare(chain);
+      if (chain === internalChain) natChainRules.push(...internalMasq);
+      if (svc.affinityTimeoutSeconds !== null) {
+        for (const ep of eps) {
+          const sep = endpointChain(P, spn, svc.protocol, endpointString(ep));
+          natChainRules.push(line('-A', chain, '-m', 'comment', '--comment', c(`${spn} -> ${endpointString(ep)}`), '-m', 'recent', '--name', sep, '--rcheck', '--seconds', String(svc.affinityTimeoutSeconds), '--reap', '-j', sep));
+        }
+      }
+      eps.forEach((ep, i) => {
+        const sep = endpointChain(P, spn, svc.protocol, endpointString(ep));
+        const stat = i < eps.length - 1 ? ['-m', 'statistic', '--mode', 'random', '--probability', formatProbability(eps.length - i)] : [];
+        natChainRules.push(line('-A', chain, '-m', 'comment', '--comment', c(`${spn} -> ${endpointString(ep)}`), ...stat, '-j', sep));
+      });
+    };
+    if (usesSvc) dispatch(svcChain, cat.cluster);
+    if (usesSvl) dispatch(svlChain, cat.local);
+    for (const ep of cat.reachable) {
+      const sep = endpointChain(P, spn, svc.protocol, endpointString(ep));
+      declare(sep);
+      natChainRules.push(line('-A', sep, '-m', 'comment', '--comment', c(spn), '-s', ep.ip, '-j', F.markMasq));
+      const affinity = svc.affinityTimeoutSeconds !== null ? ['-m', 'recent', '--name', sep, '--set'] : [];
+      natChainRules.push(line('-A', sep, '-m', 'comment', '--comment', c(spn), ...affinity, ...pm, '-j', 'DNAT', '--to-destination', endpointString(ep)));
+    }
+  }
+
+  // Stale chains: declared (which flushes them) and then deleted.
+  const deleted = [...(existingChains ?? [])].filter((ch) => isServiceChain(P, ch) && !active.has(ch)).sort();
+  for (const ch of deleted) natChainDecls.push(`:${ch} - [0:0]`);
+
+  // NOTE: this must be the last rule in P-SERVICES; NodePorts on any local address, 127.0.0.1 included.
+  natTop.push(line('-A', F.services, '-m', 'comment', '--comment', c('kubernetes service nodeports; NOTE: this must be the last rule in this chain'), '-m', 'addrtype', '--dst-type', 'LOCAL', '-j', F.nodePorts));
+
+  const canary = scope.full ? [`:${F.canary} - [0:0]`] : [];
+
+  const filterFixed = [
+    line('-A', F.forward, '-m', 'conntrack', '--ctstate', 'INVALID', '-j', 'DROP'),
+    line('-A', F.forward, '-m', 'comment', '--comment', c('kubernetes forwarding rules'), '-m', 'mark', '--mark', `${mark}/${mark}`, '-j', 'ACCEPT'),
+    line('-A', F.forward, '-m', 'comment', '--comment', c('kubernetes forwarding conntrack rule'), '-m', 'conntrack', '--ctstate', 'RELATED,ESTABLISHED', '-j', 'ACCEPT'),
+    line('-A', F.firewall, '-m', 'comment', '--comment', c('block incoming localnet connections'), '-d', '127.0.0.0/8', '!', '-s', '127.0.0.0/8', '-m', 'conntrack', '!', '--ctstate', 'RELATED,ESTABLISHED,DNAT', '-j', 'DROP'),
+  ];
+  const filterAll = [...filterServices, ...filterExternal, ...filterFixed];
+  const filter = [
+    '*filter',
+    ...[F.services, F.externalServices, F.forward, F.firewall].map((ch) => `:${ch} - [0:0]`),
+    ...canary,
+    ...filterAll,
+    'COMMIT',
+    '',
+  ].join('\n');
+
+  const natFixed = [
+    line('-A', F.markMasq, '-j', 'MARK', '--or-mark', mark),
+    line('-A', F.postrouting, '-m', 'mark', '!', '--mark', `${mark}/${mark}`, '-j', 'RETURN'),
+    // Clear the mark so a packet that traverses the stack again is not masqueraded twice.
+    line('-A', F.postrouting, '-j', 'MARK', '--xor-mark', mark),
+    line('-A', F.postrouting, '-m', 'comment', '--comment', c('kubernetes service traffic requiring SNAT'), '-j', 'MASQUERADE', '--random-fully'),
+  ];
+  const natAll = [...natTop, ...natNodePorts, ...natFixed, ...natChainRules];
+  const nat = [
+    '*nat',
+    ...[F.services, F.nodePorts, F.postrouting, F.markMasq].map((ch) => `:${ch} - [0:0]`),
+    ...canary,
+    ...natChainDecls,
+    ...natAll,
+    ...deleted.map((ch) => `-X ${ch}`),
+    'COMMIT',
+    '',
+  ].join('\n');
+
+  const mangle = scope.full ? ['*mangle', `:${F.canary} - [0:0]`, 'COMMIT', ''].join('\n') : '';
+  return {
+    filter,
+    nat,
+    mangle,
+    text: filter + nat + mangle,
+    ruleCount: filterAll.length + natAll.length,
+    natChains: active,
+    deletedChains: deleted,
+  };
+}
