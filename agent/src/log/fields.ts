@@ -18,4 +18,10 @@ export const F = {
   err: 'err',
   pod: 'pod',
   mode: 'mode',
+  /** proxy: object kind (Service, EndpointSlice), rejected field, ignore reason, sync scope, a count. */
+  kind: 'kind',
+  field: 'field',
+  reason: 'reason',
+  scope: 'scope',
+  count: 'count',
 } as const;

@@ -139,4 +139,9 @@ export interface ProxyBackend {
   canaryMissing(): Promise<boolean>;
   /** Removes everything this mode installed. Idempotent. */
   cleanup(): Promise<void>;
+  /**
+   * Optional, for sync stats (CLI, benches): how many rules (or set/map
+   * elements, or IPVS entries) the last successful sync wrote; null if unknown.
+   */
+  lastSyncRuleCount?(): number | null;
 }

@@ -1,0 +1,322 @@
+/**
+ * proxy/proxier: the mode-independent half of kube-proxy. It owns the proxy
+ * state and decides when and how much to sync; the mode's ProxyBackend owns
+ * the kernel.
+ *
+ * Flow (kube-proxy's syncProxyRules, split at the backend boundary):
+ * 1. Handlers (ServiceHandler, EndpointSliceHandler) admit each object
+ *    (parse + validate, invalid = absent), record (prev, cur) in the change
+ *    trackers and request() a sync from the BoundedFrequencyRunner. They
+ *    never touch the kernel.
+ * 2. Nothing is applied until both Services and EndpointSlices have synced:
+ *    a partial view would delete rules for Services not listed yet.
+ * 3. syncNow() drains the trackers into ServicePortMap and EndpointsMap,
+ *    builds one immutable snapshot, picks the scope and calls backend.sync
+ *    once. Scope is full on the first sync, after any failure, when the
+ *    backend's canary is gone (someone flushed our rules), and at least every
+ *    fullSyncIntervalMs; otherwise partial with exactly the Services whose
+ *    ports or endpoints changed since the last successful sync.
+ * 4. On failure: log, force the next sync full, retryAfter a backoff that
+ *    doubles per consecutive failure (capped at maxSyncIntervalMs). The maps
+ *    already hold the new state, so the full retry renders everything.
+ * 5. On success: UDP conntrack cleanup (conntrack-plan.ts), accumulated
+ *    across failed syncs so a failure cannot lose it. Conntrack errors are
+ *    logged, never fail the sync (the rules are right; stale flows only
+ *    linger until their timeout).
+ * Syncs never overlap: the runner serializes them and syncNow() chains
+ * direct calls behind any sync in flight.
+ */
+import { asNodenetError } from '../errors/errors.js';
+import { F } from '../log/fields.js';
+import type { Logger } from '../log/log.js';
+import type { Conntrack } from '../netfilter/conntrack.js';
+import type { Clock } from './clock.js';
+import { describeAction, planConntrackCleanup, type ConntrackAction } from './conntrack-plan.js';
+import { EndpointsChangeTracker, EndpointsMap } from './endpoints-map.js';
+import { ObjectAdmission, type EndpointSliceHandler, type Ignored, type Rejection, type ServiceHandler } from './handlers.js';
+import type { PortRange } from './model/service.js';
+import { ServiceChangeTracker, ServicePortMap } from './service-map.js';
+import { buildSnapshot } from './snapshot.js';
+import { BoundedFrequencyRunner } from './sync-runner.js';
+import type { ProxyBackend, ProxyNodeConfig, ProxySnapshot, ServiceKey, SyncScope } from './types.js';
+
+export interface ProxierDeps {
+  readonly backend: ProxyBackend;
+  readonly nodeConfig: ProxyNodeConfig;
+  readonly conntrack: Conntrack;
+  readonly clock: Clock;
+  readonly log: Logger;
+  /** At least this long between the end of one sync and the start of the next (kube-proxy --iptables-min-sync-period). */
+  readonly minSyncIntervalMs: number;
+  /** A sync at least this often even without changes (kube-proxy --iptables-sync-period). */
+  readonly maxSyncIntervalMs: number;
+  /** A full sync at least this often (kube-proxy: 1 hour). Default 3,600,000. */
+  readonly fullSyncIntervalMs?: number;
+  /** First retry delay after a failed sync; doubles per consecutive failure up to maxSyncIntervalMs. Default 1000. */
+  readonly retryBaseMs?: number;
+  /** The cluster's NodePort range (default 30000-32767): a Service outside it is rejected. */
+  readonly nodePortRange?: PortRange;
+}
+
+export type SyncReason = 'first' | 'after-failure' | 'canary-missing' | 'periodic-full' | 'partial';
+
+export interface SyncStats {
+  /** Clock time the sync started. */
+  readonly startedAt: number;
+  readonly durationMs: number;
+  readonly scope: 'full' | 'partial';
+  readonly reason: SyncReason;
+  /** Services in a partial scope (0 for a full sync). */
+  readonly changedServices: number;
+  readonly servicePorts: number;
+  readonly endpoints: number;
+  /** From backend.lastSyncRuleCount() when the backend reports it. */
+  readonly ruleCount: number | null;
+  readonly ok: boolean;
+  readonly error: string | null;
+  /** Conntrack deletions run after this sync (0 when it failed: they wait for the next success). */
+  readonly conntrackActions: number;
+}
+
+export class Proxier implements ServiceHandler, EndpointSliceHandler {
+  private readonly log: Logger;
+  private readonly admission: ObjectAdmission;
+  private readonly serviceChanges = new ServiceChangeTracker();
+  private readonly endpointsChanges: EndpointsChangeTracker;
+  private readonly serviceMap = new ServicePortMap();
+  private readonly endpointsMap = new EndpointsMap();
+  private readonly runner: BoundedFrequencyRunner;
+
+  private servicesSynced = false;
+  private slicesSynced = false;
+  private everSynced = false;
+  private needFullSync = true;
+  private lastFullSyncAt = 0;
+  private consecutiveFailures = 0;
+  /** Services changed since the last successful sync (survives failures). */
+  private readonly pendingChanged = new Set<ServiceKey>();
+  /** Conntrack work waiting for a successful sync, keyed by description. */
+  private readonly pendingConntrack = new Map<string, ConntrackAction>();
+  private chain: Promise<void> = Promise.resolve();
+  private stats: SyncStats | null = null;
+  private syncs = 0;
+
+  constructor(private readonly deps: ProxierDeps) {
+    this.log = deps.log.child({ [F.subsys]: 'proxy', [F.mode]: deps.backend.mode });
+    this.admission = new ObjectAdmission(deps.nodePortRange ? { log: this.log, nodePortRange: deps.nodePortRange } : { log: this.log });
+    this.endpointsChanges = new EndpointsChangeTracker(deps.nodeConfig.nodeName);
+    this.runner = new BoundedFrequencyRunner({
+      fn: () => this.syncNow(),
+      clock: deps.clock,
+      minIntervalMs: deps.minSyncIntervalMs,
+      maxIntervalMs: deps.maxSyncIntervalMs,
+      log: this.log,
+    });
+  }
+
+  /** Starts the sync loop (periodic syncs, and the syncs handlers request). Idempotent. */
+  start(): void {
+    this.runner.start();
+  }
+
+  /** Stops the loop; a sync in flight completes. Rules stay installed (backend.cleanup() removes them). */
+  stop(): void {
+    this.runner.stop();
+  }
+
+  // ---- ServiceHandler ----
+
+  onServiceAdd(svc: unknown): void {
+    this.serviceEvent(null, svc);
+  }
+
+  onServiceUpdate(prev: unknown, cur: unknown): void {
+    this.serviceEvent(prev, cur);
+  }
+
+  onServiceDelete(svc: unknown): void {
+    const p = this.admission.service(svc, false);
+    if (p.key === null) return void this.log.warn('Service delete without namespace/name ignored');
+    this.admission.forget('Service', p.key);
+    if (this.serviceChanges.update(p.key, p.ports, null)) this.runner.request();
+  }
+
+  onServicesSynced(): void {
+    this.servicesSynced = true;
+    this.runner.request();
+  }
+
+  // ---- EndpointSliceHandler ----
+
+  onEndpointSliceAdd(slice: unknown): void {
+    this.sliceEvent(null, slice);
+  }
+
+  onEndpointSliceUpdate(prev: unknown, cur: unknown): void {
+    this.sliceEvent(prev, cur);
+  }
+
+  onEndpointSliceDelete(slice: unknown): void {
+    const p = this.admission.endpointSlice(slice, false);
+    if (p.key === null) return void this.log.warn('EndpointSlice delete without namespace/name ignored');
+    this.admission.forget('EndpointSlice', p.key);
+    if (this.endpointsChanges.update(p.key, p.info, null)) this.runner.request();
+  }
+
+  onEndpointSlicesSynced(): void {
+    this.slicesSynced = true;
+    this.runner.request();
+  }
+
+  private serviceEvent(prevRaw: unknown, curRaw: unknown): void {
+    const prev = this.admission.service(prevRaw, false);
+    const cur = this.admission.service(curRaw, true);
+    const key = cur.key ?? prev.key;
+    if (key === null) return void this.log.warn('Service without namespace/name ignored');
+    if (this.serviceChanges.update(key, prev.ports, cur.ports)) this.runner.request();
+  }
+
+  private sliceEvent(prevRaw: unknown, curRaw: unknown): void {
+    const prev = this.admission.endpointSlice(prevRaw, false);
+    const cur = this.admission.endpointSlice(curRaw, true);
+    const key = cur.key ?? prev.key;
+    if (key === null) return void this.log.warn('EndpointSlice without namespace/name ignored');
+    if (this.endpointsChanges.update(key, prev.info, cur.info)) this.runner.request();
+  }
+
+  // ---- sync ----
+
+  /**
+   * Runs one sync now (the runner calls this; tests and the CLI may too).
+   * Never throws: failures are logged, recorded in lastSync and retried.
+   * A call while a sync is in flight runs after it.
+   */
+  syncNow(): Promise<void> {
+    const p = this.chain.then(() => this.doSync());
+    this.chain = p.catch(() => undefined);
+    return p;
+  }
+
+  private async doSync(): Promise<void> {
+    if (!this.servicesSynced || !this.slicesSynced) {
+      this.log.debug(`not syncing: waiting for the initial lists (Services ${this.servicesSynced ? 'synced' : 'pending'}, EndpointSlices ${this.slicesSynced ? 'synced' : 'pending'})`);
+      return;
+    }
+    const { clock, backend } = this.deps;
+    const startedAt = clock.now();
+    const svcResult = this.serviceMap.apply(this.serviceChanges.drain());
+    const epResult = this.endpointsMap.apply(this.endpointsChanges.drain());
+    for (const k of svcResult.changedServices) this.pendingChanged.add(k);
+    for (const k of epResult.changedServices) this.pendingChanged.add(k);
+    for (const a of planConntrackCleanup(svcResult, epResult, this.serviceMap.view(), this.endpointsMap.view())) {
+      this.pendingConntrack.set(describeAction(a), a);
+    }
+
+    const reason = await this.chooseScope(startedAt);
+    const scope: SyncScope = reason === 'partial' ? { full: false, changed: new Set(this.pendingChanged) } : { full: true };
+    const snapshot = buildSnapshot(this.serviceMap.view(), this.endpointsMap.view());
+    let endpointCount = 0;
+    for (const eps of snapshot.endpoints.values()) endpointCount += eps.length;
+    const base = {
+      startedAt,
+      scope: scope.full ? ('full' as const) : ('partial' as const),
+      reason,
+      changedServices: scope.full ? 0 : scope.changed.size,
+      servicePorts: snapshot.services.size,
+      endpoints: endpointCount,
+    };
+    this.syncs++;
+    try {
+      await backend.sync(snapshot, scope);
+    } catch (e) {
+      const err = asNodenetError(e);
+      this.needFullSync = true;
+      this.consecutiveFailures++;
+      const retryMs = Math.min(this.deps.maxSyncIntervalMs, (this.deps.retryBaseMs ?? 1000) * 2 ** (this.consecutiveFailures - 1));
+      this.stats = { ...base, durationMs: clock.now() - startedAt, ruleCount: null, ok: false, error: err.message, conntrackActions: 0 };
+      this.log.error({ [F.err]: err, [F.scope]: base.scope, [F.reason]: reason }, `proxy sync failed; retrying in ${retryMs} ms with a full sync`);
+      this.runner.retryAfter(retryMs);
+      return;
+    }
+    this.everSynced = true;
+    this.needFullSync = false;
+    this.consecutiveFailures = 0;
+    if (scope.full) this.lastFullSyncAt = startedAt;
+    this.pendingChanged.clear();
+    const conntrackActions = await this.runConntrack();
+    const durationMs = clock.now() - startedAt;
+    const ruleCount = backend.lastSyncRuleCount ? backend.lastSyncRuleCount() : null;
+    this.stats = { ...base, durationMs, ruleCount, ok: true, error: null, conntrackActions };
+    this.log.info(
+      { [F.scope]: base.scope, [F.reason]: reason, [F.durationMs]: durationMs, [F.count]: base.servicePorts },
+      `proxy rules synced: ${base.servicePorts} service ports, ${endpointCount} endpoints${scope.full ? '' : `, ${base.changedServices} changed Services`}`,
+    );
+  }
+
+  private async chooseScope(now: number): Promise<SyncReason> {
+    if (!this.everSynced) return 'first';
+    if (this.needFullSync) return 'after-failure';
+    if (now - this.lastFullSyncAt >= (this.deps.fullSyncIntervalMs ?? 3_600_000)) return 'periodic-full';
+    try {
+      if (await this.deps.backend.canaryMissing()) {
+        this.log.warn('proxy canary missing (rules flushed by someone else?): full sync');
+        return 'canary-missing';
+      }
+    } catch (err) {
+      this.log.warn({ [F.err]: err }, 'proxy canary check failed: full sync');
+      return 'canary-missing';
+    }
+    return 'partial';
+  }
+
+  private async runConntrack(): Promise<number> {
+    const actions = [...this.pendingConntrack.values()];
+    this.pendingConntrack.clear();
+    for (const a of actions) {
+      try {
+        const n = a.op === 'endpoint' ? await this.deps.conntrack.deleteUDPEndpoint(a.target, a.endpointIP) : await this.deps.conntrack.deleteUDPService(a.target);
+        this.log.debug({ [F.count]: n }, `conntrack: deleted UDP entries (${describeAction(a)})`);
+      } catch (err) {
+        this.log.warn({ [F.err]: err }, `conntrack cleanup failed (${describeAction(a)}); stale UDP flows last until they time out`);
+      }
+    }
+    return actions.length;
+  }
+
+  // ---- introspection (CLI, benches, tests) ----
+
+  /** Stats of the last sync attempt, null before any. */
+  get lastSync(): SyncStats | null {
+    return this.stats;
+  }
+
+  /** Sync attempts that reached the backend. */
+  get syncCount(): number {
+    return this.syncs;
+  }
+
+  /** True once both sources synced and a sync succeeded. */
+  get ready(): boolean {
+    return this.everSynced;
+  }
+
+  /** The applied state as a snapshot (what the last sync rendered, plus nothing pending). */
+  snapshot(): ProxySnapshot {
+    return buildSnapshot(this.serviceMap.view(), this.endpointsMap.view());
+  }
+
+  /** Objects rejected as invalid, with the offending field. */
+  rejected(): Rejection[] {
+    return this.admission.rejected();
+  }
+
+  /** Valid objects that get no rules (headless, IPv6, ...), with the reason. */
+  ignored(): Ignored[] {
+    return this.admission.ignored();
+  }
+
+  /** Resolves when no sync is running (for tests and orderly shutdown). */
+  whenIdle(): Promise<void> {
+    return this.chain;
+  }
+}
