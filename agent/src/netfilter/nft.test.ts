@@ -1,0 +1,69 @@
+import t from 'tap';
+import { FakeRunner } from '../exec/runner.fake.js';
+import { NodenetError, ErrorCode } from '../errors/errors.js';
+import { NftExecutor, nftApplyError } from './nft.js';
+import { KERNEL_JSON } from './nft-testdata.js';
+
+const ok = (stdout = '') => ({ stdout, stderr: '', exitCode: 0 });
+
+t.test('apply runs nft -f - with the script on stdin, inside the namespace', async (t) => {
+  const r = new FakeRunner().on((argv) => (argv[0] === 'nft' ? ok() : undefined));
+  const nft = new NftExecutor({ runner: r, netns: '/var/run/netns/nn-x' });
+  await nft.apply('add table ip t\n');
+  t.same(r.calls[0]!.argv, ['nft', '-f', '-']);
+  t.equal(r.calls[0]!.opts.input, 'add table ip t\n');
+  t.equal(r.calls[0]!.opts.netns, '/var/run/netns/nn-x');
+  t.equal(r.calls[0]!.opts.allowFailure, true);
+});
+
+t.test("a failed apply quotes nft's error and the lines around it", async (t) => {
+  const script = Array.from({ length: 10 }, (_, i) => `add chain ip t c${i + 1}`).join('\n');
+  const stderr = '/dev/stdin:7:16-18: Error: Could not process rule: No such file or directory\nadd chain ip t c7\n               ^^\n';
+  const r = new FakeRunner().on(() => ({ stdout: '', stderr, exitCode: 1 }));
+  const err = await new NftExecutor({ runner: r }).apply(script).catch((e: unknown) => e);
+  t.ok(err instanceof NodenetError);
+  if (!(err instanceof NodenetError)) return;
+  t.equal(err.code, ErrorCode.RuleApply);
+  t.equal(err.message, 'nft -f failed at line 7 of 10: /dev/stdin:7:16-18: Error: Could not process rule: No such file or directory');
+  t.match(err.details, /\n {7}5 \| add chain ip t c5\n {7}6 \| add chain ip t c6\n> {6}7 \| add chain ip t c7\n {7}8 \| add chain ip t c8\n {7}9 \| add chain ip t c9$/);
+  t.notMatch(err.details, /c4\n/);
+});
+
+t.test('nftApplyError without a line number still says what nft said', async (t) => {
+  const e = nftApplyError('x', 'Error: syntax error, unexpected junk\n', 1);
+  t.equal(e.message, 'nft -f failed: Error: syntax error, unexpected junk');
+  t.equal(nftApplyError('x', '', 2).message, 'nft -f failed: nft exited 2');
+});
+
+t.test('listTable parses nft -j; a missing table is null', async (t) => {
+  const r = new FakeRunner().on((argv) => {
+    if (argv.join(' ') === 'nft -j list table ip kube-proxy') return ok(KERNEL_JSON);
+    if (argv.join(' ') === 'nft -j list table ip gone') return { stdout: '', stderr: 'Error: No such file or directory\nlist table ip gone\n', exitCode: 1 };
+    return undefined;
+  });
+  const nft = new NftExecutor({ runner: r });
+  const info = await nft.listTable('ip', 'kube-proxy');
+  t.equal(info!.chains.get('services')!.ruleCount, 2);
+  t.equal(info!.sets.get('service-nodeports')!.elements.get('tcp . 3001')!.value, 'goto external-42NFTM6N-ns2/svc2/tcp/p80');
+  t.equal(await nft.listTable('ip', 'gone'), null);
+});
+
+t.test('listTable surfaces other failures', async (t) => {
+  const r = new FakeRunner().on(() => ({ stdout: '', stderr: 'Error: Operation not permitted\n', exitCode: 1 }));
+  await t.rejects(new NftExecutor({ runner: r }).listTable('ip', 't'), /Operation not permitted/);
+  await t.rejects(new NftExecutor({ runner: r }).listTableText('ip', 't'), /Operation not permitted/);
+});
+
+t.test('deleteTable is one idempotent transaction; tableExists reads nft -j list tables', async (t) => {
+  const r = new FakeRunner().on((argv, opts) => {
+    if (argv.join(' ') === 'nft -f -') return opts.input === 'add table ip t\ndelete table ip t\n' ? ok() : undefined;
+    if (argv.join(' ') === 'nft -j list tables ip') {
+      return ok('{"nftables":[{"metainfo":{"version":"1.0.6"}},{"table":{"family":"ip","name":"other","handle":3}},{"table":{"family":"ip","name":"t","handle":4}}]}');
+    }
+    return undefined;
+  });
+  const nft = new NftExecutor({ runner: r });
+  await nft.deleteTable('ip', 't');
+  t.equal(await nft.tableExists('ip', 't'), true);
+  t.equal(await nft.tableExists('ip', 'kube-proxy'), false);
+});

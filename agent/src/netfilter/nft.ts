@@ -1,0 +1,120 @@
+/**
+ * netfilter/nft: the nftables executor. Everything nodenet does to nftables
+ * goes through `Nft`; NftExecutor runs the real `nft` (inside a network
+ * namespace when given one), NftFake (nft.fake.ts) validates and keeps state.
+ *
+ * A script is applied with one `nft -f -` (stdin): nft sends it to the kernel
+ * as one netlink batch, so it is all-or-nothing. On failure nft names the
+ * failing line (`/dev/stdin:LINE:COL: Error: ...`); the error we raise quotes
+ * that message and the script lines around it, because "Could not process
+ * rule" alone is useless at line 40,000 of a ruleset.
+ */
+import { ErrorCode, CniCode, NodenetError } from '../errors/errors.js';
+import type { Runner } from '../exec/runner.js';
+import { parseNftJsonTable, parseNftJsonTables, type NftTableInfo } from './nft-json.js';
+import type { NftFamily } from './nft-state.js';
+
+export type { NftTableInfo } from './nft-json.js';
+
+export interface Nft {
+  /**
+   * Applies `script` atomically: all of it or none of it. Not idempotent in
+   * general (an `add element` that changes a value fails); the caller renders
+   * scripts that are valid against the state it knows.
+   * @throws NodenetError(NN_ERR_RULE_APPLY) with the failing lines in `details`.
+   */
+  apply(script: string): Promise<void>;
+  /** The table's chains, sets and maps (with elements), or null when the table does not exist. Read-only. */
+  listTable(family: NftFamily, name: string): Promise<NftTableInfo | null>;
+  /** `nft list table` text, or null when the table does not exist. Read-only. */
+  listTableText(family: NftFamily, name: string): Promise<string | null>;
+  /** Deletes the table and everything in it. Idempotent: a missing table is success. */
+  deleteTable(family: NftFamily, name: string): Promise<void>;
+  /** Read-only. */
+  tableExists(family: NftFamily, name: string): Promise<boolean>;
+}
+
+/**
+ * Builds the error for a failed script: nft's first error line, and the
+ * script lines around each line it names (at most `maxSites` places).
+ */
+export function nftApplyError(script: string, stderr: string, exitCode: number, maxSites = 3): NodenetError {
+  const lines = script.split('\n');
+  const errLines = stderr.split('\n').filter((l) => /Error:/.test(l));
+  const first = (errLines[0] || stderr.trim().split('\n')[0] || `nft exited ${exitCode}`).trim();
+  const sites = [...stderr.matchAll(/(?:^|\n)[^:\n]*:(\d+):\d+(?:-\d+)?: Error/g)].map((m) => Number(m[1]));
+  const uniq = [...new Set(sites)].slice(0, maxSites);
+  const blocks = uniq.map((n) => {
+    const from = Math.max(1, n - 2);
+    const to = Math.min(lines.length, n + 2);
+    const out: string[] = [];
+    for (let i = from; i <= to; i++) out.push(`${i === n ? '>' : ' '} ${String(i).padStart(6)} | ${lines[i - 1] ?? ''}`);
+    return out.join('\n');
+  });
+  const details = [stderr.trim().slice(0, 4000), ...blocks].join('\n\n');
+  const where = uniq.length ? ` at line ${uniq[0]} of ${lines.length}` : '';
+  return new NodenetError(ErrorCode.RuleApply, `nft -f failed${where}: ${first}`, CniCode.Internal, { details });
+}
+
+export interface NftExecutorDeps {
+  readonly runner: Runner;
+  /** Run every nft command inside this network namespace (a path such as /var/run/netns/X). */
+  readonly netns?: string;
+  readonly timeoutMs?: number;
+}
+
+const NOT_FOUND = /No such file or directory/;
+
+export class NftExecutor implements Nft {
+  constructor(private readonly deps: NftExecutorDeps) {}
+
+  private run(argv: string[], input?: string) {
+    return this.deps.runner.run(['nft', ...argv], {
+      allowFailure: true,
+      timeoutMs: this.deps.timeoutMs ?? 120_000,
+      ...(input !== undefined ? { input } : {}),
+      ...(this.deps.netns !== undefined ? { netns: this.deps.netns } : {}),
+    });
+  }
+
+  async apply(script: string): Promise<void> {
+    const r = await this.run(['-f', '-'], script);
+    if (r.exitCode !== 0) throw nftApplyError(script, r.stderr, r.exitCode);
+  }
+
+  async listTable(family: NftFamily, name: string): Promise<NftTableInfo | null> {
+    const r = await this.run(['-j', 'list', 'table', family, name]);
+    if (r.exitCode !== 0) {
+      if (NOT_FOUND.test(r.stderr)) return null;
+      throw new NodenetError(ErrorCode.Exec, `nft -j list table ${family} ${name} exited ${r.exitCode}: ${r.stderr.trim()}`);
+    }
+    try {
+      return parseNftJsonTable(r.stdout, family, name);
+    } catch (e) {
+      throw new NodenetError(ErrorCode.Exec, `nft -j list table ${family} ${name}: unexpected output`, CniCode.Internal, { cause: e });
+    }
+  }
+
+  async listTableText(family: NftFamily, name: string): Promise<string | null> {
+    const r = await this.run(['list', 'table', family, name]);
+    if (r.exitCode !== 0) {
+      if (NOT_FOUND.test(r.stderr)) return null;
+      throw new NodenetError(ErrorCode.Exec, `nft list table ${family} ${name} exited ${r.exitCode}: ${r.stderr.trim()}`);
+    }
+    return r.stdout;
+  }
+
+  async deleteTable(family: NftFamily, name: string): Promise<void> {
+    // `delete table` of a missing table fails; "add then delete" in one
+    // transaction is the idempotent form (knftables and kube-proxy do the same).
+    const script = `add table ${family} ${name}\ndelete table ${family} ${name}\n`;
+    const r = await this.run(['-f', '-'], script);
+    if (r.exitCode !== 0) throw nftApplyError(script, r.stderr, r.exitCode);
+  }
+
+  async tableExists(family: NftFamily, name: string): Promise<boolean> {
+    const r = await this.run(['-j', 'list', 'tables', family]);
+    if (r.exitCode !== 0) throw new NodenetError(ErrorCode.Exec, `nft -j list tables ${family} exited ${r.exitCode}: ${r.stderr.trim()}`);
+    return parseNftJsonTables(r.stdout).some((t) => t.family === family && t.name === name);
+  }
+}
