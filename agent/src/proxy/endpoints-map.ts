@@ -28,6 +28,8 @@ export class EndpointsChangeTracker {
   private readonly pending = new ChangeTracker<string, EndpointSliceInfo>();
   /** Applied slices per Service, by slice key. */
   private readonly applied = new Map<ServiceKey, Map<string, EndpointSliceInfo>>();
+  /** Which Service each applied slice belongs to (a slice can be relabelled to another Service). */
+  private readonly owner = new Map<string, ServiceKey>();
 
   /** `nodeName` marks endpoints on this node as local. */
   constructor(private readonly nodeName: string) {}
@@ -44,22 +46,28 @@ export class EndpointsChangeTracker {
   /** Applies pending slice changes to the per-slice state; returns per-Service merged endpoint changes (null = no endpoints). */
   drain(): Map<ServiceKey, Change<ServiceEndpoints>> {
     const changes = this.pending.drain();
+    // Affected: the Service each slice is applied to now (the truth, whatever the event's prev said) and its new one.
     const affected = new Set<ServiceKey>();
-    for (const c of changes.values()) {
-      if (c.prev) affected.add(c.prev.serviceKey);
+    for (const [sliceKey, c] of changes) {
+      const was = this.owner.get(sliceKey);
+      if (was !== undefined) affected.add(was);
       if (c.cur) affected.add(c.cur.serviceKey);
     }
     const before = new Map<ServiceKey, ServiceEndpoints | null>();
     for (const svc of affected) before.set(svc, this.merged(svc));
     for (const [sliceKey, c] of changes) {
-      // The slice may have moved between Services (label edit): remove it wherever it is applied.
-      for (const [svc, slices] of this.applied) {
-        if (slices.delete(sliceKey) && slices.size === 0) this.applied.delete(svc);
+      // Remove the slice from wherever it is applied (it may have moved to another Service by a label edit).
+      const was = this.owner.get(sliceKey);
+      if (was !== undefined) {
+        const slices = this.applied.get(was);
+        if (slices?.delete(sliceKey) && slices.size === 0) this.applied.delete(was);
+        this.owner.delete(sliceKey);
       }
       if (c.cur) {
         let slices = this.applied.get(c.cur.serviceKey);
         if (!slices) this.applied.set(c.cur.serviceKey, (slices = new Map()));
         slices.set(sliceKey, c.cur);
+        this.owner.set(sliceKey, c.cur.serviceKey);
       }
     }
     const out = new Map<ServiceKey, Change<ServiceEndpoints>>();
