@@ -1,0 +1,234 @@
+/**
+ * Pods on one node, for real: the agent in a virtual node namespace, pods added
+ * through the bundled nodenet-cni shim exactly as a runtime calls it (env +
+ * config on stdin), real packets between real namespaces. Root only.
+ */
+import t from 'tap';
+import { readdirSync, existsSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Lab, uniqueTag, sh, type VNode } from '../agent/src/testing/vnode.js';
+
+type Result = { ips: { address: string; gateway?: string }[]; interfaces: { name: string; mac: string; sandbox?: string }[]; routes: { dst: string; gw?: string }[] };
+
+let lab: Lab;
+let node: VNode;
+
+t.before(async () => {
+  lab = await Lab.create(uniqueTag('cn'));
+  node = await lab.addNode('n1', { podCIDR: '10.244.1.0/24' });
+  await node.startAgent();
+});
+t.teardown(async () => { await lab.destroy(); });
+
+const ipOf = (r: unknown) => (r as Result).ips[0]!.address.split('/')[0]!;
+const ipamFiles = () => {
+  const d = `${node.stateDir}/ipam/nodenet`;
+  return existsSync(d) ? readdirSync(d).filter((f) => /^\d+\.\d+\.\d+\.\d+$/.test(f)) : [];
+};
+async function podNs(name: string) { return lab.addNetns(name); }
+async function inPod(ns: string, argv: string[]) { return sh(['ip', 'netns', 'exec', ns, ...argv]).catch((e: Error) => ({ exitCode: 1, stdout: '', stderr: e.message })); }
+
+t.test('ADD gives distinct IPs; pods reach each other and the gateway', async (t) => {
+  const a = await podNs('a'), b = await podNs('b');
+  const ra = await node.cni('ADD', { containerId: 'ctr-a', netns: a.path, ifName: 'eth0' }, node.cniConfig());
+  const rb = await node.cni('ADD', { containerId: 'ctr-b', netns: b.path, ifName: 'eth0' }, node.cniConfig());
+  t.equal(ra.exitCode, 0, ra.stdout + ra.stderr);
+  t.equal(rb.exitCode, 0, rb.stdout + rb.stderr);
+  const res = ra.json as Result & { cniVersion: string };
+  t.equal(res.cniVersion, '1.1.0');
+  t.equal(res.ips[0]!.gateway, '10.244.1.1');
+  t.match(res.ips[0]!.address, /^10\.244\.1\.\d+\/24$/);
+  t.same(res.interfaces.map((i) => i.name), ['cbr0', res.interfaces[1]!.name, 'eth0']);
+  t.equal(res.interfaces[2]!.sandbox, a.path);
+  t.not(ipOf(ra.json), ipOf(rb.json));
+  t.ok(res.routes.some((r) => r.dst === '0.0.0.0/0' && r.gw === '10.244.1.1'), 'default route via the gateway');
+  t.equal((await inPod(a.name, ['ping', '-c1', '-W2', ipOf(rb.json)])).exitCode, 0, 'a pings b');
+  t.equal((await inPod(b.name, ['ping', '-c1', '-W2', '10.244.1.1'])).exitCode, 0, 'b pings the gateway');
+  const hair = await node.exec(['cat', `/sys/class/net/${res.interfaces[1]!.name}/brport/hairpin_mode`]);
+  t.equal(hair.stdout.trim(), '1', 'hairpin on the bridge port');
+
+  // CHECK against the ADD's result passes, and fails once the pod's address is gone.
+  const prevConf = node.cniConfig({ prevResult: ra.json });
+  const ok = await node.cni('CHECK', { containerId: 'ctr-a', netns: a.path, ifName: 'eth0' }, prevConf);
+  t.equal(ok.exitCode, 0, ok.stdout);
+  await sh(['ip', '-n', a.name, 'addr', 'flush', 'dev', 'eth0']);
+  const bad = await node.cni('CHECK', { containerId: 'ctr-a', netns: a.path, ifName: 'eth0' }, prevConf);
+  t.equal(bad.exitCode, 1);
+  t.match(bad.json, { code: 999, msg: /address 10\.244\.1\.\d+\/24 is not on eth0/ });
+
+  // DEL twice succeeds; the IP goes back to the pool.
+  for (let i = 0; i < 2; i++) {
+    const d = await node.cni('DEL', { containerId: 'ctr-a', netns: a.path, ifName: 'eth0' }, node.cniConfig());
+    t.equal(d.exitCode, 0, `DEL #${i + 1}: ${d.stdout}`);
+  }
+  t.notOk(ipamFiles().includes(ipOf(ra.json)), 'IP of a released');
+  t.equal((await sh(['ip', '-n', a.name, '-br', 'link'])).stdout.includes('eth0'), false, 'eth0 gone from the pod');
+  const d = await node.cni('DEL', { containerId: 'ctr-b', netns: b.path, ifName: 'eth0' }, node.cniConfig());
+  t.equal(d.exitCode, 0);
+});
+
+t.test('MTU: pod interface and path MTU follow the config', async (t) => {
+  const a = await podNs('ma'), b = await podNs('mb');
+  const conf = node.cniConfig({ mtu: 1400 });
+  const ra = await node.cni('ADD', { containerId: 'ctr-ma', netns: a.path, ifName: 'eth0' }, conf);
+  const rb = await node.cni('ADD', { containerId: 'ctr-mb', netns: b.path, ifName: 'eth0' }, conf);
+  t.equal(ra.exitCode + rb.exitCode, 0, ra.stdout + rb.stdout);
+  t.match((await sh(['ip', '-n', a.name, 'link', 'show', 'eth0'])).stdout, /mtu 1400/);
+  t.equal((await inPod(a.name, ['ping', '-c1', '-W2', '-M', 'do', '-s', '1372', ipOf(rb.json)])).exitCode, 0, '1400-byte DF packet passes');
+  t.not((await inPod(a.name, ['ping', '-c1', '-W2', '-M', 'do', '-s', '1373', ipOf(rb.json)])).exitCode, 0, '1401-byte DF packet does not');
+  for (const [id, ns] of [['ctr-ma', a], ['ctr-mb', b]] as const) await node.cni('DEL', { containerId: id, netns: ns.path, ifName: 'eth0' }, conf);
+});
+
+t.test('DEL after the netns is gone, and with an empty CNI_NETNS, releases the IP', async (t) => {
+  const a = await podNs('ga');
+  const ra = await node.cni('ADD', { containerId: 'ctr-ga', netns: a.path, ifName: 'eth0' }, node.cniConfig());
+  t.equal(ra.exitCode, 0);
+  t.ok(ipamFiles().includes(ipOf(ra.json)));
+  await sh(['ip', 'netns', 'del', a.name]);
+  const d1 = await node.cni('DEL', { containerId: 'ctr-ga', netns: a.path, ifName: 'eth0' }, node.cniConfig());
+  t.equal(d1.exitCode, 0, d1.stdout);
+  t.notOk(ipamFiles().includes(ipOf(ra.json)));
+
+  const b = await podNs('gb');
+  const rb = await node.cni('ADD', { containerId: 'ctr-gb', netns: b.path, ifName: 'eth0' }, node.cniConfig());
+  const d2 = await node.cni('DEL', { containerId: 'ctr-gb', netns: '', ifName: 'eth0' }, node.cniConfig());
+  t.equal(d2.exitCode, 0, d2.stdout);
+  t.notOk(ipamFiles().includes(ipOf(rb.json)), 'released with CNI_NETNS empty (containerd\'s second DEL)');
+});
+
+t.test('bad input gets its CNI error code and allocates nothing', async (t) => {
+  const a = await podNs('bad');
+  const before = ipamFiles().length;
+  const cases: [string, unknown, number][] = [
+    ['unsupported version', { ...node.cniConfig(), cniVersion: '9.9.9' }, 1],
+    ['bad mtu', node.cniConfig({ mtu: 'big' }), 7],
+    ['bad ipam range', node.cniConfig({ ipam: { type: 'host-local', ranges: [[{ subnet: '10.244.1.0/33' }]] } }), 7],
+    ['unsupported field', node.cniConfig({ vlan: 5 }), 2],
+  ];
+  for (const [what, conf, code] of cases) {
+    const r = await node.cni('ADD', { containerId: 'ctr-bad', netns: a.path, ifName: 'eth0' }, conf);
+    t.equal(r.exitCode, 1, what);
+    t.match(r.json, { code }, `${what}: code ${code} (${r.stdout.trim()})`);
+  }
+  const nx = await node.cni('ADD', { containerId: 'ctr-bad', netns: '/var/run/netns/nn-does-not-exist', ifName: 'eth0' }, node.cniConfig());
+  t.match(nx.json, { code: 3 }, 'missing netns');
+  t.equal(ipamFiles().length, before, 'nothing allocated');
+  t.equal((await sh(['ip', '-n', a.name, '-br', 'link'])).stdout.includes('eth0'), false, 'no interface left');
+});
+
+t.test('100 concurrent ADDs: 100 distinct IPs; 100 DELs empty the pool', async (t) => {
+  const n = 100;
+  const names = Array.from({ length: n }, (_, i) => `c${i}`);
+  await sh(['ip', '-batch', '-'], names.map((x) => `netns add nn-${lab.tag}-${x}`).join('\n') + '\n');
+  const paths = names.map((x) => `/var/run/netns/nn-${lab.tag}-${x}`);
+  t.teardown(async () => { await sh(['ip', '-batch', '-'], names.map((x) => `netns del nn-${lab.tag}-${x}`).join('\n') + '\n').catch(() => undefined); });
+  const adds = await Promise.all(paths.map((p, i) => node.cni('ADD', { containerId: `bulk-${i}`, netns: p, ifName: 'eth0' }, node.cniConfig())));
+  const failed = adds.filter((r) => r.exitCode !== 0);
+  t.equal(failed.length, 0, failed[0]?.stdout ?? '');
+  const ips = adds.map((r) => ipOf(r.json));
+  t.equal(new Set(ips).size, n, 'distinct');
+  t.equal(ipamFiles().length, n);
+  const dels = await Promise.all(paths.map((p, i) => node.cni('DEL', { containerId: `bulk-${i}`, netns: p, ifName: 'eth0' }, node.cniConfig())));
+  t.equal(dels.filter((r) => r.exitCode !== 0).length, 0);
+  t.equal(ipamFiles().length, 0, 'pool empty');
+  const veths = (await node.exec(['ip', '-br', 'link'])).stdout.split('\n').filter((l) => l.startsWith('veth'));
+  t.equal(veths.length, 0, 'no host veth left');
+});
+
+t.test('agent down: ADD says try again later (11); DEL succeeds and is replayed at start', async (t) => {
+  const a = await podNs('dn');
+  const ra = await node.cni('ADD', { containerId: 'ctr-dn', netns: a.path, ifName: 'eth0' }, node.cniConfig());
+  t.equal(ra.exitCode, 0);
+  await node.stopAgent('SIGTERM');
+  const b = await podNs('dn2');
+  const rb = await node.cni('ADD', { containerId: 'ctr-dn2', netns: b.path, ifName: 'eth0' }, node.cniConfig());
+  t.match(rb.json, { code: 11 });
+  const d = await node.cni('DEL', { containerId: 'ctr-dn', netns: a.path, ifName: 'eth0' }, node.cniConfig());
+  t.equal(d.exitCode, 0, 'DEL with the agent down succeeds');
+  t.ok(ipamFiles().includes(ipOf(ra.json)), 'not yet released');
+  await node.startAgent();
+  t.notOk(ipamFiles().includes(ipOf(ra.json)), 'the queued DEL was replayed at start');
+  t.equal((await sh(['ip', '-n', a.name, '-br', 'link'])).stdout.includes('eth0'), false);
+});
+
+t.test('kill -9 during concurrent ADDs, restart, DELs: no leaked and no duplicate IP', async (t) => {
+  const n = 40;
+  const names = Array.from({ length: n }, (_, i) => `k${i}`);
+  await sh(['ip', '-batch', '-'], names.map((x) => `netns add nn-${lab.tag}-${x}`).join('\n') + '\n');
+  const paths = names.map((x) => `/var/run/netns/nn-${lab.tag}-${x}`);
+  t.teardown(async () => { await sh(['ip', '-batch', '-'], names.map((x) => `netns del nn-${lab.tag}-${x}`).join('\n') + '\n').catch(() => undefined); });
+  const adds = Promise.all(paths.map((p, i) => node.cni('ADD', { containerId: `kill-${i}`, netns: p, ifName: 'eth0' }, node.cniConfig())));
+  await sleep(250);
+  await node.stopAgent('SIGKILL');
+  const results = await adds;
+  await node.startAgent();
+  const ok = results.map((r, i) => ({ r, i })).filter((x) => x.r.exitCode === 0);
+  t.comment(`${ok.length}/${n} ADDs completed before the kill`);
+  const okIps = ok.map((x) => ipOf(x.r.json));
+  t.equal(new Set(okIps).size, okIps.length, 'no duplicate among successful ADDs');
+  // Pods whose ADD succeeded hold their IP on their eth0; a retried ADD of a failed one converges.
+  for (const x of results.map((r, i) => ({ r, i })).filter((y) => y.r.exitCode !== 0)) {
+    await node.cni('DEL', { containerId: `kill-${x.i}`, netns: paths[x.i]!, ifName: 'eth0' }, node.cniConfig());
+    const again = await node.cni('ADD', { containerId: `kill-${x.i}`, netns: paths[x.i]!, ifName: 'eth0' }, node.cniConfig());
+    t.equal(again.exitCode, 0, `retried ADD kill-${x.i}: ${again.stdout}`);
+    if (again.exitCode === 0) okIps.push(ipOf(again.json));
+  }
+  t.equal(new Set(okIps).size, n, 'all distinct after retries');
+  t.equal(ipamFiles().length, n, 'exactly one IP per pod on disk');
+  await Promise.all(paths.map((p, i) => node.cni('DEL', { containerId: `kill-${i}`, netns: p, ifName: 'eth0' }, node.cniConfig())));
+  t.equal(ipamFiles().length, 0, 'nothing leaked');
+});
+
+t.test('a restarted agent does not disturb running pods: a TCP stream keeps flowing', async (t) => {
+  const s = await podNs('ts'), c = await podNs('tc');
+  const rs = await node.cni('ADD', { containerId: 'ctr-ts', netns: s.path, ifName: 'eth0' }, node.cniConfig());
+  const rc = await node.cni('ADD', { containerId: 'ctr-tc', netns: c.path, ifName: 'eth0' }, node.cniConfig());
+  t.equal(rs.exitCode + rc.exitCode, 0);
+  const server = spawn('ip', ['netns', 'exec', s.name, 'socat', '-u', 'TCP-LISTEN:9000,reuseaddr', 'STDOUT'], { stdio: ['ignore', 'pipe', 'ignore'] });
+  let received = 0;
+  server.stdout.on('data', (b: Buffer) => { received += b.length; });
+  await sleep(300);
+  // A client that writes a line every 20 ms over one TCP connection.
+  const client = spawn('ip', ['netns', 'exec', c.name, 'sh', '-c', `while :; do echo 0123456789; sleep 0.02; done | socat -u STDIN TCP:${ipOf(rs.json)}:9000`], { stdio: 'ignore' });
+  t.teardown(() => { client.kill('SIGKILL'); server.kill('SIGKILL'); });
+  await sleep(500);
+  const before = received;
+  t.ok(before > 0, 'stream flowing');
+  await node.stopAgent('SIGKILL');
+  await node.startAgent();
+  await sleep(500);
+  const after = received;
+  t.ok(after > before + 100, `stream kept flowing through the restart (${before} → ${after} bytes)`);
+  t.equal(client.exitCode, null, 'client connection still open');
+  client.kill('SIGKILL'); server.kill('SIGKILL');
+  await node.cni('DEL', { containerId: 'ctr-ts', netns: s.path, ifName: 'eth0' }, node.cniConfig());
+  await node.cni('DEL', { containerId: 'ctr-tc', netns: c.path, ifName: 'eth0' }, node.cniConfig());
+});
+
+t.test('GC releases attachments absent from cni.dev/valid-attachments', async (t) => {
+  const a = await podNs('gc1'), b = await podNs('gc2');
+  const ra = await node.cni('ADD', { containerId: 'ctr-gc1', netns: a.path, ifName: 'eth0' }, node.cniConfig());
+  const rb = await node.cni('ADD', { containerId: 'ctr-gc2', netns: b.path, ifName: 'eth0' }, node.cniConfig());
+  const g = await node.cni('GC', {}, node.cniConfig({ 'cni.dev/valid-attachments': [{ containerID: 'ctr-gc1', ifname: 'eth0' }] }));
+  t.equal(g.exitCode, 0, g.stdout);
+  t.ok(ipamFiles().includes(ipOf(ra.json)), 'valid attachment kept');
+  t.notOk(ipamFiles().includes(ipOf(rb.json)), 'stale attachment released');
+  t.equal((await sh(['ip', '-n', b.name, '-br', 'link'])).stdout.includes('eth0'), false, 'its interface removed');
+  const st = await node.cni('STATUS', {}, node.cniConfig());
+  t.equal(st.exitCode, 0, 'STATUS ok');
+  await node.cni('DEL', { containerId: 'ctr-gc1', netns: a.path, ifName: 'eth0' }, node.cniConfig());
+});
+
+t.test('ipMasq installs and removes a per-pod masquerade chain in the node namespace', async (t) => {
+  const a = await podNs('mq');
+  const conf = node.cniConfig({ ipMasq: true });
+  const r = await node.cni('ADD', { containerId: 'ctr-mq', netns: a.path, ifName: 'eth0' }, conf);
+  t.equal(r.exitCode, 0, r.stdout);
+  const nat = (await node.exec(['iptables-save', '-t', 'nat'])).stdout;
+  t.match(nat, new RegExp(`-A POSTROUTING -s ${ipOf(r.json)}/32 .*-j NN-MASQ-`));
+  t.match(nat, /-j MASQUERADE/);
+  const d = await node.cni('DEL', { containerId: 'ctr-mq', netns: a.path, ifName: 'eth0' }, conf);
+  t.equal(d.exitCode, 0);
+  t.notMatch((await node.exec(['iptables-save', '-t', 'nat'])).stdout, /NN-MASQ-/);
+});
