@@ -141,3 +141,33 @@ export function parseNftJsonTables(json: string): { family: string; name: string
   }
   return out;
 }
+
+/** Names of a table's chains and sets (`nft -j list chains` + `nft -t -j list sets`): cheap, no rules, no elements. */
+export interface NftNames {
+  readonly chains: readonly string[];
+  readonly sets: readonly { readonly name: string; readonly flags: readonly string[]; readonly timeout: number | null }[];
+}
+
+/** Parses `nft -j list chains FAMILY` and `nft -t -j list sets FAMILY` output, keeping one table's objects. */
+export function parseNftJsonNames(chainsJson: string, setsJson: string, family: NftFamily, table: string): NftNames {
+  const items = (json: string, what: string): unknown[] => {
+    const doc: unknown = JSON.parse(json);
+    if (!isObj(doc) || !Array.isArray(doc['nftables'])) throw new TypeError(`nft -j list ${what}: expected {"nftables": [...]}`);
+    return doc['nftables'];
+  };
+  const chains: string[] = [];
+  items(chainsJson, 'chains').forEach((item, i) => {
+    if (isObj(item) && isObj(item['chain']) && item['chain']['table'] === table && item['chain']['family'] === family) {
+      chains.push(str(item['chain'], 'name', `nftables[${i}].chain`));
+    }
+  });
+  const sets: { name: string; flags: string[]; timeout: number | null }[] = [];
+  items(setsJson, 'sets').forEach((item, i) => {
+    if (isObj(item) && isObj(item['set']) && item['set']['table'] === table && item['set']['family'] === family) {
+      const s = item['set'];
+      const flags = Array.isArray(s['flags']) ? s['flags'].map((f, j) => keyPart(f, `nftables[${i}].set.flags[${j}]`)) : [];
+      sets.push({ name: str(s, 'name', `nftables[${i}].set`), flags, timeout: typeof s['timeout'] === 'number' ? s['timeout'] : null });
+    }
+  });
+  return { chains, sets };
+}

@@ -153,3 +153,11 @@ t.test('listTableText prints a listing that parses back to the same state', asyn
   t.equal(more.length, 0);
   t.same(parsed, f.table('ip', 't'));
 });
+
+t.test('listNames gives chain and set names (not maps)', async (t) => {
+  const f = await fresh();
+  const n = await f.listNames('ip', 't');
+  t.same(n!.chains, ['nat-prerouting', 'filter-forward', 'svc', 'ep']);
+  t.same(n!.sets, [{ name: 'cluster-ips', flags: [], timeout: null }]);
+  t.equal(await f.listNames('ip', 'none'), null);
+});

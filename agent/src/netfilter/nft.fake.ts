@@ -13,7 +13,7 @@
  * not allowed. Errors look like nft's (`/dev/stdin:LINE:1: Error: ...`) and
  * become the same NodenetError the real executor raises.
  */
-import { nftApplyError, type Nft, type NftTableInfo } from './nft.js';
+import { nftApplyError, type Nft, type NftNames, type NftTableInfo } from './nft.js';
 import { parseNftScript, parseVerdict, checkKeyPart, NftScriptError, type NftOp, type ParsedRule, parseRule } from './nft-script.js';
 import { cloneTable, emptyTable, tableKey, type NftFamily, type NftTableState, type NftChainState } from './nft-state.js';
 import { renderListing } from './nft-listing.js';
@@ -44,9 +44,10 @@ export class NftFake implements Nft {
   /** Every script that failed, in order. */
   readonly failed: string[] = [];
   /** Number of calls per method, for tests that check what a caller asked. */
-  readonly calls: Record<'apply' | 'listTable' | 'listTableText' | 'deleteTable' | 'tableExists', number> = {
+  readonly calls: Record<'apply' | 'listTable' | 'listNames' | 'listTableText' | 'deleteTable' | 'tableExists', number> = {
     apply: 0,
     listTable: 0,
+    listNames: 0,
     listTableText: 0,
     deleteTable: 0,
     tableExists: 0,
@@ -87,6 +88,16 @@ export class NftFake implements Nft {
       name,
       chains: new Map([...s.chains].map(([k, c]) => [k, { name: c.name, base: c.base, ruleCount: c.rules.length }])),
       sets: s.sets,
+    };
+  }
+
+  async listNames(family: NftFamily, name: string): Promise<NftNames | null> {
+    this.calls.listNames++;
+    const t = this.tables.get(tableKey(family, name));
+    if (!t) return null;
+    return {
+      chains: [...t.state.chains.keys()],
+      sets: [...t.state.sets.values()].filter((s) => s.kind === 'set').map((s) => ({ name: s.name, flags: [...s.flags], timeout: s.timeout })),
     };
   }
 

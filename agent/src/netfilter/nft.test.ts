@@ -67,3 +67,39 @@ t.test('deleteTable is one idempotent transaction; tableExists reads nft -j list
   t.equal(await nft.tableExists('ip', 't'), true);
   t.equal(await nft.tableExists('ip', 'kube-proxy'), false);
 });
+
+t.test('listNames reads chain and set names only (one table of the family), null for a missing table', async (t) => {
+  const chains = JSON.stringify({
+    nftables: [
+      { metainfo: {} },
+      { chain: { family: 'ip', table: 'kube-proxy', name: 'services', handle: 1 } },
+      { chain: { family: 'ip', table: 'other', name: 'x', handle: 2 } },
+      { chain: { family: 'ip', table: 'kube-proxy', name: 'service-ABC-ns/s/tcp/p', handle: 3 } },
+    ],
+  });
+  const sets = JSON.stringify({
+    nftables: [
+      { metainfo: {} },
+      { set: { family: 'ip', table: 'kube-proxy', name: 'cluster-ips', type: 'ipv4_addr', handle: 4 } },
+      { set: { family: 'ip', table: 'kube-proxy', name: 'affinity-X-ns/s/tcp/p__10.0.0.1/80', type: 'ipv4_addr', flags: ['timeout'], timeout: 10800, handle: 5 } },
+    ],
+  });
+  let present = true;
+  const r = new FakeRunner().on((argv) => {
+    const a = argv.join(' ');
+    if (a === 'nft -j list tables ip') return ok(present ? '{"nftables":[{"table":{"family":"ip","name":"kube-proxy"}}]}' : '{"nftables":[]}');
+    if (a === 'nft -j list chains ip') return ok(chains);
+    if (a === 'nft -t -j list sets ip') return ok(sets);
+    return undefined;
+  });
+  const nft = new NftExecutor({ runner: r });
+  t.same(await nft.listNames('ip', 'kube-proxy'), {
+    chains: ['services', 'service-ABC-ns/s/tcp/p'],
+    sets: [
+      { name: 'cluster-ips', flags: [], timeout: null },
+      { name: 'affinity-X-ns/s/tcp/p__10.0.0.1/80', flags: ['timeout'], timeout: 10800 },
+    ],
+  });
+  present = false;
+  t.equal(await nft.listNames('ip', 'kube-proxy'), null);
+});

@@ -11,10 +11,10 @@
  */
 import { ErrorCode, CniCode, NodenetError } from '../errors/errors.js';
 import type { Runner } from '../exec/runner.js';
-import { parseNftJsonTable, parseNftJsonTables, type NftTableInfo } from './nft-json.js';
+import { parseNftJsonNames, parseNftJsonTable, parseNftJsonTables, type NftNames, type NftTableInfo } from './nft-json.js';
 import type { NftFamily } from './nft-state.js';
 
-export type { NftTableInfo } from './nft-json.js';
+export type { NftNames, NftTableInfo } from './nft-json.js';
 
 export interface Nft {
   /**
@@ -26,6 +26,12 @@ export interface Nft {
   apply(script: string): Promise<void>;
   /** The table's chains, sets and maps (with elements), or null when the table does not exist. Read-only. */
   listTable(family: NftFamily, name: string): Promise<NftTableInfo | null>;
+  /**
+   * The names of the table's chains and sets, without rules or elements
+   * (0.2 s for a 10k-Service table where listTable takes 4 s); null when the
+   * table does not exist. Read-only.
+   */
+  listNames(family: NftFamily, name: string): Promise<NftNames | null>;
   /** `nft list table` text, or null when the table does not exist. Read-only. */
   listTableText(family: NftFamily, name: string): Promise<string | null>;
   /** Deletes the table and everything in it. Idempotent: a missing table is success. */
@@ -92,6 +98,19 @@ export class NftExecutor implements Nft {
       return parseNftJsonTable(r.stdout, family, name);
     } catch (e) {
       throw new NodenetError(ErrorCode.Exec, `nft -j list table ${family} ${name}: unexpected output`, CniCode.Internal, { cause: e });
+    }
+  }
+
+  async listNames(family: NftFamily, name: string): Promise<NftNames | null> {
+    if (!(await this.tableExists(family, name))) return null;
+    const [c, s] = await Promise.all([this.run(['-j', 'list', 'chains', family]), this.run(['-t', '-j', 'list', 'sets', family])]);
+    for (const [r, what] of [[c, 'chains'], [s, 'sets']] as const) {
+      if (r.exitCode !== 0) throw new NodenetError(ErrorCode.Exec, `nft -j list ${what} ${family} exited ${r.exitCode}: ${r.stderr.trim()}`);
+    }
+    try {
+      return parseNftJsonNames(c.stdout, s.stdout, family, name);
+    } catch (e) {
+      throw new NodenetError(ErrorCode.Exec, `nft -j list chains/sets ${family}: unexpected output`, CniCode.Internal, { cause: e });
     }
   }
 
