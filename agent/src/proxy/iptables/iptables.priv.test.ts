@@ -200,6 +200,8 @@ t.test('mixing: our chains in nf_tables while `iptables` says legacy is refused'
 
 interface Lab {
   node: string;
+  /** The node's uplink neighbour at 192.168.0.1: an external client. */
+  ul: string;
   client: string;
   servers: string[];
 }
@@ -210,6 +212,7 @@ async function lab(t: Test, backend: IptablesBackendKind): Promise<Lab> {
   const pods = ['a', 'b', 'c'].map((x) => makeNs(t, `${k}p${x}`));
   inNs(node, ['sysctl', '-qw', 'net.ipv4.ip_forward=1']);
   inNs(node, ['sysctl', '-qw', 'net.bridge.bridge-nf-call-iptables=1']);
+  inNs(node, ['sysctl', '-qw', 'net.ipv4.conf.all.route_localnet=1']); // NodePorts on 127.0.0.1
   // The node's uplink: a default route, as real nodes have (without one, a ClusterIP that is
   // not DNATed fails routing before filter FORWARD could REJECT it).
   const ul = makeNs(t, `${k}ul`);
@@ -234,7 +237,7 @@ async function lab(t: Test, backend: IptablesBackendKind): Promise<Lab> {
   });
   const servers = pods.slice(0, 2);
   servers.forEach((pod, i) => {
-    const p = spawn('ip', ['netns', 'exec', pod, 'socat', 'TCP-LISTEN:8080,fork,reuseaddr', `SYSTEM:echo pod-${'ab'[i]}`], { stdio: 'ignore' });
+    const p = spawn('ip', ['netns', 'exec', pod, 'socat', 'TCP-LISTEN:8080,fork,reuseaddr', `SYSTEM:echo pod-${'ab'[i]} $SOCAT_PEERADDR`], { stdio: 'ignore' });
     t.teardown(() => {
       p.kill('SIGKILL');
     });
@@ -248,7 +251,13 @@ async function lab(t: Test, backend: IptablesBackendKind): Promise<Lab> {
       await sleep(100);
     }
   }
-  return { node, client, servers };
+  return { node, ul, client, servers };
+}
+
+/** "pod-a 10.244.1.4" → who answered and the source address it saw. */
+function who(out: string): { pod: string; peer: string } {
+  const [pod = '', peer = ''] = out.split(' ');
+  return { pod, peer };
 }
 
 function connect(ns: string, ip: string, port: number): { out: string; err: string; ms: number } {
@@ -264,29 +273,32 @@ for (const backend of BACKENDS) {
     const b = new IptablesBackend({ iptables: new ExecIptables({ runner, log, netns: `/run/netns/${l.node}` }, backend), nodeConfig: cfg, log });
     await b.sync(
       snapshot(
-        [svc('default', 'web', '172.30.0.41'), [ep('10.244.1.2', { port: 8080, node: 'node1' }), ep('10.244.1.3', { port: 8080, node: 'node1' })]],
+        [svc('default', 'web', '172.30.0.41', { nodePort: 30080 }), [ep('10.244.1.2', { port: 8080, node: 'node1' }), ep('10.244.1.3', { port: 8080, node: 'node1' })]],
+        [svc('default', 'webl', '172.30.0.42', { nodePort: 30081, etp: 'Local' }), [ep('10.244.1.2', { port: 8080, node: 'node1' })]],
         [svc('default', 'empty', '172.30.0.46'), []],
       ),
       { full: true },
     );
 
-    const seen = new Set<string>();
-    for (let i = 0; i < 40 && seen.size < 2; i++) {
-      const r = connect(l.client, '172.30.0.41', 80);
-      t.match(r.out, /^pod-[ab]$/, `connection ${i} reached an endpoint`);
-      seen.add(r.out);
-    }
-    t.same([...seen].sort(), ['pod-a', 'pod-b'], 'the ClusterIP reaches both endpoints');
-
-    // Hairpin: an endpoint connecting to its own Service, sometimes DNATed back to itself.
-    // The SEP's `-s <endpoint>` rule masquerades it, so the reply returns through the node.
-    const fromA = new Set<string>();
-    for (let i = 0; i < 40 && fromA.size < 2; i++) {
-      const r = connect(l.servers[0]!, '172.30.0.41', 80);
-      t.match(r.out, /^pod-[ab]$/, `hairpin connection ${i} from pod-a reached an endpoint`);
-      fromA.add(r.out);
-    }
-    t.same([...fromA].sort(), ['pod-a', 'pod-b'], 'pod-a reaches itself and pod-b through the ClusterIP');
+    /** Connects until both pods answered (or 40 tries); checks every answer. */
+    const both = (name: string, from: string, ip: string, port: number, peerOf: (pod: string) => string): void => {
+      const seen = new Set<string>();
+      for (let i = 0; i < 40 && seen.size < 2; i++) {
+        const r = who(connect(from, ip, port).out);
+        t.match(r.pod, /^pod-[ab]$/, `${name}: connection ${i} reached an endpoint`);
+        t.equal(r.peer, peerOf(r.pod), `${name}: ${r.pod} saw source ${peerOf(r.pod)}`);
+        seen.add(r.pod);
+      }
+      t.same([...seen].sort(), ['pod-a', 'pod-b'], `${name}: both endpoints reached`);
+    };
+    both('pod → ClusterIP', l.client, '172.30.0.41', 80, () => '10.244.1.4');
+    // Hairpin: pod-a to its own Service. Landing on itself, the SEP's `-s <endpoint>` rule
+    // masquerades it (source = the node's bridge address) so the reply comes back through the node.
+    both('hairpin pod-a → ClusterIP', l.servers[0]!, '172.30.0.41', 80, (pod) => (pod === 'pod-a' ? '10.244.1.1' : '10.244.1.2'));
+    both('external client → NodePort (Cluster policy, masqueraded)', l.ul, '192.168.0.2', 30080, () => '10.244.1.1');
+    both('node → 127.0.0.1 NodePort', l.node, '127.0.0.1', 30080, () => '10.244.1.1');
+    const local = who(connect(l.ul, '192.168.0.2', 30081).out);
+    t.same(local, { pod: 'pod-a', peer: '192.168.0.1' }, 'external client → NodePort (Local policy): the client address is kept');
 
     const ping = spawnSync('ip', ['netns', 'exec', l.client, 'ping', '-c', '1', '-W', '1', '172.30.0.41'], { encoding: 'utf8' });
     t.not(ping.status, 0, 'ping to the ClusterIP gets no reply');
@@ -298,8 +310,8 @@ for (const backend of BACKENDS) {
     t.ok(refused.ms < 1000, `refused at once (${refused.ms} ms), not a timeout`);
 
     await b.cleanup();
-    const after = connect(l.client, '172.30.0.41', 80);
-    t.equal(after.out, '', 'after cleanup the ClusterIP leads nowhere');
+    t.equal(connect(l.client, '172.30.0.41', 80).out, '', 'after cleanup the ClusterIP leads nowhere');
+    t.equal(connect(l.ul, '192.168.0.2', 30080).out, '', 'nor the NodePort');
   });
 }
 
