@@ -1,0 +1,164 @@
+/**
+ * proxy/nftables/proxier: the nftables mode's ProxyBackend.
+ *
+ * Each sync renders (pure, render.ts) and applies one `nft -f` transaction.
+ * The backend keeps what it applied last (per-service chains, affinity sets,
+ * elements, and each Service's share): a partial sync sends only the
+ * difference for the changed Services; a full sync rewrites everything and
+ * deletes what the record holds that nothing uses any more.
+ *
+ * With no record (first sync of this process, or after a failed full sync)
+ * it asks the kernel for the names of our table's chains and sets (cheap: no
+ * rules, no elements), so objects left by an earlier run are deleted too.
+ * nft applies a transaction all-or-nothing, so after a failed partial sync
+ * the record is still what the kernel holds; the next sync is forced full
+ * anyway (the runner asks for it too). When the table is gone (canary) the
+ * kernel holds nothing of ours and the record becomes empty.
+ *
+ * Assumes one sync at a time (the bounded runner serialises them).
+ */
+import { asNodenetError, ErrorCode, NodenetError } from '../../errors/errors.js';
+import { F } from '../../log/fields.js';
+import type { Logger } from '../../log/log.js';
+import type { Nft } from '../../netfilter/nft.js';
+import type { ProxyBackend, ProxyNodeConfig, ProxySnapshot, SyncScope } from '../types.js';
+import { isAffinitySetName, isServiceObjectName, tableName } from './names.js';
+import { EMPTY_APPLIED, renderNftables, type NftablesApplied, type NftablesRenderOptions } from './render.js';
+
+export interface NftablesBackendDeps {
+  readonly nft: Nft;
+  readonly nodeConfig: ProxyNodeConfig;
+  readonly log: Logger;
+  readonly options?: NftablesRenderOptions;
+  /** Milliseconds clock for the stats; default Date.now. */
+  readonly now?: () => number;
+}
+
+export interface NftablesSyncStats {
+  readonly full: boolean;
+  readonly ruleCount: number;
+  readonly elementCount: number;
+  readonly chainsWritten: number;
+  /** Size of the transaction text. */
+  readonly bytes: number;
+  readonly renderMs: number;
+  readonly applyMs: number;
+  readonly durationMs: number;
+}
+
+export class NftablesBackend implements ProxyBackend {
+  readonly mode = 'nftables' as const;
+  /** Our table's name (`kube-proxy` for prefix KUBE). */
+  readonly table: string;
+  private readonly log: Logger;
+  private readonly now: () => number;
+  /** What the kernel holds after our last successful sync; null: unknown (list the kernel before the next, full, sync). */
+  private applied: NftablesApplied | null = null;
+  /** The next sync must be full whatever the scope says. */
+  private forceFull = true;
+  private last: NftablesSyncStats | null = null;
+
+  constructor(private readonly deps: NftablesBackendDeps) {
+    this.table = tableName(deps.nodeConfig.prefix);
+    this.log = deps.log.child({ [F.subsys]: 'proxy/nftables' });
+    this.now = deps.now ?? Date.now;
+  }
+
+  /** The record of what the last successful sync applied (null when unknown). */
+  get appliedState(): NftablesApplied | null {
+    return this.applied;
+  }
+
+  get lastSync(): NftablesSyncStats | null {
+    return this.last;
+  }
+
+  /** Rules plus set/map elements the last successful sync wrote. */
+  lastSyncRuleCount(): number | null {
+    return this.last ? this.last.ruleCount + this.last.elementCount : null;
+  }
+
+  /** The per-service objects our table holds now, from the kernel (names only). */
+  private async existingFromKernel(): Promise<NftablesApplied> {
+    const names = await this.deps.nft.listNames('ip', this.table);
+    if (!names) return EMPTY_APPLIED;
+    const affinitySets = new Map<string, number>();
+    for (const s of names.sets) if (isAffinitySetName(s.name)) affinitySets.set(s.name, s.timeout ?? 10800);
+    return {
+      chains: new Set(names.chains.filter(isServiceObjectName)),
+      affinitySets,
+      elements: EMPTY_APPLIED.elements,
+      services: new Map(),
+    };
+  }
+
+  async sync(snapshot: ProxySnapshot, scope: SyncScope): Promise<void> {
+    const start = this.now();
+    const full = scope.full || this.forceFull || this.applied === null;
+    if (!scope.full && full) this.log.info('partial sync requested but the last sync did not succeed or none ran; doing a full sync');
+    try {
+      const existing = this.applied ?? (await this.existingFromKernel());
+      const r = renderNftables(snapshot, this.deps.nodeConfig, full ? { full: true } : scope, existing, this.deps.options ?? {});
+      const rendered = this.now();
+      if (this.log.isLevelEnabled('trace')) this.log.trace({ [F.mode]: 'nftables' }, `nft transaction:\n${r.text}`);
+      try {
+        await this.deps.nft.apply(r.text);
+      } catch (e) {
+        // The batch was all-or-nothing, so the record still matches the
+        // kernel; but a failed full sync may mean the kernel drifted from
+        // it: list again next time.
+        if (full) this.applied = null;
+        else this.applied = existing;
+        throw e;
+      }
+      this.applied = r.applied;
+      this.forceFull = false;
+      const end = this.now();
+      this.last = {
+        full,
+        ruleCount: r.ruleCount,
+        elementCount: r.elementCount,
+        chainsWritten: r.chainsWritten,
+        bytes: r.text.length,
+        renderMs: rendered - start,
+        applyMs: end - rendered,
+        durationMs: end - start,
+      };
+      this.log.debug(
+        { [F.durationMs]: this.last.durationMs },
+        `nftables ${full ? 'full' : 'partial'} sync: ${r.ruleCount} rules, ${r.elementCount} elements, ${r.chainsWritten} chains written, ${r.text.length} bytes`,
+      );
+    } catch (e) {
+      this.forceFull = true;
+      const err = asNodenetError(e);
+      if (err.code === ErrorCode.RuleApply) {
+        this.log.error({ [F.err]: err }, `nftables ${full ? 'full' : 'partial'} sync failed: ${err.message}\n${err.details}`);
+        throw err;
+      }
+      throw new NodenetError(ErrorCode.RuleApply, `nftables ${full ? 'full' : 'partial'} sync failed: ${err.message}`, 999, { cause: e });
+    }
+  }
+
+  /** True when our table is gone (someone ran `nft flush ruleset` or deleted it): the kernel holds nothing of ours. */
+  async canaryMissing(): Promise<boolean> {
+    const present = await this.deps.nft.tableExists('ip', this.table);
+    if (!present) {
+      this.log.warn({ [F.mode]: 'nftables' }, `table ip ${this.table} is gone: our rules were removed; the next sync is full`);
+      this.applied = EMPTY_APPLIED;
+      this.forceFull = true;
+    }
+    return !present;
+  }
+
+  /** Deletes our table and everything in it. Idempotent. */
+  async cleanup(): Promise<void> {
+    this.applied = null;
+    this.forceFull = true;
+    try {
+      await this.deps.nft.deleteTable('ip', this.table);
+      this.log.info(`nftables table ip ${this.table} removed`);
+    } catch (e) {
+      throw new NodenetError(ErrorCode.RuleApply, `nftables cleanup failed: ${asNodenetError(e).message}`, 999, { cause: e });
+    }
+  }
+}
