@@ -236,3 +236,32 @@ t.test('another prefix is a separate world', async (t) => {
   t.same(f.dump(), kubeOnly, "NN's cleanup leaves KUBE's rules alone");
   t.throws(() => new IptablesBackend({ iptables: f, nodeConfig: nodeConfig({ prefix: 'bad prefix' }), log: silentLogger() }), NodenetError);
 });
+
+t.test('from Kubernetes objects through the core’s snapshot (named ports, NodePort, no endpoints)', async (t) => {
+  const { snapshotFromObjects } = await import('../snapshot.js');
+  const a = await import('../../testing/addresses.js');
+  const snap = snapshotFromObjects(
+    [
+      a.makeService({ name: 'web', clusterIP: a.clusterIP(10), type: 'NodePort', ports: [{ name: 'http', port: 80, targetPort: 'http', nodePort: a.nodePort(1) }] }),
+      a.makeService({ name: 'gone', clusterIP: a.clusterIP(11), ports: [{ port: 80 }] }),
+    ],
+    [
+      a.makeEndpointSlice({
+        service: 'web',
+        ports: [{ name: 'http', port: 8080 }],
+        endpoints: [{ ip: a.podIP(1, 1), nodeName: a.nodeName(1) }, { ip: a.podIP(2, 1), nodeName: a.nodeName(2) }],
+      }),
+    ],
+    a.nodeName(1),
+  );
+  const { f, b } = setup({ nodeName: a.nodeName(1), nodeIPs: [a.nodeIP(1)], clusterCIDR: a.CLUSTER_CIDR });
+  await b.sync(snap, FULL);
+  const dump = f.dump();
+  const go = (src: string, dst: string, port: number) =>
+    traceIptables(dump, { sourceIP: parseIPv4(src), destIP: parseIPv4(dst), destPort: port, protocol: 'TCP' }, { nodeIPs: [a.nodeIP(1)] });
+  const pods = `${a.podIP(1, 1)}:8080, ${a.podIP(2, 1)}:8080`;
+  t.equal(go(a.podIP(1, 2), a.clusterIP(10), 80).destination, pods, 'ClusterIP → both pods on the resolved targetPort');
+  t.same(go(a.externalClientIP(1), a.nodeIP(1), a.nodePort(1)), { destination: pods, masquerade: true }, 'NodePort from outside');
+  t.equal(go(a.podIP(1, 2), a.clusterIP(11), 80).destination, 'REJECT');
+  t.match(f.restores[0], '--comment "default/web:http cluster IP"');
+});
