@@ -159,7 +159,9 @@ t.test('kill -9 during concurrent ADDs, restart, DELs: no leaked and no duplicat
   const paths = names.map((x) => `/var/run/netns/nn-${lab.tag}-${x}`);
   t.teardown(async () => { await sh(['ip', '-batch', '-'], names.map((x) => `netns del nn-${lab.tag}-${x}`).join('\n') + '\n').catch(() => undefined); });
   const adds = Promise.all(paths.map((p, i) => node.cni('ADD', { containerId: `kill-${i}`, netns: p, ifName: 'eth0' }, node.cniConfig())));
-  await sleep(250);
+  // Kill once the agent is mid-way: some IPs reserved on disk, most ADDs still in flight.
+  for (let i = 0; i < 400 && ipamFiles().length < 8; i++) await sleep(25);
+  t.ok(ipamFiles().length > 0, 'the agent was killed with ADDs in progress');
   await node.stopAgent('SIGKILL');
   const results = await adds;
   await node.startAgent();
