@@ -80,8 +80,22 @@ export function fixedChains(prefix: string): FixedChains {
 
 const B32 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
 
+// Every sync names every chain again (a partial sync still lists them all as active);
+// remembering the hashes saves a sha256 per chain per sync. Bounded: cleared when large.
+const memo = new Map<string, string>();
+const MEMO_MAX = 400_000;
+
 /** The first 16 characters of base32.StdEncoding(sha256(input)), i.e. the first 80 bits. */
 export function hash16(input: string): string {
+  const hit = memo.get(input);
+  if (hit !== undefined) return hit;
+  const h = computeHash16(input);
+  if (memo.size >= MEMO_MAX) memo.clear();
+  memo.set(input, h);
+  return h;
+}
+
+function computeHash16(input: string): string {
   const d = createHash('sha256').update(input, 'utf8').digest();
   let out = '';
   let bits = 0;
