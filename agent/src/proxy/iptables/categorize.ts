@@ -74,7 +74,8 @@ export function categorizeEndpoints(endpoints: readonly EndpointInfo[], svc: Ser
   if (!usesClusterEndpoints(svc)) return { cluster, local, reachable: local, hasAny };
   // When some endpoint is Ready, Cluster holds all Ready ones and Local only Ready ones,
   // so Local ⊆ Cluster. Otherwise Local may hold terminating endpoints: merge.
-  if (local.every((l) => cluster.includes(l))) return { cluster, local, reachable: cluster, hasAny };
+  const inCluster = new Set(cluster);
+  if (local.every((l) => inCluster.has(l))) return { cluster, local, reachable: cluster, hasAny };
   const byKey = new Map<string, EndpointInfo>();
   for (const e of [...cluster, ...local]) byKey.set(endpointString(e), e);
   return { cluster, local, reachable: [...byKey.values()], hasAny };
