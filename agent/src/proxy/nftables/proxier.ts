@@ -131,10 +131,8 @@ export class NftablesBackend implements ProxyBackend {
     } catch (e) {
       this.forceFull = true;
       const err = asNodenetError(e);
-      if (err.code === ErrorCode.RuleApply) {
-        this.log.error({ [F.err]: err }, `nftables ${full ? 'full' : 'partial'} sync failed: ${err.message}\n${err.details}`);
-        throw err;
-      }
+      // The caller (Proxier) logs it; `details` holds nft's message and the script lines around the failure.
+      if (err.code === ErrorCode.RuleApply) throw err;
       throw new NodenetError(ErrorCode.RuleApply, `nftables ${full ? 'full' : 'partial'} sync failed: ${err.message}`, 999, { cause: e });
     }
   }
