@@ -45,7 +45,7 @@ export async function startAgent(cfg: AgentConfig, logger?: Logger): Promise<Run
     records: new DiskAttachmentStore(`${cfg.stateDir}/attachments`),
     log: log.child({ [F.subsys]: 'sandbox' }),
   });
-  const handler = new SandboxCniHandler({ sandbox, node, defaultMtu: cfg.mtu, ready: () => ready, log: log.child({ [F.subsys]: 'cni' }) });
+  const handler = new SandboxCniHandler({ sandbox, defaultMtu: cfg.mtu, ready: () => ready, log: log.child({ [F.subsys]: 'cni' }) });
   const server = await startCniServer({ socketPath: cfg.cniSocket, handler, log });
   const replay = await replayDeletions(deletionQueueDirFor(cfg.cniSocket), handler, log);
   ready = true;

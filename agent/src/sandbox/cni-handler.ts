@@ -13,13 +13,10 @@ import { parseBridgeNetConf, type BridgeNetConf } from '../cnitypes/netconf.js';
 import { parseCniArgs } from '../cnitypes/cni-args.js';
 import { encodeResult, type CniResult } from '../cnitypes/result.js';
 import type { Logger } from '../log/log.js';
-import type { NetOps } from './deps.js';
 import type { AttachRequest, AttachResult, Sandbox } from './sandbox.js';
 
 export interface CniHandlerDeps {
   readonly sandbox: Sandbox;
-  /** Node namespace ops, for STATUS. */
-  readonly node: NetOps;
   /** MTU when neither the config nor anything else sets one (the overlay's, later). */
   readonly defaultMtu: number | null;
   /** Set while the agent is starting or stopping: ADD and STATUS answer "try again later". */
