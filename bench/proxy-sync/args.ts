@@ -1,0 +1,94 @@
+/**
+ * bench/proxy-sync/args: the bench's command line, parsed and validated. Pure.
+ *
+ *   --sizes 1000,10000,30000   Services per case
+ *   --modes iptables,nftables  proxy modes; `iptables-legacy` forces the legacy backend
+ *                              (`iptables` uses whatever `iptables -V` reports)
+ *   --repeat 3                 one-endpoint changes per case (median and max reported)
+ *   --cap-s 600                wall-clock cap per case; a sync still running is killed
+ *   --no-restart               skip the second full sync (a new Proxier over the existing rules)
+ *   --out FILE                 also write the results as JSON to FILE
+ *   --case MODE:SIZE --netns NAME   internal: run one case in this process (the parent spawns these)
+ */
+import { FlagError, only, parseFlags } from '../../agent/src/cli/flags.js';
+
+export const BENCH_MODES = ['iptables', 'nftables', 'iptables-legacy'] as const;
+export type BenchMode = (typeof BENCH_MODES)[number];
+
+export interface CaseSpec {
+  readonly mode: BenchMode;
+  readonly services: number;
+  /** The scratch namespace's name: nn-bps-<pid>-<mode>-<size>. */
+  readonly netns: string;
+}
+
+export interface BenchArgs {
+  readonly sizes: readonly number[];
+  readonly modes: readonly BenchMode[];
+  readonly repeat: number;
+  readonly capS: number;
+  readonly restart: boolean;
+  readonly out: string | null;
+  /** Set in a child process: run only this case. */
+  readonly case: CaseSpec | null;
+}
+
+const FLAGS = ['sizes', 'modes', 'repeat', 'cap-s', 'no-restart', 'out', 'case', 'netns', 'help'];
+export const MAX_SERVICES = 32_000;
+
+export const USAGE = 'usage: npm run bench:proxy -- [--sizes 1000,10000,30000] [--modes iptables,nftables] [--repeat 3] [--cap-s 600] [--no-restart] [--out FILE]';
+
+function isMode(s: string): s is BenchMode {
+  return (BENCH_MODES as readonly string[]).includes(s);
+}
+
+function posInt(flag: string, v: string, min: number, max: number): number {
+  if (!/^\d+$/.test(v)) throw new FlagError(`--${flag}: ${JSON.stringify(v)} is not a whole number`);
+  const n = Number(v);
+  if (n < min || n > max) throw new FlagError(`--${flag}: ${n} is outside ${min}..${max}`);
+  return n;
+}
+
+function list(flag: string, v: string): string[] {
+  const items = v.split(',').map((s) => s.trim()).filter(Boolean);
+  if (items.length === 0) throw new FlagError(`--${flag} needs at least one value`);
+  if (new Set(items).size !== items.length) throw new FlagError(`--${flag}: ${v} repeats a value`);
+  return items;
+}
+
+function mode(flag: string, s: string): BenchMode {
+  if (!isMode(s)) throw new FlagError(`--${flag}: unknown mode ${JSON.stringify(s)} (one of ${BENCH_MODES.join(', ')})`);
+  return s;
+}
+
+/** The namespace name of one case: nn-bps-<pid>-<mode>-<size>. */
+export function caseNetns(pid: number, m: BenchMode, services: number): string {
+  return `nn-bps-${pid}-${m}-${services}`;
+}
+
+/** Parses argv (without node and the script); throws FlagError on anything wrong. */
+export function parseBenchArgs(argv: readonly string[]): BenchArgs {
+  const p = parseFlags(argv, ['no-restart', 'help']);
+  only(p, FLAGS);
+  if (p.positional.length || p.rest.length) throw new FlagError(`unexpected argument ${JSON.stringify(p.positional[0] ?? p.rest[0])}`);
+  if (p.flags.has('help')) throw new FlagError(USAGE);
+  const f = p.flags;
+  const sizes = list('sizes', f.get('sizes') ?? '1000,10000,30000').map((s) => posInt('sizes', s, 1, MAX_SERVICES));
+  const modes = list('modes', f.get('modes') ?? 'iptables,nftables').map((s) => mode('modes', s));
+  const repeat = posInt('repeat', f.get('repeat') ?? '3', 1, 1000);
+  const capS = posInt('cap-s', f.get('cap-s') ?? '600', 10, 24 * 3600);
+  const out = f.get('out') ?? null;
+  if (out === '') throw new FlagError('--out needs a file name');
+  let one: CaseSpec | null = null;
+  const c = f.get('case');
+  if (c !== undefined) {
+    const m = /^([a-z-]+):(\d+)$/.exec(c);
+    if (!m) throw new FlagError(`--case: expected MODE:SIZE, got ${JSON.stringify(c)}`);
+    const netns = f.get('netns');
+    if (netns === undefined || !/^nn-bps-[A-Za-z0-9-]+$/.test(netns)) throw new FlagError('--case needs --netns nn-bps-...');
+    one = { mode: mode('case', m[1]!), services: posInt('case', m[2]!, 1, MAX_SERVICES), netns };
+  } else if (f.has('netns')) throw new FlagError('--netns is only valid with --case');
+  if (one && repeat > one.services) throw new FlagError(`--repeat ${repeat} exceeds the ${one.services} Services`);
+  for (const s of sizes) if (!one && repeat > s) throw new FlagError(`--repeat ${repeat} exceeds the ${s} Services of one size`);
+  return { sizes, modes, repeat, capS, restart: !f.has('no-restart'), out, case: one };
+}

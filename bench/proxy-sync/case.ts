@@ -1,0 +1,260 @@
+/**
+ * bench/proxy-sync/case: one case of the bench (one mode, one size), run in
+ * a process of its own so its RSS is the agent's with that many Services and
+ * nothing left over from a bigger case.
+ *
+ * In a fresh scratch namespace (nn-bps-<pid>-<mode>-<size>; nothing here
+ * touches the root namespace) it drives a real Proxier with the real backend
+ * and executors, as the agent does:
+ *   1. feed N Services and N EndpointSlices (2 endpoints each) through the
+ *      handlers, mark both sources synced, syncNow(): the full sync;
+ *   2. RSS right after it (the objects stay referenced, as an informer cache
+ *      holds them in the agent);
+ *   3. `repeat` times: onEndpointSliceUpdate replacing one endpoint IP of one
+ *      Service, syncNow(): must be a partial sync of that one Service;
+ *      then the kernel is checked to hold the new endpoints, not the old ones;
+ *   4. unless skipped: a new backend and Proxier (an agent restart) fed the
+ *      same state, over the rules already in the kernel: a second full sync.
+ * The namespace is deleted in `finally` and on SIGINT/SIGTERM.
+ *
+ * Conntrack: FakeConntrack. Every Service here is TCP and conntrack cleanup
+ * only ever runs for UDP, so the real executor would never be called either;
+ * the case asserts the fake saw no call.
+ */
+import { execFileSync } from 'node:child_process';
+import { ExecaRunner } from '../../agent/src/exec/runner.js';
+import { createLogger, type Logger } from '../../agent/src/log/log.js';
+import { FakeConntrack } from '../../agent/src/netfilter/conntrack.fake.js';
+import { createIptables, type ExecIptables } from '../../agent/src/netfilter/iptables.js';
+import { NftExecutor } from '../../agent/src/netfilter/nft.js';
+import { removeNetns } from '../../agent/src/netns/scratch-netns.js';
+import { realClock } from '../../agent/src/proxy/clock.js';
+import { IptablesBackend } from '../../agent/src/proxy/iptables/proxier.js';
+import { NftablesBackend } from '../../agent/src/proxy/nftables/proxier.js';
+import { Proxier } from '../../agent/src/proxy/proxier.js';
+import type { ProxyBackend, ProxyNodeConfig } from '../../agent/src/proxy/types.js';
+import { CLUSTER_CIDR, nodeIP, nodeName, type JsonObject } from '../../agent/src/testing/addresses.js';
+import type { CaseSpec } from './args.js';
+import { CappedRunner } from './capped-runner.js';
+import type { CaseResult, SyncMeasure } from './report.js';
+import { endpointAt, initialEndpoints, nodePortRangeFor, planChanges, service, slice, TARGET_PORT } from './workload.js';
+
+export interface CaseOptions {
+  readonly repeat: number;
+  readonly capS: number;
+  readonly restart: boolean;
+}
+
+const NODE_CONFIG: ProxyNodeConfig = { nodeName: nodeName(1), nodeIPs: [nodeIP(1)], clusterCIDR: CLUSTER_CIDR, prefix: 'KUBE', masqueradeBit: 14 };
+const NFT_TABLE = 'kube-proxy';
+const MiB = 1024 * 1024;
+
+interface Mode {
+  readonly backend: ProxyBackend;
+  readonly ipt: ExecIptables | null;
+  readonly nft: NftExecutor | null;
+  /** The backend's render/apply split of its last sync (nftables only). */
+  split(): { renderMs: number | null; applyMs: number | null };
+  /** Rules (and elements) of the last sync, from the backend. */
+  counts(): { rules: number | null; elements: number | null };
+}
+
+async function makeMode(spec: CaseSpec, runner: CappedRunner, netnsPath: string, log: Logger): Promise<Mode> {
+  if (spec.mode === 'nftables') {
+    const nft = new NftExecutor({ runner, netns: netnsPath });
+    const backend = new NftablesBackend({ nft, nodeConfig: NODE_CONFIG, log });
+    return {
+      backend,
+      ipt: null,
+      nft,
+      split: () => ({ renderMs: backend.lastSync?.renderMs ?? null, applyMs: backend.lastSync?.applyMs ?? null }),
+      counts: () => ({ rules: backend.lastSync?.ruleCount ?? null, elements: backend.lastSync?.elementCount ?? null }),
+    };
+  }
+  const ipt = await createIptables({ runner, log, netns: netnsPath, prefix: NODE_CONFIG.prefix, ...(spec.mode === 'iptables-legacy' ? { iptablesCmd: 'iptables-legacy' } : {}) });
+  const backend = new IptablesBackend({ iptables: ipt, nodeConfig: NODE_CONFIG, log });
+  return {
+    backend,
+    ipt,
+    nft: null,
+    split: () => ({ renderMs: null, applyMs: null }),
+    counts: () => ({ rules: backend.lastSync?.ruleCount ?? null, elements: null }),
+  };
+}
+
+function makeProxier(backend: ProxyBackend, services: number, log: Logger): Proxier {
+  return new Proxier({
+    backend,
+    nodeConfig: NODE_CONFIG,
+    conntrack,
+    clock: realClock,
+    log,
+    minSyncIntervalMs: 1000,
+    maxSyncIntervalMs: 3_600_000,
+    nodePortRange: nodePortRangeFor(services),
+  });
+}
+
+const conntrack = new FakeConntrack();
+
+/** Runs one sync and measures it; `before` runs first inside the timed span (the event that triggers it). */
+async function timedSync(proxier: Proxier, mode: Mode, before: () => void = () => {}): Promise<SyncMeasure> {
+  const t0 = performance.now();
+  before();
+  await proxier.syncNow();
+  const wallMs = performance.now() - t0;
+  const s = proxier.lastSync;
+  const split = mode.split();
+  return {
+    ok: s?.ok ?? false,
+    wallMs,
+    durationMs: s?.durationMs ?? null,
+    scope: s?.scope ?? null,
+    changedServices: s && s.scope === 'partial' ? s.changedServices : null,
+    renderMs: s?.ok ? split.renderMs : null,
+    applyMs: s?.ok ? split.applyMs : null,
+    error: s ? s.error : 'no sync ran',
+  };
+}
+
+function feed(proxier: Proxier, services: readonly JsonObject[], slices: readonly JsonObject[]): number {
+  const t0 = performance.now();
+  for (const s of services) proxier.onServiceAdd(s);
+  for (const s of slices) proxier.onEndpointSliceAdd(s);
+  proxier.onServicesSynced();
+  proxier.onEndpointSlicesSynced();
+  return performance.now() - t0;
+}
+
+/** Per-endpoint chain names the kernel holds now (KUBE-SEP-* / nft endpoint-*). */
+async function kernelEndpointChains(mode: Mode): Promise<string[]> {
+  if (mode.ipt) return [...(await mode.ipt.listChains('nat'))].filter((c) => c.startsWith('KUBE-SEP-'));
+  const names = await mode.nft!.listNames('ip', NFT_TABLE);
+  return (names?.chains ?? []).filter((c) => c.startsWith('endpoint-'));
+}
+
+/** Whether the kernel's rules send traffic to ip:TARGET_PORT. */
+async function kernelHasEndpoint(mode: Mode, ip: string, iptNat: string | null, nftChains: readonly string[]): Promise<boolean> {
+  if (mode.ipt) return (iptNat ?? '').includes(`--to-destination ${ip}:${TARGET_PORT}`);
+  return nftChains.some((c) => c.endsWith(`__${ip}/${TARGET_PORT}`));
+}
+
+function rss(): { rssMiB: number; heapUsedMiB: number } {
+  const m = process.memoryUsage();
+  return { rssMiB: m.rss / MiB, heapUsedMiB: m.heapUsed / MiB };
+}
+
+/** Runs the case; never throws (errors go into the result). The namespace is always removed. */
+export async function runCase(spec: CaseSpec, opts: CaseOptions): Promise<CaseResult> {
+  const rssBaselineMiB = rss().rssMiB;
+  const log = createLogger({ level: 'warn', name: `bench-${spec.mode}-${spec.services}` });
+  const cleanup = (): void => removeNetns(spec.netns);
+  const onSignal = (sig: NodeJS.Signals): void => {
+    cleanup();
+    process.exit(sig === 'SIGINT' ? 130 : 143);
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+
+  const runner = new CappedRunner(new ExecaRunner(), Date.now() + opts.capS * 1000);
+  let r: {
+    -readonly [K in keyof CaseResult]: CaseResult[K];
+  } = {
+    mode: spec.mode,
+    services: spec.services,
+    netns: spec.netns,
+    iptablesBackend: null,
+    feedMs: 0,
+    full: null,
+    rules: null,
+    elements: null,
+    kernelEndpointChains: null,
+    rssBaselineMiB,
+    rssMiB: null,
+    heapUsedMiB: null,
+    changes: [],
+    restart: null,
+    restartSkipped: null,
+    capped: false,
+    error: null,
+  };
+  const fail = (msg: string): CaseResult => ({ ...r, capped: r.capped || runner.expired, error: msg });
+  try {
+    execFileSync('ip', ['netns', 'add', spec.netns]);
+    execFileSync('ip', ['-n', spec.netns, 'link', 'set', 'lo', 'up']);
+    const netnsPath = `/run/netns/${spec.netns}`;
+
+    const n = spec.services;
+    const services = Array.from({ length: n }, (_, i) => service(i + 1));
+    const endpoints = Array.from({ length: n }, (_, i) => initialEndpoints(i + 1));
+    const slices = endpoints.map((e, i) => slice(i + 1, e));
+    const changes = planChanges(n, opts.repeat);
+
+    let mode = await makeMode(spec, runner, netnsPath, log);
+    r.iptablesBackend = mode.ipt?.backend ?? null;
+    let proxier: Proxier | null = makeProxier(mode.backend, n, log);
+
+    // 1. full sync
+    r.feedMs = feed(proxier, services, slices);
+    r.full = await timedSync(proxier, mode);
+    if (!r.full.ok) return fail(`full sync failed: ${r.full.error}`);
+    if (r.full.scope !== 'full') return fail(`expected a full sync, got ${r.full.scope}`);
+    Object.assign(r, rss(), mode.counts());
+    const chains = await kernelEndpointChains(mode);
+    r.kernelEndpointChains = chains.length;
+    if (chains.length !== 2 * n) return fail(`the kernel holds ${chains.length} endpoint chains after the full sync, expected ${2 * n}`);
+
+    // 2. one-endpoint changes
+    const measures: SyncMeasure[] = [];
+    for (const c of changes) {
+      const i = c.service - 1;
+      const prev = slices[i]!;
+      const eps = [...endpoints[i]!];
+      eps[c.slot] = c.newEndpoint;
+      const cur = slice(c.service, eps);
+      const m = await timedSync(proxier, mode, () => proxier!.onEndpointSliceUpdate(prev, cur));
+      const partialOk = m.scope === 'partial' && m.changedServices === 1;
+      measures.push(m.ok && !partialOk ? { ...m, ok: false, error: `expected a partial sync of 1 Service, got ${m.scope} (${m.changedServices ?? '-'} Services)` } : m);
+      r.changes = [...measures];
+      if (!measures.at(-1)!.ok) return fail(`one-endpoint change ${measures.length} failed: ${measures.at(-1)!.error}`);
+      slices[i] = cur;
+      endpoints[i] = eps;
+    }
+    // The kernel must now send traffic to every new endpoint and to none of the replaced ones.
+    const nat = mode.ipt ? await mode.ipt.save('nat') : null;
+    const after = await kernelEndpointChains(mode);
+    if (after.length !== 2 * n) return fail(`the kernel holds ${after.length} endpoint chains after the changes, expected ${2 * n}`);
+    for (const c of changes) {
+      const added = endpointAt(c.newEndpoint).ip;
+      const removed = endpointAt(initialEndpoints(c.service)[c.slot]!).ip;
+      if (!(await kernelHasEndpoint(mode, added, nat, after))) return fail(`after the changes the kernel has no rule to the new endpoint ${added}`);
+      if (await kernelHasEndpoint(mode, removed, nat, after)) return fail(`after the changes the kernel still sends to the replaced endpoint ${removed}`);
+    }
+    if (conntrack.calls.length) return fail(`conntrack was called ${conntrack.calls.length} times for TCP-only Services`);
+
+    // 3. restart: a new backend and Proxier over the rules in the kernel
+    const left = runner.deadline - Date.now();
+    const needed = r.full.wallMs * 1.5 + 5000;
+    if (!opts.restart) r.restartSkipped = '--no-restart';
+    else if (left < needed) r.restartSkipped = `${Math.round(left / 1000)} s left of the cap, the first full sync took ${Math.round(r.full.wallMs / 1000)} s`;
+    else {
+      proxier.stop();
+      proxier = null;
+      mode = await makeMode(spec, runner, netnsPath, log);
+      const again = makeProxier(mode.backend, n, log);
+      feed(again, services, slices);
+      r.restart = await timedSync(again, mode);
+      if (!r.restart.ok) return fail(`restart full sync failed: ${r.restart.error}`);
+      const c2 = await kernelEndpointChains(mode);
+      if (c2.length !== 2 * n) return fail(`the kernel holds ${c2.length} endpoint chains after the restart sync, expected ${2 * n}`);
+    }
+    r = { ...r, capped: runner.expired };
+    return r;
+  } catch (e) {
+    return fail(e instanceof Error ? e.message : String(e));
+  } finally {
+    cleanup();
+    process.removeListener('SIGINT', onSignal);
+    process.removeListener('SIGTERM', onSignal);
+  }
+}

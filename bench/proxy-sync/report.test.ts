@@ -1,0 +1,86 @@
+import t from 'tap';
+import { evaluateTargets, formatTable, formatTargets, median, ms, parseCaseResult, thousands, type CaseResult, type SyncMeasure } from './report.js';
+
+const sync = (o: Partial<SyncMeasure> = {}): SyncMeasure => ({
+  ok: true, wallMs: 100, durationMs: 90, scope: 'full', changedServices: null, renderMs: null, applyMs: null, error: null, ...o,
+});
+const change = (d: number, wall = d + 5): SyncMeasure => sync({ wallMs: wall, durationMs: d, scope: 'partial', changedServices: 1 });
+
+function result(o: Partial<CaseResult> = {}): CaseResult {
+  return {
+    mode: 'nftables', services: 10000, netns: 'nn-bps-1-nftables-10000', iptablesBackend: null, feedMs: 300,
+    full: sync({ wallMs: 2410.4, durationMs: 2400.2, renderMs: 900, applyMs: 1500 }), rules: 72002, elements: 21000,
+    kernelEndpointChains: 20000, rssBaselineMiB: 95, rssMiB: 310.6, heapUsedMiB: 150,
+    changes: [change(60), change(40), change(50)], restart: sync({ durationMs: 2500 }), restartSkipped: null, capped: false, error: null,
+    ...o,
+  };
+}
+
+t.test('statistics and number formats', async (t) => {
+  t.equal(median([3, 1, 2]), 2);
+  t.equal(median([4, 1, 3, 2]), 2.5);
+  t.ok(Number.isNaN(median([])));
+  t.equal(thousands(1234567.4), '1,234,567');
+  t.equal(thousands(999), '999');
+  t.equal(ms(4.56), '4.6');
+  t.equal(ms(12345.6), '12,346');
+  t.equal(ms(NaN), '–');
+});
+
+t.test('the table: one row per case, the columns the issue asks for', async (t) => {
+  const ipt = result({
+    mode: 'iptables', iptablesBackend: 'nft', services: 30000, rules: 250000, elements: null,
+    full: sync({ ok: false, durationMs: 600000, wallMs: 600000, error: 'killed' }), changes: [], restart: null, capped: true,
+    rssMiB: null, error: 'full sync failed: killed',
+  });
+  const skipped = result({ mode: 'iptables-legacy', iptablesBackend: 'legacy', services: 1000, rules: 8309, elements: null, restart: null, restartSkipped: '--no-restart',
+    changes: [change(5), sync({ ok: false, scope: 'partial', error: 'boom' })] });
+  const text = formatTable([result(), ipt, skipped], 600);
+  t.equal(text, [
+    '| mode | Services | rules/elements | full sync (ms) | one-endpoint change p50/max (ms) | restart full sync (ms) | RSS (MiB) |',
+    '|---|---:|---:|---:|---:|---:|---:|',
+    '| nftables | 10,000 | 72,002 + 21,000 | 2,400 | 50 / 60 | 2,500 | 311 |',
+    '| iptables (nft) | 30,000 | 250,000 | > 600,000 (capped) | capped | – | – |',
+    '| iptables (legacy) | 1,000 | 8,309 | 2,400 | 5.0 / 5.0 (1 failed) | skipped | 311 |',
+  ].join('\n'));
+});
+
+t.test('targets: both modes at 10k under 200 ms per change (every repeat), nftables full under 5 s', async (t) => {
+  const nft = result();
+  const ipt = result({ mode: 'iptables', iptablesBackend: 'nft', rules: 80000, elements: null, changes: [change(150, 170), change(180, 210), change(120, 130)] });
+  const v = evaluateTargets([nft, ipt], ['iptables', 'nftables']);
+  t.same(v.map((x) => x.pass), [false, true, true]);
+  t.match(v[0]!, { target: /iptables \(nft\)/, detail: 'wall p50 170 ms, max 210 ms over 3' });
+  t.match(v[2]!, { target: 'full nftables sync at 10,000 Services < 5 s', detail: 'wall 2,410 ms' });
+  t.match(formatTargets(v), /^- one-endpoint change at 10,000 Services < 200 ms, iptables \(nft\): FAIL \(wall p50 170 ms, max 210 ms over 3\)\n/);
+
+  const slow = result({ full: sync({ wallMs: 5000 }) });
+  t.equal(evaluateTargets([slow], ['nftables'])[1]!.pass, false, '5 s is not under 5 s');
+  const failedChange = result({ changes: [change(10), sync({ ok: false, scope: 'partial', error: 'x' })] });
+  t.match(evaluateTargets([failedChange], ['nftables'])[0]!, { pass: false, detail: 'a change sync failed' });
+  const capped = result({ changes: [], capped: true });
+  t.match(evaluateTargets([capped], ['nftables'])[0]!, { pass: false, detail: 'no change measured (case capped)' });
+  const other = evaluateTargets([result({ services: 1000 })], ['iptables', 'nftables']);
+  t.same(other.map((x) => x.pass), [null, null, null], 'no 10k case: not measured, neither pass nor fail');
+  t.match(formatTargets(other), /NOT MEASURED \(size 10000 not in this run\)/);
+  t.equal(evaluateTargets([nft], ['iptables']).length, 1, 'no nftables verdict when nftables was not run');
+});
+
+t.test('parseCaseResult: accepts what a child prints, names the bad field otherwise', async (t) => {
+  const r = result({ mode: 'iptables', iptablesBackend: 'legacy' });
+  t.same(parseCaseResult(JSON.parse(JSON.stringify(r))), r);
+  t.same(parseCaseResult(JSON.parse(JSON.stringify(result({ full: null, restart: null })))), result({ full: null, restart: null }));
+  const bad = (path: (o: Record<string, unknown>) => void): unknown => {
+    const o = JSON.parse(JSON.stringify(r)) as Record<string, unknown>;
+    path(o);
+    return o;
+  };
+  t.throws(() => parseCaseResult(null), /result: expected an object/);
+  t.throws(() => parseCaseResult(bad((o) => (o['mode'] = 'ipvs'))), /result\.mode: expected one of/);
+  t.throws(() => parseCaseResult(bad((o) => (o['services'] = '10'))), /result\.services: expected a number/);
+  t.throws(() => parseCaseResult(bad((o) => (o['iptablesBackend'] = 'xt'))), /result\.iptablesBackend/);
+  t.throws(() => parseCaseResult(bad((o) => (o['changes'] = {}))), /result\.changes: expected an array/);
+  t.throws(() => parseCaseResult(bad((o) => ((o['changes'] as Record<string, unknown>[])[1]!['wallMs'] = null))), /result\.changes\[1\]\.wallMs: expected a number/);
+  t.throws(() => parseCaseResult(bad((o) => ((o['full'] as Record<string, unknown>)['scope'] = 'some'))), /result\.full\.scope/);
+  t.throws(() => parseCaseResult(bad((o) => delete o['capped'])), /result\.capped: expected a boolean/);
+});

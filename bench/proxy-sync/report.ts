@@ -1,0 +1,224 @@
+/**
+ * bench/proxy-sync/report: the result of one case, checked when it crosses
+ * the process boundary (a child prints it as JSON), the Markdown table and
+ * the verdict on the issue's targets. Pure.
+ *
+ * Times in the table are Proxier.lastSync.durationMs (what the agent itself
+ * reports); the targets are judged on the wall time around syncNow(), which
+ * also covers draining the trackers and building the snapshot, so a pass
+ * there is never flattered.
+ */
+import { BENCH_MODES, type BenchMode } from './args.js';
+
+export interface SyncMeasure {
+  readonly ok: boolean;
+  /** Wall time of `await proxier.syncNow()` (for a change: from the handler call). */
+  readonly wallMs: number;
+  /** Proxier.lastSync.durationMs; null when the sync never reported (killed). */
+  readonly durationMs: number | null;
+  readonly scope: 'full' | 'partial' | null;
+  /** Services in a partial scope. */
+  readonly changedServices: number | null;
+  /** The nftables backend's own split (render vs nft -f); null in iptables mode. */
+  readonly renderMs: number | null;
+  readonly applyMs: number | null;
+  readonly error: string | null;
+}
+
+export interface CaseResult {
+  readonly mode: BenchMode;
+  readonly services: number;
+  readonly netns: string;
+  /** From the iptables executor (`iptables -V`); null in nftables mode. */
+  readonly iptablesBackend: 'nft' | 'legacy' | null;
+  /** Time to feed every Service and EndpointSlice through the handlers. */
+  readonly feedMs: number;
+  readonly full: SyncMeasure | null;
+  /** Rules the full sync wrote (iptables: lines of the restore; nftables: rules). */
+  readonly rules: number | null;
+  /** nftables: set and map elements the full sync wrote; null in iptables mode. */
+  readonly elements: number | null;
+  /** Per-endpoint chains the kernel holds after the full sync (expected: 2 per Service). */
+  readonly kernelEndpointChains: number | null;
+  /** process RSS before feeding anything, and after the full sync (MiB). */
+  readonly rssBaselineMiB: number;
+  readonly rssMiB: number | null;
+  readonly heapUsedMiB: number | null;
+  readonly changes: readonly SyncMeasure[];
+  /** A second full sync by a new Proxier and backend over the rules already in the kernel (agent restart). */
+  readonly restart: SyncMeasure | null;
+  readonly restartSkipped: string | null;
+  /** The case hit --cap-s: a sync was killed or later steps skipped. */
+  readonly capped: boolean;
+  readonly error: string | null;
+}
+
+// ---- validation at the process boundary ----
+
+type Obj = Record<string, unknown>;
+
+function isObj(x: unknown): x is Obj {
+  return typeof x === 'object' && x !== null && !Array.isArray(x);
+}
+
+function field<T>(o: Obj, k: string, ok: (v: unknown) => v is T, what: string, path: string): T {
+  const v = o[k];
+  if (!ok(v)) throw new TypeError(`${path}.${k}: expected ${what}, got ${JSON.stringify(v)}`);
+  return v;
+}
+
+const isNum = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
+const isNumOrNull = (v: unknown): v is number | null => v === null || isNum(v);
+const isStr = (v: unknown): v is string => typeof v === 'string';
+const isStrOrNull = (v: unknown): v is string | null => v === null || isStr(v);
+const isBool = (v: unknown): v is boolean => typeof v === 'boolean';
+const isMode = (v: unknown): v is BenchMode => typeof v === 'string' && (BENCH_MODES as readonly string[]).includes(v);
+const isKind = (v: unknown): v is 'nft' | 'legacy' | null => v === null || v === 'nft' || v === 'legacy';
+const isScope = (v: unknown): v is 'full' | 'partial' | null => v === null || v === 'full' || v === 'partial';
+
+function parseSync(x: unknown, path: string): SyncMeasure {
+  if (!isObj(x)) throw new TypeError(`${path}: expected an object`);
+  return {
+    ok: field(x, 'ok', isBool, 'a boolean', path),
+    wallMs: field(x, 'wallMs', isNum, 'a number', path),
+    durationMs: field(x, 'durationMs', isNumOrNull, 'a number or null', path),
+    scope: field(x, 'scope', isScope, '"full", "partial" or null', path),
+    changedServices: field(x, 'changedServices', isNumOrNull, 'a number or null', path),
+    renderMs: field(x, 'renderMs', isNumOrNull, 'a number or null', path),
+    applyMs: field(x, 'applyMs', isNumOrNull, 'a number or null', path),
+    error: field(x, 'error', isStrOrNull, 'a string or null', path),
+  };
+}
+
+/** Checks a case result read back from a child process's JSON. Throws TypeError naming the bad field. */
+export function parseCaseResult(x: unknown): CaseResult {
+  const p = 'result';
+  if (!isObj(x)) throw new TypeError(`${p}: expected an object`);
+  const full = x['full'] === null ? null : parseSync(x['full'], `${p}.full`);
+  const restart = x['restart'] === null ? null : parseSync(x['restart'], `${p}.restart`);
+  const ch = x['changes'];
+  if (!Array.isArray(ch)) throw new TypeError(`${p}.changes: expected an array`);
+  return {
+    mode: field(x, 'mode', isMode, `one of ${BENCH_MODES.join(', ')}`, p),
+    services: field(x, 'services', isNum, 'a number', p),
+    netns: field(x, 'netns', isStr, 'a string', p),
+    iptablesBackend: field(x, 'iptablesBackend', isKind, '"nft", "legacy" or null', p),
+    feedMs: field(x, 'feedMs', isNum, 'a number', p),
+    full,
+    rules: field(x, 'rules', isNumOrNull, 'a number or null', p),
+    elements: field(x, 'elements', isNumOrNull, 'a number or null', p),
+    kernelEndpointChains: field(x, 'kernelEndpointChains', isNumOrNull, 'a number or null', p),
+    rssBaselineMiB: field(x, 'rssBaselineMiB', isNum, 'a number', p),
+    rssMiB: field(x, 'rssMiB', isNumOrNull, 'a number or null', p),
+    heapUsedMiB: field(x, 'heapUsedMiB', isNumOrNull, 'a number or null', p),
+    changes: ch.map((c, i) => parseSync(c, `${p}.changes[${i}]`)),
+    restart,
+    restartSkipped: field(x, 'restartSkipped', isStrOrNull, 'a string or null', p),
+    capped: field(x, 'capped', isBool, 'a boolean', p),
+    error: field(x, 'error', isStrOrNull, 'a string or null', p),
+  };
+}
+
+// ---- statistics and formatting ----
+
+/** The median (mean of the two middle values for an even count); NaN for none. */
+export function median(xs: readonly number[]): number {
+  if (xs.length === 0) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+}
+
+export function max(xs: readonly number[]): number {
+  return xs.length ? Math.max(...xs) : NaN;
+}
+
+/** 1234567 → "1,234,567". */
+export function thousands(n: number): string {
+  return Math.round(n).toString().replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+}
+
+/** Milliseconds: one decimal below 10 ms, whole numbers with separators above. */
+export function ms(n: number): string {
+  if (!Number.isFinite(n)) return '–';
+  return n < 10 ? n.toFixed(1) : thousands(n);
+}
+
+export function modeLabel(r: Pick<CaseResult, 'mode' | 'iptablesBackend'>): string {
+  return r.mode === 'nftables' ? 'nftables' : `iptables (${r.iptablesBackend ?? (r.mode === 'iptables-legacy' ? 'legacy' : '?')})`;
+}
+
+function syncCell(m: SyncMeasure | null, capped: boolean, capS: number): string {
+  if (m === null) return capped ? `capped at ${capS} s` : '–';
+  if (!m.ok) return capped ? `> ${thousands(capS * 1000)} (capped)` : 'failed';
+  return ms(m.durationMs ?? m.wallMs);
+}
+
+function changeDurations(r: CaseResult): number[] {
+  return r.changes.filter((c) => c.ok).map((c) => c.durationMs ?? c.wallMs);
+}
+
+export const TABLE_HEAD = ['mode', 'Services', 'rules/elements', 'full sync (ms)', 'one-endpoint change p50/max (ms)', 'restart full sync (ms)', 'RSS (MiB)'];
+
+/** One Markdown row per case, in the order given. */
+export function formatTable(results: readonly CaseResult[], capS: number): string {
+  const rows = results.map((r) => {
+    const rules = r.rules === null ? '–' : r.elements === null ? thousands(r.rules) : `${thousands(r.rules)} + ${thousands(r.elements)}`;
+    const d = changeDurations(r);
+    const failed = r.changes.length - d.length;
+    const change = r.changes.length === 0 ? (r.capped ? 'capped' : '–') : `${ms(median(d))} / ${ms(max(d))}${failed ? ` (${failed} failed)` : ''}`;
+    const restart = r.restart ? syncCell(r.restart, r.capped, capS) : r.restartSkipped ? 'skipped' : '–';
+    const rss = r.rssMiB === null ? '–' : r.rssMiB.toFixed(0);
+    return [modeLabel(r), thousands(r.services), rules, syncCell(r.full, r.capped, capS), change, restart, rss];
+  });
+  return [`| ${TABLE_HEAD.join(' | ')} |`, `|${TABLE_HEAD.map((_, i) => (i === 0 ? '---' : '---:')).join('|')}|`, ...rows.map((c) => `| ${c.join(' | ')} |`)].join('\n');
+}
+
+// ---- targets ----
+
+export interface TargetVerdict {
+  readonly target: string;
+  /** null: not measured in this run. */
+  readonly pass: boolean | null;
+  readonly detail: string;
+}
+
+const CHANGE_TARGET_SERVICES = 10_000;
+const CHANGE_TARGET_MS = 200;
+const FULL_TARGET_MS = 5_000;
+
+/**
+ * The issue's targets: a one-endpoint change at 10,000 Services applied in
+ * under 200 ms in each mode (every repeat, wall time), and a full nftables
+ * sync at 10,000 Services in under 5 s (wall time).
+ */
+export function evaluateTargets(results: readonly CaseResult[], modes: readonly BenchMode[]): TargetVerdict[] {
+  const out: TargetVerdict[] = [];
+  for (const m of modes) {
+    const r = results.find((x) => x.mode === m && x.services === CHANGE_TARGET_SERVICES);
+    const target = `one-endpoint change at 10,000 Services < ${CHANGE_TARGET_MS} ms, ${r ? modeLabel(r) : m}`;
+    if (!r) {
+      out.push({ target, pass: null, detail: 'size 10000 not in this run' });
+      continue;
+    }
+    const walls = r.changes.map((c) => c.wallMs);
+    if (r.changes.length === 0 || r.changes.some((c) => !c.ok)) {
+      out.push({ target, pass: false, detail: r.changes.length === 0 ? `no change measured${r.capped ? ' (case capped)' : ''}` : 'a change sync failed' });
+      continue;
+    }
+    const worst = max(walls);
+    out.push({ target, pass: worst < CHANGE_TARGET_MS, detail: `wall p50 ${ms(median(walls))} ms, max ${ms(worst)} ms over ${walls.length}` });
+  }
+  if (modes.includes('nftables')) {
+    const r = results.find((x) => x.mode === 'nftables' && x.services === CHANGE_TARGET_SERVICES);
+    const target = `full nftables sync at 10,000 Services < ${FULL_TARGET_MS / 1000} s`;
+    if (!r) out.push({ target, pass: null, detail: 'size 10000 not in this run' });
+    else if (!r.full || !r.full.ok) out.push({ target, pass: false, detail: r.full?.error ?? 'no full sync' });
+    else out.push({ target, pass: r.full.wallMs < FULL_TARGET_MS, detail: `wall ${ms(r.full.wallMs)} ms` });
+  }
+  return out;
+}
+
+export function formatTargets(verdicts: readonly TargetVerdict[]): string {
+  return verdicts.map((v) => `- ${v.target}: ${v.pass === null ? 'NOT MEASURED' : v.pass ? 'PASS' : 'FAIL'} (${v.detail})`).join('\n');
+}

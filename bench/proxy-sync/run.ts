@@ -1,0 +1,153 @@
+/**
+ * bench/proxy-sync: how long the proxy takes to program N Services, and to
+ * apply a one-endpoint change at that size, per mode, with the agent's RSS.
+ *
+ *   npm run bench:proxy -- [--sizes 1000,10000,30000] [--modes iptables,nftables]
+ *                          [--repeat 3] [--cap-s 600] [--no-restart] [--out FILE]
+ *
+ * Each (mode, size) runs in a child process of its own (case.ts): a real
+ * Proxier and the real backend in a fresh scratch namespace
+ * nn-bps-<pid>-<mode>-<size>; the child prints its result as one JSON line.
+ * This process collects them, prints a Markdown table and the verdict on the
+ * targets (a one-endpoint change at 10,000 Services under 200 ms in both
+ * modes; a full nftables sync at 10,000 Services under 5 s), and writes JSON
+ * only when --out is given. Needs root; touches nothing outside its
+ * namespaces, and removes each one after its case (also on SIGINT).
+ */
+import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
+import { dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { FlagError } from '../../agent/src/cli/flags.js';
+import { removeNetns } from '../../agent/src/netns/scratch-netns.js';
+import { caseNetns, parseBenchArgs, type BenchArgs, type BenchMode, type CaseSpec } from './args.js';
+import { runCase } from './case.js';
+import { evaluateTargets, formatTable, formatTargets, modeLabel, ms, parseCaseResult, type CaseResult } from './report.js';
+
+const RESULT_MARK = '@@RESULT ';
+const SELF = fileURLToPath(import.meta.url);
+
+function version(argv: string[]): string {
+  try {
+    return execFileSync(argv[0]!, argv.slice(1), { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).split('\n')[0]!.trim();
+  } catch {
+    return 'unavailable';
+  }
+}
+
+/** A result for a case whose child died without printing one. */
+function lostCase(spec: CaseSpec, why: string): CaseResult {
+  return {
+    mode: spec.mode, services: spec.services, netns: spec.netns, iptablesBackend: null, feedMs: 0, full: null, rules: null, elements: null,
+    kernelEndpointChains: null, rssBaselineMiB: 0, rssMiB: null, heapUsedMiB: null, changes: [], restart: null, restartSkipped: null, capped: false, error: why,
+  };
+}
+
+let current: ChildProcess | null = null;
+let interrupted = false;
+
+function runChild(spec: CaseSpec, args: BenchArgs): Promise<CaseResult> {
+  const argv = [
+    ...process.execArgv, SELF, '--case', `${spec.mode}:${spec.services}`, '--netns', spec.netns,
+    '--repeat', String(args.repeat), '--cap-s', String(args.capS), ...(args.restart ? [] : ['--no-restart']),
+  ];
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'inherit'] });
+    current = child;
+    let out = '';
+    child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
+    // Safety net beyond the child's own cap (a sync killed at the cap returns at once).
+    const watchdog = setTimeout(() => child.kill('SIGTERM'), (args.capS + 180) * 1000);
+    child.on('close', (code, signal) => {
+      clearTimeout(watchdog);
+      current = null;
+      if (existsSync(`/run/netns/${spec.netns}`)) removeNetns(spec.netns); // the child removes it; this covers a child that was killed
+      const line = out.split('\n').find((l) => l.startsWith(RESULT_MARK));
+      if (!line) return resolve(lostCase(spec, `case process exited ${signal ?? code} without a result`));
+      try {
+        resolve(parseCaseResult(JSON.parse(line.slice(RESULT_MARK.length)) as unknown));
+      } catch (e) {
+        resolve(lostCase(spec, `unreadable result: ${e instanceof Error ? e.message : String(e)}`));
+      }
+    });
+  });
+}
+
+function progress(r: CaseResult): string {
+  const change = r.changes.map((c) => ms(c.durationMs ?? c.wallMs)).join(', ');
+  const split = r.full?.renderMs != null ? ` (render ${ms(r.full.renderMs)}, apply ${ms(r.full.applyMs ?? NaN)})` : '';
+  return `${modeLabel(r)} ${r.services}: full ${r.full ? ms(r.full.wallMs) : '–'} ms wall${split}; changes ${change || '–'} ms; ` +
+    `restart ${r.restart ? ms(r.restart.wallMs) : r.restartSkipped ?? '–'}; RSS ${r.rssMiB?.toFixed(0) ?? '–'} MiB${r.error ? `; ERROR ${r.error}` : ''}`;
+}
+
+async function main(): Promise<number> {
+  let args: BenchArgs;
+  try {
+    args = parseBenchArgs(process.argv.slice(2));
+  } catch (e) {
+    if (e instanceof FlagError) {
+      console.error(e.message);
+      return 2;
+    }
+    throw e;
+  }
+  if (args.case) {
+    const r = await runCase(args.case, { repeat: args.repeat, capS: args.capS, restart: args.restart });
+    process.stdout.write(`${RESULT_MARK}${JSON.stringify(r)}\n`);
+    return r.error ? 1 : 0;
+  }
+
+  if (process.getuid?.() !== 0) {
+    console.error('bench:proxy needs root (it creates network namespaces and programs netfilter inside them)');
+    return 2;
+  }
+  process.on('SIGINT', () => {
+    interrupted = true;
+    current?.kill('SIGINT'); // the child removes its namespace and exits; runChild's close handler removes it again
+  });
+
+  const startedAt = new Date();
+  const meta = {
+    date: startedAt.toISOString(),
+    kernel: version(['uname', '-r']),
+    node: process.version,
+    nft: version(['nft', '--version']),
+    iptables: version(['iptables', '-V']),
+    cpus: cpus().length,
+    loadavgBefore: loadavg(),
+    args: { sizes: args.sizes, modes: args.modes, repeat: args.repeat, capS: args.capS, restart: args.restart },
+  };
+  const results: CaseResult[] = [];
+  for (const mode of args.modes as readonly BenchMode[]) {
+    for (const size of args.sizes) {
+      if (interrupted) break;
+      const spec: CaseSpec = { mode, services: size, netns: caseNetns(process.pid, mode, size) };
+      console.error(`[bench:proxy] ${mode} ${size} Services in ${spec.netns} ...`);
+      const r = await runChild(spec, args);
+      results.push(r);
+      console.error(`[bench:proxy] ${progress(r)}`);
+    }
+  }
+
+  const table = formatTable(results, args.capS);
+  const verdicts = evaluateTargets(results, args.modes);
+  console.log(`\nProxy sync, ${meta.cpus} CPUs, kernel ${meta.kernel}, Node ${meta.node}, ${meta.nft}, ${meta.iptables}`);
+  console.log(`Services: ClusterIP TCP 80 (every 10th also NodePort), 2 endpoints each; ${args.repeat} one-endpoint changes per case.`);
+  console.log(`Times are Proxier.lastSync.durationMs; RSS is the agent process right after the full sync.\n`);
+  console.log(table);
+  console.log(`\nTargets (wall time around syncNow()):\n${formatTargets(verdicts)}`);
+  const errors = results.filter((r) => r.error);
+  for (const r of errors) console.log(`\n${modeLabel(r)} ${r.services}: ${r.capped ? 'CAPPED: ' : ''}${r.error}`);
+
+  if (args.out) {
+    mkdirSync(dirname(args.out), { recursive: true });
+    writeFileSync(args.out, `${JSON.stringify({ ...meta, loadavgAfter: loadavg(), results, targets: verdicts, table }, null, 2)}\n`);
+    console.error(`[bench:proxy] results written to ${args.out}`);
+  }
+  const left = execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' }).split('\n').filter((l) => l.startsWith(`nn-bps-${process.pid}-`));
+  if (left.length) console.error(`[bench:proxy] WARNING: namespaces left behind: ${left.join(', ')}`);
+  return interrupted ? 130 : errors.length ? 1 : 0;
+}
+
+process.exitCode = await main();
