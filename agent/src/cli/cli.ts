@@ -6,6 +6,7 @@ import type { Runner } from '../exec/runner.js';
 import { agentCommand, type StartAgent } from './agent-cmd.js';
 import { podCommand } from './pod-cmd.js';
 import { demoCommand } from './demo-cmd.js';
+import { traceCommand } from './trace-cmd.js';
 import { FlagError } from './flags.js';
 
 export const VERSION = '0.1.0';
@@ -28,6 +29,8 @@ commands:
                      start another long-running app process in a pod (detached)
   pod ls [--run-dir D] pod rm NAME [--run-dir D]
                      list pods; remove one (apps killed, CNI DEL, pause stopped)
+  trace [--netns NAME|PATH] [--mode auto|iptables|nftables] [--prefix KUBE] [--from-node] [--json] SRC PROTO DST [PORT]
+                     trace a new connection's first packet through a node's live Service rules (PROTO tcp|udp|sctp|icmp)
   demo [--keep]      a virtual node with two pods on cbr0: IPs, traffic, an app restart that keeps its IP
   version            print the version
 `;
@@ -42,6 +45,8 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<nu
         return await podCommand(rest, deps.runner);
       case 'demo':
         return await demoCommand(rest);
+      case 'trace':
+        return await traceCommand(rest, { runner: deps.runner });
       case 'version':
       case '--version':
         process.stdout.write(`nodenet ${VERSION}\n`);

@@ -1,0 +1,208 @@
+/**
+ * cli/trace-live: reads a node's live Service rules for `nodenet trace`.
+ *
+ * What it reads, inside the node's network namespace (commands run under the
+ * Runner's netns option; nothing is written):
+ *   - nftables mode: `nft list table ip <table>` (the text listing: the
+ *     tracer reads rules as text; `nft -j` carries no rule text), parsed with
+ *     nft-listing.ts;
+ *   - iptables mode: `iptables -V` says which backend the user's iptables
+ *     drives (the one the agent writes to), then that backend's whole
+ *     `iptables-*-save` (one spawn; `-t nat` on the legacy backend would load
+ *     and create the table as a side effect). When our SERVICES chain is not
+ *     there, the other backend is looked at too. Only the nat and filter
+ *     tables are kept: the tracer walks those;
+ *   - the namespace's IPv4 addresses (`ip -4 -o addr show`): the tracers'
+ *     "local" addresses (addrtype LOCAL / fib type local, the OUTPUT path).
+ *
+ * iptables-parse.ts knows the matches nodenet writes, not every module a
+ * foreign ruleset may use (physdev, set, ...). A foreign rule it cannot parse
+ * is left out of the trace and reported (`skipped`), rather than making the
+ * whole trace fail on a node that also runs Docker.
+ */
+import type { Runner, RunResult } from '../exec/runner.js';
+import { silentLogger } from '../log/log.js';
+import { isIPv4 } from '../net/ip.js';
+import { BACKEND_COMMANDS, detectBackend } from '../netfilter/iptables.js';
+import { chainNamesFromSave, parseRuleArgs, parseSave, tokenize, type IptDump } from '../netfilter/iptables-parse.js';
+import type { IptablesBackendKind } from '../netfilter/iptables-types.js';
+import { NftExecutor } from '../netfilter/nft.js';
+import { parseNftListing } from '../netfilter/nft-listing.js';
+import type { NftTableState } from '../netfilter/nft-state.js';
+import { fixedChains } from '../proxy/iptables/chains.js';
+import { tableName } from '../proxy/nftables/names.js';
+import { FlagError } from './flags.js';
+
+export type TraceMode = 'iptables' | 'nftables';
+
+export interface LiveDeps {
+  readonly runner: Runner;
+  /** The namespace to read (a path); the process's own when absent. */
+  readonly netns?: string;
+}
+
+export interface IptablesLive {
+  readonly mode: 'iptables';
+  readonly backend: IptablesBackendKind;
+  readonly dump: IptDump;
+  /** Foreign `-A` lines the parser does not understand, left out of the trace. */
+  readonly skipped: readonly string[];
+}
+
+export interface NftablesLive {
+  readonly mode: 'nftables';
+  /** "ip kube-proxy" */
+  readonly table: string;
+  readonly state: NftTableState;
+}
+
+export type LiveRules = IptablesLive | NftablesLive;
+
+/** The rules could not be read, or nodenet's rules are not there: `nodenet trace` exits 1. */
+export class TraceReadError extends Error {
+  override name = 'TraceReadError';
+}
+
+type Probe<T> = { readonly found: T } | { readonly missing: string };
+
+function runOpts(deps: LiveDeps, allowFailure: boolean): { netns?: string; allowFailure: boolean } {
+  return deps.netns === undefined ? { allowFailure } : { netns: deps.netns, allowFailure };
+}
+
+const errText = (e: unknown): string => (e instanceof Error ? e.message : String(e));
+
+/** The `*nat` and `*filter` blocks of iptables-save output (other tables dropped). Pure. */
+export function keepTables(save: string, keep: readonly string[] = ['nat', 'filter']): string {
+  const out: string[] = [];
+  let on = false;
+  for (const line of save.split('\n')) {
+    const l = line.trim();
+    if (l.startsWith('*')) on = keep.includes(l.slice(1).trim());
+    if (on) out.push(line);
+    if (l === 'COMMIT') on = false;
+  }
+  return out.length ? `${out.join('\n')}\n` : '';
+}
+
+/** Drops the `-A` lines iptables-parse cannot read; returns the rest and the dropped lines. Pure. */
+export function dropUnparseable(save: string): { text: string; skipped: string[] } {
+  const kept: string[] = [];
+  const skipped: string[] = [];
+  for (const line of save.split('\n')) {
+    const l = line.trim();
+    if (l.startsWith('-A ')) {
+      try {
+        let toks = tokenize(l);
+        if (toks[0] && /^\[\d+:\d+\]$/.test(toks[0])) toks = toks.slice(1);
+        parseRuleArgs(toks[1] ?? '', toks.slice(2));
+      } catch {
+        skipped.push(l);
+        continue;
+      }
+    }
+    kept.push(line);
+  }
+  return { text: kept.join('\n'), skipped };
+}
+
+/** The namespace's IPv4 addresses (every scope: addrtype LOCAL matches them all). */
+export async function readLocalAddresses(deps: LiveDeps): Promise<string[]> {
+  let r: RunResult;
+  try {
+    r = await deps.runner.run(['ip', '-4', '-o', 'addr', 'show'], runOpts(deps, false));
+  } catch (e) {
+    throw new TraceReadError(`cannot list the namespace's addresses: ${errText(e)}`, { cause: e });
+  }
+  const ips = [...r.stdout.matchAll(/\sinet (\d+\.\d+\.\d+\.\d+)\//g)].map((m) => m[1]!).filter(isIPv4);
+  return [...new Set(ips)];
+}
+
+async function probeNftables(deps: LiveDeps, prefix: string): Promise<Probe<NftablesLive>> {
+  const name = tableName(prefix);
+  let text: string | null;
+  try {
+    text = await new NftExecutor(deps).listTableText('ip', name);
+  } catch (e) {
+    return { missing: `cannot read nftables (\`nft list table ip ${name}\`): ${errText(e)}` };
+  }
+  if (text === null) return { missing: `no nftables table ip ${name}` };
+  let tables: NftTableState[];
+  try {
+    tables = parseNftListing(text);
+  } catch (e) {
+    throw new TraceReadError(`cannot parse \`nft list table ip ${name}\`: ${errText(e)}`, { cause: e });
+  }
+  const state = tables.find((t) => t.family === 'ip' && t.name === name);
+  if (!state) throw new TraceReadError(`\`nft list table ip ${name}\` printed no table ip ${name}`);
+  return { found: { mode: 'nftables', table: `ip ${name}`, state } };
+}
+
+async function probeIptables(deps: LiveDeps, prefix: string): Promise<Probe<IptablesLive>> {
+  const services = fixedChains(prefix).services;
+  let order: IptablesBackendKind[];
+  try {
+    const b = await detectBackend({ runner: deps.runner, log: silentLogger(), ...(deps.netns === undefined ? {} : { netns: deps.netns }) });
+    order = b === 'nft' ? ['nft', 'legacy'] : ['legacy', 'nft'];
+  } catch {
+    order = ['nft', 'legacy']; // no `iptables` alternative: look at both backends' tools
+  }
+  const looked: string[] = [];
+  for (const backend of order) {
+    const cmd = BACKEND_COMMANDS[backend].save;
+    let r: RunResult;
+    try {
+      r = await deps.runner.run([cmd], runOpts(deps, true));
+    } catch (e) {
+      looked.push(`${cmd}: ${errText(e)}`);
+      continue;
+    }
+    if (r.exitCode !== 0) {
+      looked.push(`${cmd} exited ${r.exitCode}${r.stderr.trim() ? `: ${r.stderr.trim().split('\n')[0]}` : ''}`);
+      continue;
+    }
+    const text = keepTables(r.stdout);
+    if (!chainNamesFromSave(text, 'nat').has(services)) {
+      looked.push(cmd);
+      continue;
+    }
+    const { text: clean, skipped } = dropUnparseable(text);
+    let dump: IptDump;
+    try {
+      dump = parseSave(clean);
+    } catch (e) {
+      throw new TraceReadError(`cannot parse ${cmd} output: ${errText(e)}`, { cause: e });
+    }
+    return { found: { mode: 'iptables', backend, dump, skipped } };
+  }
+  return { missing: `no ${services} chain in the nat table (${looked.join('; ')})` };
+}
+
+/**
+ * Reads the rules of `mode`, or detects the mode: our nft table present →
+ * nftables; our SERVICES chain in nat → iptables.
+ * @throws FlagError when both are present under 'auto' (the user must pick).
+ * @throws TraceReadError when the rules are not there or cannot be read.
+ */
+export async function readLiveRules(deps: LiveDeps, mode: 'auto' | TraceMode, prefix: string): Promise<LiveRules> {
+  const where = deps.netns === undefined ? 'this network namespace' : deps.netns;
+  if (mode === 'nftables') {
+    const p = await probeNftables(deps, prefix);
+    if ('found' in p) return p.found;
+    throw new TraceReadError(`${p.missing} in ${where}`);
+  }
+  if (mode === 'iptables') {
+    const p = await probeIptables(deps, prefix);
+    if ('found' in p) return p.found;
+    throw new TraceReadError(`${p.missing} in ${where}`);
+  }
+  const [n, i] = await Promise.all([probeNftables(deps, prefix), probeIptables(deps, prefix)]);
+  if ('found' in n && 'found' in i) {
+    throw new FlagError(
+      `both nftables rules (table ${n.found.table}) and iptables rules (${fixedChains(prefix).services} in nat, ${BACKEND_COMMANDS[i.found.backend].save}) ` +
+        `are present in ${where}; say which to trace with --mode nftables or --mode iptables`,
+    );
+  }
+  if ('found' in n) return n.found;
+  if ('found' in i) return i.found;
+  throw new TraceReadError(`no nodenet Service rules in ${where}: ${n.missing}; ${i.missing}`);
+}
