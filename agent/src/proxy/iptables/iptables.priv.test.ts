@@ -24,7 +24,7 @@ import { parseSave, ruleSignature, type IptDump } from '../../netfilter/iptables
 import { IptablesRestoreError, type IptablesBackendKind } from '../../netfilter/iptables-types.js';
 import { traceIptables } from '../../testing/iptables-tracer.js';
 import type { ProxySnapshot, SyncScope } from '../types.js';
-import { ep, nodeConfig, snapshot, svc } from './fixtures.js';
+import { ep, nodeConfig, snapshot, svc } from '../test-fixtures.js';
 import { IptablesBackend } from './proxier.js';
 
 const log = silentLogger();

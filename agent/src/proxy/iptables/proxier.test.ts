@@ -6,7 +6,7 @@ import { FakeIptables } from '../../netfilter/iptables.fake.js';
 import { getChain } from '../../netfilter/iptables-parse.js';
 import { traceIptables } from '../../testing/iptables-tracer.js';
 import type { Protocol, ProxySnapshot } from '../types.js';
-import { EXTERNAL_CLIENT, NODE_IP, ep, nodeConfig, snapshot, svc } from './fixtures.js';
+import { EXTERNAL_CLIENT, NODE_IP, ep, nodeConfig, snapshot, svc } from '../test-fixtures.js';
 import { IptablesBackend } from './proxier.js';
 
 function setup(over: Parameters<typeof nodeConfig>[0] = {}): { f: FakeIptables; b: IptablesBackend } {

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { NodenetError } from '../../errors/errors.js';
 import { parseRestore } from '../../netfilter/iptables-parse.js';
-import { ep, nodeConfig, snapshot, svc } from './fixtures.js';
+import { ep, nodeConfig, snapshot, svc } from '../test-fixtures.js';
 import { formatProbability, masqueradeMark, renderIptables } from './render.js';
 
 // The parts every full render shares, spelled out once. The first golden below

@@ -18,7 +18,7 @@ import { traceNftables, type NftTracePacket } from '../../testing/nft-tracer.js'
 import type { EndpointInfo, ProxySnapshot, ServicePortInfo } from '../types.js';
 import { NftablesBackend } from './proxier.js';
 import { renderNftables } from './render.js';
-import { CFG, NODE_IP, ep, snapshot, svc } from './test-fixtures.js';
+import { CFG, NODE_IP, ep, snapshot, svc } from '../test-fixtures.js';
 
 const runner = new ExecaRunner();
 const NS = `nn-nft-${process.pid}`;

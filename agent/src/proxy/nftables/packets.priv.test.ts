@@ -20,7 +20,7 @@ import { parseCidr, parseIPv4 } from '../../net/ip.js';
 import { NftExecutor } from '../../netfilter/nft.js';
 import type { ProxyNodeConfig } from '../types.js';
 import { NftablesBackend } from './proxier.js';
-import { ep, snapshot, svc } from './test-fixtures.js';
+import { ep, snapshot, svc } from '../test-fixtures.js';
 
 const runner = new ExecaRunner();
 const tag = `nn-nftp-${process.pid}`;

@@ -12,7 +12,7 @@ import { Proxier } from '../proxier.js';
 import type { IPv4 } from '../../net/ip.js';
 import { NftablesBackend } from './proxier.js';
 import { renderNftables } from './render.js';
-import { CFG, NODE_IP, ep, snapshot, svc } from './test-fixtures.js';
+import { CFG, NODE_IP, ep, snapshot, svc } from '../test-fixtures.js';
 
 /** The fake, plus a switch to make the next apply fail as the kernel would on a bad batch. */
 class FlakyNft implements Nft {

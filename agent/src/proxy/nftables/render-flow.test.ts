@@ -1,7 +1,7 @@
 /**
  * Packet-flow tests for the nftables renderer: render, apply to the
  * validating fake, and trace packets through the resulting table
- * (kube-proxy's runPacketFlowTests). Addresses: see test-fixtures.ts; the
+ * (kube-proxy's runPacketFlowTests). Addresses: see ../test-fixtures.ts; the
  * node is 192.168.0.2, pods 10.0.0.0/8, outside clients 203.0.113.0/24.
  */
 import t, { type Test } from 'tap';
@@ -10,7 +10,7 @@ import type { NftTableState } from '../../netfilter/nft-state.js';
 import { traceNftables, type NftTracePacket } from '../../testing/nft-tracer.js';
 import type { ProxySnapshot } from '../types.js';
 import { renderNftables, type NftablesRenderOptions } from './render.js';
-import { CFG, NODE_IP, ep, snapshot, svc } from './test-fixtures.js';
+import { CFG, NODE_IP, ep, snapshot, svc } from '../test-fixtures.js';
 import type { IPv4 } from '../../net/ip.js';
 
 const POD = '10.0.1.1';

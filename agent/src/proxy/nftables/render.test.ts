@@ -8,7 +8,7 @@
  */
 import t from 'tap';
 import { renderNftables, EMPTY_APPLIED } from './render.js';
-import { CFG, ep, snapshot, svc } from './test-fixtures.js';
+import { CFG, ep, snapshot, svc } from '../test-fixtures.js';
 import { NftFake } from '../../netfilter/nft.fake.js';
 
 /** Strips the first newline and the common indentation of a template literal. */
