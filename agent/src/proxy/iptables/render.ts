@@ -34,7 +34,7 @@
 import { ErrorCode, NodenetError } from '../../errors/errors.js';
 import { quoteArg } from '../../netfilter/iptables-types.js';
 import { endpointString, spnString, type EndpointInfo, type ProxyNodeConfig, type ProxySnapshot, type ServicePortInfo, type SyncScope } from '../types.js';
-import { categorizeEndpoints, externallyAccessible, externalPolicyLocal, internalPolicyLocal } from './categorize.js';
+import { categorizeEndpoints, externallyAccessible, externalPolicyLocal, internalPolicyLocal } from '../categorize.js';
 import { endpointChain, fixedChains, isServiceChain, servicePortChain, type ChainName } from './chains.js';
 
 export interface IptablesRender {
@@ -168,7 +168,7 @@ export function renderIptables(
     if (usesExt) active.add(extChain);
     if (usesSvc) active.add(svcChain);
     if (usesSvl) active.add(svlChain);
-    for (const ep of cat.reachable) active.add(endpointChain(P, spn, svc.protocol, endpointString(ep)));
+    for (const ep of cat.allReachable) active.add(endpointChain(P, spn, svc.protocol, endpointString(ep)));
     const write = scope.full || scope.changed.has(`${svc.spn.namespace}/${svc.spn.name}`);
     if (!write) continue;
 
@@ -209,7 +209,7 @@ export function renderIptables(
     };
     if (usesSvc) dispatch(svcChain, cat.cluster);
     if (usesSvl) dispatch(svlChain, cat.local);
-    for (const ep of cat.reachable) {
+    for (const ep of cat.allReachable) {
       const sep = endpointChain(P, spn, svc.protocol, endpointString(ep));
       declare(sep);
       natChainRules.push(line('-A', sep, '-m', 'comment', '--comment', c(spn), '-s', ep.ip, '-j', F.markMasq));

@@ -45,14 +45,8 @@
 import { ErrorCode, NodenetError } from '../../errors/errors.js';
 import type { EndpointInfo, ProxyNodeConfig, ProxySnapshot, ServicePortInfo, SyncScope } from '../types.js';
 import { spnString } from '../types.js';
-import {
-  categorizeEndpoints,
-  externallyAccessible,
-  externalPolicyLocal,
-  internalPolicyLocal,
-  usesClusterEndpoints,
-  usesLocalEndpoints,
-} from './endpoints.js';
+import { externallyAccessible, externalPolicyLocal, internalPolicyLocal, usesClusterEndpoints, usesLocalEndpoints } from '../categorize.js';
+import { categorizeSorted } from './endpoints.js';
 import { endpointObjects, servicePortChains, tableName } from './names.js';
 
 export interface NftablesRenderOptions {
@@ -191,7 +185,7 @@ function planServicePort(svc: ServicePortInfo, endpoints: readonly EndpointInfo[
   const comment = spnString(spn);
   const proto = svc.protocol.toLowerCase();
   const names = servicePortChains(spn);
-  const cat = categorizeEndpoints(svc, endpoints);
+  const cat = categorizeSorted(svc, endpoints);
   const chains = new Map<string, string[]>();
   const affinitySets = new Map<string, number>();
   const elements: ElementEntry[] = [];
