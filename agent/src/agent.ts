@@ -5,7 +5,8 @@
  * Start order matters: state dirs, then the netlink socket of the node
  * namespace, the IPAM store, the sandbox, the CNI server, and only then the
  * replay of DELs that the shim queued while no agent was running (they need
- * the sandbox), and last the ready marker.
+ * the sandbox), then the Service proxy when a proxy mode is set (its first
+ * sync waits for the source's initial lists), and last the ready marker.
  */
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import type { AgentConfig } from './config/config.js';
@@ -24,9 +25,12 @@ import { SandboxCniHandler } from './sandbox/cni-handler.js';
 import { startCniServer } from './cniserver/server.js';
 import { deletionQueueDirFor, replayDeletions } from './cniserver/replay-deletions.js';
 import type { RunningAgent } from './cli/agent-cmd.js';
+import { ErrorCode, NodenetError } from './errors/errors.js';
+import { startProxyHost, type ProxyHost } from './proxy-host.js';
 
 export async function startAgent(cfg: AgentConfig, logger?: Logger): Promise<RunningAgent> {
   const log = (logger ?? createLogger({ level: cfg.logLevel as 'info', ...(cfg.logFile ? { destination: cfg.logFile } : {}) })).child({ [F.node]: cfg.nodeName });
+  if (cfg.proxyMode === 'ipvs') throw new NodenetError(ErrorCode.InvalidConfig, 'config proxyMode: ipvs is not available yet (iptables, nftables or none)');
   const readyFile = `${cfg.runDir}/agent.ready`;
   rmSync(readyFile, { force: true });
   mkdirSync(cfg.stateDir, { recursive: true, mode: 0o700 });
@@ -48,6 +52,21 @@ export async function startAgent(cfg: AgentConfig, logger?: Logger): Promise<Run
   const handler = new SandboxCniHandler({ sandbox, defaultMtu: cfg.mtu, ready: () => ready, log: log.child({ [F.subsys]: 'cni' }) });
   const server = await startCniServer({ socketPath: cfg.cniSocket, handler, log });
   const replay = await replayDeletions(deletionQueueDirFor(cfg.cniSocket), handler, log);
+  let proxy: ProxyHost | null = null;
+  if (cfg.proxyMode !== 'none') {
+    proxy = await startProxyHost({
+      mode: cfg.proxyMode,
+      nodeName: cfg.nodeName,
+      clusterCIDR: cfg.clusterCIDR,
+      prefix: cfg.proxyPrefix,
+      runner,
+      log,
+      manifestsDir: cfg.manifestsDir,
+      statusFile: `${cfg.runDir}/proxy-status.json`,
+      minSyncIntervalMs: cfg.proxyMinSyncMs,
+      clusterIPPing: cfg.clusterIPPing,
+    });
+  }
   ready = true;
   writeFileSync(readyFile, `${process.pid}\n`);
   log.info({ socket: cfg.cniSocket, podCIDR: cfg.podCIDR, replay }, 'agent ready');
@@ -56,6 +75,7 @@ export async function startAgent(cfg: AgentConfig, logger?: Logger): Promise<Run
     async stop() {
       ready = false;
       rmSync(readyFile, { force: true });
+      await proxy?.stop();
       await server.close();
       node.close();
       log.info('agent stopped');

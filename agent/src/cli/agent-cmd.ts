@@ -33,7 +33,7 @@ export function agentConfigFromArgs(argv: readonly string[]): AgentConfig {
   }
   for (const [flag, key] of Object.entries(FLAG_KEYS)) {
     const v = p.flags.get(flag);
-    if (v !== undefined) base[key] = key === 'mtu' ? Number(v) : v;
+    if (v !== undefined) base[key] = key === 'mtu' || key === 'proxyMinSyncMs' ? Number(v) : v;
   }
   return parseAgentConfig(base);
 }

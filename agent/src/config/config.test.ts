@@ -17,3 +17,15 @@ t.test('errors name the field', async (t) => {
   t.throws(() => parseAgentConfig({ bridge: 'a-very-long-bridge-name' }), /config bridge/);
   t.throws(() => parseAgentConfig([]), /config \(root\)/);
 });
+
+t.test('proxy fields: defaults, values and errors naming the field', async (t) => {
+  const d = parseAgentConfig({});
+  t.same([d.proxyPrefix, d.manifestsDir, d.clusterIPPing, d.proxyMinSyncMs], ['KUBE', null, 'reject', 1000]);
+  const c = parseAgentConfig({ proxyMode: 'nftables', proxyPrefix: 'NN', manifestsDir: '/etc/nodenet/manifests', clusterIPPing: 'drop', proxyMinSyncMs: 0 });
+  t.same([c.proxyMode, c.proxyPrefix, c.manifestsDir, c.clusterIPPing, c.proxyMinSyncMs], ['nftables', 'NN', '/etc/nodenet/manifests', 'drop', 0]);
+  t.throws(() => parseAgentConfig({ proxyPrefix: 'kube' }), /config proxyPrefix/);
+  t.throws(() => parseAgentConfig({ proxyPrefix: 'TOOLONGX' }), /config proxyPrefix/);
+  t.throws(() => parseAgentConfig({ clusterIPPing: 'answer' }), /config clusterIPPing: must be reject or drop/);
+  t.throws(() => parseAgentConfig({ proxyMinSyncMs: -1 }), /config proxyMinSyncMs/);
+  t.throws(() => parseAgentConfig({ proxyMinSyncMs: '5' }), /config proxyMinSyncMs/);
+});

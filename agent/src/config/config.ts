@@ -24,6 +24,14 @@ export interface AgentConfig {
   readonly bridge: string;
   readonly mtu: number | null;
   readonly proxyMode: ProxyMode;
+  /** Chain / table name prefix of the proxy's rules: 'KUBE' gives kube-proxy's names; another keeps clear of a real kube-proxy. */
+  readonly proxyPrefix: string;
+  /** A directory of Service / EndpointSlice JSON manifests the proxy follows (when there is no API server). */
+  readonly manifestsDir: string | null;
+  /** nftables mode: a ping to a ClusterIP is rejected at once ('reject', kube-proxy's behaviour) or silently dropped ('drop'). */
+  readonly clusterIPPing: 'reject' | 'drop';
+  /** At least this long between two proxy syncs (kube-proxy --iptables-min-sync-period), ms. */
+  readonly proxyMinSyncMs: number;
   readonly logLevel: string;
   /** A file for the agent's logs; stderr when null. */
   readonly logFile: string | null;
@@ -39,6 +47,10 @@ export const DEFAULTS: AgentConfig = {
   bridge: 'cbr0',
   mtu: null,
   proxyMode: 'none',
+  proxyPrefix: 'KUBE',
+  manifestsDir: null,
+  clusterIPPing: 'reject',
+  proxyMinSyncMs: 1000,
   logLevel: 'info',
   logFile: null,
 };
@@ -78,6 +90,12 @@ export function parseAgentConfig(raw: unknown): AgentConfig {
   }
   const mode = str(o, 'proxyMode') ?? DEFAULTS.proxyMode;
   if (!['iptables', 'nftables', 'ipvs', 'none'].includes(mode)) throw bad('proxyMode', 'must be iptables, nftables, ipvs or none');
+  const prefix = str(o, 'proxyPrefix') ?? DEFAULTS.proxyPrefix;
+  if (!/^[A-Z][A-Z0-9]{0,6}$/.test(prefix)) throw bad('proxyPrefix', 'must be 1-7 upper-case letters or digits, starting with a letter (e.g. KUBE, NN)');
+  const ping = str(o, 'clusterIPPing') ?? DEFAULTS.clusterIPPing;
+  if (ping !== 'reject' && ping !== 'drop') throw bad('clusterIPPing', 'must be reject or drop');
+  const minSyncRaw = o['proxyMinSyncMs'] ?? DEFAULTS.proxyMinSyncMs;
+  if (typeof minSyncRaw !== 'number' || !Number.isInteger(minSyncRaw) || minSyncRaw < 0 || minSyncRaw > 600_000) throw bad('proxyMinSyncMs', 'must be an integer from 0 to 600000');
   const bridge = str(o, 'bridge') ?? DEFAULTS.bridge;
   if (bridge.length > 15 || /[\s/]/.test(bridge)) throw bad('bridge', 'must be a valid interface name (at most 15 characters)');
   return {
@@ -90,6 +108,10 @@ export function parseAgentConfig(raw: unknown): AgentConfig {
     bridge,
     mtu,
     proxyMode: mode as ProxyMode,
+    proxyPrefix: prefix,
+    manifestsDir: str(o, 'manifestsDir') ?? null,
+    clusterIPPing: ping,
+    proxyMinSyncMs: minSyncRaw,
     logLevel: str(o, 'logLevel') ?? DEFAULTS.logLevel,
     logFile: str(o, 'logFile') ?? null,
   };
@@ -106,6 +128,10 @@ export const FLAG_KEYS: Readonly<Record<string, keyof AgentConfig>> = {
   bridge: 'bridge',
   mtu: 'mtu',
   'proxy-mode': 'proxyMode',
+  'proxy-prefix': 'proxyPrefix',
+  manifests: 'manifestsDir',
+  'cluster-ip-ping': 'clusterIPPing',
+  'proxy-min-sync-ms': 'proxyMinSyncMs',
   'log-level': 'logLevel',
   'log-file': 'logFile',
 };

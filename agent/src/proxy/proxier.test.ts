@@ -290,3 +290,28 @@ t.test('syncs never overlap, even when syncNow is called directly', async (t) =>
   t.same(scopes.map((x) => x.full), [true, false, false]);
   t.equal(s.proxier.lastSync?.ruleCount, null, 'a backend without lastSyncRuleCount');
 });
+
+t.test('onSyncDone reports every attempt after its conntrack work: the applied snapshot, or null on failure', async (t) => {
+  const done: { endpoints: string[] | null; ok: boolean; conntrackCallsBefore: number }[] = [];
+  let s: ReturnType<typeof setup> | undefined;
+  s = setup({
+    onSyncDone: (snap, stats) =>
+      done.push({
+        endpoints: snap ? (snap.endpoints.get('default/dns:dns') ?? []).map((e) => e.ip) : null,
+        ok: stats.ok,
+        conntrackCallsBefore: s!.conntrack.calls.length,
+      }),
+  });
+  await synced(s, [dns()], [dnsSlice([{ ip: podIP(1, 1), nodeName: nodeName(1) }])]);
+  // a UDP Service that gains endpoints has its (ClusterIP and NodePort) entries flushed first: cached rejects go
+  t.same(done, [{ endpoints: ['10.244.1.2'], ok: true, conntrackCallsBefore: 2 }]);
+  s.proxier.onEndpointSliceUpdate(dnsSlice([{ ip: podIP(1, 1), nodeName: nodeName(1) }]), dnsSlice([{ ip: podIP(1, 2), nodeName: nodeName(1) }]));
+  await s.clock.advance(MIN);
+  t.equal(done.length, 2);
+  t.same(done[1]!.endpoints, ['10.244.1.3']);
+  t.ok(done[1]!.conntrackCallsBefore > 2, 'the removed endpoint\'s conntrack cleanup ran before the callback');
+  s.backend.failNext(1);
+  s.proxier.onEndpointSliceUpdate(dnsSlice([{ ip: podIP(1, 2), nodeName: nodeName(1) }]), dnsSlice([]));
+  await s.clock.advance(MIN);
+  t.same(done[2], { endpoints: null, ok: false, conntrackCallsBefore: done[2]!.conntrackCallsBefore });
+});

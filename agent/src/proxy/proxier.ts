@@ -56,6 +56,12 @@ export interface ProxierDeps {
   readonly retryBaseMs?: number;
   /** The cluster's NodePort range (default 30000-32767): a Service outside it is rejected. */
   readonly nodePortRange?: PortRange;
+  /**
+   * Called at the end of every sync attempt, after the conntrack cleanup:
+   * with the snapshot now in the kernel, or null when the sync failed.
+   * Must not throw (status files, metrics).
+   */
+  readonly onSyncDone?: (applied: ProxySnapshot | null, stats: SyncStats) => void;
 }
 
 export type SyncReason = 'first' | 'after-failure' | 'canary-missing' | 'periodic-full' | 'partial';
@@ -236,6 +242,7 @@ export class Proxier implements ServiceHandler, EndpointSliceHandler {
       this.stats = { ...base, durationMs: clock.now() - startedAt, ruleCount: null, ok: false, error: err.message, conntrackActions: 0 };
       this.log.error({ [F.err]: err, [F.scope]: base.scope, [F.reason]: reason }, `proxy sync failed; retrying in ${retryMs} ms with a full sync`);
       this.runner.retryAfter(retryMs);
+      this.deps.onSyncDone?.(null, this.stats);
       return;
     }
     this.everSynced = true;
@@ -251,6 +258,7 @@ export class Proxier implements ServiceHandler, EndpointSliceHandler {
       { [F.scope]: base.scope, [F.reason]: reason, [F.durationMs]: durationMs, [F.count]: base.servicePorts },
       `proxy rules synced: ${base.servicePorts} service ports, ${endpointCount} endpoints${scope.full ? '' : `, ${base.changedServices} changed Services`}`,
     );
+    this.deps.onSyncDone?.(snapshot, this.stats);
   }
 
   private async chooseScope(now: number): Promise<SyncReason> {

@@ -50,6 +50,9 @@ export function podIP(node: number, i: number): IPv4 {
   return parseIPv4(`10.244.${node}.${i + 1}`);
 }
 
+/** The underlay's router (the underlay namespace's ul0): every node's default gateway, as a real node has one. */
+export const UNDERLAY_GATEWAY = parseIPv4('192.168.77.1');
+
 /** Node N's underlay address: 192.168.77.(10+N). */
 export function nodeIP(node: number): IPv4 {
   checkRange('node', node, 1, 189);

@@ -6,6 +6,10 @@
  * (nn-<tag>-<name>) with eth0 on the underlay and its own agent process,
  * state dir and CNI socket. Pods are namespaces the tests or the agent make.
  *
+ * The underlay namespace holds 192.168.77.1 on ul0 and is every node's
+ * default gateway (it does not forward), so traffic no rule claims leaves a
+ * node the way it would on a real one instead of failing the route lookup.
+ *
  * Everything is named with the nn- prefix so scripts/cleanup.mjs can remove a
  * crashed run's leftovers; destroy() removes everything a Lab made, and it
  * never touches the root namespace's links, routes, firewall or sysctls.
@@ -17,6 +21,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ExecaRunner, type RunResult } from '../exec/runner.js';
 import { distDir, packageRoot, pausePath, shimPath } from '../config/paths.js';
 import { listSandboxes, stopSandbox } from '../netns/pause-holder.js';
+import { UNDERLAY_GATEWAY } from './addresses.js';
 
 export const REPO = packageRoot();
 export const AGENT_JS = `${distDir()}nodenet.js`;
@@ -29,8 +34,9 @@ const runner = new ExecaRunner();
 export async function sh(argv: readonly string[], input?: string): Promise<RunResult> {
   return runner.run(argv, input === undefined ? {} : { input });
 }
-export async function shOk(argv: readonly string[]): Promise<RunResult> {
-  return runner.run(argv, { allowFailure: true });
+/** Like sh, but a non-zero exit is returned, not thrown. */
+export async function shOk(argv: readonly string[], input?: string): Promise<RunResult> {
+  return runner.run(argv, input === undefined ? { allowFailure: true } : { allowFailure: true, input });
 }
 
 /** Short unique tag for names: at most 15-char interface names leave little room. */
@@ -62,7 +68,7 @@ export class Lab {
     const lab = new Lab(tag);
     mkdirSync(lab.runRoot, { recursive: true });
     await sh(['ip', 'netns', 'add', lab.ul]);
-    await sh(['ip', '-n', lab.ul, '-batch', '-'], 'link set lo up\nlink add ul0 type bridge\nlink set ul0 up\n');
+    await sh(['ip', '-n', lab.ul, '-batch', '-'], `link set lo up\nlink add ul0 type bridge\naddr add ${UNDERLAY_GATEWAY}/24 dev ul0\nlink set ul0 up\n`);
     return lab;
   }
 
@@ -141,7 +147,8 @@ export class VNode {
     const ifx = `u${this.lab.tag}${this.index}`.slice(0, 15);
     await sh(['ip', 'link', 'add', ifx, 'netns', this.lab.ul, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', this.ns]);
     await sh(['ip', '-n', this.lab.ul, '-batch', '-'], `link set ${ifx} master ul0\nlink set ${ifx} up\n`);
-    await sh(['ip', '-n', this.ns, '-batch', '-'], `link set lo up\naddr add ${this.underlayIP} dev eth0\nlink set eth0 up\n`);
+    const gw = this.underlayIP.startsWith('192.168.77.') ? `route add default via ${UNDERLAY_GATEWAY}\n` : '';
+    await sh(['ip', '-n', this.ns, '-batch', '-'], `link set lo up\naddr add ${this.underlayIP} dev eth0\nlink set eth0 up\n${gw}`);
   }
 
   /** The agent's config file content. */

@@ -1,0 +1,81 @@
+import t from 'tap';
+import { mkdtempSync, rmSync, writeFileSync, renameSync, unlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { silentLogger } from '../log/log.js';
+import { ManifestSource } from './manifest-source.js';
+import type { EndpointSliceHandler, ServiceHandler } from '../proxy/handlers.js';
+
+/** Records handler calls as "op kind name[/clusterIP]". */
+class Recorder implements ServiceHandler, EndpointSliceHandler {
+  calls: string[] = [];
+  private d(o: unknown): string {
+    const r = o as { metadata: { name: string }; spec?: { clusterIP?: string } };
+    return r.spec?.clusterIP ? `${r.metadata.name}/${r.spec.clusterIP}` : r.metadata.name;
+  }
+  onServiceAdd(s: unknown) { this.calls.push(`add svc ${this.d(s)}`); }
+  onServiceUpdate(p: unknown, c: unknown) { this.calls.push(`update svc ${this.d(p)} -> ${this.d(c)}`); }
+  onServiceDelete(s: unknown) { this.calls.push(`delete svc ${this.d(s)}`); }
+  onServicesSynced() { this.calls.push('synced svc'); }
+  onEndpointSliceAdd(s: unknown) { this.calls.push(`add eps ${this.d(s)}`); }
+  onEndpointSliceUpdate(p: unknown, c: unknown) { this.calls.push(`update eps ${this.d(p)} -> ${this.d(c)}`); }
+  onEndpointSliceDelete(s: unknown) { this.calls.push(`delete eps ${this.d(s)}`); }
+  onEndpointSlicesSynced() { this.calls.push('synced eps'); }
+}
+
+const svc = (name: string, ip: string) => ({ kind: 'Service', metadata: { name }, spec: { clusterIP: ip } });
+const eps = (name: string) => ({ kind: 'EndpointSlice', metadata: { name } });
+
+function put(dir: string, file: string, doc: unknown): void {
+  writeFileSync(`${dir}/.${file}.tmp`, typeof doc === 'string' ? doc : JSON.stringify(doc));
+  renameSync(`${dir}/.${file}.tmp`, `${dir}/${file}`);
+}
+
+t.test('initial list then synced; changes delivered as an informer would; a broken file keeps its objects', async (t) => {
+  const dir = mkdtempSync(`${tmpdir()}/nn-manifests-`);
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  put(dir, 'web.json', [svc('web', '10.96.0.10'), eps('web-1')]);
+  const rec = new Recorder();
+  const src = new ManifestSource({ dir, services: rec, slices: rec, log: silentLogger(), pollMs: 60_000 });
+  await src.start();
+  t.teardown(() => src.stop());
+  t.same(rec.calls, ['add eps web-1', 'add svc web/10.96.0.10', 'synced svc', 'synced eps']);
+  t.equal(src.generation, 1);
+
+  rec.calls = [];
+  put(dir, 'web.json', [svc('web', '10.96.0.20'), eps('web-1')]);
+  put(dir, 'db.json', svc('db', '10.96.0.30'));
+  await src.scan();
+  t.same(rec.calls, ['add svc db/10.96.0.30', 'update svc web/10.96.0.10 -> web/10.96.0.20']);
+
+  rec.calls = [];
+  put(dir, 'web.json', '{"kind": "Service", ');
+  await src.scan();
+  t.same(rec.calls, [], 'a broken file changes nothing');
+  t.match(src.errors().get('web.json'), /not valid JSON/);
+
+  unlinkSync(`${dir}/web.json`);
+  await src.scan();
+  t.same(rec.calls, ['delete eps web-1', 'delete svc web/10.96.0.20'], 'a removed file deletes its objects');
+  t.equal(src.errors().size, 0);
+});
+
+t.test('fs.watch picks up a new file without waiting for the poll', async (t) => {
+  const dir = mkdtempSync(`${tmpdir()}/nn-manifests-`);
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const rec = new Recorder();
+  const src = new ManifestSource({ dir, services: rec, slices: rec, log: silentLogger(), pollMs: 60_000, debounceMs: 10 });
+  await src.start();
+  t.teardown(() => src.stop());
+  t.same(rec.calls, ['synced svc', 'synced eps'], 'an empty directory is a complete (empty) list');
+  put(dir, 'a.json', svc('a', '10.96.0.1'));
+  const deadline = Date.now() + 3000;
+  while (Date.now() < deadline && rec.calls.length < 3) await new Promise((r) => setTimeout(r, 10));
+  t.same(rec.calls.slice(2), ['add svc a/10.96.0.1']);
+});
+
+t.test('a missing directory is an empty list', async (t) => {
+  const rec = new Recorder();
+  const src = new ManifestSource({ dir: `${tmpdir()}/nn-does-not-exist-${process.pid}`, services: rec, slices: rec, log: silentLogger(), pollMs: 60_000 });
+  await src.scan();
+  t.same(rec.calls, ['synced svc', 'synced eps']);
+});
