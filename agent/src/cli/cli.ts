@@ -19,8 +19,11 @@ export interface CliDeps {
 export const USAGE = `usage: nodenet <command> [options]
 
 commands:
-  agent  [--config FILE] [--node-name N] [--pod-cidr CIDR] [--state-dir D] [--run-dir D] [--cni-socket S]
-                     run the node agent (CNI service on a unix socket) until SIGTERM
+  agent  [--config FILE] [--node-name N] [--pod-cidr CIDR] [--cluster-cidr CIDR] [--state-dir D] [--run-dir D]
+         [--cni-socket S] [--proxy-mode none|iptables|nftables] [--manifests DIR] [--proxy-prefix KUBE]
+         [--cluster-ip-ping reject|drop] [--proxy-min-sync-ms MS] [--log-level L] [--log-file F]
+                     run the node agent until SIGTERM: the CNI service on a unix socket and, with a proxy
+                     mode, Service rules for the Services and EndpointSlices in the manifest directory
   pod run NAME [--socket S | --cni-conf FILE] [--run-dir D] [--pid-ns] [-- CMD ARGS...]
                      make a pod sandbox (pause + CNI ADD through nodenet-cni), optionally start an app in it
   pod exec NAME [--run-dir D] -- CMD ARGS...
@@ -31,7 +34,9 @@ commands:
                      list pods; remove one (apps killed, CNI DEL, pause stopped)
   trace [--netns NAME|PATH] [--mode auto|iptables|nftables] [--prefix KUBE] [--from-node] [--json] SRC PROTO DST [PORT]
                      trace a new connection's first packet through a node's live Service rules (PROTO tcp|udp|sctp|icmp)
-  demo [--keep]      a virtual node with two pods on cbr0: IPs, traffic, an app restart that keeps its IP
+  demo [--keep] [--proxy-mode iptables|nftables]
+                     a virtual node with pods on cbr0 (traffic, an app restart that keeps its IP) and a
+                     ClusterIP Service that takes TCP connections but never answers a ping
   version            print the version
 `;
 
