@@ -16,6 +16,9 @@
  *      them (measured: a refused ClusterIP then timed out instead).
  * 2. The mode's backend (iptables: backend kind detected, mixing checked;
  *    nftables), the conntrack executor, the Proxier core and its sync loop.
+ *    The other mode's rules of the same prefix are removed first, as
+ *    kube-proxy does at start: a node switched from iptables to nftables
+ *    mode must not keep DNATing through stale iptables chains.
  * 3. The source: a manifest directory when configured (a later source is
  *    the Kubernetes informers). Without a source nothing is ever applied:
  *    the Proxier waits for the initial lists.
@@ -33,11 +36,12 @@ import { F } from './log/fields.js';
 import type { Logger } from './log/log.js';
 import { parseIPv4, type Cidr, type IPv4 } from './net/ip.js';
 import { ConntrackExecutor } from './netfilter/conntrack.js';
-import { createIptables } from './netfilter/iptables.js';
+import { createIptables, detectBackend, ExecIptables } from './netfilter/iptables.js';
 import { NftExecutor } from './netfilter/nft.js';
 import { realClock } from './proxy/clock.js';
 import { IptablesBackend } from './proxy/iptables/proxier.js';
 import { NftablesBackend } from './proxy/nftables/proxier.js';
+import { tableName } from './proxy/nftables/names.js';
 import { Proxier } from './proxy/proxier.js';
 import { endpointString, type ProxyBackend, type ProxyNodeConfig, type ProxySnapshot } from './proxy/types.js';
 import { ManifestSource } from './watch/manifest-source.js';
@@ -105,6 +109,29 @@ async function detectNodeIPs(runner: Runner, netns: string | undefined): Promise
   return ips;
 }
 
+/** Removes the rules the other mode left (a previous run in that mode). Failures are logged: they must not stop the proxy. */
+async function cleanupOtherMode(o: ProxyHostOptions, nodeConfig: ProxyNodeConfig, log: Logger): Promise<void> {
+  const ns = o.netns ? { netns: o.netns } : {};
+  try {
+    if (o.mode === 'nftables') {
+      // No mixing check here: stale chains in either iptables backend are what we came to remove.
+      const deps = { runner: o.runner, log, ...ns };
+      const iptables = new ExecIptables(deps, await detectBackend(deps));
+      if ([...(await iptables.listChains('nat'))].some((c) => c === `${o.prefix}-SERVICES`)) {
+        await new IptablesBackend({ iptables, nodeConfig, log }).cleanup();
+        log.info('removed the iptables-mode rules a previous run left');
+      }
+    } else {
+      const nft = new NftExecutor({ runner: o.runner, ...ns });
+      if (!(await nft.tableExists('ip', tableName(o.prefix)))) return;
+      await new NftablesBackend({ nft, nodeConfig, log }).cleanup();
+      log.info('removed the nftables-mode table a previous run left');
+    }
+  } catch (err) {
+    log.warn({ [F.err]: err }, 'could not remove the other proxy mode\'s rules');
+  }
+}
+
 function describeApplied(s: ProxySnapshot | null): Record<string, string[]> {
   const out: Record<string, string[]> = {};
   if (!s) return out;
@@ -120,6 +147,7 @@ export async function startProxyHost(o: ProxyHostOptions): Promise<ProxyHost> {
   await setSysctls(o.runner, ns);
   const nodeIPs = o.nodeIPs ?? (await detectNodeIPs(o.runner, ns));
   const nodeConfig: ProxyNodeConfig = { nodeName: o.nodeName, nodeIPs, clusterCIDR: o.clusterCIDR, prefix: o.prefix, masqueradeBit: 14 };
+  await cleanupOtherMode(o, nodeConfig, log);
   const backend: ProxyBackend =
     o.mode === 'iptables'
       ? new IptablesBackend({ iptables: await createIptables({ runner: o.runner, log, prefix: o.prefix, ...(ns ? { netns: ns } : {}) }), nodeConfig, log })
