@@ -36,6 +36,7 @@ import type { ProxyBackend, ProxyNodeConfig } from '../../agent/src/proxy/types.
 import { CLUSTER_CIDR, nodeIP, nodeName, type JsonObject } from '../../agent/src/testing/addresses.js';
 import type { CaseSpec } from './args.js';
 import { CappedRunner } from './capped-runner.js';
+import { TimingRunner } from './timing-runner.js';
 import type { CaseResult, SyncMeasure } from './report.js';
 import { endpointAt, initialEndpoints, nodePortRangeFor, planChanges, service, slice, TARGET_PORT } from './workload.js';
 
@@ -98,7 +99,8 @@ function makeProxier(backend: ProxyBackend, services: number, log: Logger): Prox
 const conntrack = new FakeConntrack();
 
 /** Runs one sync and measures it; `before` runs first inside the timed span (the event that triggers it). */
-async function timedSync(proxier: Proxier, mode: Mode, before: () => void = () => {}): Promise<SyncMeasure> {
+async function timedSync(proxier: Proxier, mode: Mode, timing: TimingRunner, before: () => void = () => {}): Promise<SyncMeasure> {
+  timing.take();
   const t0 = performance.now();
   before();
   await proxier.syncNow();
@@ -113,6 +115,7 @@ async function timedSync(proxier: Proxier, mode: Mode, before: () => void = () =
     changedServices: s && s.scope === 'partial' ? s.changedServices : null,
     renderMs: s?.ok ? split.renderMs : null,
     applyMs: s?.ok ? split.applyMs : null,
+    commands: timing.take(),
     error: s ? s.error : 'no sync ran',
   };
 }
@@ -156,7 +159,8 @@ export async function runCase(spec: CaseSpec, opts: CaseOptions): Promise<CaseRe
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
 
-  const runner = new CappedRunner(new ExecaRunner(), Date.now() + opts.capS * 1000);
+  const timing = new TimingRunner(new ExecaRunner());
+  const runner = new CappedRunner(timing, Date.now() + opts.capS * 1000);
   let r: {
     -readonly [K in keyof CaseResult]: CaseResult[K];
   } = {
@@ -178,7 +182,10 @@ export async function runCase(spec: CaseSpec, opts: CaseOptions): Promise<CaseRe
     capped: false,
     error: null,
   };
-  const fail = (msg: string): CaseResult => ({ ...r, capped: r.capped || runner.expired, error: msg });
+  const fail = (msg: string): CaseResult => {
+    const capped = r.capped || runner.expired;
+    return { ...r, capped, error: capped ? `stopped at the ${opts.capS} s cap (--cap-s): ${msg}` : msg };
+  };
   try {
     execFileSync('ip', ['netns', 'add', spec.netns]);
     execFileSync('ip', ['-n', spec.netns, 'link', 'set', 'lo', 'up']);
@@ -196,7 +203,7 @@ export async function runCase(spec: CaseSpec, opts: CaseOptions): Promise<CaseRe
 
     // 1. full sync
     r.feedMs = feed(proxier, services, slices);
-    r.full = await timedSync(proxier, mode);
+    r.full = await timedSync(proxier, mode, timing);
     if (!r.full.ok) return fail(`full sync failed: ${r.full.error}`);
     if (r.full.scope !== 'full') return fail(`expected a full sync, got ${r.full.scope}`);
     Object.assign(r, rss(), mode.counts());
@@ -212,7 +219,7 @@ export async function runCase(spec: CaseSpec, opts: CaseOptions): Promise<CaseRe
       const eps = [...endpoints[i]!];
       eps[c.slot] = c.newEndpoint;
       const cur = slice(c.service, eps);
-      const m = await timedSync(proxier, mode, () => proxier!.onEndpointSliceUpdate(prev, cur));
+      const m = await timedSync(proxier, mode, timing, () => proxier!.onEndpointSliceUpdate(prev, cur));
       const partialOk = m.scope === 'partial' && m.changedServices === 1;
       measures.push(m.ok && !partialOk ? { ...m, ok: false, error: `expected a partial sync of 1 Service, got ${m.scope} (${m.changedServices ?? '-'} Services)` } : m);
       r.changes = [...measures];
@@ -243,7 +250,7 @@ export async function runCase(spec: CaseSpec, opts: CaseOptions): Promise<CaseRe
       mode = await makeMode(spec, runner, netnsPath, log);
       const again = makeProxier(mode.backend, n, log);
       feed(again, services, slices);
-      r.restart = await timedSync(again, mode);
+      r.restart = await timedSync(again, mode, timing);
       if (!r.restart.ok) return fail(`restart full sync failed: ${r.restart.error}`);
       const c2 = await kernelEndpointChains(mode);
       if (c2.length !== 2 * n) return fail(`the kernel holds ${c2.length} endpoint chains after the restart sync, expected ${2 * n}`);

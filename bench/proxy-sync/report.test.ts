@@ -1,8 +1,8 @@
 import t from 'tap';
-import { evaluateTargets, formatTable, formatTargets, median, ms, parseCaseResult, thousands, type CaseResult, type SyncMeasure } from './report.js';
+import { commandTime, evaluateTargets, formatTable, formatTargets, median, ms, parseCaseResult, splitLine, thousands, type CaseResult, type SyncMeasure } from './report.js';
 
 const sync = (o: Partial<SyncMeasure> = {}): SyncMeasure => ({
-  ok: true, wallMs: 100, durationMs: 90, scope: 'full', changedServices: null, renderMs: null, applyMs: null, error: null, ...o,
+  ok: true, wallMs: 100, durationMs: 90, scope: 'full', changedServices: null, renderMs: null, applyMs: null, commands: [], error: null, ...o,
 });
 const change = (d: number, wall = d + 5): SyncMeasure => sync({ wallMs: wall, durationMs: d, scope: 'partial', changedServices: 1 });
 
@@ -62,7 +62,7 @@ t.test('targets: both modes at 10k under 200 ms per change (every repeat), nftab
   t.match(evaluateTargets([capped], ['nftables'])[0]!, { pass: false, detail: 'no change measured (case capped)' });
   const other = evaluateTargets([result({ services: 1000 })], ['iptables', 'nftables']);
   t.same(other.map((x) => x.pass), [null, null, null], 'no 10k case: not measured, neither pass nor fail');
-  t.match(formatTargets(other), /NOT MEASURED \(size 10000 not in this run\)/);
+  t.match(formatTargets(other), /NOT MEASURED \(no 10,000-Service case in this run\)/);
   t.equal(evaluateTargets([nft], ['iptables']).length, 1, 'no nftables verdict when nftables was not run');
 });
 
@@ -83,4 +83,22 @@ t.test('parseCaseResult: accepts what a child prints, names the bad field otherw
   t.throws(() => parseCaseResult(bad((o) => ((o['changes'] as Record<string, unknown>[])[1]!['wallMs'] = null))), /result\.changes\[1\]\.wallMs: expected a number/);
   t.throws(() => parseCaseResult(bad((o) => ((o['full'] as Record<string, unknown>)['scope'] = 'some'))), /result\.full\.scope/);
   t.throws(() => parseCaseResult(bad((o) => delete o['capped'])), /result\.capped: expected a boolean/);
+});
+
+t.test('splitLine: the commands a sync ran, and the rest', async (t) => {
+  const m = sync({ durationMs: 1010, commands: [{ cmd: 'nft -j list tables ip', startMs: 1000, ms: 840.2, exitCode: 0 }, { cmd: 'nft -f -', startMs: 1850, ms: 130, exitCode: 0 }] });
+  t.equal(splitLine(m), '1,010 ms = nft -j list tables ip 840 + nft -f - 130 + other 40');
+  const par = sync({
+    durationMs: 100,
+    commands: [
+      { cmd: 'a', startMs: 0, ms: 10, exitCode: 0 },
+      { cmd: 'b', startMs: 1, ms: 7, exitCode: 1 },
+      { cmd: 'c', startMs: 2, ms: 12, exitCode: 1 },
+      { cmd: 'restore', startMs: 20, ms: 60, exitCode: 0 },
+    ],
+  });
+  t.equal(commandTime(par.commands), 74, 'overlaps counted once: [0,14] + [20,80]');
+  t.equal(splitLine(par), '100 ms = a 10 || b 7.0 || c 12 + restore 60 + other 26');
+  t.equal(splitLine(sync({ durationMs: 5.5, commands: [] })), '5.5 ms = other 5.5');
+  t.throws(() => parseCaseResult({ ...JSON.parse(JSON.stringify(result())), full: { ...sync(), commands: [{ cmd: 1 }] } }), /result\.full\.commands\[0\]\.cmd/);
 });

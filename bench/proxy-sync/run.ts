@@ -23,7 +23,7 @@ import { FlagError } from '../../agent/src/cli/flags.js';
 import { removeNetns } from '../../agent/src/netns/scratch-netns.js';
 import { caseNetns, parseBenchArgs, type BenchArgs, type BenchMode, type CaseSpec } from './args.js';
 import { runCase } from './case.js';
-import { evaluateTargets, formatTable, formatTargets, modeLabel, ms, parseCaseResult, type CaseResult } from './report.js';
+import { evaluateTargets, formatTable, formatTargets, modeLabel, ms, parseCaseResult, splitLine, type CaseResult } from './report.js';
 
 const RESULT_MARK = '@@RESULT ';
 const SELF = fileURLToPath(import.meta.url);
@@ -78,7 +78,9 @@ function progress(r: CaseResult): string {
   const change = r.changes.map((c) => ms(c.durationMs ?? c.wallMs)).join(', ');
   const split = r.full?.renderMs != null ? ` (render ${ms(r.full.renderMs)}, apply ${ms(r.full.applyMs ?? NaN)})` : '';
   return `${modeLabel(r)} ${r.services}: full ${r.full ? ms(r.full.wallMs) : '–'} ms wall${split}; changes ${change || '–'} ms; ` +
-    `restart ${r.restart ? ms(r.restart.wallMs) : r.restartSkipped ?? '–'}; RSS ${r.rssMiB?.toFixed(0) ?? '–'} MiB${r.error ? `; ERROR ${r.error}` : ''}`;
+    `restart ${r.restart ? ms(r.restart.wallMs) : r.restartSkipped ?? '–'}; RSS ${r.rssMiB?.toFixed(0) ?? '–'} MiB${r.error ? `; ERROR ${r.error}` : ''}` +
+    (r.full ? `\n    full:   ${splitLine(r.full)}` : '') +
+    r.changes.map((c, i) => `\n    change ${i + 1}: ${splitLine(c)}${c.renderMs != null ? ` (backend: render ${ms(c.renderMs)}, apply ${ms(c.applyMs ?? NaN)})` : ''}`).join('');
 }
 
 async function main(): Promise<number> {
@@ -125,6 +127,10 @@ async function main(): Promise<number> {
       const spec: CaseSpec = { mode, services: size, netns: caseNetns(process.pid, mode, size) };
       console.error(`[bench:proxy] ${mode} ${size} Services in ${spec.netns} ...`);
       const r = await runChild(spec, args);
+      if (interrupted) {
+        console.error(`[bench:proxy] interrupted: ${modeLabel(r)} ${size} did not finish and is left out`);
+        break;
+      }
       results.push(r);
       console.error(`[bench:proxy] ${progress(r)}`);
     }
