@@ -44,13 +44,14 @@ export class NftFake implements Nft {
   /** Every script that failed, in order. */
   readonly failed: string[] = [];
   /** Number of calls per method, for tests that check what a caller asked. */
-  readonly calls: Record<'apply' | 'listTable' | 'listNames' | 'listTableText' | 'deleteTable' | 'tableExists', number> = {
+  readonly calls: Record<'apply' | 'listTable' | 'listNames' | 'listTableText' | 'deleteTable' | 'tableExists' | 'chainExists', number> = {
     apply: 0,
     listTable: 0,
     listNames: 0,
     listTableText: 0,
     deleteTable: 0,
     tableExists: 0,
+    chainExists: 0,
   };
 
   /** The current state of a table (a copy), or null. */
@@ -110,6 +111,11 @@ export class NftFake implements Nft {
   async deleteTable(family: NftFamily, name: string): Promise<void> {
     this.calls.deleteTable++;
     this.tables.delete(tableKey(family, name));
+  }
+
+  async chainExists(family: NftFamily, table: string, chain: string): Promise<boolean> {
+    this.calls.chainExists++;
+    return this.tables.get(tableKey(family, table))?.state.chains.has(chain) ?? false;
   }
 
   async tableExists(family: NftFamily, name: string): Promise<boolean> {

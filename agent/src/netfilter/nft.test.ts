@@ -103,3 +103,19 @@ t.test('listNames reads chain and set names only (one table of the family), null
   present = false;
   t.equal(await nft.listNames('ip', 'kube-proxy'), null);
 });
+
+t.test('chainExists lists one chain: true, false for a missing table or chain, other failures thrown', async (t) => {
+  const r = new FakeRunner().on((argv) => {
+    const cmd = argv.join(' ');
+    if (cmd === 'nft list chain ip kube-proxy services') return ok('table ip kube-proxy {\n\tchain services {\n\t}\n}\n');
+    if (cmd === 'nft list chain ip gone services') return { stdout: '', stderr: 'Error: No such file or directory\nlist chain ip gone services\n             ^^^^\n', exitCode: 1 };
+    if (cmd === 'nft list chain ip kube-proxy nope') return { stdout: '', stderr: 'Error: No such file or directory\n', exitCode: 1 };
+    if (cmd === 'nft list chain ip denied services') return { stdout: '', stderr: 'Error: Operation not permitted\n', exitCode: 1 };
+    return undefined;
+  });
+  const nft = new NftExecutor({ runner: r });
+  t.equal(await nft.chainExists('ip', 'kube-proxy', 'services'), true);
+  t.equal(await nft.chainExists('ip', 'gone', 'services'), false);
+  t.equal(await nft.chainExists('ip', 'kube-proxy', 'nope'), false);
+  await t.rejects(nft.chainExists('ip', 'denied', 'services'), /Operation not permitted/);
+});

@@ -36,8 +36,10 @@ export interface Nft {
   listTableText(family: NftFamily, name: string): Promise<string | null>;
   /** Deletes the table and everything in it. Idempotent: a missing table is success. */
   deleteTable(family: NftFamily, name: string): Promise<void>;
-  /** Read-only. */
+  /** Read-only. Costs a listing of every table's objects in nft 1.0.6 (0.85 s at 10,000 Services): keep it off hot paths. */
   tableExists(family: NftFamily, name: string): Promise<boolean>;
+  /** Read-only; false when the table or the chain is missing. Cheap whatever the ruleset's size (one chain is fetched). */
+  chainExists(family: NftFamily, table: string, chain: string): Promise<boolean>;
 }
 
 /**
@@ -129,6 +131,13 @@ export class NftExecutor implements Nft {
     const script = `add table ${family} ${name}\ndelete table ${family} ${name}\n`;
     const r = await this.run(['-f', '-'], script);
     if (r.exitCode !== 0) throw nftApplyError(script, r.stderr, r.exitCode);
+  }
+
+  async chainExists(family: NftFamily, table: string, chain: string): Promise<boolean> {
+    const r = await this.run(['list', 'chain', family, table, chain]);
+    if (r.exitCode === 0) return true;
+    if (NOT_FOUND.test(r.stderr)) return false;
+    throw new NodenetError(ErrorCode.Exec, `nft list chain ${family} ${table} ${chain} exited ${r.exitCode}: ${r.stderr.trim()}`);
   }
 
   async tableExists(family: NftFamily, name: string): Promise<boolean> {

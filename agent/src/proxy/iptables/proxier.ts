@@ -45,6 +45,8 @@ export class IptablesBackend implements ProxyBackend {
   /** nat service/endpoint chains after the last successful sync; null: unknown, the next sync is full. */
   private applied: ReadonlySet<string> | null = null;
   private last: IptablesSyncStats | null = null;
+  /** Top-level chain texts of the last successful sync (a partial sync skips the unchanged ones). */
+  private appliedTop: ReadonlyMap<string, string> | null = null;
 
   constructor(private readonly deps: IptablesBackendDeps) {
     this.log = deps.log.child({ [F.subsys]: 'proxy/iptables' });
@@ -65,13 +67,16 @@ export class IptablesBackend implements ProxyBackend {
     const full = scope.full || this.applied === null;
     if (!scope.full && full) this.log.info('partial sync requested but no applied state is known; doing a full sync');
     const prev = this.applied;
+    const prevTop = this.appliedTop;
     this.applied = null; // until this sync succeeds
+    this.appliedTop = null;
     try {
       const existing = full ? await this.deps.iptables.listChains('nat') : prev!;
-      const r: IptablesRender = renderIptables(snapshot, this.deps.nodeConfig, full ? { full: true } : scope, existing);
+      const r: IptablesRender = renderIptables(snapshot, this.deps.nodeConfig, full ? { full: true } : scope, existing, full ? undefined : (prevTop ?? undefined));
       await this.deps.iptables.restore(r.text, { noflush: true });
       const jumpsInserted = full ? await this.deps.iptables.ensureJumps(builtinJumps(this.deps.nodeConfig.prefix)) : 0;
       this.applied = r.natChains;
+      this.appliedTop = r.topLevel;
       this.last = { full, ruleCount: r.ruleCount, deletedChains: r.deletedChains.length, jumpsInserted, durationMs: Date.now() - start };
       this.log.debug({ [F.durationMs]: this.last.durationMs }, `iptables ${full ? 'full' : 'partial'} sync: ${r.ruleCount} rules, ${r.deletedChains.length} stale chains deleted, ${jumpsInserted} jumps inserted`);
     } catch (e) {

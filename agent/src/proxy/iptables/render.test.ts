@@ -390,6 +390,44 @@ COMMIT
   t.notMatch(r.text, 'KUBE-SEP-SXIVWICOYRO3J4NJ - [0:0]', 'unchanged svc1 is not declared (so not flushed)');
 });
 
+t.test('partial sync with the previous top-level chains: unchanged ones are left out, changed ones written whole', async (t) => {
+  const before = snapshot([svc('ns1', 'svc1', '172.30.0.41'), [ep('10.180.0.1')]], [svc('ns2', 'svc2', '172.30.0.42'), [ep('10.180.0.2')]]);
+  const full = renderIptables(before, cfg, FULL);
+  // One endpoint of svc2 replaced: only svc2's chains change; every top-level chain is as before.
+  const swapped = snapshot([svc('ns1', 'svc1', '172.30.0.41'), [ep('10.180.0.1')]], [svc('ns2', 'svc2', '172.30.0.42'), [ep('10.180.0.3')]]);
+  const r = renderIptables(swapped, cfg, { full: false, changed: new Set(['ns2/svc2']) }, full.natChains, full.topLevel);
+  t.equal(
+    r.text,
+    `*filter
+COMMIT
+*nat
+:KUBE-SVC-GNZBNJ2PO5MGZ6GT - [0:0]
+:KUBE-SEP-2GOKER2KF7NAANZN - [0:0]
+:KUBE-SEP-RS4RBKLTHTF2IUXJ - [0:0]
+-A KUBE-SVC-GNZBNJ2PO5MGZ6GT -m comment --comment "ns2/svc2:p80 cluster IP" -m tcp -p tcp -d 172.30.0.42 --dport 80 ! -s 10.0.0.0/8 -j KUBE-MARK-MASQ
+-A KUBE-SVC-GNZBNJ2PO5MGZ6GT -m comment --comment "ns2/svc2:p80 -> 10.180.0.3:80" -j KUBE-SEP-2GOKER2KF7NAANZN
+-A KUBE-SEP-2GOKER2KF7NAANZN -m comment --comment ns2/svc2:p80 -s 10.180.0.3 -j KUBE-MARK-MASQ
+-A KUBE-SEP-2GOKER2KF7NAANZN -m comment --comment ns2/svc2:p80 -m tcp -p tcp -j DNAT --to-destination 10.180.0.3:80
+-X KUBE-SEP-RS4RBKLTHTF2IUXJ
+COMMIT
+`,
+  );
+  t.equal(r.unchangedTopLevel.length, 8, 'all eight top-level chains unchanged');
+  t.same(r.topLevel, full.topLevel, 'their texts are carried forward for the next sync');
+  t.equal(r.ruleCount, 4);
+
+  // svc2 loses its endpoints: KUBE-SERVICES (nat) and KUBE-SERVICES (filter) change and are written whole.
+  const empty = snapshot([svc('ns1', 'svc1', '172.30.0.41'), [ep('10.180.0.1')]], [svc('ns2', 'svc2', '172.30.0.42'), []]);
+  const r2 = renderIptables(empty, cfg, { full: false, changed: new Set(['ns2/svc2']) }, r.natChains, r.topLevel);
+  t.same([...r2.unchangedTopLevel].sort(), ['filter/KUBE-EXTERNAL-SERVICES', 'filter/KUBE-FIREWALL', 'filter/KUBE-FORWARD', 'nat/KUBE-MARK-MASQ', 'nat/KUBE-NODEPORTS', 'nat/KUBE-POSTROUTING']);
+  t.match(r2.filter, /^\*filter\n:KUBE-SERVICES - \[0:0\]\n-A KUBE-SERVICES -m comment --comment "ns2\/svc2:p80 has no endpoints" .* -j REJECT\nCOMMIT\n$/);
+  t.match(r2.nat, /:KUBE-SERVICES - \[0:0\]\n/);
+  t.match(r2.nat, /-A KUBE-SERVICES .*172\.30\.0\.41 .*\n-A KUBE-SERVICES .*nodeports/, 'the changed chain is written whole, other Services included');
+  // Without the previous texts (or in a full sync) everything is written, as before.
+  t.equal(renderIptables(swapped, cfg, { full: false, changed: new Set(['ns2/svc2']) }, full.natChains).unchangedTopLevel.length, 0);
+  t.equal(renderIptables(swapped, cfg, FULL, full.natChains, full.topLevel).unchangedTopLevel.length, 0);
+});
+
 t.test('a full sync with existing chains also deletes stale ones, and never touches foreign chains', async (t) => {
   const r = renderIptables(snapshot([svc('ns1', 'svc1', '172.30.0.41'), [ep('10.180.0.1')]]), cfg, FULL, new Set(['KUBE-SVC-XPGD46QRK7WJZT7O', 'KUBE-SEP-AAAAAAAAAAAAAAAA', 'KUBE-KUBELET-CANARY', 'NN-SVC-AAAAAAAAAAAAAAAA']));
   t.same(r.deletedChains, ['KUBE-SEP-AAAAAAAAAAAAAAAA']);

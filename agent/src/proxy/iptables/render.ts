@@ -28,6 +28,13 @@
  * Service uses any more are declared (flushing them) and then deleted with
  * -X, which iptables-restore --noflush only accepts for a declared chain.
  *
+ * A partial sync also leaves out any top-level chain whose rules are exactly
+ * what the last successful sync wrote (`previousTopLevel`). This goes beyond
+ * kube-proxy, which rewrites P-SERVICES on every sync: at 10,000 Services
+ * that chain is 10,001 rules, and re-sending it made a one-endpoint change
+ * take 0.9 s with iptables-nft instead of 0.1 s. A full sync always writes
+ * everything, so a hand-edited top-level chain is repaired by the next one.
+ *
  * Output order is deterministic: Services by "ns/name:port/PROTO", endpoints
  * by "ip:port" (kube-proxy's string order).
  */
@@ -52,6 +59,10 @@ export interface IptablesRender {
   readonly natChains: ReadonlySet<string>;
   /** Chains this input deletes (stale: in existingChains, used by no Service). */
   readonly deletedChains: readonly string[];
+  /** "table/chain" → the rules of each top-level chain as rendered (written or left out as unchanged). */
+  readonly topLevel: ReadonlyMap<string, string>;
+  /** Top-level chains left out of a partial sync because they did not change. */
+  readonly unchangedTopLevel: readonly string[];
 }
 
 /** kube-proxy's computeProbability: 1/n as "%0.10f" (Go rounds the exact binary value half-to-even). */
@@ -97,6 +108,7 @@ export function renderIptables(
   nodeConfig: ProxyNodeConfig,
   scope: SyncScope,
   existingChains?: ReadonlySet<string>,
+  previousTopLevel?: ReadonlyMap<string, string>,
 ): IptablesRender {
   const P = nodeConfig.prefix;
   const F = fixedChains(P);
@@ -227,33 +239,57 @@ export function renderIptables(
 
   const canary = scope.full ? [`:${F.canary} - [0:0]`] : [];
 
-  const filterFixed = [
+  const forwardRules = [
     line('-A', F.forward, '-m', 'conntrack', '--ctstate', 'INVALID', '-j', 'DROP'),
     line('-A', F.forward, '-m', 'comment', '--comment', c('kubernetes forwarding rules'), '-m', 'mark', '--mark', `${mark}/${mark}`, '-j', 'ACCEPT'),
     line('-A', F.forward, '-m', 'comment', '--comment', c('kubernetes forwarding conntrack rule'), '-m', 'conntrack', '--ctstate', 'RELATED,ESTABLISHED', '-j', 'ACCEPT'),
+  ];
+  const firewallRules = [
     line('-A', F.firewall, '-m', 'comment', '--comment', c('block incoming localnet connections'), '-d', '127.0.0.0/8', '!', '-s', '127.0.0.0/8', '-m', 'conntrack', '!', '--ctstate', 'RELATED,ESTABLISHED,DNAT', '-j', 'DROP'),
   ];
-  const filterAll = [...filterServices, ...filterExternal, ...filterFixed];
-  const filter = [
-    '*filter',
-    ...[F.services, F.externalServices, F.forward, F.firewall].map((ch) => `:${ch} - [0:0]`),
-    ...canary,
-    ...filterAll,
-    'COMMIT',
-    '',
-  ].join('\n');
-
-  const natFixed = [
-    line('-A', F.markMasq, '-j', 'MARK', '--or-mark', mark),
+  const markMasqRules = [line('-A', F.markMasq, '-j', 'MARK', '--or-mark', mark)];
+  const postroutingRules = [
     line('-A', F.postrouting, '-m', 'mark', '!', '--mark', `${mark}/${mark}`, '-j', 'RETURN'),
     // Clear the mark so a packet that traverses the stack again is not masqueraded twice.
     line('-A', F.postrouting, '-j', 'MARK', '--xor-mark', mark),
     line('-A', F.postrouting, '-m', 'comment', '--comment', c('kubernetes service traffic requiring SNAT'), '-j', 'MASQUERADE', '--random-fully'),
   ];
-  const natAll = [...natTop, ...natNodePorts, ...natFixed, ...natChainRules];
+
+  // Top-level chains in output order; a partial sync leaves out those that did not change.
+  const topLevel = new Map<string, string>();
+  const unchanged: string[] = [];
+  const top = (table: 'filter' | 'nat', chain: string, rules: string[]): { chain: string; rules: string[] } | null => {
+    const key = `${table}/${chain}`;
+    const text = rules.join('\n');
+    topLevel.set(key, text);
+    if (!scope.full && previousTopLevel?.get(key) === text) {
+      unchanged.push(key);
+      return null;
+    }
+    return { chain, rules };
+  };
+  const filterTop = [
+    top('filter', F.services, filterServices),
+    top('filter', F.externalServices, filterExternal),
+    top('filter', F.forward, forwardRules),
+    top('filter', F.firewall, firewallRules),
+  ].filter((x) => x !== null);
+  const natTopChains = [
+    top('nat', F.services, natTop),
+    top('nat', F.nodePorts, natNodePorts),
+    top('nat', F.postrouting, postroutingRules),
+    top('nat', F.markMasq, markMasqRules),
+  ].filter((x) => x !== null);
+
+  const filterAll = filterTop.flatMap((x) => x.rules);
+  const filter = ['*filter', ...filterTop.map((x) => `:${x.chain} - [0:0]`), ...canary, ...filterAll, 'COMMIT', ''].join('\n');
+
+  // Rule order as kube-proxy writes it: P-SERVICES, P-NODEPORTS, P-MARK-MASQ, P-POSTROUTING, then per-service chains.
+  const natRules = (chain: string) => natTopChains.find((x) => x.chain === chain)?.rules ?? [];
+  const natAll = [...natRules(F.services), ...natRules(F.nodePorts), ...natRules(F.markMasq), ...natRules(F.postrouting), ...natChainRules];
   const nat = [
     '*nat',
-    ...[F.services, F.nodePorts, F.postrouting, F.markMasq].map((ch) => `:${ch} - [0:0]`),
+    ...natTopChains.map((x) => `:${x.chain} - [0:0]`),
     ...canary,
     ...natChainDecls,
     ...natAll,
@@ -271,5 +307,7 @@ export function renderIptables(
     ruleCount: filterAll.length + natAll.length,
     natChains: active,
     deletedChains: deleted,
+    topLevel,
+    unchangedTopLevel: unchanged,
   };
 }

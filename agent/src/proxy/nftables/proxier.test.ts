@@ -41,6 +41,9 @@ class FlakyNft implements Nft {
   tableExists(f: NftFamily, n: string) {
     return this.inner.tableExists(f, n);
   }
+  chainExists(f: NftFamily, t: string, c: string) {
+    return this.inner.chainExists(f, t, c);
+  }
 }
 
 function setup() {
