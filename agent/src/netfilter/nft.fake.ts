@@ -44,14 +44,14 @@ export class NftFake implements Nft {
   /** Every script that failed, in order. */
   readonly failed: string[] = [];
   /** Number of calls per method, for tests that check what a caller asked. */
-  readonly calls: Record<'apply' | 'listTable' | 'listNames' | 'listTableText' | 'deleteTable' | 'tableExists' | 'chainExists', number> = {
+  readonly calls: Record<'apply' | 'listTable' | 'listNames' | 'listTableText' | 'deleteTable' | 'tableExists' | 'objectExists', number> = {
     apply: 0,
     listTable: 0,
     listNames: 0,
     listTableText: 0,
     deleteTable: 0,
     tableExists: 0,
-    chainExists: 0,
+    objectExists: 0,
   };
 
   /** The current state of a table (a copy), or null. */
@@ -113,9 +113,13 @@ export class NftFake implements Nft {
     this.tables.delete(tableKey(family, name));
   }
 
-  async chainExists(family: NftFamily, table: string, chain: string): Promise<boolean> {
-    this.calls.chainExists++;
-    return this.tables.get(tableKey(family, table))?.state.chains.has(chain) ?? false;
+  async objectExists(family: NftFamily, table: string, kind: 'chain' | 'map' | 'set', name: string): Promise<boolean> {
+    this.calls.objectExists++;
+    const st = this.tables.get(tableKey(family, table))?.state;
+    if (!st) return false;
+    if (kind === 'chain') return st.chains.has(name);
+    const set = st.sets.get(name);
+    return set?.kind === kind;
   }
 
   async tableExists(family: NftFamily, name: string): Promise<boolean> {

@@ -104,7 +104,7 @@ t.test('listNames reads chain and set names only (one table of the family), null
   t.equal(await nft.listNames('ip', 'kube-proxy'), null);
 });
 
-t.test('chainExists lists one chain: true, false for a missing table or chain, other failures thrown', async (t) => {
+t.test('objectExists lists one object: true, false for a missing table or object, other failures thrown', async (t) => {
   const r = new FakeRunner().on((argv) => {
     const cmd = argv.join(' ');
     if (cmd === 'nft list chain ip kube-proxy services') return ok('table ip kube-proxy {\n\tchain services {\n\t}\n}\n');
@@ -114,8 +114,8 @@ t.test('chainExists lists one chain: true, false for a missing table or chain, o
     return undefined;
   });
   const nft = new NftExecutor({ runner: r });
-  t.equal(await nft.chainExists('ip', 'kube-proxy', 'services'), true);
-  t.equal(await nft.chainExists('ip', 'gone', 'services'), false);
-  t.equal(await nft.chainExists('ip', 'kube-proxy', 'nope'), false);
-  await t.rejects(nft.chainExists('ip', 'denied', 'services'), /Operation not permitted/);
+  t.equal(await nft.objectExists('ip', 'kube-proxy', 'chain', 'services'), true);
+  t.equal(await nft.objectExists('ip', 'gone', 'chain', 'services'), false);
+  t.equal(await nft.objectExists('ip', 'kube-proxy', 'chain', 'nope'), false);
+  await t.rejects(nft.objectExists('ip', 'denied', 'chain', 'services'), /Operation not permitted/);
 });

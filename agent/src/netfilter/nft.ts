@@ -38,8 +38,12 @@ export interface Nft {
   deleteTable(family: NftFamily, name: string): Promise<void>;
   /** Read-only. Costs a listing of every table's objects in nft 1.0.6 (0.85 s at 10,000 Services): keep it off hot paths. */
   tableExists(family: NftFamily, name: string): Promise<boolean>;
-  /** Read-only; false when the table or the chain is missing. Cheap whatever the ruleset's size (one chain is fetched). */
-  chainExists(family: NftFamily, table: string, chain: string): Promise<boolean>;
+  /**
+   * Read-only; false when the table or the object is missing. Costs what
+   * listing that one object costs: a small map 6 ms at 10,000 Services, a
+   * chain 70 ms (nft fetches every chain's rules to list one).
+   */
+  objectExists(family: NftFamily, table: string, kind: 'chain' | 'map' | 'set', name: string): Promise<boolean>;
 }
 
 /**
@@ -133,11 +137,11 @@ export class NftExecutor implements Nft {
     if (r.exitCode !== 0) throw nftApplyError(script, r.stderr, r.exitCode);
   }
 
-  async chainExists(family: NftFamily, table: string, chain: string): Promise<boolean> {
-    const r = await this.run(['list', 'chain', family, table, chain]);
+  async objectExists(family: NftFamily, table: string, kind: 'chain' | 'map' | 'set', name: string): Promise<boolean> {
+    const r = await this.run(['list', kind, family, table, name]);
     if (r.exitCode === 0) return true;
     if (NOT_FOUND.test(r.stderr)) return false;
-    throw new NodenetError(ErrorCode.Exec, `nft list chain ${family} ${table} ${chain} exited ${r.exitCode}: ${r.stderr.trim()}`);
+    throw new NodenetError(ErrorCode.Exec, `nft list ${kind} ${family} ${table} ${name} exited ${r.exitCode}: ${r.stderr.trim()}`);
   }
 
   async tableExists(family: NftFamily, name: string): Promise<boolean> {

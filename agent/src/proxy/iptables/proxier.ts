@@ -21,7 +21,7 @@ import type { Logger } from '../../log/log.js';
 import type { ProxyBackend, ProxyNodeConfig, ProxySnapshot, SyncScope } from '../types.js';
 import { fixedChains, isOwnedChain } from './chains.js';
 import { builtinJumps } from './jumps.js';
-import { renderIptables, type IptablesRender } from './render.js';
+import { renderIptables, type IptablesPrevious, type IptablesRender } from './render.js';
 
 export interface IptablesBackendDeps {
   readonly iptables: Iptables;
@@ -45,8 +45,8 @@ export class IptablesBackend implements ProxyBackend {
   /** nat service/endpoint chains after the last successful sync; null: unknown, the next sync is full. */
   private applied: ReadonlySet<string> | null = null;
   private last: IptablesSyncStats | null = null;
-  /** Top-level chain texts of the last successful sync (a partial sync skips the unchanged ones). */
-  private appliedTop: ReadonlyMap<string, string> | null = null;
+  /** What the last successful render wrote at the top level (a partial sync reuses and skips what did not change). */
+  private appliedTop: IptablesPrevious | null = null;
 
   constructor(private readonly deps: IptablesBackendDeps) {
     this.log = deps.log.child({ [F.subsys]: 'proxy/iptables' });
@@ -76,7 +76,7 @@ export class IptablesBackend implements ProxyBackend {
       await this.deps.iptables.restore(r.text, { noflush: true });
       const jumpsInserted = full ? await this.deps.iptables.ensureJumps(builtinJumps(this.deps.nodeConfig.prefix)) : 0;
       this.applied = r.natChains;
-      this.appliedTop = r.topLevel;
+      this.appliedTop = { topLevel: r.topLevel, serviceTops: r.serviceTops };
       this.last = { full, ruleCount: r.ruleCount, deletedChains: r.deletedChains.length, jumpsInserted, durationMs: Date.now() - start };
       this.log.debug({ [F.durationMs]: this.last.durationMs }, `iptables ${full ? 'full' : 'partial'} sync: ${r.ruleCount} rules, ${r.deletedChains.length} stale chains deleted, ${jumpsInserted} jumps inserted`);
     } catch (e) {

@@ -395,7 +395,7 @@ t.test('partial sync with the previous top-level chains: unchanged ones are left
   const full = renderIptables(before, cfg, FULL);
   // One endpoint of svc2 replaced: only svc2's chains change; every top-level chain is as before.
   const swapped = snapshot([svc('ns1', 'svc1', '172.30.0.41'), [ep('10.180.0.1')]], [svc('ns2', 'svc2', '172.30.0.42'), [ep('10.180.0.3')]]);
-  const r = renderIptables(swapped, cfg, { full: false, changed: new Set(['ns2/svc2']) }, full.natChains, full.topLevel);
+  const r = renderIptables(swapped, cfg, { full: false, changed: new Set(['ns2/svc2']) }, full.natChains, full);
   t.equal(
     r.text,
     `*filter
@@ -414,18 +414,20 @@ COMMIT
   );
   t.equal(r.unchangedTopLevel.length, 8, 'all eight top-level chains unchanged');
   t.same(r.topLevel, full.topLevel, 'their texts are carried forward for the next sync');
+  t.same(r.topLevel, renderIptables(swapped, cfg, FULL).topLevel, 'reusing unchanged Services\' lines gives what a fresh render gives');
   t.equal(r.ruleCount, 4);
 
   // svc2 loses its endpoints: KUBE-SERVICES (nat) and KUBE-SERVICES (filter) change and are written whole.
   const empty = snapshot([svc('ns1', 'svc1', '172.30.0.41'), [ep('10.180.0.1')]], [svc('ns2', 'svc2', '172.30.0.42'), []]);
-  const r2 = renderIptables(empty, cfg, { full: false, changed: new Set(['ns2/svc2']) }, r.natChains, r.topLevel);
+  const r2 = renderIptables(empty, cfg, { full: false, changed: new Set(['ns2/svc2']) }, r.natChains, r);
   t.same([...r2.unchangedTopLevel].sort(), ['filter/KUBE-EXTERNAL-SERVICES', 'filter/KUBE-FIREWALL', 'filter/KUBE-FORWARD', 'nat/KUBE-MARK-MASQ', 'nat/KUBE-NODEPORTS', 'nat/KUBE-POSTROUTING']);
   t.match(r2.filter, /^\*filter\n:KUBE-SERVICES - \[0:0\]\n-A KUBE-SERVICES -m comment --comment "ns2\/svc2:p80 has no endpoints" .* -j REJECT\nCOMMIT\n$/);
   t.match(r2.nat, /:KUBE-SERVICES - \[0:0\]\n/);
+  t.same(r2.topLevel, renderIptables(empty, cfg, FULL).topLevel, 'the same top level as a fresh render');
   t.match(r2.nat, /-A KUBE-SERVICES .*172\.30\.0\.41 .*\n-A KUBE-SERVICES .*nodeports/, 'the changed chain is written whole, other Services included');
   // Without the previous texts (or in a full sync) everything is written, as before.
   t.equal(renderIptables(swapped, cfg, { full: false, changed: new Set(['ns2/svc2']) }, full.natChains).unchangedTopLevel.length, 0);
-  t.equal(renderIptables(swapped, cfg, FULL, full.natChains, full.topLevel).unchangedTopLevel.length, 0);
+  t.equal(renderIptables(swapped, cfg, FULL, full.natChains, full).unchangedTopLevel.length, 0);
 });
 
 t.test('a full sync with existing chains also deletes stale ones, and never touches foreign chains', async (t) => {

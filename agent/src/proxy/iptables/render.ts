@@ -29,7 +29,9 @@
  * -X, which iptables-restore --noflush only accepts for a declared chain.
  *
  * A partial sync also leaves out any top-level chain whose rules are exactly
- * what the last successful sync wrote (`previousTopLevel`). This goes beyond
+ * what the last successful sync wrote (`previous.topLevel`), and reuses the
+ * top-level lines of the Services it does not rewrite (`previous.serviceTops`)
+ * instead of rendering them again (130 ms at 10,000 Services). This goes beyond
  * kube-proxy, which rewrites P-SERVICES on every sync: at 10,000 Services
  * that chain is 10,001 rules, and re-sending it made a one-endpoint change
  * take 0.9 s with iptables-nft instead of 0.1 s. A full sync always writes
@@ -63,6 +65,23 @@ export interface IptablesRender {
   readonly topLevel: ReadonlyMap<string, string>;
   /** Top-level chains left out of a partial sync because they did not change. */
   readonly unchangedTopLevel: readonly string[];
+  /** Each Service port's top-level rules and active chains, keyed like the snapshot: reused by the next partial render. */
+  readonly serviceTops: ReadonlyMap<string, ServiceTop>;
+}
+
+/** One Service port's lines in the top-level chains, and the per-service chains it keeps alive. */
+export interface ServiceTop {
+  readonly natTop: readonly string[];
+  readonly natNodePorts: readonly string[];
+  readonly filterServices: readonly string[];
+  readonly filterExternal: readonly string[];
+  readonly active: readonly string[];
+}
+
+/** What a partial render may reuse from the last applied one. */
+export interface IptablesPrevious {
+  readonly topLevel: ReadonlyMap<string, string>;
+  readonly serviceTops: ReadonlyMap<string, ServiceTop>;
 }
 
 /** kube-proxy's computeProbability: 1/n as "%0.10f" (Go rounds the exact binary value half-to-even). */
@@ -108,7 +127,7 @@ export function renderIptables(
   nodeConfig: ProxyNodeConfig,
   scope: SyncScope,
   existingChains?: ReadonlySet<string>,
-  previousTopLevel?: ReadonlyMap<string, string>,
+  previous?: IptablesPrevious,
 ): IptablesRender {
   const P = nodeConfig.prefix;
   const F = fixedChains(P);
@@ -122,10 +141,23 @@ export function renderIptables(
   const natChainDecls: string[] = [];
   const natChainRules: string[] = [];
   const active = new Set<string>();
+  const serviceTops = new Map<string, ServiceTop>();
 
   const services = [...snapshot.services.entries()].sort(byString(([, s]) => `${spnString(s.spn)}/${s.protocol}`));
 
   for (const [key, svc] of services) {
+    const write = scope.full || scope.changed.has(`${svc.spn.namespace}/${svc.spn.name}`);
+    const reuse = write ? undefined : previous?.serviceTops.get(key);
+    if (reuse) {
+      natTop.push(...reuse.natTop);
+      natNodePorts.push(...reuse.natNodePorts);
+      filterServices.push(...reuse.filterServices);
+      filterExternal.push(...reuse.filterExternal);
+      for (const ch of reuse.active) active.add(ch);
+      serviceTops.set(key, reuse);
+      continue;
+    }
+    const top = { natTop: [] as string[], natNodePorts: [] as string[], filterServices: [] as string[], filterExternal: [] as string[], active: [] as string[] };
     const spn = spnString(svc.spn);
     const proto = svc.protocol.toLowerCase();
     const pm = ['-m', proto, '-p', proto];
@@ -155,33 +187,38 @@ export function renderIptables(
     // --- top-level dispatch and filter rules: always written, for every Service.
     const clusterIPMatch = ['-m', 'comment', '--comment', c(`${spn} cluster IP`), ...pm, '-d', svc.clusterIP, '--dport', String(svc.port)];
     if (hasInternal) {
-      natTop.push(line('-A', F.services, ...clusterIPMatch, '-j', internalChain));
+      top.natTop.push(line('-A', F.services, ...clusterIPMatch, '-j', internalChain));
     } else {
-      filterServices.push(line('-A', F.services, '-m', 'comment', '--comment', noEpComment, ...pm, '-d', svc.clusterIP, '--dport', String(svc.port), '-j', internalFilter ?? 'REJECT'));
+      top.filterServices.push(line('-A', F.services, '-m', 'comment', '--comment', noEpComment, ...pm, '-d', svc.clusterIP, '--dport', String(svc.port), '-j', internalFilter ?? 'REJECT'));
     }
     for (const eip of svc.externalIPs) {
       if (cat.hasAny) {
-        natTop.push(line('-A', F.services, '-m', 'comment', '--comment', c(`${spn} external IP`), ...pm, '-d', eip, '--dport', String(svc.port), '-j', extChain));
+        top.natTop.push(line('-A', F.services, '-m', 'comment', '--comment', c(`${spn} external IP`), ...pm, '-d', eip, '--dport', String(svc.port), '-j', extChain));
       }
       if (externalFilter) {
-        filterExternal.push(line('-A', F.externalServices, '-m', 'comment', '--comment', noEpComment, ...pm, '-d', eip, '--dport', String(svc.port), '-j', externalFilter));
+        top.filterExternal.push(line('-A', F.externalServices, '-m', 'comment', '--comment', noEpComment, ...pm, '-d', eip, '--dport', String(svc.port), '-j', externalFilter));
       }
     }
     if (svc.nodePort !== 0) {
       if (cat.hasAny) {
-        natNodePorts.push(line('-A', F.nodePorts, '-m', 'comment', '--comment', c(spn), ...pm, '--dport', String(svc.nodePort), '-j', extChain));
+        top.natNodePorts.push(line('-A', F.nodePorts, '-m', 'comment', '--comment', c(spn), ...pm, '--dport', String(svc.nodePort), '-j', extChain));
       }
       if (externalFilter) {
-        filterExternal.push(line('-A', F.externalServices, '-m', 'comment', '--comment', noEpComment, '-m', 'addrtype', '--dst-type', 'LOCAL', ...pm, '--dport', String(svc.nodePort), '-j', externalFilter));
+        top.filterExternal.push(line('-A', F.externalServices, '-m', 'comment', '--comment', noEpComment, '-m', 'addrtype', '--dst-type', 'LOCAL', ...pm, '--dport', String(svc.nodePort), '-j', externalFilter));
       }
     }
 
     // --- per-service chains: every one counts as active; only changed Services' are written.
-    if (usesExt) active.add(extChain);
-    if (usesSvc) active.add(svcChain);
-    if (usesSvl) active.add(svlChain);
-    for (const ep of cat.allReachable) active.add(endpointChain(P, spn, svc.protocol, endpointString(ep)));
-    const write = scope.full || scope.changed.has(`${svc.spn.namespace}/${svc.spn.name}`);
+    if (usesExt) top.active.push(extChain);
+    if (usesSvc) top.active.push(svcChain);
+    if (usesSvl) top.active.push(svlChain);
+    for (const ep of cat.allReachable) top.active.push(endpointChain(P, spn, svc.protocol, endpointString(ep)));
+    natTop.push(...top.natTop);
+    natNodePorts.push(...top.natNodePorts);
+    filterServices.push(...top.filterServices);
+    filterExternal.push(...top.filterExternal);
+    for (const ch of top.active) active.add(ch);
+    serviceTops.set(key, top);
     if (!write) continue;
 
     const declare = (ch: ChainName): void => {
@@ -262,7 +299,7 @@ export function renderIptables(
     const key = `${table}/${chain}`;
     const text = rules.join('\n');
     topLevel.set(key, text);
-    if (!scope.full && previousTopLevel?.get(key) === text) {
+    if (!scope.full && previous?.topLevel.get(key) === text) {
       unchanged.push(key);
       return null;
     }
@@ -309,5 +346,6 @@ export function renderIptables(
     deletedChains: deleted,
     topLevel,
     unchangedTopLevel: unchanged,
+    serviceTops,
   };
 }

@@ -41,8 +41,8 @@ class FlakyNft implements Nft {
   tableExists(f: NftFamily, n: string) {
     return this.inner.tableExists(f, n);
   }
-  chainExists(f: NftFamily, t: string, c: string) {
-    return this.inner.chainExists(f, t, c);
+  objectExists(f: NftFamily, t: string, k: 'chain' | 'map' | 'set', n: string) {
+    return this.inner.objectExists(f, t, k, n);
   }
 }
 

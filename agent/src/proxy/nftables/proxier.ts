@@ -23,7 +23,7 @@ import type { Logger } from '../../log/log.js';
 import type { Nft } from '../../netfilter/nft.js';
 import type { ProxyBackend, ProxyNodeConfig, ProxySnapshot, SyncScope } from '../types.js';
 import { isAffinitySetName, isServiceObjectName, tableName } from './names.js';
-import { CH, EMPTY_APPLIED, renderNftables, type NftablesApplied, type NftablesRenderOptions } from './render.js';
+import { EMPTY_APPLIED, renderNftables, type NftablesApplied, type NftablesRenderOptions } from './render.js';
 
 export interface NftablesBackendDeps {
   readonly nft: Nft;
@@ -139,8 +139,9 @@ export class NftablesBackend implements ProxyBackend {
 
   /** True when our table is gone (someone ran `nft flush ruleset` or deleted it): the kernel holds nothing of ours. */
   async canaryMissing(): Promise<boolean> {
-    // One fixed chain, not the table list: listing tables makes nft 1.0.6 read the whole ruleset (0.85 s at 10k Services).
-    const present = await this.deps.nft.chainExists('ip', this.table, CH.services);
+    // One small fixed map, not the table list: listing tables makes nft 1.0.6 read the whole ruleset (0.85 s at
+    // 10k Services), listing a chain every chain's rules (70 ms); this map holds only NodePorts without endpoints.
+    const present = await this.deps.nft.objectExists('ip', this.table, 'map', 'no-endpoint-nodeports');
     if (!present) {
       this.log.warn({ [F.mode]: 'nftables' }, `table ip ${this.table} is gone: our rules were removed; the next sync is full`);
       this.applied = EMPTY_APPLIED;

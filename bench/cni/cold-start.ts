@@ -6,7 +6,7 @@
  * of them alike. Child CPU comes from this process's cutime+cstime
  * (/proc/self/stat, clock ticks of 10 ms), averaged over the runs.
  *
- *   node --import tsx cni/bench/cold-start.ts [runs=30]
+ *   node --import tsx bench/cni/cold-start.ts [runs=30]
  */
 import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
