@@ -13,6 +13,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Lab, uniqueTag, shOk, type VNode } from '../agent/src/testing/vnode.js';
 import { makeEndpointSlice, makeService, withField, type EndpointSpec, type JsonObject } from '../agent/src/testing/addresses.js';
 import type { ProxyStatus } from '../agent/src/proxy-host.js';
+import { stringify as stringifyYaml } from 'yaml';
 
 type Mode = 'iptables' | 'nftables';
 interface Pod {
@@ -77,7 +78,9 @@ export function servicesSuite(mode: Mode): void {
   const names = (m: Map<string, number>) => [...m.keys()].sort();
 
   function put(file: string, objects: JsonObject[]): void {
-    writeFileSync(`${manifests}/.${file}.tmp`, JSON.stringify(objects));
+    // YAML files hold one document per object, as users write them for kubectl apply.
+    const text = file.endsWith('.yaml') ? objects.map((o) => stringifyYaml(o)).join('---\n') : JSON.stringify(objects);
+    writeFileSync(`${manifests}/.${file}.tmp`, text);
     renameSync(`${manifests}/.${file}.tmp`, `${manifests}/${file}`);
   }
 
@@ -214,7 +217,7 @@ export function servicesSuite(mode: Mode): void {
   });
 
   t.test(`${mode}: ClientIP affinity sticks to one endpoint`, async (t) => {
-    put('sticky.json', [
+    put('sticky.yaml', [
       makeService({ name: 'sticky', clusterIP: '10.96.0.11', affinityTimeoutSeconds: 60, ports: [{ port: 80, targetPort: 8080 }] }),
       slice('sticky', [{ port: 8080 }], [p1, p2]),
     ]);

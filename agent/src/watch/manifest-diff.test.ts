@@ -1,5 +1,5 @@
 import t from 'tap';
-import { diffObjects, mergeFiles, parseManifestFile, ManifestError, type ManifestObject } from './manifest-diff.js';
+import { diffObjects, isManifestFile, mergeFiles, parseManifestFile, ManifestError, type ManifestObject } from './manifest-diff.js';
 
 const KINDS = new Set(['Service', 'EndpointSlice']);
 const svc = (name: string, extra: Record<string, unknown> = {}) => ({ apiVersion: 'v1', kind: 'Service', metadata: { name, namespace: 'default' }, spec: { clusterIP: '10.96.0.10', ...extra } });
@@ -51,4 +51,36 @@ t.test('diff: adds, updates only on a real change, deletes with the last known o
   t.equal(d23.length, 1);
   t.match(d23[0], { type: 'delete', prev: { name: 'a' } as Partial<ManifestObject> });
   t.same(diffObjects(v3, v3), [], 'no change, no events');
+});
+
+t.test('YAML: several --- documents, a List among them, empty documents skipped; errors name the file', async (t) => {
+  const text = `apiVersion: v1
+kind: Service
+metadata:
+  name: web
+spec:
+  clusterIP: 10.96.0.10
+  ports:
+  - port: 80
+    targetPort: 8080
+---
+kind: List
+items:
+- kind: EndpointSlice
+  metadata: {name: web-1, namespace: shop}
+- kind: ConfigMap
+  metadata: {name: ignored}
+---
+`;
+  const r = parseManifestFile('web.yaml', text, KINDS);
+  t.same(r.objects.map((o) => `${o.kind} ${o.namespace}/${o.name}`), ['Service default/web', 'EndpointSlice shop/web-1']);
+  t.equal(r.skipped, 1);
+  t.same((r.objects[0]!.object['spec'] as { ports: unknown[] }).ports, [{ port: 80, targetPort: 8080 }], 'numbers stay numbers');
+  t.throws(() => parseManifestFile('bad.yml', 'kind: Service\nmetadata: {name: [unclosed\n', KINDS), { message: /^bad\.yml: not valid YAML/ });
+  t.throws(() => parseManifestFile('two.yaml', 'kind: Service\nmetadata: {name: a}\n---\nkind: Service\nmetadata: {}\n', KINDS), { message: 'two.yaml: item 1: metadata.name: required' });
+  t.equal(parseManifestFile('empty.yaml', '', KINDS).objects.length, 0);
+});
+
+t.test('isManifestFile: JSON and YAML, not hidden or temporary files', async (t) => {
+  t.same(['a.json', 'b.yaml', 'c.yml', '.a.json.tmp', '.b.yaml', 'd.txt', 'e.json~'].filter(isManifestFile), ['a.json', 'b.yaml', 'c.yml']);
 });

@@ -2,7 +2,9 @@
  * watch/manifest-diff: the pure half of the manifest-directory source.
  *
  * A manifest file holds one Kubernetes object, a JSON array of objects, or a
- * `kind: List` with `items` (what `kubectl get -o json` prints). Objects are
+ * `kind: List` with `items` (what `kubectl get -o json` prints); a `.yaml`
+ * or `.yml` file may also hold several `---`-separated documents, each of
+ * those shapes (what `kubectl apply -f` takes). Objects are
  * identified by kind + namespace + name; the same object in two files is an
  * error of the second file. diffObjects() turns two consecutive views into
  * the (prev, cur) events an informer would deliver: add, update (only when
@@ -11,6 +13,12 @@
  * Only the kinds a consumer asks for are kept; others are counted so the
  * source can say what it skipped. No fs here: the source reads the files.
  */
+import { parseAllDocuments } from 'yaml';
+
+/** File names the source reads: JSON and YAML manifests. */
+export function isManifestFile(name: string): boolean {
+  return !name.startsWith('.') && /\.(json|ya?ml)$/.test(name);
+}
 
 export type ObjectMap = ReadonlyMap<string, ManifestObject>;
 
@@ -53,13 +61,9 @@ function isRecord(v: unknown): v is Record<string, unknown> {
  * kubectl apply does.
  */
 export function parseManifestFile(file: string, text: string, kinds: ReadonlySet<string>): { objects: ManifestObject[]; skipped: number } {
-  let doc: unknown;
-  try {
-    doc = JSON.parse(text);
-  } catch (e) {
-    throw new ManifestError(file, `not valid JSON (${(e as Error).message})`);
-  }
-  const items: unknown[] = Array.isArray(doc) ? doc : isRecord(doc) && doc['kind'] === 'List' && Array.isArray(doc['items']) ? doc['items'] : [doc];
+  const docs = /\.ya?ml$/.test(file) ? parseYamlDocuments(file, text) : [parseJson(file, text)];
+  const items: unknown[] = docs.flatMap((doc) => (Array.isArray(doc) ? doc : isRecord(doc) && doc['kind'] === 'List' && Array.isArray(doc['items']) ? doc['items'] : [doc]));
+  const doc = docs.length === 1 ? docs[0] : docs;
   const objects: ManifestObject[] = [];
   let skipped = 0;
   items.forEach((item, i) => {
@@ -80,6 +84,26 @@ export function parseManifestFile(file: string, text: string, kinds: ReadonlySet
     objects.push({ kind, namespace, name: meta['name'], object, json: JSON.stringify(object), file });
   });
   return { objects, skipped };
+}
+
+function parseJson(file: string, text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw new ManifestError(file, `not valid JSON (${(e as Error).message})`);
+  }
+}
+
+/** Every non-empty `---` document of a YAML file, as plain data. */
+function parseYamlDocuments(file: string, text: string): unknown[] {
+  const out: unknown[] = [];
+  for (const d of parseAllDocuments(text)) {
+    const err = d.errors[0];
+    if (err) throw new ManifestError(file, `not valid YAML (${err.message.split('\n')[0]})`);
+    const v: unknown = d.toJS();
+    if (v !== null && v !== undefined) out.push(v);
+  }
+  return out;
 }
 
 /**

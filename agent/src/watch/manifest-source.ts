@@ -3,7 +3,8 @@
  * JSON manifests, delivered to the proxy's handlers as an informer would.
  *
  * For a node with no API server to watch (a lab machine, a Vagrant VM, the
- * tests): drop `kubectl get -o json`-style files in the directory and the
+ * tests): drop JSON or YAML manifests (`kubectl get -o json` output, or the
+ * files you would `kubectl apply -f`) in the directory and the
  * agent programs them. The directory is rescanned on every change fs.watch
  * reports (debounced) and at least every pollMs, so editors that replace
  * files and filesystems without inotify both work. Write files atomically
@@ -20,7 +21,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { F } from '../log/fields.js';
 import type { Logger } from '../log/log.js';
 import type { EndpointSliceHandler, ServiceHandler } from '../proxy/handlers.js';
-import { diffObjects, mergeFiles, parseManifestFile, type ManifestEvent, type ManifestObject } from './manifest-diff.js';
+import { diffObjects, isManifestFile, mergeFiles, parseManifestFile, type ManifestEvent, type ManifestObject } from './manifest-diff.js';
 
 const KINDS: ReadonlySet<string> = new Set(['Service', 'EndpointSlice']);
 
@@ -104,7 +105,7 @@ export class ManifestSource {
   private async doScan(): Promise<void> {
     let names: string[];
     try {
-      names = (await readdir(this.deps.dir)).filter((n) => n.endsWith('.json') && !n.startsWith('.')).sort();
+      names = (await readdir(this.deps.dir)).filter(isManifestFile).sort();
     } catch (err) {
       // A missing directory is an empty one (but keep what we have if it is unreadable for another reason).
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {
