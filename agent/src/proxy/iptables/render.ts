@@ -145,16 +145,21 @@ export function renderIptables(
 
   const services = [...snapshot.services.entries()].sort(byString(([, s]) => `${spnString(s.spn)}/${s.protocol}`));
 
+  /** Adds one Service port's top-level lines and active chains, in Service order. */
+  const addTop = (key: string, top: ServiceTop): void => {
+    natTop.push(...top.natTop);
+    natNodePorts.push(...top.natNodePorts);
+    filterServices.push(...top.filterServices);
+    filterExternal.push(...top.filterExternal);
+    for (const ch of top.active) active.add(ch);
+    serviceTops.set(key, top);
+  };
+
   for (const [key, svc] of services) {
     const write = scope.full || scope.changed.has(`${svc.spn.namespace}/${svc.spn.name}`);
     const reuse = write ? undefined : previous?.serviceTops.get(key);
     if (reuse) {
-      natTop.push(...reuse.natTop);
-      natNodePorts.push(...reuse.natNodePorts);
-      filterServices.push(...reuse.filterServices);
-      filterExternal.push(...reuse.filterExternal);
-      for (const ch of reuse.active) active.add(ch);
-      serviceTops.set(key, reuse);
+      addTop(key, reuse);
       continue;
     }
     const top = { natTop: [] as string[], natNodePorts: [] as string[], filterServices: [] as string[], filterExternal: [] as string[], active: [] as string[] };
@@ -213,12 +218,7 @@ export function renderIptables(
     if (usesSvc) top.active.push(svcChain);
     if (usesSvl) top.active.push(svlChain);
     for (const ep of cat.allReachable) top.active.push(endpointChain(P, spn, svc.protocol, endpointString(ep)));
-    natTop.push(...top.natTop);
-    natNodePorts.push(...top.natNodePorts);
-    filterServices.push(...top.filterServices);
-    filterExternal.push(...top.filterExternal);
-    for (const ch of top.active) active.add(ch);
-    serviceTops.set(key, top);
+    addTop(key, top);
     if (!write) continue;
 
     const declare = (ch: ChainName): void => {
