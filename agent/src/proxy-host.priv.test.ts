@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { ExecaRunner } from './exec/runner.js';
 import { silentLogger } from './log/log.js';
 import { parseCidr } from './net/ip.js';
-import { startProxyHost, type ProxyHost, type ProxyStatus } from './proxy-host.js';
+import { removeProxyRules, startProxyHost, type ProxyHost, type ProxyStatus } from './proxy-host.js';
 import { makeEndpointSlice, makeService } from './testing/addresses.js';
 
 const runner = new ExecaRunner();
@@ -37,6 +37,7 @@ writeFileSync(
 );
 
 async function start(mode: 'iptables' | 'nftables'): Promise<ProxyHost> {
+  rmSync(statusFile, { force: true }); // synced() must see this host's status, not the last one's
   return startProxyHost({
     mode,
     nodeName: 'n1',
@@ -50,7 +51,13 @@ async function start(mode: 'iptables' | 'nftables'): Promise<ProxyHost> {
     minSyncIntervalMs: 0,
   });
 }
-const status = () => JSON.parse(readFileSync(statusFile, 'utf8')) as ProxyStatus;
+function status(): ProxyStatus {
+  try {
+    return JSON.parse(readFileSync(statusFile, 'utf8')) as ProxyStatus;
+  } catch {
+    return { ready: false } as ProxyStatus;
+  }
+}
 async function synced(): Promise<void> {
   for (let i = 0; i < 200 && !status().ready; i++) await new Promise((r) => setTimeout(r, 25));
 }
@@ -78,7 +85,16 @@ t.test('sysctls in the node namespace only; status; rules outlive stop(); the ot
   await synced();
   t.notMatch(await nftTable(), /kube-proxy/, 'iptables mode removed the nftables table');
   t.match(await iptablesNat(), /KUBE-SVC-/);
-  await c.cleanup();
   await c.stop();
-  t.notMatch(await iptablesNat(), /KUBE-/, 'cleanup() removes the mode\'s rules');
+  const rm = (mode: 'iptables' | 'nftables') => removeProxyRules({ runner, log: silentLogger(), netns: NSPATH, prefix: 'KUBE' }, mode);
+  t.equal(await rm('nftables'), false, 'no nftables rules to remove');
+  t.equal(await rm('iptables'), true, 'removeProxyRules (nodenet proxy cleanup) removes the iptables rules');
+  t.notMatch(await iptablesNat(), /KUBE-/);
+  t.equal(await rm('iptables'), false, 'and is idempotent');
+
+  const d = await start('nftables');
+  await synced();
+  await d.cleanup();
+  await d.stop();
+  t.notMatch(await nftTable(), /kube-proxy/, 'ProxyHost.cleanup() removes the mode\'s rules');
 });

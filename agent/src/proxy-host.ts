@@ -40,6 +40,7 @@ import { createIptables, detectBackend, ExecIptables } from './netfilter/iptable
 import { NftExecutor } from './netfilter/nft.js';
 import { realClock } from './proxy/clock.js';
 import { IptablesBackend } from './proxy/iptables/proxier.js';
+import { isOwnedChain } from './proxy/iptables/chains.js';
 import { NftablesBackend } from './proxy/nftables/proxier.js';
 import { tableName } from './proxy/nftables/names.js';
 import { Proxier } from './proxy/proxier.js';
@@ -109,26 +110,42 @@ async function detectNodeIPs(runner: Runner, netns: string | undefined): Promise
   return ips;
 }
 
-/** Removes the rules the other mode left (a previous run in that mode). Failures are logged: they must not stop the proxy. */
-async function cleanupOtherMode(o: ProxyHostOptions, nodeConfig: ProxyNodeConfig, log: Logger): Promise<void> {
+/**
+ * Removes one mode's rules of `prefix` from a namespace (kube-proxy --cleanup):
+ * iptables mode's chains and jumps in the backend `iptables` uses, or
+ * nftables mode's table. Returns whether there was anything to remove.
+ * Idempotent.
+ */
+export async function removeProxyRules(
+  o: { readonly runner: Runner; readonly log: Logger; readonly netns?: string; readonly prefix: string },
+  mode: 'iptables' | 'nftables',
+): Promise<boolean> {
   const ns = o.netns ? { netns: o.netns } : {};
+  const nodeConfig: ProxyNodeConfig = { nodeName: '', nodeIPs: [], clusterCIDR: null, prefix: o.prefix, masqueradeBit: 14 };
+  if (mode === 'iptables') {
+    // No mixing check here: stale chains are what we came to remove.
+    const deps = { runner: o.runner, log: o.log, ...ns };
+    const iptables = new ExecIptables(deps, await detectBackend(deps));
+    const nat = await iptables.listChains('nat');
+    if (![...nat].some((c) => isOwnedChain(o.prefix, c))) return false;
+    await new IptablesBackend({ iptables, nodeConfig, log: o.log }).cleanup();
+    return true;
+  }
+  const nft = new NftExecutor({ runner: o.runner, ...ns });
+  if (!(await nft.tableExists('ip', tableName(o.prefix)))) return false;
+  await new NftablesBackend({ nft, nodeConfig, log: o.log }).cleanup();
+  return true;
+}
+
+/** Removes the rules the other mode left (a previous run in that mode). Failures are logged: they must not stop the proxy. */
+async function cleanupOtherMode(o: ProxyHostOptions, log: Logger): Promise<void> {
+  const other = o.mode === 'iptables' ? 'nftables' : 'iptables';
   try {
-    if (o.mode === 'nftables') {
-      // No mixing check here: stale chains in either iptables backend are what we came to remove.
-      const deps = { runner: o.runner, log, ...ns };
-      const iptables = new ExecIptables(deps, await detectBackend(deps));
-      if ([...(await iptables.listChains('nat'))].some((c) => c === `${o.prefix}-SERVICES`)) {
-        await new IptablesBackend({ iptables, nodeConfig, log }).cleanup();
-        log.info('removed the iptables-mode rules a previous run left');
-      }
-    } else {
-      const nft = new NftExecutor({ runner: o.runner, ...ns });
-      if (!(await nft.tableExists('ip', tableName(o.prefix)))) return;
-      await new NftablesBackend({ nft, nodeConfig, log }).cleanup();
-      log.info('removed the nftables-mode table a previous run left');
+    if (await removeProxyRules({ runner: o.runner, log, prefix: o.prefix, ...(o.netns ? { netns: o.netns } : {}) }, other)) {
+      log.info(`removed the ${other}-mode rules a previous run left`);
     }
   } catch (err) {
-    log.warn({ [F.err]: err }, 'could not remove the other proxy mode\'s rules');
+    log.warn({ [F.err]: err }, `could not remove the ${other}-mode rules a previous run left`);
   }
 }
 
@@ -147,7 +164,7 @@ export async function startProxyHost(o: ProxyHostOptions): Promise<ProxyHost> {
   await setSysctls(o.runner, ns);
   const nodeIPs = o.nodeIPs ?? (await detectNodeIPs(o.runner, ns));
   const nodeConfig: ProxyNodeConfig = { nodeName: o.nodeName, nodeIPs, clusterCIDR: o.clusterCIDR, prefix: o.prefix, masqueradeBit: 14 };
-  await cleanupOtherMode(o, nodeConfig, log);
+  await cleanupOtherMode(o, log);
   const backend: ProxyBackend =
     o.mode === 'iptables'
       ? new IptablesBackend({ iptables: await createIptables({ runner: o.runner, log, prefix: o.prefix, ...(ns ? { netns: ns } : {}) }), nodeConfig, log })

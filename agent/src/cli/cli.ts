@@ -8,12 +8,14 @@ import { podCommand } from './pod-cmd.js';
 import { demoCommand } from './demo-cmd.js';
 import { traceCommand } from './trace-cmd.js';
 import { FlagError } from './flags.js';
+import { proxyCommand, type ProxyCmdDeps } from './proxy-cmd.js';
 
 export const VERSION = '0.1.0';
 
 export interface CliDeps {
   readonly startAgent: StartAgent;
   readonly runner: Runner;
+  readonly removeProxyRules: ProxyCmdDeps['removeRules'];
 }
 
 export const USAGE = `usage: nodenet <command> [options]
@@ -34,6 +36,10 @@ commands:
                      list pods; remove one (apps killed, CNI DEL, pause stopped)
   trace [--netns NAME|PATH] [--mode auto|iptables|nftables] [--prefix KUBE] [--from-node] [--json] SRC PROTO DST [PORT]
                      trace a new connection's first packet through a node's live Service rules (PROTO tcp|udp|sctp|icmp)
+  proxy status [--run-dir D] [--json]
+                     what the node's proxy applied: Services and endpoints, last sync, rejected objects
+  proxy cleanup [--netns NAME|PATH] [--prefix KUBE]
+                     remove both proxy modes' rules from a namespace (kube-proxy --cleanup)
   demo [--keep] [--proxy-mode iptables|nftables]
                      a virtual node with pods on cbr0 (traffic, an app restart that keeps its IP) and a
                      ClusterIP Service that takes TCP connections but never answers a ping
@@ -52,6 +58,8 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<nu
         return await demoCommand(rest);
       case 'trace':
         return await traceCommand(rest, { runner: deps.runner });
+      case 'proxy':
+        return await proxyCommand(rest, { runner: deps.runner, removeRules: deps.removeProxyRules });
       case 'version':
       case '--version':
         process.stdout.write(`nodenet ${VERSION}\n`);

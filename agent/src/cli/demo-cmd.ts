@@ -112,7 +112,7 @@ export async function demoCommand(argv: readonly string[]): Promise<number> {
     await traceCommand(['--netns', node.ns, client.ip, 'tcp', '10.96.0.10', '80'], { runner, stdout: (s) => process.stdout.write(`${s.trimEnd().replace(/^/gm, '  ')}\n`) });
 
     if (p.flags.has('keep')) {
-      say(`\nkept running. Try:\n  ip netns exec ${node.ns} ip -br link\n  ip netns exec ${node.ns} ${mode === 'iptables' ? 'iptables-save -t nat' : 'nft list table ip kube-proxy'}\n  node bin/nodenet.js trace --netns ${node.ns} ${client.ip} icmp 10.96.0.10\n  nodenet pod ls --run-dir ${node.runDir}\n  nodenet pod exec client --run-dir ${node.runDir} -- ip addr\nCtrl-C to clean up.`);
+      say(`\nkept running. Try:\n  ip netns exec ${node.ns} ip -br link\n  ip netns exec ${node.ns} ${mode === 'iptables' ? 'iptables-save -t nat' : 'nft list table ip kube-proxy'}\n  node bin/nodenet.js trace --netns ${node.ns} ${client.ip} icmp 10.96.0.10\n  node bin/nodenet.js proxy status --run-dir ${node.runDir}\n  nodenet pod ls --run-dir ${node.runDir}\n  nodenet pod exec client --run-dir ${node.runDir} -- ip addr\nCtrl-C to clean up.`);
       await new Promise(() => undefined);
     }
     return 0;
