@@ -1,0 +1,28 @@
+import t from 'tap';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { agentConfigFromArgs } from './agent-cmd.js';
+
+t.test('flags override the config file, numbers are numbers, errors name the field', async (t) => {
+  const dir = mkdtempSync(`${tmpdir()}/nn-agentcmd-`);
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  writeFileSync(`${dir}/agent.json`, JSON.stringify({ nodeName: 'from-file', podCIDR: '10.244.1.0/24', proxyMode: 'iptables' }));
+  const c = agentConfigFromArgs([
+    '--config', `${dir}/agent.json`,
+    '--node-name', 'n1',
+    '--proxy-mode', 'nftables',
+    '--manifests', '/etc/nodenet/manifests',
+    '--proxy-prefix', 'NN',
+    '--cluster-ip-ping', 'drop',
+    '--proxy-min-sync-ms', '250',
+    '--mtu', '1450',
+  ]);
+  t.same(
+    [c.nodeName, c.podCIDR, c.proxyMode, c.manifestsDir, c.proxyPrefix, c.clusterIPPing, c.proxyMinSyncMs, c.mtu],
+    ['n1', '10.244.1.0/24', 'nftables', '/etc/nodenet/manifests', 'NN', 'drop', 250, 1450],
+  );
+  t.throws(() => agentConfigFromArgs(['--proxy-min-sync-ms', 'soon']), /config proxyMinSyncMs/);
+  t.throws(() => agentConfigFromArgs(['--proxy-mode', 'userspace']), /config proxyMode/);
+  t.throws(() => agentConfigFromArgs(['--no-such-flag', 'x']), /unknown flag --no-such-flag/);
+  t.throws(() => agentConfigFromArgs(['--config', `${dir}/missing.json`]), /cannot read config/);
+});
