@@ -79,3 +79,24 @@ t.test('a missing directory is an empty list', async (t) => {
   await src.scan();
   t.same(rec.calls, ['synced svc', 'synced eps']);
 });
+
+t.test('timers come from the injected clock: no rescan until it moves, then one per poll', async (t) => {
+  const { FakeClock } = await import('../proxy/clock.fake.js');
+  const clock = new FakeClock(0);
+  const dir = mkdtempSync(`${tmpdir()}/nn-manifests-`);
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const rec = new Recorder();
+  let scans = 0;
+  const src = new ManifestSource({ dir, services: rec, slices: rec, log: silentLogger(), pollMs: 1000, debounceMs: 10, clock, onScan: () => scans++ });
+  await src.start();
+  t.teardown(() => src.stop());
+  t.equal(scans, 1);
+  put(dir, 'a.json', svc('a', '10.96.0.1'));
+  await new Promise((r) => setTimeout(r, 100)); // real time passes, fake time does not
+  t.equal(scans, 1, 'nothing rescanned while the clock stands still');
+  await clock.advance(1000);
+  for (let i = 0; i < 100 && scans < 2; i++) await new Promise((r) => setTimeout(r, 10));
+  t.same(rec.calls.slice(2), ['add svc a/10.96.0.1']);
+  src.stop();
+  t.equal(clock.pending, 0, 'stop() clears its timers');
+});

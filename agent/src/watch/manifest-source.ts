@@ -21,6 +21,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { F } from '../log/fields.js';
 import type { Logger } from '../log/log.js';
 import type { EndpointSliceHandler, ServiceHandler } from '../proxy/handlers.js';
+import { realClock, type Clock } from '../proxy/clock.js';
 import { diffObjects, isManifestFile, mergeFiles, parseManifestFile, type ManifestEvent, type ManifestObject } from './manifest-diff.js';
 
 const KINDS: ReadonlySet<string> = new Set(['Service', 'EndpointSlice']);
@@ -36,6 +37,8 @@ export interface ManifestSourceDeps {
   readonly debounceMs?: number;
   /** Called after every scan, once its events were delivered. */
   readonly onScan?: () => void;
+  /** Timers for polling and debouncing (default: the real clock). */
+  readonly clock?: Clock;
 }
 
 export class ManifestSource {
@@ -44,19 +47,23 @@ export class ManifestSource {
   private view = new Map<string, ManifestObject>();
   private synced = false;
   private watcher: FSWatcher | null = null;
-  private poll: NodeJS.Timeout | null = null;
-  private debounce: NodeJS.Timeout | null = null;
+  private readonly clock: Clock;
+  private started = false;
+  private poll: unknown = null;
+  private debounce: unknown = null;
   private scanning: Promise<void> = Promise.resolve();
   private gen = 0;
   private readonly badFiles = new Map<string, string>();
 
   constructor(private readonly deps: ManifestSourceDeps) {
     this.log = deps.log.child({ [F.subsys]: 'manifests' });
+    this.clock = deps.clock ?? realClock;
   }
 
   /** Scans once (delivering the initial list and the synced calls), then follows changes. Idempotent. */
   async start(): Promise<void> {
-    if (this.poll) return;
+    if (this.started) return;
+    this.started = true;
     await this.scan();
     try {
       this.watcher = watch(this.deps.dir, () => this.schedule());
@@ -64,17 +71,26 @@ export class ManifestSource {
     } catch (err) {
       this.log.warn({ [F.err]: err }, 'cannot watch the manifest directory; polling only');
     }
-    this.poll = setInterval(() => this.schedule(), this.deps.pollMs ?? 2000);
-    this.poll.unref();
+    this.armPoll();
   }
 
   stop(): void {
+    this.started = false;
     this.watcher?.close();
     this.watcher = null;
-    if (this.poll) clearInterval(this.poll);
-    if (this.debounce) clearTimeout(this.debounce);
+    if (this.poll !== null) this.clock.clearTimeout(this.poll);
+    if (this.debounce !== null) this.clock.clearTimeout(this.debounce);
     this.poll = null;
     this.debounce = null;
+  }
+
+  private armPoll(): void {
+    this.poll = this.clock.setTimeout(() => {
+      this.poll = null;
+      if (!this.started) return;
+      this.schedule();
+      this.armPoll();
+    }, this.deps.pollMs ?? 2000);
   }
 
   /** Incremented each time a scan delivers at least one event. */
@@ -88,8 +104,8 @@ export class ManifestSource {
   }
 
   private schedule(): void {
-    if (this.debounce) return;
-    this.debounce = setTimeout(() => {
+    if (this.debounce !== null || !this.started) return;
+    this.debounce = this.clock.setTimeout(() => {
       this.debounce = null;
       void this.scan();
     }, this.deps.debounceMs ?? 50);
