@@ -8,11 +8,11 @@
  */
 import t from 'tap';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Lab, uniqueTag, shOk, type VNode } from '../agent/src/testing/vnode.js';
 import { makeEndpointSlice, makeService, withField, type EndpointSpec, type JsonObject } from '../agent/src/testing/addresses.js';
-import type { ProxyStatus } from '../agent/src/proxy-host.js';
+import { proxyStatusFile, readProxyStatus, type ProxyStatus } from '../agent/src/proxy-host.js';
 import { stringify as stringifyYaml } from 'yaml';
 
 type Mode = 'iptables' | 'nftables';
@@ -84,15 +84,7 @@ export function servicesSuite(mode: Mode): void {
     renameSync(`${manifests}/.${file}.tmp`, `${manifests}/${file}`);
   }
 
-  function status(): ProxyStatus | null {
-    const f = `${node.runDir}/proxy-status.json`;
-    if (!existsSync(f)) return null;
-    try {
-      return JSON.parse(readFileSync(f, 'utf8')) as ProxyStatus;
-    } catch {
-      return null; // being replaced
-    }
-  }
+  const status = (): ProxyStatus | null => readProxyStatus(proxyStatusFile(node.runDir));
 
   /** Waits until the agent reports `spn` applied with exactly these endpoints ("ip:port"). */
   async function waitApplied(spn: string, endpoints: string[]): Promise<void> {
@@ -286,7 +278,7 @@ export function servicesSuite(mode: Mode): void {
     t.ok(await roundTrip('before'), 'echo before the crash');
     await node.stopAgent('SIGKILL');
     t.ok(await roundTrip('while-down'), 'the kernel keeps forwarding while no agent runs');
-    rmSync(`${node.runDir}/proxy-status.json`, { force: true });
+    rmSync(proxyStatusFile(node.runDir), { force: true });
     await node.startAgent();
     const deadline = Date.now() + 10_000;
     while (Date.now() < deadline && !((status()?.ready ?? false) && (status()?.syncs ?? 0) >= 1 && status()?.lastSync?.reason === 'first')) await sleep(50);

@@ -26,7 +26,7 @@ import { startCniServer } from './cniserver/server.js';
 import { deletionQueueDirFor, replayDeletions } from './cniserver/replay-deletions.js';
 import type { RunningAgent } from './cli/agent-cmd.js';
 import { ErrorCode, NodenetError } from './errors/errors.js';
-import { startProxyHost, type ProxyHost } from './proxy-host.js';
+import { proxyStatusFile, startProxyHost, type ProxyHost } from './proxy-host.js';
 
 export async function startAgent(cfg: AgentConfig, logger?: Logger): Promise<RunningAgent> {
   const log = (logger ?? createLogger({ level: cfg.logLevel as 'info', ...(cfg.logFile ? { destination: cfg.logFile } : {}) })).child({ [F.node]: cfg.nodeName });
@@ -62,7 +62,7 @@ export async function startAgent(cfg: AgentConfig, logger?: Logger): Promise<Run
       runner,
       log,
       manifestsDir: cfg.manifestsDir,
-      statusFile: `${cfg.runDir}/proxy-status.json`,
+      statusFile: proxyStatusFile(cfg.runDir),
       minSyncIntervalMs: cfg.proxyMinSyncMs,
       clusterIPPing: cfg.clusterIPPing,
     });

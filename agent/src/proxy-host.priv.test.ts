@@ -5,12 +5,12 @@
  * first mode's rules (both ways).
  */
 import t from 'tap';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { ExecaRunner } from './exec/runner.js';
 import { silentLogger } from './log/log.js';
 import { parseCidr } from './net/ip.js';
-import { removeProxyRules, startProxyHost, type ProxyHost, type ProxyStatus } from './proxy-host.js';
+import { readProxyStatus, removeProxyRules, startProxyHost, type ProxyHost, type ProxyStatus } from './proxy-host.js';
 import { makeEndpointSlice, makeService } from './testing/addresses.js';
 
 const runner = new ExecaRunner();
@@ -52,11 +52,7 @@ async function start(mode: 'iptables' | 'nftables'): Promise<ProxyHost> {
   });
 }
 function status(): ProxyStatus {
-  try {
-    return JSON.parse(readFileSync(statusFile, 'utf8')) as ProxyStatus;
-  } catch {
-    return { ready: false } as ProxyStatus;
-  }
+  return readProxyStatus(statusFile) ?? ({ ready: false } as ProxyStatus);
 }
 async function synced(): Promise<void> {
   for (let i = 0; i < 200 && !status().ready; i++) await new Promise((r) => setTimeout(r, 25));

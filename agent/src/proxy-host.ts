@@ -29,7 +29,7 @@
  * fields. Tests and `nodenet` commands read it; the kernel rules stay the
  * source of truth.
  */
-import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Runner } from './exec/runner.js';
 import { F } from './log/fields.js';
@@ -87,6 +87,20 @@ export interface ProxyStatus {
   readonly rejected: ReturnType<Proxier['rejected']>;
   readonly ignored: ReturnType<Proxier['ignored']>;
   readonly manifestErrors: Record<string, string>;
+}
+
+/** Where the agent writes the status in its run dir. */
+export function proxyStatusFile(runDir: string): string {
+  return `${runDir}/proxy-status.json`;
+}
+
+/** The status file's content, or null when it is missing or unreadable (the agent replaces it atomically). */
+export function readProxyStatus(file: string): ProxyStatus | null {
+  try {
+    return JSON.parse(readFileSync(file, 'utf8')) as ProxyStatus;
+  } catch {
+    return null;
+  }
 }
 
 export interface ProxyHost {

@@ -9,11 +9,11 @@
  * through the live rules. Everything is removed on exit, also on Ctrl-C.
  * Later issues grow this into the multi-node demo.
  */
-import { mkdirSync, renameSync, writeFileSync, existsSync, readFileSync } from 'node:fs';
+import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { makeEndpointSlice, makeService } from '../testing/addresses.js';
 import { traceCommand } from './trace-cmd.js';
-import type { ProxyStatus } from '../proxy-host.js';
+import { proxyStatusFile, readProxyStatus } from '../proxy-host.js';
 import { ExecaRunner } from '../exec/runner.js';
 import { Lab, uniqueTag } from '../testing/vnode.js';
 import { parseFlags, only, FlagError } from './flags.js';
@@ -94,9 +94,8 @@ export async function demoCommand(argv: readonly string[]): Promise<number> {
     writeFileSync(`${manifests}/.web.json`, JSON.stringify(objects, null, 2));
     renameSync(`${manifests}/.web.json`, `${manifests}/web.json`);
     say(`wrote ${manifests}/web.json (a Service and its EndpointSlice); the agent follows that directory`);
-    const status = `${node.runDir}/proxy-status.json`;
     await retry(async () => {
-      const st = existsSync(status) ? (JSON.parse(readFileSync(status, 'utf8')) as ProxyStatus) : null;
+      const st = readProxyStatus(proxyStatusFile(node.runDir));
       if ((st?.applied['default/web']?.length ?? 0) !== 2) throw new Error('not applied yet');
     }, 100);
     const viaService = async () => (await pods.exec('client', [process.execPath, '-e', CLIENT('http://10.96.0.10/')])).stdout.trim();

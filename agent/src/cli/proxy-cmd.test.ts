@@ -74,7 +74,7 @@ t.test('bad arguments are FlagErrors naming the argument', async (t) => {
   const deps = { runner: new FakeRunner(), removeRules: async () => false };
   await t.rejects(proxyCommand([], deps), FlagError);
   await t.rejects(proxyCommand(['restart'], deps), /unknown proxy subcommand "restart"/);
-  await t.rejects(proxyCommand(['cleanup', '--prefix', 'kube'], deps), /--prefix must be/);
+  await t.rejects(proxyCommand(['cleanup', '--prefix', 'kube'], deps), /--prefix: proxy chain prefix "kube"/);
   await t.rejects(proxyCommand(['cleanup', '--netns', 'nn-does-not-exist-xyz'], deps), /--netns "nn-does-not-exist-xyz"/);
   await t.rejects(proxyCommand(['status', '--netns', 'x'], deps), /unknown flag --netns/);
   await t.rejects(proxyCommand(['status', 'extra'], deps), /unexpected argument "extra"/);

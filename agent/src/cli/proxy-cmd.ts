@@ -9,11 +9,11 @@
  * that stops running the proxy or switches modes by hand. The agent itself
  * removes the other mode's rules when it starts.
  */
-import { readFileSync } from 'node:fs';
 import type { Runner } from '../exec/runner.js';
 import { toNetnsPath } from '../netns/netns.js';
-import type { ProxyStatus } from '../proxy-host.js';
+import { proxyStatusFile, readProxyStatus, type ProxyStatus } from '../proxy-host.js';
 import { FlagError, only, parseFlags } from './flags.js';
+import { netnsFlag, prefixFlag } from './node-flags.js';
 
 export interface ProxyCmdDeps {
   readonly runner: Runner;
@@ -68,31 +68,21 @@ export async function proxyCommand(argv: readonly string[], deps: ProxyCmdDeps):
   switch (sub) {
     case 'status': {
       only(p, ['run-dir', 'json']);
-      const file = `${p.flags.get('run-dir') ?? '/run/nodenet'}/proxy-status.json`;
-      let text: string;
-      try {
-        text = readFileSync(file, 'utf8');
-      } catch {
+      const file = proxyStatusFile(p.flags.get('run-dir') ?? '/run/nodenet');
+      const st = readProxyStatus(file);
+      if (!st) {
         process.stderr.write(`nodenet proxy status: no ${file}: is the agent running with a proxy mode (and this --run-dir)?\n`);
         return 1;
       }
-      out(p.flags.has('json') ? text : formatProxyStatus(JSON.parse(text) as ProxyStatus));
+      out(p.flags.has('json') ? `${JSON.stringify(st, null, 2)}\n` : formatProxyStatus(st));
       return 0;
     }
     case 'cleanup': {
       only(p, ['netns', 'prefix']);
-      const name = p.flags.get('netns');
-      let netns: string | undefined;
-      if (name !== undefined) {
-        try {
-          netns = toNetnsPath(name.includes('/') ? name : `/run/netns/${name}`);
-        } catch (e) {
-          throw new FlagError(`--netns ${JSON.stringify(name)}: ${(e as Error).message}`);
-        }
-      }
-      const prefix = p.flags.get('prefix') ?? 'KUBE';
-      if (!/^[A-Z][A-Z0-9]{0,6}$/.test(prefix)) throw new FlagError(`--prefix must be 1-7 upper-case letters or digits, got ${JSON.stringify(prefix)}`);
-      const where = name ?? 'this network namespace';
+      const ns = netnsFlag(p, toNetnsPath);
+      const netns = ns?.path;
+      const prefix = prefixFlag(p);
+      const where = ns?.name ?? 'this network namespace';
       for (const mode of ['iptables', 'nftables'] as const) {
         const removed = await deps.removeRules({ runner: deps.runner, prefix, ...(netns ? { netns } : {}) }, mode);
         out(`${mode}: ${removed ? 'rules removed' : 'nothing to remove'} (${where}, prefix ${prefix})\n`);

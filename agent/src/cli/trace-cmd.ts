@@ -17,16 +17,15 @@
  * Exit codes: 0 a trace was printed; 2 a usage error (the message names the
  * bad argument); 1 the rules could not be read or are not there.
  */
-import { NetnsNotFoundError } from '../errors/errors.js';
 import type { Runner } from '../exec/runner.js';
 import { isIPv4, parseIPv4 } from '../net/ip.js';
 import { toNetnsPath } from '../netns/netns.js';
 import { BACKEND_COMMANDS } from '../netfilter/iptables.js';
-import { validatePrefix } from '../proxy/iptables/chains.js';
 import type { Protocol, TraceResult } from '../proxy/types.js';
 import { traceIptables } from '../testing/iptables-tracer.js';
 import { traceNftables, type NftTracePacket } from '../testing/nft-tracer.js';
 import { FlagError, only, parseFlags } from './flags.js';
+import { netnsFlag, prefixFlag } from './node-flags.js';
 import { readLiveRules, readLocalAddresses, type LiveRules, type TraceMode } from './trace-live.js';
 
 export const TRACE_USAGE = 'usage: nodenet trace [--netns NAME|PATH] [--mode auto|iptables|nftables] [--prefix KUBE] [--from-node] [--json] SRC tcp|udp|sctp|icmp DST [PORT]';
@@ -61,25 +60,11 @@ export function parseTraceArgs(argv: readonly string[], checkNetns: (path: strin
 
   const mode = p.flags.get('mode') ?? 'auto';
   if (mode !== 'auto' && mode !== 'iptables' && mode !== 'nftables') throw new FlagError(`--mode ${JSON.stringify(mode)}: expected auto, iptables or nftables`);
-  const prefix = p.flags.get('prefix') ?? 'KUBE';
-  try {
-    validatePrefix(prefix);
-  } catch (e) {
-    throw new FlagError(`--prefix: ${e instanceof Error ? e.message : String(e)}`);
-  }
+  const prefix = prefixFlag(p);
 
-  let netns: string | undefined;
-  const netnsName = p.flags.get('netns');
-  if (netnsName !== undefined) {
-    if (netnsName === '') throw new FlagError('--netns needs a name or a path');
-    netns = netnsName.includes('/') ? netnsName : `/run/netns/${netnsName}`;
-    if (!netns.startsWith('/')) throw new FlagError(`--netns ${JSON.stringify(netnsName)}: a path must be absolute`);
-    try {
-      checkNetns(netns);
-    } catch (e) {
-      throw new FlagError(`--netns ${JSON.stringify(netnsName)}: no network namespace at ${netns}${e instanceof NetnsNotFoundError ? '' : ` (${e instanceof Error ? e.message : String(e)})`}`);
-    }
-  }
+  const ns = netnsFlag(p, checkNetns);
+  const netns = ns?.path;
+  const netnsName = ns?.name;
 
   const [src, proto, dst, port, ...extra] = p.positional;
   if (src === undefined || proto === undefined || dst === undefined) throw new FlagError(`need SRC PROTO DST [PORT], got ${p.positional.length} argument(s)`);

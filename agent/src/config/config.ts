@@ -7,6 +7,7 @@
  */
 import { ErrorCode, CniCode, NodenetError } from '../errors/errors.js';
 import { parseCidr, type Cidr } from '../net/ip.js';
+import { validatePrefix } from '../proxy/iptables/chains.js';
 
 export type ProxyMode = 'iptables' | 'nftables' | 'ipvs' | 'none';
 
@@ -91,7 +92,11 @@ export function parseAgentConfig(raw: unknown): AgentConfig {
   const mode = str(o, 'proxyMode') ?? DEFAULTS.proxyMode;
   if (!['iptables', 'nftables', 'ipvs', 'none'].includes(mode)) throw bad('proxyMode', 'must be iptables, nftables, ipvs or none');
   const prefix = str(o, 'proxyPrefix') ?? DEFAULTS.proxyPrefix;
-  if (!/^[A-Z][A-Z0-9]{0,6}$/.test(prefix)) throw bad('proxyPrefix', 'must be 1-7 upper-case letters or digits, starting with a letter (e.g. KUBE, NN)');
+  try {
+    validatePrefix(prefix);
+  } catch (e) {
+    throw bad('proxyPrefix', `${(e as Error).message} (e.g. KUBE, NN)`);
+  }
   const ping = str(o, 'clusterIPPing') ?? DEFAULTS.clusterIPPing;
   if (ping !== 'reject' && ping !== 'drop') throw bad('clusterIPPing', 'must be reject or drop');
   const minSyncRaw = o['proxyMinSyncMs'] ?? DEFAULTS.proxyMinSyncMs;

@@ -97,6 +97,12 @@ t.test('timers come from the injected clock: no rescan until it moves, then one 
   await clock.advance(1000);
   for (let i = 0; i < 100 && scans < 2; i++) await new Promise((r) => setTimeout(r, 10));
   t.same(rec.calls.slice(2), ['add svc a/10.96.0.1']);
+  t.equal(scans, 2);
+  await src.scan();
+  t.equal(scans, 2, 'a scan that finds nothing new does not call onScan');
+  put(dir, 'a.json', '{');
+  await src.scan();
+  t.equal(scans, 3, 'a file turning unreadable does');
   src.stop();
   t.equal(clock.pending, 0, 'stop() clears its timers');
 });

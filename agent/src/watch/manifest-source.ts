@@ -35,7 +35,7 @@ export interface ManifestSourceDeps {
   readonly pollMs?: number;
   /** Wait this long after a change notification before scanning, to batch a burst of writes. Default 50. */
   readonly debounceMs?: number;
-  /** Called after every scan, once its events were delivered. */
+  /** Called after a scan that delivered events or changed errors(), and after the first one. */
   readonly onScan?: () => void;
   /** Timers for polling and debouncing (default: the real clock). */
   readonly clock?: Clock;
@@ -119,6 +119,7 @@ export class ManifestSource {
   }
 
   private async doScan(): Promise<void> {
+    const errorsBefore = JSON.stringify([...this.badFiles]);
     let names: string[];
     try {
       names = (await readdir(this.deps.dir)).filter(isManifestFile).sort();
@@ -150,13 +151,15 @@ export class ManifestSource {
     this.view = view;
     for (const e of events) this.deliver(e);
     if (events.length > 0) this.gen++;
-    if (!this.synced) {
+    const first = !this.synced;
+    if (first) {
       this.synced = true;
       this.deps.services.onServicesSynced();
       this.deps.slices.onEndpointSlicesSynced();
       this.log.info({ [F.count]: view.size }, `manifests: initial list of ${view.size} objects delivered`);
     }
-    this.deps.onScan?.();
+    // Polls that find nothing new stay quiet: the status file is rewritten only when something changed.
+    if (first || events.length > 0 || JSON.stringify([...this.badFiles]) !== errorsBefore) this.deps.onScan?.();
   }
 
   private deliver(e: ManifestEvent): void {
