@@ -7,7 +7,7 @@ import t from 'tap';
 import { readdirSync, existsSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Lab, uniqueTag, sh, type VNode } from '../agent/src/testing/vnode.js';
+import { Lab, uniqueTag, sh, type VNode } from '../agent/src/lab/lab.js';
 
 type Result = { ips: { address: string; gateway?: string }[]; interfaces: { name: string; mac: string; sandbox?: string }[]; routes: { dst: string; gw?: string }[] };
 

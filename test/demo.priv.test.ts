@@ -3,7 +3,7 @@
  * proxy modes and leave nothing behind. Runs the built CLI as a user does.
  */
 import t from 'tap';
-import { REPO, shOk } from '../agent/src/testing/vnode.js';
+import { REPO, shOk } from '../agent/src/lab/lab.js';
 
 const demoNamespaces = async () => (await shOk(['ip', 'netns', 'list'])).stdout.split('\n').filter((l) => /^nn-demo/.test(l));
 

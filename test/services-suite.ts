@@ -10,7 +10,7 @@ import t from 'tap';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Lab, uniqueTag, shOk, type VNode } from '../agent/src/testing/vnode.js';
+import { Lab, uniqueTag, shOk, type VNode } from '../agent/src/lab/lab.js';
 import { makeEndpointSlice, makeService, withField, type EndpointSpec, type JsonObject } from '../agent/src/testing/addresses.js';
 import { proxyStatusFile, readProxyStatus, type ProxyStatus } from '../agent/src/proxy-host.js';
 import { stringify as stringifyYaml } from 'yaml';

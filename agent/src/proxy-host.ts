@@ -38,7 +38,7 @@ import { parseIPv4, type Cidr, type IPv4 } from './net/ip.js';
 import { ConntrackExecutor } from './netfilter/conntrack.js';
 import { createIptables, detectBackend, ExecIptables } from './netfilter/iptables.js';
 import { NftExecutor } from './netfilter/nft.js';
-import { realClock } from './proxy/clock.js';
+import { realClock } from './reconcile/clock.js';
 import { IptablesBackend } from './proxy/iptables/proxier.js';
 import { isOwnedChain } from './proxy/iptables/chains.js';
 import { NftablesBackend } from './proxy/nftables/proxier.js';

@@ -11,7 +11,7 @@
  * that node would run them; nodenet's shim runs there too.
  */
 import { existsSync } from 'node:fs';
-import { Lab, uniqueTag, REPO, SHIM } from '../../agent/src/testing/vnode.js';
+import { Lab, uniqueTag, REPO, SHIM } from '../../agent/src/lab/lab.js';
 import { ExecaRunner } from '../../agent/src/exec/runner.js';
 import { parseFlags } from '../../agent/src/cli/flags.js';
 

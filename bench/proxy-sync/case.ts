@@ -28,7 +28,7 @@ import { FakeConntrack } from '../../agent/src/netfilter/conntrack.fake.js';
 import { createIptables, type ExecIptables } from '../../agent/src/netfilter/iptables.js';
 import { NftExecutor } from '../../agent/src/netfilter/nft.js';
 import { removeNetns } from '../../agent/src/netns/scratch-netns.js';
-import { realClock } from '../../agent/src/proxy/clock.js';
+import { realClock } from '../../agent/src/reconcile/clock.js';
 import { IptablesBackend } from '../../agent/src/proxy/iptables/proxier.js';
 import { NftablesBackend } from '../../agent/src/proxy/nftables/proxier.js';
 import { Proxier } from '../../agent/src/proxy/proxier.js';

@@ -65,7 +65,7 @@ t.test('against the real grpc-js server: every command, request intact, in-band 
   }
   t.same(handler.calls.map((c) => c.cmd), ['add', 'check', 'status', 'gc', 'del']);
   const bad = await callAgent(socket, 'ADD', { ...req, config: new TextEncoder().encode('{"cniVersion":"1.1.0","name":"n","type":"t","mtu":-1}') }, 5000);
-  t.same(bad, { kind: 'cni-error', code: 7, msg: 'mtu: must be an integer from 0 to 65535', details: 'mtu' });
+  t.same(bad, { kind: 'cni-error', code: 7, msg: 'mtu: must be an integer from 0 to 65535, got -1', details: 'mtu' });
 });
 
 t.test('no socket, a stale socket, or a dead peer: unreachable', async (t) => {

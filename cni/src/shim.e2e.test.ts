@@ -106,7 +106,7 @@ t.test('an in-band agent error comes out as the spec error JSON with exit 1', as
   const { socket, handler } = await agent(t);
   const bad = await runCni(podEnv('ADD'), conf(socket, { cniVersion: '0.4.0', hairpinMode: 'yes' }));
   t.equal(bad.code, 1);
-  t.same(JSON.parse(bad.stdout), { cniVersion: '0.4.0', code: 7, msg: 'hairpinMode: must be true or false', details: 'hairpinMode' });
+  t.same(JSON.parse(bad.stdout), { cniVersion: '0.4.0', code: 7, msg: 'hairpinMode: must be true or false (a boolean), got "yes"', details: 'hairpinMode' });
   const ok = await runCni(podEnv('ADD'), conf(socket));
   t.equal(ok.code, 0);
   const twice = await runCni(podEnv('ADD'), conf(socket));

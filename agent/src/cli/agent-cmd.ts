@@ -28,7 +28,7 @@ export function agentConfigFromArgs(argv: readonly string[]): AgentConfig {
     try {
       base = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
     } catch (e) {
-      throw new NodenetError(ErrorCode.InvalidConfig, `cannot read config ${file}: ${(e as Error).message}`, 7, { cause: e });
+      throw new NodenetError(ErrorCode.InvalidConfig, `cannot read config ${file}: ${(e as Error).message}`, { cause: e });
     }
   }
   for (const [flag, key] of Object.entries(FLAG_KEYS)) {

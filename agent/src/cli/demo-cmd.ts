@@ -15,7 +15,7 @@ import { makeEndpointSlice, makeService } from '../testing/addresses.js';
 import { traceCommand } from './trace-cmd.js';
 import { proxyStatusFile, readProxyStatus } from '../proxy-host.js';
 import { ExecaRunner } from '../exec/runner.js';
-import { Lab, uniqueTag } from '../testing/vnode.js';
+import { Lab, uniqueTag } from '../lab/lab.js';
 import { parseFlags, only, FlagError } from './flags.js';
 import { localPods } from './pod-cmd.js';
 

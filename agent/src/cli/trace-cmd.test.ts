@@ -18,8 +18,8 @@ import { NftablesBackend } from '../proxy/nftables/proxier.js';
 import { snapshotFromObjects } from '../proxy/snapshot.js';
 import type { ProxyNodeConfig } from '../proxy/types.js';
 import { CLUSTER_CIDR, clusterIP, externalClientIP, makeEndpointSlice, makeService, nodeIP, nodeName, podGateway, podIP } from '../testing/addresses.js';
-import { traceIptables } from '../testing/iptables-tracer.js';
-import { traceNftables } from '../testing/nft-tracer.js';
+import { traceIptables } from '../trace/iptables-tracer.js';
+import { traceNftables } from '../trace/nft-tracer.js';
 import { parseTraceArgs, traceCommand, type TraceReport } from './trace-cmd.js';
 
 const NS = 'nn-trc-unit';

@@ -20,13 +20,14 @@
 import type { Runner } from '../exec/runner.js';
 import { isIPv4, parseIPv4 } from '../net/ip.js';
 import { toNetnsPath } from '../netns/netns.js';
-import { BACKEND_COMMANDS } from '../netfilter/iptables.js';
-import type { Protocol, TraceResult } from '../proxy/types.js';
-import { traceIptables } from '../testing/iptables-tracer.js';
-import { traceNftables, type NftTracePacket } from '../testing/nft-tracer.js';
+import type { Protocol } from '../proxy/types.js';
+import type { NftTracePacket } from '../trace/nft-tracer.js';
+import { formatTrace, traceLive, type TraceReport } from '../trace/report.js';
 import { FlagError, only, parseFlags } from './flags.js';
 import { netnsFlag, prefixFlag } from './node-flags.js';
-import { readLiveRules, readLocalAddresses, type LiveRules, type TraceMode } from './trace-live.js';
+import { readLiveRules, readLocalAddresses, TraceUsageError, type TraceMode } from '../trace/live.js';
+
+export type { TraceReport };
 
 export const TRACE_USAGE = 'usage: nodenet trace [--netns NAME|PATH] [--mode auto|iptables|nftables] [--prefix KUBE] [--from-node] [--json] SRC tcp|udp|sctp|icmp DST [PORT]';
 
@@ -87,76 +88,6 @@ export function parseTraceArgs(argv: readonly string[], checkNetns: (path: strin
   return { netns, netnsName, mode, prefix, fromNode: p.flags.has('from-node'), json: p.flags.has('json'), packet };
 }
 
-/** What `--json` prints: the TraceResult (plus iptables' matched rules and verdict) and what it was traced over. */
-export interface TraceReport extends TraceResult {
-  readonly mode: TraceMode;
-  /** iptables: 'nft' | 'legacy' (which iptables backend held the rules); nftables: the table. */
-  readonly source: string;
-  readonly netns: string | null;
-  readonly packet: { readonly source: string; readonly protocol: string; readonly destination: string; readonly port: number | null };
-  /** The hook the packet entered by: 'prerouting' (from a pod or the network) or 'output' (sent by the node). */
-  readonly entry: 'prerouting' | 'output';
-  /** The addresses treated as the node's own. */
-  readonly localAddresses: readonly string[];
-  /** The destination's endpoints ("ip:port"), empty for REJECT / DROP / ACCEPT. */
-  readonly endpoints: readonly string[];
-  /** iptables only: every rule that matched, "table/CHAIN: args". */
-  readonly matched?: readonly string[];
-  /** iptables only: foreign rules left out because the parser does not read them. */
-  readonly skippedRules?: readonly string[];
-}
-
-/** Runs the mode's tracer over rules already read. Pure. */
-export function traceLive(live: LiveRules, args: Pick<TraceArgs, 'packet' | 'netns'>, localAddresses: readonly string[]): TraceReport {
-  const pk = args.packet;
-  const local = new Set(localAddresses);
-  const entry = local.has(pk.sourceIP) || pk.sourceIP.startsWith('127.') ? 'output' : 'prerouting';
-  let r: TraceResult & { matched?: readonly string[] };
-  if (live.mode === 'nftables') r = traceNftables(live.state, pk, { nodeIPs: [...local] });
-  else {
-    if (pk.protocol === 'ICMP') throw new FlagError('icmp is traced in nftables mode only (the iptables rules match tcp, udp and sctp)');
-    r = traceIptables(live.dump, pk, { nodeIPs: [...local] });
-  }
-  // The iptables tracer leaves the destination empty when nothing decided it: the packet goes on, untouched.
-  const destination = r.destination === '' ? 'ACCEPT' : r.destination;
-  const endpoints = /^\d/.test(destination) ? destination.split(', ') : [];
-  return {
-    mode: live.mode,
-    source: live.mode === 'nftables' ? live.table : live.backend,
-    netns: args.netns ?? null,
-    packet: { source: pk.sourceIP, protocol: pk.protocol.toLowerCase(), destination: pk.destIP, port: pk.protocol === 'ICMP' ? null : pk.destPort },
-    entry,
-    localAddresses: [...local],
-    visited: r.visited,
-    destination,
-    endpoints,
-    masquerade: r.masquerade,
-    ...(live.mode === 'iptables' ? { matched: r.matched ?? [], skippedRules: live.skipped } : {}),
-  };
-}
-
-/** The human-readable report. Pure. */
-export function formatTrace(rep: TraceReport, netnsName?: string): string {
-  const pk = rep.packet;
-  const to = pk.port === null ? `${pk.destination} (${pk.protocol})` : `${pk.destination}:${pk.port} (${pk.protocol})`;
-  const over = rep.mode === 'nftables' ? `nftables, table ${rep.source}` : `iptables, ${BACKEND_COMMANDS[rep.source === 'legacy' ? 'legacy' : 'nft'].save}`;
-  const lines = [
-    `trace ${pk.source} -> ${to} in ${netnsName ?? rep.netns ?? 'this network namespace'} (${over})`,
-    rep.entry === 'output' ? 'entry: output (sent by the node itself)' : 'entry: prerouting (from a pod or from the network)',
-    'chains:',
-    ...rep.visited.map((c) => `  ${c}`),
-  ];
-  let dest: string;
-  if (rep.endpoints.length === 1) dest = rep.endpoints[0]!;
-  else if (rep.endpoints.length > 1) dest = `one of: ${rep.endpoints.join(', ')}`;
-  else if (rep.destination === 'REJECT') dest = 'REJECT (refused: the sender gets an ICMP error at once)';
-  else if (rep.destination === 'DROP') dest = 'DROP (silently dropped)';
-  else if (rep.destination === 'ACCEPT') dest = `ACCEPT (not redirected: it goes on to ${pk.destination})`;
-  else dest = rep.destination;
-  lines.push(`destination: ${dest}`, `masquerade: ${rep.masquerade ? 'yes' : 'no'}`);
-  return `${lines.join('\n')}\n`;
-}
-
 function defaultCheckNetns(path: string): void {
   toNetnsPath(path);
 }
@@ -180,7 +111,7 @@ export async function traceCommand(argv: readonly string[], deps: TraceDeps): Pr
     const local = args.fromNode && !addrs.includes(args.packet.sourceIP) ? [...addrs, args.packet.sourceIP] : addrs;
     rep = traceLive(rules, args, local);
   } catch (e) {
-    if (e instanceof FlagError) {
+    if (e instanceof TraceUsageError) {
       err(`nodenet trace: ${e.message}\n`);
       return 2;
     }

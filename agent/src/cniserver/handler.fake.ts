@@ -7,7 +7,7 @@
  * with a fixed address plan encoded in the config's cniVersion.
  * Tests can make any command fail once with `failNext`.
  */
-import { CniCode, ErrorCode, NodenetError } from '../errors/errors.js';
+import { ErrorCode, NodenetError } from '../errors/errors.js';
 import { parseBridgeNetConf } from '../cnitypes/netconf.js';
 import { encodeResult, type CniResult } from '../cnitypes/result.js';
 import type { CniCallRequest, CniHandler } from './handler.js';
@@ -30,7 +30,7 @@ export class FakeCniHandler implements CniHandler {
   async add(req: CniCallRequest): Promise<Uint8Array> {
     const conf = this.enter('add', req);
     const key = `${conf.name}/${req.containerId}/${req.ifName}`;
-    if (this.attachments.has(key)) throw new NodenetError(ErrorCode.LinkExists, `attachment ${key} already exists`, CniCode.Internal);
+    if (this.attachments.has(key)) throw new NodenetError(ErrorCode.LinkExists, `attachment ${key} already exists`);
     const host = this.nextHost++;
     const result: CniResult = {
       interfaces: [{ name: conf.bridge, mac: '0a:58:0a:f4:01:01' }, { name: req.ifName, mac: `0a:58:0a:f4:01:${host.toString(16).padStart(2, '0')}`, sandbox: req.netns }],
@@ -50,8 +50,8 @@ export class FakeCniHandler implements CniHandler {
   async check(req: CniCallRequest): Promise<void> {
     const conf = this.enter('check', req);
     const have = this.attachments.get(`${conf.name}/${req.containerId}/${req.ifName}`);
-    if (!have) throw new NodenetError(ErrorCode.UnknownContainer, `no attachment ${req.containerId}/${req.ifName}`, CniCode.UnknownContainer);
-    if (!conf.prevResult) throw new NodenetError(ErrorCode.InvalidConfig, 'prevResult: is required for CHECK', CniCode.InvalidNetworkConfig);
+    if (!have) throw new NodenetError(ErrorCode.UnknownContainer, `no attachment ${req.containerId}/${req.ifName}`);
+    if (!conf.prevResult) throw new NodenetError(ErrorCode.InvalidConfig, 'prevResult: is required for CHECK');
     const want = conf.prevResult.ips.map((i) => i.address).join(',');
     const got = have.ips.map((i) => i.address).join(',');
     if (want !== got) throw new NodenetError(ErrorCode.CheckFailed, `addresses differ: prevResult ${want}, have ${got}`);
@@ -59,7 +59,7 @@ export class FakeCniHandler implements CniHandler {
 
   async status(req: CniCallRequest): Promise<void> {
     this.enter('status', req);
-    if (!this.ready) throw new NodenetError(ErrorCode.TryAgainLater, 'agent is not ready', CniCode.PluginNotAvailable);
+    if (!this.ready) throw new NodenetError(ErrorCode.NotAvailable, 'agent is not ready');
   }
 
   async gc(req: CniCallRequest): Promise<void> {
@@ -78,10 +78,10 @@ export class FakeCniHandler implements CniHandler {
     const conf = parseBridgeNetConf(req.config);
     const container = cmd === 'add' || cmd === 'del' || cmd === 'check';
     if (container && (req.containerId === '' || req.ifName === '')) {
-      throw new NodenetError(ErrorCode.InvalidEnvironment, `${cmd} without container ID or interface name`, CniCode.InvalidEnvironment);
+      throw new NodenetError(ErrorCode.InvalidEnvironment, `${cmd} without container ID or interface name`);
     }
     if ((cmd === 'add' || cmd === 'check') && req.netns === '') {
-      throw new NodenetError(ErrorCode.InvalidEnvironment, `${cmd} without CNI_NETNS`, CniCode.InvalidEnvironment);
+      throw new NodenetError(ErrorCode.InvalidEnvironment, `${cmd} without CNI_NETNS`);
     }
     return conf;
   }

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { deletionQueueDir, writeDeletionRecord, type DeletionRecord } from '../../../cni/src/del-queue.js';
-import { CniCode, ErrorCode, NodenetError } from '../errors/errors.js';
+import { ErrorCode, NodenetError } from '../errors/errors.js';
 import { FakeCniHandler } from './handler.fake.js';
 import { deletionQueueDirFor, parseRecord, replayDeletions } from './replay-deletions.js';
 
@@ -64,7 +64,7 @@ t.test('a failing DEL keeps its record for the next replay', async (t) => {
   writeDeletionRecord(dir, record('aaa'));
   writeDeletionRecord(dir, record('bbb'));
   const handler = new FakeCniHandler();
-  handler.failNext('del', new NodenetError(ErrorCode.Netlink, 'netlink: EBUSY', CniCode.Internal));
+  handler.failNext('del', new NodenetError(ErrorCode.Netlink, 'netlink: EBUSY'));
   const { log, lines } = memLog();
   t.same(await replayDeletions(dir, handler, log), { replayed: 1, failed: 1, invalid: 0 });
   t.same(readdirSync(dir), ['aaa-eth0.json']);

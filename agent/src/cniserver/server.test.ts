@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { credentials, Metadata, status, type ServiceError } from '@grpc/grpc-js';
 import { pino } from 'pino';
 import { CniServiceClient, type CniRequest, type CniResponse } from '../../../proto/cni/v1/cni.js';
-import { CniCode, ErrorCode, NodenetError } from '../errors/errors.js';
+import { ErrorCode, NodenetError } from '../errors/errors.js';
 import { FakeCniHandler } from './handler.fake.js';
 import { startCniServer } from './server.js';
 
@@ -96,9 +96,9 @@ t.test('a NodenetError travels in band with its CNI code, message and details', 
 
   const bad = await call(socket, 'add', { ...pod, config: conf({ mtu: 'big' }) });
   t.equal(bad.err, null, 'not a gRPC error');
-  t.same(bad.resp?.outcome, { $case: 'error', error: { code: 7, msg: 'mtu: must be an integer from 0 to 65535', details: 'mtu' } });
+  t.same(bad.resp?.outcome, { $case: 'error', error: { code: 7, msg: 'mtu: must be an integer from 0 to 65535, got "big"', details: 'mtu' } });
 
-  handler.failNext('add', new NodenetError(ErrorCode.IpamExhausted, 'no free address in 10.244.1.0/24', CniCode.Internal, { details: 'range 10.244.1.0/24' }));
+  handler.failNext('add', new NodenetError(ErrorCode.IpamExhausted, 'no free address in 10.244.1.0/24', { details: 'range 10.244.1.0/24' }));
   const ex = await call(socket, 'add', { ...pod, config: conf() });
   t.same(ex.resp?.outcome, { $case: 'error', error: { code: 999, msg: 'no free address in 10.244.1.0/24', details: 'range 10.244.1.0/24' } });
 

@@ -6,7 +6,7 @@
  * with an empty key is an error (CNI 4: CNI_ARGS comes from the environment).
  * Values may contain '=' (everything after the first '=' is the value).
  */
-import { CniCode, ErrorCode, NodenetError } from '../errors/errors.js';
+import { ErrorCode, NodenetError } from '../errors/errors.js';
 
 export function parseCniArgs(args: string): ReadonlyMap<string, string> {
   const out = new Map<string, string>();
@@ -14,7 +14,7 @@ export function parseCniArgs(args: string): ReadonlyMap<string, string> {
     if (seg === '') continue;
     const eq = seg.indexOf('=');
     if (eq <= 0) {
-      throw new NodenetError(ErrorCode.InvalidEnvironment, `CNI_ARGS: invalid pair ${JSON.stringify(seg)}`, CniCode.InvalidEnvironment, { details: 'CNI_ARGS' });
+      throw new NodenetError(ErrorCode.InvalidEnvironment, `CNI_ARGS: invalid pair ${JSON.stringify(seg)}`, { details: 'CNI_ARGS' });
     }
     out.set(seg.slice(0, eq), seg.slice(eq + 1));
   }

@@ -4,13 +4,14 @@
  */
 import { invalidField, isIP, optString, optStringArray, type JsonObject } from './fields.js';
 import type { CniDNS } from './result.js';
+import { join } from '../json/read.js';
 
 export function dnsFrom(o: JsonObject, p: string): CniDNS {
   const out: { -readonly [K in keyof CniDNS]: CniDNS[K] } = {};
   const ns = optStringArray(o, 'nameservers', p);
   if (ns) {
     ns.forEach((s, i) => {
-      if (!isIP(s)) throw invalidField(`${p}nameservers[${i}]`, `not an IP address: ${JSON.stringify(s)}`);
+      if (!isIP(s)) throw invalidField(`${join(p, 'nameservers')}[${i}]`, `not an IP address: ${JSON.stringify(s)}`);
     });
     if (ns.length) out.nameservers = ns;
   }

@@ -1,78 +1,27 @@
 /**
- * cnitypes/fields: typed readers over `unknown` JSON for the CNI parsers.
- * Every failure is a NodenetError (NN_ERR_INVALID_CONFIG, CNI code 7) whose
- * message starts with the JSON path of the offending field and whose
- * `details` is that path alone.
+ * cnitypes/fields: json/read's readers bound to the CNI config error (a
+ * NodenetError, NN_ERR_INVALID_CONFIG, CNI code 7, whose message starts with
+ * the JSON path of the offending field and whose `details` is that path
+ * alone), plus the CNI spec's value checks.
  */
 import { isIPv6 } from 'node:net';
-import { CniCode, ErrorCode, NodenetError } from '../errors/errors.js';
+import { ErrorCode, NodenetError } from '../errors/errors.js';
 import { isIPv4 } from '../net/ip.js';
+import { fieldReaders, isObject as isJsonObject, type JsonObject } from '../json/read.js';
 
-export type JsonObject = Readonly<Record<string, unknown>>;
+export type { JsonObject };
 
 export function invalidField(field: string, msg: string): NodenetError {
-  return new NodenetError(ErrorCode.InvalidConfig, `${field}: ${msg}`, CniCode.InvalidNetworkConfig, { details: field });
+  return new NodenetError(ErrorCode.InvalidConfig, `${field}: ${msg}`, { details: field });
 }
 
-export function isObject(v: unknown): v is JsonObject {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-export function objectAt(v: unknown, field: string): JsonObject {
-  if (!isObject(v)) throw invalidField(field, 'must be an object');
-  return v;
-}
-
-export function optObject(o: JsonObject, key: string, path: string): JsonObject | undefined {
-  const v = o[key];
-  return v === undefined || v === null ? undefined : objectAt(v, `${path}${key}`);
-}
-
-export function optString(o: JsonObject, key: string, path: string): string | undefined {
-  const v = o[key];
-  if (v === undefined) return undefined;
-  if (typeof v !== 'string') throw invalidField(`${path}${key}`, 'must be a string');
-  return v;
-}
-
-export function reqString(o: JsonObject, key: string, path: string): string {
-  const v = optString(o, key, path);
-  if (v === undefined || v === '') throw invalidField(`${path}${key}`, 'is required');
-  return v;
-}
-
-export function optBool(o: JsonObject, key: string, path: string): boolean | undefined {
-  const v = o[key];
-  if (v === undefined) return undefined;
-  if (typeof v !== 'boolean') throw invalidField(`${path}${key}`, 'must be true or false');
-  return v;
-}
+const readers = fieldReaders(invalidField);
+export const isObject = isJsonObject;
+export const { objectAt, optObject, optString, reqString, optBool, optArray, optStringArray } = readers;
 
 /** An integer in [min, max]. */
 export function optInt(o: JsonObject, key: string, path: string, min: number, max: number): number | undefined {
-  const v = o[key];
-  if (v === undefined) return undefined;
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
-    throw invalidField(`${path}${key}`, `must be an integer from ${min} to ${max}`);
-  }
-  return v;
-}
-
-export function optStringArray(o: JsonObject, key: string, path: string): string[] | undefined {
-  const v = o[key];
-  if (v === undefined || v === null) return undefined;
-  if (!Array.isArray(v)) throw invalidField(`${path}${key}`, 'must be an array of strings');
-  return v.map((s: unknown, i) => {
-    if (typeof s !== 'string') throw invalidField(`${path}${key}[${i}]`, 'must be a string');
-    return s;
-  });
-}
-
-export function optArray(o: JsonObject, key: string, path: string): readonly unknown[] | undefined {
-  const v = o[key];
-  if (v === undefined || v === null) return undefined;
-  if (!Array.isArray(v)) throw invalidField(`${path}${key}`, 'must be an array');
-  return v;
+  return readers.optInt(o, key, path, { min, max });
 }
 
 export function isIP(s: string): boolean {

@@ -60,15 +60,15 @@ t.test('decoding and version errors', async (t) => {
 
 t.test('invalid fields are CNI 7 and named', async (t) => {
   const cases: [Record<string, unknown>, RegExp][] = [
-    [{ name: undefined }, /^name: is required/],
+    [{ name: undefined }, /^name: required value/],
     [{ name: 'bad name' }, /^name: invalid characters/],
     [{ type: 5 }, /^type: must be a string/],
-    [{ type: '' }, /^type: is required/],
+    [{ type: '' }, /^type: required value/],
     [{ bridge: 'this-name-is-too-long' }, /^bridge: not a valid interface name/],
     [{ bridge: 'br:0' }, /^bridge: not a valid interface name/],
     [{ isGateway: 'true' }, /^isGateway: must be true or false/],
     [{ isDefaultGateway: 1 }, /^isDefaultGateway: must be true or false/],
-    [{ forceAddress: null }, /^forceAddress: must be true or false/],
+    [{ forceAddress: 'false' }, /^forceAddress: must be true or false/],
     [{ ipMasq: 'yes' }, /^ipMasq: must be true or false/],
     [{ hairpinMode: 0 }, /^hairpinMode: must be true or false/],
     [{ promiscMode: [] }, /^promiscMode: must be true or false/],
@@ -83,7 +83,7 @@ t.test('invalid fields are CNI 7 and named', async (t) => {
     [{ args: { cni: { ips: 'x' } } }, /^args\.cni\.ips: must be an array of strings/],
     [{ agentSocket: 'relative.sock' }, /^agentSocket: must be an absolute path/],
     [{ agentTimeoutMs: 0 }, /^agentTimeoutMs: must be an integer/],
-    [{ 'cni.dev/valid-attachments': [{ containerID: 'a' }] }, /^cni\.dev\/valid-attachments\[0\]\.ifname: is required/],
+    [{ 'cni.dev/valid-attachments': [{ containerID: 'a' }] }, /^cni\.dev\/valid-attachments\[0\]\.ifname: required value/],
     [{ prevResult: { ips: [{ address: 'x' }] } }, /^prevResult\.ips\[0\]\.address/],
   ];
   for (const [extra, msg] of cases) {

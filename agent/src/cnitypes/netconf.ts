@@ -14,7 +14,7 @@
  * Unknown keys are ignored, as other plugins' conventions may add them.
  * `ipam` stays unknown: the IPAM module parses it.
  */
-import { CniCode, ErrorCode, NodenetError } from '../errors/errors.js';
+import { ErrorCode, NodenetError } from '../errors/errors.js';
 import { dnsFrom } from './dns.js';
 import {
   CNI_NAME_RE, invalidField, isInterfaceName, isIP, isIPPrefix, isObject, objectAt, optArray, optBool, optInt, optObject,
@@ -83,9 +83,9 @@ export function parseBridgeNetConf(raw: Uint8Array | string): BridgeNetConf {
   try {
     parsed = JSON.parse(typeof raw === 'string' ? raw : new TextDecoder('utf-8', { fatal: true }).decode(raw));
   } catch (e) {
-    throw new NodenetError(ErrorCode.DecodingFailure, `network config is not valid JSON: ${(e as Error).message}`, CniCode.DecodingFailure);
+    throw new NodenetError(ErrorCode.DecodingFailure, `network config is not valid JSON: ${(e as Error).message}`);
   }
-  if (!isObject(parsed)) throw new NodenetError(ErrorCode.DecodingFailure, 'network config is not a JSON object', CniCode.DecodingFailure);
+  if (!isObject(parsed)) throw new NodenetError(ErrorCode.DecodingFailure, 'network config is not a JSON object');
   const o = parsed;
 
   const cniVersion = requireSupportedVersion(o['cniVersion'], 'cniVersion');
@@ -96,7 +96,7 @@ export function parseBridgeNetConf(raw: Uint8Array | string): BridgeNetConf {
   for (const u of UNSUPPORTED) {
     const v = o[u.key];
     if (v !== undefined && v !== null && !u.isDefault(v)) {
-      throw new NodenetError(ErrorCode.UnsupportedField, `${u.key}: not supported by nodenet`, CniCode.UnsupportedField, { details: u.key });
+      throw new NodenetError(ErrorCode.UnsupportedField, `${u.key}: not supported by nodenet`, { details: u.key });
     }
   }
 
@@ -120,9 +120,9 @@ export function parseBridgeNetConf(raw: Uint8Array | string): BridgeNetConf {
       requestedIPs.push(s);
     });
   };
-  collectIPs(optStringArray(runtimeConfig, 'ips', 'runtimeConfig.'), 'runtimeConfig.ips');
-  const argsCni = optObject(args, 'cni', 'args.');
-  if (argsCni) collectIPs(optStringArray(argsCni, 'ips', 'args.cni.'), 'args.cni.ips');
+  collectIPs(optStringArray(runtimeConfig, 'ips', 'runtimeConfig'), 'runtimeConfig.ips');
+  const argsCni = optObject(args, 'cni', 'args');
+  if (argsCni) collectIPs(optStringArray(argsCni, 'ips', 'args.cni'), 'args.cni.ips');
 
   const agentSocket = optString(o, 'agentSocket', '') ?? DEFAULT_AGENT_SOCKET;
   if (!agentSocket.startsWith('/')) throw invalidField('agentSocket', 'must be an absolute path');
@@ -146,7 +146,7 @@ export function parseBridgeNetConf(raw: Uint8Array | string): BridgeNetConf {
     agentSocket,
   };
   if (mtu !== undefined && mtu !== 0) out.mtu = mtu;
-  if (dnsRaw) out.dns = dnsFrom(dnsRaw, 'dns.');
+  if (dnsRaw) out.dns = dnsFrom(dnsRaw, 'dns');
   if (prevRaw !== undefined && prevRaw !== null) out.prevResult = parsePrevResult(prevRaw, cniVersion);
   const va = validAttachmentsFrom(o);
   if (va) out.validAttachments = va;
@@ -159,6 +159,6 @@ function validAttachmentsFrom(o: JsonObject): ValidAttachment[] | undefined {
   const list = optArray(o, key, '');
   return list?.map((raw, i) => {
     const a = objectAt(raw, `${key}[${i}]`);
-    return { containerId: reqString(a, 'containerID', `${key}[${i}].`), ifName: reqString(a, 'ifname', `${key}[${i}].`) };
+    return { containerId: reqString(a, 'containerID', `${key}[${i}]`), ifName: reqString(a, 'ifname', `${key}[${i}]`) };
   });
 }

@@ -52,7 +52,7 @@ t.test('malformed results fail with CNI 7 naming the field', async (t) => {
   const cases: [unknown, RegExp][] = [
     ['nope', /^prevResult: must be an object/],
     [{ ...v040, interfaces: {} }, /^prevResult\.interfaces: must be an array/],
-    [{ ...v040, interfaces: [{ mac: 'aa:bb:cc:dd:ee:ff' }] }, /^prevResult\.interfaces\[0\]\.name: is required/],
+    [{ ...v040, interfaces: [{ mac: 'aa:bb:cc:dd:ee:ff' }] }, /^prevResult\.interfaces\[0\]\.name: required value/],
     [{ ...v040, interfaces: [{ name: 'eth0', mac: 'zz' }], ips: [] }, /^prevResult\.interfaces\[0\]\.mac: not a MAC/],
     [{ ...v040, ips: [{ version: '4', address: '10.22.0.5' }] }, /^prevResult\.ips\[0\]\.address: not an address with prefix/],
     [{ ...v040, ips: [{ version: '4', address: '10.22.0.5/33' }] }, /^prevResult\.ips\[0\]\.address/],
@@ -60,7 +60,7 @@ t.test('malformed results fail with CNI 7 naming the field', async (t) => {
     [{ ...v040, ips: [{ address: '10.22.0.5/16', gateway: '10.22.0.300' }] }, /^prevResult\.ips\[0\]\.gateway: not an IP/],
     [{ ...v040, ips: [{ address: '10.22.0.5/16', interface: 3 }] }, /^prevResult\.ips\[0\]\.interface: index 3 names no interface/],
     [{ ...v040, ips: [{ address: '10.22.0.5/16', interface: -1 }] }, /^prevResult\.ips\[0\]\.interface: must be an integer/],
-    [{ ...v040, routes: [{ gw: '10.0.0.1' }] }, /^prevResult\.routes\[0\]\.dst: is required/],
+    [{ ...v040, routes: [{ gw: '10.0.0.1' }] }, /^prevResult\.routes\[0\]\.dst: required value/],
     [{ ...v040, routes: [{ dst: '0.0.0.0/0', gw: 'x' }] }, /^prevResult\.routes\[0\]\.gw: not an IP/],
     [{ ...v040, cniVersion: '1.1.0', routes: [{ dst: '0.0.0.0/0', scope: 256 }] }, /^prevResult\.routes\[0\]\.scope: must be an integer from 0 to 255/],
     [{ ...v040, dns: { nameservers: ['ns1'] } }, /^prevResult\.dns\.nameservers\[0\]: not an IP/],

@@ -16,22 +16,23 @@ import {
 } from './fields.js';
 import type { CniInterface, CniIPConfig, CniResult, CniRoute } from './result.js';
 import { requireSupportedVersion, versionAtLeast } from './version.js';
+import { join } from '../json/read.js';
 
 const U32 = 0xffffffff;
 
 export function parsePrevResult(raw: unknown, cniVersion: string, field = 'prevResult'): CniResult {
   const o = objectAt(raw, field);
-  const p = `${field}.`;
-  const v = requireSupportedVersion(o['cniVersion'] ?? cniVersion, o['cniVersion'] === undefined ? 'cniVersion' : `${p}cniVersion`);
+  const p = field;
+  const v = requireSupportedVersion(o['cniVersion'] ?? cniVersion, o['cniVersion'] === undefined ? 'cniVersion' : join(p, 'cniVersion'));
   const is0x = !versionAtLeast(v, '1.0.0');
 
   const interfaces: CniInterface[] = (optArray(o, 'interfaces', p) ?? []).map((raw, n) => {
-    const ip = `${p}interfaces[${n}].`;
-    const i = objectAt(raw, `${p}interfaces[${n}]`);
+    const ip = `${p}.interfaces[${n}]`;
+    const i = objectAt(raw, ip);
     const out: { -readonly [K in keyof CniInterface]: CniInterface[K] } = { name: reqString(i, 'name', ip) };
     const mac = optString(i, 'mac', ip);
     if (mac !== undefined && mac !== '') {
-      if (!MAC_RE.test(mac)) throw invalidField(`${ip}mac`, `not a MAC address: ${JSON.stringify(mac)}`);
+      if (!MAC_RE.test(mac)) throw invalidField(join(ip, 'mac'), `not a MAC address: ${JSON.stringify(mac)}`);
       out.mac = mac;
     }
     const mtu = optInt(i, 'mtu', ip, 0, U32);
@@ -44,41 +45,41 @@ export function parsePrevResult(raw: unknown, cniVersion: string, field = 'prevR
   });
 
   const ips: CniIPConfig[] = (optArray(o, 'ips', p) ?? []).map((raw, n) => {
-    const ip = `${p}ips[${n}].`;
-    const c = objectAt(raw, `${p}ips[${n}]`);
+    const ip = `${p}.ips[${n}]`;
+    const c = objectAt(raw, ip);
     const address = reqString(c, 'address', ip);
-    if (!isIPPrefix(address)) throw invalidField(`${ip}address`, `not an address with prefix: ${JSON.stringify(address)}`);
+    if (!isIPPrefix(address)) throw invalidField(join(ip, 'address'), `not an address with prefix: ${JSON.stringify(address)}`);
     if (is0x && c['version'] !== undefined && c['version'] !== ipFamily(address)) {
-      throw invalidField(`${ip}version`, `is ${JSON.stringify(c['version'])} but address ${address} is IPv${ipFamily(address)}`);
+      throw invalidField(join(ip, 'version'), `is ${JSON.stringify(c['version'])} but address ${address} is IPv${ipFamily(address)}`);
     }
     const out: { -readonly [K in keyof CniIPConfig]: CniIPConfig[K] } = { address };
     const gw = optString(c, 'gateway', ip);
     if (gw !== undefined && gw !== '') {
-      if (!isIP(gw)) throw invalidField(`${ip}gateway`, `not an IP address: ${JSON.stringify(gw)}`);
+      if (!isIP(gw)) throw invalidField(join(ip, 'gateway'), `not an IP address: ${JSON.stringify(gw)}`);
       out.gateway = gw;
     }
     const idx = optInt(c, 'interface', ip, 0, U32);
     if (idx !== undefined) {
-      if (idx >= interfaces.length) throw invalidField(`${ip}interface`, `index ${idx} names no interface (${interfaces.length} listed)`);
+      if (idx >= interfaces.length) throw invalidField(join(ip, 'interface'), `index ${idx} names no interface (${interfaces.length} listed)`);
       out.interface = idx;
     }
     return out;
   });
 
-  const routes: CniRoute[] = (optArray(o, 'routes', p) ?? []).map((raw, n) => routeFrom(objectAt(raw, `${p}routes[${n}]`), `${p}routes[${n}].`));
+  const routes: CniRoute[] = (optArray(o, 'routes', p) ?? []).map((raw, n) => routeFrom(objectAt(raw, `${p}.routes[${n}]`), `${p}.routes[${n}]`));
 
   const dnsRaw = o['dns'];
-  const dns = dnsRaw === undefined || dnsRaw === null ? {} : dnsFrom(objectAt(dnsRaw, `${p}dns`), `${p}dns.`);
+  const dns = dnsRaw === undefined || dnsRaw === null ? {} : dnsFrom(objectAt(dnsRaw, `${p}.dns`), `${p}.dns`);
   return { interfaces, ips, routes, dns };
 }
 
 function routeFrom(r: JsonObject, p: string): CniRoute {
   const dst = reqString(r, 'dst', p);
-  if (!isIPPrefix(dst)) throw invalidField(`${p}dst`, `not an address with prefix: ${JSON.stringify(dst)}`);
+  if (!isIPPrefix(dst)) throw invalidField(join(p, 'dst'), `not an address with prefix: ${JSON.stringify(dst)}`);
   const out: { -readonly [K in keyof CniRoute]: CniRoute[K] } = { dst };
   const gw = optString(r, 'gw', p);
   if (gw !== undefined && gw !== '') {
-    if (!isIP(gw)) throw invalidField(`${p}gw`, `not an IP address: ${JSON.stringify(gw)}`);
+    if (!isIP(gw)) throw invalidField(join(p, 'gw'), `not an IP address: ${JSON.stringify(gw)}`);
     out.gw = gw;
   }
   for (const k of ['mtu', 'advmss', 'priority', 'table', 'scope'] as const) {

@@ -11,7 +11,7 @@
  * Empty lists and an empty dns are omitted, as upstream's encoder does.
  * The reverse direction (any version's JSON -> CniResult) is prev-result.ts.
  */
-import { CniCode, ErrorCode, NodenetError } from '../errors/errors.js';
+import { ErrorCode, NodenetError } from '../errors/errors.js';
 import { ipFamily } from './fields.js';
 import { requireSupportedVersion, versionAtLeast } from './version.js';
 
@@ -90,7 +90,7 @@ export function encodeResult(result: CniResult, cniVersion: string): string {
   });
   const ips = result.ips.map((ip, n) => {
     if (ip.interface !== undefined && (ip.interface < 0 || ip.interface >= result.interfaces.length)) {
-      throw new NodenetError(ErrorCode.Internal, `result ips[${n}].interface ${ip.interface} names no interface`, CniCode.Internal);
+      throw new NodenetError(ErrorCode.Internal, `result ips[${n}].interface ${ip.interface} names no interface`);
     }
     const o: Record<string, unknown> = {};
     if (is0x) o['version'] = ipFamily(ip.address);

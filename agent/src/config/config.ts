@@ -5,7 +5,7 @@
  * Paths default to the usual places on a real node (/run/nodenet,
  * /var/lib/nodenet). Tests and the demo give every virtual node its own.
  */
-import { ErrorCode, CniCode, NodenetError } from '../errors/errors.js';
+import { ErrorCode, NodenetError } from '../errors/errors.js';
 import { parseCidr, type Cidr } from '../net/ip.js';
 import { validatePrefix } from '../proxy/iptables/chains.js';
 
@@ -57,7 +57,7 @@ export const DEFAULTS: AgentConfig = {
 };
 
 function bad(field: string, msg: string): NodenetError {
-  return new NodenetError(ErrorCode.InvalidConfig, `config ${field}: ${msg}`, CniCode.InvalidNetworkConfig);
+  return new NodenetError(ErrorCode.InvalidConfig, `config ${field}: ${msg}`);
 }
 
 function str(o: Record<string, unknown>, k: string): string | undefined {

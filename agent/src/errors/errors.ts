@@ -2,8 +2,10 @@
  * errors: one error hierarchy for the whole agent.
  *
  * Every error nodenet raises on purpose is a NodenetError with a stable `code`
- * (from the registry below, documented in docs/errors.md and checked by a
- * test) and the CNI error code it maps to when it crosses the CNI boundary.
+ * from the registry below (documented in docs/errors.md, every column
+ * checked by a test). The constructor takes only the code: the CNI error
+ * code it becomes at the CNI boundary and the HTTP status it becomes at the
+ * API boundary come from the registry, so one code never maps two ways.
  * Anything else that escapes to the CNI boundary becomes CNI code 999
  * (internal), as containernetworking/cni's skel does.
  *
@@ -26,7 +28,42 @@ export const CniCode = {
 } as const;
 export type CniCode = (typeof CniCode)[keyof typeof CniCode];
 
-/** The registry of stable error codes. Each must be documented in docs/errors.md. */
+/**
+ * The registry: every stable code with the CNI error code it becomes at the
+ * CNI boundary and the HTTP status it becomes at the API boundary (the
+ * embedded control plane). One row per code, fixed here; docs/errors.md has
+ * the same table and a test compares every column.
+ */
+export const ERRORS = {
+  NN_ERR_INTERNAL: { cni: CniCode.Internal, http: 500 },
+  NN_ERR_INVALID_CONFIG: { cni: CniCode.InvalidNetworkConfig, http: 400 },
+  NN_ERR_INCOMPATIBLE_VERSION: { cni: CniCode.IncompatibleVersion, http: 400 },
+  NN_ERR_UNSUPPORTED_FIELD: { cni: CniCode.UnsupportedField, http: 400 },
+  NN_ERR_INVALID_ENV: { cni: CniCode.InvalidEnvironment, http: 400 },
+  NN_ERR_DECODING: { cni: CniCode.DecodingFailure, http: 400 },
+  NN_ERR_NETNS_NOT_FOUND: { cni: CniCode.UnknownContainer, http: 404 },
+  NN_ERR_LINK_NOT_FOUND: { cni: CniCode.Internal, http: 404 },
+  NN_ERR_LINK_EXISTS: { cni: CniCode.Internal, http: 409 },
+  NN_ERR_NETLINK: { cni: CniCode.Internal, http: 500 },
+  NN_ERR_IPAM_EXHAUSTED: { cni: CniCode.Internal, http: 503 },
+  NN_ERR_IPAM_INVALID: { cni: CniCode.InvalidNetworkConfig, http: 400 },
+  NN_ERR_IPAM_STORE: { cni: CniCode.IOFailure, http: 500 },
+  NN_ERR_TRY_AGAIN_LATER: { cni: CniCode.TryAgainLater, http: 503 },
+  NN_ERR_NOT_AVAILABLE: { cni: CniCode.PluginNotAvailable, http: 503 },
+  NN_ERR_EXEC: { cni: CniCode.Internal, http: 500 },
+  NN_ERR_CHECK_FAILED: { cni: CniCode.Internal, http: 500 },
+  NN_ERR_UNKNOWN_CONTAINER: { cni: CniCode.UnknownContainer, http: 404 },
+  NN_ERR_INVALID_OBJECT: { cni: CniCode.InvalidNetworkConfig, http: 422 },
+  NN_ERR_RULE_APPLY: { cni: CniCode.Internal, http: 500 },
+  NN_ERR_POD: { cni: CniCode.Internal, http: 500 },
+  NN_ERR_IPTABLES_PARSE: { cni: CniCode.Internal, http: 500 },
+  NN_ERR_IPTABLES_MIXED: { cni: CniCode.Internal, http: 500 },
+  NN_ERR_MASQUERADE: { cni: CniCode.Internal, http: 500 },
+} as const satisfies Record<string, { readonly cni: CniCode; readonly http: number }>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+/** Names for the codes, so call sites read `ErrorCode.InvalidConfig`. */
 export const ErrorCode = {
   Internal: 'NN_ERR_INTERNAL',
   InvalidConfig: 'NN_ERR_INVALID_CONFIG',
@@ -42,6 +79,7 @@ export const ErrorCode = {
   IpamInvalid: 'NN_ERR_IPAM_INVALID',
   IpamStore: 'NN_ERR_IPAM_STORE',
   TryAgainLater: 'NN_ERR_TRY_AGAIN_LATER',
+  NotAvailable: 'NN_ERR_NOT_AVAILABLE',
   Exec: 'NN_ERR_EXEC',
   CheckFailed: 'NN_ERR_CHECK_FAILED',
   UnknownContainer: 'NN_ERR_UNKNOWN_CONTAINER',
@@ -50,49 +88,56 @@ export const ErrorCode = {
   Pod: 'NN_ERR_POD',
   IptablesParse: 'NN_ERR_IPTABLES_PARSE',
   IptablesMixed: 'NN_ERR_IPTABLES_MIXED',
-} as const;
-export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+  Masquerade: 'NN_ERR_MASQUERADE',
+} as const satisfies Record<string, ErrorCode>;
+
+export interface ErrorOptions {
+  readonly cause?: unknown;
+  /** Free text for the CNI error's `details` field. */
+  readonly details?: string;
+}
 
 export class NodenetError extends Error {
   override name = 'NodenetError';
-  constructor(
-    readonly code: ErrorCode,
-    msg: string,
-    readonly cniCode: CniCode = CniCode.Internal,
-    opts?: { cause?: unknown; details?: string },
-  ) {
-    super(msg, opts?.cause === undefined ? undefined : { cause: opts.cause });
-    this.details = opts?.details ?? '';
-  }
+  /** The CNI error code, from the registry. */
+  readonly cniCode: CniCode;
+  /** The HTTP status, from the registry. */
+  readonly httpStatus: number;
   /** Free text for the CNI error's `details` field. */
   readonly details: string;
+  constructor(readonly code: ErrorCode, msg: string, opts: ErrorOptions = {}) {
+    super(msg, opts.cause === undefined ? undefined : { cause: opts.cause });
+    this.cniCode = ERRORS[code].cni;
+    this.httpStatus = ERRORS[code].http;
+    this.details = opts.details ?? '';
+  }
 }
 
 export class NetnsNotFoundError extends NodenetError {
   override name = 'NetnsNotFoundError';
   constructor(readonly path: string, opts?: { cause?: unknown }) {
-    super(ErrorCode.NetnsNotFound, `network namespace ${path} does not exist`, CniCode.UnknownContainer, opts);
+    super(ErrorCode.NetnsNotFound, `network namespace ${path} does not exist`, opts);
   }
 }
 
 export class LinkNotFoundError extends NodenetError {
   override name = 'LinkNotFoundError';
   constructor(readonly link: string, opts?: { cause?: unknown }) {
-    super(ErrorCode.LinkNotFound, `link ${link} not found`, CniCode.Internal, opts);
+    super(ErrorCode.LinkNotFound, `link ${link} not found`, opts);
   }
 }
 
 export class TryAgainLaterError extends NodenetError {
   override name = 'TryAgainLaterError';
   constructor(msg: string, opts?: { cause?: unknown; details?: string }) {
-    super(ErrorCode.TryAgainLater, msg, CniCode.TryAgainLater, opts);
+    super(ErrorCode.TryAgainLater, msg, opts);
   }
 }
 
 export class IncompatibleVersionError extends NodenetError {
   override name = 'IncompatibleVersionError';
   constructor(msg: string, opts?: { cause?: unknown; details?: string }) {
-    super(ErrorCode.IncompatibleVersion, msg, CniCode.IncompatibleVersion, opts);
+    super(ErrorCode.IncompatibleVersion, msg, opts);
   }
 }
 
@@ -100,7 +145,7 @@ export class IncompatibleVersionError extends NodenetError {
 export class InvalidObjectError extends NodenetError {
   override name = 'InvalidObjectError';
   constructor(readonly field: string, msg: string) {
-    super(ErrorCode.InvalidObject, `${field}: ${msg}`, CniCode.InvalidNetworkConfig);
+    super(ErrorCode.InvalidObject, `${field}: ${msg}`, { details: field });
   }
 }
 
@@ -112,5 +157,5 @@ export function isNodenetError(e: unknown): e is NodenetError {
 export function asNodenetError(e: unknown): NodenetError {
   if (e instanceof NodenetError) return e;
   const msg = e instanceof Error ? e.message : String(e);
-  return new NodenetError(ErrorCode.Internal, msg, CniCode.Internal, { cause: e });
+  return new NodenetError(ErrorCode.Internal, msg, { cause: e });
 }

@@ -56,7 +56,6 @@ export class ExecaRunner implements Runner {
       throw new NodenetError(
         ErrorCode.Exec,
         `${full.join(' ')} exited ${res.exitCode}: ${res.stderr.trim().slice(0, 2000)}`,
-        999,
         { details: res.stderr.slice(0, 4000) },
       );
     }

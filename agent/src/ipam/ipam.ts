@@ -18,7 +18,7 @@
 import { type IPv4 } from '../net/ip.js';
 import { F } from '../log/fields.js';
 import { silentLogger, type Logger } from '../log/log.js';
-import { CniCode, ErrorCode, NodenetError } from '../errors/errors.js';
+import { ErrorCode, NodenetError } from '../errors/errors.js';
 import { allocate, type Allocation } from './allocator.js';
 import { compareIPs, parseNetworkName, type IpamConf, type Route } from './config.js';
 import { ipamInvalid } from './ipam-errors.js';
@@ -142,7 +142,6 @@ export class Ipam {
         throw new NodenetError(
           ErrorCode.CheckFailed,
           `ipam: ${id}/${ifName} holds no address in range set ${i} (${rangeSetToString(set)}) of network ${conf.name}`,
-          CniCode.Internal,
         );
       }
     }

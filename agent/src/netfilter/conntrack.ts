@@ -99,6 +99,6 @@ export class ConntrackExecutor implements Conntrack {
     const n = parseDeletedCount(r.stderr);
     if (r.exitCode === 0) return n ?? 0;
     if (r.exitCode === 1 && n === 0) return 0;
-    throw new NodenetError(ErrorCode.Exec, `${argv.join(' ')} exited ${r.exitCode}: ${r.stderr.trim().slice(0, 500)}`, 999, { details: r.stderr.slice(0, 4000) });
+    throw new NodenetError(ErrorCode.Exec, `${argv.join(' ')} exited ${r.exitCode}: ${r.stderr.trim().slice(0, 500)}`, { details: r.stderr.slice(0, 4000) });
   }
 }

@@ -90,7 +90,7 @@ export interface Iptables {
 export class IptablesRestoreError extends NodenetError {
   override name = 'IptablesRestoreError';
   constructor(msg: string, readonly line: number | null, opts?: { cause?: unknown; details?: string }) {
-    super(ErrorCode.RuleApply, msg, 999, opts);
+    super(ErrorCode.RuleApply, msg, opts);
   }
 }
 

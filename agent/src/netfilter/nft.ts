@@ -9,7 +9,7 @@
  * that message and the script lines around it, because "Could not process
  * rule" alone is useless at line 40,000 of a ruleset.
  */
-import { ErrorCode, CniCode, NodenetError } from '../errors/errors.js';
+import { ErrorCode, NodenetError } from '../errors/errors.js';
 import type { Runner } from '../exec/runner.js';
 import { parseNftJsonNames, parseNftJsonTable, parseNftJsonTables, type NftNames, type NftTableInfo } from './nft-json.js';
 import type { NftFamily } from './nft-state.js';
@@ -65,7 +65,7 @@ export function nftApplyError(script: string, stderr: string, exitCode: number, 
   });
   const details = [stderr.trim().slice(0, 4000), ...blocks].join('\n\n');
   const where = uniq.length ? ` at line ${uniq[0]} of ${lines.length}` : '';
-  return new NodenetError(ErrorCode.RuleApply, `nft -f failed${where}: ${first}`, CniCode.Internal, { details });
+  return new NodenetError(ErrorCode.RuleApply, `nft -f failed${where}: ${first}`, { details });
 }
 
 export interface NftExecutorDeps {
@@ -103,7 +103,7 @@ export class NftExecutor implements Nft {
     try {
       return parseNftJsonTable(r.stdout, family, name);
     } catch (e) {
-      throw new NodenetError(ErrorCode.Exec, `nft -j list table ${family} ${name}: unexpected output`, CniCode.Internal, { cause: e });
+      throw new NodenetError(ErrorCode.Exec, `nft -j list table ${family} ${name}: unexpected output`, { cause: e });
     }
   }
 
@@ -116,7 +116,7 @@ export class NftExecutor implements Nft {
     try {
       return parseNftJsonNames(c.stdout, s.stdout, family, name);
     } catch (e) {
-      throw new NodenetError(ErrorCode.Exec, `nft -j list chains/sets ${family}: unexpected output`, CniCode.Internal, { cause: e });
+      throw new NodenetError(ErrorCode.Exec, `nft -j list chains/sets ${family}: unexpected output`, { cause: e });
     }
   }
 

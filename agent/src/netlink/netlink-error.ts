@@ -13,7 +13,7 @@ export class NetlinkError extends NodenetError {
     readonly errno: string | undefined,
     opts?: { cause?: unknown; details?: string },
   ) {
-    super(ErrorCode.Netlink, `netlink ${op}: ${errno ?? 'failed'}`, undefined, opts);
+    super(ErrorCode.Netlink, `netlink ${op}: ${errno ?? 'failed'}`, opts);
   }
 }
 

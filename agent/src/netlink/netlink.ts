@@ -154,7 +154,7 @@ export class NetlinkHandle implements NetlinkOps {
     } catch (e) {
       const errno = errnoOf(e);
       if (errno === 'EEXIST') {
-        throw new NodenetError(ErrorCode.LinkExists, `${op}: a link with one of these names exists`, undefined, { cause: e });
+        throw new NodenetError(ErrorCode.LinkExists, `${op}: a link with one of these names exists`, { cause: e });
       }
       if (errno === 'EINVAL' && spec.peerNetns) {
         // IFLA_NET_NS_FD that is not a network namespace (a placeholder whose mount is gone).
@@ -183,7 +183,7 @@ export class NetlinkHandle implements NetlinkOps {
       await this.req(op, (s) => s.newLink({}, attrs, { flags: CREATE_EXCL }));
     } catch (e) {
       if (errnoOf(e) === 'EEXIST' && (await this.getLink(spec.name))) {
-        throw new NodenetError(ErrorCode.LinkExists, `${op}: a link with that name exists`, undefined, { cause: e });
+        throw new NodenetError(ErrorCode.LinkExists, `${op}: a link with that name exists`, { cause: e });
       }
       throw e;
     }

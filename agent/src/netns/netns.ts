@@ -95,7 +95,7 @@ export function withNetnsSync<T>(path: NetnsPath, fn: () => T): T {
     } catch (e) {
       // EINVAL: the file is not a network namespace (e.g. a placeholder whose bind mount is gone).
       if (e instanceof SyscallError && e.code === 'EINVAL') throw new NetnsNotFoundError(path, { cause: e });
-      throw new NodenetError(ErrorCode.Internal, `setns(${path}): ${String(e)}`, undefined, { cause: e });
+      throw new NodenetError(ErrorCode.Internal, `setns(${path}): ${String(e)}`, { cause: e });
     }
     const saved = currentFd;
     currentFd = target;

@@ -158,7 +158,7 @@ export async function startSandbox(opts: SandboxOptions): Promise<Sandbox> {
   const fail = (msg: string, cause?: unknown): NodenetError => {
     let log = '';
     try { log = readFileSync(p.log, 'utf8').slice(0, 2000); } catch { /* none */ }
-    return new NodenetError(ErrorCode.Pod, `sandbox ${opts.name}: ${msg}${log ? `: ${log.trim()}` : ''}`, undefined, { cause, details: log });
+    return new NodenetError(ErrorCode.Pod, `sandbox ${opts.name}: ${msg}${log ? `: ${log.trim()}` : ''}`, { cause, details: log });
   };
 
   try {
@@ -251,7 +251,7 @@ export async function stopSandbox(runDir: string, name: string, opts: StopOption
   } catch (e) {
     // EINVAL: not a mount point (already unmounted); ENOENT: no file.
     if (!(e instanceof SyscallError && (e.code === 'EINVAL' || e.code === 'ENOENT'))) {
-      throw new NodenetError(ErrorCode.Pod, `sandbox ${name}: umount ${p.netns}: ${String(e)}`, undefined, { cause: e });
+      throw new NodenetError(ErrorCode.Pod, `sandbox ${name}: umount ${p.netns}: ${String(e)}`, { cause: e });
     }
   }
   rmSync(p.netns, { force: true });

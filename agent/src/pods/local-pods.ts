@@ -65,7 +65,7 @@ export class LocalPods {
     try {
       return JSON.parse(readFileSync(`${this.dir}/${name}.json`, 'utf8')) as PodRecord;
     } catch (e) {
-      throw new NodenetError(ErrorCode.Pod, `no pod named ${JSON.stringify(name)}`, 999, { cause: e });
+      throw new NodenetError(ErrorCode.Pod, `no pod named ${JSON.stringify(name)}`, { cause: e });
     }
   }
 

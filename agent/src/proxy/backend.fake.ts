@@ -14,7 +14,7 @@
  */
 import { ErrorCode, NodenetError } from '../errors/errors.js';
 import { isIPv4 } from '../net/ip.js';
-import { deepEqual } from './deep-equal.js';
+import { deepEqual } from '../reconcile/deep-equal.js';
 import { spnString, type EndpointInfo, type ProxyBackend, type ProxySnapshot, type ServiceKey, type ServicePortInfo, type SyncScope } from './types.js';
 
 type Installed = Map<ServiceKey, Map<string, { svc: ServicePortInfo; eps: readonly EndpointInfo[] }>>;

@@ -30,14 +30,14 @@ import { asNodenetError } from '../errors/errors.js';
 import { F } from '../log/fields.js';
 import type { Logger } from '../log/log.js';
 import type { Conntrack } from '../netfilter/conntrack.js';
-import type { Clock } from './clock.js';
+import type { Clock } from '../reconcile/clock.js';
 import { describeAction, planConntrackCleanup, type ConntrackAction } from './conntrack-plan.js';
 import { EndpointsChangeTracker, EndpointsMap } from './endpoints-map.js';
 import { ObjectAdmission, type EndpointSliceHandler, type Ignored, type Rejection, type ServiceHandler } from './handlers.js';
 import type { PortRange } from './model/service.js';
 import { ServiceChangeTracker, ServicePortMap } from './service-map.js';
 import { buildSnapshot } from './snapshot.js';
-import { BoundedFrequencyRunner } from './sync-runner.js';
+import { BoundedFrequencyRunner } from '../reconcile/sync-runner.js';
 import type { ProxyBackend, ProxyNodeConfig, ProxySnapshot, ServiceKey, SyncScope } from './types.js';
 
 export interface ProxierDeps {

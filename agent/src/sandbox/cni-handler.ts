@@ -7,7 +7,7 @@
  * a replayed DEL from the queue may race a new call); different containers
  * run concurrently.
  */
-import { CniCode, ErrorCode, NodenetError } from '../errors/errors.js';
+import { ErrorCode, NodenetError } from '../errors/errors.js';
 import type { CniCallRequest, CniHandler } from '../cniserver/handler.js';
 import { parseBridgeNetConf, type BridgeNetConf } from '../cnitypes/netconf.js';
 import { parseCniArgs } from '../cnitypes/cni-args.js';
@@ -63,7 +63,7 @@ export class SandboxCniHandler implements CniHandler {
   }
 
   async add(req: CniCallRequest): Promise<Uint8Array> {
-    if (!this.deps.ready()) throw new NodenetError(ErrorCode.TryAgainLater, 'the nodenet agent is not ready yet', CniCode.TryAgainLater);
+    if (!this.deps.ready()) throw new NodenetError(ErrorCode.TryAgainLater, 'the nodenet agent is not ready yet');
     const conf = parseBridgeNetConf(req.config);
     const result = await this.serial(req.containerId, () => this.deps.sandbox.add(this.attachRequest(req, conf)));
     const out: CniResult = mergePrev(conf.prevResult, result);
@@ -92,7 +92,7 @@ export class SandboxCniHandler implements CniHandler {
 
   async check(req: CniCallRequest): Promise<void> {
     const conf = parseBridgeNetConf(req.config);
-    if (!conf.prevResult) throw new NodenetError(ErrorCode.InvalidConfig, 'prevResult: CHECK needs the result of the ADD', CniCode.InvalidNetworkConfig);
+    if (!conf.prevResult) throw new NodenetError(ErrorCode.InvalidConfig, 'prevResult: CHECK needs the result of the ADD');
     const prev = conf.prevResult;
     const asAttach: AttachResult = {
       interfaces: prev.interfaces.map((i) => ({ name: i.name, mac: i.mac ?? '', ...(i.sandbox ? { sandbox: i.sandbox } : {}) })),
@@ -104,7 +104,7 @@ export class SandboxCniHandler implements CniHandler {
   }
 
   async status(_req: CniCallRequest): Promise<void> {
-    if (!this.deps.ready()) throw new NodenetError(ErrorCode.TryAgainLater, 'the nodenet agent is starting', CniCode.PluginNotAvailable);
+    if (!this.deps.ready()) throw new NodenetError(ErrorCode.NotAvailable, 'the nodenet agent is starting');
   }
 
   async gc(req: CniCallRequest): Promise<void> {

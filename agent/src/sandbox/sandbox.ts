@@ -18,7 +18,7 @@
  * prevResult. Attachments of one container ID are serialised by the caller.
  */
 import { createHash } from 'node:crypto';
-import { CniCode, ErrorCode, LinkNotFoundError, NetnsNotFoundError, NodenetError } from '../errors/errors.js';
+import { ErrorCode, LinkNotFoundError, NetnsNotFoundError, NodenetError } from '../errors/errors.js';
 import { F } from '../log/fields.js';
 import { parseIPNet } from '../net/ip.js';
 import type { NetnsPath } from '../netns/netns.js';
@@ -95,7 +95,7 @@ export class Sandbox {
 
       pod = deps.openPod(netns);
       if (await pod.getLink(req.ifName)) {
-        throw new NodenetError(ErrorCode.LinkExists, `interface ${req.ifName} already exists in ${req.netns}`, CniCode.Internal);
+        throw new NodenetError(ErrorCode.LinkExists, `interface ${req.ifName} already exists in ${req.netns}`);
       }
       const vethOpts: { name: string; peerName: string; peerNetns: NetnsPath; mtu?: number } = { name: hostIf, peerName: req.ifName, peerNetns: netns };
       if (req.mtu !== undefined) vethOpts.mtu = req.mtu;
@@ -107,7 +107,7 @@ export class Sandbox {
 
       const ipam = await deps.ipam.add(req.ipam, req.network, req.containerId, req.ifName, req.requestedIPs);
       undo.push({ what: 'release IPs', run: () => deps.ipam.del(req.ipam, req.network, req.containerId, req.ifName) });
-      if (ipam.ips.length === 0) throw new NodenetError(ErrorCode.IpamInvalid, 'IPAM returned no address', CniCode.InvalidNetworkConfig);
+      if (ipam.ips.length === 0) throw new NodenetError(ErrorCode.IpamInvalid, 'IPAM returned no address');
 
       // Pod side: lo up, address, then routes. Routes need the address first (the gateway must be reachable).
       await pod.setUp('lo');
@@ -213,7 +213,7 @@ export class Sandbox {
   /** Verifies the attachment against prevResult; throws CheckFailed naming the first mismatch. */
   async check(req: AttachRequest, prev: AttachResult): Promise<void> {
     const { deps } = this;
-    const fail = (msg: string) => new NodenetError(ErrorCode.CheckFailed, `CHECK ${req.containerId}/${req.ifName}: ${msg}`, CniCode.Internal);
+    const fail = (msg: string) => new NodenetError(ErrorCode.CheckFailed, `CHECK ${req.containerId}/${req.ifName}: ${msg}`);
     const netns = deps.resolveNetns(req.netns);
     const held = await deps.ipam.get(req.ipam, req.network, req.containerId, req.ifName);
     const pod = deps.openPod(netns);

@@ -81,7 +81,7 @@ t.test('a missing directory is an empty list', async (t) => {
 });
 
 t.test('timers come from the injected clock: no rescan until it moves, then one per poll', async (t) => {
-  const { FakeClock } = await import('../proxy/clock.fake.js');
+  const { FakeClock } = await import('../reconcile/clock.fake.js');
   const clock = new FakeClock(0);
   const dir = mkdtempSync(`${tmpdir()}/nn-manifests-`);
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));

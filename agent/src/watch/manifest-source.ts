@@ -21,7 +21,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { F } from '../log/fields.js';
 import type { Logger } from '../log/log.js';
 import type { EndpointSliceHandler, ServiceHandler } from '../proxy/handlers.js';
-import { realClock, type Clock } from '../proxy/clock.js';
+import { realClock, type Clock } from '../reconcile/clock.js';
 import { diffObjects, isManifestFile, mergeFiles, parseManifestFile, type ManifestEvent, type ManifestObject } from './manifest-diff.js';
 
 const KINDS: ReadonlySet<string> = new Set(['Service', 'EndpointSlice']);

@@ -22,7 +22,7 @@ import { FakeIptables } from '../../netfilter/iptables.fake.js';
 import { BACKEND_COMMANDS, ExecIptables, createIptables } from '../../netfilter/iptables.js';
 import { parseSave, ruleSignature, type IptDump } from '../../netfilter/iptables-parse.js';
 import { IptablesRestoreError, type IptablesBackendKind } from '../../netfilter/iptables-types.js';
-import { traceIptables } from '../../testing/iptables-tracer.js';
+import { traceIptables } from '../../trace/iptables-tracer.js';
 import type { ProxySnapshot, SyncScope } from '../types.js';
 import { ep, nodeConfig, snapshot, svc } from '../test-fixtures.js';
 import { IptablesBackend } from './proxier.js';

@@ -4,7 +4,7 @@ import { silentLogger } from '../../log/log.js';
 import { parseIPv4 } from '../../net/ip.js';
 import { FakeIptables } from '../../netfilter/iptables.fake.js';
 import { getChain } from '../../netfilter/iptables-parse.js';
-import { traceIptables } from '../../testing/iptables-tracer.js';
+import { traceIptables } from '../../trace/iptables-tracer.js';
 import type { Protocol, ProxySnapshot } from '../types.js';
 import { EXTERNAL_CLIENT, NODE_IP, ep, nodeConfig, snapshot, svc } from '../test-fixtures.js';
 import { IptablesBackend } from './proxier.js';

@@ -81,7 +81,7 @@ export class IptablesBackend implements ProxyBackend {
       this.log.debug({ [F.durationMs]: this.last.durationMs }, `iptables ${full ? 'full' : 'partial'} sync: ${r.ruleCount} rules, ${r.deletedChains.length} stale chains deleted, ${jumpsInserted} jumps inserted`);
     } catch (e) {
       const err = asNodenetError(e);
-      throw err.code === ErrorCode.RuleApply ? err : new NodenetError(ErrorCode.RuleApply, `iptables ${full ? 'full' : 'partial'} sync failed: ${err.message}`, 999, { cause: e });
+      throw err.code === ErrorCode.RuleApply ? err : new NodenetError(ErrorCode.RuleApply, `iptables ${full ? 'full' : 'partial'} sync failed: ${err.message}`, { cause: e });
     }
   }
 
@@ -114,7 +114,7 @@ export class IptablesBackend implements ProxyBackend {
       if (text) await this.deps.iptables.restore(text, { noflush: true });
       this.log.info('iptables rules removed');
     } catch (e) {
-      throw new NodenetError(ErrorCode.RuleApply, `iptables cleanup failed: ${asNodenetError(e).message}`, 999, { cause: e });
+      throw new NodenetError(ErrorCode.RuleApply, `iptables cleanup failed: ${asNodenetError(e).message}`, { cause: e });
     }
   }
 }

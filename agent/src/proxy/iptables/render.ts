@@ -42,7 +42,7 @@
  */
 import { ErrorCode, NodenetError } from '../../errors/errors.js';
 import { quoteArg } from '../../netfilter/iptables-types.js';
-import { endpointString, spnString, type EndpointInfo, type ProxyNodeConfig, type ProxySnapshot, type ServicePortInfo, type SyncScope } from '../types.js';
+import { endpointString, spnString, type EndpointInfo, type ProxyNodeConfig, type ProxySnapshot, type SyncScope } from '../types.js';
 import { categorizeEndpoints, externallyAccessible, externalPolicyLocal, internalPolicyLocal } from '../categorize.js';
 import { endpointChain, fixedChains, isServiceChain, servicePortChain, type ChainName } from './chains.js';
 

@@ -1,71 +1,22 @@
 /**
- * proxy/model/fields: reading fields of an `unknown` Kubernetes object, each
- * failure an InvalidObjectError naming the JSON path (`spec.ports[1].port`).
- * Pure; shared by the Service and EndpointSlice parsers.
+ * proxy/model/fields: json/read's readers bound to InvalidObjectError (the
+ * message names the JSON path, `spec.ports[1].port`), plus Kubernetes' name
+ * and port rules. Pure; shared by the Service and EndpointSlice parsers.
  */
 import { InvalidObjectError } from '../../errors/errors.js';
+import { fieldReaders, isObject, join, show, type JsonObject } from '../../json/read.js';
 import type { Protocol } from '../types.js';
 
-export type Obj = Readonly<Record<string, unknown>>;
+export type Obj = JsonObject;
+export { join, show };
+export const isObj = isObject;
 
-export function isObj(v: unknown): v is Obj {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-/** Joins a parent path and a child key: join('spec', 'ports') = 'spec.ports'; join('', 'spec') = 'spec'. */
-export function join(parent: string, key: string | number): string {
-  if (typeof key === 'number') return `${parent}[${key}]`;
-  return parent ? `${parent}.${key}` : key;
-}
-
-export function show(v: unknown): string {
-  const s = JSON.stringify(v);
-  return s === undefined ? String(v) : s.length > 80 ? `${s.slice(0, 77)}...` : s;
-}
-
-/** An object field; absent or null gives undefined. */
-export function optObj(o: Obj, key: string, path: string): Obj | undefined {
-  const v = o[key];
-  if (v === undefined || v === null) return undefined;
-  if (!isObj(v)) throw new InvalidObjectError(join(path, key), `must be an object, got ${show(v)}`);
-  return v;
-}
-
-export function reqObj(o: Obj, key: string, path: string): Obj {
-  const v = optObj(o, key, path);
-  if (v === undefined) throw new InvalidObjectError(join(path, key), 'required value');
-  return v;
-}
-
-/** A string field; absent or null gives undefined. */
-export function optStr(o: Obj, key: string, path: string): string | undefined {
-  const v = o[key];
-  if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'string') throw new InvalidObjectError(join(path, key), `must be a string, got ${show(v)}`);
-  return v;
-}
-
-export function optBool(o: Obj, key: string, path: string): boolean | undefined {
-  const v = o[key];
-  if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'boolean') throw new InvalidObjectError(join(path, key), `must be a boolean, got ${show(v)}`);
-  return v;
-}
+const readers = fieldReaders((field, msg) => new InvalidObjectError(field, msg));
+export const { optObject: optObj, reqObject: reqObj, optString: optStr, optBool, optArray: optArr } = readers;
 
 /** An integer field; absent or null gives undefined. */
 export function optInt(o: Obj, key: string, path: string): number | undefined {
-  const v = o[key];
-  if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'number' || !Number.isInteger(v)) throw new InvalidObjectError(join(path, key), `must be an integer, got ${show(v)}`);
-  return v;
-}
-
-/** An array field; absent or null gives undefined. */
-export function optArr(o: Obj, key: string, path: string): readonly unknown[] | undefined {
-  const v = o[key];
-  if (v === undefined || v === null) return undefined;
-  if (!Array.isArray(v)) throw new InvalidObjectError(join(path, key), `must be an array, got ${show(v)}`);
-  return v;
+  return readers.optInt(o, key, path);
 }
 
 const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;

@@ -14,7 +14,7 @@ import { NftExecutor, type NftTableInfo } from '../../netfilter/nft.js';
 import { NftFake } from '../../netfilter/nft.fake.js';
 import { parseNftListing } from '../../netfilter/nft-listing.js';
 import type { NftTableState } from '../../netfilter/nft-state.js';
-import { traceNftables, type NftTracePacket } from '../../testing/nft-tracer.js';
+import { traceNftables, type NftTracePacket } from '../../trace/nft-tracer.js';
 import type { EndpointInfo, ProxySnapshot, ServicePortInfo } from '../types.js';
 import { NftablesBackend } from './proxier.js';
 import { renderNftables } from './render.js';

@@ -133,7 +133,7 @@ export class NftablesBackend implements ProxyBackend {
       const err = asNodenetError(e);
       // The caller (Proxier) logs it; `details` holds nft's message and the script lines around the failure.
       if (err.code === ErrorCode.RuleApply) throw err;
-      throw new NodenetError(ErrorCode.RuleApply, `nftables ${full ? 'full' : 'partial'} sync failed: ${err.message}`, 999, { cause: e });
+      throw new NodenetError(ErrorCode.RuleApply, `nftables ${full ? 'full' : 'partial'} sync failed: ${err.message}`, { cause: e });
     }
   }
 
@@ -158,7 +158,7 @@ export class NftablesBackend implements ProxyBackend {
       await this.deps.nft.deleteTable('ip', this.table);
       this.log.info(`nftables table ip ${this.table} removed`);
     } catch (e) {
-      throw new NodenetError(ErrorCode.RuleApply, `nftables cleanup failed: ${asNodenetError(e).message}`, 999, { cause: e });
+      throw new NodenetError(ErrorCode.RuleApply, `nftables cleanup failed: ${asNodenetError(e).message}`, { cause: e });
     }
   }
 }

@@ -7,7 +7,7 @@
 import t, { type Test } from 'tap';
 import { NftFake } from '../../netfilter/nft.fake.js';
 import type { NftTableState } from '../../netfilter/nft-state.js';
-import { traceNftables, type NftTracePacket } from '../../testing/nft-tracer.js';
+import { traceNftables, type NftTracePacket } from '../../trace/nft-tracer.js';
 import type { ProxySnapshot } from '../types.js';
 import { renderNftables, type NftablesRenderOptions } from './render.js';
 import { CFG, NODE_IP, ep, snapshot, svc } from '../test-fixtures.js';

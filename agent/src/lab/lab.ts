@@ -1,8 +1,13 @@
 /**
- * testing/vnode: a whole cluster on one machine, out of network namespaces.
+ * lab: a whole cluster on one machine, out of network namespaces. The demo,
+ * the tests and the benchmarks build their nodes with it.
  *
  * A Lab owns an underlay namespace (nn-<tag>-ul, bridge ul0) and a run
- * directory under /run/nodenet-test/<tag>. Each VNode is a namespace
+ * directory <labRoot>/<tag> (labRoot: /run/nodenet/lab, or
+ * $NODENET_LAB_ROOT). The run directory holds owner.json (the pid and start
+ * time of the process that made the lab), so that the start-up cleanup of a
+ * later run (lab/leftovers.ts) removes a lab only when its owner is dead,
+ * never a concurrent run's or a user's `demo --keep`. Each VNode is a namespace
  * (nn-<tag>-<name>) with eth0 on the underlay and its own agent process,
  * state dir and CNI socket. Pods are namespaces the tests or the agent make.
  *
@@ -10,10 +15,10 @@
  * default gateway (it does not forward), so traffic no rule claims leaves a
  * node the way it would on a real one instead of failing the route lookup.
  *
- * Everything is named with the nn- prefix so scripts/cleanup.mjs can remove a
- * crashed run's leftovers; destroy() removes everything a Lab made, and it
- * never touches the root namespace's links, routes, firewall or sysctls.
- * This is test and demo infrastructure: it spawns `ip` freely.
+ * Everything is named with the nn- prefix; destroy() removes everything a
+ * Lab made, and it never touches the root namespace's links, routes,
+ * firewall or sysctls. Building a lab is set-up work, off every hot path: it
+ * spawns `ip` freely.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, rmSync, existsSync, writeFileSync, openSync, closeSync, readFileSync, readdirSync } from 'node:fs';
@@ -21,13 +26,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ExecaRunner, type RunResult } from '../exec/runner.js';
 import { distDir, packageRoot, pausePath, shimPath } from '../config/paths.js';
 import { listSandboxes, stopSandbox } from '../netns/pause-holder.js';
-import { UNDERLAY_GATEWAY } from './addresses.js';
+import { writeOwner } from './owner.js';
+import { labRoot, nodeUnderlayIP, onUnderlay, UNDERLAY_GATEWAY, UNDERLAY_PREFIX } from './plan.js';
 
 export const REPO = packageRoot();
 export const AGENT_JS = `${distDir()}nodenet.js`;
 export const SHIM = shimPath();
 export const PAUSE = pausePath();
-export const TEST_RUN_ROOT = '/run/nodenet-test';
 
 const runner = new ExecaRunner();
 
@@ -59,16 +64,19 @@ export class Lab {
   readonly nodes: VNode[] = [];
   private extraNetns: string[] = [];
 
-  private constructor(readonly tag: string) {
+  private constructor(readonly tag: string, root: string) {
     this.ul = `nn-${tag}-ul`;
-    this.runRoot = `${TEST_RUN_ROOT}/${tag}`;
+    this.runRoot = `${root}/${tag}`;
   }
 
-  static async create(tag: string): Promise<Lab> {
-    const lab = new Lab(tag);
-    mkdirSync(lab.runRoot, { recursive: true });
+  /** Makes the underlay and the run directory, owned by this process. `root` defaults to labRoot(). */
+  static async create(tag: string, opts: { root?: string } = {}): Promise<Lab> {
+    const lab = new Lab(tag, opts.root ?? labRoot());
+    mkdirSync(lab.runRoot, { recursive: true, mode: 0o700 });
+    // The owner record comes first: from here on a crash leaves something the next run's cleanup can attribute.
+    writeOwner(lab.runRoot, { tag, namespacePrefix: `nn-${tag}-` });
     await sh(['ip', 'netns', 'add', lab.ul]);
-    await sh(['ip', '-n', lab.ul, '-batch', '-'], `link set lo up\nlink add ul0 type bridge\naddr add ${UNDERLAY_GATEWAY}/24 dev ul0\nlink set ul0 up\n`);
+    await sh(['ip', '-n', lab.ul, '-batch', '-'], `link set lo up\nlink add ul0 type bridge\naddr add ${UNDERLAY_GATEWAY}/${UNDERLAY_PREFIX} dev ul0\nlink set ul0 up\n`);
     return lab;
   }
 
@@ -137,7 +145,7 @@ export class VNode {
     this.runDir = `${this.dir}/run`;
     this.socket = `${this.runDir}/cni.sock`;
     this.logFile = `${this.dir}/agent.log`;
-    this.underlayIP = opts.underlayIP ?? `192.168.77.${10 + index}/24`;
+    this.underlayIP = opts.underlayIP ?? `${nodeUnderlayIP(index)}/${UNDERLAY_PREFIX}`;
   }
 
   async create(): Promise<void> {
@@ -147,7 +155,7 @@ export class VNode {
     const ifx = `u${this.lab.tag}${this.index}`.slice(0, 15);
     await sh(['ip', 'link', 'add', ifx, 'netns', this.lab.ul, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', this.ns]);
     await sh(['ip', '-n', this.lab.ul, '-batch', '-'], `link set ${ifx} master ul0\nlink set ${ifx} up\n`);
-    const gw = this.underlayIP.startsWith('192.168.77.') ? `route add default via ${UNDERLAY_GATEWAY}\n` : '';
+    const gw = onUnderlay(this.underlayIP) ? `route add default via ${UNDERLAY_GATEWAY}\n` : '';
     await sh(['ip', '-n', this.ns, '-batch', '-'], `link set lo up\naddr add ${this.underlayIP} dev eth0\nlink set eth0 up\n${gw}`);
   }
 

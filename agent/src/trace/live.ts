@@ -1,5 +1,5 @@
 /**
- * cli/trace-live: reads a node's live Service rules for `nodenet trace`.
+ * trace/live: reads a node's live Service rules for `nodenet trace`.
  *
  * What it reads, inside the node's network namespace (commands run under the
  * Runner's netns option; nothing is written):
@@ -31,7 +31,6 @@ import { parseNftListing } from '../netfilter/nft-listing.js';
 import type { NftTableState } from '../netfilter/nft-state.js';
 import { fixedChains } from '../proxy/iptables/chains.js';
 import { tableName } from '../proxy/nftables/names.js';
-import { FlagError } from './flags.js';
 
 export type TraceMode = 'iptables' | 'nftables';
 
@@ -61,6 +60,11 @@ export type LiveRules = IptablesLive | NftablesLive;
 /** The rules could not be read, or nodenet's rules are not there: `nodenet trace` exits 1. */
 export class TraceReadError extends Error {
   override name = 'TraceReadError';
+}
+
+/** The question cannot be answered as asked (both modes present, icmp in iptables mode): a usage error, exit 2. */
+export class TraceUsageError extends Error {
+  override name = 'TraceUsageError';
 }
 
 type Probe<T> = { readonly found: T } | { readonly missing: string };
@@ -180,7 +184,7 @@ async function probeIptables(deps: LiveDeps, prefix: string): Promise<Probe<Ipta
 /**
  * Reads the rules of `mode`, or detects the mode: our nft table present →
  * nftables; our SERVICES chain in nat → iptables.
- * @throws FlagError when both are present under 'auto' (the user must pick).
+ * @throws TraceUsageError when both are present under 'auto' (the user must pick).
  * @throws TraceReadError when the rules are not there or cannot be read.
  */
 export async function readLiveRules(deps: LiveDeps, mode: 'auto' | TraceMode, prefix: string): Promise<LiveRules> {
@@ -197,7 +201,7 @@ export async function readLiveRules(deps: LiveDeps, mode: 'auto' | TraceMode, pr
   }
   const [n, i] = await Promise.all([probeNftables(deps, prefix), probeIptables(deps, prefix)]);
   if ('found' in n && 'found' in i) {
-    throw new FlagError(
+    throw new TraceUsageError(
       `both nftables rules (table ${n.found.table}) and iptables rules (${fixedChains(prefix).services} in nat, ${BACKEND_COMMANDS[i.found.backend].save}) ` +
         `are present in ${where}; say which to trace with --mode nftables or --mode iptables`,
     );

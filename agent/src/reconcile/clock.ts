@@ -1,5 +1,5 @@
 /**
- * proxy/clock: time as a dependency. Reconcile code takes a Clock and never
+ * reconcile/clock: time as a dependency. Reconcile code takes a Clock and never
  * calls bare setTimeout/Date.now, so tests drive time with FakeClock.
  */
 export interface Clock {

@@ -1,5 +1,5 @@
 /**
- * proxy/deep-equal: structural equality for the proxy's parsed values (what
+ * reconcile/deep-equal: structural equality for the proxy's parsed values (what
  * kube-proxy's trackers get from reflect.DeepEqual). Pure.
  *
  * Handles primitives, arrays, plain objects, Map and Set (Map keys and Set

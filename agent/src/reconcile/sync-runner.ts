@@ -1,5 +1,5 @@
 /**
- * proxy/sync-runner: kube-proxy's BoundedFrequencyRunner for an async
+ * reconcile/sync-runner: kube-proxy's BoundedFrequencyRunner for an async
  * function, on an injected Clock.
  *
  * - request() asks for a run as soon as allowed; requests coalesce: any

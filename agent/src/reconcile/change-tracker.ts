@@ -1,5 +1,5 @@
 /**
- * proxy/change-tracker: uncommitted changes per key, kube-proxy's
+ * reconcile/change-tracker: uncommitted changes per key, kube-proxy's
  * ServiceChangeTracker shape made generic. Pure.
  *
  * Handlers record (prev, cur) as events arrive; the sync drains them. For a
