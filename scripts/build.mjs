@@ -23,7 +23,9 @@ if (existsSync(`${root}cni/src/main.ts`)) {
     entryPoints: [`${root}cni/src/main.ts`],
     outfile: `${root}dist/nodenet-cni.cjs`,
     bundle: true, platform: 'node', target: 'node20', format: 'cjs', minify: true,
-    banner: { js: '#!/usr/bin/env node' }, logLevel: 'warning', legalComments: 'none',
+    // env -S: runtimes exec the plugin by its shebang. NODE_EXTRA_CA_CERTS makes node parse a CA bundle at
+    // start (+45 ms per call measured here; the shim speaks no TLS), NODE_OPTIONS could load anything into it.
+    banner: { js: '#!/usr/bin/env -S -u NODE_EXTRA_CA_CERTS -u NODE_OPTIONS node' }, logLevel: 'warning', legalComments: 'none',
   }).then(() => chmodSync(`${root}dist/nodenet-cni.cjs`, 0o755)));
 }
 await Promise.all(jobs);

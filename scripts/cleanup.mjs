@@ -1,27 +1,14 @@
-// Removes what a crashed nodenet test, demo or bench run left behind: processes
-// inside nn-* namespaces, the namespaces themselves, their bind mounts, and
-// state under /run/nodenet-test. Touches nothing else.
-import { execFileSync, spawnSync } from 'node:child_process';
-import { readdirSync, rmSync, existsSync } from 'node:fs';
+// Removes what a crashed nodenet test, demo or bench run left behind, and only
+// that: `nodenet lab cleanup` (agent/src/lab/leftovers.ts) removes labs whose
+// owner process is gone and nn-* namespaces no live process owns. A concurrent
+// run's labs, a user's `demo --keep` and a live test's namespaces are kept.
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 
-const PREFIX = process.env.NODENET_NS_PREFIX ?? 'nn-';
-const out = (cmd, args) => spawnSync(cmd, args, { encoding: 'utf8' }).stdout ?? '';
-const names = out('ip', ['netns', 'list']).split('\n').map((l) => l.split(' ')[0]).filter((n) => n && n.startsWith(PREFIX));
-let n = 0;
-for (const ns of names) {
-  for (const pid of out('ip', ['netns', 'pids', ns]).split('\n').filter(Boolean)) {
-    try { process.kill(Number(pid), 'SIGKILL'); } catch {}
-  }
+const cli = new URL('../dist/nodenet.js', import.meta.url).pathname;
+if (!existsSync(cli)) {
+  console.error('cleanup: dist/nodenet.js is missing; run `npm run build` first');
+  process.exit(1);
 }
-for (const ns of names) {
-  spawnSync('ip', ['netns', 'del', ns]);
-  n++;
-}
-// Bind mounts whose netns file survived (ip netns del failed, or a pod netns under our run dir).
-for (const dir of ['/run/nodenet-test']) {
-  if (!existsSync(dir)) continue;
-  const mounts = out('findmnt', ['-rn', '-o', 'TARGET']).split('\n').filter((m) => m.startsWith(dir));
-  for (const m of mounts.reverse()) spawnSync('umount', ['-l', m]);
-  rmSync(dir, { recursive: true, force: true });
-}
-if (n) console.error(`cleanup: removed ${n} leftover namespace(s) named ${PREFIX}*`);
+const out = execFileSync(process.execPath, [cli, 'lab', 'cleanup'], { encoding: 'utf8' });
+if (!out.startsWith('nothing')) process.stderr.write(`cleanup: ${out}`);

@@ -4,10 +4,11 @@
  * config on stdin), real packets between real namespaces. Root only.
  */
 import t from 'tap';
-import { readdirSync, existsSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Lab, uniqueTag, sh, type VNode } from '../agent/src/lab/lab.js';
+import type { Lab, VNode } from '../agent/src/lab/lab.js';
+import { newLab, sh } from '../agent/src/testing/lab.js';
 
 type Result = { ips: { address: string; gateway?: string }[]; interfaces: { name: string; mac: string; sandbox?: string }[]; routes: { dst: string; gw?: string }[] };
 
@@ -15,7 +16,7 @@ let lab: Lab;
 let node: VNode;
 
 t.before(async () => {
-  lab = await Lab.create(uniqueTag('cn'));
+  lab = await newLab('cn');
   node = await lab.addNode('n1', { podCIDR: '10.244.1.0/24' });
   await node.startAgent();
 });
@@ -222,15 +223,124 @@ t.test('GC releases attachments absent from cni.dev/valid-attachments', async (t
   await node.cni('DEL', { containerId: 'ctr-gc1', netns: a.path, ifName: 'eth0' }, node.cniConfig());
 });
 
-t.test('ipMasq installs and removes a per-pod masquerade chain in the node namespace', async (t) => {
-  const a = await podNs('mq');
-  const conf = node.cniConfig({ ipMasq: true });
-  const r = await node.cni('ADD', { containerId: 'ctr-mq', netns: a.path, ifName: 'eth0' }, conf);
-  t.equal(r.exitCode, 0, r.stdout);
-  const nat = (await node.exec(['iptables-save', '-t', 'nat'])).stdout;
-  t.match(nat, new RegExp(`-A POSTROUTING -s ${ipOf(r.json)}/32 .*-j NN-MASQ-`));
-  t.match(nat, /-j MASQUERADE/);
-  const d = await node.cni('DEL', { containerId: 'ctr-mq', netns: a.path, ifName: 'eth0' }, conf);
-  t.equal(d.exitCode, 0);
-  t.notMatch((await node.exec(['iptables-save', '-t', 'nat'])).stdout, /NN-MASQ-/);
+t.test('ipMasq, with real packets: leaving the pod subnet a pod appears as the node; inside it, and without ipMasq, it keeps its address', async (t) => {
+  // A host outside the cluster, on the underlay, that records the source address of every datagram it receives.
+  const ext = await lab.addUnderlayHost('mqx', '192.168.77.201/24');
+  const seen = `${lab.runRoot}/mqx-seen.txt`;
+  const listener = spawn('ip', ['netns', 'exec', ext.name, process.execPath, '-e',
+    `const fs=require('fs');require('dgram').createSocket('udp4').on('message',(m,r)=>fs.appendFileSync(${JSON.stringify(seen)},m+' '+r.address+'\\n')).bind(9999)`], { stdio: 'ignore' });
+  t.teardown(() => { listener.kill('SIGKILL'); });
+  const masq = await podNs('mq'), plain = await podNs('mqp'), peer = await podNs('mqc');
+  const rm = await node.cni('ADD', { containerId: 'ctr-mq', netns: masq.path, ifName: 'eth0' }, node.cniConfig({ ipMasq: true }));
+  const rp = await node.cni('ADD', { containerId: 'ctr-mqp', netns: plain.path, ifName: 'eth0' }, node.cniConfig());
+  const rc = await node.cni('ADD', { containerId: 'ctr-mqc', netns: peer.path, ifName: 'eth0' }, node.cniConfig({ ipMasq: true }));
+  for (const r of [rm, rp, rc]) t.equal(r.exitCode, 0, r.stdout);
+  const send = (ns: string, to: string, port: number, text: string) =>
+    inPod(ns, [process.execPath, '-e', `const s=require('dgram').createSocket('udp4');s.send(${JSON.stringify(text)},${port},${JSON.stringify(to)},()=>s.close())`]);
+  const sources = (): Map<string, string> => {
+    const out = new Map<string, string>();
+    for (const line of (existsSync(seen) ? readFileSync(seen, 'utf8') : '').split('\n').filter(Boolean)) {
+      const [what, from] = line.split(' ');
+      out.set(what!, from!);
+    }
+    return out;
+  };
+  for (let i = 0; i < 50 && sources().size < 2; i++) {
+    await send(masq.name, '192.168.77.201', 9999, 'masq');
+    await send(plain.name, '192.168.77.201', 9999, 'plain');
+    await sleep(100);
+  }
+  t.equal(sources().get('masq'), '192.168.77.11', 'the ipMasq pod leaves the cluster as the node (192.168.77.11)');
+  t.equal(sources().get('plain'), ipOf(rp.json), 'the pod without ipMasq keeps its own address');
+
+  // Pod to pod in the subnet: never masqueraded.
+  const podSeen = `${lab.runRoot}/mqc-seen.txt`;
+  const podListener = spawn('ip', ['netns', 'exec', peer.name, process.execPath, '-e',
+    `require('dgram').createSocket('udp4').on('message',(m,r)=>require('fs').appendFileSync(${JSON.stringify(podSeen)},r.address+'\\n')).bind(9998)`], { stdio: 'ignore' });
+  t.teardown(() => { podListener.kill('SIGKILL'); });
+  for (let i = 0; i < 50 && !existsSync(podSeen); i++) {
+    await send(masq.name, ipOf(rc.json), 9998, 'to-peer');
+    await sleep(100);
+  }
+  t.equal(readFileSync(podSeen, 'utf8').split('\n')[0], ipOf(rm.json), 'pod-to-pod inside the subnet keeps the source');
+
+  const set = async (name: string) => (await node.exec(['nft', 'list', 'set', 'ip', 'nodenet-cni', name])).stdout;
+  t.match(await set('masq-pods'), new RegExp(`elements = \\{ [^}]*${ipOf(rm.json).replace(/\./g, '\\.')}`));
+  t.equal((await node.cni('DEL', { containerId: 'ctr-mq', netns: masq.path, ifName: 'eth0' }, node.cniConfig({ ipMasq: true }))).exitCode, 0);
+  t.notMatch(await set('masq-pods'), new RegExp(ipOf(rm.json).replace(/\./g, '\\.')), 'DEL removed the pod from the set');
+  t.notMatch(await set('masq-exempt'), new RegExp(`${ipOf(rm.json).replace(/\./g, '\\.')} \\.`));
+  await node.cni('DEL', { containerId: 'ctr-mqp', netns: plain.path, ifName: 'eth0' }, node.cniConfig());
+  await node.cni('DEL', { containerId: 'ctr-mqc', netns: peer.path, ifName: 'eth0' }, node.cniConfig({ ipMasq: true }));
+});
+
+t.test('the gateway MAC is pinned: deleting the pod whose veth had the lowest MAC costs the others no ping', async (t) => {
+  const names = ['gwa', 'gwb', 'gwc'];
+  const pods = await Promise.all(names.map((n) => podNs(n)));
+  const results: Awaited<ReturnType<VNode['cni']>>[] = [];
+  for (const [i, p] of pods.entries()) results.push(await node.cni('ADD', { containerId: `ctr-${names[i]}`, netns: p.path, ifName: 'eth0' }, node.cniConfig()));
+  const bridgeMac = (await node.exec(['cat', '/sys/class/net/cbr0/address'])).stdout.trim();
+  for (const r of results) t.equal((r.json as Result).interfaces[0]!.mac, bridgeMac, 'the ADD result reports the bridge\'s real MAC');
+  t.not(bridgeMac, '00:00:00:00:00:00');
+  const hostMac = async (r: typeof results[number]) => (await node.exec(['cat', `/sys/class/net/${(r.json as Result).interfaces[1]!.name}/address`])).stdout.trim();
+  const macs = await Promise.all(results.map(hostMac));
+  const lowest = macs.indexOf([...macs].sort()[0]!);
+  // The survivors learn the gateway's MAC now; after the DEL they must keep reaching it with that entry.
+  const survivors = pods.filter((_p, i) => i !== lowest);
+  for (const p of survivors) t.equal((await inPod(p.name, ['ping', '-c1', '-W2', '10.244.1.1'])).exitCode, 0);
+  t.equal((await node.cni('DEL', { containerId: `ctr-${names[lowest]}`, netns: pods[lowest]!.path, ifName: 'eth0' }, node.cniConfig())).exitCode, 0);
+  t.equal((await node.exec(['cat', '/sys/class/net/cbr0/address'])).stdout.trim(), bridgeMac, 'the bridge kept its MAC');
+  for (const p of survivors) {
+    const ping = await inPod(p.name, ['ping', '-c', '10', '-i', '0.2', '-W', '1', '10.244.1.1']);
+    t.match(ping.stdout, / 0% packet loss/, `${p.name}: no loss to the gateway after the DEL`);
+  }
+  for (const [i, p] of pods.entries()) if (i !== lowest) await node.cni('DEL', { containerId: `ctr-${names[i]}`, netns: p.path, ifName: 'eth0' }, node.cniConfig());
+});
+
+t.test('ipam.type other than host-local is refused with code 7 naming ipam.type; nothing is allocated', async (t) => {
+  const a = await podNs('dh');
+  const before = ipamFiles().length;
+  const r = await node.cni('ADD', { containerId: 'ctr-dh', netns: a.path, ifName: 'eth0' }, node.cniConfig({ ipam: { type: 'dhcp' } }));
+  t.equal(r.exitCode, 1);
+  t.match(r.json, { code: 7, msg: /^ipam\.type: "dhcp" is not supported/ });
+  t.equal(ipamFiles().length, before);
+  t.equal((await sh(['ip', '-n', a.name, '-br', 'link'])).stdout.includes('eth0'), false, 'no interface left');
+});
+
+t.test('a DEL whose config no longer parses, with no attachment record, succeeds and releases the IP', async (t) => {
+  const a = await podNs('np');
+  const r = await node.cni('ADD', { containerId: 'ctr-np', netns: a.path, ifName: 'eth0' }, node.cniConfig());
+  t.equal(r.exitCode, 0);
+  const ip = ipOf(r.json);
+  t.ok(ipamFiles().includes(ip));
+  // The record is gone (state from before records existed, a wiped dir), and the runtime's config is one the agent now rejects.
+  rmSync(`${node.stateDir}/attachments`, { recursive: true, force: true });
+  const d = await node.cni('DEL', { containerId: 'ctr-np', netns: a.path, ifName: 'eth0' }, { cniVersion: '1.1.0', name: 'nodenet', type: 'nodenet-cni', agentSocket: node.socket, mtu: 'huge' });
+  t.equal(d.exitCode, 0, d.stdout);
+  t.notOk(ipamFiles().includes(ip), 'the IP is free');
+  t.equal((await sh(['ip', '-n', a.name, '-br', 'link'])).stdout.includes('eth0'), false, 'the interface is gone');
+});
+
+t.test('DELs fired across an agent restart are all replayed with the agent up: every IP released', async (t) => {
+  const n = 30;
+  const pods = await Promise.all(Array.from({ length: n }, (_x, i) => podNs(`rr${i}`)));
+  for (const [i, p] of pods.entries()) t.equal((await node.cni('ADD', { containerId: `ctr-rr${i}`, netns: p.path, ifName: 'eth0' }, node.cniConfig())).exitCode, 0);
+  const ips = new Set(ipamFiles());
+  await node.stopAgent('SIGTERM');
+  // DELs start while the agent is down and go on while it comes up: some are queued before its start-up replay,
+  // some after it (the bug: those waited for the next restart), some reach it directly.
+  const dels = pods.map(async (p, i) => {
+    await sleep(i * 15);
+    return node.cni('DEL', { containerId: `ctr-rr${i}`, netns: p.path, ifName: 'eth0' }, node.cniConfig({ agentTimeoutMs: 2000 }));
+  });
+  await sleep(60);
+  const started = node.startAgent();
+  const results = await Promise.all(dels);
+  await started;
+  for (const r of results) t.equal(r.exitCode, 0, r.stderr.slice(-300));
+  const queued = results.filter((r) => /DEL queued/.test(r.stderr)).length;
+  t.comment(`${queued} of ${n} DELs were queued by the shim, the rest reached the agent`);
+  const held = () => ipamFiles().filter((ip) => ips.has(ip)).length;
+  for (let i = 0; i < 100 && held() > 0; i++) await sleep(50);
+  t.equal(held(), 0, 'every IP released, with the agent running (no further restart)');
+  t.same(readdirSync(`${node.runDir}/del-queue`).filter((f) => f.endsWith('.json')), [], 'the queue is empty');
 });

@@ -3,7 +3,8 @@
  * proxy modes and leave nothing behind. Runs the built CLI as a user does.
  */
 import t from 'tap';
-import { REPO, shOk } from '../agent/src/lab/lab.js';
+import { REPO } from '../agent/src/lab/lab.js';
+import { shOk } from '../agent/src/testing/lab.js';
 
 const demoNamespaces = async () => (await shOk(['ip', 'netns', 'list'])).stdout.split('\n').filter((l) => /^nn-demo/.test(l));
 

@@ -10,9 +10,10 @@ import t from 'tap';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Lab, uniqueTag, shOk, type VNode } from '../agent/src/lab/lab.js';
+import type { Lab, VNode } from '../agent/src/lab/lab.js';
+import { newLab, shOk } from '../agent/src/testing/lab.js';
 import { makeEndpointSlice, makeService, withField, type EndpointSpec, type JsonObject } from '../agent/src/testing/addresses.js';
-import { proxyStatusFile, readProxyStatus, type ProxyStatus } from '../agent/src/proxy-host.js';
+import { proxyStatusFile, readProxyStatus, type ProxyStatus } from '../agent/src/node/proxy-status.js';
 import { stringify as stringifyYaml } from 'yaml';
 
 type Mode = 'iptables' | 'nftables';
@@ -119,7 +120,7 @@ export function servicesSuite(mode: Mode): void {
   ];
 
   t.before(async () => {
-    lab = await Lab.create(uniqueTag(mode === 'iptables' ? 'si' : 'sn'));
+    lab = await newLab(mode === 'iptables' ? 'si' : 'sn');
     manifests = `${lab.runRoot}/manifests`;
     mkdirSync(manifests, { recursive: true });
     node = await lab.addNode('n1', {

@@ -11,7 +11,8 @@
  * that node would run them; nodenet's shim runs there too.
  */
 import { existsSync } from 'node:fs';
-import { Lab, uniqueTag, REPO, SHIM } from '../../agent/src/lab/lab.js';
+import { REPO, SHIM } from '../../agent/src/lab/lab.js';
+import { newLab } from '../../agent/src/testing/lab.js';
 import { ExecaRunner } from '../../agent/src/exec/runner.js';
 import { parseFlags } from '../../agent/src/cli/flags.js';
 
@@ -49,11 +50,11 @@ async function pool<T>(items: T[], conc: number, fn: (x: T) => Promise<void>): P
 }
 
 async function main(): Promise<void> {
-  const f = parseFlags(process.argv.slice(2));
+  const f = parseFlags(process.argv.slice(2), { pods: { type: 'string' } });
   const pods = Number(f.flags.get('pods') ?? 64);
   if (!existsSync(SHIM)) throw new Error('run `npm run build` first');
   const haveRef = existsSync(`${REF_DIR}/bridge`) && existsSync(`${REF_DIR}/host-local`);
-  const lab = await Lab.create(uniqueTag('bc'));
+  const lab = await newLab('bc');
   const cleanup = async () => { await lab.destroy(); };
   process.on('SIGINT', () => { void cleanup().then(() => process.exit(130)); });
   try {
@@ -61,7 +62,7 @@ async function main(): Promise<void> {
     await node.startAgent();
     const plugins: Plugin[] = [{
       name: 'nodenet-cni (shim → agent)',
-      argv: [process.execPath, SHIM],
+      argv: [SHIM],
       conf: () => node.cniConfig({ hairpinMode: false }),
     }];
     if (haveRef) {

@@ -10,7 +10,7 @@
  *   --out FILE                 also write the results as JSON to FILE
  *   --case MODE:SIZE --netns NAME   internal: run one case in this process (the parent spawns these)
  */
-import { FlagError, only, parseFlags } from '../../agent/src/cli/flags.js';
+import { FlagError, parseFlags } from '../../agent/src/cli/flags.js';
 
 export const BENCH_MODES = ['iptables', 'nftables', 'iptables-legacy'] as const;
 export type BenchMode = (typeof BENCH_MODES)[number];
@@ -33,7 +33,7 @@ export interface BenchArgs {
   readonly case: CaseSpec | null;
 }
 
-const FLAGS = ['sizes', 'modes', 'repeat', 'cap-s', 'no-restart', 'out', 'case', 'netns', 'help'];
+const FLAGS = ['sizes', 'modes', 'repeat', 'cap-s', 'no-restart', 'out', 'case', 'netns'];
 export const MAX_SERVICES = 32_000;
 
 export const USAGE = 'usage: npm run bench:proxy -- [--sizes 1000,10000,30000] [--modes iptables,nftables] [--repeat 3] [--cap-s 600] [--no-restart] [--out FILE]';
@@ -68,10 +68,9 @@ export function caseNetns(pid: number, m: BenchMode, services: number): string {
 
 /** Parses argv (without node and the script); throws FlagError on anything wrong. */
 export function parseBenchArgs(argv: readonly string[]): BenchArgs {
-  const p = parseFlags(argv, ['no-restart', 'help']);
-  only(p, FLAGS);
+  const p = parseFlags(argv, Object.fromEntries(FLAGS.map((f) => [f, { type: f === 'no-restart' ? 'boolean' : 'string' } as const])));
   if (p.positional.length || p.rest.length) throw new FlagError(`unexpected argument ${JSON.stringify(p.positional[0] ?? p.rest[0])}`);
-  if (p.flags.has('help')) throw new FlagError(USAGE);
+  if (p.help) throw new FlagError(USAGE);
   const f = p.flags;
   const sizes = list('sizes', f.get('sizes') ?? '1000,10000,30000').map((s) => posInt('sizes', s, 1, MAX_SERVICES));
   const modes = list('modes', f.get('modes') ?? 'iptables,nftables').map((s) => mode('modes', s));

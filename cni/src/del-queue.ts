@@ -7,37 +7,18 @@
  * So with the agent down the shim writes the request to
  *   <dirname(agentSocket)>/del-queue/<containerID>-<ifName>.json
  * and reports success; the agent replays the directory when it starts
- * (agent/src/cniserver/replay-deletions.ts reads this format).
+ * (agent/src/cniserver/replay-deletions.ts reads this format; the format is
+ * proto/cni/v1/contract.ts's DeletionRecord).
  *
  * Writes are atomic (a dot-prefixed temp file, fsync, rename, fsync of the
  * directory), so the agent never sees half a record. A second DEL for the same
  * attachment replaces the first.
  */
 import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
+import { deletionQueueDir, deletionRecordName, type DeletionRecord } from '../../proto/cni/v1/contract.js';
 
-/** Version 1 of the on-disk record. `config` is the stdin JSON text, verbatim. */
-export interface DeletionRecord {
-  readonly version: 1;
-  readonly command: 'DEL';
-  readonly containerId: string;
-  readonly netns: string;
-  readonly ifName: string;
-  readonly args: string;
-  readonly path: string;
-  readonly config: string;
-  /** ISO 8601 time the shim queued it. */
-  readonly queuedAt: string;
-}
-
-export function deletionQueueDir(agentSocket: string): string {
-  return join(dirname(agentSocket), 'del-queue');
-}
-
-/** File name for an attachment. The skel has validated both parts (no '/', no leading '.'). */
-export function deletionRecordName(containerId: string, ifName: string): string {
-  return `${containerId}-${ifName}.json`;
-}
+export { deletionQueueDir, deletionRecordName, type DeletionRecord };
 
 /** Writes the record atomically into `dir` (created 0700 if missing). Returns the final path. Throws on failure. */
 export function writeDeletionRecord(dir: string, record: DeletionRecord): string {

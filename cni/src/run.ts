@@ -16,10 +16,10 @@
  * anything else that goes wrong is 999.
  */
 import type { AgentReply, CallAgent } from './agent-reply.js';
-import { deletionQueueDir, type DeletionRecord } from './del-queue.js';
+import { DEFAULT_AGENT_SOCKET, deletionQueueDir, deletionRecordOf, type DeletionRecord } from '../../proto/cni/v1/contract.js';
 import { CniErrorCode, dispatch, formatError, SUPPORTED_VERSIONS, type CniCommand, type CniEnv, type CniErrorJson } from './skel.js';
 
-export const DEFAULT_AGENT_SOCKET = '/run/nodenet/cni.sock';
+export { DEFAULT_AGENT_SOCKET };
 
 /** Per-call deadlines when the config sets no `agentTimeoutMs`. */
 export const DEFAULT_TIMEOUT_MS: Readonly<Record<CniCommand, number>> = {
@@ -101,17 +101,7 @@ export async function runShim(deps: ShimDeps): Promise<number> {
         if (command !== 'DEL') return cniError(CniErrorCode.TryAgainLater, `the nodenet agent ${what}; try again later`, reply.detail);
         const dir = deletionQueueDir(socket);
         try {
-          const file = deps.queueDeletion(dir, {
-            version: 1,
-            command: 'DEL',
-            containerId: request.containerId,
-            netns: request.netns,
-            ifName: request.ifName,
-            args: request.args,
-            path: request.path,
-            config: new TextDecoder().decode(request.config),
-            queuedAt: deps.now().toISOString(),
-          });
+          const file = deps.queueDeletion(dir, deletionRecordOf(request, deps.now()));
           deps.stderr(`nodenet-cni: the agent ${what} (${reply.detail}); DEL queued in ${file} for the agent to replay\n`);
           return 0;
         } catch (e) {

@@ -20,24 +20,12 @@
  * the agent is up; the plugin's own configuration fields are the agent's job.
  */
 
-/** CNI spec versions nodenet speaks, oldest first. */
-export const SUPPORTED_VERSIONS = ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'] as const;
-export type CniVersion = (typeof SUPPORTED_VERSIONS)[number];
-export const LATEST_VERSION: CniVersion = '1.1.0';
+import {
+  CniCode as CniErrorCode, isSupportedVersion, LATEST_VERSION, SUPPORTED_VERSIONS,
+  type CniCallRequest, type CniCommand, type CniVersion,
+} from '../../proto/cni/v1/contract.js';
 
-export type CniCommand = 'ADD' | 'DEL' | 'CHECK' | 'STATUS' | 'GC';
-
-/** The well-known CNI error codes the shim itself produces. */
-export const CniErrorCode = {
-  IncompatibleVersion: 1,
-  InvalidEnvironment: 4,
-  IOFailure: 5,
-  DecodingFailure: 6,
-  InvalidNetworkConfig: 7,
-  TryAgainLater: 11,
-  PluginNotAvailable: 50,
-  Internal: 999,
-} as const;
+export { CniErrorCode, isSupportedVersion, LATEST_VERSION, SUPPORTED_VERSIONS, type CniCallRequest, type CniCommand, type CniVersion };
 
 /** The spec's error structure, as printed on stdout. */
 export interface CniErrorJson {
@@ -45,17 +33,6 @@ export interface CniErrorJson {
   readonly code: number;
   readonly msg: string;
   readonly details: string;
-}
-
-/** One CNI invocation, as forwarded to the agent (mirrors proto CniRequest). */
-export interface CniCallRequest {
-  readonly containerId: string;
-  readonly netns: string;
-  readonly ifName: string;
-  readonly args: string;
-  readonly path: string;
-  /** stdin, byte for byte. */
-  readonly config: Uint8Array;
 }
 
 export type SkelOutcome =
@@ -93,10 +70,6 @@ const MIN_VERSION: Readonly<Record<CniCommand, CniVersion | undefined>> = {
 
 const NAME_RE = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
 const VERSION_RE = /^(\d+)\.(\d+)\.(\d+)$/;
-
-export function isSupportedVersion(v: string): v is CniVersion {
-  return (SUPPORTED_VERSIONS as readonly string[]).includes(v);
-}
 
 /** Compares two "x.y.z" versions; undefined if either is malformed. */
 export function compareVersions(a: string, b: string): number | undefined {

@@ -1,8 +1,6 @@
 /**
  * `nodenet agent`: runs the node agent until SIGTERM/SIGINT.
  *
- *   nodenet agent [--config FILE] [--node-name N] [--pod-cidr CIDR] [--state-dir D] [--run-dir D] [--cni-socket S] ...
- *
  * The agent writes <runDir>/agent.ready once it serves CNI calls and has
  * replayed the DELs queued while it was down; it removes it when it stops.
  * Stopping (or crashing) never touches running pods: their namespaces, veths
@@ -11,7 +9,7 @@
 import { readFileSync } from 'node:fs';
 import { ErrorCode, NodenetError } from '../errors/errors.js';
 import { FLAG_KEYS, parseAgentConfig, type AgentConfig } from '../config/config.js';
-import { only, parseFlags } from './flags.js';
+import { FlagError, parseFlags, type FlagSpecs } from './flags.js';
 
 export interface RunningAgent {
   stop(): Promise<void>;
@@ -19,11 +17,23 @@ export interface RunningAgent {
 
 export type StartAgent = (cfg: AgentConfig) => Promise<RunningAgent>;
 
+export const AGENT_USAGE = `usage: nodenet agent [--config FILE] [--node-name N] [--pod-cidr CIDR] [--cluster-cidr CIDR] [--state-dir D] [--run-dir D]
+                     [--cni-socket S] [--bridge B] [--mtu N] [--proxy-mode none|iptables|nftables] [--manifests DIR]
+                     [--proxy-prefix KUBE] [--cluster-ip-ping reject|drop] [--proxy-min-sync-ms MS]
+                     [--log-level fatal|error|warn|info|debug|trace|silent] [--log-file F]
+Runs the node agent until SIGTERM: the CNI service on a unix socket and, with a proxy mode, Service rules
+for the Services and EndpointSlices in the manifest directory. Flags override the config file's keys.`;
+
+const SPECS: FlagSpecs = Object.fromEntries([['config', { type: 'string' }], ...Object.keys(FLAG_KEYS).map((k) => [k, { type: 'string' }])]);
+const NUMERIC: ReadonlySet<keyof AgentConfig> = new Set(['mtu', 'proxyMinSyncMs']);
+
 export function agentConfigFromArgs(argv: readonly string[]): AgentConfig {
-  const p = parseFlags(argv);
-  only(p, ['config', ...Object.keys(FLAG_KEYS)]);
+  return agentConfigFrom(parseFlags(argv, SPECS).flags);
+}
+
+function agentConfigFrom(flags: ReadonlyMap<string, string>): AgentConfig {
   let base: Record<string, unknown> = {};
-  const file = p.flags.get('config');
+  const file = flags.get('config');
   if (file) {
     try {
       base = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
@@ -32,15 +42,22 @@ export function agentConfigFromArgs(argv: readonly string[]): AgentConfig {
     }
   }
   for (const [flag, key] of Object.entries(FLAG_KEYS)) {
-    const v = p.flags.get(flag);
-    if (v !== undefined) base[key] = key === 'mtu' || key === 'proxyMinSyncMs' ? Number(v) : v;
+    const v = flags.get(flag);
+    if (v === undefined) continue;
+    // A number flag that is not a number stays a string, so the config parser names the field.
+    base[key] = NUMERIC.has(key) && /^-?\d+$/.test(v) ? Number(v) : v;
   }
   return parseAgentConfig(base);
 }
 
-export async function agentCommand(argv: readonly string[], start: StartAgent): Promise<number> {
-  const cfg = agentConfigFromArgs(argv);
-  const agent = await start(cfg);
+export async function agentCommand(argv: readonly string[], start: StartAgent, out: (s: string) => void): Promise<number> {
+  const p = parseFlags(argv, SPECS);
+  if (p.help) {
+    out(`${AGENT_USAGE}\n`);
+    return 0;
+  }
+  if (p.positional.length || p.rest.length) throw new FlagError(`unexpected argument ${JSON.stringify([...p.positional, ...p.rest][0])}`);
+  const agent = await start(agentConfigFrom(p.flags));
   await new Promise<void>((resolve) => {
     const stop = () => resolve();
     process.once('SIGTERM', stop);

@@ -1,82 +1,106 @@
 /**
- * cli: the `nodenet` command. Each subcommand lives in its own file and gets
- * its real dependencies from main.ts.
+ * cli: the `nodenet` command. Each subcommand lives in its own file (parse
+ * flags, call, print: no logic of its own) and gets its real dependencies
+ * from main.ts, which takes them from node/compose.ts.
+ *
+ * Exit codes: 0 done; 1 the command failed (the message says why); 2 a usage
+ * error (the message names the bad argument, then the usage).
  */
+import type { AgentConfig } from '../config/config.js';
 import type { Runner } from '../exec/runner.js';
-import { agentCommand, type StartAgent } from './agent-cmd.js';
-import { podCommand } from './pod-cmd.js';
-import { demoCommand } from './demo-cmd.js';
-import { traceCommand } from './trace-cmd.js';
+import { isNodenetError } from '../errors/errors.js';
+import type { Lab } from '../lab/lab.js';
+import { AGENT_USAGE, agentCommand, type RunningAgent } from './agent-cmd.js';
+import { DEMO_USAGE, demoCommand } from './demo-cmd.js';
+import { CommandError } from './errors.js';
 import { FlagError } from './flags.js';
-import { proxyCommand, type ProxyCmdDeps } from './proxy-cmd.js';
+import { labCommand, LAB_USAGE } from './lab-cmd.js';
+import { POD_USAGE, podCommand } from './pod-cmd.js';
+import { PROXY_USAGE, proxyCommand, type ProxyCmdDeps } from './proxy-cmd.js';
+import { TRACE_USAGE, traceCommand, type TraceDeps } from './trace-cmd.js';
 
 export const VERSION = '0.1.0';
 
 export interface CliDeps {
-  readonly startAgent: StartAgent;
   readonly runner: Runner;
+  readonly startAgent: (cfg: AgentConfig) => Promise<RunningAgent>;
   readonly removeProxyRules: ProxyCmdDeps['removeRules'];
+  readonly localAddresses: TraceDeps['localAddresses'];
+  readonly createLab: (prefix: string) => Promise<Lab>;
+  /** Removes what dead labs left (lab/leftovers.ts); returns what it removed, for the message. */
+  readonly cleanupLabs: () => Promise<readonly string[]>;
+  readonly stdout: (s: string) => void;
+  readonly stderr: (s: string) => void;
 }
 
-export const USAGE = `usage: nodenet <command> [options]
+export const USAGE = `usage: nodenet <command> [options]     (nodenet <command> -h for its options)
 
 commands:
-  agent  [--config FILE] [--node-name N] [--pod-cidr CIDR] [--cluster-cidr CIDR] [--state-dir D] [--run-dir D]
-         [--cni-socket S] [--proxy-mode none|iptables|nftables] [--manifests DIR] [--proxy-prefix KUBE]
-         [--cluster-ip-ping reject|drop] [--proxy-min-sync-ms MS] [--log-level L] [--log-file F]
-                     run the node agent until SIGTERM: the CNI service on a unix socket and, with a proxy
-                     mode, Service rules for the Services and EndpointSlices in the manifest directory
-  pod run NAME [--socket S | --cni-conf FILE] [--run-dir D] [--pid-ns] [-- CMD ARGS...]
-                     make a pod sandbox (pause + CNI ADD through nodenet-cni), optionally start an app in it
-  pod exec NAME [--run-dir D] -- CMD ARGS...
-                     run a command inside a pod's namespaces
-  pod app NAME [--run-dir D] -- CMD ARGS...
-                     start another long-running app process in a pod (detached)
-  pod ls [--run-dir D] pod rm NAME [--run-dir D]
-                     list pods; remove one (apps killed, CNI DEL, pause stopped)
-  trace [--netns NAME|PATH] [--mode auto|iptables|nftables] [--prefix KUBE] [--from-node] [--json] SRC PROTO DST [PORT]
-                     trace a new connection's first packet through a node's live Service rules (PROTO tcp|udp|sctp|icmp)
-  proxy status [--run-dir D] [--json]
-                     what the node's proxy applied: Services and endpoints, last sync, rejected objects
-  proxy cleanup [--netns NAME|PATH] [--prefix KUBE]
-                     remove both proxy modes' rules from a namespace (kube-proxy --cleanup)
-  demo [--keep] [--proxy-mode iptables|nftables]
-                     a virtual node with pods on cbr0 (traffic, an app restart that keeps its IP) and a
-                     ClusterIP Service that takes TCP connections but never answers a ping
-  version            print the version
+  agent     run the node agent until SIGTERM: the CNI service on a unix socket and, with a proxy mode,
+            Service rules for the Services and EndpointSlices in the manifest directory
+  pod       pods without a runtime: run, app, exec, ls, rm
+  trace     trace a new connection's first packet through a node's live Service rules
+  proxy     what the node's proxy applied (status); remove its rules (cleanup)
+  demo      a virtual node with pods on cbr0 and a ClusterIP Service that takes TCP but never answers a ping
+  lab       labs (virtual clusters out of network namespaces): cleanup of what dead ones left
+  version   print the version
 `;
+
+const HELP: Readonly<Record<string, string>> = {
+  agent: AGENT_USAGE,
+  pod: POD_USAGE,
+  trace: TRACE_USAGE,
+  proxy: PROXY_USAGE,
+  demo: DEMO_USAGE,
+  lab: LAB_USAGE,
+  version: 'usage: nodenet version',
+};
 
 export async function runCli(argv: readonly string[], deps: CliDeps): Promise<number> {
   const [cmd, ...rest] = argv;
   try {
     switch (cmd) {
       case 'agent':
-        return await agentCommand(rest, deps.startAgent);
+        return await agentCommand(rest, deps.startAgent, deps.stdout);
       case 'pod':
-        return await podCommand(rest, deps.runner);
+        return await podCommand(rest, deps);
       case 'demo':
-        return await demoCommand(rest);
+        return await demoCommand(rest, deps);
       case 'trace':
-        return await traceCommand(rest, { runner: deps.runner });
+        return await traceCommand(rest, deps);
       case 'proxy':
-        return await proxyCommand(rest, { runner: deps.runner, removeRules: deps.removeProxyRules });
+        return await proxyCommand(rest, { removeRules: deps.removeProxyRules, stdout: deps.stdout });
+      case 'lab':
+        return await labCommand(rest, deps);
       case 'version':
       case '--version':
-        process.stdout.write(`nodenet ${VERSION}\n`);
+        if (rest.length && rest[0] !== '-h' && rest[0] !== '--help') throw new FlagError(`unexpected argument ${JSON.stringify(rest[0])}`);
+        deps.stdout(rest.length ? `${HELP['version']}\n` : `nodenet ${VERSION}\n`);
         return 0;
+      case 'help': {
+        const topic = rest[0];
+        if (topic !== undefined && !HELP[topic]) throw new FlagError(`no command ${JSON.stringify(topic)}`);
+        deps.stdout(topic ? `${HELP[topic]}\n` : USAGE);
+        return 0;
+      }
       case undefined:
-      case 'help':
+      case '-h':
       case '--help':
-        process.stdout.write(USAGE);
+        deps.stdout(USAGE);
         return cmd === undefined ? 2 : 0;
       default:
-        process.stderr.write(`nodenet: unknown command ${JSON.stringify(cmd)}\n${USAGE}`);
+        deps.stderr(`nodenet: unknown command ${JSON.stringify(cmd)}\n${USAGE}`);
         return 2;
     }
   } catch (e) {
     if (e instanceof FlagError) {
-      process.stderr.write(`nodenet ${cmd}: ${e.message}\n`);
+      const usage = cmd !== undefined ? HELP[cmd] : undefined;
+      deps.stderr(`nodenet ${cmd}: ${e.message}\n${usage ? `${usage}\n` : ''}`);
       return 2;
+    }
+    if (e instanceof CommandError || isNodenetError(e)) {
+      deps.stderr(`nodenet ${cmd}: ${e.message}\n`);
+      return 1;
     }
     throw e;
   }

@@ -1,8 +1,7 @@
 import t from 'tap';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { FakeRunner } from '../exec/runner.fake.js';
-import type { ProxyStatus } from '../proxy-host.js';
+import type { ProxyStatus } from '../node/proxy-status.js';
 import { FlagError } from './flags.js';
 import { formatProxyStatus, proxyCommand } from './proxy-cmd.js';
 
@@ -43,22 +42,24 @@ unreadable manifest files (their previous objects are kept):
 t.test('status reads <run-dir>/proxy-status.json; --json prints it as is; a missing file is exit 1', async (t) => {
   const dir = mkdtempSync(`${tmpdir()}/nn-proxycmd-`);
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const deps = { runner: new FakeRunner(), removeRules: async () => false };
+  const deps = { removeRules: async () => false, stdout: () => undefined };
   let out = '';
-  t.equal(await proxyCommand(['status', '--run-dir', dir], { ...deps, stdout: (s) => (out += s) }), 1);
+  await t.rejects(proxyCommand(['status', '--run-dir', dir], { ...deps, stdout: (s) => (out += s) }), { name: 'CommandError', message: /no .*proxy-status\.json: is the agent running/ });
   writeFileSync(`${dir}/proxy-status.json`, JSON.stringify(STATUS));
   t.equal(await proxyCommand(['status', '--run-dir', dir], { ...deps, stdout: (s) => (out += s) }), 0);
   t.match(out, /default\/web:http {16}10\.244\.1\.2:8080/);
   out = '';
   t.equal(await proxyCommand(['status', '--run-dir', dir, '--json'], { ...deps, stdout: (s) => (out += s) }), 0);
   t.same(JSON.parse(out), STATUS);
+  out = '';
+  t.equal(await proxyCommand(['status', '--run-dir', dir, '-o', 'yaml'], { ...deps, stdout: (s) => (out += s) }), 0);
+  t.match(out, /^mode: nftables\nsyncs: 3\n/);
 });
 
 t.test('cleanup removes both modes with the prefix, in the named namespace', async (t) => {
   const calls: string[] = [];
   let out = '';
   const code = await proxyCommand(['cleanup', '--netns', '/proc/self/ns/net', '--prefix', 'NN'], {
-    runner: new FakeRunner(),
     removeRules: async (o, mode) => {
       calls.push(`${mode} ${o.prefix} ${o.netns}`);
       return mode === 'nftables';
@@ -71,8 +72,11 @@ t.test('cleanup removes both modes with the prefix, in the named namespace', asy
 });
 
 t.test('bad arguments are FlagErrors naming the argument', async (t) => {
-  const deps = { runner: new FakeRunner(), removeRules: async () => false };
-  await t.rejects(proxyCommand([], deps), FlagError);
+  const deps = { removeRules: async () => false, stdout: () => undefined };
+  t.equal(await proxyCommand([], deps), 2, 'no subcommand: the usage, exit 2');
+  t.equal(await proxyCommand(['-h'], deps), 0);
+  t.equal(await proxyCommand(['status', '--help'], deps), 0);
+  await t.rejects(proxyCommand(['status', '--json=false'], deps), FlagError);
   await t.rejects(proxyCommand(['restart'], deps), /unknown proxy subcommand "restart"/);
   await t.rejects(proxyCommand(['cleanup', '--prefix', 'kube'], deps), /--prefix: proxy chain prefix "kube"/);
   await t.rejects(proxyCommand(['cleanup', '--netns', 'nn-does-not-exist-xyz'], deps), /--netns "nn-does-not-exist-xyz"/);

@@ -9,21 +9,25 @@
  * that stops running the proxy or switches modes by hand. The agent itself
  * removes the other mode's rules when it starts.
  */
-import type { Runner } from '../exec/runner.js';
+import { stringify as toYaml } from 'yaml';
 import { toNetnsPath } from '../netns/netns.js';
-import { proxyStatusFile, readProxyStatus, type ProxyStatus } from '../proxy-host.js';
-import { FlagError, only, parseFlags } from './flags.js';
+import { proxyStatusFile, readProxyStatus, type ProxyStatus } from '../node/proxy-status.js';
+import { CommandError } from './errors.js';
+import { FlagError, OUTPUT_FLAGS, outputFormat, parseFlags, type FlagSpecs } from './flags.js';
 import { netnsFlag, prefixFlag } from './node-flags.js';
 
 export interface ProxyCmdDeps {
-  readonly runner: Runner;
-  /** Removes one mode's rules; true when there were any (proxy-host's removeProxyRules). */
-  readonly removeRules: (o: { runner: Runner; netns?: string; prefix: string }, mode: 'iptables' | 'nftables') => Promise<boolean>;
-  readonly stdout?: (s: string) => void;
+  /** Removes one mode's rules from a namespace; true when there were any (compose's removeProxyRules). */
+  readonly removeRules: (o: { netns?: string; prefix: string }, mode: 'iptables' | 'nftables') => Promise<boolean>;
+  readonly stdout: (s: string) => void;
+  /** Throws unless a network namespace file exists at path. */
+  readonly checkNetns?: (path: string) => void;
 }
 
-export const PROXY_USAGE = `usage: nodenet proxy status [--run-dir D] [--json]
-       nodenet proxy cleanup [--netns NAME|PATH] [--prefix KUBE]`;
+export const PROXY_USAGE = `usage: nodenet proxy status [--run-dir D] [-o json|yaml]
+       nodenet proxy cleanup [--netns NAME|PATH] [--prefix KUBE]
+status: what the node's proxy applied (Services and endpoints, last sync, rejected objects).
+cleanup: remove both proxy modes' rules from a namespace (kube-proxy --cleanup).`;
 
 /** Formats a status file for people: one line per Service port, then the last sync and any problems. */
 export function formatProxyStatus(st: ProxyStatus): string {
@@ -60,36 +64,42 @@ export function formatProxyStatus(st: ProxyStatus): string {
   return `${lines.join('\n')}\n`;
 }
 
+const SPECS: Readonly<Record<string, FlagSpecs>> = {
+  status: { 'run-dir': { type: 'string' }, ...OUTPUT_FLAGS },
+  cleanup: { netns: { type: 'string' }, prefix: { type: 'string' } },
+};
+
 export async function proxyCommand(argv: readonly string[], deps: ProxyCmdDeps): Promise<number> {
-  const out = deps.stdout ?? ((s: string) => void process.stdout.write(s));
-  const p = parseFlags(argv, ['json']);
-  const [sub, ...extra] = p.positional;
-  if (extra.length) throw new FlagError(`unexpected argument ${JSON.stringify(extra[0])}`);
-  switch (sub) {
-    case 'status': {
-      only(p, ['run-dir', 'json']);
-      const file = proxyStatusFile(p.flags.get('run-dir') ?? '/run/nodenet');
-      const st = readProxyStatus(file);
-      if (!st) {
-        process.stderr.write(`nodenet proxy status: no ${file}: is the agent running with a proxy mode (and this --run-dir)?\n`);
-        return 1;
-      }
-      out(p.flags.has('json') ? `${JSON.stringify(st, null, 2)}\n` : formatProxyStatus(st));
-      return 0;
-    }
-    case 'cleanup': {
-      only(p, ['netns', 'prefix']);
-      const ns = netnsFlag(p, toNetnsPath);
-      const netns = ns?.path;
-      const prefix = prefixFlag(p);
-      const where = ns?.name ?? 'this network namespace';
-      for (const mode of ['iptables', 'nftables'] as const) {
-        const removed = await deps.removeRules({ runner: deps.runner, prefix, ...(netns ? { netns } : {}) }, mode);
-        out(`${mode}: ${removed ? 'rules removed' : 'nothing to remove'} (${where}, prefix ${prefix})\n`);
-      }
-      return 0;
-    }
-    default:
-      throw new FlagError(sub === undefined ? `proxy needs a subcommand\n${PROXY_USAGE}` : `unknown proxy subcommand ${JSON.stringify(sub)}\n${PROXY_USAGE}`);
+  const out = deps.stdout;
+  const [sub, ...tail] = argv;
+  if (sub === undefined || sub === '-h' || sub === '--help') {
+    out(`${PROXY_USAGE}\n`);
+    return sub === undefined ? 2 : 0;
   }
+  const spec = SPECS[sub];
+  if (!spec) throw new FlagError(`unknown proxy subcommand ${JSON.stringify(sub)}\n${PROXY_USAGE}`);
+  const p = parseFlags(tail, spec);
+  if (p.help) {
+    out(`${PROXY_USAGE}\n`);
+    return 0;
+  }
+  const extra = [...p.positional, ...p.rest];
+  if (extra.length) throw new FlagError(`unexpected argument ${JSON.stringify(extra[0])}`);
+  if (sub === 'status') {
+    const fmt = outputFormat(p, ['table', 'json', 'yaml'] as const, 'table');
+    const file = proxyStatusFile(p.flags.get('run-dir') ?? '/run/nodenet');
+    const st = readProxyStatus(file);
+    if (!st) throw new CommandError(`no ${file}: is the agent running with a proxy mode (and this --run-dir)?`);
+    out(fmt === 'json' ? `${JSON.stringify(st, null, 2)}\n` : fmt === 'yaml' ? toYaml(st) : formatProxyStatus(st));
+    return 0;
+  }
+  const ns = netnsFlag(p, deps.checkNetns ?? ((path: string) => void toNetnsPath(path)));
+  const netns = ns?.path;
+  const prefix = prefixFlag(p);
+  const where = ns?.name ?? 'this network namespace';
+  for (const mode of ['iptables', 'nftables'] as const) {
+    const removed = await deps.removeRules({ prefix, ...(netns ? { netns } : {}) }, mode);
+    out(`${mode}: ${removed ? 'rules removed' : 'nothing to remove'} (${where}, prefix ${prefix})\n`);
+  }
+  return 0;
 }

@@ -10,6 +10,7 @@
 import t, { type Test } from 'tap';
 import { execFileSync } from 'node:child_process';
 import { ExecaRunner } from '../exec/runner.js';
+import { localAddresses } from '../node/compose.js';
 import { silentLogger } from '../log/log.js';
 import { removeNetns } from '../netns/scratch-netns.js';
 import { ExecIptables, createIptables } from '../netfilter/iptables.js';
@@ -73,7 +74,7 @@ try {
 async function trace(argv: readonly string[]): Promise<{ code: number; out: string; err: string }> {
   let out = '';
   let err = '';
-  const code = await traceCommand(['--netns', NS, ...argv], { runner, stdout: (s) => (out += s), stderr: (s) => (err += s) });
+  const code = await traceCommand(['--netns', NS, ...argv], { runner, localAddresses, stdout: (s) => (out += s), stderr: (s) => (err += s) });
   return { code, out, err };
 }
 

@@ -70,11 +70,12 @@ const IPT = await iptablesSave();
 const NFT = await nftListing();
 
 const ok = (stdout: string): RunResult => ({ stdout, stderr: '', exitCode: 0 });
-const ADDRS = [
-  '1: lo    inet 127.0.0.1/8 scope host lo\\       valid_lft forever preferred_lft forever',
-  `2: eth0    inet ${NODE}/24 brd 192.168.77.255 scope global eth0\\       valid_lft forever preferred_lft forever`,
-  `3: cbr0    inet ${GW}/24 brd 10.244.1.255 scope global cbr0\\       valid_lft forever preferred_lft forever`,
-].join('\n');
+/** What netlink says the node namespace has (compose's localAddresses). */
+const ADDRS = ['127.0.0.1', NODE, GW];
+const localAddresses = async (netns?: string): Promise<string[]> => {
+  if (netns !== undefined && netns !== NS_PATH) throw new Error(`no namespace ${netns}`);
+  return [...ADDRS];
+};
 
 interface NodeRules {
   /** `iptables -V` backend. */
@@ -93,7 +94,6 @@ function node(r: NodeRules): FakeRunner {
     if (cmd === 'iptables -V') return ok(`iptables v1.8.9 (${r.alternative ?? 'nf_tables'})\n`);
     if (cmd === 'iptables-nft-save') return r.nftSave ?? ok('');
     if (cmd === 'iptables-legacy-save') return r.legacySave ?? ok('');
-    if (cmd === 'ip -4 -o addr show') return ok(`${ADDRS}\n`);
     const m = /^nft list table ip (\S+)$/.exec(cmd);
     if (m) {
       const n = r.nft;
@@ -111,10 +111,10 @@ const checkNetns = (p: string): void => {
   if (p !== NS_PATH) throw new NetnsNotFoundError(p);
 };
 
-async function run(runner: FakeRunner, argv: readonly string[]): Promise<{ code: number; out: string; err: string }> {
+async function run(runner: FakeRunner, argv: readonly string[], addrs = localAddresses): Promise<{ code: number; out: string; err: string }> {
   let out = '';
   let err = '';
-  const code = await traceCommand(argv, { runner, checkNetns, stdout: (s) => (out += s), stderr: (s) => (err += s) });
+  const code = await traceCommand(argv, { runner, localAddresses: addrs, checkNetns, stdout: (s) => (out += s), stderr: (s) => (err += s) });
   return { code, out, err };
 }
 
@@ -155,13 +155,15 @@ t.test('argument parsing: names and paths, protocols, flags', async (t) => {
   const a = parseTraceArgs(['--netns', NS, '--json', CLIENT, 'TCP', WEB, '443'], checkNetns);
   t.same(a.packet, { sourceIP: CLIENT, protocol: 'TCP', destIP: WEB, destPort: 443 });
   const b = parseTraceArgs([CLIENT, 'UdP', WEB, '53', '--netns=/run/netns/nn-trc-unit', '--mode', 'iptables', '--prefix', 'NN', '--from-node'], checkNetns);
-  t.match(b, { netns: NS_PATH, mode: 'iptables', prefix: 'NN', fromNode: true, json: false, packet: { protocol: 'UDP', destPort: 53 } });
+  t.match(b, { netns: NS_PATH, mode: 'iptables', prefix: 'NN', fromNode: true, output: 'text', packet: { protocol: 'UDP', destPort: 53 } });
   const c = parseTraceArgs([CLIENT, 'icmp', WEB], () => undefined);
   t.same(c.packet, { sourceIP: CLIENT, protocol: 'ICMP', destIP: WEB });
   t.equal(c.netns, undefined, 'no --netns: the process namespace');
   t.equal(c.mode, 'auto');
   t.equal(c.prefix, 'KUBE');
-  t.equal(a.json, true);
+  t.equal(a.output, 'json', '--json is -o json');
+  t.equal(parseTraceArgs(['-o', 'yaml', CLIENT, 'icmp', WEB], () => undefined).output, 'yaml');
+  t.throws(() => parseTraceArgs(['--json=false', CLIENT, 'icmp', WEB], () => undefined), /takes no value/);
 });
 
 t.test('mode detection', async (t) => {
@@ -353,8 +355,10 @@ t.test('rules that cannot be read: exit 1', async (t) => {
   t.equal(c.code, 1);
   t.match(c.err, /cannot parse `nft list table ip kube-proxy`/);
 
-  const noIp = new FakeRunner().on((argv2, o) => (o.netns === NS_PATH && argv2[0] === 'nft' ? ok(NFT) : undefined));
-  const d = await run(noIp, argv);
+  const nftOnly = new FakeRunner().on((argv2, o) => (o.netns === NS_PATH && argv2[0] === 'nft' ? ok(NFT) : undefined));
+  const d = await run(nftOnly, argv, async () => {
+    throw new Error('netlink listAddresses: EPERM');
+  });
   t.equal(d.code, 1);
   t.match(d.err, /cannot list the namespace's addresses/);
 });

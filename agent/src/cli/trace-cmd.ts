@@ -23,16 +23,22 @@ import { toNetnsPath } from '../netns/netns.js';
 import type { Protocol } from '../proxy/types.js';
 import type { NftTracePacket } from '../trace/nft-tracer.js';
 import { formatTrace, traceLive, type TraceReport } from '../trace/report.js';
-import { FlagError, only, parseFlags } from './flags.js';
+import { stringify as toYaml } from 'yaml';
+import { FlagError, OUTPUT_FLAGS, outputFormat, parseFlags, type FlagSpecs } from './flags.js';
 import { netnsFlag, prefixFlag } from './node-flags.js';
-import { readLiveRules, readLocalAddresses, TraceUsageError, type TraceMode } from '../trace/live.js';
+import { readLiveRules, TraceReadError, TraceUsageError, type TraceMode } from '../trace/live.js';
+
+class HelpRequested extends Error {}
 
 export type { TraceReport };
 
-export const TRACE_USAGE = 'usage: nodenet trace [--netns NAME|PATH] [--mode auto|iptables|nftables] [--prefix KUBE] [--from-node] [--json] SRC tcp|udp|sctp|icmp DST [PORT]';
+export const TRACE_USAGE = `usage: nodenet trace [--netns NAME|PATH] [--mode auto|iptables|nftables] [--prefix KUBE] [--from-node] [-o json|yaml] SRC tcp|udp|sctp|icmp DST [PORT]
+Traces a new connection's first packet through a node's live Service rules: the chains it visits, where it ends up, masquerade.`;
 
 export interface TraceDeps {
   readonly runner: Runner;
+  /** The IPv4 addresses of a namespace (the caller's own when netns is undefined); compose reads them over netlink. */
+  readonly localAddresses: (netns?: string) => Promise<string[]>;
   /** Throws unless a network namespace file exists at path (default: toNetnsPath's check). */
   readonly checkNetns?: (path: string) => void;
   readonly stdout?: (s: string) => void;
@@ -47,16 +53,19 @@ export interface TraceArgs {
   readonly mode: 'auto' | TraceMode;
   readonly prefix: string;
   readonly fromNode: boolean;
-  readonly json: boolean;
+  readonly output: 'text' | 'json' | 'yaml';
   readonly packet: NftTracePacket;
 }
+
+const SPECS: FlagSpecs = { netns: { type: 'string' }, mode: { type: 'string' }, prefix: { type: 'string' }, 'from-node': { type: 'boolean' }, ...OUTPUT_FLAGS };
 
 const PROTOCOLS: Readonly<Record<string, Protocol | 'ICMP'>> = { tcp: 'TCP', udp: 'UDP', sctp: 'SCTP', icmp: 'ICMP' };
 
 /** Parses the command line (no I/O besides the netns existence check). @throws FlagError naming the bad argument. */
 export function parseTraceArgs(argv: readonly string[], checkNetns: (path: string) => void): TraceArgs {
-  const p = parseFlags(argv, ['from-node', 'json']);
-  only(p, ['netns', 'mode', 'prefix', 'from-node', 'json']);
+  const p = parseFlags(argv, SPECS);
+  if (p.help) throw new HelpRequested();
+  const output = outputFormat(p, ['text', 'json', 'yaml'] as const, 'text');
   if (p.rest.length) throw new FlagError(`unexpected arguments after --: ${p.rest.join(' ')}`);
 
   const mode = p.flags.get('mode') ?? 'auto';
@@ -85,7 +94,7 @@ export function parseTraceArgs(argv: readonly string[], checkNetns: (path: strin
     if (!(n >= 1 && n <= 65535)) throw new FlagError(`PORT ${JSON.stringify(port)}: expected a number from 1 to 65535`);
     packet = { sourceIP: parseIPv4(src), protocol, destIP: parseIPv4(dst), destPort: n };
   }
-  return { netns, netnsName, mode, prefix, fromNode: p.flags.has('from-node'), json: p.flags.has('json'), packet };
+  return { netns, netnsName, mode, prefix, fromNode: p.flags.has('from-node'), output, packet };
 }
 
 function defaultCheckNetns(path: string): void {
@@ -100,6 +109,10 @@ export async function traceCommand(argv: readonly string[], deps: TraceDeps): Pr
   try {
     args = parseTraceArgs(argv, deps.checkNetns ?? defaultCheckNetns);
   } catch (e) {
+    if (e instanceof HelpRequested) {
+      out(`${TRACE_USAGE}\n`);
+      return 0;
+    }
     if (!(e instanceof FlagError)) throw e;
     err(`nodenet trace: ${e.message}\n${TRACE_USAGE}\n`);
     return 2;
@@ -107,7 +120,10 @@ export async function traceCommand(argv: readonly string[], deps: TraceDeps): Pr
   const live = { runner: deps.runner, ...(args.netns === undefined ? {} : { netns: args.netns }) };
   let rep: TraceReport;
   try {
-    const [rules, addrs] = await Promise.all([readLiveRules(live, args.mode, args.prefix), readLocalAddresses(live)]);
+    const addresses = deps.localAddresses(args.netns).catch((e: unknown) => {
+      throw new TraceReadError(`cannot list the namespace's addresses: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+    });
+    const [rules, addrs] = await Promise.all([readLiveRules(live, args.mode, args.prefix), addresses]);
     const local = args.fromNode && !addrs.includes(args.packet.sourceIP) ? [...addrs, args.packet.sourceIP] : addrs;
     rep = traceLive(rules, args, local);
   } catch (e) {
@@ -122,6 +138,6 @@ export async function traceCommand(argv: readonly string[], deps: TraceDeps): Pr
     const n = rep.skippedRules.length;
     err(`nodenet trace: warning: ${n} foreign rule(s) not understood were left out of the trace, e.g. ${rep.skippedRules.slice(0, 3).join(' | ')}\n`);
   }
-  out(args.json ? `${JSON.stringify(rep, null, 2)}\n` : formatTrace(rep, args.netnsName));
+  out(args.output === 'json' ? `${JSON.stringify(rep, null, 2)}\n` : args.output === 'yaml' ? toYaml(rep) : formatTrace(rep, args.netnsName));
   return 0;
 }

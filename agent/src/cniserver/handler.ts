@@ -4,22 +4,9 @@
  * (replay-deletions.ts) only translate to and from the wire.
  */
 import { asNodenetError } from '../errors/errors.js';
+import type { CniCallRequest } from '../../../proto/cni/v1/contract.js';
 
-/** One CNI invocation as the shim forwarded it (the CNI_* variables plus stdin). */
-export interface CniCallRequest {
-  /** CNI_CONTAINERID; empty for STATUS and GC. */
-  readonly containerId: string;
-  /** CNI_NETNS; may be empty for DEL; empty for STATUS and GC. */
-  readonly netns: string;
-  /** CNI_IFNAME; empty for STATUS and GC. */
-  readonly ifName: string;
-  /** CNI_ARGS, verbatim (cnitypes/cni-args.ts parses it). */
-  readonly args: string;
-  /** CNI_PATH, verbatim. */
-  readonly path: string;
-  /** The network configuration JSON, byte for byte (cnitypes/netconf.ts parses it). */
-  readonly config: Uint8Array;
-}
+export type { CniCallRequest };
 
 /**
  * The agent's CNI operations. The shim has already checked the environment,

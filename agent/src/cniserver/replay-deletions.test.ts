@@ -6,7 +6,9 @@ import { pino } from 'pino';
 import { deletionQueueDir, writeDeletionRecord, type DeletionRecord } from '../../../cni/src/del-queue.js';
 import { ErrorCode, NodenetError } from '../errors/errors.js';
 import { FakeCniHandler } from './handler.fake.js';
-import { deletionQueueDirFor, parseRecord, replayDeletions } from './replay-deletions.js';
+import { DeletionReplayer, deletionQueueDirFor, parseRecord, replayDeletions } from './replay-deletions.js';
+import { FakeClock } from '../reconcile/clock.fake.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 function memLog(): { log: pino.Logger; lines: Record<string, unknown>[] } {
   const lines: Record<string, unknown>[] = [];
@@ -107,4 +109,81 @@ t.test('parseRecord rejects what the shim never writes', async (t) => {
   for (const bad of [[], { ...good, command: 'ADD' }, { ...good, containerId: '' }, { ...good, ifName: 5 }, { ...good, version: '1' }]) {
     t.throws(() => parseRecord(JSON.stringify(bad)), JSON.stringify(bad));
   }
+});
+
+t.test('DeletionReplayer: a record written after the start-up pass is replayed when the watch fires, with the agent up', async (t) => {
+  const dir = join(tmp(t), 'del-queue');
+  writeDeletionRecord(dir, record('before'));
+  const handler = new FakeCniHandler();
+  const clock = new FakeClock();
+  let fire: () => void = () => undefined;
+  const r = new DeletionReplayer({ dir, handler, log: memLog().log, clock, watch: (_d, onChange) => { fire = onChange; return { close: () => { fire = () => undefined; } }; } });
+  t.same(await r.start(), { replayed: 1, failed: 0, invalid: 0 }, 'the start-up pass');
+  writeDeletionRecord(dir, record('after'));
+  fire();
+  await r.whenIdle();
+  t.same(handler.calls.map((c) => c.req.containerId), ['before', 'after']);
+  t.same(readdirSync(dir), []);
+  await r.stop();
+});
+
+t.test('DeletionReplayer: the periodic rescan catches what no watch reported, and retries a failed DEL', async (t) => {
+  const dir = join(tmp(t), 'del-queue');
+  const handler = new FakeCniHandler();
+  const clock = new FakeClock();
+  const r = new DeletionReplayer({ dir, handler, log: memLog().log, clock, rescanMs: 5000, watch: () => ({ close() {} }) });
+  await r.start();
+  writeDeletionRecord(dir, record('quiet'));
+  handler.failNext('del', new NodenetError(ErrorCode.Netlink, 'netlink: EBUSY'));
+  await clock.advance(5000);
+  await r.whenIdle();
+  t.same(readdirSync(dir), ['quiet-eth0.json'], 'the first try failed and kept the record');
+  await clock.advance(5000);
+  await r.whenIdle();
+  t.same(readdirSync(dir), [], 'the next rescan replayed it');
+  t.equal(r.totals().failed, 1);
+  t.equal(r.totals().replayed, 1);
+  await r.stop();
+  writeDeletionRecord(dir, record('late'));
+  await clock.advance(60_000);
+  t.same(readdirSync(dir), ['late-eth0.json'], 'nothing runs after stop()');
+});
+
+t.test('DeletionReplayer: requests during a pass coalesce into one more pass', async (t) => {
+  const dir = join(tmp(t), 'del-queue');
+  let release: () => void = () => undefined;
+  const calls: string[] = [];
+  const handler = {
+    del: async (req: { containerId: string }) => {
+      calls.push(req.containerId);
+      if (req.containerId === 'slow') await new Promise<void>((res) => { release = res; });
+    },
+  };
+  const r = new DeletionReplayer({ dir, handler: handler as never, log: memLog().log, clock: new FakeClock(), watch: () => ({ close() {} }) });
+  await r.start();
+  writeDeletionRecord(dir, record('slow'));
+  r.request();
+  await sleep(10);
+  writeDeletionRecord(dir, record('x1'));
+  r.request();
+  writeDeletionRecord(dir, record('x2'));
+  r.request();
+  release();
+  await r.whenIdle();
+  t.same(calls, ['slow', 'x1', 'x2'], 'one pass for the slow record, one more for both later ones');
+  t.equal(r.totals().passes, 3, 'start-up, the slow pass, one coalesced pass');
+  await r.stop();
+});
+
+t.test('DeletionReplayer with the real fs.watch', async (t) => {
+  const dir = join(tmp(t), 'del-queue');
+  const handler = new FakeCniHandler();
+  const r = new DeletionReplayer({ dir, handler, log: memLog().log, clock: new FakeClock() });
+  await r.start();
+  writeDeletionRecord(dir, record('watched'));
+  for (let i = 0; i < 200 && existsSync(join(dir, 'watched-eth0.json')); i++) await sleep(10);
+  await r.whenIdle();
+  t.notOk(existsSync(join(dir, 'watched-eth0.json')), 'replayed without any rescan (the fake clock never moved)');
+  t.same(handler.calls.map((c) => c.req.containerId), ['watched']);
+  await r.stop();
 });

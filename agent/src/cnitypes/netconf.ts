@@ -23,9 +23,10 @@ import {
 import { parsePrevResult } from './prev-result.js';
 import type { CniDNS, CniResult } from './result.js';
 import { requireSupportedVersion, type CniVersion } from './version.js';
+import { DEFAULT_AGENT_SOCKET } from '../../../proto/cni/v1/contract.js';
 
 export const DEFAULT_BRIDGE = 'cbr0';
-export const DEFAULT_AGENT_SOCKET = '/run/nodenet/cni.sock';
+export { DEFAULT_AGENT_SOCKET };
 
 /** One entry of GC's `cni.dev/valid-attachments`. */
 export interface ValidAttachment {

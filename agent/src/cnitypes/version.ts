@@ -1,17 +1,11 @@
 /**
- * cnitypes/version: the CNI spec versions nodenet speaks, and ordering them.
- * (The shim has the same list in cni/src/skel.ts; it may not import the agent.
- * cnitypes tests check the two agree.)
+ * cnitypes/version: ordering the CNI spec versions nodenet speaks (the list
+ * itself is the shim↔agent contract's, proto/cni/v1/contract.ts).
  */
 import { IncompatibleVersionError } from '../errors/errors.js';
+import { isSupportedVersion, LATEST_VERSION, SUPPORTED_VERSIONS, type CniVersion } from '../../../proto/cni/v1/contract.js';
 
-export const SUPPORTED_VERSIONS = ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'] as const;
-export type CniVersion = (typeof SUPPORTED_VERSIONS)[number];
-export const LATEST_VERSION: CniVersion = '1.1.0';
-
-export function isSupportedVersion(v: unknown): v is CniVersion {
-  return typeof v === 'string' && (SUPPORTED_VERSIONS as readonly string[]).includes(v);
-}
+export { isSupportedVersion, LATEST_VERSION, SUPPORTED_VERSIONS, type CniVersion };
 
 /** True if `v` is `min` or later. Both must be supported versions. */
 export function versionAtLeast(v: CniVersion, min: CniVersion): boolean {

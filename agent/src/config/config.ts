@@ -9,7 +9,11 @@ import { ErrorCode, NodenetError } from '../errors/errors.js';
 import { parseCidr, type Cidr } from '../net/ip.js';
 import { validatePrefix } from '../proxy/iptables/chains.js';
 
-export type ProxyMode = 'iptables' | 'nftables' | 'ipvs' | 'none';
+export type ProxyMode = 'iptables' | 'nftables' | 'none';
+
+/** pino's levels, and silent. */
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
 
 export interface AgentConfig {
   readonly nodeName: string;
@@ -33,7 +37,7 @@ export interface AgentConfig {
   readonly clusterIPPing: 'reject' | 'drop';
   /** At least this long between two proxy syncs (kube-proxy --iptables-min-sync-period), ms. */
   readonly proxyMinSyncMs: number;
-  readonly logLevel: string;
+  readonly logLevel: LogLevel;
   /** A file for the agent's logs; stderr when null. */
   readonly logFile: string | null;
 }
@@ -90,7 +94,10 @@ export function parseAgentConfig(raw: unknown): AgentConfig {
     mtu = mtuRaw;
   }
   const mode = str(o, 'proxyMode') ?? DEFAULTS.proxyMode;
-  if (!['iptables', 'nftables', 'ipvs', 'none'].includes(mode)) throw bad('proxyMode', 'must be iptables, nftables, ipvs or none');
+  if (mode === 'ipvs') throw bad('proxyMode', 'ipvs is not available yet (this kernel has no IP_VS; the IPVS mode comes with the test-vm/ VMs); use iptables, nftables or none');
+  if (!['iptables', 'nftables', 'none'].includes(mode)) throw bad('proxyMode', `must be iptables, nftables or none, got ${JSON.stringify(mode)}`);
+  const logLevel = str(o, 'logLevel') ?? DEFAULTS.logLevel;
+  if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) throw bad('logLevel', `must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(logLevel)}`);
   const prefix = str(o, 'proxyPrefix') ?? DEFAULTS.proxyPrefix;
   try {
     validatePrefix(prefix);
@@ -117,7 +124,7 @@ export function parseAgentConfig(raw: unknown): AgentConfig {
     manifestsDir: str(o, 'manifestsDir') ?? null,
     clusterIPPing: ping,
     proxyMinSyncMs: minSyncRaw,
-    logLevel: str(o, 'logLevel') ?? DEFAULTS.logLevel,
+    logLevel: logLevel as LogLevel,
     logFile: str(o, 'logFile') ?? null,
   };
 }

@@ -12,21 +12,9 @@
  * Subclass only where a caller branches on the kind of failure.
  */
 
-/** CNI spec error codes (SPEC.md "Error" section); 999 is skel's internal code. */
-export const CniCode = {
-  IncompatibleVersion: 1,
-  UnsupportedField: 2,
-  UnknownContainer: 3,
-  InvalidEnvironment: 4,
-  IOFailure: 5,
-  DecodingFailure: 6,
-  InvalidNetworkConfig: 7,
-  TryAgainLater: 11,
-  PluginNotAvailable: 50,
-  LimitedConnectivity: 51,
-  Internal: 999,
-} as const;
-export type CniCode = (typeof CniCode)[keyof typeof CniCode];
+import { CniCode } from '../../../proto/cni/v1/contract.js';
+
+export { CniCode };
 
 /**
  * The registry: every stable code with the CNI error code it becomes at the

@@ -24,18 +24,29 @@ export interface Route {
 export interface IpamConf {
   /** The CNI network name (the config's top-level `name`); one store per name. */
   readonly name: string;
-  /** `ipam.type` as given ('' if absent); not interpreted. */
+  /** `ipam.type`: '' (absent) or 'host-local', the only IPAM nodenet runs (anything else is refused). */
   readonly type: string;
   /** One address is allocated from each range set, in order; range set i keeps round-robin state under rangeId String(i). */
   readonly rangeSets: readonly RangeSet[];
   readonly routes: readonly Route[];
-  /** `ipam.dataDir` as given. The agent's disk IPAM uses its own data dir and ignores this. */
+  /** `ipam.dataDir`: where the store lives instead of the agent's own IPAM dir (an absolute path). */
   readonly dataDir?: string;
-  /** `ipam.resolvConf` as given; nodenet does not read it. */
+  /** `ipam.resolvConf`: a resolv.conf whose nameservers, domain, search and options become the result's DNS (as host-local does). */
   readonly resolvConf?: string;
 }
 
 export type IpamConfOptions = RangeDefaults;
+
+/** The ipam.type values nodenet's own allocator serves. */
+export const BUILTIN_TYPES: readonly string[] = ['host-local'];
+
+/** `ipam.dataDir` of a raw ipam section (an absolute path), undefined when absent. DEL reads it from records without parsing the rest. */
+export function ipamDataDir(ipam: unknown): string | undefined {
+  if (!isPlainObject(ipam) || ipam['dataDir'] === undefined || ipam['dataDir'] === null || ipam['dataDir'] === '') return undefined;
+  const d = stringField(ipam['dataDir'], 'ipam.dataDir');
+  if (!d.startsWith('/')) throw ipamInvalid('ipam.dataDir', `must be an absolute path, got ${JSON.stringify(d)}`);
+  return d;
+}
 
 const NETWORK_NAME_RE = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
 
@@ -56,6 +67,12 @@ export function parseIpamConf(networkName: unknown, ipam: unknown, opts: IpamCon
   const name = parseNetworkName(networkName);
   if (!isPlainObject(ipam)) throw ipamInvalid('ipam', 'must be an object');
   const type = ipam['type'] === undefined ? '' : stringField(ipam['type'], 'ipam.type');
+  if (type !== '' && !BUILTIN_TYPES.includes(type)) {
+    throw ipamInvalid(
+      'ipam.type',
+      `${JSON.stringify(type)} is not supported: nodenet allocates with its built-in host-local IPAM and does not delegate to IPAM plugins; use "host-local" or leave ipam.type out`,
+    );
+  }
 
   const sets: RangeSet[] = [];
   const fields: string[] = [];
@@ -94,8 +111,13 @@ export function parseIpamConf(networkName: unknown, ipam: unknown, opts: IpamCon
   }
 
   const conf: { -readonly [K in keyof IpamConf]: IpamConf[K] } = { name, type, rangeSets: sets, routes };
-  if (ipam['dataDir'] !== undefined) conf.dataDir = stringField(ipam['dataDir'], 'ipam.dataDir');
-  if (ipam['resolvConf'] !== undefined) conf.resolvConf = stringField(ipam['resolvConf'], 'ipam.resolvConf');
+  const dataDir = ipamDataDir(ipam);
+  if (dataDir !== undefined) conf.dataDir = dataDir;
+  if (ipam['resolvConf'] !== undefined) {
+    const rc = stringField(ipam['resolvConf'], 'ipam.resolvConf');
+    if (!rc.startsWith('/')) throw ipamInvalid('ipam.resolvConf', `must be an absolute path, got ${JSON.stringify(rc)}`);
+    conf.resolvConf = rc;
+  }
   return conf;
 }
 

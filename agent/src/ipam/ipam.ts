@@ -15,6 +15,7 @@
  * Differences: a retried ADD returns the address it already holds instead of
  * failing, and a failed ADD releases only what that call reserved.
  */
+import { readdirSync } from 'node:fs';
 import { type IPv4 } from '../net/ip.js';
 import { F } from '../log/fields.js';
 import { silentLogger, type Logger } from '../log/log.js';
@@ -45,8 +46,10 @@ export interface IpamAddRequest extends Attachment {
 }
 
 export interface IpamDeps {
-  /** The store of a network; may return the same instance on every call. */
-  storeFor(network: string): Store;
+  /** The store of a network (under `dataDir` when the config sets ipam.dataDir); may return the same instance on every call. */
+  storeFor(network: string, dataDir?: string): Store;
+  /** The networks that have a store in the default data dir. */
+  networks?(): string[];
   log?: Logger;
 }
 
@@ -78,7 +81,7 @@ export class Ipam {
       requested.set(i, ip);
     }
 
-    const store = this.deps.storeFor(conf.name);
+    const store = this.deps.storeFor(conf.name, conf.dataDir);
     return store.withLock(async () => {
       const done: Allocation[] = [];
       try {
@@ -115,18 +118,30 @@ export class Ipam {
   }
 
   /** Release everything (id, ifName) holds in `network`. Idempotent: an unknown attachment or network is success. */
-  async del(network: string, id: string, ifName: string): Promise<void> {
+  async del(network: string, id: string, ifName: string, dataDir?: string): Promise<void> {
     assertValidOwner(id, ifName);
-    const store = this.deps.storeFor(parseNetworkName(network, 'network'));
+    const store = this.deps.storeFor(parseNetworkName(network, 'network'), dataDir);
     const released = await store.withLock(() => store.releaseByID(id, ifName));
     this.log.debug({ [F.containerID]: id, [F.ifName]: ifName, [F.ip]: released }, 'ipam del');
   }
 
   /** The addresses (id, ifName) holds in `network`, ascending; [] if none. Read-only. */
-  async get(network: string, id: string, ifName: string): Promise<IPv4[]> {
+  async get(network: string, id: string, ifName: string, dataDir?: string): Promise<IPv4[]> {
     assertValidOwner(id, ifName);
-    const store = this.deps.storeFor(parseNetworkName(network, 'network'));
+    const store = this.deps.storeFor(parseNetworkName(network, 'network'), dataDir);
     return store.withLock(() => store.getByID(id, ifName));
+  }
+
+  /** Every network of the default data dir where (id, ifName) holds addresses. Read-only. */
+  async find(id: string, ifName: string): Promise<{ network: string; ips: IPv4[] }[]> {
+    assertValidOwner(id, ifName);
+    const out: { network: string; ips: IPv4[] }[] = [];
+    for (const network of this.deps.networks?.() ?? []) {
+      const store = this.deps.storeFor(network);
+      const ips = await store.withLock(() => store.getByID(id, ifName));
+      if (ips.length) out.push({ network, ips });
+    }
+    return out;
   }
 
   /**
@@ -135,7 +150,7 @@ export class Ipam {
    */
   async check(conf: IpamConf, id: string, ifName: string): Promise<IPv4[]> {
     assertValidOwner(id, ifName);
-    const store = this.deps.storeFor(conf.name);
+    const store = this.deps.storeFor(conf.name, conf.dataDir);
     const held = await store.withLock(() => store.getByID(id, ifName));
     for (const [i, set] of conf.rangeSets.entries()) {
       if (!held.some((ip) => rangeFor(set, ip) !== undefined)) {
@@ -154,8 +169,8 @@ export class Ipam {
    * Records with an unreadable owner are never valid and so are released.
    * Returns the released IPs, ascending.
    */
-  async gc(network: string, valid: readonly Attachment[]): Promise<IPv4[]> {
-    const store = this.deps.storeFor(parseNetworkName(network, 'network'));
+  async gc(network: string, valid: readonly Attachment[], dataDir?: string): Promise<IPv4[]> {
+    const store = this.deps.storeFor(parseNetworkName(network, 'network'), dataDir);
     const released = await store.withLock(async () => {
       const out: IPv4[] = [];
       for (const r of await store.listAll()) {
@@ -173,18 +188,26 @@ export class Ipam {
 }
 
 /**
- * The agent's IPAM: one DiskStore per network under `dataDir`
- * (host-local's default is /var/lib/cni/networks), created on first use and
- * reused. `ipam.dataDir` in a network config is not consulted.
+ * The agent's IPAM: one DiskStore per network under `dataDir` (or under the
+ * config's ipam.dataDir; host-local's default is /var/lib/cni/networks),
+ * created on first use and reused.
  */
 export function createDiskIpam(dataDir: string, opts: DiskStoreOptions & { log?: Logger } = {}): Ipam {
   const stores = new Map<string, DiskStore>();
   const { log, ...storeOpts } = opts;
   return new Ipam({
-    storeFor(network) {
-      let s = stores.get(network);
-      if (!s) stores.set(network, (s = new DiskStore(dataDir, network, storeOpts)));
+    storeFor(network, dir = dataDir) {
+      const key = `${dir}\0${network}`;
+      let s = stores.get(key);
+      if (!s) stores.set(key, (s = new DiskStore(dir, network, storeOpts)));
       return s;
+    },
+    networks() {
+      try {
+        return readdirSync(dataDir, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name);
+      } catch {
+        return [];
+      }
     },
     ...(log ? { log } : {}),
   });

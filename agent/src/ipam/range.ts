@@ -9,6 +9,7 @@
  * rangeStart/rangeEnd/gateway on the network or broadcast address, so neither
  * can ever be handed out. IPv4 only: an IPv6 value is rejected by name.
  */
+import { isObject, show } from '../json/read.js';
 import { broadcast, intToIp, ipToInt, isIPv4, parseCidr, type Cidr, type IPv4 } from '../net/ip.js';
 import { ipamInvalid } from './ipam-errors.js';
 
@@ -94,12 +95,10 @@ export function addressIn(r: Range, ip: IPv4): string {
 
 // ---- field parsers shared by range-set.ts and config.ts ----
 
-export function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
+export const isPlainObject = isObject;
 
 export function stringField(v: unknown, field: string): string {
-  if (typeof v !== 'string') throw ipamInvalid(field, `must be a string, got ${describe(v)}`);
+  if (typeof v !== 'string') throw ipamInvalid(field, `must be a string, got ${show(v)}`);
   return v;
 }
 
@@ -130,8 +129,3 @@ export function parseCidrField(s: string, field: string): { cidr: Cidr; prefix: 
   return { cidr: c.cidr, prefix: c.prefix };
 }
 
-function describe(v: unknown): string {
-  if (v === null) return 'null';
-  if (Array.isArray(v)) return 'an array';
-  return typeof v;
-}

@@ -23,7 +23,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, rmSync, existsSync, writeFileSync, openSync, closeSync, readFileSync, readdirSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ExecaRunner, type RunResult } from '../exec/runner.js';
+import type { Runner, RunResult } from '../exec/runner.js';
 import { distDir, packageRoot, pausePath, shimPath } from '../config/paths.js';
 import { listSandboxes, stopSandbox } from '../netns/pause-holder.js';
 import { writeOwner } from './owner.js';
@@ -34,14 +34,15 @@ export const AGENT_JS = `${distDir()}nodenet.js`;
 export const SHIM = shimPath();
 export const PAUSE = pausePath();
 
-const runner = new ExecaRunner();
-
-export async function sh(argv: readonly string[], input?: string): Promise<RunResult> {
-  return runner.run(argv, input === undefined ? {} : { input });
-}
-/** Like sh, but a non-zero exit is returned, not thrown. */
-export async function shOk(argv: readonly string[], input?: string): Promise<RunResult> {
-  return runner.run(argv, input === undefined ? { allowFailure: true } : { allowFailure: true, input });
+/** Runs set-up commands for a lab: `run` throws on failure, `ok` returns the failure. */
+export class Shell {
+  constructor(readonly runner: Runner) {}
+  run(argv: readonly string[], input?: string): Promise<RunResult> {
+    return this.runner.run(argv, input === undefined ? {} : { input });
+  }
+  ok(argv: readonly string[], input?: string): Promise<RunResult> {
+    return this.runner.run(argv, input === undefined ? { allowFailure: true } : { allowFailure: true, input });
+  }
 }
 
 /** Short unique tag for names: at most 15-char interface names leave little room. */
@@ -64,14 +65,19 @@ export class Lab {
   readonly nodes: VNode[] = [];
   private extraNetns: string[] = [];
 
-  private constructor(readonly tag: string, root: string) {
+  /** @internal */
+  readonly sh: Shell;
+
+  private constructor(readonly tag: string, root: string, readonly runner: Runner) {
     this.ul = `nn-${tag}-ul`;
     this.runRoot = `${root}/${tag}`;
+    this.sh = new Shell(runner);
   }
 
   /** Makes the underlay and the run directory, owned by this process. `root` defaults to labRoot(). */
-  static async create(tag: string, opts: { root?: string } = {}): Promise<Lab> {
-    const lab = new Lab(tag, opts.root ?? labRoot());
+  static async create(tag: string, opts: { runner: Runner; root?: string }): Promise<Lab> {
+    const lab = new Lab(tag, opts.root ?? labRoot(), opts.runner);
+    const sh = (argv: readonly string[], input?: string) => lab.sh.run(argv, input);
     mkdirSync(lab.runRoot, { recursive: true, mode: 0o700 });
     // The owner record comes first: from here on a crash leaves something the next run's cleanup can attribute.
     writeOwner(lab.runRoot, { tag, namespacePrefix: `nn-${tag}-` });
@@ -83,8 +89,8 @@ export class Lab {
   /** A plain namespace (a pod for shim-level tests, or a client on the underlay), removed by destroy(). */
   async addNetns(name: string): Promise<{ name: string; path: string }> {
     const full = `nn-${this.tag}-${name}`;
-    await sh(['ip', 'netns', 'add', full]);
-    await sh(['ip', '-n', full, 'link', 'set', 'lo', 'up']);
+    await this.sh.run(['ip', 'netns', 'add', full]);
+    await this.sh.run(['ip', '-n', full, 'link', 'set', 'lo', 'up']);
     this.extraNetns.push(full);
     return { name: full, path: `/var/run/netns/${full}` };
   }
@@ -93,9 +99,9 @@ export class Lab {
   async addUnderlayHost(name: string, addr: string): Promise<{ name: string; path: string }> {
     const ns = await this.addNetns(name);
     const ifx = `u${this.tag}${name}`.slice(0, 15);
-    await sh(['ip', 'link', 'add', ifx, 'netns', this.ul, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', ns.name]);
-    await sh(['ip', '-n', this.ul, '-batch', '-'], `link set ${ifx} master ul0\nlink set ${ifx} up\n`);
-    await sh(['ip', '-n', ns.name, '-batch', '-'], `addr add ${addr} dev eth0\nlink set eth0 up\n`);
+    await this.sh.run(['ip', 'link', 'add', ifx, 'netns', this.ul, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', ns.name]);
+    await this.sh.run(['ip', '-n', this.ul, '-batch', '-'], `link set ${ifx} master ul0\nlink set ${ifx} up\n`);
+    await this.sh.run(['ip', '-n', ns.name, '-batch', '-'], `addr add ${addr} dev eth0\nlink set eth0 up\n`);
     return ns;
   }
 
@@ -110,20 +116,21 @@ export class Lab {
   /** Removes every namespace, process and file this Lab made. Safe to call twice. */
   async destroy(): Promise<void> {
     for (const n of this.nodes) await n.destroy();
-    for (const ns of [...this.extraNetns, this.ul]) await killNetns(ns);
+    for (const ns of [...this.extraNetns, this.ul]) await killNetns(this.sh, ns);
     this.extraNetns = [];
-    const mounts = (await shOk(['findmnt', '-rn', '-o', 'TARGET'])).stdout.split('\n').filter((m) => m.startsWith(this.runRoot));
-    for (const m of mounts.reverse()) await shOk(['umount', '-l', m]);
+    const mounts = (await this.sh.ok(['findmnt', '-rn', '-o', 'TARGET'])).stdout.split('\n').filter((m) => m.startsWith(this.runRoot));
+    for (const m of mounts.reverse()) await this.sh.ok(['umount', '-l', m]);
     rmSync(this.runRoot, { recursive: true, force: true });
   }
 }
 
-export async function killNetns(ns: string): Promise<void> {
-  const pids = (await shOk(['ip', 'netns', 'pids', ns])).stdout.split('\n').filter(Boolean);
+/** Kills every process inside the named namespace (they survive `ip netns del`), then deletes it. */
+export async function killNetns(sh: Shell, ns: string): Promise<void> {
+  const pids = (await sh.ok(['ip', 'netns', 'pids', ns])).stdout.split('\n').filter(Boolean);
   for (const p of pids) {
     try { process.kill(Number(p), 'SIGKILL'); } catch { /* already gone */ }
   }
-  await shOk(['ip', 'netns', 'del', ns]);
+  await sh.ok(['ip', 'netns', 'del', ns]);
 }
 
 export class VNode {
@@ -151,12 +158,12 @@ export class VNode {
   async create(): Promise<void> {
     mkdirSync(this.stateDir, { recursive: true });
     mkdirSync(this.runDir, { recursive: true });
-    await sh(['ip', 'netns', 'add', this.ns]);
+    await this.lab.sh.run(['ip', 'netns', 'add', this.ns]);
     const ifx = `u${this.lab.tag}${this.index}`.slice(0, 15);
-    await sh(['ip', 'link', 'add', ifx, 'netns', this.lab.ul, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', this.ns]);
-    await sh(['ip', '-n', this.lab.ul, '-batch', '-'], `link set ${ifx} master ul0\nlink set ${ifx} up\n`);
+    await this.lab.sh.run(['ip', 'link', 'add', ifx, 'netns', this.lab.ul, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', this.ns]);
+    await this.lab.sh.run(['ip', '-n', this.lab.ul, '-batch', '-'], `link set ${ifx} master ul0\nlink set ${ifx} up\n`);
     const gw = onUnderlay(this.underlayIP) ? `route add default via ${UNDERLAY_GATEWAY}\n` : '';
-    await sh(['ip', '-n', this.ns, '-batch', '-'], `link set lo up\naddr add ${this.underlayIP} dev eth0\nlink set eth0 up\n${gw}`);
+    await this.lab.sh.run(['ip', '-n', this.ns, '-batch', '-'], `link set lo up\naddr add ${this.underlayIP} dev eth0\nlink set eth0 up\n${gw}`);
   }
 
   /** The agent's config file content. */
@@ -236,7 +243,7 @@ export class VNode {
     if (args.netns !== undefined) env['CNI_NETNS'] = args.netns;
     if (args.ifName !== undefined) env['CNI_IFNAME'] = args.ifName;
     if (args.cniArgs !== undefined) env['CNI_ARGS'] = args.cniArgs;
-    const r = await runner.run([process.execPath, SHIM], { input: JSON.stringify(conf), env, allowFailure: true });
+    const r = await this.lab.runner.run([SHIM], { input: JSON.stringify(conf), env, allowFailure: true });
     let json: unknown = null;
     try { json = JSON.parse(r.stdout); } catch { /* not JSON */ }
     return { exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr, json };
@@ -244,7 +251,7 @@ export class VNode {
 
   /** Runs a command inside the node namespace. */
   async exec(argv: readonly string[], allowFailure = false): Promise<RunResult> {
-    return runner.run(['ip', 'netns', 'exec', this.ns, ...argv], { allowFailure });
+    return this.lab.runner.run(['ip', 'netns', 'exec', this.ns, ...argv], { allowFailure });
   }
 
   async destroy(): Promise<void> {
@@ -257,7 +264,7 @@ export class VNode {
       }
     } catch { /* no pods */ }
     for (const sb of listSandboxes(this.runDir)) await stopSandbox(this.runDir, sb.name, { graceMs: 0 }).catch(() => undefined);
-    await killNetns(this.ns);
+    await killNetns(this.lab.sh, this.ns);
   }
 }
 

@@ -120,9 +120,16 @@ function checkName(line: number, what: string, name: string | undefined): string
 }
 
 /** Validates one key part against its declared type. */
-export function checkKeyPart(type: string, part: string): boolean {
+export function checkKeyPart(type: string, part: string, interval = false): boolean {
   switch (type) {
     case 'ipv4_addr':
+      if (interval && part.includes('/')) {
+        try {
+          return parseCidr(part).ip === part.split('/')[0];
+        } catch {
+          return false;
+        }
+      }
       return isIPv4(part);
     case 'inet_proto':
       return ['tcp', 'udp', 'sctp', 'icmp'].includes(part);
@@ -191,6 +198,10 @@ const PIECES: readonly Piece[] = [
   {
     re: new RegExp(String.raw`^meta l4proto \. th dport vmap @(${CHAIN})$`),
     apply: (m, a) => a.setRefs.push({ name: m[1]!, use: 'vmap', keyTypes: ['inet_proto', 'inet_service'] }),
+  },
+  {
+    re: new RegExp(String.raw`^ip saddr \. ip daddr @(${CHAIN})(?= |$)`),
+    apply: (m, a) => a.setRefs.push({ name: m[1]!, use: 'lookup', keyTypes: ['ipv4_addr', 'ipv4_addr'] }),
   },
   { re: new RegExp(String.raw`^ip (?:saddr|daddr) @(${CHAIN})(?= |$)`), apply: (m, a) => a.setRefs.push({ name: m[1]!, use: 'lookup', keyTypes: ['ipv4_addr'] }) },
   {

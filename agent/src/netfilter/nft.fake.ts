@@ -17,6 +17,7 @@ import { nftApplyError, type Nft, type NftNames, type NftTableInfo } from './nft
 import { parseNftScript, parseVerdict, checkKeyPart, NftScriptError, type NftOp, type ParsedRule, parseRule } from './nft-script.js';
 import { cloneTable, emptyTable, tableKey, type NftFamily, type NftTableState, type NftChainState } from './nft-state.js';
 import { renderListing } from './nft-listing.js';
+import { elementKey, NftSetsError, type NftElementOp, type NftSets } from './nft-sets.js';
 
 interface FakeTable {
   state: NftTableState;
@@ -37,7 +38,7 @@ const EBUSY = 'Could not process rule: Device or resource busy';
 const EEXIST = 'Could not process rule: File exists';
 const EOPNOTSUPP = 'Could not process rule: Operation not supported';
 
-export class NftFake implements Nft {
+export class NftFake implements Nft, NftSets {
   private tables = new Map<string, FakeTable>();
   /** Every script applied successfully, in order. */
   readonly applied: string[] = [];
@@ -73,6 +74,37 @@ export class NftFake implements Nft {
       throw e;
     }
   }
+
+  /** Element ops applied over "netlink" (NftSets), in order. */
+  readonly elementOps: NftElementOp[][] = [];
+
+  /**
+   * NftSets: the same state the scripts change, as the kernel keeps one
+   * ruleset whichever way it is written. One transaction; the kernel's
+   * answers: ENOENT for a missing table, set or (on delete) element, EINVAL
+   * for a key that does not fit the set or an interval flag the set lacks.
+   */
+  async applyElements(ops: readonly NftElementOp[]): Promise<void> {
+    if (ops.length === 0) return;
+    const script: string[] = [];
+    for (const op of ops) {
+      const t = this.tables.get(tableKey(op.family, op.table));
+      const set = t?.state.sets.get(op.set);
+      if (!t || !set) throw new NftSetsError('ENOENT', `nft ${op.op} element ${op.family} ${op.table} ${op.set}: ENOENT`);
+      if (op.interval !== set.flags.includes('interval')) throw new NftSetsError('EINVAL', `nft ${op.op} element ${op.family} ${op.table} ${op.set}: EINVAL (interval ${op.interval}, set flags ${set.flags.join(',')})`);
+      for (const e of op.elements) elementKey(e, op.interval); // what the codec refuses never reaches the kernel
+      script.push(`${op.op} element ${op.family} ${op.table} ${op.set} { ${op.elements.join(', ')} }`);
+    }
+    try {
+      this.applySync(script.join('\n'));
+    } catch (e) {
+      const msg = e instanceof Error ? e.message : String(e);
+      throw new NftSetsError(/No such file/.test(msg) ? 'ENOENT' : /File exists/.test(msg) ? 'EEXIST' : 'EINVAL', `nft element ops: ${msg}`, { cause: e });
+    }
+    this.elementOps.push([...ops]);
+  }
+
+  close(): void {}
 
   /** Removes a table behind the caller's back, as `nft delete table` from a shell would. */
   externalDeleteTable(family: NftFamily, name: string): void {
@@ -294,7 +326,7 @@ function applyOp(t: FakeTable, op: Exclude<NftOp, { obj: 'table' }>): void {
       if (!s) throw new OpError(op.line, `${ENOENT} (element for missing set or map ${op.name})`);
       for (const e of op.elements) {
         const parts = e.key.split(' . ');
-        if (parts.length !== s.keyTypes.length || parts.some((p, i) => !checkKeyPart(s.keyTypes[i]!, p))) {
+        if (parts.length !== s.keyTypes.length || parts.some((p, i) => !checkKeyPart(s.keyTypes[i]!, p, s.flags.includes('interval')))) {
           throw new OpError(op.line, `datatype mismatch: element ${e.key} does not fit ${s.keyTypes.join(' . ')}`);
         }
         if (op.verb === 'delete') {

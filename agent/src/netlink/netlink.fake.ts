@@ -20,7 +20,9 @@
  * addresses of up links (not for /32), routes through a link vanish when it
  * goes down, deleting a link removes its addresses, routes, neighbours and
  * fdb entries, its veth peer (in whatever namespace) and the vxlan devices
- * bound to it, and un-enslaves a deleted bridge's ports.
+ * bound to it, and un-enslaves a deleted bridge's ports; a bridge whose
+ * address was never set takes its lowest port's MAC and changes it when
+ * that port leaves (br_stp_recalculate_bridge_id).
  *
  * Not modelled: IPv6, routing tables other than main, the bridge adjusting
  * its MTU to its ports, carrier (a veth is "running" only if both ends are up).
@@ -47,6 +49,19 @@ interface FLink {
   hairpin: boolean;
   peer?: { ns: FakeNs; index: number };
   vxlan?: VxlanInfo;
+  /** A bridge whose address was set (at creation or later) keeps it; otherwise it follows its ports, as the kernel's does. */
+  addrSet?: boolean;
+}
+
+/**
+ * The kernel's rule for a bridge without an assigned address
+ * (br_stp_recalculate_bridge_id): it takes the lowest MAC among its ports,
+ * and takes another when that port leaves.
+ */
+function recalcBridgeMac(ns: FakeNs, br: FLink | undefined): void {
+  if (!br || br.kind !== 'bridge' || br.addrSet) return;
+  const ports = [...ns.links.values()].filter((p) => p.master === br.index).map((p) => p.mac).sort();
+  if (ports[0]) br.mac = ports[0];
 }
 
 interface FAddr { ifIndex: number; ip: string; prefix: number }
@@ -147,6 +162,7 @@ export class FakeNetlinkKernel {
       const peer = l.peer.ns.links.get(l.peer.index);
       if (peer) { delete peer.peer; this.removeLink(l.peer.ns, peer); }
     }
+    if (l.master !== undefined) recalcBridgeMac(ns, ns.links.get(l.master));
   }
 }
 
@@ -219,9 +235,14 @@ class FakeNetlink implements NetlinkOps {
       throw new NodenetError(ErrorCode.LinkExists, `${op}: a link of kind ${l.kind ?? 'none'} has that name`);
     }
     if (!l) {
-      l = { index: ns.allocIndex(), name, mac: opts.mac ?? this.kernel.newMac(), mtu: 1500, up: false, promisc: false, kind: 'bridge', hairpin: false };
+      l = { index: ns.allocIndex(), name, mac: opts.mac ?? this.kernel.newMac(), mtu: 1500, up: false, promisc: false, kind: 'bridge', hairpin: false, addrSet: opts.mac !== undefined };
       ns.links.set(l.index, l);
       this.log(`link add ${name} type bridge`);
+    }
+    if (opts.mac !== undefined && (l.mac !== opts.mac.toLowerCase() || !l.addrSet)) {
+      l.mac = opts.mac.toLowerCase();
+      l.addrSet = true;
+      this.log(`link set ${name} address ${l.mac}`);
     }
     if (opts.mtu !== undefined) l.mtu = opts.mtu;
     if (opts.promisc !== undefined) l.promisc = opts.promisc;
@@ -285,8 +306,11 @@ class FakeNetlink implements NetlinkOps {
     if (l.kind === 'bridge') throw new NetlinkError(op, 'ELOOP', { details: 'can not enslave a bridge to a bridge' });
     if (br.kind !== 'bridge') throw new NetlinkError(op, 'EOPNOTSUPP', { details: `${bridgeName} is not a bridge` });
     if (l.master === br.index) return;
+    const old = l.master;
     l.master = br.index;
     l.hairpin = false;
+    if (old !== undefined) recalcBridgeMac(this.ns, this.ns.links.get(old));
+    recalcBridgeMac(this.ns, br);
     this.log(`link set ${name} master ${bridgeName}`);
   }
 
@@ -294,9 +318,20 @@ class FakeNetlink implements NetlinkOps {
     this.enter(`setNoMaster ${name}`);
     const l = this.must(name);
     if (l.master === undefined) return;
+    const old = l.master;
     delete l.master;
     l.hairpin = false;
+    recalcBridgeMac(this.ns, this.ns.links.get(old));
     this.log(`link set ${name} nomaster`);
+  }
+
+  async setMac(name: string, mac: string): Promise<void> {
+    this.enter(`setMac ${name} ${mac}`);
+    checkMac('setMac', mac);
+    const l = this.must(name);
+    l.mac = mac.toLowerCase();
+    if (l.kind === 'bridge') l.addrSet = true;
+    this.log(`link set ${name} address ${l.mac}`);
   }
 
   async setUp(name: string): Promise<void> {

@@ -125,6 +125,7 @@ export class NetlinkHandle implements NetlinkOps {
       if (link.kind !== 'bridge') throw new NodenetError(ErrorCode.LinkExists, `ensureBridge ${name}: a non-bridge link took the name`);
     }
     if (opts.mtu !== undefined && link.mtu !== opts.mtu) await this.setMtu(name, opts.mtu);
+    if (opts.mac !== undefined && link.mac.toLowerCase() !== opts.mac.toLowerCase()) await this.setMac(name, opts.mac);
     if (opts.promisc !== undefined && link.promisc !== opts.promisc) await this.setPromisc(name, opts.promisc);
     if (!link.up) await this.setUp(name);
     return this.linkOrThrow(name);
@@ -215,6 +216,11 @@ export class NetlinkHandle implements NetlinkOps {
   async setMtu(name: string, mtu: number): Promise<void> {
     const l = await this.linkOrThrow(name);
     await this.req(`setMtu ${name} ${mtu}`, (s) => s.setLink({ index: l.index }, { mtu }));
+  }
+
+  async setMac(name: string, mac: string): Promise<void> {
+    const l = await this.linkOrThrow(name);
+    await this.req(`setMac ${name} ${mac}`, (s) => s.setLink({ index: l.index }, { address: macToBuffer(mac) }));
   }
 
   async setHairpin(name: string, on: boolean): Promise<void> {

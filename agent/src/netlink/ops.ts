@@ -131,7 +131,9 @@ export interface NetlinkOps {
   listLinks(): Promise<LinkInfo[]>;
 
   /**
-   * Idempotent: creates the bridge if missing, then sets mtu/promisc if given and brings it up.
+   * Idempotent: creates the bridge if missing, then sets mtu/promisc/mac if given and brings it up.
+   * A bridge whose address was never set follows its ports (the kernel gives it the lowest port MAC,
+   * and changes it as ports come and go); `mac` pins it.
    * @throws NodenetError(LinkExists) if `name` exists and is not a bridge.
    */
   ensureBridge(name: string, opts?: BridgeOptions): Promise<LinkInfo>;
@@ -157,6 +159,8 @@ export interface NetlinkOps {
   /** Brings the link down. Idempotent. */
   setDown(name: string): Promise<void>;
   setMtu(name: string, mtu: number): Promise<void>;
+  /** Sets the link's hardware address (a bridge then keeps it whatever its ports). Idempotent. */
+  setMac(name: string, mac: string): Promise<void>;
   /** Bridge port hairpin mode. Precondition: `name` is enslaved to a bridge. Idempotent. */
   setHairpin(name: string, on: boolean): Promise<void>;
   setPromisc(name: string, on: boolean): Promise<void>;

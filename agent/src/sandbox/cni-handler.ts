@@ -13,6 +13,8 @@ import { parseBridgeNetConf, type BridgeNetConf } from '../cnitypes/netconf.js';
 import { parseCniArgs } from '../cnitypes/cni-args.js';
 import { encodeResult, type CniResult } from '../cnitypes/result.js';
 import type { Logger } from '../log/log.js';
+import { F } from '../log/fields.js';
+import { CNI_NAME_RE, isObject } from '../cnitypes/fields.js';
 import type { AttachRequest, AttachResult, Sandbox } from './sandbox.js';
 
 export interface CniHandlerDeps {
@@ -75,17 +77,18 @@ export class SandboxCniHandler implements CniHandler {
     try {
       conf = parseBridgeNetConf(req.config);
     } catch (e) {
-      // A DEL must still release what it can: fall back to the attachment record.
-      this.deps.log.warn({ err: e }, 'DEL with an unparseable config; using the attachment record');
+      // DEL is best-effort (SPEC): release what the attachment record, or failing that the
+      // config's network name, or failing that a search of the IPAM stores, can find.
+      this.deps.log.warn({ [F.containerID]: req.containerId, [F.ifName]: req.ifName, [F.err]: e }, 'DEL with a config that does not parse; releasing by attachment');
     }
     await this.serial(req.containerId, () =>
       this.deps.sandbox.del({
         containerId: req.containerId,
         ifName: req.ifName,
         netns: req.netns,
-        network: conf?.name ?? '',
+        network: conf?.name ?? networkNameOf(req.config),
         ipam: conf?.ipam,
-        ipMasq: conf?.ipMasq ?? false,
+        ipMasq: conf ? conf.ipMasq : undefined,
       }),
     );
   }
@@ -112,6 +115,17 @@ export class SandboxCniHandler implements CniHandler {
     const valid = conf.validAttachments ?? [];
     const released = await this.deps.sandbox.gc(conf.name, conf.ipam, valid);
     this.deps.log.info({ released, network: conf.name }, 'GC done');
+  }
+}
+
+/** The config's network name when it is readable and valid, else '' (a DEL then finds the attachment by ID). */
+function networkNameOf(config: Uint8Array): string {
+  try {
+    const o: unknown = JSON.parse(new TextDecoder().decode(config));
+    const name = isObject(o) ? o['name'] : undefined;
+    return typeof name === 'string' && CNI_NAME_RE.test(name) ? name : '';
+  } catch {
+    return '';
   }
 }
 

@@ -5,6 +5,9 @@
  */
 import type { NetnsPath } from '../netns/netns.js';
 import type { Logger } from '../log/log.js';
+import type { Sysctl } from '../netns/sysctl.js';
+
+export type { Sysctl };
 
 export interface LinkInfo {
   readonly index: number;
@@ -25,8 +28,8 @@ export interface RouteInfo {
 /** Link, address and route operations inside one network namespace. */
 export interface NetOps {
   getLink(name: string): Promise<LinkInfo | null>;
-  /** Idempotent: creates the bridge if missing and brings it up. */
-  ensureBridge(name: string, opts: { mtu?: number; promisc?: boolean }): Promise<LinkInfo>;
+  /** Idempotent: creates the bridge if missing, pins its MAC (when given) and brings it up. */
+  ensureBridge(name: string, opts: { mtu?: number; promisc?: boolean; mac?: string }): Promise<LinkInfo>;
   /** Creates a veth pair whose peer is created directly inside peerNetns as peerName. */
   createVeth(o: { name: string; peerName: string; peerNetns: NetnsPath; mtu?: number }): Promise<LinkInfo>;
   setMaster(name: string, bridge: string): Promise<void>;
@@ -46,6 +49,8 @@ export interface NetOps {
 export interface IpamResult {
   readonly ips: readonly { address: string; gateway?: string | undefined }[];
   readonly routes: readonly { dst: string; gw?: string | undefined }[];
+  /** From ipam.resolvConf, when set. */
+  readonly dns?: Readonly<Record<string, unknown>> | undefined;
 }
 
 /** IPAM as the sandbox sees it: `raw` is the CNI config's ipam section; `network` the config's name. */
@@ -57,18 +62,23 @@ export interface SandboxIpam {
   get(raw: unknown, network: string, id: string, ifName: string): Promise<readonly string[]>;
   /** Releases every attachment of `network` not in `valid`; returns the released IPs. */
   gc(raw: unknown, network: string, valid: readonly { id: string; ifName: string }[]): Promise<readonly string[]>;
+  /** Every network of the node's store in which the attachment holds IPs (a DEL that knows no network). */
+  find(id: string, ifName: string): Promise<readonly { network: string; ips: readonly string[] }[]>;
 }
 
-/** Per-attachment masquerade (the bridge plugin's ipMasq). */
+/** One pod address with ipMasq: its traffic leaving `subnet` is masqueraded. */
+export interface MasqueradeEntry {
+  readonly ip: string;
+  /** The pod's own subnet ("10.244.1.0/24"), never masqueraded. */
+  readonly subnet: string;
+}
+
+/** The bridge plugin's ipMasq, per pod address. No process spawn (the CNI hot path). */
 export interface Masquerade {
   /** Idempotent. */
-  add(a: { id: string; ifName: string; network: string; ip: string; subnet: string }): Promise<void>;
-  /** Idempotent: nothing to remove is success. */
-  del(a: { id: string; ifName: string; network: string; ip: string }): Promise<void>;
-}
-
-export interface Sysctl {
-  set(key: string, value: string): Promise<void>;
+  add(a: MasqueradeEntry): Promise<void>;
+  /** Idempotent: nothing to remove is success. Without the subnet, what is keyed by the IP alone goes. */
+  del(a: { readonly ip: string; readonly subnet?: string | undefined }): Promise<void>;
 }
 
 /** A durable record of one attachment, written after a successful ADD. */
@@ -103,5 +113,7 @@ export interface SandboxDeps {
   readonly masq: Masquerade;
   readonly sysctl: Sysctl;
   readonly records: AttachmentStore;
+  /** The MAC a bridge is pinned to: stable for the node, so the gateway's MAC never changes under the pods. */
+  bridgeMac(bridge: string): string;
   readonly log: Logger;
 }

@@ -1,11 +1,17 @@
 /**
  * Attachment records on disk: one JSON file per (containerID, ifName) under
- * <stateDir>/attachments, written atomically (tmp + rename), so a crash
- * leaves either the old file or the new one. They let DEL, CHECK and GC find
+ * <stateDir>/attachments, replaced durably (state/durable: temp file, fsync,
+ * rename, fsync of the directory), so a crash leaves the old file or the new
+ * one, and a record ADD reported is on disk. They let DEL, CHECK and GC find
  * what ADD made even when the runtime no longer passes a netns or a config.
+ *
+ * A record that does not parse is treated as absent (logged by the caller's
+ * DEL falling back to IPAM), never as a reason to fail.
  */
-import { mkdir, readFile, readdir, rename, rm, writeFile } from 'node:fs/promises';
+import { readdir, readFile, rm } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
+import { readJsonText, type ObjectReader } from '../json/read.js';
+import { writeFileDurableAsync } from '../state/durable.js';
 import type { AttachmentRecord, AttachmentStore } from './deps.js';
 
 function fileName(containerId: string, ifName: string): string {
@@ -17,18 +23,18 @@ export class DiskAttachmentStore implements AttachmentStore {
   constructor(private readonly dir: string) {}
 
   async put(r: AttachmentRecord): Promise<void> {
-    await mkdir(this.dir, { recursive: true, mode: 0o700 });
-    const f = `${this.dir}/${fileName(r.containerId, r.ifName)}`;
-    await writeFile(`${f}.tmp`, JSON.stringify(r), { mode: 0o600 });
-    await rename(`${f}.tmp`, f);
+    await writeFileDurableAsync(`${this.dir}/${fileName(r.containerId, r.ifName)}`, JSON.stringify(r));
   }
 
   async get(containerId: string, ifName: string): Promise<AttachmentRecord | null> {
+    const f = `${this.dir}/${fileName(containerId, ifName)}`;
+    let text: string;
     try {
-      return parseRecord(JSON.parse(await readFile(`${this.dir}/${fileName(containerId, ifName)}`, 'utf8')));
+      text = await readFile(f, 'utf8');
     } catch {
       return null;
     }
+    return parseAttachmentRecord(f, text);
   }
 
   async delete(containerId: string, ifName: string): Promise<void> {
@@ -43,13 +49,15 @@ export class DiskAttachmentStore implements AttachmentStore {
       return [];
     }
     const out: AttachmentRecord[] = [];
-    for (const n of names.filter((n) => n.endsWith('.json'))) {
+    for (const n of names.filter((n) => n.endsWith('.json') && !n.startsWith('.'))) {
+      let text: string;
       try {
-        const r = parseRecord(JSON.parse(await readFile(`${this.dir}/${n}`, 'utf8')));
-        if (r) out.push(r);
+        text = await readFile(`${this.dir}/${n}`, 'utf8');
       } catch {
-        /* a file being replaced; the next list sees it */
+        continue; // deleted meanwhile
       }
+      const r = parseAttachmentRecord(`${this.dir}/${n}`, text);
+      if (r) out.push(r);
     }
     return out;
   }
@@ -58,23 +66,30 @@ export class DiskAttachmentStore implements AttachmentStore {
 /** In-memory store for unit tests. */
 export class MemoryAttachmentStore implements AttachmentStore {
   private m = new Map<string, AttachmentRecord>();
-  async put(r: AttachmentRecord): Promise<void> { this.m.set(`${r.containerId}/${r.ifName}`, r); }
+  async put(r: AttachmentRecord): Promise<void> { this.m.set(`${r.containerId}/${r.ifName}`, structuredClone(r)); }
   async get(c: string, i: string): Promise<AttachmentRecord | null> { return this.m.get(`${c}/${i}`) ?? null; }
   async delete(c: string, i: string): Promise<void> { this.m.delete(`${c}/${i}`); }
   async list(): Promise<readonly AttachmentRecord[]> { return [...this.m.values()]; }
 }
 
-function parseRecord(v: unknown): AttachmentRecord | null {
-  if (typeof v !== 'object' || v === null) return null;
-  const o = v as Record<string, unknown>;
-  const s = (k: string) => (typeof o[k] === 'string' ? (o[k] as string) : null);
-  const containerId = s('containerId'), ifName = s('ifName'), network = s('network'), hostIf = s('hostIf');
-  if (!containerId || !ifName || !network || !hostIf || !Array.isArray(o['ips'])) return null;
+function readRecord(r: ObjectReader): AttachmentRecord {
   return {
-    containerId, ifName, network, hostIf,
-    netns: s('netns') ?? '',
-    ips: (o['ips'] as unknown[]).filter((x): x is string => typeof x === 'string'),
-    ipMasq: o['ipMasq'] === true,
-    ipam: o['ipam'],
+    containerId: r.string('containerId'),
+    ifName: r.string('ifName'),
+    network: r.string('network'),
+    hostIf: r.string('hostIf'),
+    netns: r.optString('netns') ?? '',
+    ips: r.stringArray('ips'),
+    ipMasq: r.bool('ipMasq', false),
+    ipam: r.raw('ipam'),
   };
+}
+
+/** A record file's content, or null when it is not a record (the caller falls back to IPAM). */
+export function parseAttachmentRecord(file: string, text: string): AttachmentRecord | null {
+  try {
+    return readJsonText(file, text, readRecord);
+  } catch {
+    return null;
+  }
 }

@@ -8,14 +8,23 @@
  * the gateway address on the bridge, per-attachment masquerade, and a
  * durable attachment record.
  *
+ * The bridge's MAC is pinned (deps.bridgeMac, derived from the node): a
+ * bridge whose address was never set takes its lowest port's MAC and changes
+ * it when that port goes, and every pod's ARP entry for the gateway goes
+ * stale with it (measured: 29-35 s without connectivity), as the reference
+ * bridge plugin also knows.
+ *
  * ADD is all or nothing: every step that changes the kernel or the IPAM
  * store pushes its inverse on an undo stack, which runs in reverse unless the
  * whole ADD succeeded (the bridge plugin's `success` flag and defers).
  * DEL is idempotent and best-effort (CNI SPEC: "return success if the
  * interface in question, or any modifications added, are missing"): a missing
  * netns or link is success, and the IP is released even when CNI_NETNS is
- * empty, as containerd's second DEL sends it. CHECK compares the kernel with
- * prevResult. Attachments of one container ID are serialised by the caller.
+ * empty, as containerd's second DEL sends it, and when neither a record nor
+ * a readable config says which network the attachment was in (its IPs are
+ * then found by container ID and interface across the node's IPAM stores).
+ * CHECK compares the kernel with prevResult. Attachments of one container ID
+ * are serialised by the caller.
  */
 import { createHash } from 'node:crypto';
 import { ErrorCode, LinkNotFoundError, NetnsNotFoundError, NodenetError } from '../errors/errors.js';
@@ -23,6 +32,7 @@ import { F } from '../log/fields.js';
 import { parseIPNet } from '../net/ip.js';
 import type { NetnsPath } from '../netns/netns.js';
 import type { AttachmentRecord, NetOps, SandboxDeps } from './deps.js';
+import { masqueradeEntry } from './masquerade.js';
 
 export interface AttachRequest {
   readonly containerId: string;
@@ -58,9 +68,11 @@ export interface DelRequest {
   readonly ifName: string;
   /** May be empty (containerd's second DEL). */
   readonly netns: string;
+  /** '' when the config did not say (it did not parse): the IPs are then looked up by attachment. */
   readonly network: string;
   readonly ipam: unknown;
-  readonly ipMasq: boolean;
+  /** undefined when the config did not say: masquerade entries are then removed if there are any. */
+  readonly ipMasq: boolean | undefined;
 }
 
 /** The host-side veth name: deterministic, so DEL and CHECK find it from (containerID, ifName) alone. */
@@ -82,7 +94,7 @@ export class Sandbox {
     let success = false;
     let pod: NetOps | null = null;
     try {
-      const bridgeOpts: { mtu?: number; promisc?: boolean } = { promisc: req.promiscMode };
+      const bridgeOpts: { mtu?: number; promisc?: boolean; mac?: string } = { promisc: req.promiscMode, mac: deps.bridgeMac(req.bridge) };
       if (req.mtu !== undefined) bridgeOpts.mtu = req.mtu;
       const bridge = await deps.node.ensureBridge(req.bridge, bridgeOpts);
 
@@ -137,10 +149,9 @@ export class Sandbox {
       }
       if (req.ipMasq) {
         for (const ip of ipam.ips) {
-          const net = parseIPNet(ip.address);
-          const a = { id: req.containerId, ifName: req.ifName, network: req.network, ip: net.ip, subnet: net.network.cidr };
-          await deps.masq.add(a);
-          undo.push({ what: 'remove masquerade', run: () => deps.masq.del(a) });
+          const entry = masqueradeEntry(ip.address);
+          undo.push({ what: 'remove masquerade', run: () => deps.masq.del(entry) });
+          await deps.masq.add(entry);
         }
       }
 
@@ -157,7 +168,8 @@ export class Sandbox {
         interfaces: [{ name: req.bridge, mac: bridge.mac }, { name: hostIf, mac: host.mac }, podIface],
         ips: ipam.ips.map((i) => (i.gateway ? { address: i.address, gateway: i.gateway, interface: 2 } : { address: i.address, interface: 2 })),
         routes,
-        dns: req.dns ?? {},
+        // The config's dns wins over what IPAM found (ipam.resolvConf), as in the bridge plugin.
+        dns: req.dns && Object.keys(req.dns).length ? req.dns : (ipam.dns ?? {}),
       };
     } finally {
       pod?.close();
@@ -179,13 +191,18 @@ export class Sandbox {
     const log = deps.log.child({ [F.containerID]: req.containerId, [F.ifName]: req.ifName, [F.netns]: req.netns });
     const record = await deps.records.get(req.containerId, req.ifName);
     const hostIf = record?.hostIf ?? hostVethName(req.containerId, req.ifName);
-    const ipam = record?.ipam ?? req.ipam;
-    const network = record?.network ?? req.network;
+
+    // Which network(s) hold the IPs: the record's, else the config's, else any store holding this attachment.
+    let held: { network: string; ipam: unknown; ips: readonly string[] }[];
+    if (record) held = [{ network: record.network, ipam: record.ipam, ips: record.ips }];
+    else if (req.network) held = [{ network: req.network, ipam: req.ipam, ips: await deps.ipam.get(req.ipam, req.network, req.containerId, req.ifName) }];
+    else held = (await deps.ipam.find(req.containerId, req.ifName)).map((f) => ({ ...f, ipam: undefined }));
+    const ips = held.flatMap((h) => h.ips);
 
     // Masquerade first: it needs the IPs, which the IPAM release below forgets.
-    const ips = record?.ips ?? (await deps.ipam.get(ipam, network, req.containerId, req.ifName));
-    if (req.ipMasq || record?.ipMasq) {
-      for (const ip of ips) await deps.masq.del({ id: req.containerId, ifName: req.ifName, network, ip: parseIPNet(ip.includes('/') ? ip : `${ip}/32`).ip });
+    // A record's addresses carry their prefix (so the subnet); IPAM's bare ones do not.
+    if (record ? record.ipMasq : req.ipMasq !== false) {
+      for (const ip of ips) await deps.masq.del(ip.includes('/') ? masqueradeEntry(ip) : { ip });
     }
 
     // The pod end: deleting either end of a veth removes both.
@@ -205,7 +222,7 @@ export class Sandbox {
     }
     if (!removed) await deps.node.deleteLink(hostIf).catch(ignoreMissing);
 
-    await deps.ipam.del(ipam, network, req.containerId, req.ifName);
+    for (const h of held) await deps.ipam.del(h.ipam, h.network, req.containerId, req.ifName);
     await deps.records.delete(req.containerId, req.ifName);
     log.info({ [F.ip]: ips }, 'attachment deleted');
   }

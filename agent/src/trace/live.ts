@@ -12,8 +12,6 @@
  *     and create the table as a side effect). When our SERVICES chain is not
  *     there, the other backend is looked at too. Only the nat and filter
  *     tables are kept: the tracer walks those;
- *   - the namespace's IPv4 addresses (`ip -4 -o addr show`): the tracers'
- *     "local" addresses (addrtype LOCAL / fib type local, the OUTPUT path).
  *
  * iptables-parse.ts knows the matches nodenet writes, not every module a
  * foreign ruleset may use (physdev, set, ...). A foreign rule it cannot parse
@@ -22,7 +20,6 @@
  */
 import type { Runner, RunResult } from '../exec/runner.js';
 import { silentLogger } from '../log/log.js';
-import { isIPv4 } from '../net/ip.js';
 import { BACKEND_COMMANDS, detectBackend } from '../netfilter/iptables.js';
 import { chainNamesFromSave, parseRuleArgs, parseSave, tokenize, type IptDump } from '../netfilter/iptables-parse.js';
 import type { IptablesBackendKind } from '../netfilter/iptables-types.js';
@@ -107,18 +104,6 @@ export function dropUnparseable(save: string): { text: string; skipped: string[]
     kept.push(line);
   }
   return { text: kept.join('\n'), skipped };
-}
-
-/** The namespace's IPv4 addresses (every scope: addrtype LOCAL matches them all). */
-export async function readLocalAddresses(deps: LiveDeps): Promise<string[]> {
-  let r: RunResult;
-  try {
-    r = await deps.runner.run(['ip', '-4', '-o', 'addr', 'show'], runOpts(deps, false));
-  } catch (e) {
-    throw new TraceReadError(`cannot list the namespace's addresses: ${errText(e)}`, { cause: e });
-  }
-  const ips = [...r.stdout.matchAll(/\sinet (\d+\.\d+\.\d+\.\d+)\//g)].map((m) => m[1]!).filter(isIPv4);
-  return [...new Set(ips)];
 }
 
 async function probeNftables(deps: LiveDeps, prefix: string): Promise<Probe<NftablesLive>> {

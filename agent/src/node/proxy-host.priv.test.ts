@@ -7,11 +7,13 @@
 import t from 'tap';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { ExecaRunner } from './exec/runner.js';
-import { silentLogger } from './log/log.js';
-import { parseCidr } from './net/ip.js';
-import { readProxyStatus, removeProxyRules, startProxyHost, type ProxyHost, type ProxyStatus } from './proxy-host.js';
-import { makeEndpointSlice, makeService } from './testing/addresses.js';
+import { ExecaRunner } from '../exec/runner.js';
+import { silentLogger } from '../log/log.js';
+import { parseCidr } from '../net/ip.js';
+import { makeEndpointSlice, makeService } from '../testing/addresses.js';
+import { removeProxyRules, startProxyHost } from './compose.js';
+import type { ProxyHost } from './proxy-host.js';
+import { readProxyStatus, type ProxyStatus } from './proxy-status.js';
 
 const runner = new ExecaRunner();
 const NS = `nn-phost-${process.pid}`;
@@ -43,6 +45,7 @@ async function start(mode: 'iptables' | 'nftables'): Promise<ProxyHost> {
     nodeName: 'n1',
     clusterCIDR: parseCidr('10.244.0.0/16').cidr,
     prefix: 'KUBE',
+    clusterIPPing: 'reject',
     netns: NSPATH,
     runner,
     log: silentLogger(),

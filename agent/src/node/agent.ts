@@ -1,0 +1,118 @@
+/**
+ * node/agent: one node's agent, run from the dependencies it is given.
+ * node/compose.ts builds the real ones (netlink sockets, the disk IPAM, the
+ * gRPC server, the firewall executors) and is the only place that does; the
+ * unit test runs this whole agent on the validating fakes without root.
+ *
+ * Start order matters:
+ * 1. state and run dirs;
+ * 2. the ipMasq table (set up once, then matched to the attachment records);
+ * 3. the sandbox and its CNI handler (answering "try again later" until the
+ *    agent is ready);
+ * 4. the CNI server;
+ * 5. the replay of DELs the shim queued while it could not reach the agent
+ *    (needs the sandbox), which then keeps watching the queue;
+ * 6. the Service proxy, when a proxy mode is set (its first sync waits for
+ *    the source's initial lists);
+ * 7. the ready marker (<runDir>/agent.ready).
+ * stop() undoes 7 to 3 and leaves every pod as it is: namespaces, veths,
+ * IPs and rules stay, and a restarted agent picks up from its state dir.
+ */
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import type { CniServer, CniServerOptions } from '../cniserver/server.js';
+import { DeletionReplayer, deletionQueueDirFor, type ReplayerOptions } from '../cniserver/replay-deletions.js';
+import type { AgentConfig } from '../config/config.js';
+import { F } from '../log/fields.js';
+import type { Logger } from '../log/log.js';
+import type { Clock } from '../reconcile/clock.js';
+import { SandboxCniHandler } from '../sandbox/cni-handler.js';
+import type { MasqueradeEntry, SandboxDeps } from '../sandbox/deps.js';
+import { masqueradeEntry } from '../sandbox/masquerade.js';
+import { Sandbox } from '../sandbox/sandbox.js';
+import { ProxyHost, type ProxyHostDeps } from './proxy-host.js';
+
+export interface AgentMasquerade {
+  /** Writes the node's ipMasq table; a failure is kept for later ADDs to report. */
+  setup(): Promise<void>;
+  /** Makes the ipMasq sets hold exactly these entries. */
+  reconcile(entries: readonly MasqueradeEntry[]): Promise<unknown>;
+}
+
+export interface AgentDeps {
+  readonly config: AgentConfig;
+  readonly log: Logger;
+  readonly clock: Clock;
+  /** What the sandbox works with (its `log` is derived from the agent's). */
+  readonly sandbox: Omit<SandboxDeps, 'log'>;
+  readonly masquerade: AgentMasquerade;
+  /** Starts the CNI gRPC server (cniserver/server.ts's startCniServer). */
+  readonly serveCni: (o: CniServerOptions) => Promise<CniServer>;
+  /** How the DEL queue is watched (default fs.watch). */
+  readonly watchQueue?: ReplayerOptions['watch'];
+  /** The Service proxy's dependencies; null when proxyMode is none. */
+  readonly proxy: Omit<ProxyHostDeps, 'log' | 'clock'> | null;
+  /** Closes what compose opened (netlink sockets). */
+  readonly close?: () => void;
+}
+
+export class Agent {
+  private ready = false;
+  private server: CniServer | null = null;
+  private replayer: DeletionReplayer | null = null;
+  private proxyHost: ProxyHost | null = null;
+  readonly log: Logger;
+  private readonly readyFile: string;
+
+  constructor(private readonly deps: AgentDeps) {
+    this.log = deps.log.child({ [F.node]: deps.config.nodeName });
+    this.readyFile = `${deps.config.runDir}/agent.ready`;
+  }
+
+  get proxy(): ProxyHost | null {
+    return this.proxyHost;
+  }
+
+  get isReady(): boolean {
+    return this.ready;
+  }
+
+  async start(): Promise<void> {
+    const { config: cfg, deps } = { config: this.deps.config, deps: this.deps };
+    rmSync(this.readyFile, { force: true });
+    mkdirSync(cfg.stateDir, { recursive: true, mode: 0o700 });
+    mkdirSync(cfg.runDir, { recursive: true, mode: 0o700 });
+
+    await deps.masquerade.setup();
+    const records = await deps.sandbox.records.list();
+    await deps.masquerade
+      .reconcile(records.filter((r) => r.ipMasq).flatMap((r) => r.ips.filter((ip) => ip.includes('/')).map(masqueradeEntry)))
+      .catch((e: unknown) => this.log.warn({ [F.err]: e }, 'cannot match the ipMasq sets to the attachment records'));
+
+    const sandbox = new Sandbox({ ...deps.sandbox, log: this.log.child({ [F.subsys]: 'sandbox' }) });
+    const handler = new SandboxCniHandler({ sandbox, defaultMtu: cfg.mtu, ready: () => this.ready, log: this.log.child({ [F.subsys]: 'cni' }) });
+    this.server = await deps.serveCni({ socketPath: cfg.cniSocket, handler, log: this.log });
+    this.replayer = new DeletionReplayer({
+      dir: deletionQueueDirFor(cfg.cniSocket),
+      handler,
+      log: this.log,
+      clock: deps.clock,
+      ...(deps.watchQueue ? { watch: deps.watchQueue } : {}),
+    });
+    const replay = await this.replayer.start();
+    if (deps.proxy) this.proxyHost = await ProxyHost.start({ ...deps.proxy, log: this.log, clock: deps.clock });
+
+    this.ready = true;
+    writeFileSync(this.readyFile, `${process.pid}\n`);
+    this.log.info({ socket: cfg.cniSocket, podCIDR: cfg.podCIDR, replay }, 'agent ready');
+  }
+
+  async stop(): Promise<void> {
+    this.ready = false;
+    rmSync(this.readyFile, { force: true });
+    await this.replayer?.stop();
+    await this.proxyHost?.stop();
+    await this.server?.close();
+    this.deps.close?.();
+    this.log.info('agent stopped');
+  }
+}

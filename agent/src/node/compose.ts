@@ -1,0 +1,239 @@
+/**
+ * node/compose: the composition root. The one place that builds real
+ * dependencies: netlink sockets, the exec runner, the disk IPAM and
+ * attachment stores, the firewall executors, the gRPC server, the logger.
+ * Everything else takes them as deps (the Agent, the proxy host, the CLI
+ * commands), so each runs on fakes in a unit test.
+ */
+import { createHash } from 'node:crypto';
+import { startCniServer } from '../cniserver/server.js';
+import type { AgentConfig } from '../config/config.js';
+import { ExecaRunner, type Runner } from '../exec/runner.js';
+import { createDiskIpam } from '../ipam/ipam.js';
+import { F } from '../log/fields.js';
+import { createLogger, silentLogger, type Logger } from '../log/log.js';
+import type { CliDeps } from '../cli/cli.js';
+import { Lab, uniqueTag } from '../lab/lab.js';
+import { applyLeftovers, LEGACY_LAB_ROOT, planLeftovers, readWorld } from '../lab/leftovers.js';
+import { labRoot } from '../lab/plan.js';
+import { parseIPNet, type IPv4 } from '../net/ip.js';
+import { ConntrackExecutor } from '../netfilter/conntrack.js';
+import { createIptables, detectBackend, ExecIptables } from '../netfilter/iptables.js';
+import { NetlinkNftSets } from '../netfilter/nft-sets.js';
+import { NftExecutor } from '../netfilter/nft.js';
+import { openNetlink } from '../netlink/netlink.js';
+import type { AddressInfo } from '../netlink/ops.js';
+import { toNetnsPath } from '../netns/netns.js';
+import { ProcSysctl } from '../netns/sysctl.js';
+import { isOwnedChain } from '../proxy/iptables/chains.js';
+import { IptablesBackend } from '../proxy/iptables/proxier.js';
+import { tableName } from '../proxy/nftables/names.js';
+import { NftablesBackend } from '../proxy/nftables/proxier.js';
+import type { ProxyBackend, ProxyNodeConfig } from '../proxy/types.js';
+import { realClock } from '../reconcile/clock.js';
+import { IpamAdapter } from '../sandbox/ipam-adapter.js';
+import { NftMasquerade } from '../sandbox/masquerade.js';
+import { DiskAttachmentStore } from '../sandbox/record-store.js';
+import { ManifestSource } from '../watch/manifest-source.js';
+import { Agent } from './agent.js';
+import { ProxyHost, type ProxyHostDeps } from './proxy-host.js';
+import { proxyStatusFile } from './proxy-status.js';
+
+/**
+ * The MAC a node pins its bridge to: locally administered, unicast, derived
+ * from the node's name and the bridge's, so it is the same after every agent
+ * restart and differs between the nodes of a lab.
+ */
+export function bridgeMacFor(nodeName: string, bridge: string): string {
+  const h = createHash('sha256').update(`nodenet bridge ${nodeName}/${bridge}`).digest();
+  h[0] = (h[0]! & 0xfe) | 0x02;
+  return [...h.subarray(0, 6)].map((b) => b.toString(16).padStart(2, '0')).join(':');
+}
+
+/** A node's own addresses for the proxy (NodePorts, "local" traffic): IPv4 but loopback and link-local. */
+export function nodeAddresses(addrs: readonly AddressInfo[]): IPv4[] {
+  const out: IPv4[] = [];
+  for (const a of addrs) {
+    const ip = parseIPNet(a.address).ip;
+    if (ip.startsWith('127.') || ip.startsWith('169.254.') || out.includes(ip)) continue;
+    out.push(ip);
+  }
+  return out;
+}
+
+export function agentLogger(cfg: AgentConfig): Logger {
+  return createLogger({ level: cfg.logLevel, ...(cfg.logFile ? { destination: cfg.logFile } : {}) });
+}
+
+/** Builds one node's agent from real dependencies, in the calling process's network namespace. */
+export async function composeAgent(cfg: AgentConfig, logger?: Logger): Promise<Agent> {
+  const log = (logger ?? agentLogger(cfg)).child({ [F.node]: cfg.nodeName });
+  const runner = new ExecaRunner();
+  const node = openNetlink();
+  const nft = new NftExecutor({ runner });
+  const sets = new NetlinkNftSets();
+  const masquerade = new NftMasquerade({ nft, sets, log: log.child({ [F.subsys]: 'masquerade' }) });
+  const sysctl = new ProcSysctl();
+  try {
+    const proxy =
+      cfg.proxyMode === 'none'
+        ? null
+        : await composeProxyHostDeps({
+            mode: cfg.proxyMode,
+            nodeName: cfg.nodeName,
+            clusterCIDR: cfg.clusterCIDR,
+            prefix: cfg.proxyPrefix,
+            clusterIPPing: cfg.clusterIPPing,
+            manifestsDir: cfg.manifestsDir,
+            statusFile: proxyStatusFile(cfg.runDir),
+            minSyncIntervalMs: cfg.proxyMinSyncMs,
+            nodeIPs: nodeAddresses(await node.listAddresses()),
+            runner,
+            log,
+          });
+    return new Agent({
+      config: cfg,
+      log,
+      clock: realClock,
+      sandbox: {
+        node,
+        openPod: (p) => openNetlink(p),
+        resolveNetns: toNetnsPath,
+        ipam: new IpamAdapter(createDiskIpam(`${cfg.stateDir}/ipam`, { log }), cfg.podCIDR),
+        masq: masquerade,
+        sysctl,
+        records: new DiskAttachmentStore(`${cfg.stateDir}/attachments`),
+        bridgeMac: (bridge) => bridgeMacFor(cfg.nodeName, bridge),
+      },
+      masquerade,
+      serveCni: startCniServer,
+      proxy,
+      close: () => {
+        node.close();
+        sets.close();
+      },
+    });
+  } catch (e) {
+    node.close();
+    sets.close();
+    throw e;
+  }
+}
+
+export interface ProxyComposeOptions {
+  readonly mode: 'iptables' | 'nftables';
+  readonly nodeName: string;
+  readonly clusterCIDR: AgentConfig['clusterCIDR'];
+  readonly prefix: string;
+  readonly clusterIPPing: AgentConfig['clusterIPPing'];
+  readonly manifestsDir: string | null;
+  readonly statusFile: string | null;
+  readonly minSyncIntervalMs: number;
+  readonly maxSyncIntervalMs?: number;
+  /** The node's namespace (a path) when it is not the caller's own: commands, sysctls and addresses are read there. */
+  readonly netns?: string;
+  /** The node's addresses; read from the namespace (netlink) when absent. */
+  readonly nodeIPs?: readonly IPv4[];
+  readonly runner: Runner;
+  readonly log: Logger;
+}
+
+/** The proxy host's real dependencies for a node (the agent's own namespace, or `netns`). */
+export async function composeProxyHostDeps(o: ProxyComposeOptions): Promise<Omit<ProxyHostDeps, 'log' | 'clock'>> {
+  const ns = o.netns ? { netns: o.netns } : {};
+  let nodeIPs = o.nodeIPs;
+  if (!nodeIPs) {
+    const nl = openNetlink(o.netns ? toNetnsPath(o.netns) : undefined);
+    try {
+      nodeIPs = nodeAddresses(await nl.listAddresses());
+    } finally {
+      nl.close();
+    }
+  }
+  const nodeConfig: ProxyNodeConfig = { nodeName: o.nodeName, nodeIPs, clusterCIDR: o.clusterCIDR, prefix: o.prefix, masqueradeBit: 14 };
+  const backend: ProxyBackend =
+    o.mode === 'iptables'
+      ? new IptablesBackend({ iptables: await createIptables({ runner: o.runner, log: o.log, prefix: o.prefix, ...ns }), nodeConfig, log: o.log })
+      : new NftablesBackend({ nft: new NftExecutor({ runner: o.runner, ...ns }), nodeConfig, log: o.log, options: { clusterIPPing: o.clusterIPPing } });
+  const manifestsDir = o.manifestsDir;
+  return {
+    mode: o.mode,
+    nodeConfig,
+    backend,
+    conntrack: new ConntrackExecutor({ runner: o.runner, ...ns }),
+    sysctl: new ProcSysctl(o.netns ? toNetnsPath(o.netns) : undefined),
+    removeOtherMode: () => removeProxyRules({ runner: o.runner, log: o.log, prefix: o.prefix, ...ns }, o.mode === 'iptables' ? 'nftables' : 'iptables'),
+    startSource: manifestsDir
+      ? async (h) => {
+          const src = new ManifestSource({ dir: manifestsDir, services: h.services, slices: h.slices, log: o.log, onScan: h.onScan, clock: realClock });
+          await src.start();
+          return src;
+        }
+      : null,
+    statusFile: o.statusFile,
+    minSyncIntervalMs: o.minSyncIntervalMs,
+    ...(o.maxSyncIntervalMs === undefined ? {} : { maxSyncIntervalMs: o.maxSyncIntervalMs }),
+  };
+}
+
+/** A proxy host on real dependencies, started (the tests run one against a node's namespace). */
+export async function startProxyHost(o: ProxyComposeOptions): Promise<ProxyHost> {
+  return ProxyHost.start({ ...(await composeProxyHostDeps(o)), log: o.log, clock: realClock });
+}
+
+/**
+ * Removes one mode's rules of `prefix` from a namespace (kube-proxy
+ * --cleanup): iptables mode's chains and jumps in the backend `iptables`
+ * uses, or nftables mode's table. Returns whether there was anything to
+ * remove. Idempotent.
+ */
+export async function removeProxyRules(
+  o: { readonly runner: Runner; readonly log: Logger; readonly netns?: string; readonly prefix: string },
+  mode: 'iptables' | 'nftables',
+): Promise<boolean> {
+  const ns = o.netns ? { netns: o.netns } : {};
+  const nodeConfig: ProxyNodeConfig = { nodeName: '', nodeIPs: [], clusterCIDR: null, prefix: o.prefix, masqueradeBit: 14 };
+  if (mode === 'iptables') {
+    // No mixing check here: stale chains are what we came to remove.
+    const deps = { runner: o.runner, log: o.log, ...ns };
+    const iptables = new ExecIptables(deps, await detectBackend(deps));
+    const nat = await iptables.listChains('nat');
+    if (![...nat].some((c) => isOwnedChain(o.prefix, c))) return false;
+    await new IptablesBackend({ iptables, nodeConfig, log: o.log }).cleanup();
+    return true;
+  }
+  const nft = new NftExecutor({ runner: o.runner, ...ns });
+  if (!(await nft.tableExists('ip', tableName(o.prefix)))) return false;
+  await new NftablesBackend({ nft, nodeConfig, log: o.log }).cleanup();
+  return true;
+}
+
+/** The IPv4 addresses of a namespace (a path), or of the caller's, over netlink. */
+export async function localAddresses(netns?: string): Promise<string[]> {
+  const nl = openNetlink(netns ? toNetnsPath(netns) : undefined);
+  try {
+    return [...new Set((await nl.listAddresses()).map((a) => parseIPNet(a.address).ip))];
+  } finally {
+    nl.close();
+  }
+}
+
+/** What the `nodenet` command line runs on. */
+export function cliDeps(): CliDeps {
+  const runner = new ExecaRunner();
+  const quiet = silentLogger();
+  return {
+    runner,
+    startAgent: async (cfg) => {
+      const agent = await composeAgent(cfg);
+      await agent.start();
+      return agent;
+    },
+    removeProxyRules: (o, mode) => removeProxyRules({ ...o, runner, log: quiet }, mode),
+    localAddresses,
+    createLab: (prefix) => Lab.create(uniqueTag(prefix), { runner }),
+    cleanupLabs: async () => applyLeftovers(runner, planLeftovers(await readWorld(runner, [labRoot(), LEGACY_LAB_ROOT]))),
+    stdout: (s) => void process.stdout.write(s),
+    stderr: (s) => void process.stderr.write(s),
+  };
+}
