@@ -9,6 +9,7 @@ import { spawn } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Lab, VNode } from '../agent/src/lab/lab.js';
 import { newLab, sh } from '../agent/src/testing/lab.js';
+import { waitFor } from '../agent/src/testing/wait.js';
 
 type Result = { ips: { address: string; gateway?: string }[]; interfaces: { name: string; mac: string; sandbox?: string }[]; routes: { dst: string; gw?: string }[] };
 
@@ -191,16 +192,16 @@ t.test('a restarted agent does not disturb running pods: a TCP stream keeps flow
   const server = spawn('ip', ['netns', 'exec', s.name, 'socat', '-u', 'TCP-LISTEN:9000,reuseaddr', 'STDOUT'], { stdio: ['ignore', 'pipe', 'ignore'] });
   let received = 0;
   server.stdout.on('data', (b: Buffer) => { received += b.length; });
-  await sleep(300);
+  await waitFor(async () => /:9000\b/.test((await sh(['ip', 'netns', 'exec', s.name, 'ss', '-Hltn'])).stdout), 'the server to listen on :9000');
   // A client that writes a line every 20 ms over one TCP connection.
   const client = spawn('ip', ['netns', 'exec', c.name, 'sh', '-c', `while :; do echo 0123456789; sleep 0.02; done | socat -u STDIN TCP:${ipOf(rs.json)}:9000`], { stdio: 'ignore' });
   t.teardown(() => { client.kill('SIGKILL'); server.kill('SIGKILL'); });
-  await sleep(500);
+  await waitFor(() => received > 200, 'the stream to flow');
   const before = received;
   t.ok(before > 0, 'stream flowing');
   await node.stopAgent('SIGKILL');
   await node.startAgent();
-  await sleep(500);
+  await waitFor(() => received > before + 100, 'more bytes after the restart').catch(() => undefined);
   const after = received;
   t.ok(after > before + 100, `stream kept flowing through the restart (${before} → ${after} bytes)`);
   t.equal(client.exitCode, null, 'client connection still open');

@@ -6,6 +6,7 @@
  * name and the peer address it saw); a client pod; a host on the underlay.
  * Every case sends real packets and checks what arrived where.
  */
+import { waitFor } from '../agent/src/testing/wait.js';
 import t from 'tap';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
@@ -255,7 +256,7 @@ export function servicesSuite(mode: Mode): void {
     const rej = (status()?.rejected ?? []).find((r) => r.key === 'default/bad');
     t.match(rej, { kind: 'Service', field: 'spec.ports[0].port' });
     writeFileSync(`${manifests}/broken.json`, '{"kind": ');
-    await sleep(300);
+    await waitFor(() => Object.keys(status()?.manifestErrors ?? {}).some((f) => f.endsWith('broken.json')), 'the agent to report broken.json');
     t.same(names(await spread(8, async () => (await tcp(client.ns, '10.96.0.10', 80)).out)), ['pod1', 'pod2'], 'web unaffected');
   });
 

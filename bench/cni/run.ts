@@ -1,104 +1,272 @@
 /**
- * bench/cni: ADD+DEL latency through the real nodenet-cni shim and agent,
- * side by side with Debian's reference `bridge` + `host-local` plugins, in the
- * same run, on one virtual node.
+ * bench/cni: CNI ADD and DEL through the real nodenet-cni shim and agent,
+ * side by side, in one run, with Debian's reference `bridge` + `host-local`
+ * plugins and with the floor a Node shim cannot go below (`node -e 0`).
  *
- *   npm run bench:cni -- [--pods 64] [--rounds 2]
+ *   npm run bench:cni -- [--pods 48] [--services 10000] [--iptables legacy|nft] [--out FILE]
  *
- * For each plugin and concurrency (1 and 16) it creates N pod namespaces up
- * front, then times ADD (and DEL) per pod, and pods per second for the whole
- * batch. The reference plugins run inside the node namespace, as a runtime on
- * that node would run them; nodenet's shim runs there too.
+ * Cases, each at concurrency 1 and 16, N pods per batch:
+ * - node -e 0: a bare Node process started the way a runtime starts the
+ *   shim (the floor for any Node plugin);
+ * - nodenet, 0 Services: the shim → agent, ipMasq on;
+ * - nodenet, N Services: the same with the agent's proxy in iptables mode
+ *   holding N Services (2 endpoints each): ADD must not grow with them;
+ * - reference bridge + host-local (ipMasq off: with it the reference plugin
+ *   runs iptables per pod).
+ * Every plugin runs inside the virtual node's namespace, as a runtime on
+ * that node would run it: the executable itself (its shebang), with CNI_*
+ * in a runtime's environment.
+ *
+ * Reported per case: ADD and DEL wall p50/p99 and per second, the agent's
+ * own ADD and DEL time (the `durationMs` it logs for each call), and CPU per
+ * ADD (the plugin processes, and the agent) to show where the time goes. The
+ * kernel's veth deletion (over netlink, in the same namespace) is timed too:
+ * an agent DEL cannot be faster than that.
+ *
+ * The N-Service case loads its rules with the iptables backend named by
+ * --iptables (legacy by default: its full load takes seconds, nf_tables'
+ * takes minutes at 10,000 Services; what is measured, a CNI call, touches
+ * neither).
  */
-import { existsSync } from 'node:fs';
-import { REPO, SHIM } from '../../agent/src/lab/lab.js';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync, existsSync } from 'node:fs';
+import { tmpdir, cpus } from 'node:os';
+import { join } from 'node:path';
+import { spawn } from 'node:child_process';
+import { release } from 'node:os';
+import { REPO, SHIM, type VNode } from '../../agent/src/lab/lab.js';
 import { newLab } from '../../agent/src/testing/lab.js';
-import { ExecaRunner } from '../../agent/src/exec/runner.js';
 import { parseFlags } from '../../agent/src/cli/flags.js';
+import { openNetlink } from '../../agent/src/netlink/netlink.js';
+import { toNetnsPath } from '../../agent/src/netns/netns.js';
+import { initialEndpoints, service, slice } from '../proxy-sync/workload.js';
 
 const REF_DIR = '/usr/lib/cni';
-const runner = new ExecaRunner();
 
 interface Plugin {
-  name: string;
-  argv: string[];
-  conf: (i: number) => unknown;
+  readonly name: string;
+  readonly argv: readonly string[];
+  readonly conf: (i: number) => unknown;
+  /** The agent whose log and CPU are read, if any. */
+  readonly node?: VNode;
+  /** Container ID prefix (to find the agent's log lines). */
+  readonly prefix: string;
 }
 
-function pct(xs: number[], p: number): number {
+interface Row {
+  readonly plugin: string;
+  readonly conc: number;
+  readonly add: { p50: number; p99: number; perSec: number };
+  readonly del: { p50: number; p99: number; perSec: number };
+  readonly agentAdd: { p50: number; p99: number } | null;
+  readonly agentDel: { p50: number; p99: number } | null;
+  readonly cpuPerAdd: { plugin: number; agent: number | null };
+}
+
+function pct(xs: readonly number[], p: number): number {
   const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
+  return s.length ? s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]! : NaN;
 }
 
-async function call(nodeNs: string, plugin: Plugin, cmd: 'ADD' | 'DEL', id: string, netns: string, conf: unknown): Promise<number> {
-  const t0 = performance.now();
-  const r = await runner.run(['ip', 'netns', 'exec', nodeNs, ...plugin.argv], {
-    input: JSON.stringify(conf),
-    allowFailure: true,
-    env: { CNI_COMMAND: cmd, CNI_CONTAINERID: id, CNI_NETNS: netns, CNI_IFNAME: 'eth0', CNI_PATH: REF_DIR },
+const TICK_MS = 10; // USER_HZ 100
+function childCpuMs(): number {
+  const f = readFileSync('/proc/self/stat', 'utf8').split(') ')[1]!.split(' ');
+  return (Number(f[13]) + Number(f[14])) * TICK_MS;
+}
+function processCpuMs(pid: number): number {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(f[11]) + Number(f[12])) * TICK_MS;
+}
+
+/** Runs one plugin call inside the node namespace as a runtime would; resolves with the wall time. */
+function call(nodeNs: string, argv: readonly string[], env: Record<string, string>, stdin: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    const c = spawn('nsenter', [`--net=${nodeNs}`, '--', ...argv], { env: { PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    let out = '';
+    c.stdout.on('data', (b: Buffer) => (out += b));
+    c.stderr.on('data', (b: Buffer) => (out += b));
+    c.on('error', reject);
+    c.on('close', (code) => (code === 0 ? resolve(performance.now() - t0) : reject(new Error(`${argv.join(' ')} ${env['CNI_COMMAND'] ?? ''} exited ${code}: ${out.slice(0, 500)}`))));
+    c.stdin.end(stdin);
   });
-  const ms = performance.now() - t0;
-  if (r.exitCode !== 0) throw new Error(`${plugin.name} ${cmd} ${id} failed: ${r.stdout} ${r.stderr}`);
-  return ms;
 }
 
-async function pool<T>(items: T[], conc: number, fn: (x: T) => Promise<void>): Promise<void> {
+async function pool<T>(items: readonly T[], conc: number, fn: (x: T) => Promise<void>): Promise<void> {
   let i = 0;
   await Promise.all(Array.from({ length: conc }, async () => {
     while (i < items.length) await fn(items[i++]!);
   }));
 }
 
+/** The agent's `durationMs` for each CNI call of this batch, from its JSON log. */
+function agentDurations(node: VNode, cmd: 'ADD' | 'DEL', idPrefix: string): number[] {
+  const out: number[] = [];
+  for (const line of readFileSync(node.logFile, 'utf8').split('\n')) {
+    if (!line.includes('"CNI call done"')) continue;
+    const o = JSON.parse(line) as { cmd?: string; containerID?: string; durationMs?: number };
+    if (o.cmd === cmd && o.containerID?.startsWith(idPrefix) && typeof o.durationMs === 'number') out.push(o.durationMs);
+  }
+  return out;
+}
+
+async function batch(plugin: Plugin, nodeNs: string, netns: readonly string[], conc: number): Promise<Row> {
+  const tag = `${plugin.prefix}c${conc}x`;
+  const ids = netns.map((p, i) => ({ id: `${tag}${i}`, p, i }));
+  const envOf = (cmd: string, x: { id: string; p: string }) => ({ CNI_COMMAND: cmd, CNI_CONTAINERID: x.id, CNI_NETNS: x.p, CNI_IFNAME: 'eth0', CNI_PATH: REF_DIR });
+  const add: number[] = [];
+  const del: number[] = [];
+  const cpu0 = childCpuMs();
+  const agentPid = plugin.node?.agent?.pid;
+  const agent0 = agentPid ? processCpuMs(agentPid) : 0;
+  const t0 = performance.now();
+  await pool(ids, conc, async (x) => void add.push(await call(nodeNs, plugin.argv, envOf('ADD', x), JSON.stringify(plugin.conf(x.i)))));
+  const addWall = performance.now() - t0;
+  const cpuAdd = childCpuMs() - cpu0;
+  const agentCpuAdd = agentPid ? processCpuMs(agentPid) - agent0 : null;
+  const t1 = performance.now();
+  await pool(ids, conc, async (x) => void del.push(await call(nodeNs, plugin.argv, envOf('DEL', x), JSON.stringify(plugin.conf(x.i)))));
+  const delWall = performance.now() - t1;
+  const n = netns.length;
+  const aAdd = plugin.node ? agentDurations(plugin.node, 'ADD', tag) : [];
+  const aDel = plugin.node ? agentDurations(plugin.node, 'DEL', tag) : [];
+  return {
+    plugin: plugin.name,
+    conc,
+    add: { p50: pct(add, 50), p99: pct(add, 99), perSec: n / (addWall / 1000) },
+    del: { p50: pct(del, 50), p99: pct(del, 99), perSec: n / (delWall / 1000) },
+    agentAdd: aAdd.length ? { p50: pct(aAdd, 50), p99: pct(aAdd, 99) } : null,
+    agentDel: aDel.length ? { p50: pct(aDel, 50), p99: pct(aDel, 99) } : null,
+    cpuPerAdd: { plugin: cpuAdd / n, agent: agentCpuAdd === null ? null : agentCpuAdd / n },
+  };
+}
+
+/** The kernel's own cost of deleting a veth pair (netlink, in the node namespace): the floor of an agent DEL. */
+async function vethDeleteMs(nodeNsPath: string, podNs: string, rounds: number): Promise<number[]> {
+  const nl = openNetlink(toNetnsPath(nodeNsPath));
+  const out: number[] = [];
+  try {
+    for (let i = 0; i < rounds; i++) {
+      await nl.createVeth({ name: 'vbenchdel', peerName: 'eth9', peerNetns: toNetnsPath(podNs) });
+      await nl.setUp('vbenchdel');
+      const t0 = performance.now();
+      await nl.deleteLink('vbenchdel');
+      out.push(performance.now() - t0);
+    }
+  } finally {
+    nl.close();
+  }
+  return out;
+}
+
+function table(rows: readonly Row[], pods: number): string {
+  const f = (x: number) => (Number.isFinite(x) ? (x >= 100 ? x.toFixed(0) : x.toFixed(1)) : '–');
+  const head = ['plugin', 'conc', 'ADD p50 / p99 ms', 'DEL p50 / p99 ms', 'ADDs/s', 'DELs/s', 'agent ADD p50 / p99 ms', 'agent DEL p50 / p99 ms', 'CPU per ADD: plugin + agent ms'];
+  const lines = [`| ${head.join(' | ')} |`, `|${head.map((_h, i) => (i < 2 ? '---' : '---:')).join('|')}|`];
+  for (const r of rows) {
+    lines.push(`| ${[
+      r.plugin, String(r.conc),
+      `${f(r.add.p50)} / ${f(r.add.p99)}`, `${f(r.del.p50)} / ${f(r.del.p99)}`,
+      f(r.add.perSec), f(r.del.perSec),
+      r.agentAdd ? `${f(r.agentAdd.p50)} / ${f(r.agentAdd.p99)}` : '–',
+      r.agentDel ? `${f(r.agentDel.p50)} / ${f(r.agentDel.p99)}` : '–',
+      `${f(r.cpuPerAdd.plugin)}${r.cpuPerAdd.agent === null ? '' : ` + ${f(r.cpuPerAdd.agent)}`}`,
+    ].join(' | ')} |`);
+  }
+  return `${pods} pods per batch\n\n${lines.join('\n')}\n`;
+}
+
+async function waitSynced(node: VNode, services: number): Promise<number> {
+  const t0 = performance.now();
+  const file = `${node.runDir}/proxy-status.json`;
+  for (;;) {
+    try {
+      const st = JSON.parse(readFileSync(file, 'utf8')) as { ready?: boolean; applied?: Record<string, unknown> };
+      if (st.ready && Object.keys(st.applied ?? {}).length >= services) return performance.now() - t0;
+    } catch {
+      /* not yet */
+    }
+    if (performance.now() - t0 > 15 * 60_000) throw new Error(`the agent did not apply ${services} Services in 15 minutes`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
 async function main(): Promise<void> {
-  const f = parseFlags(process.argv.slice(2), { pods: { type: 'string' } });
-  const pods = Number(f.flags.get('pods') ?? 64);
+  const p = parseFlags(process.argv.slice(2), { pods: { type: 'string' }, services: { type: 'string' }, iptables: { type: 'string' }, out: { type: 'string' } });
+  const pods = Number(p.flags.get('pods') ?? 48);
+  const services = Number(p.flags.get('services') ?? 10_000);
+  const backend = p.flags.get('iptables') ?? 'legacy';
+  if (!Number.isInteger(pods) || pods < 1 || pods > 200) throw new Error('--pods: 1..200');
+  if (!Number.isInteger(services) || services < 0 || services > 30_000) throw new Error('--services: 0..30000');
+  if (backend !== 'legacy' && backend !== 'nft') throw new Error('--iptables: legacy or nft');
   if (!existsSync(SHIM)) throw new Error('run `npm run build` first');
   const haveRef = existsSync(`${REF_DIR}/bridge`) && existsSync(`${REF_DIR}/host-local`);
   const lab = await newLab('bc');
-  const cleanup = async () => { await lab.destroy(); };
-  process.on('SIGINT', () => { void cleanup().then(() => process.exit(130)); });
+  const work = mkdtempSync(join(tmpdir(), 'nn-bench-cni-'));
+  const cleanup = async () => {
+    await lab.destroy();
+    rmSync(work, { recursive: true, force: true });
+  };
+  process.on('SIGINT', () => void cleanup().then(() => process.exit(130)));
   try {
-    const node = await lab.addNode('n1', { podCIDR: '10.244.1.0/24', config: { logLevel: 'warn' } });
-    await node.startAgent();
-    const plugins: Plugin[] = [{
-      name: 'nodenet-cni (shim → agent)',
-      argv: [SHIM],
-      conf: () => node.cniConfig({ hairpinMode: false }),
-    }];
+    // Node 1: no Services. Node 2: N Services in iptables mode, with `iptables` on its PATH naming the chosen backend.
+    const plain = await lab.addNode('n1', { podCIDR: '10.244.1.0/24', config: { logLevel: 'info' } });
+    const bin = join(work, 'bin');
+    mkdirSync(bin);
+    symlinkSync(`/usr/sbin/iptables-${backend}`, join(bin, 'iptables'));
+    const manifests = join(work, 'manifests');
+    mkdirSync(manifests);
+    const objs: unknown[] = [];
+    for (let n = 1; n <= services; n++) objs.push(service(n), slice(n, initialEndpoints(n)));
+    writeFileSync(join(manifests, 'services.json'), JSON.stringify(objs));
+    const loaded = await lab.addNode('n2', {
+      podCIDR: '10.244.2.0/24',
+      clusterCIDR: '10.244.0.0/16',
+      config: { logLevel: 'info', proxyMode: 'iptables', manifestsDir: manifests, proxyMinSyncMs: 1000 },
+      agentEnv: { PATH: `${bin}:${process.env['PATH'] ?? '/usr/sbin:/usr/bin:/sbin:/bin'}` },
+    });
+    await plain.startAgent();
+    await loaded.startAgent();
+    const loadMs = await waitSynced(loaded, services);
+    const rules = (await loaded.exec([`iptables-${backend}-save`, '-t', 'nat'])).stdout.split('\n').filter((l) => l.startsWith('-A')).length;
+    console.log(`node n2: ${services} Services in iptables mode (${backend} backend), ${rules} nat rules, loaded in ${(loadMs / 1000).toFixed(1)} s`);
+
+    const netns: string[] = [];
+    for (let i = 0; i < pods; i++) netns.push((await lab.addNetns(`p${i}`)).path);
+    const floor: Plugin = { name: '`node -e 0` (the floor of a Node plugin)', argv: [process.execPath, '-e', '0'], conf: () => ({}), prefix: 'fl' };
+    const plugins: Plugin[] = [
+      floor,
+      { name: 'nodenet-cni, 0 Services, ipMasq', argv: [SHIM], conf: () => plain.cniConfig({ hairpinMode: false, ipMasq: true }), node: plain, prefix: 'nz' },
+      { name: `nodenet-cni, ${services.toLocaleString('en')} Services (iptables), ipMasq`, argv: [SHIM], conf: () => loaded.cniConfig({ hairpinMode: false, ipMasq: true }), node: loaded, prefix: 'nk' },
+    ];
     if (haveRef) {
       plugins.push({
         name: 'reference bridge + host-local',
         argv: [`${REF_DIR}/bridge`],
         conf: () => ({
           cniVersion: '1.0.0', name: 'refnet', type: 'bridge', bridge: 'cbr1', isGateway: true, isDefaultGateway: true,
-          ipam: { type: 'host-local', ranges: [[{ subnet: '10.250.0.0/16' }]], dataDir: `${lab.runRoot}/host-local` },
+          ipam: { type: 'host-local', ranges: [[{ subnet: '10.250.0.0/16' }]], dataDir: join(work, 'host-local') },
         }),
+        prefix: 'rf',
       });
     }
-    const netns: string[] = [];
-    for (let i = 0; i < pods; i++) netns.push((await lab.addNetns(`p${i}`)).path);
-
-    const rows: string[][] = [];
+    const rows: Row[] = [];
     for (const plugin of plugins) {
+      const nodeNs = (plugin.node ?? plain).nsPath;
       for (const conc of [1, 16]) {
-        const add: number[] = [], del: number[] = [];
-        const ids = netns.map((p, i) => ({ id: `bench${conc}x${i}`, p, i }));
-        const t0 = performance.now();
-        await pool(ids, conc, async (x) => { add.push(await call(node.ns, plugin, 'ADD', x.id, x.p, plugin.conf(x.i))); });
-        const addWall = performance.now() - t0;
-        const t1 = performance.now();
-        await pool(ids, conc, async (x) => { del.push(await call(node.ns, plugin, 'DEL', x.id, x.p, plugin.conf(x.i))); });
-        const delWall = performance.now() - t1;
-        const both = add.map((a, i) => a + (del[i] ?? 0));
-        rows.push([plugin.name, String(conc), pct(add, 50).toFixed(0), pct(add, 99).toFixed(0), pct(del, 50).toFixed(0), pct(del, 99).toFixed(0),
-          pct(both, 50).toFixed(0), pct(both, 99).toFixed(0), (pods / (addWall / 1000)).toFixed(1), (pods / (delWall / 1000)).toFixed(1)]);
+        rows.push(await batch(plugin, nodeNs, netns, conc));
+        process.stderr.write(`  ${plugin.name}, concurrency ${conc}: done\n`);
       }
     }
-    const head = ['plugin', 'conc', 'ADD p50 ms', 'ADD p99 ms', 'DEL p50 ms', 'DEL p99 ms', 'ADD+DEL p50', 'ADD+DEL p99', 'ADDs/s', 'DELs/s'];
-    console.log(`\nCNI ADD/DEL, ${pods} pods per batch, one virtual node (${REPO})\n`);
-    console.log(`| ${head.join(' | ')} |\n|${head.map(() => '---').join('|')}|`);
-    for (const r of rows) console.log(`| ${r.join(' | ')} |`);
-    if (!haveRef) console.log('\n(reference plugins not found in /usr/lib/cni: apt-get install containernetworking-plugins)');
+    const veth = await vethDeleteMs(plain.nsPath, netns[0]!, 30);
+    const out = [
+      `\nCNI ADD/DEL on one virtual node (${REPO}), ${cpus().length} cores, kernel ${release()}, Node ${process.version}\n`,
+      table(rows, pods),
+      `kernel veth deletion (netlink, ${veth.length} rounds): p50 ${pct(veth, 50).toFixed(1)} ms, p99 ${pct(veth, 99).toFixed(1)} ms`,
+      haveRef ? '' : '(reference plugins not found in /usr/lib/cni: apt-get install containernetworking-plugins)',
+    ].join('\n');
+    console.log(out);
+    const file = p.flags.get('out');
+    if (file) writeFileSync(file, `${JSON.stringify({ date: new Date().toISOString(), pods, services, backend, cores: cpus().length, kernel: release(), node: process.version, rules, loadMs, rows, vethDelete: { p50: pct(veth, 50), p99: pct(veth, 99) } }, null, 2)}\n`);
   } finally {
     await cleanup();
   }

@@ -152,18 +152,23 @@ t.test('DeletionReplayer: the periodic rescan catches what no watch reported, an
 t.test('DeletionReplayer: requests during a pass coalesce into one more pass', async (t) => {
   const dir = join(tmp(t), 'del-queue');
   let release: () => void = () => undefined;
+  let slowStarted: () => void = () => undefined;
+  const started = new Promise<void>((res) => { slowStarted = res; });
   const calls: string[] = [];
   const handler = {
     del: async (req: { containerId: string }) => {
       calls.push(req.containerId);
-      if (req.containerId === 'slow') await new Promise<void>((res) => { release = res; });
+      if (req.containerId === 'slow') {
+        slowStarted();
+        await new Promise<void>((res) => { release = res; });
+      }
     },
   };
   const r = new DeletionReplayer({ dir, handler: handler as never, log: memLog().log, clock: new FakeClock(), watch: () => ({ close() {} }) });
   await r.start();
   writeDeletionRecord(dir, record('slow'));
   r.request();
-  await sleep(10);
+  await started;
   writeDeletionRecord(dir, record('x1'));
   r.request();
   writeDeletionRecord(dir, record('x2'));

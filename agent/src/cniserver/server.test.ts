@@ -1,3 +1,4 @@
+import { setImmediate as setImmediatePromise } from 'node:timers/promises';
 import t from 'tap';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, statSync, writeFileSync, existsSync, readFileSync } from 'node:fs';
@@ -161,14 +162,19 @@ t.test('close waits for an in-flight call', async (t) => {
   const handler = new FakeCniHandler();
   let release: () => void = () => {};
   const gate = new Promise<void>((r) => (release = r));
-  handler.status = async () => gate;
+  let arrived: () => void = () => {};
+  const inHandler = new Promise<void>((r) => (arrived = r));
+  handler.status = async () => {
+    arrived();
+    return gate;
+  };
   const srv = await startCniServer({ socketPath: socket, handler, log: memLog().log });
   const inflight = call(socket, 'status', { path: '/p', config: conf({ cniVersion: '1.1.0' }) });
-  await new Promise((r) => setTimeout(r, 100));
+  await inHandler;
   let closed = false;
   const closing = srv.close().then(() => (closed = true));
-  await new Promise((r) => setTimeout(r, 100));
-  t.equal(closed, false, 'still draining');
+  await setImmediatePromise();
+  t.equal(closed, false, 'still draining while the call is in the handler');
   release();
   const res = await inflight;
   await closing;

@@ -13,8 +13,6 @@
  * Absent and null are the same ("unset") for every opt* reader, as in
  * Kubernetes' JSON decoding.
  */
-import { readFileSync } from 'node:fs';
-
 export type JsonObject = Readonly<Record<string, unknown>>;
 
 /** Makes the error for a bad field: `field` is the full path, `msg` says what is wrong. */
@@ -197,20 +195,4 @@ export function readJsonText<T>(name: string, text: string, read: (r: ObjectRead
   const fail: FieldErrorFactory = (field, msg) => new StateFileError(name, `${field}: ${msg}`);
   if (!isObject(v)) throw fail('(root)', `must be an object, got ${show(v)}`);
   return read(new ObjectReader(v, '', fail));
-}
-
-/** readJsonText over a file. A missing file is a StateFileError whose cause has code ENOENT. */
-export function readJsonFile<T>(file: string, read: (r: ObjectReader) => T): T {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (e) {
-    throw new StateFileError(file, `cannot read: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { cause: e });
-  }
-  return readJsonText(file, text, read);
-}
-
-/** Whether an error from readJsonFile means the file does not exist. */
-export function isMissingFile(e: unknown): boolean {
-  return e instanceof StateFileError && (e.cause as NodeJS.ErrnoException | undefined)?.code === 'ENOENT';
 }

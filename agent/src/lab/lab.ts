@@ -57,6 +57,8 @@ export interface NodeOptions {
   clusterCIDR?: string;
   /** Extra agent config fields. */
   config?: Record<string, unknown>;
+  /** Extra environment of the agent process (e.g. a PATH whose `iptables` is another backend). */
+  agentEnv?: Record<string, string>;
 }
 
 export class Lab {
@@ -192,6 +194,7 @@ export class VNode {
     // bind mounts made later (by runtimes, by `nodenet pod`) would not propagate into it here.
     const p = spawn('nsenter', [`--net=${this.nsPath}`, '--', process.execPath, AGENT_JS, 'agent', '--config', cfg], {
       stdio: ['ignore', out, out],
+      env: { ...process.env, ...this.opts.agentEnv },
     });
     closeSync(out);
     this.agent = p;

@@ -4,8 +4,7 @@
  * made it, so a pid recycled by an unrelated process is not taken for the
  * owner. lab/leftovers.ts removes a lab only when its owner is gone.
  */
-import { readFileSync } from 'node:fs';
-import { readJsonFile } from '../json/read.js';
+import { readJsonFile } from '../state/read.js';
 import { isAlive, procStat } from '../netns/proc.js';
 import { writeFileDurable } from '../state/durable.js';
 
@@ -31,11 +30,6 @@ export function writeOwner(dir: string, o: { tag: string; namespacePrefix: strin
 
 /** The owner record of a lab directory, or null when it is missing or unreadable. */
 export function readOwner(dir: string): LabOwner | null {
-  try {
-    readFileSync(`${dir}/${OWNER_FILE}`);
-  } catch {
-    return null;
-  }
   try {
     return readJsonFile(`${dir}/${OWNER_FILE}`, (r) => ({
       pid: r.int('pid', { min: 1 }),

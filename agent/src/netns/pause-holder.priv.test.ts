@@ -1,6 +1,7 @@
+import { waitFor } from '../testing/wait.js';
 import t from 'tap';
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { NodenetError } from '../errors/errors.js';
@@ -131,7 +132,16 @@ t.test('the netns outlives the app and the holder (bind mount), not stopSandbox'
   await node.createVeth({ name: 'vpod', peerName: 'eth0', peerNetns: sb.netnsPath });
 
   const app = spawn(joinCommand(sb, ['sleep', '100'])[0] ?? '', joinCommand(sb, ['sleep', '100']).slice(1), { detached: true, stdio: 'ignore' });
-  await sleep(100);
+  // The app runs once a process of it is inside the pod's network namespace (nsenter forks into the pod's PID namespace).
+  const podNetns = `net:[${statSync(sb.netnsPath).ino}]`;
+  const inPod = (pid: number) => {
+    try {
+      return readlinkSync(`/proc/${pid}/ns/net`) === podNetns && readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'sleep';
+    } catch {
+      return false;
+    }
+  };
+  await waitFor(() => [app.pid ?? 0, ...childPids(app.pid ?? 0)].some(inPod), 'the app to run in the pod');
   t.ok(app.pid && isAlive(app.pid));
   process.kill(-(app.pid ?? 0), 'SIGKILL');
   await new Promise((r) => app.once('exit', r));

@@ -25,7 +25,7 @@ import type { AgentConfig } from '../config/config.js';
 import { F } from '../log/fields.js';
 import type { Logger } from '../log/log.js';
 import type { Clock } from '../reconcile/clock.js';
-import { SandboxCniHandler } from '../sandbox/cni-handler.js';
+import { SandboxCniHandler } from '../cniserver/sandbox-handler.js';
 import type { MasqueradeEntry, SandboxDeps } from '../sandbox/deps.js';
 import { masqueradeEntry } from '../sandbox/masquerade.js';
 import { Sandbox } from '../sandbox/sandbox.js';

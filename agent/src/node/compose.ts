@@ -12,7 +12,6 @@ import { ExecaRunner, type Runner } from '../exec/runner.js';
 import { createDiskIpam } from '../ipam/ipam.js';
 import { F } from '../log/fields.js';
 import { createLogger, silentLogger, type Logger } from '../log/log.js';
-import type { CliDeps } from '../cli/cli.js';
 import { Lab, uniqueTag } from '../lab/lab.js';
 import { applyLeftovers, LEGACY_LAB_ROOT, planLeftovers, readWorld } from '../lab/leftovers.js';
 import { labRoot } from '../lab/plan.js';
@@ -218,22 +217,22 @@ export async function localAddresses(netns?: string): Promise<string[]> {
   }
 }
 
-/** What the `nodenet` command line runs on. */
-export function cliDeps(): CliDeps {
+/** What the `nodenet` command line runs on (main.ts hands it to cli/'s runCli, which checks its shape). */
+export function cliDeps() {
   const runner = new ExecaRunner();
   const quiet = silentLogger();
   return {
     runner,
-    startAgent: async (cfg) => {
+    startAgent: async (cfg: AgentConfig) => {
       const agent = await composeAgent(cfg);
       await agent.start();
       return agent;
     },
-    removeProxyRules: (o, mode) => removeProxyRules({ ...o, runner, log: quiet }, mode),
+    removeProxyRules: (o: { netns?: string; prefix: string }, mode: 'iptables' | 'nftables') => removeProxyRules({ ...o, runner, log: quiet }, mode),
     localAddresses,
-    createLab: (prefix) => Lab.create(uniqueTag(prefix), { runner }),
+    createLab: (prefix: string) => Lab.create(uniqueTag(prefix), { runner }),
     cleanupLabs: async () => applyLeftovers(runner, planLeftovers(await readWorld(runner, [labRoot(), LEGACY_LAB_ROOT]))),
-    stdout: (s) => void process.stdout.write(s),
-    stderr: (s) => void process.stderr.write(s),
+    stdout: (s: string) => void process.stdout.write(s),
+    stderr: (s: string) => void process.stderr.write(s),
   };
 }

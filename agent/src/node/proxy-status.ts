@@ -3,7 +3,7 @@
  * sync (`<runDir>/proxy-status.json`) and the one reader of it (`nodenet
  * proxy status`, the demo, the tests).
  */
-import { isMissingFile, readJsonFile } from '../json/read.js';
+import { isMissingFile, readJsonFile } from '../state/read.js';
 import type { Proxier } from '../proxy/proxier.js';
 import { endpointString, type ProxySnapshot } from '../proxy/types.js';
 import { writeFileDurable } from '../state/durable.js';

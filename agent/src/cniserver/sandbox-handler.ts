@@ -1,5 +1,5 @@
 /**
- * sandbox/cni-handler: the agent's CniHandler. Parses the plugin's own config
+ * cniserver/sandbox-handler: the agent's CniHandler. Parses the plugin's own config
  * (the shim has checked env, JSON and version), turns it into sandbox calls,
  * and encodes the result for the config's cniVersion.
  *
@@ -8,14 +8,14 @@
  * run concurrently.
  */
 import { ErrorCode, NodenetError } from '../errors/errors.js';
-import type { CniCallRequest, CniHandler } from '../cniserver/handler.js';
+import type { CniCallRequest, CniHandler } from './handler.js';
 import { parseBridgeNetConf, type BridgeNetConf } from '../cnitypes/netconf.js';
 import { parseCniArgs } from '../cnitypes/cni-args.js';
 import { encodeResult, type CniResult } from '../cnitypes/result.js';
 import type { Logger } from '../log/log.js';
 import { F } from '../log/fields.js';
 import { CNI_NAME_RE, isObject } from '../cnitypes/fields.js';
-import type { AttachRequest, AttachResult, Sandbox } from './sandbox.js';
+import type { AttachRequest, AttachResult, Sandbox } from '../sandbox/sandbox.js';
 
 export interface CniHandlerDeps {
   readonly sandbox: Sandbox;

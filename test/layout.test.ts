@@ -1,0 +1,134 @@
+/**
+ * The layout ARCHITECTURE.md describes, enforced on the imports (no root).
+ *
+ * Floors, top to bottom; a module may import its own floor (but proxy/ and
+ * overlay/ never each other) and the floors below, never one above:
+ *   1  cli/, main.ts
+ *   2  node/ (the agent and the composition root)
+ *   3  cniserver/, watch/, controlplane/, pods/, lab/, config/
+ *   4  sandbox/, proxy/, overlay/, trace/, cnitypes/
+ *   5  ipam/, netlink/, netns/, netfilter/
+ *   6  exec/
+ * Ground, importable from every floor: reconcile/, errors/, log/, json/,
+ * state/, net/, and proto/ (the shim↔agent contract).
+ *
+ * Also: product code never imports testing/ or a test file; the shim
+ * (cni/src) imports only proto/ and its own files, and its bundle holds
+ * nothing but those, Node's builtins and the protobuf wire codec the
+ * generated messages call (@bufbuild/protobuf/wire); proto/ imports nothing of ours; the
+ * pure modules import no fs, child_process, execa or netlink.
+ */
+import t from 'tap';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { builtinModules } from 'node:module';
+import { dirname, join, relative, resolve } from 'node:path';
+import { build } from 'esbuild';
+
+const ROOT = resolve(new URL('..', import.meta.url).pathname);
+const FLOORS: Readonly<Record<string, number>> = {
+  cli: 1, 'main.ts': 1,
+  node: 2,
+  cniserver: 3, watch: 3, controlplane: 3, pods: 3, lab: 3, config: 3,
+  sandbox: 4, proxy: 4, overlay: 4, trace: 4, cnitypes: 4,
+  ipam: 5, netlink: 5, netns: 5, netfilter: 5,
+  exec: 6,
+};
+const GROUND = new Set(['reconcile', 'errors', 'log', 'json', 'state', 'net']);
+const PURE = [
+  /\/render\.ts$/, /\/plan\.ts$/, /ipam\/allocator\.ts$/, /ipam\/config\.ts$/, /ipam\/range(-set)?\.ts$/, /ipam\/resolv-conf\.ts$/,
+  /reconcile\/change-tracker\.ts$/, /reconcile\/deep-equal\.ts$/, /cni\/src\/skel\.ts$/, /-parse\.ts$/, /nft-listing\.ts$/, /nft-script\.ts$/,
+  /json\/read\.ts$/, /proto\/cni\/v1\/contract\.ts$/, /cnitypes\/.*\.ts$/, /proxy\/model\/.*\.ts$/, /proxy\/categorize\.ts$/,
+];
+const IMPURE_IMPORTS = /^(node:)?(fs|fs\/promises|child_process)$|^execa$|^netlink$/;
+
+function walk(dir: string): string[] {
+  return readdirSync(dir).flatMap((n) => {
+    const p = join(dir, n);
+    return statSync(p).isDirectory() ? walk(p) : p.endsWith('.ts') ? [p] : [];
+  });
+}
+const isTest = (f: string) => /\.test\.ts$/.test(f) || f.includes('/testing/') || /\/test-(fixtures|helpers)\.ts$/.test(f) || f.endsWith('nft-testdata.ts');
+const sources = [...walk(join(ROOT, 'agent/src')), ...walk(join(ROOT, 'cni/src')), ...walk(join(ROOT, 'proto'))].filter((f) => !isTest(f));
+
+function imports(file: string): { spec: string; target: string | null }[] {
+  const text = readFileSync(file, 'utf8');
+  const out: { spec: string; target: string | null }[] = [];
+  for (const m of text.matchAll(/(?:^|\n)\s*(?:import|export)\s[^'"]*?from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g)) {
+    const spec = m[1] ?? m[2]!;
+    out.push({ spec, target: spec.startsWith('.') ? resolve(dirname(file), spec).replace(/\.js$/, '.ts') : null });
+  }
+  return out;
+}
+
+/** agent/src/<module>/... → module ('main.ts' for the entry). */
+function moduleOf(file: string): string | null {
+  const rel = relative(join(ROOT, 'agent/src'), file);
+  if (rel.startsWith('..')) return null;
+  const [first] = rel.split('/');
+  return first ?? null;
+}
+
+t.test('every agent module is on a floor or the ground', async (t) => {
+  const mods = new Set(sources.map(moduleOf).filter((m): m is string => m !== null));
+  for (const m of mods) t.ok(m in FLOORS || GROUND.has(m), `agent/src/${m} has a place in the layout`);
+});
+
+t.test('imports go down the floors (or to the ground), never up; proxy/ and overlay/ never meet', async (t) => {
+  const bad: string[] = [];
+  for (const f of sources) {
+    const from = moduleOf(f);
+    if (from === null) continue;
+    for (const { spec, target } of imports(f)) {
+      if (!target) continue;
+      const rel = relative(ROOT, target);
+      if (rel.startsWith('proto/')) continue;
+      if (rel.startsWith('cni/')) { bad.push(`${relative(ROOT, f)} imports the shim (${spec})`); continue; }
+      const to = moduleOf(target);
+      if (to === null || to === from || GROUND.has(to)) continue;
+      if (GROUND.has(from)) { bad.push(`${relative(ROOT, f)} (ground) imports ${to}/ (${spec})`); continue; }
+      if ((from === 'proxy' && to === 'overlay') || (from === 'overlay' && to === 'proxy')) bad.push(`${relative(ROOT, f)}: proxy/ and overlay/ must not import each other (${spec})`);
+      const ff = FLOORS[from]!;
+      const tf = FLOORS[to];
+      if (tf === undefined) bad.push(`${relative(ROOT, f)} imports ${to}/, which has no floor (${spec})`);
+      else if (tf < ff) bad.push(`${relative(ROOT, f)} (floor ${ff}, ${from}/) imports ${to}/ on floor ${tf}: upward (${spec})`);
+    }
+  }
+  t.same(bad, [], bad.join('\n'));
+});
+
+t.test('product code never imports test helpers or tests', async (t) => {
+  const bad = sources.flatMap((f) => imports(f).filter((i) => i.target && isTest(i.target)).map((i) => `${relative(ROOT, f)} imports ${i.spec}`));
+  t.same(bad, []);
+});
+
+t.test('the shim imports only proto/ and its own files; proto/ imports nothing of ours', async (t) => {
+  const bad: string[] = [];
+  for (const f of sources.filter((x) => relative(ROOT, x).startsWith('cni/src/'))) {
+    for (const { spec, target } of imports(f)) {
+      if (target === null) {
+        const bare = spec.replace(/^node:/, '');
+        if (!builtinModules.includes(bare)) bad.push(`${relative(ROOT, f)} imports the package ${spec}`);
+      } else if (!relative(ROOT, target).startsWith('cni/src/') && !relative(ROOT, target).startsWith('proto/')) bad.push(`${relative(ROOT, f)} imports ${spec}`);
+    }
+  }
+  for (const f of sources.filter((x) => relative(ROOT, x).startsWith('proto/'))) {
+    for (const { spec, target } of imports(f)) if (target && !relative(ROOT, target).startsWith('proto/')) bad.push(`${relative(ROOT, f)} imports ${spec}`);
+  }
+  t.same(bad, [], bad.join('\n'));
+});
+
+t.test('the shim bundle holds nothing but cni/src, proto/ and Node builtins', async (t) => {
+  const r = await build({ entryPoints: [join(ROOT, 'cni/src/main.ts')], bundle: true, platform: 'node', target: 'node20', format: 'cjs', write: false, metafile: true, logLevel: 'silent' });
+  const inputs = Object.keys(r.metafile.inputs);
+  t.ok(inputs.length > 3);
+  for (const i of inputs) t.ok(i.startsWith('cni/src/') || i.startsWith('proto/') || i.startsWith('node_modules/@bufbuild/protobuf/'), `bundled: ${i}`);
+  const external = Object.values(r.metafile.outputs).flatMap((o) => o.imports.filter((x) => x.external).map((x) => x.path.replace(/^node:/, '')));
+  for (const e of external) t.ok(builtinModules.includes(e), `external import ${e} is a builtin`);
+});
+
+t.test('pure modules import no fs, child_process, execa or netlink', async (t) => {
+  const pure = sources.filter((f) => PURE.some((re) => re.test(f)));
+  t.ok(pure.length > 20, `${pure.length} pure modules checked`);
+  const bad = pure.flatMap((f) => imports(f).filter((i) => IMPURE_IMPORTS.test(i.spec)).map((i) => `${relative(ROOT, f)} imports ${i.spec}`));
+  t.same(bad, [], bad.join('\n'));
+});
