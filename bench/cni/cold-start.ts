@@ -22,7 +22,7 @@ const work = mkdtempSync(join(tmpdir(), 'nn-cni-bench-'));
 const bin = join(work, 'nodenet-cni.cjs');
 await build({
   entryPoints: [join(root, 'cni/src/main.ts')], outfile: bin, bundle: true, platform: 'node', target: 'node20', format: 'cjs',
-  minify: true, banner: { js: '#!/usr/bin/env node' }, logLevel: 'warning', legalComments: 'none',
+  minify: true, banner: { js: '#!/usr/bin/env -S -u NODE_EXTRA_CA_CERTS -u NODE_OPTIONS node' }, logLevel: 'warning', legalComments: 'none',
 });
 chmodSync(bin, 0o755);
 

@@ -1,30 +1,31 @@
 /**
  * agent-client: one unary gRPC call to the agent's nodenet.cni.v1.CniService
- * over its unix socket, spoken directly over node:http2.
+ * over its unix socket, on a plain net socket and h2.ts's minimal HTTP/2.
  *
- * Why not @grpc/grpc-js: the shim is a process started for every pod, and
- * loading grpc-js tripled its own CPU cost (measured on these machines, per
- * call: bare node ~20 ms, this client ~35 ms, grpc-js ~64 ms). A unary call is
- * a small, fixed part of the gRPC-over-HTTP/2 protocol: one POST to
- * /<package>.<Service>/<Method> with `content-type: application/grpc`, a body
- * of one length-prefixed message (1 byte compressed flag, 4 bytes big-endian
- * length), and a response message followed by `grpc-status`/`grpc-message`
- * trailers (or a trailers-only response on error). Messages are encoded by the
- * messages-only ts-proto output. The e2e test runs this client against the
- * real grpc-js server.
+ * Why neither @grpc/grpc-js nor node:http2: the shim is a process started
+ * for every pod operation. Loading grpc-js tripled its own CPU cost, and
+ * node:http2 still costs ~13 ms of CPU per process (h2.ts). A unary call is a
+ * small, fixed part of gRPC over HTTP/2: one POST to
+ * /<package>.<Service>/<Method> with `content-type: application/grpc`, a
+ * body of one length-prefixed message (1 byte compressed flag, 4 bytes
+ * big-endian length), and a response message followed by
+ * `grpc-status`/`grpc-message` trailers (or a trailers-only response on
+ * error). Messages are encoded by the messages-only ts-proto output. The
+ * tests run this client against the real grpc-js server.
  *
  * Mapping (what run.ts branches on):
- * - socket missing or refusing, connection lost before the answer, or
- *   grpc-status UNAVAILABLE: 'unreachable';
+ * - socket missing or refusing, connection lost before the answer, a
+ *   refused stream, a GOAWAY before our stream, or grpc-status UNAVAILABLE:
+ *   'unreachable';
  * - our deadline passed, or grpc-status DEADLINE_EXCEEDED: 'timeout';
  * - any other gRPC or HTTP/2 failure or a malformed answer: 'failed';
  * - a decoded CniResponse: 'ok' or 'cni-error'.
- * main.ts imports this module lazily: VERSION never loads node:http2.
+ * main.ts imports this module lazily: VERSION never loads it.
  */
-import { connect as http2Connect, constants, type ClientHttp2Session } from 'node:http2';
 import { connect as netConnect } from 'node:net';
 import { CniRequest, CniResponse, protobufPackage } from '../../proto/cni/v1/cni_messages.js';
 import type { AgentReply, CallAgent } from './agent-reply.js';
+import { H2Client, type HeaderField } from './h2.js';
 import type { CniCommand } from './skel.js';
 
 /** gRPC method names of CniService, by CNI command. */
@@ -42,15 +43,18 @@ const GRPC_STATUS_NAMES = [
 const UNAVAILABLE = 14;
 const DEADLINE_EXCEEDED = 4;
 
+const REFUSED_STREAM = 7;
+const CANCEL = 8;
+
 export const callAgent: CallAgent = (socketPath, command, request, timeoutMs) =>
   new Promise<AgentReply>((resolve) => {
-    let session: ClientHttp2Session | undefined;
     let settled = false;
+    const sock = netConnect(socketPath);
     const finish = (reply: AgentReply): void => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
-      session?.destroy();
+      sock.destroy();
       resolve(reply);
     };
     const timer = setTimeout(() => finish({ kind: 'timeout', detail: `no answer within ${timeoutMs} ms` }), timeoutMs);
@@ -63,64 +67,75 @@ export const callAgent: CallAgent = (socketPath, command, request, timeoutMs) =>
       path: request.path,
       config: Buffer.from(request.config.buffer, request.config.byteOffset, request.config.byteLength),
     }).finish();
-    const frame = Buffer.alloc(5 + body.length);
-    frame.writeUInt32BE(body.length, 1);
-    frame.set(body, 5);
+    const message = Buffer.alloc(5 + body.length);
+    message.writeUInt32BE(body.length, 1);
+    message.set(body, 5);
+    const h2 = new H2Client(message);
+    const headers: HeaderField[][] = [];
+    const data: Buffer[] = [];
 
-    session = http2Connect('http://localhost', { createConnection: () => netConnect(socketPath) });
-    session.on('error', (e: NodeJS.ErrnoException) => {
+    sock.on('connect', () => {
+      sock.write(
+        h2.start([
+          [':method', 'POST'],
+          [':scheme', 'http'],
+          [':path', methodPath(command)],
+          [':authority', 'localhost'],
+          ['content-type', 'application/grpc'],
+          ['te', 'trailers'],
+          ['grpc-timeout', `${Math.min(timeoutMs, 99_999_999)}m`],
+        ]),
+      );
+    });
+    sock.on('error', (e: NodeJS.ErrnoException) => {
       const detail = `connect ${socketPath}: ${e.code ?? e.message}`;
-      finish(e.code === 'ENOENT' || e.code === 'ECONNREFUSED' || e.code === 'ECONNRESET' ? { kind: 'unreachable', detail } : { kind: 'failed', detail });
+      finish(e.code === 'ENOENT' || e.code === 'ECONNREFUSED' || e.code === 'ECONNRESET' || e.code === 'EPIPE' ? { kind: 'unreachable', detail } : { kind: 'failed', detail });
     });
-    session.on('close', () => finish({ kind: 'unreachable', detail: 'connection closed before an answer' }));
-
-    const stream = session.request({
-      [constants.HTTP2_HEADER_METHOD]: 'POST',
-      [constants.HTTP2_HEADER_PATH]: methodPath(command),
-      [constants.HTTP2_HEADER_CONTENT_TYPE]: 'application/grpc',
-      te: 'trailers',
-      'grpc-timeout': `${Math.min(timeoutMs, 99_999_999)}m`,
-    });
-    const chunks: Buffer[] = [];
-    let httpStatus = 0;
-    let contentType = '';
-    let grpcStatus: number | undefined;
-    let grpcMessage = '';
-    const readStatus = (h: Record<string, unknown>): void => {
-      if (h['grpc-status'] === undefined) return;
-      grpcStatus = Number(h['grpc-status']);
-      grpcMessage = percentDecode(String(h['grpc-message'] ?? ''));
-    };
-    stream.on('response', (h) => {
-      httpStatus = Number(h[constants.HTTP2_HEADER_STATUS]);
-      contentType = String(h[constants.HTTP2_HEADER_CONTENT_TYPE] ?? '');
-      readStatus(h);
-    });
-    stream.on('trailers', (h) => readStatus(h));
-    stream.on('data', (c: Buffer) => chunks.push(c));
-    stream.on('error', (e: Error) => finish({ kind: 'unreachable', detail: `stream: ${e.message}` }));
-    stream.on('close', () => {
-      // No response at all, or a reset stream without a gRPC status: the agent
-      // went away mid-call (as grpc-js, call it UNAVAILABLE).
-      if (httpStatus === 0 || (grpcStatus === undefined && stream.rstCode !== constants.NGHTTP2_NO_ERROR)) {
-        finish({ kind: 'unreachable', detail: `connection lost before an answer (stream reset ${stream.rstCode})` });
+    sock.on('close', () => finish({ kind: 'unreachable', detail: 'connection lost before an answer' }));
+    sock.on('data', (chunk: Buffer) => {
+      let out: ReturnType<H2Client['feed']>;
+      try {
+        out = h2.feed(chunk);
+      } catch (e) {
+        finish({ kind: 'failed', detail: (e as Error).message });
         return;
       }
-      finish(toReply(httpStatus, contentType, grpcStatus, grpcMessage, Buffer.concat(chunks)));
+      if (out.reply.length) sock.write(out.reply);
+      for (const ev of out.events) {
+        if (ev.kind === 'goaway' && ev.lastStream < 1) return finish({ kind: 'unreachable', detail: `the agent is going away (GOAWAY ${ev.code})` });
+        if (ev.kind === 'reset') {
+          const detail = `stream reset ${ev.code}`;
+          return finish(ev.code === REFUSED_STREAM || ev.code === CANCEL ? { kind: 'unreachable', detail } : { kind: 'failed', detail });
+        }
+        if (ev.kind === 'data') data.push(ev.data);
+        if (ev.kind === 'headers') headers.push(ev.fields);
+        if ((ev.kind === 'data' || ev.kind === 'headers') && ev.endStream) {
+          const first = headers[0] ?? [];
+          const last = headers[headers.length - 1] ?? [];
+          const get = (fields: HeaderField[], name: string) => fields.find((f) => f.name === name);
+          const status = get(first, ':status')?.value;
+          const gs = get(last, 'grpc-status');
+          const gm = get(last, 'grpc-message');
+          const grpcStatus = gs === undefined ? undefined : gs.value === null || !/^\d+$/.test(gs.value) ? -1 : Number(gs.value);
+          const grpcMessage = gm === undefined ? '' : gm.value === null ? '(message Huffman-coded, not decoded)' : percentDecode(gm.value);
+          return finish(toReply(status === undefined || status === null ? 0 : Number(status), grpcStatus, grpcMessage, Buffer.concat(data)));
+        }
+      }
     });
-    stream.end(frame);
   });
 
-/** Exported for tests: the reply for a finished HTTP/2 exchange. */
-export function toReply(httpStatus: number, contentType: string, grpcStatus: number | undefined, grpcMessage: string, data: Buffer): AgentReply {
+/**
+ * Exported for tests: the reply for a finished HTTP/2 exchange. `grpcStatus`
+ * is undefined when no grpc-status came, -1 when it could not be read.
+ */
+export function toReply(httpStatus: number, grpcStatus: number | undefined, grpcMessage: string, data: Buffer): AgentReply {
   if (grpcStatus !== undefined && grpcStatus !== 0) {
-    const detail = `grpc ${GRPC_STATUS_NAMES[grpcStatus] ?? grpcStatus}: ${grpcMessage}`;
+    const detail = `grpc ${grpcStatus < 0 ? 'status unreadable' : (GRPC_STATUS_NAMES[grpcStatus] ?? grpcStatus)}: ${grpcMessage}`;
     if (grpcStatus === UNAVAILABLE) return { kind: 'unreachable', detail };
     if (grpcStatus === DEADLINE_EXCEEDED) return { kind: 'timeout', detail };
     return { kind: 'failed', detail };
   }
   if (httpStatus !== 200) return { kind: 'failed', detail: `HTTP/2 status ${httpStatus}` };
-  if (!contentType.startsWith('application/grpc')) return { kind: 'failed', detail: `unexpected content-type ${JSON.stringify(contentType)}` };
   if (grpcStatus === undefined) return { kind: 'failed', detail: 'response without grpc-status' };
   if (data.length < 5) return { kind: 'failed', detail: 'response without a message' };
   if (data[0] !== 0) return { kind: 'failed', detail: 'compressed response message' };

@@ -7,12 +7,23 @@
  * CJS file (dist/nodenet-cni.cjs). Keep its imports to proto/ (the
  * messages-only output) and node builtins: no grpc-js, pino or client-node.
  * The gRPC client is imported lazily so that VERSION and rejected calls never
- * pay for loading node:http2.
+ * pay for loading it.
  */
+import { readFileSync } from 'node:fs';
 import { writeDeletionRecord } from './del-queue.js';
 import { runShim } from './run.js';
 
+/**
+ * All of stdin. A synchronous read of fd 0 is the cheap way (process.stdin
+ * builds a stream, ~3 ms of a cold start); a non-blocking pipe (EAGAIN)
+ * falls back to the stream.
+ */
 function readStdin(): Promise<Uint8Array> {
+  try {
+    return Promise.resolve(readFileSync(0));
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EAGAIN') return Promise.reject(e);
+  }
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     process.stdin.on('data', (c: Buffer) => chunks.push(c));

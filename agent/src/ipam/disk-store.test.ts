@@ -291,3 +291,23 @@ t.test('kill -9 during concurrent adds never corrupts the store', async (t) => {
   for (const id of ids) await ipam.del('net', id, 'eth0');
   t.same(readdirSync(net).filter((n) => isIPv4(n) || n.startsWith(TMP_PREFIX)), []);
 });
+
+t.test('remembered owners: files written by someone else are read; a name re-taken behind our back is not released as ours', async (t) => {
+  const dir = tempDir(t);
+  const s = new DiskStore(dir, 'net1', { fsync: false });
+  await s.withLock(async () => {
+    t.ok(await s.reserve('c1', 'eth0', ip('10.1.0.2'), '0'));
+    t.same(await s.getByID('c1', 'eth0'), ['10.1.0.2']);
+  });
+  // Another writer (host-local, a second process) adds one file and replaces ours with another owner.
+  writeFileSync(join(dir, 'net1', '10.1.0.3'), 'c3\r\neth0');
+  rmSync(join(dir, 'net1', '10.1.0.2'));
+  writeFileSync(join(dir, 'net1', '10.1.0.2'), 'other\r\neth0');
+  await s.withLock(async () => {
+    t.same(await s.getByID('c3', 'eth0'), ['10.1.0.3'], 'a new file is read');
+    t.same(await s.getByID('c1', 'eth0'), [], 'the file on disk says another owner holds it');
+    t.same(await s.releaseByID('c1', 'eth0'), [], 'so it is not released as ours');
+    t.equal(readFileSync(join(dir, 'net1', '10.1.0.2'), 'utf8'), 'other\r\neth0');
+    t.same(await s.getByID('other', 'eth0'), ['10.1.0.2'], 'and it is now listed under its real owner');
+  });
+});

@@ -56,7 +56,8 @@ export function netlinkContract(t: Tap, makeEnv: (t: Tap) => Promise<ContractEnv
 
   t.test('veth: peer born in the pod namespace under its final name; clashes create nothing', async (t) => {
     const { node, pod, podNetns } = await makeEnv(t);
-    const host = await node.createVeth({ name: 'veth-a', peerName: 'eth0', peerNetns: podNetns, mtu: 1400 });
+    await node.createVeth({ name: 'veth-a', peerName: 'eth0', peerNetns: podNetns, mtu: 1400 });
+    const host = (await node.getLink('veth-a'))!;
     t.equal(host.kind, 'veth');
     t.equal(host.mtu, 1400);
     t.equal(host.up, false);
@@ -75,6 +76,25 @@ export function netlinkContract(t: Tap, makeEnv: (t: Tap) => Promise<ContractEnv
     t.equal(await pod.getLink('eth0'), null, 'deleting the host side removes the peer');
     await rejectsWith(t, node.deleteLink('veth-a'), isLinkNotFound, 'deleteLink of a missing link');
     await rejectsWith(t, node.setUp('veth-a'), isLinkNotFound, 'setUp of a missing link');
+  });
+
+  t.test('veth in one request: master, the host end up, both MACs', async (t) => {
+    const { node, pod, podNetns } = await makeEnv(t);
+    const br = await node.ensureBridge('cbr0', { mac: '02:aa:00:00:00:01' });
+    await node.createVeth({ name: 'veth-1r', peerName: 'eth0', peerNetns: podNetns, master: 'cbr0', up: true, mac: '02:aa:00:00:00:02', peerMac: '02:aa:00:00:00:03' });
+    const host = (await node.getLink('veth-1r'))!;
+    t.match(host, { master: br.index, up: true, mac: '02:aa:00:00:00:02' });
+    t.match(await pod.getLink('eth0'), { up: false, mac: '02:aa:00:00:00:03' });
+    await pod.setUp('eth0');
+    t.equal((await pod.getLink('eth0'))?.up, true, 'up by name');
+    t.equal((await node.getLink('cbr0'))!.mac, '02:aa:00:00:00:01', 'a bridge whose MAC was set keeps it when ports come');
+    await rejectsWith(t, node.createVeth({ name: 'veth-1s', peerName: 'eth1', peerNetns: podNetns, master: 'nobr0' }), isLinkNotFound, 'a missing master');
+    t.equal(await pod.getLink('eth1'), null, 'nothing created');
+    await node.setHairpin('veth-1r', true);
+    t.equal((await node.getLink('veth-1r'))?.hairpin, true, 'hairpin by name');
+    await node.deleteLink('veth-1r');
+    t.equal(await pod.getLink('eth0'), null);
+    await rejectsWith(t, node.setHairpin('veth-1r', true), isLinkNotFound, 'a link change on a missing link');
   });
 
   t.test('master, hairpin, promisc, mtu', async (t) => {

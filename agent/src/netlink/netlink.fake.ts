@@ -250,7 +250,7 @@ class FakeNetlink implements NetlinkOps {
     return view(l);
   }
 
-  async createVeth(spec: VethSpec): Promise<LinkInfo> {
+  async createVeth(spec: VethSpec): Promise<void> {
     const op = `createVeth ${spec.name}/${spec.peerName}`;
     const ns = this.enter(op);
     const peerNs = spec.peerNetns === undefined ? ns : this.kernel.space(spec.peerNetns);
@@ -258,18 +258,26 @@ class FakeNetlink implements NetlinkOps {
     checkName(op, spec.peerName);
     checkMtu(op, spec.mtu);
     checkMac(op, spec.peerMac);
+    checkMac(op, spec.mac);
     if (ns.byName(spec.name) || peerNs.byName(spec.peerName) || (peerNs === ns && spec.name === spec.peerName)) {
       throw new NodenetError(ErrorCode.LinkExists, `${op}: a link with one of these names exists`);
     }
+    let master: FLink | undefined;
+    if (spec.master !== undefined) {
+      master = ns.byName(spec.master);
+      if (!master) throw new LinkNotFoundError(spec.master);
+      if (master.kind !== 'bridge') throw new NetlinkError(op, 'EOPNOTSUPP', { details: `${spec.master} is not a bridge` });
+    }
     const mtu = spec.mtu ?? 1500;
-    const host: FLink = { index: ns.allocIndex(), name: spec.name, mac: this.kernel.newMac(), mtu, up: false, promisc: false, kind: 'veth', hairpin: false };
+    const host: FLink = { index: ns.allocIndex(), name: spec.name, mac: spec.mac ?? this.kernel.newMac(), mtu, up: spec.up ?? false, promisc: false, kind: 'veth', hairpin: false };
+    if (master) host.master = master.index;
     ns.links.set(host.index, host);
     const peer: FLink = { index: peerNs.allocIndex(), name: spec.peerName, mac: spec.peerMac ?? this.kernel.newMac(), mtu, up: false, promisc: false, kind: 'veth', hairpin: false };
     peerNs.links.set(peer.index, peer);
     host.peer = { ns: peerNs, index: peer.index };
     peer.peer = { ns, index: host.index };
-    this.log(`link add ${spec.name} type veth peer ${spec.peerName} netns ${peerNs.path || '(init)'}`);
-    return view(host);
+    recalcBridgeMac(ns, master);
+    this.log(`link add ${spec.name} type veth peer ${spec.peerName} netns ${peerNs.path || '(init)'}${master ? ` master ${master.name}` : ''}`);
   }
 
   async createVxlan(spec: VxlanSpec): Promise<LinkInfo> {

@@ -99,8 +99,14 @@ export interface VethSpec {
   /** Where the peer lives; default: this handle's namespace. */
   peerNetns?: NetnsPath;
   mtu?: number;
+  /** MAC of the host side; the kernel picks one when absent. */
+  mac?: string;
   /** MAC of the peer, e.g. to keep a pod's MAC stable across retries. */
   peerMac?: string;
+  /** Enslave the host side to this bridge at creation. */
+  master?: string;
+  /** Bring the host side up at creation. (Not the peer: the kernel opens it before the pair is linked, ENOTCONN.) */
+  up?: boolean;
 }
 
 export interface VxlanSpec {
@@ -138,12 +144,14 @@ export interface NetlinkOps {
    */
   ensureBridge(name: string, opts?: BridgeOptions): Promise<LinkInfo>;
   /**
-   * Creates a veth pair; the peer is created inside spec.peerNetns under its final name.
-   * Not idempotent. Both ends are left down.
+   * Creates a veth pair in one request; the peer is created inside spec.peerNetns under its final name,
+   * with the master, the host end's up flag and the MACs the spec gives; the peer is left down.
+   * Not idempotent.
    * @throws NodenetError(LinkExists) if either name is taken in its namespace (nothing is created then).
    * @throws NetnsNotFoundError if peerNetns cannot be opened.
+   * @throws LinkNotFoundError if the master does not exist.
    */
-  createVeth(spec: VethSpec): Promise<LinkInfo>;
+  createVeth(spec: VethSpec): Promise<void>;
   /**
    * Creates a vxlan device (left down). Not idempotent.
    * @throws NodenetError(LinkExists) on a name clash; NetlinkError(EEXIST) if another device has the same vni+port.

@@ -51,8 +51,8 @@ export interface AgentDeps {
   readonly watchQueue?: ReplayerOptions['watch'];
   /** The Service proxy's dependencies; null when proxyMode is none. */
   readonly proxy: Omit<ProxyHostDeps, 'log' | 'clock'> | null;
-  /** Closes what compose opened (netlink sockets). */
-  readonly close?: () => void;
+  /** Closes what compose opened (netlink sockets, worker threads). */
+  readonly close?: () => void | Promise<void>;
 }
 
 export class Agent {
@@ -112,7 +112,7 @@ export class Agent {
     await this.replayer?.stop();
     await this.proxyHost?.stop();
     await this.server?.close();
-    this.deps.close?.();
+    await this.deps.close?.();
     this.log.info('agent stopped');
   }
 }

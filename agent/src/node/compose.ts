@@ -20,6 +20,7 @@ import { ConntrackExecutor } from '../netfilter/conntrack.js';
 import { createIptables, detectBackend, ExecIptables } from '../netfilter/iptables.js';
 import { NetlinkNftSets } from '../netfilter/nft-sets.js';
 import { NftExecutor } from '../netfilter/nft.js';
+import { ThreadedLinkDeleter } from '../netlink/link-deleter.js';
 import { openNetlink } from '../netlink/netlink.js';
 import type { AddressInfo } from '../netlink/ops.js';
 import { toNetnsPath } from '../netns/netns.js';
@@ -68,7 +69,8 @@ export function agentLogger(cfg: AgentConfig): Logger {
 export async function composeAgent(cfg: AgentConfig, logger?: Logger): Promise<Agent> {
   const log = (logger ?? agentLogger(cfg)).child({ [F.node]: cfg.nodeName });
   const runner = new ExecaRunner();
-  const node = openNetlink();
+  const deleter = new ThreadedLinkDeleter();
+  const node = openNetlink(undefined, { deleter });
   const nft = new NftExecutor({ runner });
   const sets = new NetlinkNftSets();
   const masquerade = new NftMasquerade({ nft, sets, log: log.child({ [F.subsys]: 'masquerade' }) });
@@ -107,14 +109,16 @@ export async function composeAgent(cfg: AgentConfig, logger?: Logger): Promise<A
       masquerade,
       serveCni: startCniServer,
       proxy,
-      close: () => {
+      close: async () => {
         node.close();
         sets.close();
+        await deleter.close();
       },
     });
   } catch (e) {
     node.close();
     sets.close();
+    await deleter.close();
     throw e;
   }
 }

@@ -4,6 +4,7 @@
  * their validating fakes.
  */
 import type { NetnsPath } from '../netns/netns.js';
+import type { VethSpec } from '../netlink/ops.js';
 import type { Logger } from '../log/log.js';
 import type { Sysctl } from '../netns/sysctl.js';
 
@@ -30,8 +31,8 @@ export interface NetOps {
   getLink(name: string): Promise<LinkInfo | null>;
   /** Idempotent: creates the bridge if missing, pins its MAC (when given) and brings it up. */
   ensureBridge(name: string, opts: { mtu?: number; promisc?: boolean; mac?: string }): Promise<LinkInfo>;
-  /** Creates a veth pair whose peer is created directly inside peerNetns as peerName. */
-  createVeth(o: { name: string; peerName: string; peerNetns: NetnsPath; mtu?: number }): Promise<LinkInfo>;
+  /** Creates a veth pair whose peer is created directly inside peerNetns as peerName, with master, up flags and MACs, in one request. */
+  createVeth(o: VethSpec): Promise<void>;
   setMaster(name: string, bridge: string): Promise<void>;
   setUp(name: string): Promise<void>;
   setHairpin(name: string, on: boolean): Promise<void>;

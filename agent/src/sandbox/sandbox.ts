@@ -26,11 +26,11 @@
  * CHECK compares the kernel with prevResult. Attachments of one container ID
  * are serialised by the caller.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { ErrorCode, LinkNotFoundError, NetnsNotFoundError, NodenetError } from '../errors/errors.js';
 import { F } from '../log/fields.js';
 import { parseIPNet } from '../net/ip.js';
-import type { NetnsPath } from '../netns/netns.js';
+import type { VethSpec } from '../netlink/ops.js';
 import type { AttachmentRecord, NetOps, SandboxDeps } from './deps.js';
 import { masqueradeEntry } from './masquerade.js';
 
@@ -83,7 +83,21 @@ export function hostVethName(containerId: string, ifName: string): string {
 type Undo = { what: string; run: () => Promise<void> };
 
 export class Sandbox {
+  /** Bridges this sandbox ensured, by name: their options and MAC. A bridge deleted behind its back is re-made on the next ADD. */
+  private readonly bridges = new Map<string, { key: string; mac: string }>();
+
   constructor(private readonly deps: SandboxDeps) {}
+
+  /** ensureBridge once per bridge and options (a getLink per ADD is a quarter of a millisecond). */
+  private async bridge(name: string, opts: { mtu?: number; promisc?: boolean; mac?: string }, fresh = false): Promise<{ mac: string }> {
+    const key = JSON.stringify(opts);
+    const known = this.bridges.get(name);
+    if (!fresh && known?.key === key) return known;
+    const link = await this.deps.node.ensureBridge(name, opts);
+    const b = { key, mac: link.mac };
+    this.bridges.set(name, b);
+    return b;
+  }
 
   async add(req: AttachRequest): Promise<AttachResult> {
     const { deps } = this;
@@ -93,79 +107,94 @@ export class Sandbox {
     const undo: Undo[] = [];
     let success = false;
     let pod: NetOps | null = null;
+    // The IP reservation (an fsynced file) runs alongside the link work, which it does not depend on; its
+    // undo is registered first, so a failure anywhere releases it once it has settled.
+    const ipamP = deps.ipam.add(req.ipam, req.network, req.containerId, req.ifName, req.requestedIPs);
+    const ipamSettled = ipamP.then(() => true, () => false);
+    undo.push({ what: 'release IPs', run: async () => { if (await ipamSettled) await deps.ipam.del(req.ipam, req.network, req.containerId, req.ifName); } });
     try {
       const bridgeOpts: { mtu?: number; promisc?: boolean; mac?: string } = { promisc: req.promiscMode, mac: deps.bridgeMac(req.bridge) };
       if (req.mtu !== undefined) bridgeOpts.mtu = req.mtu;
-      const bridge = await deps.node.ensureBridge(req.bridge, bridgeOpts);
+      let bridge = await this.bridge(req.bridge, bridgeOpts);
 
-      // A leftover host veth of this very attachment (an ADD that crashed midway) is removed first,
-      // so a retried ADD converges instead of failing on "exists".
-      if (await deps.node.getLink(hostIf)) {
-        log.info({ hostIf }, 'removing leftover host veth of an earlier, unfinished ADD');
-        await deps.node.deleteLink(hostIf).catch(ignoreMissing);
+      // One request: the pair, the host end on the bridge and up, both MACs chosen here (so the result needs
+      // no lookup).
+      const veth: VethSpec = { name: hostIf, peerName: req.ifName, peerNetns: netns, master: req.bridge, up: true, mac: randomMac(), peerMac: randomMac() };
+      if (req.mtu !== undefined) veth.mtu = req.mtu;
+      try {
+        await deps.node.createVeth(veth);
+      } catch (e) {
+        if (e instanceof LinkNotFoundError && e.link === req.bridge) {
+          // The bridge went away since this sandbox ensured it: make it again.
+          bridge = await this.bridge(req.bridge, bridgeOpts, true);
+          await deps.node.createVeth(veth);
+        } else {
+          if (!(e instanceof NodenetError) || e.code !== ErrorCode.LinkExists) throw e;
+          // A leftover host veth of this very attachment (an ADD that crashed midway) is removed, so a retried ADD
+          // converges instead of failing on "exists"; a taken name in the pod is the caller's error.
+          if (!(await deps.node.getLink(hostIf))) throw new NodenetError(ErrorCode.LinkExists, `interface ${req.ifName} already exists in ${req.netns}`, { cause: e });
+          log.info({ hostIf }, 'removing leftover host veth of an earlier, unfinished ADD');
+          await deps.node.deleteLink(hostIf).catch(ignoreMissing);
+          await deps.node.createVeth(veth);
+        }
       }
+      undo.push({ what: `delete ${hostIf}`, run: () => deps.node.deleteLink(hostIf).catch(ignoreMissing) });
+      if (req.hairpinMode) await deps.node.setHairpin(hostIf, true); // a new bridge port starts with hairpin off
 
       pod = deps.openPod(netns);
-      if (await pod.getLink(req.ifName)) {
-        throw new NodenetError(ErrorCode.LinkExists, `interface ${req.ifName} already exists in ${req.netns}`);
-      }
-      const vethOpts: { name: string; peerName: string; peerNetns: NetnsPath; mtu?: number } = { name: hostIf, peerName: req.ifName, peerNetns: netns };
-      if (req.mtu !== undefined) vethOpts.mtu = req.mtu;
-      const host = await deps.node.createVeth(vethOpts);
-      undo.push({ what: `delete ${hostIf}`, run: () => deps.node.deleteLink(hostIf).catch(ignoreMissing) });
-      await deps.node.setMaster(hostIf, req.bridge);
-      await deps.node.setHairpin(hostIf, req.hairpinMode);
-      await deps.node.setUp(hostIf);
-
-      const ipam = await deps.ipam.add(req.ipam, req.network, req.containerId, req.ifName, req.requestedIPs);
-      undo.push({ what: 'release IPs', run: () => deps.ipam.del(req.ipam, req.network, req.containerId, req.ifName) });
+      await pod.setUp('lo');
+      await pod.setUp(req.ifName);
+      const ipam = await ipamP;
       if (ipam.ips.length === 0) throw new NodenetError(ErrorCode.IpamInvalid, 'IPAM returned no address');
 
-      // Pod side: lo up, address, then routes. Routes need the address first (the gateway must be reachable).
-      await pod.setUp('lo');
-      for (const ip of ipam.ips) await pod.addAddress(req.ifName, ip.address);
-      await pod.setUp(req.ifName);
-      const podLink = await pod.getLink(req.ifName);
-      if (!podLink) throw new LinkNotFoundError(req.ifName);
       const routes: { dst: string; gw?: string }[] = [];
       for (const r of ipam.routes) routes.push(r.gw ? { dst: r.dst, gw: r.gw } : { dst: r.dst });
       const gw = ipam.ips.find((i) => i.gateway)?.gateway;
       if (req.isDefaultGateway && gw && !routes.some((r) => r.dst === '0.0.0.0/0')) routes.push({ dst: '0.0.0.0/0', gw });
-      for (const r of routes) {
-        const route: { dst: string; gw?: string; dev?: string } = { dst: r.dst === '0.0.0.0/0' ? 'default' : r.dst, dev: req.ifName };
-        const via = r.gw ?? gw;
-        if (via) route.gw = via;
-        await pod.addRoute(route);
-      }
-
-      // Node side: the gateway address on the bridge, forwarding, masquerade.
-      if (req.isGateway) {
-        for (const ip of ipam.ips) {
-          if (!ip.gateway) continue;
-          const prefix = parseIPNet(ip.address).prefix;
-          await deps.node.addAddress(req.bridge, `${ip.gateway}/${prefix}`);
-        }
-        await deps.sysctl.set('net/ipv4/ip_forward', '1');
-      }
-      if (req.ipMasq) {
-        for (const ip of ipam.ips) {
-          const entry = masqueradeEntry(ip.address);
-          undo.push({ what: 'remove masquerade', run: () => deps.masq.del(entry) });
-          await deps.masq.add(entry);
-        }
-      }
-
       const record: AttachmentRecord = {
         containerId: req.containerId, ifName: req.ifName, network: req.network, netns: req.netns, hostIf,
         ips: ipam.ips.map((i) => i.address), ipMasq: req.ipMasq, ipam: req.ipam,
       };
-      await deps.records.put(record);
+
+      // Three independent parts at once: the pod side (its socket), the node side (the node's socket and the
+      // masquerade set), the durable record. Each part's own steps stay in order.
+      const podNs = pod;
+      const podSide = async () => {
+        // Routes need the address first: the gateway must be reachable.
+        for (const ip of ipam.ips) await podNs.addAddress(req.ifName, ip.address);
+        for (const r of routes) {
+          const route: { dst: string; gw?: string; dev?: string } = { dst: r.dst === '0.0.0.0/0' ? 'default' : r.dst, dev: req.ifName };
+          const via = r.gw ?? gw;
+          if (via) route.gw = via;
+          await podNs.addRoute(route);
+        }
+      };
+      const nodeSide = async () => {
+        if (req.isGateway) {
+          for (const ip of ipam.ips) {
+            if (!ip.gateway) continue;
+            await deps.node.addAddress(req.bridge, `${ip.gateway}/${parseIPNet(ip.address).prefix}`);
+          }
+          await deps.sysctl.set('net/ipv4/ip_forward', '1');
+        }
+        if (req.ipMasq) {
+          for (const ip of ipam.ips) {
+            const entry = masqueradeEntry(ip.address);
+            undo.push({ what: 'remove masquerade', run: () => deps.masq.del(entry) });
+            await deps.masq.add(entry);
+          }
+        }
+      };
+      undo.push({ what: 'delete the record', run: () => deps.records.delete(req.containerId, req.ifName) });
+      const parts = await Promise.allSettled([podSide(), nodeSide(), deps.records.put(record)]);
+      const failed = parts.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+      if (failed) throw failed.reason;
       success = true;
       log.info({ [F.ip]: record.ips, hostIf }, 'attachment added');
-      const podIface: { name: string; mac: string; mtu?: number; sandbox?: string } = { name: req.ifName, mac: podLink.mac, sandbox: req.netns };
-      if (req.mtu !== undefined) podIface.mtu = podLink.mtu;
+      const podIface: { name: string; mac: string; mtu?: number; sandbox?: string } = { name: req.ifName, mac: veth.peerMac!, sandbox: req.netns };
+      if (req.mtu !== undefined) podIface.mtu = req.mtu;
       return {
-        interfaces: [{ name: req.bridge, mac: bridge.mac }, { name: hostIf, mac: host.mac }, podIface],
+        interfaces: [{ name: req.bridge, mac: bridge.mac }, { name: hostIf, mac: veth.mac! }, podIface],
         ips: ipam.ips.map((i) => (i.gateway ? { address: i.address, gateway: i.gateway, interface: 2 } : { address: i.address, interface: 2 })),
         routes,
         // The config's dns wins over what IPAM found (ipam.resolvConf), as in the bridge plugin.
@@ -174,6 +203,7 @@ export class Sandbox {
     } finally {
       pod?.close();
       if (!success) {
+        await ipamSettled;
         for (const u of undo.reverse()) {
           try {
             await u.run();
@@ -185,46 +215,57 @@ export class Sandbox {
     }
   }
 
-  /** Idempotent, best-effort. Only failures worth a retry are thrown. */
+  /**
+   * Idempotent, best-effort. Only failures worth a retry are thrown.
+   * The host end's name is known from (containerID, ifName) alone, so its deletion (the kernel's veth
+   * teardown, most of a DEL) starts at once, while the IPs are found and released: the bridge plugin
+   * also releases IPAM before it deletes the link.
+   */
   async del(req: DelRequest): Promise<void> {
     const { deps } = this;
     const log = deps.log.child({ [F.containerID]: req.containerId, [F.ifName]: req.ifName, [F.netns]: req.netns });
-    const record = await deps.records.get(req.containerId, req.ifName);
-    const hostIf = record?.hostIf ?? hostVethName(req.containerId, req.ifName);
-
-    // Which network(s) hold the IPs: the record's, else the config's, else any store holding this attachment.
-    let held: { network: string; ipam: unknown; ips: readonly string[] }[];
-    if (record) held = [{ network: record.network, ipam: record.ipam, ips: record.ips }];
-    else if (req.network) held = [{ network: req.network, ipam: req.ipam, ips: await deps.ipam.get(req.ipam, req.network, req.containerId, req.ifName) }];
-    else held = (await deps.ipam.find(req.containerId, req.ifName)).map((f) => ({ ...f, ipam: undefined }));
-    const ips = held.flatMap((h) => h.ips);
-
-    // Masquerade first: it needs the IPs, which the IPAM release below forgets.
-    // A record's addresses carry their prefix (so the subnet); IPAM's bare ones do not.
-    if (record ? record.ipMasq : req.ipMasq !== false) {
-      for (const ip of ips) await deps.masq.del(ip.includes('/') ? masqueradeEntry(ip) : { ip });
-    }
-
-    // The pod end: deleting either end of a veth removes both.
-    let removed = false;
-    if (req.netns) {
-      try {
-        const pod = deps.openPod(deps.resolveNetns(req.netns));
-        try {
-          await pod.deleteLink(req.ifName);
-          removed = true;
-        } finally {
-          pod.close();
-        }
-      } catch (err) {
-        if (!(err instanceof NetnsNotFoundError) && !(err instanceof LinkNotFoundError)) throw err;
+    const hostIf = hostVethName(req.containerId, req.ifName);
+    const linkGone = deps.node.deleteLink(hostIf).then(
+      () => true,
+      (e: unknown) => {
+        if (e instanceof LinkNotFoundError) return false;
+        throw e;
+      },
+    );
+    const release = async (): Promise<readonly string[]> => {
+      const record = await deps.records.get(req.containerId, req.ifName);
+      // Which network(s) hold the IPs: the record's, else the config's, else any store holding this attachment.
+      let held: { network: string; ipam: unknown; ips: readonly string[] }[];
+      if (record) held = [{ network: record.network, ipam: record.ipam, ips: record.ips }];
+      else if (req.network) held = [{ network: req.network, ipam: req.ipam, ips: await deps.ipam.get(req.ipam, req.network, req.containerId, req.ifName) }];
+      else held = (await deps.ipam.find(req.containerId, req.ifName)).map((f) => ({ ...f, ipam: undefined }));
+      const ips = held.flatMap((h) => h.ips);
+      // Masquerade first: it needs the IPs, which the IPAM release forgets.
+      // A record's addresses carry their prefix (so the subnet); IPAM's bare ones do not.
+      if (record ? record.ipMasq : req.ipMasq !== false) {
+        for (const ip of ips) await deps.masq.del(ip.includes('/') ? masqueradeEntry(ip) : { ip });
       }
-    }
-    if (!removed) await deps.node.deleteLink(hostIf).catch(ignoreMissing);
-
-    for (const h of held) await deps.ipam.del(h.ipam, h.network, req.containerId, req.ifName);
+      for (const h of held) await deps.ipam.del(h.ipam, h.network, req.containerId, req.ifName);
+      return ips;
+    };
+    const [gone, ips] = await Promise.all([linkGone, release()]);
+    if (!gone && req.netns) await this.deletePodEnd(req.netns, req.ifName);
     await deps.records.delete(req.containerId, req.ifName);
     log.info({ [F.ip]: ips }, 'attachment deleted');
+  }
+
+  /** The pod end, when the host end was not there to take it along (a pair renamed or half-made by someone else). */
+  private async deletePodEnd(netnsPath: string, ifName: string): Promise<void> {
+    try {
+      const pod = this.deps.openPod(this.deps.resolveNetns(netnsPath));
+      try {
+        await pod.deleteLink(ifName);
+      } finally {
+        pod.close();
+      }
+    } catch (err) {
+      if (!(err instanceof NetnsNotFoundError) && !(err instanceof LinkNotFoundError)) throw err;
+    }
   }
 
   /** Verifies the attachment against prevResult; throws CheckFailed naming the first mismatch. */
@@ -276,6 +317,13 @@ export class Sandbox {
     released.push(...(await this.deps.ipam.gc(ipamRaw, network, valid.map((v) => ({ id: v.containerId, ifName: v.ifName })))));
     return released;
   }
+}
+
+/** A random locally administered unicast MAC, as the kernel's eth_random_addr makes. */
+export function randomMac(): string {
+  const b = randomBytes(6);
+  b[0] = (b[0]! & 0xfe) | 0x02;
+  return [...b].map((x) => x.toString(16).padStart(2, '0')).join(':');
 }
 
 function ignoreMissing(err: unknown): void {

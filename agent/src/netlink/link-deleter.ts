@@ -1,0 +1,113 @@
+/**
+ * netlink/link-deleter: deletes links on worker threads.
+ *
+ * Why: deleting a veth makes the kernel wait for RCU grace periods inside
+ * the sendmsg() of the RTM_DELLINK (15-25 ms measured here), and the netlink
+ * package sends on the calling thread. On the agent's main thread every DEL
+ * would stall every other call it serves for that long. Each worker holds
+ * its own rtnetlink socket; a thread starts in its creator's namespaces, so
+ * the workers, made when the agent starts (outside any setns swap), act in
+ * the agent's own (node) namespace. A few workers let deletions overlap in
+ * the kernel as they do for separate plugin processes.
+ *
+ * Workers are never terminate()d (that can abort the process while one owns
+ * a socket, MEASURED.md): close() asks each to close its socket and exit.
+ */
+import { createRequire } from 'node:module';
+import { Worker } from 'node:worker_threads';
+import { LinkNotFoundError } from '../errors/errors.js';
+import { NetlinkError } from './netlink-error.js';
+
+const WORKER = `
+const { parentPort, workerData } = require('node:worker_threads');
+const { createRtNetlink } = require(workerData.netlink);
+const sock = createRtNetlink();
+sock.socket.on('error', () => {});
+let queue = Promise.resolve();
+parentPort.on('message', (m) => {
+  if (m.type === 'close') {
+    queue.then(() => { sock.socket.close(); parentPort.close(); });
+    return;
+  }
+  queue = queue.then(async () => {
+    try {
+      await sock.delLink({}, { ifname: m.name });
+      parentPort.postMessage({ id: m.id, ok: true });
+    } catch (e) {
+      parentPort.postMessage({ id: m.id, ok: false, message: String((e && e.message) || e) });
+    }
+  });
+});
+`;
+
+interface Pending {
+  readonly name: string;
+  resolve(): void;
+  reject(e: Error): void;
+}
+
+export interface LinkDeleter {
+  /** Deletes the link named `name` in the agent's namespace. @throws LinkNotFoundError when there is none. */
+  delete(name: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+export class ThreadedLinkDeleter implements LinkDeleter {
+  private readonly workers: { w: Worker; busy: number }[] = [];
+  private readonly pending = new Map<number, Pending>();
+  private seq = 0;
+  private closed = false;
+
+  constructor(threads = 4) {
+    const netlink = createRequire(import.meta.url).resolve('netlink');
+    for (let i = 0; i < threads; i++) {
+      const w = new Worker(WORKER, { eval: true, workerData: { netlink } });
+      w.unref();
+      const slot = { w, busy: 0 };
+      w.on('message', (m: { id: number; ok: boolean; message?: string }) => {
+        slot.busy--;
+        if (slot.busy === 0 && !this.closed) w.unref();
+        const p = this.pending.get(m.id);
+        if (!p) return;
+        this.pending.delete(m.id);
+        if (m.ok) p.resolve();
+        else if (/ENODEV/.test(m.message ?? '')) p.reject(new LinkNotFoundError(p.name));
+        else p.reject(new NetlinkError(`deleteLink ${p.name}`, /\b(E[A-Z0-9]+)\b/.exec(m.message ?? '')?.[1], { details: m.message ?? '' }));
+      });
+      w.on('error', (e) => {
+        for (const [id, p] of this.pending) {
+          this.pending.delete(id);
+          p.reject(new NetlinkError(`deleteLink ${p.name}`, undefined, { cause: e }));
+        }
+      });
+      this.workers.push(slot);
+    }
+  }
+
+  delete(name: string): Promise<void> {
+    if (this.closed) return Promise.reject(new NetlinkError(`deleteLink ${name}`, 'EBADF', { details: 'link deleter closed' }));
+    const slot = this.workers.reduce((a, b) => (b.busy < a.busy ? b : a));
+    const id = ++this.seq;
+    return new Promise<void>((resolve, reject) => {
+      this.pending.set(id, { name, resolve, reject });
+      slot.busy++;
+      if (slot.busy === 1) slot.w.ref(); // a deletion in flight keeps the process alive, an idle worker does not
+      slot.w.postMessage({ id, name });
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await Promise.all(
+      this.workers.map(
+        ({ w }) =>
+          new Promise<void>((resolve) => {
+            w.once('exit', () => resolve());
+            w.ref(); // keep the process alive until the worker has closed its socket and exited
+            w.postMessage({ type: 'close' });
+          }),
+      ),
+    );
+  }
+}
