@@ -15,6 +15,7 @@ import { proxyStatusFile, readProxyStatus, type ProxyStatus } from '../node/prox
 import { CommandError } from './errors.js';
 import { FlagError, OUTPUT_FLAGS, outputFormat, parseFlags, type FlagSpecs } from './flags.js';
 import { netnsFlag, prefixFlag } from './node-flags.js';
+import { formatTable } from './table.js';
 
 export interface ProxyCmdDeps {
   /** Removes one mode's rules from a namespace; true when there were any (compose's removeProxyRules). */
@@ -42,11 +43,11 @@ export function formatProxyStatus(st: ProxyStatus): string {
   }
   const names = Object.keys(st.applied).sort();
   if (names.length) {
-    lines.push('', 'SERVICE PORT'.padEnd(32) + 'ENDPOINTS');
-    for (const n of names) {
+    const rows = names.map((n) => {
       const eps = st.applied[n] ?? [];
-      lines.push(n.padEnd(32) + (eps.length ? eps.join(', ') : '(none: refused)'));
-    }
+      return [n, eps.length ? eps.join(', ') : '<none: refused>'];
+    });
+    lines.push('', formatTable(['SERVICE PORT', 'ENDPOINTS'], rows).trimEnd());
   }
   if (st.rejected.length) {
     lines.push('', 'rejected objects (no rules until fixed):');

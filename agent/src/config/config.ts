@@ -7,6 +7,7 @@
  */
 import { ErrorCode, NodenetError } from '../errors/errors.js';
 import { parseCidr, type Cidr } from '../net/ip.js';
+import { fieldReaders, type JsonObject } from '../json/read.js';
 import { validatePrefix } from '../proxy/iptables/chains.js';
 
 export type ProxyMode = 'iptables' | 'nftables' | 'none';
@@ -64,14 +65,15 @@ function bad(field: string, msg: string): NodenetError {
   return new NodenetError(ErrorCode.InvalidConfig, `config ${field}: ${msg}`);
 }
 
-function str(o: Record<string, unknown>, k: string): string | undefined {
-  const v = o[k];
-  if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'string' || v === '') throw bad(k, `must be a non-empty string, got ${JSON.stringify(v)}`);
+const read = fieldReaders(bad);
+
+function str(o: JsonObject, k: string): string | undefined {
+  const v = read.optString(o, k, '');
+  if (v === '') throw bad(k, 'must not be empty');
   return v;
 }
 
-function cidr(o: Record<string, unknown>, k: string): Cidr | null | undefined {
+function cidr(o: JsonObject, k: string): Cidr | null | undefined {
   const v = str(o, k);
   if (v === undefined) return undefined;
   try {
@@ -83,16 +85,10 @@ function cidr(o: Record<string, unknown>, k: string): Cidr | null | undefined {
 
 /** Parses a config object (from the file, merged with flags). Unknown keys are rejected so typos do not pass silently. */
 export function parseAgentConfig(raw: unknown): AgentConfig {
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw bad('(root)', 'must be a JSON object');
-  const o = raw as Record<string, unknown>;
+  const o = read.objectAt(raw, '');
   for (const k of Object.keys(o)) if (!(k in DEFAULTS)) throw bad(k, 'unknown field');
   const runDir = str(o, 'runDir') ?? DEFAULTS.runDir;
-  const mtuRaw = o['mtu'];
-  let mtu: number | null = null;
-  if (mtuRaw !== undefined && mtuRaw !== null) {
-    if (typeof mtuRaw !== 'number' || !Number.isInteger(mtuRaw) || mtuRaw < 576 || mtuRaw > 65535) throw bad('mtu', 'must be an integer from 576 to 65535');
-    mtu = mtuRaw;
-  }
+  const mtu = read.optInt(o, 'mtu', '', { min: 576, max: 65535 }) ?? null;
   const mode = str(o, 'proxyMode') ?? DEFAULTS.proxyMode;
   if (mode === 'ipvs') throw bad('proxyMode', 'ipvs is not available yet (this kernel has no IP_VS; the IPVS mode comes with the test-vm/ VMs); use iptables, nftables or none');
   if (!['iptables', 'nftables', 'none'].includes(mode)) throw bad('proxyMode', `must be iptables, nftables or none, got ${JSON.stringify(mode)}`);
@@ -106,8 +102,7 @@ export function parseAgentConfig(raw: unknown): AgentConfig {
   }
   const ping = str(o, 'clusterIPPing') ?? DEFAULTS.clusterIPPing;
   if (ping !== 'reject' && ping !== 'drop') throw bad('clusterIPPing', 'must be reject or drop');
-  const minSyncRaw = o['proxyMinSyncMs'] ?? DEFAULTS.proxyMinSyncMs;
-  if (typeof minSyncRaw !== 'number' || !Number.isInteger(minSyncRaw) || minSyncRaw < 0 || minSyncRaw > 600_000) throw bad('proxyMinSyncMs', 'must be an integer from 0 to 600000');
+  const minSyncRaw = read.optInt(o, 'proxyMinSyncMs', '', { min: 0, max: 600_000 }) ?? DEFAULTS.proxyMinSyncMs;
   const bridge = str(o, 'bridge') ?? DEFAULTS.bridge;
   if (bridge.length > 15 || /[\s/]/.test(bridge)) throw bad('bridge', 'must be a valid interface name (at most 15 characters)');
   return {

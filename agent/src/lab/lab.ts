@@ -59,6 +59,8 @@ export interface NodeOptions {
   config?: Record<string, unknown>;
   /** Extra environment of the agent process (e.g. a PATH whose `iptables` is another backend). */
   agentEnv?: Record<string, string>;
+  /** Extra node arguments for the agent process (e.g. --cpu-prof). */
+  agentNodeArgs?: string[];
 }
 
 export class Lab {
@@ -192,7 +194,7 @@ export class VNode {
     const out = openSync(`${this.dir}/agent.stderr`, 'a');
     // nsenter, not `ip netns exec`: the latter gives the agent a private mount namespace, and pod netns
     // bind mounts made later (by runtimes, by `nodenet pod`) would not propagate into it here.
-    const p = spawn('nsenter', [`--net=${this.nsPath}`, '--', process.execPath, AGENT_JS, 'agent', '--config', cfg], {
+    const p = spawn('nsenter', [`--net=${this.nsPath}`, '--', process.execPath, ...(this.opts.agentNodeArgs ?? []), AGENT_JS, 'agent', '--config', cfg], {
       stdio: ['ignore', out, out],
       env: { ...process.env, ...this.opts.agentEnv },
     });

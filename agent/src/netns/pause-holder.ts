@@ -23,7 +23,9 @@
  * other mount namespaces only if runDir sits on a shared mount.
  */
 import { spawn } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { readJsonFile } from '../state/read.js';
+import { writeFileDurable } from '../state/durable.js';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ErrorCode, NodenetError } from '../errors/errors.js';
@@ -93,24 +95,15 @@ function paths(runDir: string, name: string): { netns: string; state: string; lo
 }
 
 function readState(file: string): SandboxState | null {
-  let raw: unknown;
   try {
-    raw = JSON.parse(readFileSync(file, 'utf8'));
+    return readJsonFile(file, (r) => ({ name: r.string('name'), pid: r.int('pid', { min: 1 }), startTime: r.string('startTime'), pidNamespace: r.bool('pidNamespace') }));
   } catch {
-    return null;
+    return null; // a holder that never recorded itself, or a file from something else: not a sandbox
   }
-  if (typeof raw !== 'object' || raw === null) return null;
-  const o = raw as Record<string, unknown>;
-  if (typeof o['name'] !== 'string' || typeof o['pid'] !== 'number' || typeof o['startTime'] !== 'string' || typeof o['pidNamespace'] !== 'boolean') {
-    return null;
-  }
-  return { name: o['name'], pid: o['pid'], startTime: o['startTime'], pidNamespace: o['pidNamespace'] };
 }
 
 function writeState(file: string, s: SandboxState): void {
-  const tmp = `${file}.tmp`;
-  writeFileSync(tmp, `${JSON.stringify(s)}\n`, { mode: 0o600 });
-  renameSync(tmp, file);
+  writeFileDurable(file, `${JSON.stringify(s)}\n`);
 }
 
 function toSandbox(runDir: string, s: SandboxState, netnsPath: NetnsPath): Sandbox {

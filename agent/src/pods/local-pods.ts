@@ -13,7 +13,10 @@
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, openSync, closeSync, readFileSync, readdirSync, rmSync, writeFileSync, renameSync } from 'node:fs';
+import { openSync, closeSync, readdirSync, rmSync } from 'node:fs';
+import type { ObjectReader } from '../json/read.js';
+import { writeFileDurable } from '../state/durable.js';
+import { isMissingFile, readJsonFile } from '../state/read.js';
 import { ErrorCode, NodenetError } from '../errors/errors.js';
 import type { Runner } from '../exec/runner.js';
 import { joinCommand, startSandbox, stopSandbox, type SandboxRef } from '../netns/pause-holder.js';
@@ -48,6 +51,30 @@ export interface PodRecord {
 
 const NAME_RE = /^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$/;
 
+function readPodRecord(r: ObjectReader): PodRecord {
+  const sb = r.object('sandbox');
+  const sandbox: SandboxRef = {
+    name: sb.string('name'),
+    runDir: sb.string('runDir'),
+    pid: sb.int('pid', { min: 1 }),
+    pidNamespace: sb.bool('pidNamespace'),
+    netnsPath: sb.string('netnsPath') as SandboxRef['netnsPath'],
+    ipcPath: sb.string('ipcPath'),
+    utsPath: sb.string('utsPath'),
+    ...(sb.optString('pidnsPath') === undefined ? {} : { pidnsPath: sb.optString('pidnsPath')! }),
+  };
+  return {
+    name: r.string('name'),
+    containerId: r.string('containerId'),
+    ifName: r.string('ifName'),
+    sandbox,
+    ip: r.string('ip'),
+    cniConf: r.raw('cniConf'),
+    cniResult: r.raw('cniResult'),
+    apps: r.objects('apps').map((a) => ({ pid: a.int('pid', { min: 1 }), argv: a.stringArray('argv') })),
+  };
+}
+
 export class LocalPods {
   constructor(private readonly deps: PodDeps) {}
 
@@ -56,16 +83,15 @@ export class LocalPods {
   }
 
   private save(p: PodRecord): void {
-    mkdirSync(this.dir, { recursive: true, mode: 0o700 });
-    writeFileSync(`${this.dir}/${p.name}.json.tmp`, JSON.stringify(p, null, 2));
-    renameSync(`${this.dir}/${p.name}.json.tmp`, `${this.dir}/${p.name}.json`);
+    writeFileDurable(`${this.dir}/${p.name}.json`, JSON.stringify(p, null, 2));
   }
 
   get(name: string): PodRecord {
+    if (!NAME_RE.test(name)) throw new NodenetError(ErrorCode.Pod, `no pod named ${JSON.stringify(name)}`);
     try {
-      return JSON.parse(readFileSync(`${this.dir}/${name}.json`, 'utf8')) as PodRecord;
+      return readJsonFile(`${this.dir}/${name}.json`, readPodRecord);
     } catch (e) {
-      throw new NodenetError(ErrorCode.Pod, `no pod named ${JSON.stringify(name)}`, { cause: e });
+      throw new NodenetError(ErrorCode.Pod, isMissingFile(e) ? `no pod named ${JSON.stringify(name)}` : `pod ${name}: ${(e as Error).message}`, { cause: e });
     }
   }
 

@@ -232,8 +232,7 @@ export class Sandbox {
         throw e;
       },
     );
-    const release = async (): Promise<readonly string[]> => {
-      const record = await deps.records.get(req.containerId, req.ifName);
+    const release = async (record: AttachmentRecord | null): Promise<readonly string[]> => {
       // Which network(s) hold the IPs: the record's, else the config's, else any store holding this attachment.
       let held: { network: string; ipam: unknown; ips: readonly string[] }[];
       if (record) held = [{ network: record.network, ipam: record.ipam, ips: record.ips }];
@@ -248,10 +247,16 @@ export class Sandbox {
       for (const h of held) await deps.ipam.del(h.ipam, h.network, req.containerId, req.ifName);
       return ips;
     };
-    const [gone, ips] = await Promise.all([linkGone, release()]);
-    if (!gone && req.netns) await this.deletePodEnd(req.netns, req.ifName);
-    await deps.records.delete(req.containerId, req.ifName);
-    log.info({ [F.ip]: ips }, 'attachment deleted');
+    // The record goes at the same time; should anything fail, it is put back for the retried DEL.
+    const record = await deps.records.get(req.containerId, req.ifName);
+    try {
+      const [gone, ips] = await Promise.all([linkGone, release(record), deps.records.delete(req.containerId, req.ifName)]);
+      if (!gone && req.netns) await this.deletePodEnd(req.netns, req.ifName);
+      log.info({ [F.ip]: ips }, 'attachment deleted');
+    } catch (e) {
+      if (record) await deps.records.put(record).catch((pe: unknown) => log.warn({ [F.err]: pe }, 'cannot restore the attachment record after a failed DEL'));
+      throw e;
+    }
   }
 
   /** The pod end, when the host end was not there to take it along (a pair renamed or half-made by someone else). */
