@@ -27,12 +27,12 @@ t.test('a lab without an owner record is a crashed run\'s (or an older version\'
 
 t.test('scratch namespaces named after a live test process stay; a dead one\'s go; others are not ours', async (t) => {
   const plan = planLeftovers({
-    namespaces: ['nn-nl-4242-a', 'nn-phost-4242', 'nn-nft-999', 'nn-bps-999-nftables-1000', 'nn-orphan', 'user-ns', 'kube-x'],
+    namespaces: ['nn-nl-4242-a', 'nn-phost-4242', 'nn-nft-999', 'nn-bps-999-nftables-1000', 'nn-orphan', 'nn-prof-1', 'user-ns', 'kube-x'],
     labs: [],
     ownerAlive: () => false,
-    pidAlive: (pid) => pid === 4242,
+    pidAlive: (pid) => pid === 4242 || pid === 1,
   });
-  t.same(plan.namespaces, ['nn-nft-999', 'nn-bps-999-nftables-1000', 'nn-orphan'], 'nn-* of dead or unknown owners only; never a name without the prefix');
+  t.same(plan.namespaces, ['nn-nft-999', 'nn-bps-999-nftables-1000', 'nn-orphan', 'nn-prof-1'], 'nn-* of dead or unknown owners only; never a name without the prefix');
   t.same(plan.labDirs, []);
 });
 

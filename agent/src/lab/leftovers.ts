@@ -54,7 +54,8 @@ export function planLeftovers(w: LeftoverWorld): LeftoverPlan {
   const namespaces = w.namespaces.filter((ns) => {
     if (!ns.startsWith(NS_PREFIX) || claimed(ns)) return false;
     const m = PID_NAMED.exec(ns);
-    return !(m && w.pidAlive(Number(m[1])));
+    const pid = m ? Number(m[1]) : 0;
+    return !(pid > 1 && w.pidAlive(pid)); // pid 1 is always alive and owns no test
   });
   return { labDirs: dead.map((l) => l.dir), namespaces };
 }

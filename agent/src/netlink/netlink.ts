@@ -69,7 +69,7 @@ export class NetlinkHandle implements NetlinkOps {
   /** The last socket-level error, reported with the next failing request. */
   private socketError: unknown;
 
-  /** @param deleter deletes links off the main thread (the kernel's veth teardown blocks the sender for milliseconds). */
+  /** @param deleter creates veths and deletes links off the main thread (the kernel's work blocks the sender for milliseconds). */
   constructor(private readonly sock: RtNetlinkSocket, readonly netns: NetnsPath | undefined, private readonly deleter?: LinkDeleter) {
     // An unhandled 'error' event would crash the process.
     sock.socket.on('error', (e) => { this.socketError = e; });
@@ -205,7 +205,8 @@ export class NetlinkHandle implements NetlinkOps {
       const data: Parameters<RtNetlinkSocket['newLink']>[0] = spec.up ? { flags: { up: true }, change: { up: true } } : {};
       const create = async () => {
         if (spec.master !== undefined) attrs.master = await this.indexOf(spec.master);
-        await this.req(op, (s) => s.newLink(data, attrs, { flags: CREATE_EXCL }));
+        if (this.deleter) await this.deleter.newLink(op, data, attrs, CREATE_EXCL);
+        else await this.req(op, (s) => s.newLink(data, attrs, { flags: CREATE_EXCL }));
       };
       try {
         await create();

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { mkdtempSync, rmSync, writeFileSync, renameSync, unlinkSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync, renameSync, unlinkSync, utimesSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { silentLogger } from '../log/log.js';
 import { ManifestSource } from './manifest-source.js';
@@ -105,4 +105,24 @@ t.test('timers come from the injected clock: no rescan until it moves, then one 
   t.equal(scans, 3, 'a file turning unreadable does');
   src.stop();
   t.equal(clock.pending, 0, 'stop() clears its timers');
+});
+
+t.test('a file unchanged since the last scan (inode, size, mtime) is not read again; a change is', async (t) => {
+  const dir = mkdtempSync(`${tmpdir()}/nn-manifests-`);
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  writeFileSync(`${dir}/web.json`, JSON.stringify([svc('web', '10.96.0.10')]));
+  const mtime = new Date(Math.floor(Date.now() / 1000) * 1000 - 60_000);
+  utimesSync(`${dir}/web.json`, mtime, mtime); // whole seconds: restorable exactly below
+  const rec = new Recorder();
+  const src = new ManifestSource({ dir, services: rec, slices: rec, log: silentLogger(), pollMs: 60_000 });
+  await src.start();
+  t.teardown(() => src.stop());
+  // Rewritten in place with the same size, then its mtime put back: a poll sees the same file and skips it.
+  writeFileSync(`${dir}/web.json`, JSON.stringify([svc('web', '10.96.0.11')]));
+  utimesSync(`${dir}/web.json`, mtime, mtime);
+  await src.scan();
+  t.same(rec.calls.filter((c) => c.startsWith('update')), [], 'not re-read');
+  utimesSync(`${dir}/web.json`, new Date(), new Date(mtime.getTime() + 5000));
+  await src.scan();
+  t.same(rec.calls.filter((c) => c.startsWith('update')), ['update svc web/10.96.0.10 -> web/10.96.0.11'], 'a new mtime: read and delivered');
 });

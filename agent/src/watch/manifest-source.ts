@@ -17,7 +17,7 @@
  * a Service); a file that is removed deletes its objects.
  */
 import { watch, type FSWatcher } from 'node:fs';
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile, stat } from 'node:fs/promises';
 import { F } from '../log/fields.js';
 import type { Logger } from '../log/log.js';
 import type { EndpointSliceHandler, ServiceHandler } from '../proxy/handlers.js';
@@ -54,6 +54,8 @@ export class ManifestSource {
   private scanning: Promise<void> = Promise.resolve();
   private gen = 0;
   private readonly badFiles = new Map<string, string>();
+  /** Per file: the inode, size and mtime it had when last read. */
+  private readonly seen = new Map<string, string>();
 
   constructor(private readonly deps: ManifestSourceDeps) {
     this.log = deps.log.child({ [F.subsys]: 'manifests' });
@@ -131,9 +133,23 @@ export class ManifestSource {
       }
       names = [];
     }
+    let changed = names.length !== this.seen.size || names.some((n) => !this.seen.has(n));
     for (const f of [...this.perFile.keys()]) if (!names.includes(f)) this.perFile.delete(f);
     for (const f of [...this.badFiles.keys()]) if (!names.includes(f)) this.badFiles.delete(f);
+    for (const f of [...this.seen.keys()]) if (!names.includes(f)) this.seen.delete(f);
     for (const name of names) {
+      // A file whose inode, size and mtime are those of the last read is not read again (a poll of a
+      // directory of 10,000 Services used to re-parse megabytes every two seconds).
+      let sig: string;
+      try {
+        const st = await stat(`${this.deps.dir}/${name}`);
+        sig = `${st.ino}:${st.size}:${st.mtimeMs}`;
+      } catch {
+        continue; // removed meanwhile; the next scan sees it gone
+      }
+      if (this.seen.get(name) === sig) continue;
+      this.seen.set(name, sig);
+      changed = true;
       try {
         const { objects, skipped } = parseManifestFile(name, await readFile(`${this.deps.dir}/${name}`, 'utf8'), KINDS);
         this.perFile.set(name, objects);
@@ -145,10 +161,14 @@ export class ManifestSource {
         this.badFiles.set(name, msg);
       }
     }
-    const { view, errors } = mergeFiles(this.perFile);
-    for (const e of errors) this.log.error({ [F.err]: e }, e.message);
-    const events = diffObjects(this.view, view);
-    this.view = view;
+    let events: ManifestEvent[] = [];
+    if (changed || !this.synced) {
+      const { view, errors } = mergeFiles(this.perFile);
+      for (const e of errors) this.log.error({ [F.err]: e }, e.message);
+      events = diffObjects(this.view, view);
+      this.view = view;
+    }
+    const view = this.view;
     for (const e of events) this.deliver(e);
     if (events.length > 0) this.gen++;
     const first = !this.synced;
