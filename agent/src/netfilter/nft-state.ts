@@ -3,7 +3,7 @@
  *
  * The validating fake (nft.fake.ts) keeps its state in this shape, the
  * listing parser (nft-listing.ts) turns `nft list table` text into it, and
- * the packet tracer (testing/nft-tracer.ts) walks it. Rules are kept as text
+ * the packet tracer (trace/nft-tracer.ts) walks it. Rules are kept as text
  * (the tracer recognises the pieces we write with narrow regexps, as
  * kube-proxy's helpers_test.go does); set and map elements are parsed into
  * key/value strings so lookups are exact.

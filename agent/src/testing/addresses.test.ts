@@ -8,7 +8,7 @@ t.test('address conventions', async (t) => {
   t.equal(podIP(3, 1), '10.244.3.2');
   t.ok(cidrContains(podCIDR(3), podIP(3, 253)));
   t.ok(cidrContains(CLUSTER_CIDR, podIP(200, 7)));
-  t.equal(nodeIP(1), '192.168.77.11', 'matches testing/vnode.ts');
+  t.equal(nodeIP(1), '192.168.77.11', 'matches lab/plan.ts');
   t.ok(cidrContains(UNDERLAY_CIDR, nodeIP(9)));
   t.equal(clusterIP(1), '10.96.0.1');
   t.equal(clusterIP(300), '10.96.1.44');

@@ -8,18 +8,18 @@
  *   10.244.N.0/24, its bridge gateway 10.244.N.1, pods from 10.244.N.2;
  * - Service ClusterIPs 10.96.0.0/16 (10.96.0.1 is conventionally the API);
  * - node underlay 192.168.77.0/24, node N at 192.168.77.(10+N) (as
- *   testing/vnode.ts assigns them); external clients at 192.168.77.200+;
+ *   lab/plan.ts assigns them); external clients at 192.168.77.200+;
  * - NodePorts from 30000; node names "node-N".
  *
  * The builders emit what an API server would store (apiVersion, kind,
  * metadata, spec with explicit protocol), so parsers are tested against the
  * real shape, and `withField` edits one JSON path to make a bad object.
  */
-import { intToIp, ipToInt, parseCidr, parseIPv4, type Cidr, type IPv4 } from '../net/ip.js';
+import { intToIp, ipToInt, parseIPv4, type Cidr, type IPv4 } from '../net/ip.js';
+import { CLUSTER_CIDR, nodePodCIDR, nodeUnderlayIP, SERVICE_CIDR, UNDERLAY_CIDR, UNDERLAY_GATEWAY } from '../lab/plan.js';
 
-export const CLUSTER_CIDR = '10.244.0.0/16' as Cidr;
-export const SERVICE_CIDR = '10.96.0.0/16' as Cidr;
-export const UNDERLAY_CIDR = '192.168.77.0/24' as Cidr;
+/** The lab's plan (lab/plan.ts) is the tests' plan. */
+export { CLUSTER_CIDR, SERVICE_CIDR, UNDERLAY_CIDR, UNDERLAY_GATEWAY };
 export const NODE_PORT_BASE = 30000;
 
 function checkRange(what: string, v: number, min: number, max: number): void {
@@ -33,8 +33,7 @@ export function nodeName(node: number): string {
 
 /** Node N's podCIDR: 10.244.N.0/24. */
 export function podCIDR(node: number): Cidr {
-  checkRange('node', node, 1, 254);
-  return parseCidr(`10.244.${node}.0/24`).cidr;
+  return nodePodCIDR(node);
 }
 
 /** The bridge gateway of node N's pods: 10.244.N.1. */
@@ -50,13 +49,9 @@ export function podIP(node: number, i: number): IPv4 {
   return parseIPv4(`10.244.${node}.${i + 1}`);
 }
 
-/** The underlay's router (the underlay namespace's ul0): every node's default gateway, as a real node has one. */
-export const UNDERLAY_GATEWAY = parseIPv4('192.168.77.1');
-
 /** Node N's underlay address: 192.168.77.(10+N). */
 export function nodeIP(node: number): IPv4 {
-  checkRange('node', node, 1, 189);
-  return parseIPv4(`192.168.77.${10 + node}`);
+  return nodeUnderlayIP(node);
 }
 
 /** External client i (1-based) on the underlay: 192.168.77.(199+i). */

@@ -1,5 +1,5 @@
 /**
- * testing/iptables-tracer: walks one packet through parsed iptables rules the
+ * trace/iptables-tracer: walks one packet through parsed iptables rules the
  * way netfilter would, for packet-flow tests (kube-proxy's tracePacket).
  *
  * Order, as the kernel runs the hooks for a new connection:

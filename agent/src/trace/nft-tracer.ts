@@ -1,5 +1,5 @@
 /**
- * testing/nft-tracer: follows one new connection's first packet through an
+ * trace/nft-tracer: follows one new connection's first packet through an
  * nftables table, as the kernel would, and says where it ends up.
  *
  * Input is a table state: the validating fake's (NftFake.table()) or the
