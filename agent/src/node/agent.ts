@@ -83,9 +83,8 @@ export class Agent {
     mkdirSync(cfg.runDir, { recursive: true, mode: 0o700 });
 
     await deps.masquerade.setup();
-    const records = await deps.sandbox.records.list();
-    await deps.masquerade
-      .reconcile(records.filter((r) => r.ipMasq).flatMap((r) => r.ips.filter((ip) => ip.includes('/')).map(masqueradeEntry)))
+    await this.masqueradeEntries()
+      .then((entries) => deps.masquerade.reconcile(entries))
       .catch((e: unknown) => this.log.warn({ [F.err]: e }, 'cannot match the ipMasq sets to the attachment records'));
 
     const sandbox = new Sandbox({ ...deps.sandbox, log: this.log.child({ [F.subsys]: 'sandbox' }) });
@@ -104,6 +103,17 @@ export class Agent {
     this.ready = true;
     writeFileSync(this.readyFile, `${process.pid}\n`);
     this.log.info({ socket: cfg.cniSocket, podCIDR: cfg.podCIDR, replay }, 'agent ready');
+  }
+
+  /** The masquerade entries the attachment records with ipMasq stand for (their IPs from the IPAM store). */
+  private async masqueradeEntries(): Promise<MasqueradeEntry[]> {
+    const { ipam, records } = this.deps.sandbox;
+    const out: MasqueradeEntry[] = [];
+    for (const r of (await records.list()).filter((x) => x.ipMasq)) {
+      const ips = ipam.addresses(r.ipam, r.network, await ipam.get(r.ipam, r.network, r.containerId, r.ifName));
+      out.push(...ips.filter((ip) => ip.includes('/')).map(masqueradeEntry));
+    }
+    return out;
   }
 
   async stop(): Promise<void> {

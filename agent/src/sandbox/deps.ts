@@ -65,6 +65,8 @@ export interface SandboxIpam {
   gc(raw: unknown, network: string, valid: readonly { id: string; ifName: string }[]): Promise<readonly string[]>;
   /** Every network of the node's store in which the attachment holds IPs (a DEL that knows no network). */
   find(id: string, ifName: string): Promise<readonly { network: string; ips: readonly string[] }[]>;
+  /** The IPs with their subnet's prefix ("10.244.1.5/24"), from the config's ranges; an IP it cannot place stays bare. Pure. */
+  addresses(raw: unknown, network: string, ips: readonly string[]): readonly string[];
 }
 
 /** One pod address with ipMasq: its traffic leaving `subnet` is masqueraded. */
@@ -82,14 +84,16 @@ export interface Masquerade {
   del(a: { readonly ip: string; readonly subnet?: string | undefined }): Promise<void>;
 }
 
-/** A durable record of one attachment, written after a successful ADD. */
+/**
+ * A durable record of one attachment, written while its ADD runs (and removed if the ADD fails). The IPs
+ * are not in it: the IPAM store holds them, so the record does not wait for the reservation.
+ */
 export interface AttachmentRecord {
   readonly containerId: string;
   readonly ifName: string;
   readonly network: string;
   readonly netns: string;
   readonly hostIf: string;
-  readonly ips: readonly string[];
   readonly ipMasq: boolean;
   /** The raw ipam section, so DEL and GC reach the same store even without a config. */
   readonly ipam: unknown;

@@ -10,6 +10,8 @@ import { ipamDataDir, parseIpamConf } from '../ipam/config.js';
 import { ipamInvalid } from '../ipam/ipam-errors.js';
 import { parseResolvConf } from '../ipam/resolv-conf.js';
 import type { IPv4 } from '../net/ip.js';
+import { addressIn } from '../ipam/range.js';
+import { rangeFor } from '../ipam/range-set.js';
 import type { IpamResult, SandboxIpam } from './deps.js';
 
 /** ipam.dataDir when the raw section carries a readable one; DEL must work even when the rest does not parse. */
@@ -62,5 +64,21 @@ export class IpamAdapter implements SandboxIpam {
 
   async find(id: string, ifName: string): Promise<readonly { network: string; ips: readonly string[] }[]> {
     return this.ipam.find(id, ifName);
+  }
+
+  addresses(raw: unknown, network: string, ips: readonly string[]): readonly string[] {
+    let sets: ReturnType<IpamAdapter['conf']>['rangeSets'] = [];
+    try {
+      sets = this.conf(raw, network).rangeSets;
+    } catch {
+      return [...ips]; // a config that no longer parses: the IPs as they are
+    }
+    return ips.map((ip) => {
+      for (const set of sets) {
+        const r = rangeFor(set, ip as IPv4);
+        if (r) return addressIn(r, ip as IPv4);
+      }
+      return ip;
+    });
   }
 }

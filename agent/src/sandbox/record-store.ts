@@ -79,7 +79,6 @@ function readRecord(r: ObjectReader): AttachmentRecord {
     network: r.string('network'),
     hostIf: r.string('hostIf'),
     netns: r.optString('netns') ?? '',
-    ips: r.stringArray('ips'),
     ipMasq: r.bool('ipMasq', false),
     ipam: r.raw('ipam'),
   };

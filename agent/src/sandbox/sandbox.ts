@@ -107,11 +107,17 @@ export class Sandbox {
     const undo: Undo[] = [];
     let success = false;
     let pod: NetOps | null = null;
-    // The IP reservation (an fsynced file) runs alongside the link work, which it does not depend on; its
-    // undo is registered first, so a failure anywhere releases it once it has settled.
+    // The IP reservation and the attachment record (two fsynced files, neither needing the other) run
+    // alongside the link work, which they do not depend on: the veth's creation (~3 ms of kernel work)
+    // hides them. Their undos are registered first, so a failure anywhere removes both once they settled.
+    const record: AttachmentRecord = {
+      containerId: req.containerId, ifName: req.ifName, network: req.network, netns: req.netns, hostIf, ipMasq: req.ipMasq, ipam: req.ipam,
+    };
     const ipamP = deps.ipam.add(req.ipam, req.network, req.containerId, req.ifName, req.requestedIPs);
-    const ipamSettled = ipamP.then(() => true, () => false);
-    undo.push({ what: 'release IPs', run: async () => { if (await ipamSettled) await deps.ipam.del(req.ipam, req.network, req.containerId, req.ifName); } });
+    const recordP = deps.records.put(record);
+    const settled = Promise.allSettled([ipamP, recordP]);
+    undo.push({ what: 'release IPs', run: async () => { if ((await settled)[0].status === 'fulfilled') await deps.ipam.del(req.ipam, req.network, req.containerId, req.ifName); } });
+    undo.push({ what: 'delete the record', run: () => deps.records.delete(req.containerId, req.ifName) });
     try {
       const bridgeOpts: { mtu?: number; promisc?: boolean; mac?: string } = { promisc: req.promiscMode, mac: deps.bridgeMac(req.bridge) };
       if (req.mtu !== undefined) bridgeOpts.mtu = req.mtu;
@@ -151,13 +157,9 @@ export class Sandbox {
       for (const r of ipam.routes) routes.push(r.gw ? { dst: r.dst, gw: r.gw } : { dst: r.dst });
       const gw = ipam.ips.find((i) => i.gateway)?.gateway;
       if (req.isDefaultGateway && gw && !routes.some((r) => r.dst === '0.0.0.0/0')) routes.push({ dst: '0.0.0.0/0', gw });
-      const record: AttachmentRecord = {
-        containerId: req.containerId, ifName: req.ifName, network: req.network, netns: req.netns, hostIf,
-        ips: ipam.ips.map((i) => i.address), ipMasq: req.ipMasq, ipam: req.ipam,
-      };
 
-      // Three independent parts at once: the pod side (its socket), the node side (the node's socket and the
-      // masquerade set), the durable record. Each part's own steps stay in order.
+      // The pod side (its socket) and the node side (the node's socket and the masquerade set) at once,
+      // while the record may still be being written. Each part's own steps stay in order.
       const podNs = pod;
       const podSide = async () => {
         // Routes need the address first: the gateway must be reachable.
@@ -185,12 +187,11 @@ export class Sandbox {
           }
         }
       };
-      undo.push({ what: 'delete the record', run: () => deps.records.delete(req.containerId, req.ifName) });
-      const parts = await Promise.allSettled([podSide(), nodeSide(), deps.records.put(record)]);
+      const parts = await Promise.allSettled([podSide(), nodeSide(), recordP]);
       const failed = parts.find((r): r is PromiseRejectedResult => r.status === 'rejected');
       if (failed) throw failed.reason;
       success = true;
-      log.info({ [F.ip]: record.ips, hostIf }, 'attachment added');
+      log.info({ [F.ip]: ipam.ips.map((i) => i.address), hostIf }, 'attachment added');
       const podIface: { name: string; mac: string; mtu?: number; sandbox?: string } = { name: req.ifName, mac: veth.peerMac!, sandbox: req.netns };
       if (req.mtu !== undefined) podIface.mtu = req.mtu;
       return {
@@ -203,7 +204,7 @@ export class Sandbox {
     } finally {
       pod?.close();
       if (!success) {
-        await ipamSettled;
+        await settled;
         for (const u of undo.reverse()) {
           try {
             await u.run();
@@ -221,7 +222,7 @@ export class Sandbox {
    * teardown, most of a DEL) starts at once, while the IPs are found and released: the bridge plugin
    * also releases IPAM before it deletes the link.
    */
-  async del(req: DelRequest): Promise<void> {
+  async del(req: DelRequest): Promise<readonly string[]> {
     const { deps } = this;
     const log = deps.log.child({ [F.containerID]: req.containerId, [F.ifName]: req.ifName, [F.netns]: req.netns });
     const hostIf = hostVethName(req.containerId, req.ifName);
@@ -235,12 +236,13 @@ export class Sandbox {
     const release = async (record: AttachmentRecord | null): Promise<readonly string[]> => {
       // Which network(s) hold the IPs: the record's, else the config's, else any store holding this attachment.
       let held: { network: string; ipam: unknown; ips: readonly string[] }[];
-      if (record) held = [{ network: record.network, ipam: record.ipam, ips: record.ips }];
-      else if (req.network) held = [{ network: req.network, ipam: req.ipam, ips: await deps.ipam.get(req.ipam, req.network, req.containerId, req.ifName) }];
+      const network = record?.network ?? req.network;
+      const raw = record ? record.ipam : req.ipam;
+      if (network) held = [{ network, ipam: raw, ips: deps.ipam.addresses(raw, network, await deps.ipam.get(raw, network, req.containerId, req.ifName)) }];
       else held = (await deps.ipam.find(req.containerId, req.ifName)).map((f) => ({ ...f, ipam: undefined }));
       const ips = held.flatMap((h) => h.ips);
-      // Masquerade first: it needs the IPs, which the IPAM release forgets.
-      // A record's addresses carry their prefix (so the subnet); IPAM's bare ones do not.
+      // Masquerade first: it needs the IPs, which the IPAM release forgets. An address the config places has
+      // its prefix (so the subnet); one it cannot place is bare, and only its pod entry can go.
       if (record ? record.ipMasq : req.ipMasq !== false) {
         for (const ip of ips) await deps.masq.del(ip.includes('/') ? masqueradeEntry(ip) : { ip });
       }
@@ -253,6 +255,7 @@ export class Sandbox {
       const [gone, ips] = await Promise.all([linkGone, release(record), deps.records.delete(req.containerId, req.ifName)]);
       if (!gone && req.netns) await this.deletePodEnd(req.netns, req.ifName);
       log.info({ [F.ip]: ips }, 'attachment deleted');
+      return ips;
     } catch (e) {
       if (record) await deps.records.put(record).catch((pe: unknown) => log.warn({ [F.err]: pe }, 'cannot restore the attachment record after a failed DEL'));
       throw e;
@@ -316,8 +319,7 @@ export class Sandbox {
     const released: string[] = [];
     for (const r of await this.deps.records.list()) {
       if (r.network !== network || keep.has(`${r.containerId}/${r.ifName}`)) continue;
-      await this.del({ containerId: r.containerId, ifName: r.ifName, netns: '', network, ipam: r.ipam, ipMasq: r.ipMasq });
-      released.push(...r.ips);
+      released.push(...(await this.del({ containerId: r.containerId, ifName: r.ifName, netns: '', network, ipam: r.ipam, ipMasq: r.ipMasq })));
     }
     released.push(...(await this.deps.ipam.gc(ipamRaw, network, valid.map((v) => ({ id: v.containerId, ifName: v.ifName })))));
     return released;
