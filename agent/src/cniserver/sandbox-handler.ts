@@ -45,6 +45,8 @@ export class SandboxCniHandler implements CniHandler {
     const ipArg = parseCniArgs(req.args).get('IP');
     if (ipArg) for (const ip of ipArg.split(',')) if (!requested.includes(ip.trim())) requested.push(ip.trim());
     const mtu = conf.mtu ?? this.deps.defaultMtu ?? undefined;
+    // The bridge plugin's order: runtimeConfig.mac, then args.cni.mac, then CNI_ARGS MAC=.
+    const mac = conf.mac ?? cniArgsMac(req.args);
     return {
       containerId: req.containerId,
       ifName: req.ifName,
@@ -60,6 +62,7 @@ export class SandboxCniHandler implements CniHandler {
       promiscMode: conf.promiscMode,
       ipam: conf.ipam,
       requestedIPs: requested.map((s) => s.split('/')[0]!),
+      ...(mac ? { mac } : {}),
       dns: conf.dns as Readonly<Record<string, unknown>> | undefined,
     };
   }
@@ -116,6 +119,16 @@ export class SandboxCniHandler implements CniHandler {
     const released = await this.deps.sandbox.gc(conf.name, conf.ipam, valid);
     this.deps.log.info({ released, network: conf.name }, 'GC done');
   }
+}
+
+/** CNI_ARGS MAC=, validated like the config's (a unicast Ethernet MAC). @throws CNI 7 naming CNI_ARGS MAC. */
+function cniArgsMac(args: string): string | undefined {
+  const m = parseCniArgs(args).get('MAC');
+  if (m === undefined || m === '') return undefined;
+  if (!/^[0-9a-fA-F]{2}(?::[0-9a-fA-F]{2}){5}$/.test(m) || parseInt(m.slice(0, 2), 16) & 1) {
+    throw new NodenetError(ErrorCode.InvalidConfig, `CNI_ARGS MAC: not a unicast Ethernet MAC address: ${JSON.stringify(m)}`, { details: 'CNI_ARGS' });
+  }
+  return m.toLowerCase();
 }
 
 /** The config's network name when it is readable and valid, else '' (a DEL then finds the attachment by ID). */

@@ -45,6 +45,12 @@ t.test('every field read and typed', async (t) => {
   t.equal(parse({ mtu: 0 }).mtu, undefined, 'mtu 0 means default');
 });
 
+t.test('the pod MAC: runtimeConfig.mac (the "mac" capability) before args.cni.mac, lower-cased', async (t) => {
+  t.equal(parse({ runtimeConfig: { mac: '0A:58:0A:F4:01:05' }, args: { cni: { mac: '0a:58:00:00:00:01' } } }).mac, '0a:58:0a:f4:01:05');
+  t.equal(parse({ args: { cni: { mac: '0a:58:00:00:00:01' } } }).mac, '0a:58:00:00:00:01');
+  t.notOk('mac' in parse({ runtimeConfig: { mac: '' } }), 'empty means none');
+});
+
 t.test('prevResult is read in the config version when it has none of its own', async (t) => {
   const c = parse({ cniVersion: '0.4.0', prevResult: { interfaces: [{ name: 'eth0' }], ips: [{ version: '4', address: '10.0.0.2/24', interface: 0 }] } });
   t.same(c.prevResult?.ips, [{ address: '10.0.0.2/24', interface: 0 }]);
@@ -81,6 +87,8 @@ t.test('invalid fields are CNI 7 and named', async (t) => {
     [{ runtimeConfig: 'x' }, /^runtimeConfig: must be an object/],
     [{ runtimeConfig: { ips: ['10.0.0.300'] } }, /^runtimeConfig\.ips\[0\]: not an IP address/],
     [{ args: { cni: { ips: 'x' } } }, /^args\.cni\.ips: must be an array of strings/],
+    [{ runtimeConfig: { mac: 'zz:00:00:00:00:01' } }, /^runtimeConfig\.mac: not an Ethernet MAC address/],
+    [{ args: { cni: { mac: '01:00:5e:00:00:01' } } }, /^args\.cni\.mac: 01:00:5e:00:00:01 is a multicast address/],
     [{ agentSocket: 'relative.sock' }, /^agentSocket: must be an absolute path/],
     [{ agentTimeoutMs: 0 }, /^agentTimeoutMs: must be an integer/],
     [{ 'cni.dev/valid-attachments': [{ containerID: 'a' }] }, /^cni\.dev\/valid-attachments\[0\]\.ifname: required value/],

@@ -26,6 +26,7 @@ import { requireSupportedVersion, type CniVersion } from './version.js';
 import { DEFAULT_AGENT_SOCKET } from '../../../proto/cni/v1/contract.js';
 
 export const DEFAULT_BRIDGE = 'cbr0';
+const ETHER_MAC_RE = /^[0-9a-fA-F]{2}(?::[0-9a-fA-F]{2}){5}$/;
 export { DEFAULT_AGENT_SOCKET };
 
 /** One entry of GC's `cni.dev/valid-attachments`. */
@@ -58,6 +59,8 @@ export interface BridgeNetConf {
   readonly runtimeConfig: JsonObject;
   /** `{}` when absent. */
   readonly args: JsonObject;
+  /** The pod interface's MAC asked for through runtimeConfig.mac (the "mac" capability) or args.cni.mac, in that order. */
+  readonly mac?: string;
   /** IPs asked for through runtimeConfig.ips or args.cni.ips ("10.1.2.3" or "10.1.2.3/24"), in that order. */
   readonly requestedIPs: readonly string[];
   /** GC only: the attachments the runtime still knows; undefined when the key is absent. */
@@ -125,6 +128,15 @@ export function parseBridgeNetConf(raw: Uint8Array | string): BridgeNetConf {
   const argsCni = optObject(args, 'cni', 'args');
   if (argsCni) collectIPs(optStringArray(argsCni, 'ips', 'args.cni'), 'args.cni.ips');
 
+  const macOf = (from: JsonObject | undefined, path: string): string | undefined => {
+    const m = from ? optString(from, 'mac', path) : undefined;
+    if (m === undefined || m === '') return undefined;
+    if (!ETHER_MAC_RE.test(m)) throw invalidField(`${path}.mac`, `not an Ethernet MAC address: ${JSON.stringify(m)}`);
+    if (parseInt(m.slice(0, 2), 16) & 1) throw invalidField(`${path}.mac`, `${m} is a multicast address`);
+    return m.toLowerCase();
+  };
+  const mac = macOf(runtimeConfig, 'runtimeConfig') ?? macOf(argsCni, 'args.cni');
+
   const agentSocket = optString(o, 'agentSocket', '') ?? DEFAULT_AGENT_SOCKET;
   if (!agentSocket.startsWith('/')) throw invalidField('agentSocket', 'must be an absolute path');
   const agentTimeoutMs = optInt(o, 'agentTimeoutMs', '', 1, 3_600_000);
@@ -147,6 +159,7 @@ export function parseBridgeNetConf(raw: Uint8Array | string): BridgeNetConf {
     agentSocket,
   };
   if (mtu !== undefined && mtu !== 0) out.mtu = mtu;
+  if (mac !== undefined) out.mac = mac;
   if (dnsRaw) out.dns = dnsFrom(dnsRaw, 'dns');
   if (prevRaw !== undefined && prevRaw !== null) out.prevResult = parsePrevResult(prevRaw, cniVersion);
   const va = validAttachmentsFrom(o);

@@ -136,6 +136,18 @@ t.test('ADD over gRPC makes the veth, address, routes; the bridge MAC is the pin
   t.equal((await w.call('DEL', { containerId: 'c1', netns: ns, ifName: 'eth0' })).kind, 'ok', 'DEL twice');
 });
 
+t.test('CNI_ARGS MAC= sets the pod interface MAC; a malformed one is code 7 naming CNI_ARGS and allocates nothing', async (t) => {
+  const w = await world(t);
+  const ns = w.kernel.createNetns('pod1');
+  const add = result(await w.call('ADD', { containerId: 'c1', netns: ns, ifName: 'eth0', args: 'IgnoreUnknown=1;MAC=0a:58:0a:f4:01:09' }));
+  t.equal(add.interfaces[2]!.mac, '0a:58:0a:f4:01:09');
+  t.equal((await w.kernel.open(ns).getLink('eth0'))!.mac, '0a:58:0a:f4:01:09');
+  const ns2 = w.kernel.createNetns('pod2');
+  const bad = await w.call('ADD', { containerId: 'c2', netns: ns2, ifName: 'eth0', args: 'MAC=ff:ff:ff:ff:ff:ff' });
+  t.match(bad, { kind: 'cni-error', code: 7, msg: /^CNI_ARGS MAC: not a unicast/ });
+  t.equal(await w.kernel.open(ns2).getLink('eth0'), null, 'no interface');
+});
+
 t.test('ipMasq: one table set up at start, two set elements per pod, no rule per pod; DEL removes them', async (t) => {
   const w = await world(t);
   const scripts = w.nft.applied.length;

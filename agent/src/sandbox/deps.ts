@@ -40,6 +40,8 @@ export interface NetOps {
   deleteLink(name: string): Promise<void>;
   /** Idempotent (an existing address is success). */
   addAddress(name: string, cidr: string): Promise<void>;
+  /** Idempotent (a missing address is success). */
+  delAddress(name: string, cidr: string): Promise<void>;
   listAddresses(name?: string): Promise<readonly { ifIndex: number; address: string }[]>;
   /** Idempotent (an existing route is success). */
   addRoute(r: { dst: string; gw?: string; dev?: string }): Promise<void>;

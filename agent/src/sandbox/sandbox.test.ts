@@ -39,7 +39,7 @@ class Failer {
   }
 }
 
-const NET_MUT = ['ensureBridge', 'createVeth', 'setMaster', 'setUp', 'setHairpin', 'deleteLink', 'addAddress', 'addRoute'];
+const NET_MUT = ['ensureBridge', 'createVeth', 'setMaster', 'setUp', 'setHairpin', 'deleteLink', 'addAddress', 'delAddress', 'addRoute'];
 
 async function setup(opts: { failer?: Failer } = {}) {
   const kernel = new FakeNetlinkKernel();
@@ -154,4 +154,37 @@ t.test('the bridge keeps the pinned MAC, and the result reports it', async (t) =
   const r = await s.sandbox.add(req(s.kernel.createNetns('p')));
   t.same(r.interfaces[0], { name: 'cbr0', mac: '02:00:00:00:00:01' });
   t.equal((await s.kernel.open().getLink('cbr0'))!.mac, '02:00:00:00:00:01');
+});
+
+t.test('the pod interface takes the MAC the runtime asked for; random ones otherwise', async (t) => {
+  const s = await setup();
+  const ns = s.kernel.createNetns('p');
+  const r = await s.sandbox.add(req(ns, { mac: '0a:58:0a:f4:01:05' }));
+  t.equal(r.interfaces[2]!.mac, '0a:58:0a:f4:01:05', 'reported');
+  t.equal((await s.kernel.open(ns).getLink('eth0'))!.mac, '0a:58:0a:f4:01:05', 'and set');
+  const ns2 = s.kernel.createNetns('p2');
+  const r2 = await s.sandbox.add(req(ns2, { containerId: 'c2' }));
+  t.not(r2.interfaces[2]!.mac, '0a:58:0a:f4:01:05');
+  t.equal((await s.kernel.open(ns2).getLink('eth0'))!.mac, r2.interfaces[2]!.mac);
+});
+
+t.test('gateway address: another address of the bridge in the subnet is an error naming it, or replaced with forceAddress', async (t) => {
+  const s = await setup();
+  const node = s.kernel.open();
+  await node.ensureBridge('cbr0', {});
+  await node.addAddress('cbr0', '10.244.1.254/24');
+  await node.addAddress('cbr0', '192.168.9.1/24');
+  const ns = s.kernel.createNetns('p');
+  await t.rejects(s.sandbox.add(req(ns)), { code: 'NN_ERR_INVALID_CONFIG', message: /bridge cbr0 already has address 10\.244\.1\.254\/24.*gateway 10\.244\.1\.1\/24.*forceAddress/ });
+  t.same(await s.store.listAll(), [], 'the refused ADD holds no IP');
+  t.same((await node.listAddresses('cbr0')).map((a) => a.address).sort(), ['10.244.1.254/24', '192.168.9.1/24'], 'and changed no address');
+
+  const r = await s.sandbox.add(req(ns, { forceAddress: true }));
+  t.equal(r.ips[0]!.gateway, '10.244.1.1');
+  t.same((await node.listAddresses('cbr0')).map((a) => a.address).sort(), ['10.244.1.1/24', '192.168.9.1/24'], 'forceAddress replaced the overlapping address only');
+
+  // Checked once: later ADDs re-add the gateway (so a removed one comes back) without listing the bridge.
+  await node.delAddress('cbr0', '10.244.1.1/24');
+  await s.sandbox.add(req(s.kernel.createNetns('p2'), { containerId: 'c2' }));
+  t.ok((await node.listAddresses('cbr0')).some((a) => a.address === '10.244.1.1/24'), 'the gateway address is put back');
 });

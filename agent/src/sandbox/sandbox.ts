@@ -29,7 +29,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { ErrorCode, LinkNotFoundError, NetnsNotFoundError, NodenetError } from '../errors/errors.js';
 import { F } from '../log/fields.js';
-import { parseIPNet } from '../net/ip.js';
+import { cidrContains, parseIPNet } from '../net/ip.js';
 import type { VethSpec } from '../netlink/ops.js';
 import type { AttachmentRecord, NetOps, SandboxDeps } from './deps.js';
 import { masqueradeEntry } from './masquerade.js';
@@ -50,6 +50,8 @@ export interface AttachRequest {
   readonly promiscMode: boolean;
   /** The raw ipam section. */
   readonly ipam: unknown;
+  /** The pod interface's MAC the runtime asked for (runtimeConfig.mac, args.cni.mac, CNI_ARGS MAC=); random otherwise. */
+  readonly mac?: string | undefined;
   /** IPs asked for through CNI_ARGS IP= or runtimeConfig.ips. */
   readonly requestedIPs: readonly string[];
   readonly dns?: Readonly<Record<string, unknown>> | undefined;
@@ -85,6 +87,8 @@ type Undo = { what: string; run: () => Promise<void> };
 export class Sandbox {
   /** Bridges this sandbox ensured, by name: their options and MAC. A bridge deleted behind its back is re-made on the next ADD. */
   private readonly bridges = new Map<string, { key: string; mac: string }>();
+  /** Gateway addresses (bridge/cidr) this sandbox checked against the bridge's others; the rest of their ADDs only re-add them (idempotent). */
+  private readonly gateways = new Set<string>();
 
   constructor(private readonly deps: SandboxDeps) {}
 
@@ -96,7 +100,32 @@ export class Sandbox {
     const link = await this.deps.node.ensureBridge(name, opts);
     const b = { key, mac: link.mac };
     this.bridges.set(name, b);
+    if (fresh) for (const g of [...this.gateways]) if (g.startsWith(`${name}/`)) this.gateways.delete(g);
     return b;
+  }
+
+  /**
+   * The gateway address on the bridge, as the bridge plugin does it: another address of the bridge in an
+   * overlapping subnet is an error naming both, unless forceAddress, which replaces it. Checked once per
+   * (bridge, address) and sandbox; later ADDs only re-add the address, which puts it back if it was removed.
+   */
+  private async gatewayAddress(bridge: string, cidr: string, force: boolean): Promise<void> {
+    const key = `${bridge}/${cidr}`;
+    if (!this.gateways.has(key)) {
+      const want = parseIPNet(cidr);
+      for (const { address } of await this.deps.node.listAddresses(bridge)) {
+        if (address === cidr) continue;
+        const have = parseIPNet(address);
+        if (!cidrContains(have.network.cidr, want.ip) && !cidrContains(want.network.cidr, have.ip)) continue;
+        if (!force) {
+          throw new NodenetError(ErrorCode.InvalidConfig, `bridge ${bridge} already has address ${address}, not the gateway ${cidr} this network needs (set forceAddress to replace it)`, { details: 'forceAddress' });
+        }
+        this.deps.log.info({ bridge, old: address, new: cidr }, 'forceAddress: replacing the bridge address');
+        await this.deps.node.delAddress(bridge, address);
+      }
+    }
+    await this.deps.node.addAddress(bridge, cidr);
+    this.gateways.add(key);
   }
 
   async add(req: AttachRequest): Promise<AttachResult> {
@@ -125,7 +154,7 @@ export class Sandbox {
 
       // One request: the pair, the host end on the bridge and up, both MACs chosen here (so the result needs
       // no lookup).
-      const veth: VethSpec = { name: hostIf, peerName: req.ifName, peerNetns: netns, master: req.bridge, up: true, mac: randomMac(), peerMac: randomMac() };
+      const veth: VethSpec = { name: hostIf, peerName: req.ifName, peerNetns: netns, master: req.bridge, up: true, mac: randomMac(), peerMac: req.mac ?? randomMac() };
       if (req.mtu !== undefined) veth.mtu = req.mtu;
       try {
         await deps.node.createVeth(veth);
@@ -175,7 +204,7 @@ export class Sandbox {
         if (req.isGateway) {
           for (const ip of ipam.ips) {
             if (!ip.gateway) continue;
-            await deps.node.addAddress(req.bridge, `${ip.gateway}/${parseIPNet(ip.address).prefix}`);
+            await this.gatewayAddress(req.bridge, `${ip.gateway}/${parseIPNet(ip.address).prefix}`, req.forceAddress);
           }
           await deps.sysctl.set('net/ipv4/ip_forward', '1');
         }
