@@ -126,6 +126,33 @@ t.test('the shim bundle holds nothing but cni/src, proto/ and Node builtins', as
   for (const e of external) t.ok(builtinModules.includes(e), `external import ${e} is a builtin`);
 });
 
+t.test('the CNI ADD/DEL path spawns nothing: no module it reaches imports child_process, execa or exec/', async (t) => {
+  // What the agent runs per CNI call: the server, the handler, the sandbox and what it is given (netlink,
+  // nfnetlink set elements, /proc/sys, IPAM on disk, the records). Type-only imports carry no code.
+  const entries = [
+    'cniserver/server.ts', 'cniserver/sandbox-handler.ts', 'cniserver/replay-deletions.ts',
+    'sandbox/sandbox.ts', 'sandbox/ipam-adapter.ts', 'sandbox/record-store.ts', 'sandbox/masquerade.ts',
+    'netlink/netlink.ts', 'netlink/link-deleter.ts', 'netfilter/nft-sets.ts', 'netns/sysctl.ts', 'ipam/ipam.ts', 'ipam/disk-store.ts',
+  ].map((f) => join(ROOT, 'agent/src', f));
+  const seen = new Set<string>();
+  const queue = [...entries];
+  const bad: string[] = [];
+  while (queue.length) {
+    const f = queue.pop()!;
+    if (seen.has(f)) continue;
+    seen.add(f);
+    const text = readFileSync(f, 'utf8');
+    for (const m of text.matchAll(/(?:^|\n)\s*(?:import|export)\s(?!type\s)[^'"]*?from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g)) {
+      const spec = m[1] ?? m[2]!;
+      const target = spec.startsWith('.') ? resolve(dirname(f), spec).replace(/\.js$/, '.ts') : null;
+      if (/^(node:)?child_process$|^execa$/.test(spec) || target?.includes('/agent/src/exec/')) bad.push(`${relative(ROOT, f)} imports ${spec}`);
+      if (target) queue.push(target);
+    }
+  }
+  t.ok(seen.size > 30, `${seen.size} modules on the path`);
+  t.same(bad, [], bad.join('\n'));
+});
+
 t.test('pure modules import no fs, child_process, execa or netlink', async (t) => {
   const pure = sources.filter((f) => PURE.some((re) => re.test(f)));
   t.ok(pure.length > 20, `${pure.length} pure modules checked`);
