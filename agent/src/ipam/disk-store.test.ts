@@ -84,6 +84,19 @@ t.test('host-local compatibility: legacy id-only files, \\n files, foreign names
   t.ok(existsSync(join(net, 'README')), 'foreign names are left alone');
 });
 
+t.test('the cursor is overwritten in place: a shorter address leaves no tail of a longer one, and no temp file', async (t) => {
+  const dir = tempDir(t);
+  const s = new DiskStore(dir, 'net');
+  await s.withLock(async () => {
+    await s.reserve('c1', 'eth0', ip('10.0.0.100'), '0');
+    t.equal(readFileSync(join(dir, 'net', `${LAST_RESERVED_PREFIX}0`), 'utf8'), '10.0.0.100');
+    await s.reserve('c2', 'eth0', ip('10.0.0.9'), '0');
+  });
+  t.equal(readFileSync(join(dir, 'net', `${LAST_RESERVED_PREFIX}0`), 'utf8'), '10.0.0.9', 'host-local\'s format: the address alone');
+  t.equal(await s.lastReservedIP('0'), '10.0.0.9');
+  t.same(readdirSync(join(dir, 'net')).filter((n) => n.startsWith(TMP_PREFIX)), []);
+});
+
 t.test('last_reserved_ip survives a restart: round-robin continues', async (t) => {
   const dir = tempDir(t);
   const conf = parseIpamConf('net', { subnet: '10.3.0.0/24' });

@@ -19,8 +19,8 @@
  * - A crash between link() and the caller learning the result leaves a
  *   complete reservation for that (id, ifName): a retried ADD returns it, and
  *   DEL or GC releases it like any other.
- * - The cursor file is replaced by rename(), so it is always old or new; an
- *   unreadable cursor is ignored (round-robin restarts, nothing else).
+ * - The cursor file is overwritten in place (it is a hint); an unreadable
+ *   cursor is ignored (round-robin restarts, nothing else).
  * - The lock is flock(2): the kernel drops it when its holder dies, so there
  *   is no stale lock to clean up. An in-process FIFO mutex sits in front.
  * - fsync: the tmp file before link, and the directory after it, so a
@@ -45,15 +45,14 @@ import {
   closeSync,
   constants as fsc,
   fsync,
+  ftruncateSync,
   linkSync,
   lstatSync,
   mkdirSync,
   openSync,
   readdirSync,
   readFileSync,
-  renameSync,
   unlinkSync,
-  writeFileSync,
   writeSync,
 } from 'node:fs';
 import { promisify } from 'node:util';
@@ -254,14 +253,19 @@ export class DiskStore implements Store {
     for (const n of names ?? listDir(this.dir)) if (n.startsWith(TMP_PREFIX)) unlinkQuiet(join(this.dir, n));
   }
 
-  /** Replace last_reserved_ip.<rangeId> atomically (rename), so it is always the old or the new IP. */
+  /**
+   * Overwrite last_reserved_ip.<rangeId> in place: the IP at offset 0, then the file cut to its length.
+   * It is only a hint, so no temp file and rename (which cost a new inode and, on ext4, a forced
+   * writeback per ADD): a crash between the two steps leaves another valid address (a longer old one's
+   * tail) or, at worst, text that does not parse and is ignored.
+   */
   private writeLast(rangeId: string, ip: IPv4): void {
-    const tmp = join(this.dir, `${TMP_PREFIX}${LAST_RESERVED_PREFIX}${rangeId}.${process.pid}.${++this.seq}`);
+    const fd = openSync(join(this.dir, LAST_RESERVED_PREFIX + rangeId), fsc.O_WRONLY | fsc.O_CREAT | fsc.O_NOFOLLOW, 0o644);
     try {
-      writeFileSync(tmp, ip, { mode: 0o644 });
-      renameSync(tmp, join(this.dir, LAST_RESERVED_PREFIX + rangeId));
+      writeSync(fd, ip, 0);
+      ftruncateSync(fd, Buffer.byteLength(ip));
     } finally {
-      unlinkQuiet(tmp);
+      closeSync(fd);
     }
   }
 }

@@ -156,29 +156,42 @@ export class Sandbox {
       // no lookup).
       const veth: VethSpec = { name: hostIf, peerName: req.ifName, peerNetns: netns, master: req.bridge, up: true, mac: randomMac(), peerMac: req.mac ?? randomMac() };
       if (req.mtu !== undefined) veth.mtu = req.mtu;
-      try {
-        await deps.node.createVeth(veth);
-      } catch (e) {
-        if (e instanceof LinkNotFoundError && e.link === req.bridge) {
-          // The bridge went away since this sandbox ensured it: make it again.
-          bridge = await this.bridge(req.bridge, bridgeOpts, true);
+      const makeVeth = async () => {
+        try {
           await deps.node.createVeth(veth);
-        } else {
-          if (!(e instanceof NodenetError) || e.code !== ErrorCode.LinkExists) throw e;
-          // A leftover host veth of this very attachment (an ADD that crashed midway) is removed, so a retried ADD
-          // converges instead of failing on "exists"; a taken name in the pod is the caller's error.
-          if (!(await deps.node.getLink(hostIf))) throw new NodenetError(ErrorCode.LinkExists, `interface ${req.ifName} already exists in ${req.netns}`, { cause: e });
-          log.info({ hostIf }, 'removing leftover host veth of an earlier, unfinished ADD');
-          await deps.node.deleteLink(hostIf).catch(ignoreMissing);
-          await deps.node.createVeth(veth);
+        } catch (e) {
+          if (e instanceof LinkNotFoundError && e.link === req.bridge) {
+            // The bridge went away since this sandbox ensured it: make it again.
+            bridge = await this.bridge(req.bridge, bridgeOpts, true);
+            await deps.node.createVeth(veth);
+          } else {
+            if (!(e instanceof NodenetError) || e.code !== ErrorCode.LinkExists) throw e;
+            // A leftover host veth of this very attachment (an ADD that crashed midway) is removed, so a retried ADD
+            // converges instead of failing on "exists"; a taken name in the pod is the caller's error.
+            if (!(await deps.node.getLink(hostIf))) throw new NodenetError(ErrorCode.LinkExists, `interface ${req.ifName} already exists in ${req.netns}`, { cause: e });
+            log.info({ hostIf }, 'removing leftover host veth of an earlier, unfinished ADD');
+            await deps.node.deleteLink(hostIf).catch(ignoreMissing);
+            await deps.node.createVeth(veth);
+          }
         }
+      };
+      // While a link worker creates the pair, this thread opens the pod's socket and brings its lo up.
+      const vethP = makeVeth();
+      let podOpen: { ok: true; ns: NetOps } | { ok: false; err: unknown };
+      try {
+        podOpen = { ok: true, ns: deps.openPod(netns) };
+      } catch (err) {
+        podOpen = { ok: false, err };
       }
+      if (podOpen.ok) pod = podOpen.ns;
+      const loP = podOpen.ok ? podOpen.ns.setUp('lo') : Promise.resolve();
+      const [vethR, loR] = await Promise.allSettled([vethP, loP]);
+      if (vethR.status === 'rejected') throw vethR.reason;
       undo.push({ what: `delete ${hostIf}`, run: () => deps.node.deleteLink(hostIf).catch(ignoreMissing) });
-      if (req.hairpinMode) await deps.node.setHairpin(hostIf, true); // a new bridge port starts with hairpin off
-
-      pod = deps.openPod(netns);
-      await pod.setUp('lo');
-      await pod.setUp(req.ifName);
+      if (!podOpen.ok) throw podOpen.err;
+      if (loR.status === 'rejected') throw loR.reason;
+      const podNs = podOpen.ns;
+      await podNs.setUp(req.ifName);
       const ipam = await ipamP;
       if (ipam.ips.length === 0) throw new NodenetError(ErrorCode.IpamInvalid, 'IPAM returned no address');
 
@@ -187,9 +200,8 @@ export class Sandbox {
       const gw = ipam.ips.find((i) => i.gateway)?.gateway;
       if (req.isDefaultGateway && gw && !routes.some((r) => r.dst === '0.0.0.0/0')) routes.push({ dst: '0.0.0.0/0', gw });
 
-      // The pod side (its socket) and the node side (the node's socket and the masquerade set) at once,
+      // The pod side (its socket), the node side (the node's socket) and the masquerade set at once,
       // while the record may still be being written. Each part's own steps stay in order.
-      const podNs = pod;
       const podSide = async () => {
         // Routes need the address first: the gateway must be reachable.
         for (const ip of ipam.ips) await podNs.addAddress(req.ifName, ip.address);
@@ -201,6 +213,7 @@ export class Sandbox {
         }
       };
       const nodeSide = async () => {
+        if (req.hairpinMode) await deps.node.setHairpin(hostIf, true); // a new bridge port starts with hairpin off
         if (req.isGateway) {
           for (const ip of ipam.ips) {
             if (!ip.gateway) continue;
@@ -208,6 +221,9 @@ export class Sandbox {
           }
           await deps.sysctl.set('net/ipv4/ip_forward', '1');
         }
+      };
+      // The masquerade set is nfnetlink's, not rtnetlink's: its elements go in alongside the link changes.
+      const masqSide = async () => {
         if (req.ipMasq) {
           for (const ip of ipam.ips) {
             const entry = masqueradeEntry(ip.address);
@@ -216,7 +232,7 @@ export class Sandbox {
           }
         }
       };
-      const parts = await Promise.allSettled([podSide(), nodeSide(), recordP]);
+      const parts = await Promise.allSettled([podSide(), nodeSide(), masqSide(), recordP]);
       const failed = parts.find((r): r is PromiseRejectedResult => r.status === 'rejected');
       if (failed) throw failed.reason;
       success = true;
