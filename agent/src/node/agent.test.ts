@@ -50,7 +50,7 @@ const CONF = { cniVersion: '1.1.0', name: 'nodenet', type: 'nodenet-cni', bridge
 
 async function world(t: Test, opts: { proxy?: boolean; store?: FakeStore } = {}): Promise<World> {
   const dir = mkdtempSync(join(tmpdir(), 'nn-agent-'));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const removeDir = () => rmSync(dir, { recursive: true, force: true });
   const config = parseAgentConfig({
     nodeName: 'node1', podCIDR: '10.244.1.0/24', clusterCIDR: '10.244.0.0/16', stateDir: `${dir}/state`, runDir: `${dir}/run`,
     proxyMode: opts.proxy ? 'iptables' : 'none', manifestsDir: `${dir}/manifests`, proxyMinSyncMs: 0,
@@ -99,8 +99,18 @@ async function world(t: Test, opts: { proxy?: boolean; store?: FakeStore } = {})
         }
       : null,
   });
-  await agent.start();
-  t.teardown(() => agent.stop());
+  // The directory goes after the agent has stopped: stopping writes the proxy's status file into it.
+  try {
+    await agent.start();
+  } catch (e) {
+    await agent.stop();
+    removeDir();
+    throw e;
+  }
+  t.teardown(async () => {
+    await agent.stop();
+    removeDir();
+  });
   const socket = config.cniSocket;
   return {
     agent, kernel, nft, iptables, sysctl, clock, dir, socket,
