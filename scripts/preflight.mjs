@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 const need = {
   ip: 'iproute2', bridge: 'iproute2', iptables: 'iptables', 'iptables-legacy': 'iptables', nft: 'nftables',
   ipset: 'ipset', conntrack: 'conntrack', ping: 'iputils-ping', nsenter: 'util-linux', unshare: 'util-linux',
-  cc: 'gcc', socat: 'socat',
+  cc: 'gcc', 'c++': 'g++', make: 'make', python3: 'python3', socat: 'socat',
 };
 const which = (c) => spawnSync('sh', ['-c', `command -v ${c}`], { stdio: 'ignore' }).status === 0;
 const missing = [...new Set(Object.entries(need).filter(([c]) => !which(c)).map(([, p]) => p))];
