@@ -2,22 +2,22 @@ import t from 'tap';
 import { readFileSync } from 'node:fs';
 import { ERRORS, ErrorCode, CniCode, NodenetError, asNodenetError, NetnsNotFoundError, TryAgainLaterError, InvalidObjectError } from './errors.js';
 
-/** The rows of docs/errors.md's table: code → [CNI code, HTTP status]. */
-function documented(): Map<string, [number, number]> {
+/** The rows of docs/errors.md's table: code → [CNI code, HTTP status, Status reason]. */
+function documented(): Map<string, [number, number, string]> {
   const doc = readFileSync(new URL('../../../docs/errors.md', import.meta.url), 'utf8');
-  const rows = new Map<string, [number, number]>();
+  const rows = new Map<string, [number, number, string]>();
   for (const line of doc.split('\n')) {
-    const m = /^\| `(NN_ERR_[A-Z_]+)` \| (\d+) \| (\d+) \|/.exec(line);
-    if (m) rows.set(m[1]!, [Number(m[2]), Number(m[3])]);
+    const m = /^\| `(NN_ERR_[A-Z_]+)` \| (\d+) \| (\d+) \| (\w+) \|/.exec(line);
+    if (m) rows.set(m[1]!, [Number(m[2]), Number(m[3]), m[4]!]);
   }
   return rows;
 }
 
-t.test('docs/errors.md and the registry have the same codes, CNI codes and HTTP statuses', async (t) => {
+t.test('docs/errors.md and the registry have the same codes, CNI codes, HTTP statuses and Status reasons', async (t) => {
   const doc = documented();
   t.ok(doc.size > 10, 'the table was read');
   for (const [code, row] of Object.entries(ERRORS)) {
-    t.same(doc.get(code), [row.cni, row.http], `${code}: documented as CNI ${row.cni}, HTTP ${row.http}`);
+    t.same(doc.get(code), [row.cni, row.http, row.reason], `${code}: documented as CNI ${row.cni}, HTTP ${row.http}, ${row.reason}`);
   }
   for (const code of doc.keys()) t.ok(code in ERRORS, `${code} (documented) is in the registry`);
 });

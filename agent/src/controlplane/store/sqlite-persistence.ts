@@ -1,0 +1,148 @@
+/**
+ * controlplane/store/sqlite-persistence: the Store's disk, one SQLite file.
+ *
+ *   objects(key PRIMARY KEY, rev, create_rev, value)   the current state
+ *   events(rev PRIMARY KEY, key, type, create_rev, value, prev_rev, prev)
+ *                                                      the history window
+ *   meta(name PRIMARY KEY, value)                      'rev': the high-water mark
+ *                                                      'compacted': history gone up to here
+ *
+ * WAL with synchronous=FULL: a commit returns once its WAL frames are
+ * fsynced, so an acknowledged write survives a crash or a power loss
+ * (synchronous=NORMAL, kine's setting, survives only a process crash). The
+ * Store commits a whole batch per transaction, so one fsync covers every
+ * write accepted in an event-loop turn. The high-water mark is written in
+ * the same transaction, so a revision is never handed out twice, even when
+ * compaction has removed the rows that carried it.
+ */
+import Database from 'better-sqlite3';
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { ErrorCode, NodenetError } from '../../errors/errors.js';
+import type { EventType } from './types.js';
+import type { Loaded, PersistedEvent, PersistedObject, Persistence } from './persistence.js';
+
+const TYPES: readonly EventType[] = ['ADDED', 'MODIFIED', 'DELETED'];
+const SCHEMA_VERSION = 1;
+
+interface EventRow {
+  rev: number;
+  key: string;
+  type: number;
+  create_rev: number;
+  value: string;
+  prev_rev: number;
+  prev: string | null;
+}
+
+export interface SqliteOptions {
+  /** fsync each commit (default true). Off only for throwaway stores. */
+  readonly durable?: boolean;
+}
+
+export class SqlitePersistence implements Persistence {
+  private readonly db: Database.Database;
+  private readonly stmts;
+  private readonly commitTx: (events: readonly PersistedEvent[]) => void;
+
+  constructor(readonly file: string, opts: SqliteOptions = {}) {
+    try {
+      mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+      this.db = new Database(file);
+      this.db.pragma('journal_mode = WAL');
+      this.db.pragma(`synchronous = ${opts.durable === false ? 'OFF' : 'FULL'}`);
+      this.db.pragma('foreign_keys = OFF');
+      this.migrate();
+    } catch (e) {
+      throw storeError(`opening ${file}`, e);
+    }
+    const db = this.db;
+    this.stmts = {
+      upsert: db.prepare('INSERT INTO objects(key, rev, create_rev, value) VALUES (?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET rev = excluded.rev, create_rev = excluded.create_rev, value = excluded.value'),
+      remove: db.prepare('DELETE FROM objects WHERE key = ?'),
+      event: db.prepare('INSERT INTO events(rev, key, type, create_rev, value, prev_rev, prev) VALUES (?, ?, ?, ?, ?, ?, ?)'),
+      setMeta: db.prepare('INSERT INTO meta(name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value'),
+      getMeta: db.prepare('SELECT value FROM meta WHERE name = ?').pluck(),
+      after: db.prepare('SELECT * FROM events WHERE rev > ? ORDER BY rev LIMIT ?'),
+      newest: db.prepare('SELECT * FROM (SELECT * FROM events ORDER BY rev DESC LIMIT ?) ORDER BY rev'),
+      objects: db.prepare('SELECT key, rev, create_rev, value FROM objects'),
+      compact: db.prepare('DELETE FROM events WHERE rev <= ?'),
+      maxRev: db.prepare('SELECT max(m) FROM (SELECT max(rev) AS m FROM events UNION ALL SELECT max(rev) FROM objects)').pluck(),
+    };
+    this.commitTx = db.transaction((events: readonly PersistedEvent[]) => {
+      for (const e of events) {
+        if (e.type === 'DELETED') this.stmts.remove.run(e.key);
+        else this.stmts.upsert.run(e.key, e.rev, e.createRev, e.json);
+        this.stmts.event.run(e.rev, e.key, TYPES.indexOf(e.type), e.createRev, e.json, e.prevRev, e.prevJson);
+      }
+      this.stmts.setMeta.run('rev', events[events.length - 1]!.rev);
+    });
+  }
+
+  private migrate(): void {
+    this.db.exec(`
+      CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+      CREATE TABLE IF NOT EXISTS objects (key TEXT PRIMARY KEY, rev INTEGER NOT NULL, create_rev INTEGER NOT NULL, value TEXT NOT NULL) WITHOUT ROWID;
+      CREATE TABLE IF NOT EXISTS events (rev INTEGER PRIMARY KEY, key TEXT NOT NULL, type INTEGER NOT NULL, create_rev INTEGER NOT NULL,
+                                         value TEXT NOT NULL, prev_rev INTEGER NOT NULL, prev TEXT);
+    `);
+    const v = this.db.prepare("SELECT value FROM meta WHERE name = 'schema'").pluck().get() as number | undefined;
+    if (v === undefined) this.db.prepare("INSERT INTO meta(name, value) VALUES ('schema', ?)").run(SCHEMA_VERSION);
+    else if (v !== SCHEMA_VERSION) throw new Error(`database schema ${v}; this nodenet reads schema ${SCHEMA_VERSION}`);
+  }
+
+  load(recent: number): Loaded {
+    try {
+      const objects: PersistedObject[] = (this.stmts.objects.all() as { key: string; rev: number; create_rev: number; value: string }[]).map((r) => ({
+        key: r.key, rev: r.rev, createRev: r.create_rev, json: r.value,
+      }));
+      const events = (this.stmts.newest.all(recent) as EventRow[]).map(eventOf);
+      const hw = (this.stmts.getMeta.get('rev') as number | undefined) ?? 0;
+      const rev = Math.max(hw, (this.stmts.maxRev.get() as number | null) ?? 0);
+      const compacted = (this.stmts.getMeta.get('compacted') as number | undefined) ?? 0;
+      return { objects, events, rev, compacted };
+    } catch (e) {
+      throw storeError('loading', e);
+    }
+  }
+
+  commit(events: readonly PersistedEvent[]): void {
+    if (!events.length) return;
+    try {
+      this.commitTx(events);
+    } catch (e) {
+      throw storeError(`committing ${events.length} write(s)`, e);
+    }
+  }
+
+  readEvents(afterRev: number, limit: number): PersistedEvent[] {
+    try {
+      return (this.stmts.after.all(afterRev, limit) as EventRow[]).map(eventOf);
+    } catch (e) {
+      throw storeError('reading the history', e);
+    }
+  }
+
+  compact(rev: number): void {
+    try {
+      this.db.transaction(() => {
+        this.stmts.compact.run(rev);
+        this.stmts.setMeta.run('compacted', rev);
+      })();
+    } catch (e) {
+      throw storeError('compacting', e);
+    }
+  }
+
+  close(): void {
+    if (this.db.open) this.db.close();
+  }
+}
+
+function eventOf(r: EventRow): PersistedEvent {
+  return { rev: r.rev, key: r.key, type: TYPES[r.type]!, createRev: r.create_rev, json: r.value, prevRev: r.prev_rev, prevJson: r.prev };
+}
+
+function storeError(what: string, e: unknown): NodenetError {
+  return new NodenetError(ErrorCode.Store, `sqlite: ${what}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+}

@@ -1,0 +1,68 @@
+/**
+ * controlplane/store/types: what the embedded API server stores.
+ *
+ * An object lives under a key `<group-resource>/<namespace>/<name>` (the
+ * namespace empty for cluster-scoped kinds; a group-resource is `services`
+ * or `deployments.apps` and never holds a `/`, so the key splits one way).
+ * Every write takes the next revision of one global, monotonic sequence:
+ * that revision is the object's `metadata.resourceVersion` and the event's
+ * position in the history watchers replay.
+ */
+
+/** A Kubernetes object as JSON: the store reads only `metadata.resourceVersion`, which it sets. */
+export interface KObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: Record<string, unknown>;
+  [k: string]: unknown;
+}
+
+export interface ObjectKey {
+  /** `services`, `deployments.apps`: the resource and its group, as kube-apiserver names a GroupResource. */
+  readonly gr: string;
+  /** '' for cluster-scoped kinds. */
+  readonly namespace: string;
+  readonly name: string;
+}
+
+/** One stored object: immutable once stored (callers copy before they change anything). */
+export interface Stored {
+  readonly key: string;
+  /** The revision of the write that made this version (its resourceVersion). */
+  readonly rev: number;
+  /** The revision that created the object (it survives updates). */
+  readonly createRev: number;
+  readonly object: Readonly<KObject>;
+  /** `object` serialised, as it goes on the wire. */
+  readonly json: string;
+}
+
+export type EventType = 'ADDED' | 'MODIFIED' | 'DELETED';
+
+/**
+ * One committed change. For DELETED, `cur` is the object as it was last,
+ * with the deletion's revision as its resourceVersion (what a watcher
+ * receives, as from kube-apiserver); `prev` is that last version unchanged.
+ */
+export interface StoreEvent {
+  readonly type: EventType;
+  readonly rev: number;
+  readonly key: string;
+  readonly cur: Stored;
+  readonly prev: Stored | null;
+}
+
+export function keyString(k: ObjectKey): string {
+  return `${k.gr}/${k.namespace}/${k.name}`;
+}
+
+/** The group-resource part of a key string. */
+export function grOf(key: string): string {
+  return key.slice(0, key.indexOf('/'));
+}
+
+/** The namespace part of a key string ('' for cluster-scoped). */
+export function namespaceOf(key: string): string {
+  const a = key.indexOf('/');
+  return key.slice(a + 1, key.indexOf('/', a + 1));
+}
