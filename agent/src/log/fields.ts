@@ -24,4 +24,13 @@ export const F = {
   reason: 'reason',
   scope: 'scope',
   count: 'count',
+  /** controlplane: one line per API request. */
+  verb: 'verb',
+  resource: 'resource',
+  namespace: 'namespace',
+  name: 'name',
+  user: 'user',
+  code: 'code',
+  path: 'path',
+  rev: 'rev',
 } as const;

@@ -155,6 +155,26 @@ export class Store {
     return { items, rev: this.committed };
   }
 
+  /**
+   * The objects of a group-resource as they were at revision `rev` (a consistent snapshot for paged lists),
+   * rebuilt from the current state and the history in memory, sorted by key.
+   * @throws Expired when the memory history no longer reaches back to rev.
+   */
+  listAt(gr: string, rev: number): readonly Stored[] {
+    if (rev >= this.committed) return this.list(gr).items;
+    if (rev < this.ringFloor) throw new NodenetError(ErrorCode.Expired, `too old resource version: ${rev} (${this.ringFloor})`);
+    const state = new Map<string, Stored>();
+    for (const s of this.list(gr).items) state.set(s.key, s);
+    // Undo the events after rev, newest first.
+    for (let i = this.ring.length - 1; i >= 0 && this.ring[i]!.rev > rev; i--) {
+      const ev = this.ring[i]!;
+      if (grOf(ev.key) !== gr) continue;
+      if (ev.type === 'ADDED') state.delete(ev.key);
+      else state.set(ev.key, ev.prev!);
+    }
+    return [...state.values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  }
+
   /** How many objects of each group-resource are stored (apiserver_storage_objects). */
   counts(): Map<string, number> {
     const out = new Map<string, number>();

@@ -1,0 +1,574 @@
+/**
+ * controlplane/api/rest: the verbs on objects, kube-apiserver's generic
+ * registry (k8s.io/apiserver/pkg/registry/generic/registry/store.go) over
+ * the Store. HTTP-free: the server (server.ts) parses requests into these
+ * calls and writes what they return.
+ *
+ * Create: decode as the kind's schema (wrong JSON types are 400, unknown
+ * fields dropped and reported per fieldValidation), the object's
+ * apiVersion/kind/namespace checked against the request, metadata set
+ * (uid, creationTimestamp, generation 1, a generateName suffix), defaults,
+ * the status a new object starts with, validation (422 naming each field),
+ * then the store. Nothing is stored unless everything passed.
+ * Update: the same, with the stored object's resourceVersion as the
+ * precondition when the body carries one, the server-owned metadata kept,
+ * the status kept (main resource) or only the status taken (`/status`),
+ * the generation bumped when anything but metadata and status changed, and
+ * no write at all when nothing changed.
+ * Delete: preconditions, finalizers (the object only gets a
+ * deletionTimestamp until they are gone), propagation policy (Foreground
+ * and Orphan are finalizers the garbage collector acts on; Background
+ * leaves the dependents to it), dryRun.
+ */
+import { randomUUID } from 'node:crypto';
+import { ErrorCode, NodenetError } from '../../errors/errors.js';
+import { deepEqual } from '../../reconcile/deep-equal.js';
+import type { Clock } from '../../reconcile/clock.js';
+import { STRATEGIES, nameProblem, validateMeta, type Strategy } from '../kinds/kinds.js';
+import type { Store } from '../store/store.js';
+import type { KObject, Stored } from '../store/types.js';
+import { apiErrors, fieldErr, successStatus, type FieldError, type Status } from './errors.js';
+import { applyJsonPatch, applyMergePatch } from './patch.js';
+import { apiVersionOf, grOf, type Resource } from './resources.js';
+import { decode, DecodeError, type Schemas } from './schema.js';
+import { matchesFields, matchesLabels, parseFieldSelector, parseLabelSelector, SelectorError, type FieldRequirement, type LabelRequirement } from './selectors.js';
+import { strategicMergePatch } from './strategic-merge.js';
+
+type O = Record<string, unknown>;
+const obj = (v: unknown): O | undefined => (v && typeof v === 'object' && !Array.isArray(v) ? (v as O) : undefined);
+
+export type FieldValidation = 'Strict' | 'Warn' | 'Ignore';
+export type PatchType = 'json' | 'merge' | 'strategic' | 'apply';
+
+export interface WriteOptions {
+  readonly dryRun?: boolean;
+  readonly fieldValidation?: FieldValidation;
+  readonly fieldManager?: string;
+}
+
+export interface WriteResult {
+  readonly object: KObject;
+  /** HTTP status: 201 for a create, 200 otherwise. */
+  readonly code: number;
+  readonly warnings: readonly string[];
+}
+
+export interface ListQuery {
+  readonly labelSelector?: string | undefined;
+  readonly fieldSelector?: string | undefined;
+  readonly limit?: number | undefined;
+  readonly continue?: string | undefined;
+  readonly resourceVersion?: string | undefined;
+  readonly resourceVersionMatch?: string | undefined;
+}
+
+export interface DeleteOptions {
+  readonly propagationPolicy?: 'Orphan' | 'Background' | 'Foreground' | undefined;
+  readonly gracePeriodSeconds?: number | undefined;
+  readonly preconditions?: { uid?: string; resourceVersion?: string } | undefined;
+  readonly dryRun?: boolean | undefined;
+}
+
+export interface Selectors {
+  readonly labels: readonly LabelRequirement[];
+  readonly fields: readonly FieldRequirement[];
+}
+
+const GENERATE_CHARS = 'bcdfghjklmnpqrstvwxz2456789';
+
+/** Finalizers the garbage collector owns. */
+export const FOREGROUND = 'foregroundDeletion';
+export const ORPHAN = 'orphan';
+
+/** RFC 3339 with seconds, as metav1.Time marshals. */
+export function rfc3339(ms: number): string {
+  return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace('.000Z', 'Z');
+}
+
+export interface RestDeps {
+  readonly store: Store;
+  readonly schemas: Schemas;
+  readonly clock: Clock;
+  readonly uid?: () => string;
+}
+
+export class Rest {
+  private readonly uid: () => string;
+
+  constructor(private readonly deps: RestDeps) {
+    this.uid = deps.uid ?? randomUUID;
+  }
+
+  key(r: Resource, namespace: string, name: string): string {
+    return `${grOf(r)}/${r.namespaced ? namespace : ''}/${name}`;
+  }
+
+  strategy(r: Resource): Strategy {
+    return STRATEGIES[grOf(r)]!;
+  }
+
+  get(r: Resource, namespace: string, name: string): Stored {
+    const s = this.deps.store.get(this.key(r, namespace, name));
+    if (!s) throw apiErrors.notFound(r, name);
+    return s;
+  }
+
+  parseSelectors(r: Resource, q: { labelSelector?: string | undefined; fieldSelector?: string | undefined }): Selectors {
+    try {
+      return {
+        labels: q.labelSelector ? parseLabelSelector(q.labelSelector) : [],
+        fields: q.fieldSelector ? parseFieldSelector(q.fieldSelector, r.fieldSelectors) : [],
+      };
+    } catch (e) {
+      if (e instanceof SelectorError) throw apiErrors.badRequest(e.message);
+      throw e;
+    }
+  }
+
+  matches(r: Resource, sel: Selectors, o: KObject): boolean {
+    if (sel.labels.length && !matchesLabels(sel.labels, obj(o.metadata?.['labels']) as Record<string, string> | undefined)) return false;
+    if (sel.fields.length && !matchesFields(sel.fields, r.fields(o))) return false;
+    return true;
+  }
+
+  /** A list: items (possibly one page), the revision it is consistent at, and a continue token. */
+  list(r: Resource, namespace: string | undefined, q: ListQuery): { items: readonly Stored[]; rev: number; continue?: string; remaining?: number } {
+    const sel = this.parseSelectors(r, q);
+    const gr = grOf(r);
+    let rev = this.deps.store.rev;
+    let after = '';
+    if (q.continue) {
+      const c = decodeContinue(q.continue);
+      rev = c.rev;
+      after = c.after;
+    } else if (q.resourceVersion && q.resourceVersion !== '0') {
+      const want = parseRV(q.resourceVersion);
+      if (q.resourceVersionMatch === 'Exact') rev = want;
+      else if (q.resourceVersionMatch && q.resourceVersionMatch !== 'NotOlderThan') throw apiErrors.badRequest(`resourceVersionMatch: Unsupported value: ${JSON.stringify(q.resourceVersionMatch)}: supported values: "Exact", "NotOlderThan"`);
+      else if (want > this.deps.store.rev) throw new NodenetError(ErrorCode.Timeout, `Too large resource version: ${want}, current: ${this.deps.store.rev}`);
+    } else if (q.resourceVersionMatch) {
+      if (!q.resourceVersion) throw apiErrors.badRequest('resourceVersionMatch is forbidden unless resourceVersion is provided');
+    }
+    let all: readonly Stored[];
+    try {
+      all = rev === this.deps.store.rev ? this.deps.store.list(gr).items : this.deps.store.listAt(gr, rev);
+    } catch (e) {
+      if (e instanceof NodenetError && e.code === ErrorCode.Expired && q.continue) {
+        throw apiErrors.expired('The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.');
+      }
+      throw e;
+    }
+    const prefix = r.namespaced && namespace !== undefined ? `${gr}/${namespace}/` : '';
+    const items: Stored[] = [];
+    const limit = q.limit && q.limit > 0 ? q.limit : Infinity;
+    let i = 0;
+    for (; i < all.length; i++) {
+      const s = all[i]!;
+      if (prefix && !s.key.startsWith(prefix)) continue;
+      if (after && s.key <= after) continue;
+      if (!this.matches(r, sel, s.object)) continue;
+      if (items.length === limit) break;
+      items.push(s);
+    }
+    const out: { items: readonly Stored[]; rev: number; continue?: string; remaining?: number } = { items, rev };
+    if (i < all.length && items.length === limit) {
+      out.continue = encodeContinue(rev, items[items.length - 1]!.key);
+      if (!sel.labels.length && !sel.fields.length) {
+        let remaining = 0;
+        for (let j = i; j < all.length; j++) if (!prefix || all[j]!.key.startsWith(prefix)) remaining++;
+        out.remaining = remaining;
+      }
+    }
+    return out;
+  }
+
+  /** Decodes a request body as the kind, checking apiVersion and kind. */
+  decodeBody(r: Resource, body: unknown, fv: FieldValidation, warnings: string[]): O {
+    const o = obj(body);
+    if (!o) throw apiErrors.badRequest(`the body of the request must be a JSON object (a ${r.kind})`);
+    const av = o['apiVersion'];
+    const kind = o['kind'];
+    if (av !== undefined && av !== apiVersionOf(r)) {
+      throw apiErrors.badRequest(`the API version in the data (${String(av)}) does not match the expected API version (${apiVersionOf(r)})`);
+    }
+    if (kind !== undefined && kind !== r.kind) throw apiErrors.badRequest(`the kind in the data (${String(kind)}) does not match the expected kind (${r.kind})`);
+    const problems = { unknown: [] as string[] };
+    let decoded: O;
+    try {
+      decoded = decode(this.deps.schemas, r.model, o, problems) as O;
+    } catch (e) {
+      if (e instanceof DecodeError) throw apiErrors.badRequest(`${r.kind} in version "${r.version}" cannot be handled as a ${r.kind}: ${e.message}`);
+      throw e;
+    }
+    if (problems.unknown.length) {
+      if (fv === 'Strict') throw apiErrors.badRequest(`strict decoding error: ${problems.unknown.map((f) => `unknown field "${f}"`).join(', ')}`);
+      if (fv === 'Warn') for (const f of problems.unknown) warnings.push(`unknown field "${f}"`);
+    }
+    decoded['apiVersion'] = apiVersionOf(r);
+    decoded['kind'] = r.kind;
+    decoded['metadata'] = obj(decoded['metadata']) ?? {};
+    return decoded;
+  }
+
+  private validate(r: Resource, o: O, old: O | null): void {
+    const s = this.strategy(r);
+    const meta = obj(o['metadata'])!;
+    const name = String(meta['name'] ?? '');
+    const errs: FieldError[] = [];
+    if (!old) {
+      const np = nameProblem(s.nameRule, name);
+      if (np) errs.push(fieldErr.invalid('metadata.name', name, np));
+    }
+    errs.push(...validateMeta(meta), ...s.validate(o, old));
+    if (errs.length) throw apiErrors.invalid(r, name, errs);
+  }
+
+  /** Checks the namespace: it must exist (a Namespace object) for namespaced kinds. */
+  private checkNamespace(r: Resource, namespace: string): void {
+    if (!r.namespaced) return;
+    if (!this.deps.store.latest(`namespaces//${namespace}`)) throw apiErrors.notFound({ resource: 'namespaces', group: '', kind: 'Namespace' }, namespace);
+    const ns = this.deps.store.latest(`namespaces//${namespace}`)!;
+    if (ns.object.metadata?.['deletionTimestamp'] && r.resource !== 'events') {
+      throw new NodenetError(ErrorCode.Forbidden, `${r.kind.toLowerCase()} ${JSON.stringify('')} is forbidden: unable to create new content in namespace ${namespace} because it is being terminated`);
+    }
+  }
+
+  async create(r: Resource, namespace: string, body: unknown, opts: WriteOptions = {}): Promise<WriteResult> {
+    const warnings: string[] = [];
+    const o = this.decodeBody(r, body, opts.fieldValidation ?? 'Warn', warnings);
+    const meta = obj(o['metadata'])!;
+    if (r.namespaced) {
+      if (meta['namespace'] !== undefined && meta['namespace'] !== '' && meta['namespace'] !== namespace) {
+        throw apiErrors.badRequest('the namespace of the provided object does not match the namespace sent on the request');
+      }
+      meta['namespace'] = namespace;
+    } else delete meta['namespace'];
+    if (meta['resourceVersion'] !== undefined && meta['resourceVersion'] !== '') throw apiErrors.badRequest('resourceVersion should not be set on objects to be created');
+    this.checkNamespace(r, namespace);
+    const generate = typeof meta['generateName'] === 'string' && meta['generateName'] !== '' && !meta['name'];
+    if (!meta['name'] && !generate) throw apiErrors.invalid(r, '', [fieldErr.required('metadata.name', 'name or generateName is required')]);
+    const s = this.strategy(r);
+    const now = this.deps.clock.now();
+    for (const k of ['uid', 'creationTimestamp', 'deletionTimestamp', 'deletionGracePeriodSeconds', 'selfLink', 'managedFields']) delete meta[k];
+    meta['uid'] = this.uid();
+    meta['creationTimestamp'] = rfc3339(now);
+    meta['generation'] = 1;
+    meta['managedFields'] = [managedEntry(opts.fieldManager ?? 'unknown', 'Update', apiVersionOf(r), now)];
+    s.defaults(o);
+    if (r.subresources.includes('status') || s.initialStatus) {
+      const st = s.initialStatus?.(o);
+      if (st === undefined) delete o['status'];
+      else o['status'] = st;
+    }
+    for (let attempt = 0; ; attempt++) {
+      if (generate) {
+        let suffix = '';
+        for (let i = 0; i < 5; i++) suffix += GENERATE_CHARS[Math.floor(Math.random() * GENERATE_CHARS.length)];
+        meta['name'] = `${String(meta['generateName'])}${suffix}`;
+      }
+      this.validate(r, o, null);
+      const key = this.key(r, namespace, String(meta['name']));
+      if (opts.dryRun) {
+        if (this.deps.store.latest(key)) throw apiErrors.alreadyExists(r, String(meta['name']));
+        return { object: o as KObject, code: 201, warnings };
+      }
+      try {
+        const stored = await this.deps.store.create(key, o as KObject);
+        return { object: stored.object as KObject, code: 201, warnings };
+      } catch (e) {
+        if (e instanceof NodenetError && e.code === ErrorCode.AlreadyExists) {
+          if (generate && attempt < 8) continue;
+          throw apiErrors.alreadyExists(r, String(meta['name']));
+        }
+        throw e;
+      }
+    }
+  }
+
+  /**
+   * PUT. `sub` is 'status' or undefined. The body's resourceVersion, when set, is the precondition.
+   */
+  async update(r: Resource, namespace: string, name: string, body: unknown, opts: WriteOptions & { sub?: 'status' | undefined } = {}): Promise<WriteResult> {
+    const warnings: string[] = [];
+    const o = this.decodeBody(r, body, opts.fieldValidation ?? 'Warn', warnings);
+    const meta = obj(o['metadata'])!;
+    if (meta['name'] !== undefined && meta['name'] !== name) throw apiErrors.badRequest(`the name of the object (${String(meta['name'])}) does not match the name on the URL (${name})`);
+    if (r.namespaced && meta['namespace'] !== undefined && meta['namespace'] !== '' && meta['namespace'] !== namespace) {
+      throw apiErrors.badRequest('the namespace of the provided object does not match the namespace sent on the request');
+    }
+    const rv = meta['resourceVersion'];
+    const expect = rv === undefined || rv === '' ? undefined : parseRV(String(rv));
+    return this.writeUpdate(r, namespace, name, () => o, expect, opts, warnings);
+  }
+
+  /** A read-modify-write with retries on a Conflict when there is no client precondition (GuaranteedUpdate). */
+  private async writeUpdate(
+    r: Resource,
+    namespace: string,
+    name: string,
+    next: (cur: Stored) => O,
+    expect: number | undefined,
+    opts: WriteOptions & { sub?: 'status' | 'scale' | undefined },
+    warnings: string[],
+  ): Promise<WriteResult> {
+    const key = this.key(r, namespace, name);
+    for (let attempt = 0; ; attempt++) {
+      const cur = this.deps.store.latest(key);
+      if (!cur) throw apiErrors.notFound(r, name);
+      if (expect !== undefined && cur.rev !== expect) throw apiErrors.conflict(r, name);
+      const old = cur.object as O;
+      const o = next(cur);
+      const merged = this.prepareUpdate(r, o, old, opts.sub);
+      this.validate(r, merged, old);
+      const oldMeta = obj(old['metadata'])!;
+      const m = obj(merged['metadata'])!;
+      // Nothing changed: no write, no new resourceVersion (kube-apiserver skips the etcd write too).
+      if (deepEqual(stripVolatile(merged), stripVolatile(old))) return { object: old as KObject, code: 200, warnings };
+      // The last finalizer of an object being deleted went: the object goes.
+      if (oldMeta['deletionTimestamp'] && (!Array.isArray(m['finalizers']) || m['finalizers'].length === 0)) {
+        if (opts.dryRun) return { object: merged as KObject, code: 200, warnings };
+        const gone = await this.deps.store.delete(key, cur.rev).catch((e: unknown) => this.retryable(r, name, e, attempt));
+        if (gone === null) continue;
+        return { object: gone.object as KObject, code: 200, warnings };
+      }
+      m['managedFields'] = [managedEntry(opts.fieldManager ?? 'unknown', 'Update', apiVersionOf(r), this.deps.clock.now())];
+      if (opts.dryRun) return { object: merged as KObject, code: 200, warnings };
+      const res = await this.deps.store.update(key, merged as KObject, cur.rev).catch((e: unknown) => this.retryable(r, name, e, attempt, expect));
+      if (res === null) continue;
+      return { object: res.object as KObject, code: 200, warnings };
+    }
+  }
+
+  /** null: retry the read-modify-write (a concurrent write, and the client set no precondition). */
+  private retryable(r: Resource, name: string, e: unknown, attempt: number, expect?: number): null {
+    if (e instanceof NodenetError && e.code === ErrorCode.Conflict) {
+      if (expect === undefined && attempt < 16) return null;
+      throw apiErrors.conflict(r, name);
+    }
+    throw e;
+  }
+
+  /** The object an update stores, from what the client sent (o) and what is stored (old). */
+  private prepareUpdate(r: Resource, o: O, old: O, sub: 'status' | 'scale' | undefined): O {
+    const oldMeta = obj(old['metadata'])!;
+    let merged: O;
+    if (sub === 'status') {
+      // Only the status is taken: spec and metadata stay as stored.
+      merged = { ...structuredClone(old), status: o['status'] };
+    } else {
+      merged = o;
+      if (r.subresources.includes('status')) {
+        if (old['status'] === undefined) delete merged['status'];
+        else merged['status'] = structuredClone(old['status']);
+      }
+      this.strategy(r).defaults(merged);
+    }
+    const m = (merged['metadata'] = { ...(obj(merged['metadata']) ?? {}) });
+    // Server-owned metadata is kept from the stored object.
+    for (const k of ['uid', 'creationTimestamp', 'deletionTimestamp', 'deletionGracePeriodSeconds', 'generation', 'namespace', 'name', 'resourceVersion']) {
+      if (oldMeta[k] === undefined) delete m[k];
+      else m[k] = oldMeta[k];
+    }
+    if (oldMeta['deletionTimestamp']) {
+      // Finalizers may only be removed once deletion started.
+      const before = new Set(Array.isArray(oldMeta['finalizers']) ? (oldMeta['finalizers'] as string[]) : []);
+      const now = Array.isArray(m['finalizers']) ? (m['finalizers'] as string[]) : [];
+      const added = now.filter((f) => !before.has(f));
+      if (added.length) throw apiErrors.invalid(r, String(oldMeta['name']), [fieldErr.forbidden('metadata.finalizers', `no new finalizers can be added if the object is being deleted, found new finalizers ${JSON.stringify(added)}`)]);
+    }
+    // The generation counts spec changes: everything but metadata and status.
+    const specOf = (x: O) => {
+      const c: O = { ...x };
+      delete c['metadata'];
+      delete c['status'];
+      return c;
+    };
+    if (!deepEqual(specOf(merged), specOf(old))) m['generation'] = (Number(oldMeta['generation']) || 1) + 1;
+    return merged;
+  }
+
+  async patch(
+    r: Resource,
+    namespace: string,
+    name: string,
+    type: PatchType,
+    patch: unknown,
+    opts: WriteOptions & { sub?: 'status' | 'scale' | undefined; force?: boolean } = {},
+  ): Promise<WriteResult> {
+    const warnings: string[] = [];
+    const key = this.key(r, namespace, name);
+    if (type === 'apply' && !this.deps.store.latest(key)) {
+      // Server-side apply creates what does not exist.
+      const body = obj(patch);
+      if (!body) throw apiErrors.badRequest('the apply configuration must be an object');
+      const meta = obj(body['metadata']);
+      if (meta?.['name'] !== undefined && meta['name'] !== name) throw apiErrors.badRequest(`the name of the object (${String(meta['name'])}) does not match the name on the URL (${name})`);
+      const created = await this.create(r, namespace, { ...body, metadata: { ...(meta ?? {}), name } }, { ...opts, fieldManager: opts.fieldManager ?? 'unknown' });
+      return { ...created, code: 201 };
+    }
+    return this.writeUpdate(
+      r,
+      namespace,
+      name,
+      (cur) => {
+        const base = structuredClone(cur.object) as O;
+        let patched: unknown;
+        try {
+          if (type === 'json') patched = applyJsonPatch(base, patch);
+          else if (type === 'merge') patched = applyMergePatch(base, patch);
+          else patched = strategicMergePatch(this.deps.schemas, r.model, base, patch, { apply: type === 'apply' });
+        } catch (e) {
+          if (e instanceof NodenetError) throw e;
+          throw new NodenetError(ErrorCode.InvalidObject, `${e instanceof Error ? e.message : String(e)}`);
+        }
+        const o = this.decodeBody(r, patched, opts.fieldValidation ?? (type === 'apply' ? 'Strict' : 'Warn'), warnings);
+        // A resourceVersion in the patch is a precondition, as for an update.
+        const rv = obj(o['metadata'])?.['resourceVersion'];
+        if (rv !== undefined && rv !== cur.object.metadata?.['resourceVersion']) throw apiErrors.conflict(r, name);
+        return o;
+      },
+      undefined,
+      opts,
+      warnings,
+    );
+  }
+
+  async delete(r: Resource, namespace: string, name: string, opts: DeleteOptions = {}): Promise<{ code: number; body: KObject | Status }> {
+    const key = this.key(r, namespace, name);
+    for (let attempt = 0; ; attempt++) {
+      const cur = this.deps.store.latest(key);
+      if (!cur) throw apiErrors.notFound(r, name);
+      const meta = obj(cur.object.metadata)!;
+      if (opts.preconditions?.uid && opts.preconditions.uid !== meta['uid']) {
+        throw apiErrors.conflict(r, name, `Precondition failed: UID in precondition: ${opts.preconditions.uid}, UID in object meta: ${String(meta['uid'])}`);
+      }
+      if (opts.preconditions?.resourceVersion && opts.preconditions.resourceVersion !== meta['resourceVersion']) {
+        throw apiErrors.conflict(r, name, `Precondition failed: ResourceVersion in precondition: ${opts.preconditions.resourceVersion}, ResourceVersion in object meta: ${String(meta['resourceVersion'])}`);
+      }
+      const finalizers = new Set(Array.isArray(meta['finalizers']) ? (meta['finalizers'] as string[]) : []);
+      if (opts.propagationPolicy === 'Foreground') finalizers.add(FOREGROUND);
+      if (opts.propagationPolicy === 'Orphan') finalizers.add(ORPHAN);
+      if (finalizers.size) {
+        // Deletion starts: a deletionTimestamp, and the finalizers do the rest.
+        if (meta['deletionTimestamp'] && finalizers.size === (Array.isArray(meta['finalizers']) ? meta['finalizers'].length : 0)) {
+          return { code: 202, body: cur.object as KObject };
+        }
+        const next = structuredClone(cur.object) as O;
+        const nm = obj(next['metadata'])!;
+        nm['finalizers'] = [...finalizers];
+        nm['deletionTimestamp'] ??= rfc3339(this.deps.clock.now());
+        nm['deletionGracePeriodSeconds'] ??= 0;
+        if (opts.dryRun) return { code: 202, body: next as KObject };
+        const res = await this.deps.store.update(key, next as KObject, cur.rev).catch((e: unknown) => this.retryable(r, name, e, attempt));
+        if (res === null) continue;
+        return { code: 202, body: res.object as KObject };
+      }
+      if (opts.dryRun) return { code: 200, body: cur.object as KObject };
+      const gone = await this.deps.store.delete(key, cur.rev).catch((e: unknown) => this.retryable(r, name, e, attempt));
+      if (gone === null) continue;
+      return { code: 200, body: gone.object as KObject };
+    }
+  }
+
+  async deleteCollection(r: Resource, namespace: string | undefined, q: ListQuery, opts: DeleteOptions): Promise<{ code: number; body: KObject }> {
+    const { items, rev } = this.list(r, namespace, { labelSelector: q.labelSelector, fieldSelector: q.fieldSelector });
+    const deleted: KObject[] = [];
+    for (const s of items) {
+      const name = String(s.object.metadata?.['name']);
+      const ns = String(s.object.metadata?.['namespace'] ?? '');
+      try {
+        const res = await this.delete(r, ns, name, opts);
+        deleted.push(res.body as KObject);
+      } catch (e) {
+        if (e instanceof NodenetError && e.code === ErrorCode.NotFound) continue;
+        throw e;
+      }
+    }
+    return { code: 200, body: { apiVersion: apiVersionOf(r), kind: `${r.kind}List`, metadata: { resourceVersion: String(rev) }, items: deleted } };
+  }
+
+  /** The `scale` subresource as an autoscaling/v1 Scale. */
+  scaleOf(r: Resource, s: Stored): KObject {
+    const sc = r.scale!;
+    const o = s.object as O;
+    const at = (p: readonly string[]) => p.reduce<unknown>((v, k) => obj(v)?.[k], o);
+    const sel = obj(at(sc.selector));
+    const selText = Object.entries(obj(sel?.['matchLabels']) ?? {}).map(([k, v]) => `${k}=${String(v)}`).join(',');
+    const meta = obj(o['metadata'])!;
+    return {
+      kind: 'Scale',
+      apiVersion: 'autoscaling/v1',
+      metadata: { name: meta['name'], namespace: meta['namespace'], uid: meta['uid'], resourceVersion: meta['resourceVersion'], creationTimestamp: meta['creationTimestamp'] },
+      spec: { replicas: Number(at(sc.specReplicas) ?? 0) },
+      status: { replicas: Number(at(sc.statusReplicas) ?? 0), selector: selText },
+    };
+  }
+
+  /** PUT or PATCH of `scale`: only spec.replicas changes. */
+  async updateScale(r: Resource, namespace: string, name: string, replicasOf: (scale: KObject) => unknown, opts: WriteOptions): Promise<WriteResult> {
+    const res = await this.writeUpdate(
+      r,
+      namespace,
+      name,
+      (cur) => {
+        const scale = this.scaleOf(r, cur);
+        const wanted = obj(replicasOf(scale));
+        const rv = obj(wanted?.['metadata'])?.['resourceVersion'];
+        if (rv !== undefined && rv !== '' && rv !== cur.object.metadata?.['resourceVersion']) throw apiErrors.conflict(r, name);
+        const replicas = obj(wanted?.['spec'])?.['replicas'];
+        if (typeof replicas !== 'number' || !Number.isInteger(replicas)) throw apiErrors.badRequest('spec.replicas: must be an integer');
+        if (replicas < 0) throw apiErrors.invalid({ resource: 'scale', group: 'autoscaling', kind: 'Scale' }, name, [fieldErr.invalid('spec.replicas', replicas, 'must be greater than or equal to 0')]);
+        const next = structuredClone(cur.object) as O;
+        let target = next;
+        const path = r.scale!.specReplicas;
+        for (const k of path.slice(0, -1)) target = (obj(target[k]) ?? (target[k] = {})) as O;
+        target[path[path.length - 1]!] = replicas;
+        return next;
+      },
+      undefined,
+      { ...opts, sub: 'scale' },
+      [],
+    );
+    const stored = this.deps.store.latest(this.key(r, namespace, name));
+    return { ...res, object: stored ? this.scaleOf(r, stored) : res.object };
+  }
+
+  /** Status for a delete that returned no object (kubectl prints the name either way). */
+  deletedStatus(r: Resource, name: string, uid: string): Status {
+    return successStatus({ name, group: r.group, kind: r.resource, uid });
+  }
+}
+
+function managedEntry(manager: string, operation: 'Update' | 'Apply', apiVersion: string, now: number): O {
+  return { manager, operation, apiVersion, time: rfc3339(now), fieldsType: 'FieldsV1', fieldsV1: {} };
+}
+
+/** What a no-op check ignores: the resourceVersion, managedFields and generation. */
+function stripVolatile(o: O): O {
+  const c: O = { ...o };
+  const m = { ...(obj(c['metadata']) ?? {}) };
+  delete m['resourceVersion'];
+  delete m['managedFields'];
+  delete m['generation'];
+  c['metadata'] = m;
+  return c;
+}
+
+export function parseRV(s: string): number {
+  if (!/^\d+$/.test(s)) throw apiErrors.badRequest(`resourceVersion: Invalid value: ${JSON.stringify(s)}: must be a decimal number`);
+  return Number(s);
+}
+
+function encodeContinue(rev: number, after: string): string {
+  return Buffer.from(JSON.stringify({ v: 'nodenet.v1', rv: rev, start: after })).toString('base64url');
+}
+
+function decodeContinue(token: string): { rev: number; after: string } {
+  try {
+    const o = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as { v?: string; rv?: number; start?: string };
+    if (o.v !== 'nodenet.v1' || typeof o.rv !== 'number' || typeof o.start !== 'string') throw new Error('bad');
+    return { rev: o.rv, after: o.start };
+  } catch {
+    throw apiErrors.badRequest('continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)');
+  }
+}

@@ -1,0 +1,560 @@
+/**
+ * controlplane/api/server: the Kubernetes REST API over HTTPS (HTTP only on
+ * loopback, when asked): authentication, routing, content negotiation,
+ * limits, one log line per request, and watch streams.
+ *
+ * Paths: `/api/v1/...` (core) and `/apis/<group>/<version>/...`, then
+ * `namespaces/<ns>/<resource>[/<name>[/<subresource>]]` or
+ * `<resource>[/<name>[/<subresource>]]` (cluster-scoped kinds, and lists
+ * and watches across namespaces). The legacy `/watch/` prefix is read as
+ * `?watch=true`. Verbs as kube-apiserver's RequestInfo derives them.
+ *
+ * Limits: a request body of at most 3 MiB (kube-apiserver's), a 60 s
+ * timeout for everything but watches, and at most `maxWatchesPerUser`
+ * concurrent watches per user; a watcher that does not read (more than
+ * 16 MiB queued) is cut off, as kube-apiserver drops slow watchers.
+ */
+import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { parse as parseYaml } from 'yaml';
+import { ErrorCode, NodenetError } from '../../errors/errors.js';
+import { F } from '../../log/fields.js';
+import type { Logger } from '../../log/log.js';
+import type { Clock } from '../../reconcile/clock.js';
+import { authenticate, authorize, type Tokens, type User } from '../auth/authz.js';
+import type { Store } from '../store/store.js';
+import type { KObject, StoreEvent } from '../store/types.js';
+import { aggregated, apiGroup, apiGroupList, apiResourceList, apiVersions, versionInfo } from './discovery.js';
+import { apiErrors, statusOf, type Status } from './errors.js';
+import type { OpenApi } from './openapi.js';
+import { apiVersionOf, findResource, grOf, RESOURCES, type Resource } from './resources.js';
+import { parseRV, type DeleteOptions, type FieldValidation, type PatchType, type Rest, type WriteOptions } from './rest.js';
+import { toTable } from './table.js';
+
+export interface ApiServerOptions {
+  readonly rest: Rest;
+  readonly store: Store;
+  readonly tokens: Tokens;
+  readonly log: Logger;
+  readonly clock: Clock;
+  readonly openapi: OpenApi;
+  /** PEM; both absent means plain HTTP (the caller allows that only on loopback). */
+  readonly tls?: { readonly cert: string; readonly key: string };
+  readonly version: string;
+  readonly maxBodyBytes?: number;
+  readonly requestTimeoutMs?: number;
+  readonly maxWatchesPerUser?: number;
+  /** How often a watch that allows bookmarks gets one (default 30 s). */
+  readonly bookmarkEveryMs?: number;
+  /** Called after each request (metrics). */
+  readonly onRequest?: (r: { verb: string; resource: string; code: number; durationMs: number; scope: string }) => void;
+}
+
+interface Route {
+  readonly r: Resource;
+  readonly namespace: string;
+  /** undefined for a list across namespaces. */
+  readonly nsGiven: boolean;
+  readonly name: string;
+  readonly sub: string;
+}
+
+const JSON_TYPE = 'application/json';
+const TABLE_TYPE = 'application/json;as=Table;v=v1;g=meta.k8s.io';
+
+interface MediaRange {
+  type: string;
+  params: Record<string, string>;
+  q: number;
+}
+
+function parseAccept(h: string | undefined): MediaRange[] {
+  if (!h) return [{ type: '*/*', params: {}, q: 1 }];
+  return h
+    .split(',')
+    .map((part) => {
+      const [type, ...ps] = part.trim().split(';');
+      const params: Record<string, string> = {};
+      for (const p of ps) {
+        const [k, v] = p.split('=').map((x) => x.trim());
+        if (k) params[k] = v ?? '';
+      }
+      const q = params['q'] === undefined ? 1 : Number(params['q']);
+      delete params['q'];
+      return { type: (type ?? '').trim().toLowerCase(), params, q };
+    })
+    .filter((m) => m.type)
+    .sort((a, b) => b.q - a.q);
+}
+
+const jsonish = (t: string) => t === 'application/json' || t === '*/*' || t === 'application/*';
+
+export class ApiServer {
+  private server: Server | null = null;
+  private readonly watches = new Map<string, number>();
+  private readonly open = new Set<ServerResponse>();
+  private readonly maxBody: number;
+  private readonly timeoutMs: number;
+  private readonly maxWatches: number;
+  private readonly bookmarkMs: number;
+
+  constructor(private readonly o: ApiServerOptions) {
+    this.maxBody = o.maxBodyBytes ?? 3 * 1024 * 1024;
+    this.timeoutMs = o.requestTimeoutMs ?? 60_000;
+    this.maxWatches = o.maxWatchesPerUser ?? 200;
+    this.bookmarkMs = o.bookmarkEveryMs ?? 30_000;
+  }
+
+  async listen(port: number, host: string): Promise<AddressInfo> {
+    const handler = (req: IncomingMessage, res: ServerResponse) => void this.handle(req, res);
+    this.server = this.o.tls ? createHttpsServer({ cert: this.o.tls.cert, key: this.o.tls.key }, handler) : createHttpServer(handler);
+    this.server.headersTimeout = 30_000;
+    this.server.requestTimeout = 0; // watches are long; each request has its own timer
+    this.server.keepAliveTimeout = 65_000;
+    await new Promise<void>((resolve, reject) => {
+      this.server!.once('error', reject);
+      this.server!.listen(port, host, () => resolve());
+    });
+    return this.server.address() as AddressInfo;
+  }
+
+  async close(): Promise<void> {
+    for (const res of this.open) res.destroy();
+    this.open.clear();
+    const s = this.server;
+    this.server = null;
+    if (!s) return;
+    s.closeAllConnections();
+    await new Promise<void>((resolve) => s.close(() => resolve()));
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const started = performance.now();
+    const url = new URL(req.url ?? '/', 'http://x');
+    const method = req.method ?? 'GET';
+    let verb = method.toLowerCase();
+    let resource = '';
+    let user: User | null = null;
+    let scope = '';
+    this.open.add(res);
+    res.on('close', () => this.open.delete(res));
+    const done = (code: number) => {
+      const durationMs = Math.round((performance.now() - started) * 100) / 100;
+      this.o.onRequest?.({ verb: verb.toUpperCase(), resource, code, durationMs, scope });
+      this.o.log.info({ [F.verb]: verb, [F.path]: url.pathname, [F.resource]: resource, [F.user]: user?.name ?? '', [F.code]: code, [F.durationMs]: durationMs }, 'request');
+    };
+    try {
+      const path = url.pathname.replace(/\/+$/, '') || '/';
+      // Health endpoints answer without a token, as kube-apiserver's do for anonymous probes.
+      if (method === 'GET' && (path === '/healthz' || path === '/livez' || path === '/readyz')) {
+        res.writeHead(200, { 'Content-Type': 'text/plain; charset=utf-8' }).end('ok');
+        return done(200);
+      }
+      user = authenticate(this.o.tokens, req.headers.authorization);
+      if (!user) throw apiErrors.unauthorized();
+      if (method === 'GET' && path === '/version') return done(this.json(res, 200, versionInfo(this.o.version)));
+      if (method === 'GET' && path === '/metrics') {
+        if (!user.groups.includes('system:masters')) throw new NodenetError(ErrorCode.Forbidden, 'forbidden: only the admin reads /metrics');
+        const body = await this.metrics();
+        res.writeHead(200, { 'Content-Type': 'text/plain; version=0.0.4; charset=utf-8' }).end(body);
+        return done(200);
+      }
+      if (method === 'GET' && (path === '/openapi/v3' || path.startsWith('/openapi/v3/'))) {
+        const doc = path === '/openapi/v3' ? this.o.openapi.index() : this.o.openapi.document(path.slice('/openapi/v3/'.length));
+        if (!doc) throw apiErrors.pathNotFound();
+        return done(this.json(res, 200, doc, { 'Cache-Control': 'public, immutable', Etag: `"${this.o.openapi.hash()}"` }));
+      }
+      if (method === 'GET' && (path === '/api' || path === '/apis')) return done(this.discovery(req, res, path === '/api'));
+      const segs = path.split('/').filter(Boolean).map(decodeURIComponent);
+      let group: string;
+      let version: string;
+      let rest: string[];
+      if (segs[0] === 'api' && segs.length >= 2) [group, version, rest] = ['', segs[1]!, segs.slice(2)];
+      else if (segs[0] === 'apis' && segs.length >= 3) [group, version, rest] = [segs[1]!, segs[2]!, segs.slice(3)];
+      else if (segs[0] === 'apis' && segs.length === 2 && method === 'GET') {
+        const g = apiGroup(segs[1]!);
+        if (!g) throw apiErrors.pathNotFound();
+        return done(this.json(res, 200, g));
+      } else throw apiErrors.pathNotFound();
+      if (rest.length === 0) {
+        if (method !== 'GET') throw apiErrors.methodNotAllowed();
+        const list = apiResourceList(group, version);
+        if (!list) throw apiErrors.pathNotFound();
+        return done(this.json(res, 200, list));
+      }
+      let watch = url.searchParams.get('watch') === 'true' || url.searchParams.get('watch') === '1';
+      if (rest[0] === 'watch') {
+        watch = true;
+        rest = rest.slice(1);
+      }
+      const route = this.route(group, version, rest);
+      resource = grOf(route.r);
+      scope = route.r.namespaced ? (route.nsGiven ? 'namespace' : 'cluster') : 'cluster';
+      verb = this.verbOf(method, route, watch);
+      const body = ['POST', 'PUT', 'PATCH'].includes(method) || (method === 'DELETE' && Number(req.headers['content-length'] ?? 0) > 0) ? await this.readBody(req) : undefined;
+      const bodyName = verb === 'create' ? String((body?.value as KObject | undefined)?.metadata?.['name'] ?? '') : route.name;
+      const pod = route.r.resource === 'pods' && route.name ? this.o.store.get(this.o.rest.key(route.r, route.namespace, route.name)) : undefined;
+      if (!authorize(user, { verb, gr: resource, namespace: route.namespace, name: bodyName, subresource: route.sub, boundNode: (pod?.object['spec'] as { nodeName?: string } | undefined)?.nodeName })) {
+        throw apiErrors.forbidden(user.name, verb, route.r, route.namespace, bodyName || undefined);
+      }
+      if (verb === 'watch') return this.watch(req, res, route, url, user, done);
+      const timer = setTimeout(() => {
+        if (!res.headersSent) done(this.status(res, statusOf(apiErrors.timeout(this.timeoutMs / 1000))));
+        res.destroy();
+      }, this.timeoutMs);
+      try {
+        const code = await this.dispatch(req, res, verb, route, url, body);
+        return done(code);
+      } finally {
+        clearTimeout(timer);
+      }
+    } catch (e) {
+      if (res.headersSent) {
+        res.destroy();
+        return done(500);
+      }
+      const s = statusOf(e);
+      if (s.code >= 500) this.o.log.error({ [F.err]: e, [F.path]: url.pathname }, 'request failed');
+      return done(this.status(res, s));
+    }
+  }
+
+  private route(group: string, version: string, rest: string[]): Route {
+    const core = group === '' ? 'v1' : undefined;
+    if (group === '' && version !== core) throw apiErrors.pathNotFound();
+    if (rest[0] === 'namespaces' && rest.length >= 3) {
+      const r = findResource(group, version, rest[2]!);
+      if (r && r.namespaced) {
+        if (rest.length > 5) throw apiErrors.pathNotFound();
+        return { r, namespace: rest[1]!, nsGiven: true, name: rest[3] ?? '', sub: rest[4] ?? '' };
+      }
+      if (group !== '' || !['status', 'finalize'].includes(rest[2]!)) throw apiErrors.pathNotFound();
+    }
+    const r = findResource(group, version, rest[0]!);
+    if (!r || rest.length > 3) throw apiErrors.pathNotFound();
+    if (r.namespaced && rest.length > 1) throw apiErrors.pathNotFound();
+    return { r, namespace: '', nsGiven: false, name: rest[1] ?? '', sub: rest[2] ?? '' };
+  }
+
+  private verbOf(method: string, route: Route, watch: boolean): string {
+    const named = route.name !== '';
+    switch (method) {
+      case 'GET': return named ? (watch ? 'watch' : 'get') : watch ? 'watch' : 'list';
+      case 'POST': if (!named) return 'create'; break;
+      case 'PUT': if (named) return 'update'; break;
+      case 'PATCH': if (named) return 'patch'; break;
+      case 'DELETE': return named ? 'delete' : 'deletecollection';
+    }
+    throw apiErrors.methodNotAllowed();
+  }
+
+  private checkSub(route: Route, allowed: readonly string[]): void {
+    if (!allowed.includes(route.sub)) throw apiErrors.pathNotFound();
+    if (route.sub === 'status' && !route.r.subresources.includes('status')) throw apiErrors.pathNotFound();
+    if (route.sub === 'scale' && !route.r.subresources.includes('scale')) throw apiErrors.pathNotFound();
+  }
+
+  private writeOptions(url: URL, body?: Record<string, unknown>): WriteOptions {
+    const dry = url.searchParams.getAll('dryRun');
+    for (const d of dry) if (d !== 'All') throw apiErrors.badRequest(`dryRun: Unsupported value: ${JSON.stringify(d)}: supported values: "All"`);
+    const fv = url.searchParams.get('fieldValidation');
+    if (fv !== null && !['Strict', 'Warn', 'Ignore'].includes(fv)) throw apiErrors.badRequest(`fieldValidation: Unsupported value: ${JSON.stringify(fv)}: supported values: "Ignore", "Strict", "Warn"`);
+    const fm = url.searchParams.get('fieldManager');
+    const out: { dryRun?: boolean; fieldValidation?: FieldValidation; fieldManager?: string } = {};
+    if (dry.length) out.dryRun = true;
+    if (fv) out.fieldValidation = fv as FieldValidation;
+    if (fm) out.fieldManager = fm;
+    void body;
+    return out;
+  }
+
+  private async dispatch(req: IncomingMessage, res: ServerResponse, verb: string, route: Route, url: URL, body: { value: unknown; type: string } | undefined): Promise<number> {
+    const { rest } = this.o;
+    const { r } = route;
+    const ns = route.namespace;
+    if (r.namespaced && !route.nsGiven && !['list', 'watch'].includes(verb)) throw apiErrors.pathNotFound();
+    switch (verb) {
+      case 'get': {
+        this.checkSub(route, ['', 'status', 'scale']);
+        const s = rest.get(r, ns, route.name);
+        if (route.sub === 'scale') return this.json(res, 200, rest.scaleOf(r, s));
+        return this.object(req, res, route, 200, s.object as KObject, url);
+      }
+      case 'list': {
+        this.checkSub(route, ['']);
+        const limit = url.searchParams.get('limit');
+        const l = rest.list(r, route.nsGiven ? ns : undefined, {
+          labelSelector: url.searchParams.get('labelSelector') ?? undefined,
+          fieldSelector: url.searchParams.get('fieldSelector') ?? undefined,
+          limit: limit === null ? undefined : Number(limit),
+          continue: url.searchParams.get('continue') ?? undefined,
+          resourceVersion: url.searchParams.get('resourceVersion') ?? undefined,
+          resourceVersionMatch: url.searchParams.get('resourceVersionMatch') ?? undefined,
+        });
+        if (limit !== null && !/^\d+$/.test(limit)) throw apiErrors.badRequest(`limit: Invalid value: ${JSON.stringify(limit)}: must be a non-negative integer`);
+        const table = this.wantsTable(req);
+        if (table) {
+          return this.send(res, 200, TABLE_TYPE, JSON.stringify(toTable(grOf(r), l.items.map((s) => s.object as KObject), {
+            now: this.o.clock.now(), resourceVersion: String(l.rev), ...(l.continue ? { continue: l.continue } : {}), includeObject: includeObjectOf(url),
+          })));
+        }
+        // The items' JSON is stored as sent on the wire: the list is concatenated, not re-serialised.
+        const meta: Record<string, unknown> = { resourceVersion: String(l.rev) };
+        if (l.continue) meta['continue'] = l.continue;
+        if (l.remaining !== undefined) meta['remainingItemCount'] = l.remaining;
+        const head = `{"kind":${JSON.stringify(`${r.kind}List`)},"apiVersion":${JSON.stringify(apiVersionOf(r))},"metadata":${JSON.stringify(meta)},"items":[`;
+        return this.send(res, 200, JSON_TYPE, head + l.items.map((s) => s.json).join(',') + ']}');
+      }
+      case 'create': {
+        this.checkSub(route, ['']);
+        const w = await rest.create(r, ns, this.bodyObject(body), this.writeOptions(url));
+        return this.object(req, res, route, w.code, w.object, url, w.warnings);
+      }
+      case 'update': {
+        this.checkSub(route, ['', 'status', 'scale']);
+        if (route.sub === 'scale') {
+          const v = this.bodyObject(body);
+          const w = await rest.updateScale(r, ns, route.name, () => v, this.writeOptions(url));
+          return this.json(res, 200, w.object);
+        }
+        const w = await rest.update(r, ns, route.name, this.bodyObject(body), { ...this.writeOptions(url), sub: route.sub === 'status' ? 'status' : undefined });
+        return this.object(req, res, route, w.code, w.object, url, w.warnings);
+      }
+      case 'patch': {
+        this.checkSub(route, ['', 'status', 'scale']);
+        const type = patchTypeOf(req.headers['content-type']);
+        if (!body) throw apiErrors.badRequest('a patch needs a body');
+        if (route.sub === 'scale') {
+          const w = await rest.updateScale(r, ns, route.name, (scale) => applyScalePatch(type, scale, body.value), this.writeOptions(url));
+          return this.json(res, 200, w.object);
+        }
+        const force = url.searchParams.get('force') === 'true';
+        const opts = { ...this.writeOptions(url), sub: route.sub === 'status' ? ('status' as const) : undefined, force };
+        if (type === 'apply' && !opts.fieldManager) throw apiErrors.badRequest('PATCH, application/apply-patch+yaml: fieldManager must be set');
+        const w = await rest.patch(r, ns, route.name, type, body.value, opts);
+        return this.object(req, res, route, w.code, w.object, url, w.warnings);
+      }
+      case 'delete': {
+        this.checkSub(route, ['']);
+        const d = await rest.delete(r, ns, route.name, this.deleteOptions(url, body));
+        return this.json(res, d.code, d.body);
+      }
+      case 'deletecollection': {
+        this.checkSub(route, ['']);
+        if (r.namespaced && !route.nsGiven) throw apiErrors.methodNotAllowed();
+        const d = await rest.deleteCollection(r, route.nsGiven ? ns : undefined, {
+          labelSelector: url.searchParams.get('labelSelector') ?? undefined,
+          fieldSelector: url.searchParams.get('fieldSelector') ?? undefined,
+        }, this.deleteOptions(url, body));
+        return this.json(res, d.code, d.body);
+      }
+    }
+    throw apiErrors.methodNotAllowed();
+  }
+
+  private bodyObject(body: { value: unknown } | undefined): unknown {
+    if (!body) throw apiErrors.badRequest('the request needs a body');
+    return body.value;
+  }
+
+  private deleteOptions(url: URL, body: { value: unknown } | undefined): DeleteOptions {
+    const b = (body?.value ?? {}) as Record<string, unknown>;
+    if (typeof b !== 'object' || b === null || Array.isArray(b)) throw apiErrors.badRequest('DeleteOptions must be an object');
+    const pp = (b['propagationPolicy'] ?? url.searchParams.get('propagationPolicy') ?? undefined) as string | undefined;
+    if (pp !== undefined && !['Orphan', 'Background', 'Foreground'].includes(pp)) throw apiErrors.badRequest(`propagationPolicy: Unsupported value: ${JSON.stringify(pp)}: supported values: "Background", "Foreground", "Orphan"`);
+    const orphan = b['orphanDependents'] ?? url.searchParams.get('orphanDependents');
+    const gps = b['gracePeriodSeconds'] ?? url.searchParams.get('gracePeriodSeconds') ?? undefined;
+    const dry = (Array.isArray(b['dryRun']) && b['dryRun'].includes('All')) || url.searchParams.getAll('dryRun').includes('All');
+    const pre = b['preconditions'] as { uid?: string; resourceVersion?: string } | undefined;
+    return {
+      propagationPolicy: (pp as DeleteOptions['propagationPolicy']) ?? (orphan === true || orphan === 'true' ? 'Orphan' : undefined),
+      gracePeriodSeconds: gps === undefined ? undefined : Number(gps),
+      preconditions: pre,
+      dryRun: dry,
+    };
+  }
+
+  private wantsTable(req: IncomingMessage): boolean {
+    for (const m of parseAccept(req.headers.accept)) {
+      if (m.type === 'application/json' && m.params['as'] === 'Table' && m.params['g'] === 'meta.k8s.io' && (m.params['v'] === 'v1' || m.params['v'] === 'v1beta1')) return true;
+      if (jsonish(m.type) && !m.params['as']) return false;
+    }
+    return false;
+  }
+
+  private object(req: IncomingMessage, res: ServerResponse, route: Route, code: number, o: KObject, url: URL, warnings: readonly string[] = []): number {
+    const headers: Record<string, string | string[]> = {};
+    if (warnings.length) headers['Warning'] = warnings.map((w) => `299 - ${JSON.stringify(w)}`);
+    if (this.wantsTable(req)) {
+      const t = toTable(grOf(route.r), [o], { now: this.o.clock.now(), resourceVersion: String(o.metadata?.['resourceVersion'] ?? ''), includeObject: includeObjectOf(url) });
+      return this.send(res, code, TABLE_TYPE, JSON.stringify(t), headers);
+    }
+    return this.json(res, code, o, headers);
+  }
+
+  private discovery(req: IncomingMessage, res: ServerResponse, core: boolean): number {
+    for (const m of parseAccept(req.headers.accept)) {
+      if (m.type === 'application/json' && m.params['g'] === 'apidiscovery.k8s.io' && m.params['as'] === 'APIGroupDiscoveryList' && (m.params['v'] === 'v2' || m.params['v'] === 'v2beta1')) {
+        const v = m.params['v'] as 'v2' | 'v2beta1';
+        // The Content-Type must name exactly what was negotiated, or client-go reads it as the legacy document.
+        return this.send(res, 200, `application/json;g=apidiscovery.k8s.io;v=${v};as=APIGroupDiscoveryList`, JSON.stringify(aggregated(core, `apidiscovery.k8s.io/${v}`)));
+      }
+      if (jsonish(m.type) && !m.params['as']) break;
+    }
+    const host = req.headers.host ?? '';
+    return this.json(res, 200, core ? apiVersions(host) : apiGroupList());
+  }
+
+  private async watch(req: IncomingMessage, res: ServerResponse, route: Route, url: URL, user: User, done: (code: number) => void): Promise<void> {
+    const { rest, store } = this.o;
+    const { r } = route;
+    this.checkSub(route, ['']);
+    const count = this.watches.get(user.name) ?? 0;
+    if (count >= this.maxWatches) throw apiErrors.tooManyWatches(this.maxWatches);
+    let fieldSelector = url.searchParams.get('fieldSelector') ?? undefined;
+    if (route.name) fieldSelector = [fieldSelector, `metadata.name=${route.name}`].filter(Boolean).join(',');
+    const sel = rest.parseSelectors(r, { labelSelector: url.searchParams.get('labelSelector') ?? undefined, fieldSelector });
+    const rvParam = url.searchParams.get('resourceVersion') ?? '';
+    if (url.searchParams.get('sendInitialEvents') === 'true') throw apiErrors.badRequest('sendInitialEvents is not supported by this server: list, then watch from the list\'s resourceVersion');
+    const bookmarks = url.searchParams.get('allowWatchBookmarks') === 'true';
+    const timeoutParam = url.searchParams.get('timeoutSeconds');
+    const timeoutMs = timeoutParam !== null ? Math.max(0, Number(timeoutParam)) * 1000 : (1800 + Math.random() * 1800) * 1000;
+    const prefix = r.namespaced && route.nsGiven ? route.namespace : undefined;
+    const afterRev = rvParam === '' || rvParam === '0' ? store.rev : parseRV(rvParam);
+
+    res.writeHead(200, { 'Content-Type': JSON_TYPE, 'Transfer-Encoding': 'chunked', 'Cache-Control': 'no-cache, private' });
+    this.watches.set(user.name, count + 1);
+    let closed = false;
+    let handle: { stop(): void } | null = null;
+    const timers: unknown[] = [];
+    const finish = () => {
+      if (closed) return;
+      closed = true;
+      handle?.stop();
+      for (const t of timers) this.o.clock.clearTimeout(t);
+      const n = (this.watches.get(user.name) ?? 1) - 1;
+      if (n <= 0) this.watches.delete(user.name);
+      else this.watches.set(user.name, n);
+      if (!res.writableEnded) res.end();
+      done(200);
+    };
+    res.on('close', finish);
+    const write = (type: string, object: unknown): void => {
+      if (closed) return;
+      res.write(`{"type":"${type}","object":${typeof object === 'string' ? object : JSON.stringify(object)}}\n`);
+      if (res.writableLength > 16 * 1024 * 1024) {
+        this.o.log.warn({ [F.user]: user.name, [F.resource]: grOf(r) }, 'watcher too slow; its watch is closed');
+        finish();
+      }
+    };
+    const inScope = (key: string) => prefix === undefined || key.startsWith(`${grOf(r)}/${prefix}/`);
+    // rv unset or 0: the current state as ADDED events first, as kube-apiserver does.
+    if (rvParam === '' || rvParam === '0') {
+      for (const s of store.list(grOf(r), prefix).items) if (rest.matches(r, sel, s.object)) write('ADDED', s.json);
+    }
+    const onEvent = (ev: StoreEvent) => {
+      if (!inScope(ev.key)) return;
+      const now = rest.matches(r, sel, ev.cur.object);
+      const before = ev.prev !== null && rest.matches(r, sel, ev.prev.object);
+      if (ev.type === 'DELETED') {
+        if (before) write('DELETED', ev.cur.json);
+      } else if (now && before) write('MODIFIED', ev.cur.json);
+      else if (now) write('ADDED', ev.cur.json);
+      else if (before) write('DELETED', ev.cur.json); // stopped matching the selector
+    };
+    try {
+      handle = store.watch({ gr: grOf(r), namespace: prefix, afterRev, onEvent });
+    } catch (e) {
+      // Too old: an ERROR event in a 200 stream, as kube-apiserver sends it (kubectl and informers then list again).
+      write('ERROR', statusOf(e instanceof NodenetError && e.code === ErrorCode.Expired ? apiErrors.expired(e.message) : e));
+      finish();
+      return;
+    }
+    if (bookmarks) {
+      const tick = () => {
+        write('BOOKMARK', { kind: r.kind, apiVersion: apiVersionOf(r), metadata: { resourceVersion: String(store.rev) } });
+        if (!closed) timers.push(this.o.clock.setTimeout(tick, this.bookmarkMs));
+      };
+      timers.push(this.o.clock.setTimeout(tick, this.bookmarkMs));
+    }
+    if (timeoutMs > 0) timers.push(this.o.clock.setTimeout(finish, timeoutMs));
+    void req;
+  }
+
+  private async readBody(req: IncomingMessage): Promise<{ value: unknown; type: string }> {
+    const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const c of req as AsyncIterable<Buffer>) {
+      size += c.length;
+      if (size > this.maxBody) throw apiErrors.tooLarge(this.maxBody);
+      chunks.push(c);
+    }
+    const text = Buffer.concat(chunks).toString('utf8');
+    if (type === 'application/vnd.kubernetes.protobuf') {
+      throw new NodenetError(ErrorCode.UnsupportedMediaType, 'this server reads JSON and YAML bodies, not protobuf: run kubectl with --output or use `kubectl apply -f`/`create -f` (client-go sends protobuf only for `kubectl create <generator>`)');
+    }
+    const known = ['application/json', 'application/yaml', 'application/strategic-merge-patch+json', 'application/merge-patch+json', 'application/json-patch+json', 'application/apply-patch+yaml', ''];
+    if (!known.includes(type)) throw apiErrors.unsupportedMedia(type);
+    try {
+      const value = type === 'application/yaml' || type === 'application/apply-patch+yaml' ? parseYaml(text, { strict: true, uniqueKeys: true, maxAliasCount: 100 }) : JSON.parse(text);
+      return { value, type };
+    } catch (e) {
+      throw apiErrors.badRequest(`the body of the request could not be decoded as ${type || 'JSON'}: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  }
+
+  private json(res: ServerResponse, code: number, body: unknown, headers: Record<string, string | string[]> = {}): number {
+    return this.send(res, code, JSON_TYPE, JSON.stringify(body), headers);
+  }
+
+  private status(res: ServerResponse, s: Status): number {
+    const headers: Record<string, string> = {};
+    if (s.details?.retryAfterSeconds) headers['Retry-After'] = String(s.details.retryAfterSeconds);
+    if (s.code === 401) headers['WWW-Authenticate'] = 'Bearer realm="nodenet"';
+    return this.json(res, s.code, s, headers);
+  }
+
+  private send(res: ServerResponse, code: number, type: string, body: string, headers: Record<string, string | string[]> = {}): number {
+    if (res.headersSent) return code;
+    res.writeHead(code, { 'Content-Type': type, 'Content-Length': Buffer.byteLength(body), ...headers });
+    res.end(body);
+    return code;
+  }
+
+  /** Filled by the control plane (prom-client registry). */
+  metrics: () => Promise<string> = async () => '';
+}
+
+function includeObjectOf(url: URL): 'None' | 'Metadata' | 'Object' {
+  const v = url.searchParams.get('includeObject');
+  if (v === null || v === '') return 'Metadata';
+  if (v === 'None' || v === 'Metadata' || v === 'Object') return v;
+  throw apiErrors.badRequest(`includeObject: Unsupported value: ${JSON.stringify(v)}: supported values: "None", "Metadata", "Object"`);
+}
+
+function patchTypeOf(ct: string | undefined): PatchType {
+  const t = (ct ?? '').split(';')[0]!.trim().toLowerCase();
+  switch (t) {
+    case 'application/json-patch+json': return 'json';
+    case 'application/merge-patch+json': return 'merge';
+    case 'application/strategic-merge-patch+json': return 'strategic';
+    case 'application/apply-patch+yaml': return 'apply';
+  }
+  throw new NodenetError(ErrorCode.UnsupportedMediaType, `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json`);
+}
+
+/** A patch of a Scale: only spec.replicas matters. */
+function applyScalePatch(type: PatchType, scale: KObject, patch: unknown): unknown {
+  if (type === 'json') {
+    const ops = Array.isArray(patch) ? patch : [];
+    const out = structuredClone(scale) as Record<string, Record<string, unknown>>;
+    for (const op of ops as { op?: string; path?: string; value?: unknown }[]) if ((op.op === 'replace' || op.op === 'add') && op.path === '/spec/replicas') out['spec']!['replicas'] = op.value;
+    return out;
+  }
+  const p = (patch ?? {}) as { spec?: { replicas?: unknown }; metadata?: unknown };
+  return { ...scale, ...(p.metadata ? { metadata: { ...(scale.metadata ?? {}), ...(p.metadata as object) } } : {}), spec: { ...(scale['spec'] as object), ...(p.spec ?? {}) } };
+}
+
+export { RESOURCES };

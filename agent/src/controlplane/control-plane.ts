@@ -1,0 +1,180 @@
+/**
+ * controlplane/control-plane: `nodenet control-plane`, the embedded
+ * Kubernetes API server, put together.
+ *
+ * Its data directory (0700) holds everything it needs across restarts:
+ *   state.db              the objects and the history (SQLite, WAL)
+ *   pki/ca.{crt,key}      the cluster CA (made once)
+ *   pki/apiserver.{crt,key}  the serving certificate, re-issued when the names it must cover change
+ *   tokens.json           the admin token and one token per node (0600)
+ *   admin.kubeconfig      ready for kubectl: server, CA, admin token
+ *   nodes/<name>.kubeconfig  one per node the control plane was told about
+ */
+import { randomBytes, X509Certificate } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { stringify as toYaml } from 'yaml';
+import { ErrorCode, NodenetError } from '../errors/errors.js';
+import { F } from '../log/fields.js';
+import { silentLogger, type Logger } from '../log/log.js';
+import { realClock, type Clock } from '../reconcile/clock.js';
+import { writeFileDurable } from '../state/durable.js';
+import { readJsonFile } from '../state/read.js';
+import type { Tokens } from './auth/authz.js';
+import { issue } from './auth/pki.js';
+import { OpenApi } from './api/openapi.js';
+import { RESOURCES } from './api/resources.js';
+import { Rest } from './api/rest.js';
+import { loadSchemas } from './api/schema.js';
+import { ApiServer } from './api/server.js';
+import { SqlitePersistence } from './store/sqlite-persistence.js';
+import { Store } from './store/store.js';
+import { isDNS1123Subdomain } from '../net/dns-names.js';
+
+export interface ControlPlaneOptions {
+  readonly dataDir: string;
+  readonly host: string;
+  readonly port: number;
+  /** Plain HTTP: only on a loopback address. */
+  readonly insecureHttp?: boolean;
+  /** Nodes to make tokens and kubeconfigs for. */
+  readonly nodes?: readonly string[];
+  /** More names and addresses the serving certificate covers (the listen address and localhost always). */
+  readonly hosts?: readonly string[];
+  readonly version: string;
+  readonly log?: Logger;
+  readonly clock?: Clock;
+  /** Store history window (ms); default 5 minutes. */
+  readonly historyMs?: number;
+}
+
+export interface ControlPlane {
+  readonly url: string;
+  readonly kubeconfig: string;
+  readonly store: Store;
+  readonly rest: Rest;
+  nodeKubeconfig(name: string): string;
+  stop(): Promise<void>;
+}
+
+/** The namespaces kube-apiserver makes at start. */
+const SYSTEM_NAMESPACES = ['default', 'kube-system', 'kube-public', 'kube-node-lease'];
+
+function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127\./.test(host);
+}
+
+function loadOrMakeTokens(file: string, nodes: readonly string[]): Tokens {
+  let admin = '';
+  const known: Record<string, string> = {};
+  if (existsSync(file)) {
+    readJsonFile(file, (r) => {
+      admin = r.string('admin');
+      const ns = r.optObject('nodes');
+      for (const k of Object.keys(ns?.obj ?? {})) known[k] = ns!.string(k);
+    });
+  }
+  let changed = !admin;
+  admin ||= randomBytes(32).toString('base64url');
+  for (const n of nodes) {
+    if (!known[n]) {
+      known[n] = randomBytes(32).toString('base64url');
+      changed = true;
+    }
+  }
+  const tokens = { admin, nodes: known };
+  if (changed) writeFileDurable(file, `${JSON.stringify(tokens, null, 2)}\n`, { mode: 0o600 });
+  return tokens;
+}
+
+function kubeconfig(server: string, caPem: string | null, user: string, token: string): string {
+  const cluster: Record<string, unknown> = { server };
+  if (caPem) cluster['certificate-authority-data'] = Buffer.from(caPem).toString('base64');
+  return toYaml({
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [{ name: 'nodenet', cluster }],
+    users: [{ name: user, user: { token } }],
+    contexts: [{ name: 'nodenet', context: { cluster: 'nodenet', user, namespace: 'default' } }],
+    'current-context': 'nodenet',
+  });
+}
+
+/** The CA and a serving certificate covering `hosts`, made or reused. */
+function ensurePki(dir: string, hosts: readonly string[]): { caPem: string; cert: string; key: string } {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const caCrt = join(dir, 'ca.crt');
+  const caKey = join(dir, 'ca.key');
+  if (!existsSync(caCrt) || !existsSync(caKey)) {
+    const ca = issue({ commonName: 'nodenet-ca', organization: 'nodenet', isCA: true });
+    writeFileDurable(caKey, ca.keyPem, { mode: 0o600 });
+    writeFileDurable(caCrt, ca.certPem, { mode: 0o644 });
+  }
+  const caPem = readFileSync(caCrt, 'utf8');
+  const crt = join(dir, 'apiserver.crt');
+  const key = join(dir, 'apiserver.key');
+  const covers = (pem: string) => {
+    const x = new X509Certificate(pem);
+    return x.checkIssued(new X509Certificate(caPem)) && hosts.every((h) => (/^\d+\.\d+\.\d+\.\d+$/.test(h) ? x.checkIP(h) : x.checkHost(h)) !== undefined) && Date.parse(x.validTo) > Date.now() + 30 * 86_400_000;
+  };
+  if (!existsSync(crt) || !existsSync(key) || !covers(readFileSync(crt, 'utf8'))) {
+    const s = issue({ commonName: 'nodenet-apiserver', hosts, issuer: { certPem: caPem, keyPem: readFileSync(caKey, 'utf8'), commonName: 'nodenet-ca', organization: 'nodenet' } });
+    writeFileDurable(key, s.keyPem, { mode: 0o600 });
+    writeFileDurable(crt, s.certPem, { mode: 0o644 });
+  }
+  return { caPem, cert: readFileSync(crt, 'utf8'), key: readFileSync(key, 'utf8') };
+}
+
+export async function startControlPlane(o: ControlPlaneOptions): Promise<ControlPlane> {
+  const log = (o.log ?? silentLogger()).child({ [F.subsys]: 'controlplane' });
+  const clock = o.clock ?? realClock;
+  if (o.insecureHttp && !isLoopback(o.host)) {
+    throw new NodenetError(ErrorCode.InvalidConfig, `--insecure-http: plain HTTP is only allowed on a loopback address, not ${o.host}`);
+  }
+  for (const n of o.nodes ?? []) if (!isDNS1123Subdomain(n)) throw new NodenetError(ErrorCode.InvalidConfig, `--node ${JSON.stringify(n)}: a node name must be a lowercase RFC 1123 subdomain`);
+  mkdirSync(o.dataDir, { recursive: true, mode: 0o700 });
+  chmodSync(o.dataDir, 0o700);
+  const tokens = loadOrMakeTokens(join(o.dataDir, 'tokens.json'), o.nodes ?? []);
+  const hosts = [...new Set(['localhost', '127.0.0.1', o.host === '0.0.0.0' ? '' : o.host, ...(o.hosts ?? [])].filter(Boolean))];
+  const pki = o.insecureHttp ? null : ensurePki(join(o.dataDir, 'pki'), hosts);
+
+  const schemas = await loadSchemas([...RESOURCES.map((r) => r.model), 'V1Scale', 'V1Status', 'V1DeleteOptions', 'V1ListMeta']);
+  const store = new Store({ persistence: new SqlitePersistence(join(o.dataDir, 'state.db')), clock, log, ...(o.historyMs ? { historyMs: o.historyMs } : {}) });
+  const rest = new Rest({ store, schemas, clock });
+  try {
+    const nsRes = RESOURCES.find((r) => r.resource === 'namespaces')!;
+    for (const ns of SYSTEM_NAMESPACES) {
+      if (!store.get(`namespaces//${ns}`)) await rest.create(nsRes, '', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }, { fieldManager: 'nodenet-control-plane' });
+    }
+  } catch (e) {
+    store.close();
+    throw e;
+  }
+  const server = new ApiServer({ rest, store, tokens, log: log.child({ [F.subsys]: 'controlplane/api' }), clock, openapi: new OpenApi(schemas), version: o.version, ...(pki ? { tls: { cert: pki.cert, key: pki.key } } : {}) });
+  let addr;
+  try {
+    addr = await server.listen(o.port, o.host);
+  } catch (e) {
+    store.close();
+    throw new NodenetError(ErrorCode.InvalidConfig, `cannot listen on ${o.host}:${o.port}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+  }
+  const dialHost = o.host === '0.0.0.0' ? '127.0.0.1' : o.host;
+  const url = `${pki ? 'https' : 'http'}://${dialHost.includes(':') ? `[${dialHost}]` : dialHost}:${addr.port}`;
+  const kc = join(o.dataDir, 'admin.kubeconfig');
+  writeFileDurable(kc, kubeconfig(url, pki?.caPem ?? null, 'admin', tokens.admin), { mode: 0o600 });
+  mkdirSync(join(o.dataDir, 'nodes'), { recursive: true, mode: 0o700 });
+  for (const [n, t] of Object.entries(tokens.nodes)) writeFileDurable(join(o.dataDir, 'nodes', `${n}.kubeconfig`), kubeconfig(url, pki?.caPem ?? null, `system:node:${n}`, t), { mode: 0o600 });
+  log.info({ url, dataDir: o.dataDir, [F.rev]: store.rev }, 'control plane serving');
+  return {
+    url,
+    kubeconfig: kc,
+    store,
+    rest,
+    nodeKubeconfig: (name) => join(o.dataDir, 'nodes', `${name}.kubeconfig`),
+    async stop() {
+      await server.close();
+      store.close();
+      log.info('control plane stopped');
+    },
+  };
+}

@@ -1,0 +1,406 @@
+/**
+ * controlplane/kinds: what each served kind does on create and update, as
+ * kube-apiserver's registry strategies do it: defaults (pkg/apis/<group>/
+ * <version>/defaults.go), validation (pkg/apis/<group>/validation) in its
+ * field-error words, the name rule, and which status a new object starts
+ * with. Pure: objects in, objects and field errors out.
+ */
+import { isDNS1035Label, isDNS1123Label, isDNS1123Subdomain } from '../../net/dns-names.js';
+import { isIPv4 } from '../../net/ip.js';
+import { fieldErr, type FieldError } from '../api/errors.js';
+import { labelKeyProblem, labelValueProblem } from '../api/selectors.js';
+import type { KObject } from '../store/types.js';
+
+type O = Record<string, unknown>;
+const obj = (v: unknown): O | undefined => (v && typeof v === 'object' && !Array.isArray(v) ? (v as O) : undefined);
+const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
+const ensure = (o: O, k: string): O => (obj(o[k]) ?? (o[k] = {})) as O;
+
+export type NameRule = 'subdomain' | 'label' | 'dns1035';
+
+export interface Strategy {
+  readonly nameRule: NameRule;
+  /** Fills defaults in place (the object is the caller's fresh copy). */
+  defaults(o: O): void;
+  /** Field errors of the object (old set on update). */
+  validate(o: O, old: O | null): FieldError[];
+  /** The status a new object starts with (its submitted status is dropped, as kube-apiserver's PrepareForCreate does). */
+  initialStatus?(o: O): O | undefined;
+}
+
+const NAME_TEXT: Record<NameRule, string> = {
+  subdomain: "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+  label: "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
+  dns1035: "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')",
+};
+
+/** The name rule's problem with a name, or null. */
+export function nameProblem(rule: NameRule, name: string): string | null {
+  const ok = rule === 'subdomain' ? isDNS1123Subdomain(name) : rule === 'label' ? isDNS1123Label(name) : isDNS1035Label(name);
+  if (ok) return null;
+  const max = rule === 'subdomain' ? 253 : 63;
+  return name.length > max ? `must be no more than ${max} characters` : NAME_TEXT[rule];
+}
+
+/** metadata rules every kind shares: labels and annotations. */
+export function validateMeta(meta: O): FieldError[] {
+  const errs: FieldError[] = [];
+  for (const [k, v] of Object.entries(obj(meta['labels']) ?? {})) {
+    const kp = labelKeyProblem(k);
+    if (kp) errs.push(fieldErr.invalid('metadata.labels', k, kp));
+    if (typeof v !== 'string') errs.push(fieldErr.invalid(`metadata.labels`, v, 'must be a string'));
+    else {
+      const vp = labelValueProblem(v);
+      if (vp) errs.push(fieldErr.invalid('metadata.labels', v, vp));
+    }
+  }
+  let size = 0;
+  for (const [k, v] of Object.entries(obj(meta['annotations']) ?? {})) {
+    const kp = labelKeyProblem(k.toLowerCase());
+    if (kp) errs.push(fieldErr.invalid('metadata.annotations', k, kp));
+    size += k.length + (typeof v === 'string' ? v.length : 0);
+  }
+  if (size > 256 * 1024) errs.push(fieldErr.tooLong('metadata.annotations', 256 * 1024));
+  return errs;
+}
+
+const PROTOCOLS = ['SCTP', 'TCP', 'UDP'];
+const SERVICE_TYPES = ['ClusterIP', 'ExternalName', 'LoadBalancer', 'NodePort'];
+
+function portRange(errs: FieldError[], path: string, v: unknown, required: boolean): void {
+  if (v === undefined || v === null || v === 0) {
+    if (required) errs.push(fieldErr.required(path));
+    return;
+  }
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > 65535) errs.push(fieldErr.invalid(path, v, 'must be between 1 and 65535, inclusive'));
+}
+
+/** The IANA_SVC_NAME rule of a named port. */
+function ianaSvcNameProblem(s: string): string | null {
+  if (s.length > 15) return 'must be no more than 15 characters';
+  if (!/^[-a-z0-9]+$/.test(s)) return "must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)";
+  if (s.includes('--')) return "must not contain consecutive hyphens";
+  if (!/[a-z]/.test(s)) return 'must contain at least one letter (a-z)';
+  if (s.startsWith('-') || s.endsWith('-')) return 'must not begin or end with a hyphen';
+  return null;
+}
+
+function selectorMapErrors(errs: FieldError[], path: string, sel: unknown): void {
+  for (const [k, v] of Object.entries(obj(sel) ?? {})) {
+    const kp = labelKeyProblem(k);
+    if (kp) errs.push(fieldErr.invalid(path, k, kp));
+    if (typeof v === 'string') {
+      const vp = labelValueProblem(v);
+      if (vp) errs.push(fieldErr.invalid(`${path}[${k}]`, v, vp));
+    }
+  }
+}
+
+const service: Strategy = {
+  nameRule: 'dns1035',
+  defaults(o) {
+    const spec = ensure(o, 'spec');
+    spec['type'] ??= 'ClusterIP';
+    const type = spec['type'];
+    spec['sessionAffinity'] ??= 'None';
+    if (type !== 'ExternalName') {
+      spec['internalTrafficPolicy'] ??= 'Cluster';
+      spec['ipFamilyPolicy'] ??= 'SingleStack';
+      spec['ipFamilies'] ??= ['IPv4'];
+    }
+    if ((type === 'NodePort' || type === 'LoadBalancer') && spec['externalTrafficPolicy'] === undefined) spec['externalTrafficPolicy'] = 'Cluster';
+    if (type === 'LoadBalancer') spec['allocateLoadBalancerNodePorts'] ??= true;
+    if (spec['sessionAffinity'] === 'ClientIP') {
+      const cfg = ensure(spec, 'sessionAffinityConfig');
+      const ip = ensure(cfg, 'clientIP');
+      ip['timeoutSeconds'] ??= 10800;
+    }
+    for (const p of arr(spec['ports'])) {
+      const port = obj(p);
+      if (!port) continue;
+      port['protocol'] ??= 'TCP';
+      if (port['targetPort'] === undefined || port['targetPort'] === 0 || port['targetPort'] === '') port['targetPort'] = port['port'];
+    }
+  },
+  validate(o, old) {
+    const errs: FieldError[] = [];
+    const spec = obj(o['spec']) ?? {};
+    const type = spec['type'];
+    if (!SERVICE_TYPES.includes(String(type))) errs.push(fieldErr.notSupported('spec.type', type, SERVICE_TYPES));
+    const ports = arr(spec['ports']);
+    const headless = spec['clusterIP'] === 'None';
+    if (ports.length === 0 && type !== 'ExternalName' && !headless) errs.push(fieldErr.required('spec.ports'));
+    const names = new Set<string>();
+    const seen = new Set<string>();
+    ports.forEach((p, i) => {
+      const path = `spec.ports[${i}]`;
+      const port = obj(p) ?? {};
+      const name = typeof port['name'] === 'string' ? port['name'] : '';
+      if (ports.length > 1 && name === '') errs.push(fieldErr.required(`${path}.name`));
+      if (name !== '') {
+        if (!isDNS1123Label(name)) errs.push(fieldErr.invalid(`${path}.name`, name, NAME_TEXT.label));
+        if (names.has(name)) errs.push(fieldErr.duplicate(`${path}.name`, name));
+        names.add(name);
+      }
+      portRange(errs, `${path}.port`, port['port'], true);
+      if (!PROTOCOLS.includes(String(port['protocol']))) errs.push(fieldErr.notSupported(`${path}.protocol`, port['protocol'], PROTOCOLS));
+      const key = `${String(port['port'])}/${String(port['protocol'])}`;
+      if (seen.has(key)) errs.push(fieldErr.duplicate(path, { port: port['port'], protocol: port['protocol'] }));
+      seen.add(key);
+      const tp = port['targetPort'];
+      if (typeof tp === 'number') portRange(errs, `${path}.targetPort`, tp, false);
+      else if (typeof tp === 'string') {
+        const pr = ianaSvcNameProblem(tp);
+        if (pr) errs.push(fieldErr.invalid(`${path}.targetPort`, tp, pr));
+      }
+      if (port['nodePort'] !== undefined && port['nodePort'] !== 0) {
+        if (type !== 'NodePort' && type !== 'LoadBalancer') errs.push(fieldErr.forbidden(`${path}.nodePort`, 'may not be used when `type` is \'ClusterIP\''));
+        else portRange(errs, `${path}.nodePort`, port['nodePort'], false);
+      }
+    });
+    const ip = spec['clusterIP'];
+    if (ip !== undefined && ip !== '' && ip !== 'None' && !(typeof ip === 'string' && isIPv4(ip))) errs.push(fieldErr.invalid('spec.clusterIP', ip, 'must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)'));
+    if (old) {
+      const oldIP = obj(old['spec'])?.['clusterIP'];
+      if (oldIP && ip !== oldIP && type !== 'ExternalName' && obj(old['spec'])?.['type'] !== 'ExternalName') errs.push(fieldErr.invalid('spec.clusterIP', ip, 'field is immutable'));
+    }
+    for (const [i, e] of arr(spec['externalIPs']).entries()) if (typeof e !== 'string' || !isIPv4(e)) errs.push(fieldErr.invalid(`spec.externalIPs[${i}]`, e, 'must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)'));
+    for (const [f, vals] of [['sessionAffinity', ['ClientIP', 'None']], ['externalTrafficPolicy', ['Cluster', 'Local']], ['internalTrafficPolicy', ['Cluster', 'Local']]] as const) {
+      if (spec[f] !== undefined && !(vals as readonly string[]).includes(String(spec[f]))) errs.push(fieldErr.notSupported(`spec.${f}`, spec[f], vals));
+    }
+    if (type === 'ExternalName') {
+      const en = spec['externalName'];
+      if (typeof en !== 'string' || en === '') errs.push(fieldErr.required('spec.externalName'));
+      else if (!isDNS1123Subdomain(en)) errs.push(fieldErr.invalid('spec.externalName', en, NAME_TEXT.subdomain));
+    }
+    selectorMapErrors(errs, 'spec.selector', spec['selector']);
+    return errs;
+  },
+  initialStatus: () => ({ loadBalancer: {} }),
+};
+
+/** Container defaults shared by Pods and pod templates. */
+function defaultPodSpec(spec: O): void {
+  spec['restartPolicy'] ??= 'Always';
+  spec['dnsPolicy'] ??= 'ClusterFirst';
+  spec['schedulerName'] ??= 'default-scheduler';
+  spec['terminationGracePeriodSeconds'] ??= 30;
+  spec['securityContext'] ??= {};
+  spec['enableServiceLinks'] ??= true;
+  for (const list of ['containers', 'initContainers']) {
+    for (const c of arr(spec[list])) {
+      const ct = obj(c);
+      if (!ct) continue;
+      ct['terminationMessagePath'] ??= '/dev/termination-log';
+      ct['terminationMessagePolicy'] ??= 'File';
+      const image = typeof ct['image'] === 'string' ? ct['image'] : '';
+      const tag = image.includes('@') ? 'digest' : image.slice(image.lastIndexOf('/') + 1).split(':')[1] ?? '';
+      ct['imagePullPolicy'] ??= tag === '' || tag === 'latest' ? 'Always' : 'IfNotPresent';
+      ct['resources'] ??= {};
+      for (const p of arr(ct['ports'])) {
+        const port = obj(p);
+        if (port) port['protocol'] ??= 'TCP';
+      }
+    }
+  }
+}
+
+function validatePodSpec(errs: FieldError[], path: string, spec: O | undefined): void {
+  if (!spec) {
+    errs.push(fieldErr.required(path));
+    return;
+  }
+  const containers = arr(spec['containers']);
+  if (containers.length === 0) errs.push(fieldErr.required(`${path}.containers`));
+  const names = new Set<string>();
+  containers.forEach((c, i) => {
+    const cp = `${path}.containers[${i}]`;
+    const ct = obj(c) ?? {};
+    const name = ct['name'];
+    if (typeof name !== 'string' || name === '') errs.push(fieldErr.required(`${cp}.name`));
+    else {
+      if (!isDNS1123Label(name)) errs.push(fieldErr.invalid(`${cp}.name`, name, NAME_TEXT.label));
+      if (names.has(name)) errs.push(fieldErr.duplicate(`${cp}.name`, name));
+      names.add(name);
+    }
+    if (typeof ct['image'] !== 'string' || ct['image'].trim() === '') errs.push(fieldErr.required(`${cp}.image`));
+    arr(ct['ports']).forEach((p, j) => {
+      const port = obj(p) ?? {};
+      portRange(errs, `${cp}.ports[${j}].containerPort`, port['containerPort'], true);
+      if (!PROTOCOLS.includes(String(port['protocol']))) errs.push(fieldErr.notSupported(`${cp}.ports[${j}].protocol`, port['protocol'], PROTOCOLS));
+    });
+  });
+  const rp = spec['restartPolicy'];
+  if (!['Always', 'OnFailure', 'Never'].includes(String(rp))) errs.push(fieldErr.notSupported(`${path}.restartPolicy`, rp, ['Always', 'OnFailure', 'Never']));
+  const dp = spec['dnsPolicy'];
+  if (!['ClusterFirst', 'ClusterFirstWithHostNet', 'Default', 'None'].includes(String(dp))) errs.push(fieldErr.notSupported(`${path}.dnsPolicy`, dp, ['ClusterFirst', 'ClusterFirstWithHostNet', 'Default', 'None']));
+}
+
+const pod: Strategy = {
+  nameRule: 'subdomain',
+  defaults(o) {
+    defaultPodSpec(ensure(o, 'spec'));
+  },
+  validate(o, old) {
+    const errs: FieldError[] = [];
+    validatePodSpec(errs, 'spec', obj(o['spec']));
+    if (old) {
+      // A Pod's spec is immutable but for a few fields (image, activeDeadlineSeconds, tolerations, terminationGracePeriodSeconds).
+      const strip = (s: unknown) => {
+        const c = structuredClone(obj(s) ?? {});
+        for (const ct of arr(c['containers'])) delete (obj(ct) ?? {})['image'];
+        delete c['activeDeadlineSeconds'];
+        delete c['tolerations'];
+        delete c['terminationGracePeriodSeconds'];
+        if (!obj(old['spec'])?.['nodeName']) delete c['nodeName'];
+        return JSON.stringify(c);
+      };
+      if (strip(o['spec']) !== strip(old['spec'])) {
+        errs.push(fieldErr.forbidden('spec', 'pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)'));
+      }
+    }
+    return errs;
+  },
+  initialStatus: () => ({ phase: 'Pending', qosClass: 'BestEffort' }),
+};
+
+function validateSelectorTemplate(errs: FieldError[], spec: O): void {
+  const sel = obj(spec['selector']);
+  if (!sel || (Object.keys(obj(sel['matchLabels']) ?? {}).length === 0 && arr(sel['matchExpressions']).length === 0)) {
+    errs.push(fieldErr.required('spec.selector'));
+    return;
+  }
+  const tpl = obj(spec['template']);
+  const labels = obj(obj(tpl?.['metadata'])?.['labels']) ?? {};
+  for (const [k, v] of Object.entries(obj(sel['matchLabels']) ?? {})) {
+    if (labels[k] !== v) {
+      errs.push(fieldErr.invalid('spec.template.metadata.labels', labels, '`selector` does not match template `labels`'));
+      break;
+    }
+  }
+  validatePodSpec(errs, 'spec.template.spec', obj(tpl?.['spec']));
+  const rp = obj(tpl?.['spec'])?.['restartPolicy'];
+  if (rp !== undefined && rp !== 'Always') errs.push(fieldErr.notSupported('spec.template.spec.restartPolicy', rp, ['Always']));
+  const replicas = spec['replicas'];
+  if (typeof replicas === 'number' && replicas < 0) errs.push(fieldErr.invalid('spec.replicas', replicas, 'must be greater than or equal to 0'));
+}
+
+const deployment: Strategy = {
+  nameRule: 'subdomain',
+  defaults(o) {
+    const spec = ensure(o, 'spec');
+    spec['replicas'] ??= 1;
+    const strategy = ensure(spec, 'strategy');
+    strategy['type'] ??= 'RollingUpdate';
+    if (strategy['type'] === 'RollingUpdate') {
+      const ru = ensure(strategy, 'rollingUpdate');
+      ru['maxUnavailable'] ??= '25%';
+      ru['maxSurge'] ??= '25%';
+    }
+    spec['revisionHistoryLimit'] ??= 10;
+    spec['progressDeadlineSeconds'] ??= 600;
+    defaultPodSpec(ensure(ensure(spec, 'template'), 'spec'));
+  },
+  validate(o, old) {
+    const errs: FieldError[] = [];
+    const spec = obj(o['spec']) ?? {};
+    validateSelectorTemplate(errs, spec);
+    const type = obj(spec['strategy'])?.['type'];
+    if (!['Recreate', 'RollingUpdate'].includes(String(type))) errs.push(fieldErr.notSupported('spec.strategy.type', type, ['Recreate', 'RollingUpdate']));
+    if (old && JSON.stringify(obj(old['spec'])?.['selector']) !== JSON.stringify(spec['selector'])) errs.push(fieldErr.invalid('spec.selector', spec['selector'], 'field is immutable'));
+    return errs;
+  },
+  initialStatus: () => ({}),
+};
+
+const replicaSet: Strategy = {
+  nameRule: 'subdomain',
+  defaults(o) {
+    const spec = ensure(o, 'spec');
+    spec['replicas'] ??= 1;
+    defaultPodSpec(ensure(ensure(spec, 'template'), 'spec'));
+  },
+  validate(o, old) {
+    const errs: FieldError[] = [];
+    const spec = obj(o['spec']) ?? {};
+    validateSelectorTemplate(errs, spec);
+    if (old && JSON.stringify(obj(old['spec'])?.['selector']) !== JSON.stringify(spec['selector'])) errs.push(fieldErr.invalid('spec.selector', spec['selector'], 'field is immutable'));
+    return errs;
+  },
+  initialStatus: () => ({ replicas: 0 }),
+};
+
+const endpointSlice: Strategy = {
+  nameRule: 'subdomain',
+  defaults(o) {
+    for (const p of arr(o['ports'])) {
+      const port = obj(p);
+      if (port) port['protocol'] ??= 'TCP';
+    }
+  },
+  validate(o) {
+    const errs: FieldError[] = [];
+    const at = o['addressType'];
+    if (at === undefined) errs.push(fieldErr.required('addressType'));
+    else if (!['IPv4', 'IPv6', 'FQDN'].includes(String(at))) errs.push(fieldErr.notSupported('addressType', at, ['FQDN', 'IPv4', 'IPv6']));
+    arr(o['endpoints']).forEach((e, i) => {
+      const addrs = arr(obj(e)?.['addresses']);
+      if (addrs.length === 0) errs.push(fieldErr.required(`endpoints[${i}].addresses`));
+      if (addrs.length > 100) errs.push(fieldErr.tooMany(`endpoints[${i}].addresses`, addrs.length, 100));
+      addrs.forEach((a, j) => {
+        if (at === 'IPv4' && !(typeof a === 'string' && isIPv4(a))) errs.push(fieldErr.invalid(`endpoints[${i}].addresses[${j}]`, a, 'must be a valid IPv4 address'));
+      });
+    });
+    arr(o['ports']).forEach((p, i) => {
+      const port = obj(p) ?? {};
+      if (port['port'] !== undefined && port['port'] !== null) portRange(errs, `ports[${i}].port`, port['port'], false);
+      if (!PROTOCOLS.includes(String(port['protocol']))) errs.push(fieldErr.notSupported(`ports[${i}].protocol`, port['protocol'], PROTOCOLS));
+    });
+    return errs;
+  },
+};
+
+const plain = (nameRule: NameRule, initialStatus?: (o: O) => O | undefined): Strategy => ({
+  nameRule,
+  defaults() {},
+  validate: () => [],
+  ...(initialStatus ? { initialStatus } : {}),
+});
+
+const event: Strategy = {
+  nameRule: 'subdomain',
+  defaults() {},
+  validate(o) {
+    const errs: FieldError[] = [];
+    const io = obj(o['involvedObject']);
+    if (!io) errs.push(fieldErr.required('involvedObject'));
+    const type = o['type'];
+    if (type !== undefined && !['Normal', 'Warning'].includes(String(type))) errs.push(fieldErr.notSupported('type', type, ['Normal', 'Warning']));
+    return errs;
+  },
+};
+
+const namespace: Strategy = {
+  nameRule: 'label',
+  defaults(o) {
+    // kube-apiserver labels every namespace with its own name.
+    const meta = ensure(o, 'metadata');
+    if (typeof meta['name'] === 'string') ensure(meta, 'labels')['kubernetes.io/metadata.name'] = meta['name'];
+  },
+  validate: () => [],
+  initialStatus: () => ({ phase: 'Active' }),
+};
+
+export const STRATEGIES: Readonly<Record<string, Strategy>> = {
+  namespaces: namespace,
+  nodes: plain('subdomain', () => ({})),
+  pods: pod,
+  services: service,
+  events: event,
+  'endpointslices.discovery.k8s.io': endpointSlice,
+  'deployments.apps': deployment,
+  'replicasets.apps': replicaSet,
+  'leases.coordination.k8s.io': plain('subdomain'),
+};
+
+export type { KObject };
