@@ -13,6 +13,7 @@ function deps(over: Partial<CliDeps> = {}): CliDeps & { out: () => string; err: 
   const d = {
     runner: { run: async () => { throw new Error('nothing may run in this test'); } },
     startAgent: async () => { d.started++; return { stop: async () => undefined }; },
+    startControlPlane: async () => { d.started++; return { url: 'https://127.0.0.1:6443', kubeconfig: '/d/admin.kubeconfig', stop: async () => undefined }; },
     removeProxyRules: async () => false,
     localAddresses: async () => [],
     createLab: async () => { throw new Error('no labs here'); },
@@ -28,7 +29,7 @@ function deps(over: Partial<CliDeps> = {}): CliDeps & { out: () => string; err: 
 }
 
 t.test('-h and --help on every command print its usage and exit 0', async (t) => {
-  for (const argv of [['agent', '-h'], ['pod', '--help'], ['pod', 'ls', '-h'], ['trace', '--help'], ['proxy', 'status', '-h'], ['demo', '-h'], ['lab', '--help'], ['lab', 'cleanup', '-h'], ['version', '-h'], ['help', 'trace'], ['--help']]) {
+  for (const argv of [['agent', '-h'], ['control-plane', '-h'], ['help', 'control-plane'], ['pod', '--help'], ['pod', 'ls', '-h'], ['trace', '--help'], ['proxy', 'status', '-h'], ['demo', '-h'], ['lab', '--help'], ['lab', 'cleanup', '-h'], ['version', '-h'], ['help', 'trace'], ['--help']]) {
     const d = deps();
     t.equal(await runCli(argv, d), 0, argv.join(' '));
     t.match(d.out(), /usage: nodenet/, `${argv.join(' ')}: usage printed`);
@@ -45,6 +46,12 @@ t.test('usage errors exit 2 and name the argument', async (t) => {
     [['proxy', 'status', '-o', 'xml'], /-o "xml": expected table, json, yaml/],
     [['demo', '--proxy-mode', 'ipvs'], /--proxy-mode must be iptables or nftables/],
     [['lab', 'up'], /unknown lab subcommand "up"/],
+    [['control-plane', '--listen', '6443'], /--listen "6443": expected ADDR:PORT/],
+    [['control-plane', '--listen', 'example.com:6443'], /"example.com" is not an IP address/],
+    [['control-plane', '--listen', '127.0.0.1:70000'], /port 70000 is out of range/],
+    [['control-plane', '--history-seconds', '1'], /--history-seconds "1": a whole number of seconds, at least 10/],
+    [['control-plane', '--log-level', 'loud'], /--log-level "loud": one of fatal/],
+    [['control-plane', 'extra'], /unexpected argument "extra"/],
     [['help', 'nope'], /no command "nope"/],
   ];
   for (const [argv, msg] of cases) {

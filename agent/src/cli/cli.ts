@@ -11,6 +11,7 @@ import type { Runner } from '../exec/runner.js';
 import { isNodenetError } from '../errors/errors.js';
 import type { Lab } from '../lab/lab.js';
 import { AGENT_USAGE, agentCommand, type RunningAgent } from './agent-cmd.js';
+import { CONTROL_PLANE_USAGE, controlPlaneCommand, type ControlPlaneCmdDeps } from './control-plane-cmd.js';
 import { DEMO_USAGE, demoCommand } from './demo-cmd.js';
 import { CommandError } from './errors.js';
 import { FlagError } from './flags.js';
@@ -24,6 +25,7 @@ export const VERSION = '0.1.0';
 export interface CliDeps {
   readonly runner: Runner;
   readonly startAgent: (cfg: AgentConfig) => Promise<RunningAgent>;
+  readonly startControlPlane: ControlPlaneCmdDeps['startControlPlane'];
   readonly removeProxyRules: ProxyCmdDeps['removeRules'];
   readonly localAddresses: TraceDeps['localAddresses'];
   readonly createLab: (prefix: string) => Promise<Lab>;
@@ -38,6 +40,8 @@ export const USAGE = `usage: nodenet <command> [options]     (nodenet <command> 
 commands:
   agent     run the node agent until SIGTERM: the CNI service on a unix socket and, with a proxy mode,
             Service rules for the Services and EndpointSlices in the manifest directory
+  control-plane
+            serve the Kubernetes API (the embedded default: SQLite, TLS, tokens) for kubectl and the agents
   pod       pods without a runtime: run, app, exec, ls, rm
   trace     trace a new connection's first packet through a node's live Service rules
   proxy     what the node's proxy applied (status); remove its rules (cleanup)
@@ -48,6 +52,7 @@ commands:
 
 const HELP: Readonly<Record<string, string>> = {
   agent: AGENT_USAGE,
+  'control-plane': CONTROL_PLANE_USAGE,
   pod: POD_USAGE,
   trace: TRACE_USAGE,
   proxy: PROXY_USAGE,
@@ -62,6 +67,8 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<nu
     switch (cmd) {
       case 'agent':
         return await agentCommand(rest, deps.startAgent, deps.stdout);
+      case 'control-plane':
+        return await controlPlaneCommand(rest, { startControlPlane: deps.startControlPlane, version: VERSION, stdout: deps.stdout });
       case 'pod':
         return await podCommand(rest, deps);
       case 'demo':

@@ -26,6 +26,7 @@ import { OpenApi } from './api/openapi.js';
 import { RESOURCES } from './api/resources.js';
 import { Rest } from './api/rest.js';
 import { loadSchemas } from './api/schema.js';
+import { ApiMetrics } from './api/metrics.js';
 import { ApiServer } from './api/server.js';
 import { SqlitePersistence } from './store/sqlite-persistence.js';
 import { Store } from './store/store.js';
@@ -150,7 +151,8 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
     store.close();
     throw e;
   }
-  const server = new ApiServer({ rest, store, tokens, log: log.child({ [F.subsys]: 'controlplane/api' }), clock, openapi: new OpenApi(schemas), version: o.version, ...(pki ? { tls: { cert: pki.cert, key: pki.key } } : {}) });
+  const metrics = new ApiMetrics(() => store.counts());
+  const server = new ApiServer({ rest, store, tokens, metrics, anonymousAdmin: o.insecureHttp === true, log: log.child({ [F.subsys]: 'controlplane/api' }), clock, openapi: new OpenApi(schemas), version: o.version, ...(pki ? { tls: { cert: pki.cert, key: pki.key } } : {}) });
   let addr;
   try {
     addr = await server.listen(o.port, o.host);

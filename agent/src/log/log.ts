@@ -5,7 +5,7 @@
  */
 import { pino, type Logger, type LevelWithSilent } from 'pino';
 
-export type { Logger };
+export type { Logger, LevelWithSilent };
 
 export interface LogOptions {
   level?: LevelWithSilent;

@@ -11,7 +11,7 @@ import type { AgentConfig } from '../config/config.js';
 import { ExecaRunner, type Runner } from '../exec/runner.js';
 import { createDiskIpam } from '../ipam/ipam.js';
 import { F } from '../log/fields.js';
-import { createLogger, silentLogger, type Logger } from '../log/log.js';
+import { createLogger, silentLogger, type LevelWithSilent, type Logger } from '../log/log.js';
 import { Lab, uniqueTag } from '../lab/lab.js';
 import { applyLeftovers, LEGACY_LAB_ROOT, planLeftovers, readWorld } from '../lab/leftovers.js';
 import { labRoot } from '../lab/plan.js';
@@ -35,6 +35,7 @@ import { IpamAdapter } from '../sandbox/ipam-adapter.js';
 import { NftMasquerade } from '../sandbox/masquerade.js';
 import { DiskAttachmentStore } from '../sandbox/record-store.js';
 import { ManifestSource } from '../watch/manifest-source.js';
+import { startControlPlane, type ControlPlaneOptions } from '../controlplane/control-plane.js';
 import { Agent } from './agent.js';
 import { ProxyHost, type ProxyHostDeps } from './proxy-host.js';
 import { proxyStatusFile } from './proxy-status.js';
@@ -231,6 +232,10 @@ export function cliDeps() {
       const agent = await composeAgent(cfg);
       await agent.start();
       return agent;
+    },
+    startControlPlane: (a: Omit<ControlPlaneOptions, 'log' | 'clock'> & { readonly logLevel: string; readonly logFile?: string }) => {
+      const { logLevel, logFile, ...rest } = a;
+      return startControlPlane({ ...rest, log: createLogger({ level: logLevel as LevelWithSilent, ...(logFile ? { destination: logFile } : {}) }) });
     },
     removeProxyRules: (o: { netns?: string; prefix: string }, mode: 'iptables' | 'nftables') => removeProxyRules({ ...o, runner, log: quiet }, mode),
     localAddresses,

@@ -72,6 +72,7 @@ export const apiErrors = {
       `${grText(r)}${name ? ` "${name}"` : ''} is forbidden: User "${user}" cannot ${verb} resource "${r.resource}" in API group "${r.group}"${namespace ? ` in the namespace "${namespace}"` : ' at the cluster scope'}`,
       name ? details(r, name) : { group: r.group, kind: r.resource },
     ),
+  forbiddenPath: (user: string, verb: string, path: string) => new ApiError(ErrorCode.Forbidden, `forbidden: User "${user}" cannot ${verb} path "${path}"`, {}),
   pathNotFound: () => new ApiError(ErrorCode.NotFound, 'the server could not find the requested resource', {}),
   methodNotAllowed: () => new ApiError(ErrorCode.MethodNotAllowed, 'the server does not allow this method on the requested resource'),
   notAcceptable: (accept: string) => new ApiError(ErrorCode.NotAcceptable, `the server could not serve any of the media types in "Accept: ${accept}"`),

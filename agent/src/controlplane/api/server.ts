@@ -22,11 +22,12 @@ import { ErrorCode, NodenetError } from '../../errors/errors.js';
 import { F } from '../../log/fields.js';
 import type { Logger } from '../../log/log.js';
 import type { Clock } from '../../reconcile/clock.js';
-import { authenticate, authorize, type Tokens, type User } from '../auth/authz.js';
+import { ADMIN_USER, authenticate, authorize, type Tokens, type User } from '../auth/authz.js';
 import type { Store } from '../store/store.js';
 import type { KObject, StoreEvent } from '../store/types.js';
 import { aggregated, apiGroup, apiGroupList, apiResourceList, apiVersions, versionInfo } from './discovery.js';
 import { apiErrors, statusOf, type Status } from './errors.js';
+import type { ApiMetrics } from './metrics.js';
 import type { OpenApi } from './openapi.js';
 import { apiVersionOf, findResource, grOf, RESOURCES, type Resource } from './resources.js';
 import { parseRV, type DeleteOptions, type FieldValidation, type PatchType, type Rest, type WriteOptions } from './rest.js';
@@ -47,8 +48,10 @@ export interface ApiServerOptions {
   readonly maxWatchesPerUser?: number;
   /** How often a watch that allows bookmarks gets one (default 30 s). */
   readonly bookmarkEveryMs?: number;
-  /** Called after each request (metrics). */
-  readonly onRequest?: (r: { verb: string; resource: string; code: number; durationMs: number; scope: string }) => void;
+  /** `/metrics` and the request figures; absent: `/metrics` is a 404. */
+  readonly metrics?: ApiMetrics;
+  /** Plain HTTP on loopback: a request without a token is the admin (kube-apiserver's old insecure port). */
+  readonly anonymousAdmin?: boolean;
 }
 
 interface Route {
@@ -135,13 +138,13 @@ export class ApiServer {
     const method = req.method ?? 'GET';
     let verb = method.toLowerCase();
     let resource = '';
+    let labels = { group: '', version: '', resource: '', subresource: '', scope: '' };
     let user: User | null = null;
-    let scope = '';
     this.open.add(res);
     res.on('close', () => this.open.delete(res));
     const done = (code: number) => {
       const durationMs = Math.round((performance.now() - started) * 100) / 100;
-      this.o.onRequest?.({ verb: verb.toUpperCase(), resource, code, durationMs, scope });
+      if (labels.resource) this.o.metrics?.observe({ verb: metricVerb(verb, method, req.headers['content-type']), ...labels, code, durationMs });
       this.o.log.info({ [F.verb]: verb, [F.path]: url.pathname, [F.resource]: resource, [F.user]: user?.name ?? '', [F.code]: code, [F.durationMs]: durationMs }, 'request');
     };
     try {
@@ -151,13 +154,13 @@ export class ApiServer {
         res.writeHead(200, { 'Content-Type': 'text/plain; charset=utf-8' }).end('ok');
         return done(200);
       }
-      user = authenticate(this.o.tokens, req.headers.authorization);
+      user = this.o.anonymousAdmin && req.headers.authorization === undefined ? ADMIN_USER : authenticate(this.o.tokens, req.headers.authorization);
       if (!user) throw apiErrors.unauthorized();
       if (method === 'GET' && path === '/version') return done(this.json(res, 200, versionInfo(this.o.version)));
-      if (method === 'GET' && path === '/metrics') {
-        if (!user.groups.includes('system:masters')) throw new NodenetError(ErrorCode.Forbidden, 'forbidden: only the admin reads /metrics');
-        const body = await this.metrics();
-        res.writeHead(200, { 'Content-Type': 'text/plain; version=0.0.4; charset=utf-8' }).end(body);
+      if (method === 'GET' && path === '/metrics' && this.o.metrics) {
+        if (!user.groups.includes('system:masters')) throw apiErrors.forbiddenPath(user.name, 'get', '/metrics');
+        const body = await this.o.metrics.text();
+        res.writeHead(200, { 'Content-Type': this.o.metrics.contentType }).end(body);
         return done(200);
       }
       if (method === 'GET' && (path === '/openapi/v3' || path.startsWith('/openapi/v3/'))) {
@@ -190,7 +193,8 @@ export class ApiServer {
       }
       const route = this.route(group, version, rest);
       resource = grOf(route.r);
-      scope = route.r.namespaced ? (route.nsGiven ? 'namespace' : 'cluster') : 'cluster';
+      const scope = route.r.namespaced ? (route.nsGiven ? (route.name ? 'resource' : 'namespace') : 'cluster') : route.name ? 'resource' : 'cluster';
+      labels = { group, version, resource: route.r.resource, subresource: route.sub, scope };
       verb = this.verbOf(method, route, watch);
       const body = ['POST', 'PUT', 'PATCH'].includes(method) || (method === 'DELETE' && Number(req.headers['content-length'] ?? 0) > 0) ? await this.readBody(req) : undefined;
       const bodyName = verb === 'create' ? String((body?.value as KObject | undefined)?.metadata?.['name'] ?? '') : route.name;
@@ -425,6 +429,7 @@ export class ApiServer {
 
     res.writeHead(200, { 'Content-Type': JSON_TYPE, 'Transfer-Encoding': 'chunked', 'Cache-Control': 'no-cache, private' });
     this.watches.set(user.name, count + 1);
+    this.o.metrics?.watchOpened(r.resource);
     let closed = false;
     let handle: { stop(): void } | null = null;
     const timers: unknown[] = [];
@@ -436,6 +441,7 @@ export class ApiServer {
       const n = (this.watches.get(user.name) ?? 1) - 1;
       if (n <= 0) this.watches.delete(user.name);
       else this.watches.set(user.name, n);
+      this.o.metrics?.watchClosed(r.resource);
       if (!res.writableEnded) res.end();
       done(200);
     };
@@ -523,8 +529,13 @@ export class ApiServer {
     return code;
   }
 
-  /** Filled by the control plane (prom-client registry). */
-  metrics: () => Promise<string> = async () => '';
+}
+
+/** kube-apiserver's verb label: GET, LIST, WATCH, POST, PUT, PATCH, APPLY, DELETE, DELETECOLLECTION. */
+function metricVerb(verb: string, method: string, contentType: string | undefined): string {
+  if (verb === 'patch' && (contentType ?? '').startsWith('application/apply-patch')) return 'APPLY';
+  if (verb === 'get' || verb === 'list' || verb === 'watch' || verb === 'deletecollection') return verb.toUpperCase();
+  return method;
 }
 
 function includeObjectOf(url: URL): 'None' | 'Metadata' | 'Object' {

@@ -25,52 +25,179 @@ const str = (v: unknown): string => (typeof v === 'string' ? v : v === undefined
 const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 const none = (s: string): string => (s === '' ? '<none>' : s);
 
-/** k8s.io/apimachinery's duration.HumanDuration. */
+/**
+ * k8s.io/apimachinery's duration.HumanDuration. Go converts with int(), which truncates toward
+ * zero: -1.9 s is "0s" (the two seconds of clock skew it tolerates), -2 s is "<invalid>".
+ */
 export function humanDuration(ms: number): string {
-  const seconds = Math.floor(ms / 1000);
+  const seconds = Math.trunc(ms / 1000);
   if (seconds < -1) return '<invalid>';
   if (seconds < 0) return '0s';
   if (seconds < 120) return `${seconds}s`;
-  const minutes = Math.floor(seconds / 60);
+  const minutes = Math.trunc(seconds / 60);
   if (minutes < 10) return seconds % 60 === 0 ? `${minutes}m` : `${minutes}m${seconds % 60}s`;
   if (minutes < 180) return `${minutes}m`;
-  const hours = Math.floor(minutes / 60);
+  const hours = Math.trunc(minutes / 60);
   if (hours < 8) return minutes % 60 === 0 ? `${hours}h` : `${hours}h${minutes % 60}m`;
   if (hours < 48) return `${hours}h`;
-  if (hours < 24 * 8) return hours % 24 === 0 ? `${Math.floor(hours / 24)}d` : `${Math.floor(hours / 24)}d${hours % 24}h`;
-  if (hours < 24 * 365 * 2) return `${Math.floor(hours / 24)}d`;
-  const days = Math.floor(hours / 24);
-  if (hours < 24 * 365 * 8) return days % 365 === 0 ? `${Math.floor(days / 365)}y` : `${Math.floor(days / 365)}y${days % 365}d`;
-  return `${Math.floor(days / 365)}y`;
+  if (hours < 24 * 8) return hours % 24 === 0 ? `${Math.trunc(hours / 24)}d` : `${Math.trunc(hours / 24)}d${hours % 24}h`;
+  if (hours < 24 * 365 * 2) return `${Math.trunc(hours / 24)}d`;
+  const days = Math.trunc(hours / 24);
+  if (hours < 24 * 365 * 8) return days % 365 === 0 ? `${Math.trunc(days / 365)}y` : `${Math.trunc(days / 365)}y${days % 365}d`;
+  return `${Math.trunc(days / 365)}y`;
 }
 
-const age = (o: KObject, now: number): string => {
-  const ts = str(get(o, 'metadata', 'creationTimestamp'));
-  return ts ? humanDuration(now - Date.parse(ts)) : '<unknown>';
+/** translateTimestampSince: the age of a timestamp, `<unknown>` when there is none. */
+const since = (ts: unknown, now: number): string => {
+  const t = typeof ts === 'string' && ts !== '' ? Date.parse(ts) : NaN;
+  return Number.isNaN(t) ? '<unknown>' : humanDuration(now - t);
 };
+const age = (o: KObject, now: number): string => since(get(o, 'metadata', 'creationTimestamp'), now);
 
 const NAME: Column = { name: 'Name', type: 'string', format: 'name', description: 'Name must be unique within a namespace.', priority: 0 };
 const AGE: Column = { name: 'Age', type: 'string', description: 'CreationTimestamp is a timestamp representing the server time when this object was created.', priority: 0 };
 const col = (name: string, description: string, priority: 0 | 1 = 0, type: Column['type'] = 'string'): Column => ({ name, type, description, priority });
 
-function selectorText(sel: unknown): string {
-  const parts: string[] = [];
-  for (const [k, v] of Object.entries((get(sel, 'matchLabels') as O | undefined) ?? {})) parts.push(`${k}=${str(v)}`);
+/**
+ * A metav1.LabelSelector as labels.Selector.String() prints it (LabelSelectorAsSelector): requirements
+ * sorted by key, `k=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`, the values of a set sorted.
+ * '' for an empty or missing selector; null for an operator it does not know (an invalid selector).
+ */
+export function labelSelectorString(sel: unknown): string | null {
+  const reqs: { key: string; text: string }[] = [];
+  for (const [k, v] of Object.entries((get(sel, 'matchLabels') as O | undefined) ?? {})) reqs.push({ key: k, text: `${k}=${str(v)}` });
   for (const e of arr(get(sel, 'matchExpressions'))) {
-    const op = str(get(e, 'operator'));
     const key = str(get(e, 'key'));
-    const vals = arr(get(e, 'values')).map(str).join(',');
-    parts.push(op === 'Exists' ? key : op === 'DoesNotExist' ? `!${key}` : `${key} ${op === 'In' ? 'in' : 'notin'} (${vals})`);
+    const vals = arr(get(e, 'values')).map(str).sort().join(',');
+    const op = get(e, 'operator');
+    const text = op === 'In' ? `${key} in (${vals})` : op === 'NotIn' ? `${key} notin (${vals})` : op === 'Exists' ? key : op === 'DoesNotExist' ? `!${key}` : null;
+    if (text === null) return null;
+    reqs.push({ key, text });
   }
-  return none(parts.join(','));
+  return reqs.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0)).map((r) => r.text).join(',');
+}
+
+/** metav1.FormatLabelSelector: `<none>` for an empty selector, `<error>` for an invalid one. */
+function formatLabelSelector(sel: unknown): string {
+  const s = labelSelectorString(sel);
+  return s === null ? '<error>' : none(s);
 }
 
 const containersOf = (tpl: unknown) => arr(get(tpl, 'spec', 'containers'));
+/** layoutContainerCells: names and images, comma-separated. */
+const containerCells = (tpl: unknown): [string, string] => {
+  const c = containersOf(tpl);
+  return [c.map((x) => str(get(x, 'name'))).join(','), c.map((x) => str(get(x, 'image'))).join(',')];
+};
+
+/** Up to three items, then ` + N more...`; `<unset>` for none (listWithMoreString). */
+function listWithMore(items: readonly string[]): string {
+  if (items.length > 3) return `${items.slice(0, 3).join(',')} + ${items.length - 3} more...`;
+  return items.length ? items.join(',') : '<unset>';
+}
+
+const isTrue = (conds: unknown, type: string): boolean => arr(conds).some((c) => get(c, 'type') === type && get(c, 'status') === 'True');
+
+/** printPod: READY, STATUS and RESTARTS as kubectl shows them, init and sidecar containers included. */
+function podCells(o: KObject, now: number): { ready: string; reason: string; restarts: string } {
+  const phase = str(get(o, 'status', 'phase'));
+  let reason = str(get(o, 'status', 'reason')) || phase;
+  for (const c of arr(get(o, 'status', 'conditions'))) {
+    if (get(c, 'type') === 'PodScheduled' && get(c, 'reason') === 'SchedulingGated') reason = 'SchedulingGated';
+  }
+  const initSpecs = arr(get(o, 'spec', 'initContainers'));
+  const sidecar = (name: unknown) => initSpecs.some((c) => get(c, 'name') === name && get(c, 'restartPolicy') === 'Always');
+  const total = containersOf(o).length + initSpecs.filter((c) => get(c, 'restartPolicy') === 'Always').length;
+  let ready = 0;
+  let restarts = 0;
+  let sidecarRestarts = 0;
+  let lastRestart = 0;
+  let lastSidecarRestart = 0;
+  const finishedAt = (s: unknown) => {
+    const t = Date.parse(str(get(s, 'lastState', 'terminated', 'finishedAt')));
+    return Number.isNaN(t) ? 0 : t;
+  };
+  const initStatuses = arr(get(o, 'status', 'initContainerStatuses'));
+  let initializing = false;
+  for (let i = 0; i < initStatuses.length; i++) {
+    const s = initStatuses[i];
+    const n = Number(get(s, 'restartCount')) || 0;
+    restarts += n;
+    lastRestart = Math.max(lastRestart, finishedAt(s));
+    if (sidecar(get(s, 'name'))) {
+      sidecarRestarts += n;
+      lastSidecarRestart = Math.max(lastSidecarRestart, finishedAt(s));
+    }
+    const term = get(s, 'state', 'terminated');
+    const waiting = str(get(s, 'state', 'waiting', 'reason'));
+    if (term && Number(get(term, 'exitCode') ?? 0) === 0) continue;
+    if (sidecar(get(s, 'name')) && get(s, 'started') === true) {
+      if (get(s, 'ready') === true) ready++;
+      continue;
+    }
+    if (term) {
+      const r = str(get(term, 'reason'));
+      const signal = Number(get(term, 'signal')) || 0;
+      reason = r ? `Init:${r}` : signal ? `Init:Signal:${signal}` : `Init:ExitCode:${Number(get(term, 'exitCode')) || 0}`;
+    } else if (waiting && waiting !== 'PodInitializing') reason = `Init:${waiting}`;
+    else reason = `Init:${i}/${initSpecs.length}`;
+    initializing = true;
+    break;
+  }
+  if (!initializing || isTrue(get(o, 'status', 'conditions'), 'Initialized')) {
+    restarts = sidecarRestarts;
+    lastRestart = lastSidecarRestart;
+    let running = false;
+    const statuses = arr(get(o, 'status', 'containerStatuses'));
+    // Last to first, so the first container's reason is the one shown.
+    for (let i = statuses.length - 1; i >= 0; i--) {
+      const s = statuses[i];
+      restarts += Number(get(s, 'restartCount')) || 0;
+      lastRestart = Math.max(lastRestart, finishedAt(s));
+      const waiting = str(get(s, 'state', 'waiting', 'reason'));
+      const term = get(s, 'state', 'terminated');
+      if (waiting) reason = waiting;
+      else if (term && str(get(term, 'reason'))) reason = str(get(term, 'reason'));
+      else if (term) {
+        const signal = Number(get(term, 'signal')) || 0;
+        reason = signal ? `Signal:${signal}` : `ExitCode:${Number(get(term, 'exitCode')) || 0}`;
+      } else if (get(s, 'ready') === true && get(s, 'state', 'running')) {
+        running = true;
+        ready++;
+      }
+    }
+    if (reason === 'Completed' && running) reason = isTrue(get(o, 'status', 'conditions'), 'Ready') ? 'Running' : 'NotReady';
+  }
+  if (get(o, 'metadata', 'deletionTimestamp')) {
+    if (str(get(o, 'status', 'reason')) === 'NodeLost') reason = 'Unknown';
+    else if (phase !== 'Failed' && phase !== 'Succeeded') reason = 'Terminating';
+  }
+  const restartText = restarts !== 0 && lastRestart ? `${restarts} (${humanDuration(now - lastRestart)} ago)` : String(restarts);
+  return { ready: `${ready}/${total}`, reason, restarts: restartText };
+}
+
+/** getServiceExternalIP, wide. */
+function serviceExternalIP(o: KObject): string {
+  const external = arr(get(o, 'spec', 'externalIPs')).map(str);
+  switch (get(o, 'spec', 'type')) {
+    case 'ClusterIP':
+    case 'NodePort':
+      return external.length ? external.join(',') : '<none>';
+    case 'LoadBalancer': {
+      const lb = [...new Set(arr(get(o, 'status', 'loadBalancer', 'ingress')).map((i) => str(get(i, 'ip')) || str(get(i, 'hostname'))).filter(Boolean))];
+      if (external.length) return [...lb, ...external].join(',');
+      return lb.length ? lb.join(',') : '<pending>';
+    }
+    case 'ExternalName':
+      return str(get(o, 'spec', 'externalName'));
+  }
+  return '<unknown>';
+}
 
 export const PRINTERS: Readonly<Record<string, Printer>> = {
   namespaces: {
     columns: [NAME, col('Status', 'The status of the namespace'), AGE],
-    row: (o, now) => [str(get(o, 'metadata', 'name')), str(get(o, 'status', 'phase')) || 'Active', age(o, now)],
+    row: (o, now) => [str(get(o, 'metadata', 'name')), str(get(o, 'status', 'phase')), age(o, now)],
   },
   nodes: {
     columns: [
@@ -82,15 +209,17 @@ export const PRINTERS: Readonly<Record<string, Printer>> = {
     ],
     row: (o, now) => {
       const ready = arr(get(o, 'status', 'conditions')).find((c) => get(c, 'type') === 'Ready');
-      let status = ready ? (get(ready, 'status') === 'True' ? 'Ready' : 'NotReady') : 'Unknown';
-      if (get(o, 'spec', 'unschedulable') === true) status += ',SchedulingDisabled';
-      const roles = Object.keys((get(o, 'metadata', 'labels') as O | undefined) ?? {})
-        .filter((k) => k.startsWith('node-role.kubernetes.io/'))
-        .map((k) => k.slice('node-role.kubernetes.io/'.length))
-        .sort();
-      const addr = (t: string) => none(arr(get(o, 'status', 'addresses')).filter((a) => get(a, 'type') === t).map((a) => str(get(a, 'address'))).join(','));
+      const status = [ready ? (get(ready, 'status') === 'True' ? 'Ready' : 'NotReady') : 'Unknown'];
+      if (get(o, 'spec', 'unschedulable') === true) status.push('SchedulingDisabled');
+      const roles = new Set<string>();
+      for (const [k, v] of Object.entries((get(o, 'metadata', 'labels') as O | undefined) ?? {})) {
+        if (k.startsWith('node-role.kubernetes.io/') && k.length > 'node-role.kubernetes.io/'.length) roles.add(k.slice('node-role.kubernetes.io/'.length));
+        else if (k === 'kubernetes.io/role' && str(v) !== '') roles.add(str(v));
+      }
+      // The first address of the type, as getNodeInternalIP and getNodeExternalIP.
+      const addr = (t: string) => str(get(arr(get(o, 'status', 'addresses')).find((a) => get(a, 'type') === t), 'address')) || '<none>';
       const info = (k: string) => str(get(o, 'status', 'nodeInfo', k)) || '<unknown>';
-      return [str(get(o, 'metadata', 'name')), status, none(roles.join(',')), age(o, now), str(get(o, 'status', 'nodeInfo', 'kubeletVersion')), addr('InternalIP'), addr('ExternalIP'), info('osImage'), info('kernelVersion'), info('containerRuntimeVersion')];
+      return [str(get(o, 'metadata', 'name')), status.join(','), none([...roles].sort().join(',')), age(o, now), str(get(o, 'status', 'nodeInfo', 'kubeletVersion')), addr('InternalIP'), addr('ExternalIP'), info('osImage'), info('kernelVersion'), info('containerRuntimeVersion')];
     },
   },
   pods: {
@@ -103,22 +232,13 @@ export const PRINTERS: Readonly<Record<string, Printer>> = {
       col('Readiness Gates', 'If specified, all readiness gates will be evaluated for pod readiness.', 1),
     ],
     row: (o, now) => {
-      const statuses = arr(get(o, 'status', 'containerStatuses'));
-      const total = containersOf(o).length;
-      const ready = statuses.filter((s) => get(s, 'ready') === true).length;
-      const restarts = statuses.reduce<number>((n, s) => n + (Number(get(s, 'restartCount')) || 0), 0);
-      let reason = str(get(o, 'status', 'reason')) || str(get(o, 'status', 'phase')) || 'Pending';
-      for (const s of statuses) {
-        const waiting = str(get(s, 'state', 'waiting', 'reason'));
-        const term = str(get(s, 'state', 'terminated', 'reason'));
-        if (waiting) reason = waiting;
-        else if (term) reason = term;
-      }
-      if (get(o, 'metadata', 'deletionTimestamp')) reason = 'Terminating';
+      const { ready, reason, restarts } = podCells(o, now);
       const gates = arr(get(o, 'spec', 'readinessGates'));
       const conds = arr(get(o, 'status', 'conditions'));
-      const gatesText = gates.length ? `${gates.filter((g) => conds.some((c) => get(c, 'type') === get(g, 'conditionType') && get(c, 'status') === 'True')).length}/${gates.length}` : '<none>';
-      return [str(get(o, 'metadata', 'name')), `${ready}/${total}`, reason, restarts, age(o, now), none(str(get(o, 'status', 'podIP'))), none(str(get(o, 'spec', 'nodeName'))), none(str(get(o, 'status', 'nominatedNodeName'))), gatesText];
+      // The first condition of a gate's type decides it.
+      const gatesText = gates.length ? `${gates.filter((g) => get(conds.find((c) => get(c, 'type') === get(g, 'conditionType')), 'status') === 'True').length}/${gates.length}` : '<none>';
+      const ip = str(get(arr(get(o, 'status', 'podIPs'))[0], 'ip')) || str(get(o, 'status', 'podIP'));
+      return [str(get(o, 'metadata', 'name')), ready, reason, restarts, age(o, now), none(ip), none(str(get(o, 'spec', 'nodeName'))), none(str(get(o, 'status', 'nominatedNodeName'))), gatesText];
     },
   },
   services: {
@@ -129,15 +249,13 @@ export const PRINTERS: Readonly<Record<string, Printer>> = {
       col('Selector', 'Route service traffic to pods with label keys and values matching this selector.', 1),
     ],
     row: (o, now) => {
-      const type = str(get(o, 'spec', 'type')) || 'ClusterIP';
-      const ext = [...arr(get(o, 'status', 'loadBalancer', 'ingress')).map((i) => str(get(i, 'ip')) || str(get(i, 'hostname'))), ...arr(get(o, 'spec', 'externalIPs')).map(str)].filter(Boolean);
-      const external = type === 'ExternalName' ? str(get(o, 'spec', 'externalName')) : ext.length ? ext.join(',') : type === 'LoadBalancer' ? '<pending>' : '<none>';
       const ports = arr(get(o, 'spec', 'ports')).map((p) => {
-        const np = get(p, 'nodePort');
-        return `${str(get(p, 'port'))}${np ? `:${str(np)}` : ''}/${str(get(p, 'protocol')) || 'TCP'}`;
+        const np = Number(get(p, 'nodePort')) || 0;
+        return `${str(get(p, 'port'))}${np > 0 ? `:${np}` : ''}/${str(get(p, 'protocol'))}`;
       });
+      const clusterIP = str(arr(get(o, 'spec', 'clusterIPs'))[0]) || str(get(o, 'spec', 'clusterIP'));
       const sel = Object.entries((get(o, 'spec', 'selector') as O | undefined) ?? {}).map(([k, v]) => `${k}=${str(v)}`).sort();
-      return [str(get(o, 'metadata', 'name')), type, str(get(o, 'spec', 'clusterIP')) || '<none>', external, none(ports.join(',')), age(o, now), none(sel.join(','))];
+      return [str(get(o, 'metadata', 'name')), str(get(o, 'spec', 'type')), none(clusterIP), serviceExternalIP(o), none(ports.join(',')), age(o, now), none(sel.join(','))];
     },
   },
   events: {
@@ -146,27 +264,32 @@ export const PRINTERS: Readonly<Record<string, Printer>> = {
       col('Reason', 'This should be a short, machine understandable string that gives the reason for the transition into the object\'s current status.'),
       col('Object', 'The object this Event is about.'), col('Subobject', 'The subobject this Event is about.', 1), col('Source', 'The component reporting this event.', 1),
       col('Message', 'A human-readable description of the status of this operation.'), col('First Seen', 'The time at which the event was first recorded.', 1),
-      col('Count', 'The number of times this event has occurred.', 1, 'integer'), { ...NAME, priority: 1 },
+      col('Count', 'The number of times this event has occurred.', 1), { ...NAME, priority: 1 },
     ],
     row: (o, now) => {
-      const last = str(get(o, 'lastTimestamp')) || str(get(o, 'eventTime')) || str(get(o, 'metadata', 'creationTimestamp'));
-      const first = str(get(o, 'firstTimestamp')) || last;
+      const first = str(get(o, 'firstTimestamp')) ? since(get(o, 'firstTimestamp'), now) : since(get(o, 'eventTime'), now);
+      let last = str(get(o, 'lastTimestamp')) ? since(get(o, 'lastTimestamp'), now) : first;
+      let count = Number(get(o, 'count')) || 0;
+      const series = get(o, 'series');
+      if (series && typeof series === 'object') {
+        last = since(get(series, 'lastObservedTime'), now);
+        count = Number(get(series, 'count')) || 0;
+      } else if (count === 0) count = 1;
       const io = get(o, 'involvedObject');
-      const source = [str(get(o, 'source', 'component')) || str(get(o, 'reportingComponent')), str(get(o, 'source', 'host'))].filter(Boolean).join(', ');
-      return [
-        last ? humanDuration(now - Date.parse(last)) : '<unknown>', str(get(o, 'type')), str(get(o, 'reason')),
-        `${str(get(io, 'kind')).toLowerCase()}/${str(get(io, 'name'))}`, str(get(io, 'fieldPath')), source, str(get(o, 'message')),
-        first ? humanDuration(now - Date.parse(first)) : '<unknown>', Number(get(o, 'count')) || 1, str(get(o, 'metadata', 'name')),
-      ];
+      const kind = str(get(io, 'kind')).toLowerCase();
+      const target = str(get(io, 'name')) ? `${kind}/${str(get(io, 'name'))}` : kind;
+      const component = str(get(o, 'source', 'component')) || str(get(o, 'reportingComponent'));
+      const host = str(get(o, 'source', 'host')) || str(get(o, 'reportingInstance'));
+      return [last, str(get(o, 'type')), str(get(o, 'reason')), target, str(get(io, 'fieldPath')), host ? `${component}, ${host}` : component, str(get(o, 'message')).trim(), first, count, str(get(o, 'metadata', 'name'))];
     },
   },
   'endpointslices.discovery.k8s.io': {
     columns: [NAME, col('AddressType', 'Type of address carried by this EndpointSlice.'), col('Ports', 'Ports advertised by this EndpointSlice.'), col('Endpoints', 'Endpoints included in this EndpointSlice.'), AGE],
     row: (o, now) => {
-      const ports = arr(get(o, 'ports')).map((p) => str(get(p, 'port')) || '<unset>');
+      // A port without a number is its name, or `*` (every port).
+      const ports = arr(get(o, 'ports')).map((p) => (typeof get(p, 'port') === 'number' ? String(get(p, 'port')) : typeof get(p, 'name') === 'string' ? str(get(p, 'name')) : '*'));
       const addrs = arr(get(o, 'endpoints')).flatMap((e) => arr(get(e, 'addresses')).map(str));
-      const endpoints = addrs.length ? (addrs.length > 3 ? `${addrs.slice(0, 3).join(',')} + ${addrs.length - 3} more...` : addrs.join(',')) : '<unset>';
-      return [str(get(o, 'metadata', 'name')), str(get(o, 'addressType')), ports.length ? ports.join(',') : '<unset>', endpoints, age(o, now)];
+      return [str(get(o, 'metadata', 'name')), str(get(o, 'addressType')), listWithMore(ports), listWithMore(addrs), age(o, now)];
     },
   },
   'deployments.apps': {
@@ -177,11 +300,10 @@ export const PRINTERS: Readonly<Record<string, Printer>> = {
       col('Selector', 'Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the ones affected by this deployment.', 1),
     ],
     row: (o, now) => {
-      const want = get(o, 'spec', 'replicas') ?? 1;
-      const c = containersOf(get(o, 'spec', 'template'));
+      const [names, images] = containerCells(get(o, 'spec', 'template'));
       return [
-        str(get(o, 'metadata', 'name')), `${Number(get(o, 'status', 'readyReplicas')) || 0}/${str(want)}`, Number(get(o, 'status', 'updatedReplicas')) || 0,
-        Number(get(o, 'status', 'availableReplicas')) || 0, age(o, now), c.map((x) => str(get(x, 'name'))).join(','), c.map((x) => str(get(x, 'image'))).join(','), selectorText(get(o, 'spec', 'selector')),
+        str(get(o, 'metadata', 'name')), `${Number(get(o, 'status', 'readyReplicas')) || 0}/${Number(get(o, 'spec', 'replicas')) || 0}`, Number(get(o, 'status', 'updatedReplicas')) || 0,
+        Number(get(o, 'status', 'availableReplicas')) || 0, age(o, now), names, images, labelSelectorString(get(o, 'spec', 'selector')) ?? '<invalid>',
       ];
     },
   },
@@ -192,10 +314,10 @@ export const PRINTERS: Readonly<Record<string, Printer>> = {
       col('Containers', 'Names of each container in the template.', 1), col('Images', 'Images referenced by each container in the template.', 1), col('Selector', 'Selector is a label query over pods that should match the replica count.', 1),
     ],
     row: (o, now) => {
-      const c = containersOf(get(o, 'spec', 'template'));
+      const [names, images] = containerCells(get(o, 'spec', 'template'));
       return [
-        str(get(o, 'metadata', 'name')), Number(get(o, 'spec', 'replicas') ?? 1), Number(get(o, 'status', 'replicas')) || 0, Number(get(o, 'status', 'readyReplicas')) || 0, age(o, now),
-        c.map((x) => str(get(x, 'name'))).join(','), c.map((x) => str(get(x, 'image'))).join(','), selectorText(get(o, 'spec', 'selector')),
+        str(get(o, 'metadata', 'name')), Number(get(o, 'spec', 'replicas')) || 0, Number(get(o, 'status', 'replicas')) || 0, Number(get(o, 'status', 'readyReplicas')) || 0, age(o, now),
+        names, images, formatLabelSelector(get(o, 'spec', 'selector')),
       ];
     },
   },

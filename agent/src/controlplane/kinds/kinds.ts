@@ -5,10 +5,12 @@
  * field-error words, the name rule, and which status a new object starts
  * with. Pure: objects in, objects and field errors out.
  */
+import { isIPv6 } from 'node:net';
 import { isDNS1035Label, isDNS1123Label, isDNS1123Subdomain } from '../../net/dns-names.js';
 import { isIPv4 } from '../../net/ip.js';
+import { deepEqual } from '../../reconcile/deep-equal.js';
 import { fieldErr, type FieldError } from '../api/errors.js';
-import { labelKeyProblem, labelValueProblem } from '../api/selectors.js';
+import { labelKeyProblem, labelSelectorRequirements, labelValueProblem, matchesLabels } from '../api/selectors.js';
 import type { KObject } from '../store/types.js';
 
 type O = Record<string, unknown>;
@@ -16,30 +18,55 @@ const obj = (v: unknown): O | undefined => (v && typeof v === 'object' && !Array
 const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 const ensure = (o: O, k: string): O => (obj(o[k]) ?? (o[k] = {})) as O;
 
-export type NameRule = 'subdomain' | 'label' | 'dns1035';
+/** The name rules of upstream's ValidateObjectMeta: DNS subdomain, DNS-1123 label, DNS-1035 label, or only a valid path segment (core/v1 Events). */
+export type NameRule = 'subdomain' | 'label' | 'dns1035' | 'path';
 
 export interface Strategy {
   readonly nameRule: NameRule;
-  /** Fills defaults in place (the object is the caller's fresh copy). */
+  /** Fills defaults in place (the object is the caller's fresh copy). Runs on create and on every update. */
   defaults(o: O): void;
   /** Field errors of the object (old set on update). */
   validate(o: O, old: O | null): FieldError[];
   /** The status a new object starts with (its submitted status is dropped, as kube-apiserver's PrepareForCreate does). */
   initialStatus?(o: O): O | undefined;
+  /** Create-only preparation, before defaults (PrepareForCreate beyond the status). */
+  prepareForCreate?(o: O): void;
+  /** Update-only preparation, before defaults: what the update keeps from the stored object (PrepareForUpdate). */
+  prepareForUpdate?(o: O, old: O): void;
+  /**
+   * Whether an update moves metadata.generation on (PrepareForUpdate). Absent: the kind has no
+   * generation at all (Services, Namespaces, Nodes, Events and Leases do not, in kube-apiserver).
+   */
+  bumpsGeneration?(o: O, old: O): boolean;
+  /** An update of a missing object creates it (Events and Leases: AllowCreateOnUpdate). */
+  readonly allowCreateOnUpdate?: boolean;
 }
 
 const NAME_TEXT: Record<NameRule, string> = {
   subdomain: "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+  path: '',
   label: "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
   dns1035: "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')",
 };
 
-/** The name rule's problem with a name, or null. */
-export function nameProblem(rule: NameRule, name: string): string | null {
-  const ok = rule === 'subdomain' ? isDNS1123Subdomain(name) : rule === 'label' ? isDNS1123Label(name) : isDNS1035Label(name);
-  if (ok) return null;
+/** Every problem the name rule finds with a name, in upstream's order (too long, then the pattern); [] when valid. */
+export function nameProblems(rule: NameRule, name: string): string[] {
+  if (rule === 'path') {
+    // path.IsValidPathSegmentName
+    if (name === '.' || name === '..') return [`may not be '${name}'`];
+    return ['/', '%'].filter((c) => name.includes(c)).map((c) => `may not contain '${c}'`);
+  }
   const max = rule === 'subdomain' ? 253 : 63;
-  return name.length > max ? `must be no more than ${max} characters` : NAME_TEXT[rule];
+  const re = rule === 'subdomain' ? /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/ : rule === 'label' ? /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/ : /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
+  const out: string[] = [];
+  if (name.length > max) out.push(`must be no more than ${max} characters`);
+  if (!re.test(name)) out.push(NAME_TEXT[rule]);
+  return out;
+}
+
+/** The name rule's first problem with a name, or null. */
+export function nameProblem(rule: NameRule, name: string): string | null {
+  return nameProblems(rule, name)[0] ?? null;
 }
 
 /** metadata rules every kind shares: labels and annotations. */
@@ -61,8 +88,30 @@ export function validateMeta(meta: O): FieldError[] {
     size += k.length + (typeof v === 'string' ? v.length : 0);
   }
   if (size > 256 * 1024) errs.push(fieldErr.tooLong('metadata.annotations', 256 * 1024));
+  // ValidateFinalizers: qualified names, and not both of the garbage collector's policies.
+  const finalizers = arr(meta['finalizers']);
+  finalizers.forEach((f, i) => {
+    const p = typeof f === 'string' ? labelKeyProblem(f) : 'must be a string';
+    if (p) errs.push(fieldErr.invalid(`metadata.finalizers[${i}]`, f, p));
+  });
+  if (finalizers.includes('orphan') && finalizers.includes('foregroundDeletion')) {
+    errs.push(fieldErr.invalid('metadata.finalizers', finalizers, 'finalizer orphan and foregroundDeletion cannot be both set'));
+  }
   return errs;
 }
+
+/** Whether anything but metadata and status differs (the spec, for kinds whose spec is not one field). */
+const specChanged = (o: O, old: O): boolean => {
+  const strip = (x: O) => {
+    const c: O = { ...x };
+    delete c['metadata'];
+    delete c['status'];
+    return c;
+  };
+  return !deepEqual(strip(o), strip(old));
+};
+/** Maps compared as Go's apiequality.Semantic does: nil and empty are the same. */
+const sameMap = (a: unknown, b: unknown): boolean => deepEqual(obj(a) ?? {}, obj(b) ?? {});
 
 const PROTOCOLS = ['SCTP', 'TCP', 'UDP'];
 const SERVICE_TYPES = ['ClusterIP', 'ExternalName', 'LoadBalancer', 'NodePort'];
@@ -110,6 +159,8 @@ const service: Strategy = {
     }
     if ((type === 'NodePort' || type === 'LoadBalancer') && spec['externalTrafficPolicy'] === undefined) spec['externalTrafficPolicy'] = 'Cluster';
     if (type === 'LoadBalancer') spec['allocateLoadBalancerNodePorts'] ??= true;
+    // normalizeClusterIPs: a client that sets only the singular field gets the plural one.
+    if (typeof spec['clusterIP'] === 'string' && spec['clusterIP'] !== '' && arr(spec['clusterIPs']).length === 0) spec['clusterIPs'] = [spec['clusterIP']];
     if (spec['sessionAffinity'] === 'ClientIP') {
       const cfg = ensure(spec, 'sessionAffinityConfig');
       const ip = ensure(cfg, 'clientIP');
@@ -160,10 +211,7 @@ const service: Strategy = {
     });
     const ip = spec['clusterIP'];
     if (ip !== undefined && ip !== '' && ip !== 'None' && !(typeof ip === 'string' && isIPv4(ip))) errs.push(fieldErr.invalid('spec.clusterIP', ip, 'must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)'));
-    if (old) {
-      const oldIP = obj(old['spec'])?.['clusterIP'];
-      if (oldIP && ip !== oldIP && type !== 'ExternalName' && obj(old['spec'])?.['type'] !== 'ExternalName') errs.push(fieldErr.invalid('spec.clusterIP', ip, 'field is immutable'));
-    }
+    if (old) errs.push(...clusterIPUpdateErrors(spec, obj(old['spec']) ?? {}));
     for (const [i, e] of arr(spec['externalIPs']).entries()) if (typeof e !== 'string' || !isIPv4(e)) errs.push(fieldErr.invalid(`spec.externalIPs[${i}]`, e, 'must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)'));
     for (const [f, vals] of [['sessionAffinity', ['ClientIP', 'None']], ['externalTrafficPolicy', ['Cluster', 'Local']], ['internalTrafficPolicy', ['Cluster', 'Local']]] as const) {
       if (spec[f] !== undefined && !(vals as readonly string[]).includes(String(spec[f]))) errs.push(fieldErr.notSupported(`spec.${f}`, spec[f], vals));
@@ -177,7 +225,43 @@ const service: Strategy = {
     return errs;
   },
   initialStatus: () => ({ loadBalancer: {} }),
+  prepareForUpdate(o, old) {
+    // patchAllocatedValues and normalizeClusterIPs: an update that leaves the allocated IPs out keeps them
+    // (`kubectl replace` of a manifest without clusterIP works).
+    const spec = ensure(o, 'spec');
+    const was = obj(old['spec']) ?? {};
+    const needsIP = (s: O) => (s['type'] ?? 'ClusterIP') !== 'ExternalName';
+    if (needsIP(was) && needsIP(spec)) {
+      if (spec['clusterIP'] === undefined || spec['clusterIP'] === '') {
+        if (was['clusterIP'] !== undefined) spec['clusterIP'] = was['clusterIP'];
+      }
+      if (arr(spec['clusterIPs']).length === 0 && arr(was['clusterIPs']).length > 0) spec['clusterIPs'] = was['clusterIPs'];
+    }
+    if (spec['clusterIP'] !== was['clusterIP'] && typeof spec['clusterIP'] === 'string' && spec['clusterIP'] !== '' && deepEqual(arr(spec['clusterIPs']), arr(was['clusterIPs']))) {
+      // The singular field changed and the plural one did not: the plural follows (and validation refuses it).
+      spec['clusterIPs'] = [spec['clusterIP']];
+    }
+  },
 };
+
+/** validateUpgradeDowngradeClusterIPs: the allocated IPs may not change (ExternalName and headless-to-headless aside). */
+function clusterIPUpdateErrors(spec: O, was: O): FieldError[] {
+  if (spec['type'] === 'ExternalName' || was['type'] === 'ExternalName') return [];
+  const now = arr(spec['clusterIPs']);
+  const before = arr(was['clusterIPs']);
+  const headless = (l: unknown[]) => l.length === 1 && l[0] === 'None';
+  if (headless(now) && headless(before)) return [];
+  const errs: FieldError[] = [];
+  if (now.length === before.length) {
+    before.forEach((ip, i) => {
+      if (ip !== now[i]) errs.push(fieldErr.invalid(`spec.clusterIPs[${i}]`, now, 'may not change once set'));
+    });
+  } else if (before.length > now.length) {
+    if (now.length === 0) errs.push(fieldErr.invalid('spec.clusterIPs[0]', now, 'primary clusterIP can not be unset'));
+    else if (now[0] !== before[0]) errs.push(fieldErr.invalid('spec.clusterIPs[0]', now, 'may not change once set'));
+  } else if (before.length > 0 && now[0] !== before[0]) errs.push(fieldErr.invalid('spec.clusterIPs[0]', now, 'may not change once set'));
+  return errs;
+}
 
 /** Container defaults shared by Pods and pod templates. */
 function defaultPodSpec(spec: O): void {
@@ -236,10 +320,71 @@ function validatePodSpec(errs: FieldError[], path: string, spec: O | undefined):
   if (!['ClusterFirst', 'ClusterFirstWithHostNet', 'Default', 'None'].includes(String(dp))) errs.push(fieldErr.notSupported(`${path}.dnsPolicy`, dp, ['ClusterFirst', 'ClusterFirstWithHostNet', 'Default', 'None']));
 }
 
+/**
+ * A resource.Quantity in nano-units, rounded up as Quantity does below its precision; null when it
+ * does not parse. Only what QoS needs: comparing and summing amounts.
+ */
+export function quantityNanos(q: unknown): bigint | null {
+  if (typeof q === 'number') q = String(q);
+  if (typeof q !== 'string') return null;
+  const m = /^([+-]?)(\d+(?:\.\d*)?|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?\d+)?$/.exec(q.trim());
+  if (!m) return null;
+  const [int = '', frac = ''] = m[2]!.split('.');
+  let num = BigInt(`${int}${frac}` || '0');
+  let exp10 = 9 - frac.length;
+  const suffix = m[3] ?? '';
+  const bin: Record<string, number> = { Ki: 10, Mi: 20, Gi: 30, Ti: 40, Pi: 50, Ei: 60 };
+  const dec: Record<string, number> = { n: -9, u: -6, m: -3, '': 0, k: 3, M: 6, G: 9, T: 12, P: 15, E: 18 };
+  if (suffix in bin) num <<= BigInt(bin[suffix]!);
+  else if (suffix in dec) exp10 += dec[suffix]!;
+  else exp10 += Number(suffix.slice(1));
+  if (exp10 >= 0) num *= 10n ** BigInt(exp10);
+  else {
+    const d = 10n ** BigInt(-exp10);
+    num = (num + d - 1n) / d;
+  }
+  return m[1] === '-' ? -num : num;
+}
+
+/** qos.ComputePodQOS over the (defaulted) containers and init containers: BestEffort, Burstable or Guaranteed. */
+export function podQOS(spec: O): 'BestEffort' | 'Burstable' | 'Guaranteed' {
+  const requests = new Map<string, bigint>();
+  const limits = new Map<string, bigint>();
+  let guaranteed = true;
+  for (const c of [...arr(spec['containers']), ...arr(spec['initContainers'])]) {
+    const res = obj(obj(c)?.['resources']) ?? {};
+    for (const [name, q] of Object.entries(obj(res['requests']) ?? {})) {
+      const n = quantityNanos(q);
+      if ((name === 'cpu' || name === 'memory') && n !== null && n > 0n) requests.set(name, (requests.get(name) ?? 0n) + n);
+    }
+    const found = new Set<string>();
+    for (const [name, q] of Object.entries(obj(res['limits']) ?? {})) {
+      const n = quantityNanos(q);
+      if ((name === 'cpu' || name === 'memory') && n !== null && n > 0n) {
+        found.add(name);
+        limits.set(name, (limits.get(name) ?? 0n) + n);
+      }
+    }
+    if (!found.has('cpu') || !found.has('memory')) guaranteed = false;
+  }
+  if (requests.size === 0 && limits.size === 0) return 'BestEffort';
+  if (guaranteed) for (const [name, r] of requests) if (limits.get(name) !== r) guaranteed = false;
+  return guaranteed && requests.size === limits.size ? 'Guaranteed' : 'Burstable';
+}
+
 const pod: Strategy = {
   nameRule: 'subdomain',
   defaults(o) {
-    defaultPodSpec(ensure(o, 'spec'));
+    const spec = ensure(o, 'spec');
+    defaultPodSpec(spec);
+    // SetDefaults_Pod (not templates): requests default to the limits.
+    for (const c of [...arr(spec['containers']), ...arr(spec['initContainers'])]) {
+      const res = obj(obj(c)?.['resources']);
+      const limits = obj(res?.['limits']);
+      if (!res || !limits) continue;
+      const req = ensure(res, 'requests');
+      for (const [k, v] of Object.entries(limits)) req[k] ??= v;
+    }
   },
   validate(o, old) {
     const errs: FieldError[] = [];
@@ -253,29 +398,35 @@ const pod: Strategy = {
         delete c['tolerations'];
         delete c['terminationGracePeriodSeconds'];
         if (!obj(old['spec'])?.['nodeName']) delete c['nodeName'];
-        return JSON.stringify(c);
+        return c;
       };
-      if (strip(o['spec']) !== strip(old['spec'])) {
+      if (!deepEqual(strip(o['spec']), strip(old['spec']))) {
         errs.push(fieldErr.forbidden('spec', 'pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)'));
       }
     }
     return errs;
   },
-  initialStatus: () => ({ phase: 'Pending', qosClass: 'BestEffort' }),
+  initialStatus: (o) => ({ phase: 'Pending', qosClass: podQOS(obj(o['spec']) ?? {}) }),
+  bumpsGeneration: specChanged,
 };
 
 function validateSelectorTemplate(errs: FieldError[], spec: O): void {
   const sel = obj(spec['selector']);
-  if (!sel || (Object.keys(obj(sel['matchLabels']) ?? {}).length === 0 && arr(sel['matchExpressions']).length === 0)) {
-    errs.push(fieldErr.required('spec.selector'));
-    return;
-  }
   const tpl = obj(spec['template']);
-  const labels = obj(obj(tpl?.['metadata'])?.['labels']) ?? {};
-  for (const [k, v] of Object.entries(obj(sel['matchLabels']) ?? {})) {
-    if (labels[k] !== v) {
+  if (!sel) errs.push(fieldErr.required('spec.selector'));
+  else if (Object.keys(obj(sel['matchLabels']) ?? {}).length === 0 && arr(sel['matchExpressions']).length === 0) {
+    // Upstream says "for deployment" for ReplicaSets too.
+    errs.push(fieldErr.invalid('spec.selector', sel, 'empty selector is invalid for deployment'));
+  } else {
+    const labels = obj(obj(tpl?.['metadata'])?.['labels']) ?? {};
+    let reqs;
+    try {
+      reqs = labelSelectorRequirements(sel as Parameters<typeof labelSelectorRequirements>[0]);
+    } catch (e) {
+      errs.push(fieldErr.invalid('spec.selector', sel, e instanceof Error ? e.message : String(e)));
+    }
+    if (reqs && !matchesLabels(reqs, labels as Record<string, string>)) {
       errs.push(fieldErr.invalid('spec.template.metadata.labels', labels, '`selector` does not match template `labels`'));
-      break;
     }
   }
   validatePodSpec(errs, 'spec.template.spec', obj(tpl?.['spec']));
@@ -305,12 +456,22 @@ const deployment: Strategy = {
     const errs: FieldError[] = [];
     const spec = obj(o['spec']) ?? {};
     validateSelectorTemplate(errs, spec);
-    const type = obj(spec['strategy'])?.['type'];
+    const strategy = obj(spec['strategy']) ?? {};
+    const type = strategy['type'];
     if (!['Recreate', 'RollingUpdate'].includes(String(type))) errs.push(fieldErr.notSupported('spec.strategy.type', type, ['Recreate', 'RollingUpdate']));
-    if (old && JSON.stringify(obj(old['spec'])?.['selector']) !== JSON.stringify(spec['selector'])) errs.push(fieldErr.invalid('spec.selector', spec['selector'], 'field is immutable'));
+    const ru = obj(strategy['rollingUpdate']);
+    if (type === 'Recreate' && ru) errs.push(fieldErr.forbidden('spec.strategy.rollingUpdate', "may not be specified when strategy `type` is 'Recreate'"));
+    const zero = (v: unknown) => v === 0 || v === '0%' || v === '0';
+    if (type === 'RollingUpdate' && ru && zero(ru['maxUnavailable']) && zero(ru['maxSurge'])) {
+      errs.push(fieldErr.invalid('spec.strategy.rollingUpdate.maxUnavailable', ru['maxUnavailable'], 'may not be 0 when `maxSurge` is 0'));
+    }
+    // apps/v1: the selector is immutable.
+    if (old && !deepEqual(obj(old['spec'])?.['selector'], spec['selector'])) errs.push(fieldErr.invalid('spec.selector', spec['selector'], 'field is immutable'));
     return errs;
   },
   initialStatus: () => ({}),
+  // Annotations too: the Deployment controller copies them to the ReplicaSets.
+  bumpsGeneration: (o, old) => specChanged(o, old) || !sameMap(obj(o['metadata'])?.['annotations'], obj(old['metadata'])?.['annotations']),
 };
 
 const replicaSet: Strategy = {
@@ -324,10 +485,11 @@ const replicaSet: Strategy = {
     const errs: FieldError[] = [];
     const spec = obj(o['spec']) ?? {};
     validateSelectorTemplate(errs, spec);
-    if (old && JSON.stringify(obj(old['spec'])?.['selector']) !== JSON.stringify(spec['selector'])) errs.push(fieldErr.invalid('spec.selector', spec['selector'], 'field is immutable'));
+    if (old && !deepEqual(obj(old['spec'])?.['selector'], spec['selector'])) errs.push(fieldErr.invalid('spec.selector', spec['selector'], 'field is immutable'));
     return errs;
   },
   initialStatus: () => ({ replicas: 0 }),
+  bumpsGeneration: specChanged,
 };
 
 const endpointSlice: Strategy = {

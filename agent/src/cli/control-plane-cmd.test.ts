@@ -1,0 +1,51 @@
+/**
+ * `nodenet control-plane`'s flags become the control plane's options
+ * (pure), and the command prints how to reach it and stops it on a signal.
+ */
+import t from 'tap';
+import { parseFlags } from './flags.js';
+import { controlPlaneArgs, controlPlaneCommand, parseListen, type ControlPlaneArgs } from './control-plane-cmd.js';
+
+t.test('defaults: loopback 6443, TLS, a 5-minute history, no nodes', async (t) => {
+  t.same(controlPlaneArgs(new Map()), {
+    dataDir: '/var/lib/nodenet/control-plane', host: '127.0.0.1', port: 6443, nodes: [], hosts: [], insecureHttp: false, historyMs: 300_000, logLevel: 'info',
+  });
+});
+
+t.test('every flag lands in its option; lists are comma-separated', async (t) => {
+  const f = parseFlags(['--data-dir', '/tmp/x', '--listen', '[::1]:7443', '--node', 'n1, n2', '--host', '10.0.0.1,cp.local', '--insecure-http', '--history-seconds', '60', '--log-level', 'debug', '--log-file', '/tmp/x.log'], {
+    'data-dir': { type: 'string' }, listen: { type: 'string' }, node: { type: 'string' }, host: { type: 'string' }, 'insecure-http': { type: 'boolean' }, 'history-seconds': { type: 'string' }, 'log-level': { type: 'string' }, 'log-file': { type: 'string' },
+  });
+  t.same(controlPlaneArgs(f.flags), { dataDir: '/tmp/x', host: '::1', port: 7443, nodes: ['n1', 'n2'], hosts: ['10.0.0.1', 'cp.local'], insecureHttp: true, historyMs: 60_000, logLevel: 'debug', logFile: '/tmp/x.log' });
+});
+
+t.test('--listen forms', async (t) => {
+  t.same(parseListen('0.0.0.0:0'), { host: '0.0.0.0', port: 0 });
+  t.same(parseListen('localhost:6443'), { host: 'localhost', port: 6443 });
+  t.throws(() => parseListen('::1:6443'), /expected ADDR:PORT/);
+  t.throws(() => parseListen('[::1]'), /expected ADDR:PORT/);
+});
+
+t.test('the command starts the control plane with the version, prints the kubeconfig, stops on the signal', async (t) => {
+  let got: (ControlPlaneArgs & { version: string }) | undefined;
+  let stopped = false;
+  let out = '';
+  let signal!: () => void;
+  const done = controlPlaneCommand(['--data-dir', '/tmp/d', '--node', 'a'], {
+    version: '9.9.9',
+    stdout: (s) => void (out += s),
+    startControlPlane: async (a) => {
+      got = a;
+      return { url: 'https://127.0.0.1:6443', kubeconfig: '/tmp/d/admin.kubeconfig', stop: async () => void (stopped = true) };
+    },
+    untilSignal: () => new Promise<void>((r) => (signal = r)),
+  });
+  await new Promise((r) => setImmediate(r));
+  t.equal(got?.version, '9.9.9');
+  t.same(got?.nodes, ['a']);
+  t.match(out, /serving at https:\/\/127\.0\.0\.1:6443\n {2}export KUBECONFIG=\/tmp\/d\/admin\.kubeconfig\n/);
+  t.notOk(stopped, 'runs until the signal');
+  signal();
+  t.equal(await done, 0);
+  t.ok(stopped);
+});

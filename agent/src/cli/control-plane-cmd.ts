@@ -1,0 +1,114 @@
+/**
+ * `nodenet control-plane`: the embedded Kubernetes API server, until
+ * SIGTERM/SIGINT. Parsing is pure (`controlPlaneOptionsFromArgs`); the
+ * server itself comes from the deps (node/compose.ts).
+ */
+import { isIP } from 'node:net';
+import { FlagError, parseFlags, type FlagSpecs } from './flags.js';
+
+export const CONTROL_PLANE_USAGE = `usage: nodenet control-plane [--data-dir D] [--listen ADDR:PORT] [--node N[,N...]] [--host SAN[,SAN...]]
+                             [--insecure-http] [--history-seconds S] [--log-level L] [--log-file F]
+Serves the Kubernetes API (core/v1 Namespaces, Nodes, Pods, Services, Events; EndpointSlices; Deployments,
+ReplicaSets; Leases) from a SQLite database in the data directory, for kubectl and the agents.
+  --data-dir D        state.db, pki/, tokens.json, admin.kubeconfig, nodes/<N>.kubeconfig (default /var/lib/nodenet/control-plane)
+  --listen ADDR:PORT  default 127.0.0.1:6443; [::1]:6443 for IPv6
+  --node N,...        make a token and a kubeconfig for each node (system:node:N, limited as the Node authorizer limits a kubelet)
+  --host SAN,...      more names and addresses for the serving certificate (the listen address and localhost are always in it)
+  --insecure-http     plain HTTP without TLS, only on a loopback address (kubectl then sends no token: every request is admin)
+  --history-seconds S how long watch history is kept for resuming watchers (default 300); older resourceVersions get 410
+On start it prints the kubeconfig to use: export KUBECONFIG=<data-dir>/admin.kubeconfig`;
+
+export interface ControlPlaneArgs {
+  readonly dataDir: string;
+  readonly host: string;
+  readonly port: number;
+  readonly nodes: readonly string[];
+  readonly hosts: readonly string[];
+  readonly insecureHttp: boolean;
+  readonly historyMs: number;
+  readonly logLevel: string;
+  readonly logFile?: string;
+}
+
+const SPECS: FlagSpecs = {
+  'data-dir': { type: 'string' },
+  listen: { type: 'string' },
+  node: { type: 'string' },
+  host: { type: 'string' },
+  'insecure-http': { type: 'boolean' },
+  'history-seconds': { type: 'string' },
+  'log-level': { type: 'string' },
+  'log-file': { type: 'string' },
+};
+
+const LEVELS = new Set(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
+
+/** "ADDR:PORT" or "[v6]:PORT". @throws FlagError */
+export function parseListen(s: string): { host: string; port: number } {
+  const m = /^\[([^\]]+)\]:(\d+)$/.exec(s) ?? /^([^:[\]]+):(\d+)$/.exec(s);
+  if (!m) throw new FlagError(`--listen ${JSON.stringify(s)}: expected ADDR:PORT, e.g. 127.0.0.1:6443 or [::1]:6443`);
+  const host = m[1]!;
+  const port = Number(m[2]);
+  if (!isIP(host) && host !== 'localhost') throw new FlagError(`--listen ${JSON.stringify(s)}: ${JSON.stringify(host)} is not an IP address`);
+  if (port > 65535) throw new FlagError(`--listen ${JSON.stringify(s)}: port ${port} is out of range (0-65535)`);
+  return { host, port };
+}
+
+const list = (v: string | undefined) => (v ?? '').split(',').map((x) => x.trim()).filter(Boolean);
+
+/** @throws FlagError */
+export function controlPlaneArgs(flags: ReadonlyMap<string, string>): ControlPlaneArgs {
+  const { host, port } = parseListen(flags.get('listen') ?? '127.0.0.1:6443');
+  const hist = flags.get('history-seconds') ?? '300';
+  if (!/^\d+$/.test(hist) || Number(hist) < 10) throw new FlagError(`--history-seconds ${JSON.stringify(hist)}: a whole number of seconds, at least 10`);
+  const logLevel = flags.get('log-level') ?? 'info';
+  if (!LEVELS.has(logLevel)) throw new FlagError(`--log-level ${JSON.stringify(logLevel)}: one of ${[...LEVELS].join(', ')}`);
+  const logFile = flags.get('log-file');
+  return {
+    dataDir: flags.get('data-dir') ?? '/var/lib/nodenet/control-plane',
+    host,
+    port,
+    nodes: list(flags.get('node')),
+    hosts: list(flags.get('host')),
+    insecureHttp: flags.get('insecure-http') === 'true',
+    historyMs: Number(hist) * 1000,
+    logLevel,
+    ...(logFile ? { logFile } : {}),
+  };
+}
+
+export interface RunningControlPlane {
+  readonly url: string;
+  readonly kubeconfig: string;
+  stop(): Promise<void>;
+}
+
+export interface ControlPlaneCmdDeps {
+  readonly startControlPlane: (a: ControlPlaneArgs & { readonly version: string }) => Promise<RunningControlPlane>;
+  readonly version: string;
+  readonly stdout: (s: string) => void;
+  /** Resolves on SIGTERM/SIGINT (injected so tests need not signal themselves). */
+  readonly untilSignal?: () => Promise<void>;
+}
+
+function untilSignal(): Promise<void> {
+  return new Promise((resolve) => {
+    process.once('SIGTERM', () => resolve());
+    process.once('SIGINT', () => resolve());
+  });
+}
+
+export async function controlPlaneCommand(argv: readonly string[], deps: ControlPlaneCmdDeps): Promise<number> {
+  const p = parseFlags(argv, SPECS);
+  if (p.help) {
+    deps.stdout(`${CONTROL_PLANE_USAGE}\n`);
+    return 0;
+  }
+  if (p.positional.length || p.rest.length) throw new FlagError(`unexpected argument ${JSON.stringify([...p.positional, ...p.rest][0])}`);
+  const args = controlPlaneArgs(p.flags);
+  const cp = await deps.startControlPlane({ ...args, version: deps.version });
+  deps.stdout(`nodenet control plane serving at ${cp.url}\n  export KUBECONFIG=${cp.kubeconfig}\n  kubectl get ns\n`);
+  await (deps.untilSignal ?? untilSignal)();
+  await cp.stop();
+  return 0;
+}

@@ -1,0 +1,94 @@
+/**
+ * bench/apiserver/args: the bench's command line, parsed and validated. Pure.
+ *
+ *   --quick                 smaller sizes (a run of well under a minute); any flag below overrides them
+ *   --services 10000        Services loaded for the list figure (quick: 1000)
+ *   --slices 20000          EndpointSlices loaded for the list figure (quick: 2000)
+ *   --creates 2000          creates timed per concurrency level (quick: 300)
+ *   --concurrency 1,16      closed-loop clients for the create figure
+ *   --paced 5000            creates at a fixed rate, open loop, as vcluster's load test ran (quick: 600; 0: skip)
+ *   --qps 200               the fixed rate of --paced
+ *   --watchers 10,100       concurrent watchers per watch case
+ *   --watch-writes 300      writes timed per watch case (quick: 100)
+ *   --list-repeat 5         full lists timed per kind (quick: 3)
+ *   --load-concurrency 16   clients loading the Services and EndpointSlices
+ *   --log-level info        the server's log level (`nodenet control-plane`'s default: one line per request, to a file)
+ *   --out FILE              also write the results as JSON to FILE
+ */
+import { FlagError, parseFlags } from '../../agent/src/cli/flags.js';
+
+export interface BenchArgs {
+  readonly quick: boolean;
+  readonly services: number;
+  readonly slices: number;
+  readonly creates: number;
+  readonly concurrency: readonly number[];
+  readonly paced: number;
+  readonly qps: number;
+  readonly watchers: readonly number[];
+  readonly watchWrites: number;
+  readonly listRepeat: number;
+  readonly loadConcurrency: number;
+  readonly logLevel: string;
+  readonly out: string | null;
+}
+
+export const USAGE = 'usage: npm run bench:apiserver -- [--quick] [--services N] [--slices N] [--creates N] [--concurrency 1,16] [--paced N] [--qps Q] ' +
+  '[--watchers 10,100] [--watch-writes N] [--list-repeat N] [--load-concurrency N] [--log-level L] [--out FILE]';
+
+const FULL = { services: 10_000, slices: 20_000, creates: 2000, paced: 5000, watchWrites: 300, listRepeat: 5 };
+const QUICK = { services: 1000, slices: 2000, creates: 300, paced: 600, watchWrites: 100, listRepeat: 3 };
+
+/** Names the bench gives objects are 5-digit zero-padded (workload.ts). */
+export const MAX_OBJECTS = 60_000;
+/** The server allows 200 watches per user; the sentinel write needs none of them. */
+export const MAX_WATCHERS = 200;
+const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+const STRING_FLAGS = ['services', 'slices', 'creates', 'concurrency', 'paced', 'qps', 'watchers', 'watch-writes', 'list-repeat', 'load-concurrency', 'log-level', 'out'];
+
+function int(flag: string, v: string, min: number, max: number): number {
+  if (!/^\d+$/.test(v)) throw new FlagError(`--${flag}: ${JSON.stringify(v)} is not a whole number`);
+  const n = Number(v);
+  if (n < min || n > max) throw new FlagError(`--${flag}: ${n} is outside ${min}..${max}`);
+  return n;
+}
+
+function ints(flag: string, v: string, min: number, max: number): number[] {
+  const items = v.split(',').map((s) => s.trim()).filter(Boolean);
+  if (items.length === 0) throw new FlagError(`--${flag} needs at least one value`);
+  if (new Set(items).size !== items.length) throw new FlagError(`--${flag}: ${v} repeats a value`);
+  return items.map((s) => int(flag, s, min, max));
+}
+
+/** Parses argv (without node and the script). @throws FlagError naming the flag */
+export function parseBenchArgs(argv: readonly string[]): BenchArgs {
+  const p = parseFlags(argv, { quick: { type: 'boolean' }, ...Object.fromEntries(STRING_FLAGS.map((f) => [f, { type: 'string' } as const])) });
+  if (p.positional.length || p.rest.length) throw new FlagError(`unexpected argument ${JSON.stringify(p.positional[0] ?? p.rest[0])}`);
+  if (p.help) throw new FlagError(USAGE);
+  const f = p.flags;
+  const quick = f.has('quick');
+  const d = quick ? QUICK : FULL;
+  const get = (k: string, dflt: number | string): string => f.get(k) ?? String(dflt);
+  const logLevel = get('log-level', 'info');
+  if (!LEVELS.includes(logLevel)) throw new FlagError(`--log-level: ${JSON.stringify(logLevel)} is not one of ${LEVELS.join(', ')}`);
+  const out = f.get('out') ?? null;
+  if (out === '') throw new FlagError('--out needs a file name');
+  const services = int('services', get('services', d.services), 1, MAX_OBJECTS);
+  const slices = int('slices', get('slices', d.slices), 0, MAX_OBJECTS);
+  return {
+    quick,
+    services,
+    slices,
+    creates: int('creates', get('creates', d.creates), 1, MAX_OBJECTS),
+    concurrency: ints('concurrency', get('concurrency', '1,16'), 1, 256),
+    paced: int('paced', get('paced', d.paced), 0, MAX_OBJECTS),
+    qps: int('qps', get('qps', 200), 1, 5000),
+    watchers: ints('watchers', get('watchers', '10,100'), 1, MAX_WATCHERS),
+    watchWrites: int('watch-writes', get('watch-writes', d.watchWrites), 1, 10_000),
+    listRepeat: int('list-repeat', get('list-repeat', d.listRepeat), 1, 100),
+    loadConcurrency: int('load-concurrency', get('load-concurrency', 16), 1, 256),
+    logLevel,
+    out,
+  };
+}

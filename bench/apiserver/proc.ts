@@ -1,0 +1,57 @@
+/**
+ * bench/apiserver/proc: what the bench reads from /proc about the server
+ * process and the disk under its data directory, parsed. Pure: the caller
+ * reads the files.
+ */
+
+export interface MemoryStatus {
+  /** VmRSS: resident now (KiB). */
+  readonly rssKiB: number;
+  /** VmHWM: the peak resident size since start or since the last reset through clear_refs (KiB). */
+  readonly hwmKiB: number;
+}
+
+/** VmRSS and VmHWM from /proc/<pid>/status. @throws TypeError when either is missing. */
+export function parseProcStatus(text: string): MemoryStatus {
+  const kib = (field: string): number => {
+    const m = new RegExp(`^${field}:\\s+(\\d+) kB$`, 'm').exec(text);
+    if (!m) throw new TypeError(`/proc/<pid>/status has no ${field} line`);
+    return Number(m[1]);
+  };
+  return { rssKiB: kib('VmRSS'), hwmKiB: kib('VmHWM') };
+}
+
+/**
+ * User + system CPU time (ms) from /proc/<pid>/stat: fields 14 and 15, in
+ * clock ticks. The command name (field 2) may hold spaces and parentheses,
+ * so fields are counted after its last ")".
+ */
+export function parseProcStatCpuMs(text: string, tickMs = 10): number {
+  const close = text.lastIndexOf(')');
+  if (close < 0) throw new TypeError('/proc/<pid>/stat: no ")" after the command name');
+  const f = text.slice(close + 2).trim().split(/\s+/);
+  // f[0] is field 3 (state): utime is field 14 → f[11], stime field 15 → f[12].
+  const utime = Number(f[11]);
+  const stime = Number(f[12]);
+  if (!Number.isFinite(utime) || !Number.isFinite(stime)) throw new TypeError('/proc/<pid>/stat: utime/stime are not numbers');
+  return (utime + stime) * tickMs;
+}
+
+export interface Mount {
+  readonly device: string;
+  readonly mountPoint: string;
+  readonly fsType: string;
+}
+
+/** The mount (from /proc/mounts) a path lives on: the longest mount point that is the path or one of its parents; the last one mounted wins a tie. */
+export function mountOf(path: string, mounts: string): Mount | null {
+  let best: Mount | null = null;
+  for (const line of mounts.split('\n')) {
+    const [device, rawPoint, fsType] = line.split(' ');
+    if (!device || !rawPoint || !fsType) continue;
+    const mountPoint = rawPoint.replace(/\\(\d{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
+    const under = mountPoint === '/' || path === mountPoint || path.startsWith(`${mountPoint}/`);
+    if (under && (!best || mountPoint.length >= best.mountPoint.length)) best = { device, mountPoint, fsType };
+  }
+  return best;
+}

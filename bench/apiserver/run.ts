@@ -1,0 +1,401 @@
+/**
+ * bench/apiserver: the embedded Kubernetes API server under load, over
+ * HTTPS as kubectl and the agents reach it, side by side with the
+ * published references (SIG-scalability's API call SLOs; vcluster's load
+ * test of k3s on SQLite).
+ *
+ *   npm run bench:apiserver -- [--quick] [--out FILE] [more in args.ts]
+ *
+ * The server runs in a child process of its own (server.child.ts) over a
+ * fresh data directory /tmp/nn-bench-apiserver-*, removed at the end, also
+ * on failure or SIGINT; it listens on 127.0.0.1 only and needs no root.
+ * This process is the client. In order:
+ *   1. load: N Services and 2N EndpointSlices through concurrent creates
+ *      (a create figure of its own), into `default`;
+ *   2. lists of them, in one request and in pages of 500 (client-go's
+ *      reflector pages), with the server's RSS and its peak over the lists
+ *      (VmHWM, reset through /proc/<pid>/clear_refs before each row);
+ *   3. durable creates, 1 and 16 closed-loop clients, and an open loop at
+ *      200/s (vcluster's rate), into the loaded store;
+ *   4. watch delivery with 10 and 100 watchers: one write at a time, each
+ *      seen by every watcher before the next.
+ * Prints a Markdown report (report.ts), writes JSON only with --out.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { closeSync, fdatasyncSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { cpus, loadavg, release, totalmem } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { FlagError } from '../../agent/src/cli/flags.js';
+import { parseBenchArgs, type BenchArgs } from './args.js';
+import { ApiClient, closedLoop, openLoop, openWatch, outcomeOf, type Outcome } from './http-client.js';
+import { parseKubeconfig, type ApiTarget } from './kubeconfig.js';
+import { parseWatchLine } from './ndjson.js';
+import { mountOf, parseProcStatCpuMs, parseProcStatus } from './proc.js';
+import { formatReport, type BenchResult, type CreateCase, type ListCase, type MemoryPoints, type Meta, type WatchCase } from './report.js';
+import { summarize } from './stats.js';
+import { loadServiceName, loadSlice, service, SERVICES_PATH, SLICES_PATH } from './workload.js';
+
+const SERVER = join(dirname(fileURLToPath(import.meta.url)), 'server.child.ts');
+const TAG = '[bench:apiserver]';
+const PAGE = 500;
+const WARMUP = 200;
+const WATCH_WAIT_MS = 5000;
+
+const say = (s: string) => void process.stderr.write(`${TAG} ${s}\n`);
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+// ---- the server process ----
+
+interface Server {
+  readonly child: ChildProcess;
+  readonly pid: number;
+  readonly target: ApiTarget;
+  exited: boolean;
+}
+
+async function startServer(dataDir: string, logLevel: string): Promise<Server> {
+  const child = fork(SERVER, [dataDir, logLevel], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'], execArgv: process.execArgv });
+  const ready = await new Promise<{ url: string; kubeconfig: string }>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('the server did not start in 60 s')), 60_000);
+    child.on('message', (m: unknown) => {
+      const msg = m as { type?: string; url?: string; kubeconfig?: string; error?: string };
+      clearTimeout(timer);
+      if (msg.type === 'ready' && msg.url && msg.kubeconfig) resolve({ url: msg.url, kubeconfig: msg.kubeconfig });
+      else reject(new Error(`the server failed to start: ${msg.error ?? JSON.stringify(m)}`));
+    });
+    child.on('exit', (code, sig) => {
+      clearTimeout(timer);
+      reject(new Error(`the server exited (${sig ?? code}) before it was ready`));
+    });
+  });
+  const s: Server = { child, pid: child.pid!, target: parseKubeconfig(readFileSync(ready.kubeconfig, 'utf8')), exited: false };
+  child.on('exit', () => (s.exited = true));
+  return s;
+}
+
+async function stopServer(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const gone = new Promise<void>((r) => child.once('exit', () => r()));
+  if (child.connected) child.send('stop');
+  else child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  await gone;
+  clearTimeout(timer);
+}
+
+const memMiB = (pid: number) => {
+  const s = parseProcStatus(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return { rss: s.rssKiB / 1024, hwm: s.hwmKiB / 1024 };
+};
+const cpuMs = (pid: number) => parseProcStatCpuMs(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+/** Resets VmHWM to the current RSS (clear_refs "5"); false when the kernel refuses. */
+function resetPeak(pid: number): boolean {
+  try {
+    writeFileSync(`/proc/${pid}/clear_refs`, '5');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+// ---- machine ----
+
+function fsyncFloor(dir: string, rounds: number): number[] {
+  const file = join(dir, 'fsync-probe');
+  const fd = openSync(file, 'a');
+  const buf = Buffer.alloc(4096, 7);
+  const out: number[] = [];
+  try {
+    for (let i = 0; i < rounds; i++) {
+      const t0 = performance.now();
+      writeSync(fd, buf);
+      fdatasyncSync(fd);
+      out.push(performance.now() - t0);
+    }
+  } finally {
+    closeSync(fd);
+    rmSync(file, { force: true });
+  }
+  return out;
+}
+
+// ---- phases ----
+
+function createCase(kind: CreateCase['kind'], resource: CreateCase['resource'], o: { concurrency: number | null; qps: number | null; outcomes: readonly Outcome[]; wallMs: number; cpuMs: number; maxLagMs: number | null }): CreateCase {
+  const ok = o.outcomes.filter((x) => x.ok);
+  const bad = o.outcomes.filter((x) => !x.ok);
+  return {
+    kind, resource, concurrency: o.concurrency, qps: o.qps, requests: o.outcomes.length, errors: bad.length, firstError: bad[0]?.error ?? null,
+    wallMs: o.wallMs, perSec: ok.length / (o.wallMs / 1000), latencyMs: summarize(ok.map((x) => x.latencyMs)),
+    serverCpuMsPerOp: o.cpuMs / Math.max(1, o.outcomes.length), maxSendLagMs: o.maxLagMs,
+  };
+}
+
+async function create(client: ApiClient, path: string, obj: unknown, scheduledAt?: number): Promise<Outcome> {
+  return outcomeOf(await client.send('POST', path, obj), scheduledAt);
+}
+
+async function closedCase(s: Server, client: ApiClient, kind: 'closed' | 'load', resource: CreateCase['resource'], n: number, conc: number, make: (i: number) => unknown): Promise<CreateCase> {
+  const path = resource === 'Service' ? SERVICES_PATH : SLICES_PATH;
+  const c0 = cpuMs(s.pid);
+  const r = await closedLoop(n, conc, (i) => create(client, path, make(i)));
+  const c = createCase(kind, resource, { concurrency: conc, qps: null, outcomes: r.outcomes, wallMs: r.wallMs, cpuMs: cpuMs(s.pid) - c0, maxLagMs: null });
+  say(`${kind} ${thousands(n)} ${resource}s, ${conc} clients: ${c.perSec.toFixed(0)}/s, p50 ${c.latencyMs.p50.toFixed(2)} ms, p99 ${c.latencyMs.p99.toFixed(2)} ms, errors ${c.errors}${c.firstError ? ` (${c.firstError})` : ''}`);
+  return c;
+}
+
+async function pacedCase(s: Server, client: ApiClient, n: number, qps: number): Promise<CreateCase> {
+  const c0 = cpuMs(s.pid);
+  const r = await openLoop(n, qps, (i, at) => create(client, SERVICES_PATH, service(`p${qps}-${i}`), at));
+  const c = createCase('paced', 'Service', { concurrency: null, qps, outcomes: r.outcomes, wallMs: r.wallMs, cpuMs: cpuMs(s.pid) - c0, maxLagMs: r.maxLagMs });
+  say(`paced ${thousands(n)} Services at ${qps}/s: mean ${c.latencyMs.mean.toFixed(2)} ms, p99 ${c.latencyMs.p99.toFixed(2)} ms, send lag max ${r.maxLagMs.toFixed(1)} ms, errors ${c.errors}`);
+  return c;
+}
+
+function thousands(n: number): string {
+  return Math.round(n).toLocaleString('en');
+}
+
+async function listOnce(client: ApiClient, path: string, limit: number | null): Promise<{ items: number; pages: number; bytes: number; fetchMs: number; parseMs: number }> {
+  let cont = '';
+  let items = 0;
+  let pages = 0;
+  let bytes = 0;
+  let parseMs = 0;
+  const t0 = performance.now();
+  do {
+    const q = limit === null ? '' : `?limit=${limit}${cont ? `&continue=${encodeURIComponent(cont)}` : ''}`;
+    const r = await client.send('GET', path + q);
+    if (r.status !== 200) throw new Error(`GET ${path}${q}: HTTP ${r.status}: ${r.body.toString('utf8').slice(0, 300)}`);
+    bytes += r.body.length;
+    const p0 = performance.now();
+    const o = JSON.parse(r.body.toString('utf8')) as { items?: unknown[]; metadata?: { continue?: string } };
+    parseMs += performance.now() - p0;
+    items += o.items?.length ?? 0;
+    cont = o.metadata?.continue ?? '';
+    pages++;
+  } while (cont);
+  return { items, pages, bytes, fetchMs: performance.now() - t0 - parseMs, parseMs };
+}
+
+async function listCase(s: Server, client: ApiClient, kind: ListCase['kind'], path: string, limit: number | null, repeat: number): Promise<ListCase> {
+  const canReset = resetPeak(s.pid);
+  const runs = [];
+  for (let i = 0; i < repeat; i++) runs.push(await listOnce(client, path, limit));
+  const m = memMiB(s.pid);
+  const last = runs[runs.length - 1]!;
+  const l: ListCase = {
+    kind, path, limit, items: last.items, pages: last.pages, bytes: last.bytes,
+    fetchMs: summarize(runs.map((r) => r.fetchMs)), parseMs: summarize(runs.map((r) => r.parseMs)), totalMs: summarize(runs.map((r) => r.fetchMs + r.parseMs)),
+    rssAfterMiB: m.rss, peakRssMiB: canReset ? m.hwm : null,
+  };
+  say(`list ${thousands(l.items)} ${kind}${limit ? ` (pages of ${limit})` : ''}: ${(l.bytes / 1048576).toFixed(1)} MiB, fetch p50 ${l.fetchMs.p50.toFixed(0)} ms, parse p50 ${l.parseMs.p50.toFixed(0)} ms, RSS ${m.rss.toFixed(0)} MiB, peak ${l.peakRssMiB?.toFixed(0) ?? '–'} MiB`);
+  return l;
+}
+
+async function currentRV(client: ApiClient): Promise<string> {
+  const r = await client.send('GET', `${SERVICES_PATH}?limit=1`);
+  const rv = (JSON.parse(r.body.toString('utf8')) as { metadata?: { resourceVersion?: string } }).metadata?.resourceVersion;
+  if (r.status !== 200 || !rv) throw new Error(`GET ${SERVICES_PATH}?limit=1: HTTP ${r.status}, no resourceVersion`);
+  return rv;
+}
+
+interface Waiter {
+  readonly name: string;
+  remaining: number;
+  resolve(): void;
+}
+
+/**
+ * W watchers on Services in `default` from the current revision; a
+ * sentinel write first (every watcher seeing it proves its watch is
+ * registered), then `writes` creates, one at a time, each awaited by every
+ * watcher (or WATCH_WAIT_MS) before the next.
+ */
+async function watchCase(writer: ApiClient, watchers: number, writes: number, notes: Set<string>): Promise<WatchCase> {
+  const prefix = `w${watchers}-`;
+  const watchClient = new ApiClient(writer.target, { maxSockets: Infinity, keepAlive: false });
+  const seen = Array.from({ length: watchers }, () => new Map<string, number>());
+  const problems: string[] = [];
+  let headers = 0;
+  let waiter: Waiter | null = null;
+  const rv = await currentRV(writer);
+  const streams = seen.map((mine) => openWatch(watchClient, `${SERVICES_PATH}?watch=1&resourceVersion=${rv}`, (line, at) => {
+    const ev = parseWatchLine(line);
+    if (ev.type === 'ERROR') problems.push(line.slice(0, 300));
+    if (!ev.name.startsWith(prefix) || mine.has(ev.name)) return;
+    mine.set(ev.name, at);
+    if (waiter && waiter.name === ev.name && --waiter.remaining === 0) waiter.resolve();
+  }, (e) => problems.push(e.message), () => headers++));
+  await sleep(300);
+  if (headers === 0) {
+    notes.add('The server sends a watch\'s response headers only with its first event (writeHead without flushHeaders): until something changes, a client ' +
+      'cannot tell an open watch from a hanging request (kube-apiserver flushes them at once). The bench proves each watch registered with a sentinel write.');
+  }
+  const writeSeen = async (name: string): Promise<{ sentAt: number; endAt: number; all: boolean }> => {
+    let resolve!: () => void;
+    const everyone = new Promise<void>((r) => (resolve = r));
+    waiter = { name, remaining: watchers - seen.filter((m) => m.has(name)).length, resolve };
+    if (waiter.remaining === 0) resolve();
+    const reply = await writer.send('POST', SERVICES_PATH, service(name));
+    const o = outcomeOf(reply);
+    if (!o.ok) throw new Error(`watch case: creating ${name}: ${o.error ?? '?'}`);
+    const all = await Promise.race([everyone.then(() => true), sleep(WATCH_WAIT_MS).then(() => false)]);
+    waiter = null;
+    return { sentAt: reply.sentAt, endAt: reply.endAt, all };
+  };
+  try {
+    const sentinel = await writeSeen(`${prefix}sentinel`);
+    if (!sentinel.all) throw new Error(`watch case ${watchers}: only ${seen.filter((m) => m.has(`${prefix}sentinel`)).length} of ${watchers} watchers saw the sentinel write in ${WATCH_WAIT_MS} ms${problems.length ? `: ${problems[0]}` : ''}`);
+    const acks: { name: string; sentAt: number; endAt: number }[] = [];
+    for (let i = 0; i < writes; i++) {
+      const name = `${prefix}${i}`;
+      acks.push({ name, ...(await writeSeen(name)) });
+    }
+    const ackTo: number[] = [];
+    const sentTo: number[] = [];
+    const last: number[] = [];
+    let first = 0;
+    for (const a of acks) {
+      let worst = -Infinity;
+      let all = true;
+      for (const m of seen) {
+        const at = m.get(a.name);
+        if (at === undefined) {
+          all = false;
+          continue;
+        }
+        ackTo.push(at - a.endAt);
+        sentTo.push(at - a.sentAt);
+        if (at < a.endAt) first++;
+        worst = Math.max(worst, at - a.sentAt);
+      }
+      if (all) last.push(worst);
+    }
+    const w: WatchCase = {
+      watchers, writes, events: ackTo.length, missing: watchers * writes - ackTo.length,
+      writeMs: summarize(acks.map((a) => a.endAt - a.sentAt)), ackToEventMs: summarize(ackTo), sentToEventMs: summarize(sentTo), lastWatcherMs: summarize(last),
+      eventFirstShare: ackTo.length ? first / ackTo.length : 0,
+    };
+    say(`watch ${watchers} watchers × ${writes} writes: ack→event p50 ${w.ackToEventMs.p50.toFixed(2)} ms p99 ${w.ackToEventMs.p99.toFixed(2)} ms; ` +
+      `sent→event p99 ${w.sentToEventMs.p99.toFixed(2)} ms; missing ${w.missing}${problems.length ? `; problems: ${problems[0]}` : ''}`);
+    return w;
+  } finally {
+    for (const st of streams) st.close();
+    await Promise.race([Promise.all(streams.map((st) => st.ended)), sleep(5000)]);
+    watchClient.close();
+  }
+}
+
+// ---- main ----
+
+async function main(): Promise<number> {
+  let args: BenchArgs;
+  try {
+    args = parseBenchArgs(process.argv.slice(2));
+  } catch (e) {
+    if (e instanceof FlagError) {
+      console.error(e.message);
+      return 2;
+    }
+    throw e;
+  }
+  const started = performance.now();
+  const dataDir = mkdtempSync('/tmp/nn-bench-apiserver-');
+  let server: Server | null = null;
+  let cleaned: Promise<void> | null = null;
+  const cleanup = () => (cleaned ??= (async () => {
+    if (server) await stopServer(server.child).catch(() => server?.child.kill('SIGKILL'));
+    rmSync(dataDir, { recursive: true, force: true });
+  })());
+  const onSignal = (sig: NodeJS.Signals) => {
+    say(`${sig}: stopping the server and removing ${dataDir}`);
+    void cleanup().finally(() => process.exit(130));
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  const clients: ApiClient[] = [];
+  try {
+    const fsync = summarize(fsyncFloor(dataDir, 100));
+    const mount = mountOf(dataDir, readFileSync('/proc/mounts', 'utf8'));
+    const loadavgBefore = loadavg();
+    say(`data dir ${dataDir} on ${mount ? `${mount.fsType} (${mount.device})` : 'an unknown filesystem'}; fsync p50 ${fsync.p50.toFixed(2)} ms`);
+    server = await startServer(dataDir, args.logLevel);
+    const s = server;
+    const alive = (phase: string) => {
+      if (s.exited) throw new Error(`the server process exited during ${phase}`);
+    };
+    say(`server pid ${s.pid} at ${s.target.server.origin}`);
+    await sleep(500);
+    const idle = memMiB(s.pid);
+    const writer = new ApiClient(s.target, { maxSockets: 256 });
+    const lister = new ApiClient(s.target, { maxSockets: 1 });
+    clients.push(writer, lister);
+
+    // 1. load
+    const load: CreateCase[] = [];
+    load.push(await closedCase(s, writer, 'load', 'Service', args.services, args.loadConcurrency, (i) => service(loadServiceName(i))));
+    alive('the Service load');
+    if (args.slices > 0) load.push(await closedCase(s, writer, 'load', 'EndpointSlice', args.slices, args.loadConcurrency, (i) => loadSlice(i, args.services)));
+    alive('the EndpointSlice load');
+    await sleep(500);
+    const afterLoad = memMiB(s.pid);
+
+    // 2. lists
+    const lists: ListCase[] = [];
+    await currentRV(lister); // the lister's connection, open before timing
+    const kinds: [ListCase['kind'], string, number][] = [['Services', SERVICES_PATH, args.services], ['EndpointSlices', SLICES_PATH, args.slices]];
+    for (const [kind, path, expected] of kinds) {
+      if (expected === 0) continue;
+      for (const limit of [null, PAGE]) {
+        const l = await listCase(s, lister, kind, path, limit, args.listRepeat);
+        if (l.items !== expected) throw new Error(`list ${path}: ${l.items} items, expected ${expected}`);
+        lists.push(l);
+      }
+    }
+    alive('the lists');
+
+    // 3. creates
+    const warmConc = Math.max(...args.concurrency, args.loadConcurrency);
+    await closedLoop(WARMUP, warmConc, (i) => create(writer, SERVICES_PATH, service(`warm-${i}`)));
+    const creates: CreateCase[] = [];
+    for (const conc of args.concurrency) creates.push(await closedCase(s, writer, 'closed', 'Service', args.creates, conc, (i) => service(`c${conc}-${i}`)));
+    if (args.paced > 0) creates.push(await pacedCase(s, writer, args.paced, args.qps));
+    alive('the creates');
+
+    // 4. watches
+    const notes = new Set<string>();
+    const watches: WatchCase[] = [];
+    for (const w of args.watchers) watches.push(await watchCase(writer, w, args.watchWrites, notes));
+    alive('the watches');
+
+    const end = memMiB(s.pid);
+    const memory: MemoryPoints = { idleMiB: idle.rss, afterLoadMiB: afterLoad.rss, afterAllMiB: end.rss, endHwmMiB: end.hwm };
+    if (!lists.some((l) => l.peakRssMiB !== null)) notes.add('/proc/<pid>/clear_refs could not be written: list peaks are not measured (VmHWM at the end is the peak of the whole run).');
+    else notes.add('VmHWM is reset before each list row, so "VmHWM at the end" is the peak since the last list row, not of the whole run.');
+    const cpu = cpus();
+    const meta: Meta = {
+      date: new Date().toISOString(), node: process.version, kernel: release(), cpus: cpu.length, cpuModel: cpu[0]?.model.trim() ?? '?',
+      memTotalMiB: totalmem() / 1048576, dataDirFs: mount ? `${mount.fsType} (${mount.device}, mounted on ${mount.mountPoint})` : 'unknown', fsyncMs: fsync,
+      serverLogLevel: args.logLevel, loadavgBefore, loadavgAfter: loadavg(), quick: args.quick,
+    };
+    const result: BenchResult = { meta, creates, load, watches, lists, memory, notes: [...notes], totalWallMs: performance.now() - started };
+    const report = formatReport(result);
+    console.log(`\n${report}`);
+    if (args.out) {
+      mkdirSync(dirname(args.out), { recursive: true });
+      writeFileSync(args.out, `${JSON.stringify({ ...result, args, report }, null, 2)}\n`);
+      say(`results written to ${args.out}`);
+    }
+    const errors = [...creates, ...load].reduce((n, c) => n + c.errors, 0) + watches.reduce((n, w) => n + w.missing, 0);
+    return errors ? 1 : 0;
+  } finally {
+    for (const c of clients) c.close();
+    await cleanup();
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}
+
+process.exitCode = await main();

@@ -1,0 +1,263 @@
+/**
+ * The real kubectl (the one on PATH; its dispatcher picks 1.32 from the
+ * server's /version) against `nodenet control-plane` on loopback, over TLS
+ * with the generated CA and bearer token. No root needed.
+ */
+import t from 'tap';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { execa } from 'execa';
+import { startControlPlane, type ControlPlane } from '../agent/src/controlplane/control-plane.js';
+import { waitFor } from '../agent/src/testing/wait.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'nn-cp-kubectl-'));
+let cp: ControlPlane;
+
+t.before(async () => {
+  cp = await startControlPlane({ dataDir: join(dir, 'data'), host: '127.0.0.1', port: 0, version: '0.1.0', nodes: ['n1'] });
+});
+t.teardown(async () => {
+  await cp?.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function kubectl(args: readonly string[], opts: { input?: string; kubeconfig?: string } = {}) {
+  const r = await execa('kubectl', [...args], { env: { KUBECONFIG: opts.kubeconfig ?? cp.kubeconfig }, reject: false, stripFinalNewline: false, ...(opts.input !== undefined ? { input: opts.input } : {}), timeout: 60_000 });
+  return { code: r.exitCode ?? -1, out: String(r.stdout), err: String(r.stderr) };
+}
+
+async function ok(args: readonly string[], opts: { input?: string; kubeconfig?: string } = {}): Promise<string> {
+  const r = await kubectl(args, opts);
+  if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')} exited ${r.code}: ${r.err}`);
+  return r.out;
+}
+
+function file(name: string, text: string): string {
+  const p = join(dir, name);
+  writeFileSync(p, text);
+  return p;
+}
+
+const SVC = `apiVersion: v1
+kind: Service
+metadata:
+  name: web
+  labels: {app: web, tier: front}
+spec:
+  selector: {app: web}
+  ports:
+  - {name: http, port: 80, targetPort: 8080}
+`;
+const SVC2 = `${SVC}  - {name: https, port: 443, targetPort: 8443}
+`;
+
+t.test('version and api-resources: the kinds with their short names and verbs', async (t) => {
+  t.match(await ok(['version']), /Server Version: v1\.32\.\d+/);
+  const res = await ok(['api-resources', '-o', 'wide']);
+  for (const re of [
+    /^services\s+svc\s+v1\s+true\s+Service\s+create,delete,deletecollection,get,list,patch,update,watch\s+all$/m,
+    /^pods\s+po\s+v1\s+true\s+Pod\s/m,
+    /^nodes\s+no\s+v1\s+false\s+Node\s/m,
+    /^namespaces\s+ns\s+v1\s+false\s+Namespace\s/m,
+    /^events\s+ev\s+v1\s+true\s+Event\s/m,
+    /^endpointslices\s+discovery\.k8s\.io\/v1\s+true\s+EndpointSlice\s/m,
+    /^deployments\s+deploy\s+apps\/v1\s+true\s+Deployment\s/m,
+    /^replicasets\s+rs\s+apps\/v1\s+true\s+ReplicaSet\s/m,
+    /^leases\s+coordination\.k8s\.io\/v1\s+true\s+Lease\s/m,
+  ]) t.match(res, re);
+  t.match(await ok(['get', 'ns', '-o', 'name']), /namespace\/default\nnamespace\/kube-node-lease\nnamespace\/kube-public\nnamespace\/kube-system/);
+});
+
+t.test('apply twice: created, then a second port added by strategic merge keeps the first', async (t) => {
+  t.match(await ok(['apply', '-f', file('svc.yaml', SVC)]), /service\/web created/);
+  const first = JSON.parse(await ok(['get', 'svc', 'web', '-o', 'json'])) as { metadata: Record<string, unknown>; spec: Record<string, unknown> };
+  t.equal(first.metadata['generation'], 1);
+  t.match(first.spec, { type: 'ClusterIP', sessionAffinity: 'None', ports: [{ name: 'http', port: 80, protocol: 'TCP', targetPort: 8080 }] }, 'defaults as kube-apiserver sets them');
+
+  const diff = await kubectl(['diff', '-f', file('svc2.yaml', SVC2)]);
+  t.equal(diff.code, 1, 'diff exits 1 when there is a difference');
+  t.match(diff.out, /\+ {2}- name: https\n\+ {4}port: 443/);
+  t.match(await ok(['apply', '-f', file('svc2.yaml', SVC2)]), /service\/web configured/);
+  const svc = JSON.parse(await ok(['get', 'svc', 'web', '-o', 'json'])) as { metadata: Record<string, unknown>; spec: { ports: unknown[] } };
+  t.match(svc.spec.ports, [{ name: 'http', port: 80, targetPort: 8080 }, { name: 'https', port: 443, targetPort: 8443 }], 'both ports remain');
+  t.equal(svc.spec.ports.length, 2);
+  t.equal(svc.metadata['generation'], 2, 'a spec change bumps the generation');
+  t.equal((await kubectl(['diff', '-f', file('svc2.yaml', SVC2)])).code, 0, 'nothing left to diff');
+  t.match(await ok(['apply', '-f', file('svc2.yaml', SVC2)]), /service\/web unchanged/);
+});
+
+t.test('get: -o yaml, -o wide, -l, --field-selector, -A', async (t) => {
+  await ok(['create', 'namespace', 'other']).catch(() => ok(['apply', '-f', '-'], { input: 'apiVersion: v1\nkind: Namespace\nmetadata: {name: other}\n' }));
+  await ok(['apply', '-n', 'other', '-f', '-'], { input: 'apiVersion: v1\nkind: Service\nmetadata: {name: db, labels: {app: db}}\nspec: {ports: [{port: 5432}]}\n' });
+  const y = await ok(['get', 'svc', 'web', '-o', 'yaml']);
+  t.match(y, /^apiVersion: v1\nkind: Service\nmetadata:\n/);
+  t.match(y, /resourceVersion: "\d+"/);
+  t.match(y, /uid: [0-9a-f-]{36}/);
+  const wide = await ok(['get', 'svc', '-o', 'wide']);
+  t.match(wide, /^NAME\s+TYPE\s+CLUSTER-IP\s+EXTERNAL-IP\s+PORT\(S\)\s+AGE\s+SELECTOR\n/);
+  t.match(wide, /^web\s+ClusterIP\s+\S+\s+<none>\s+80\/TCP,443\/TCP\s+\d+s\s+app=web\n/m);
+  t.match(await ok(['get', 'svc', '-l', 'tier=front', '-o', 'name']), /^service\/web\n$/);
+  t.equal((await kubectl(['get', 'svc', '-l', 'tier in (back)', '-o', 'name'])).out, '', 'a set-based selector that matches nothing');
+  t.match(await ok(['get', 'svc', '-A', '--field-selector', 'metadata.namespace=other']), /^NAMESPACE\s+NAME\s+TYPE.*\nother\s+db\s+ClusterIP/);
+  const all = await ok(['get', 'svc', '-A', '-o', 'name']);
+  t.match(all, /service\/db/);
+  t.match(all, /service\/web/);
+  t.match(await ok(['get', 'svc', '-A', '--field-selector', 'spec.type=ClusterIP,metadata.name!=db', '-o', 'name']), /^service\/web\n/, 'spec.type is selectable on Services, as upstream');
+  const bad = await kubectl(['get', 'svc', '--field-selector', 'spec.selector=x']);
+  t.equal(bad.code, 1);
+  t.match(bad.err, /"spec\.selector" is not a known field selector: only "metadata\.name", "metadata\.namespace", "spec\.clusterIP", "spec\.type"/);
+  const badLabel = await kubectl(['get', 'svc', '-l', 'a b c']);
+  t.equal(badLabel.code, 1);
+  t.match(badLabel.err, /unable to parse requirement|found 'b', expected/);
+});
+
+t.test('get -w: the list, then the changes as they happen', async (t) => {
+  const w = execa('kubectl', ['get', 'svc', '-w', '--output-watch-events', '-o', 'custom-columns=EVENT:.type,NAME:.object.metadata.name'], { env: { KUBECONFIG: cp.kubeconfig }, reject: false, buffer: true });
+  let out = '';
+  w.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  try {
+    await waitFor(() => /ADDED\s+web/.test(out), 'the initial list');
+    await ok(['apply', '-f', '-'], { input: 'apiVersion: v1\nkind: Service\nmetadata: {name: watched}\nspec: {ports: [{port: 81}]}\n' });
+    await waitFor(() => /ADDED\s+watched/.test(out), 'the new Service');
+    await ok(['label', 'svc', 'watched', 'x=y']);
+    await waitFor(() => /MODIFIED\s+watched/.test(out), 'the change');
+    await ok(['delete', 'svc', 'watched']);
+    await waitFor(() => /DELETED\s+watched/.test(out), 'the deletion');
+    t.pass('ADDED, MODIFIED and DELETED arrived in order');
+    t.ok(out.indexOf('ADDED') < out.lastIndexOf('MODIFIED') && out.lastIndexOf('MODIFIED') < out.lastIndexOf('DELETED'));
+  } finally {
+    w.kill('SIGTERM');
+    await w;
+  }
+});
+
+const DEPLOY = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: api, labels: {app: api}}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: api}}
+  template:
+    metadata: {labels: {app: api}}
+    spec:
+      containers:
+      - {name: api, image: none, command: [nodenet, serve]}
+`;
+
+t.test('apply --server-side, scale, describe', async (t) => {
+  t.match(await ok(['apply', '--server-side', '-f', file('dep.yaml', DEPLOY)]), /deployment\.apps\/api serverside-applied/);
+  const d = JSON.parse(await ok(['get', 'deploy', 'api', '-o', 'json', '--show-managed-fields'])) as { spec: Record<string, unknown>; metadata: { managedFields?: { manager: string; operation: string }[] } };
+  t.match(d.spec, { replicas: 2, revisionHistoryLimit: 10, progressDeadlineSeconds: 600, strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: '25%', maxUnavailable: '25%' } } });
+  t.match(d.metadata.managedFields, [{ manager: 'kubectl', operation: 'Apply' }]);
+  t.match(await ok(['apply', '--server-side', '-f', file('dep.yaml', DEPLOY.replace('replicas: 2', 'replicas: 4'))]), /serverside-applied/);
+  t.equal(await ok(['get', 'deploy', 'api', '-o', 'jsonpath={.spec.replicas}']), '4');
+  t.match(await ok(['scale', 'deploy', 'api', '--replicas=3']), /deployment\.apps\/api scaled/);
+  t.equal(await ok(['get', 'deploy', 'api', '-o', 'jsonpath={.spec.replicas}']), '3');
+  const bad = await kubectl(['scale', 'deploy', 'api', '--replicas=-1']);
+  t.not(bad.code, 0);
+
+  const uid = await ok(['get', 'svc', 'web', '-o', 'jsonpath={.metadata.uid}']);
+  await ok(['apply', '-f', '-'], {
+    input: `apiVersion: v1
+kind: Event
+metadata: {name: web.1}
+involvedObject: {kind: Service, name: web, namespace: default, apiVersion: v1, uid: ${uid}}
+reason: Tested
+message: an event for describe
+type: Normal
+source: {component: nodenet-test}
+count: 1
+`,
+  });
+  const desc = await ok(['describe', 'svc', 'web']);
+  t.match(desc, /^Name:\s+web\n/m);
+  t.match(desc, /^Selector:\s+app=web$/m);
+  t.match(desc, /^Port:\s+https\s+443\/TCP$/m);
+  t.match(desc, /^Events:\n\s+Type\s+Reason\s+Age\s+From\s+Message\n.*\n\s+Normal\s+Tested\s+.*nodenet-test\s+an event for describe/m, 'the Service\'s Events, found by involvedObject field selectors');
+});
+
+t.test('explain reads the served OpenAPI schema', async (t) => {
+  const e = await ok(['explain', 'svc.spec.ports']);
+  t.match(e, /FIELD: ports <\[\]ServicePort>/);
+  t.match(e, /^ {2}port\t<integer>\n {4}The port that will be exposed by this service\./m);
+  t.match(await ok(['explain', 'deployment.spec.strategy']), /rollingUpdate\s+<RollingUpdateDeployment>/);
+});
+
+t.test('an invalid manifest: "is invalid:" naming the field, nothing stored', async (t) => {
+  const r = await kubectl(['apply', '-f', '-'], { input: 'apiVersion: v1\nkind: Service\nmetadata: {name: bad}\nspec: {ports: [{port: 70000}]}\n' });
+  t.equal(r.code, 1);
+  t.match(r.err, /The Service "bad" is invalid: .*spec\.ports\[0\]\.port: Invalid value: 70000: must be between 1 and 65535, inclusive/s);
+  t.match((await kubectl(['get', 'svc', 'bad'])).err, /services "bad" not found/);
+  const unknown = await kubectl(['apply', '-f', '-'], { input: 'apiVersion: v1\nkind: Service\nmetadata: {name: typo}\nspec: {portz: [{port: 80}]}\n' });
+  t.equal(unknown.code, 1);
+  t.match(unknown.err, /strict decoding error: unknown field "spec\.portz"/);
+  t.match((await kubectl(['get', 'svc', 'typo'])).err, /not found/);
+  const name = await kubectl(['apply', '-f', '-'], { input: 'apiVersion: v1\nkind: Service\nmetadata: {name: Bad_Name}\nspec: {ports: [{port: 80}]}\n' });
+  t.match(name.err, /metadata\.name: Invalid value: "Bad_Name"/);
+});
+
+t.test('delete cascades through ownerReferences: background, foreground, orphan', async (t) => {
+  const uidOf = async (kind: string, name: string) => (await ok(['get', kind, name, '-o', 'jsonpath={.metadata.uid}'])).trim();
+  const rs = (name: string, ownerUid: string, owner: string) => `apiVersion: apps/v1
+kind: ReplicaSet
+metadata:
+  name: ${name}
+  labels: {app: api}
+  ownerReferences: [{apiVersion: apps/v1, kind: Deployment, name: ${owner}, uid: ${ownerUid}, controller: true, blockOwnerDeletion: true}]
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: api}}
+  template:
+    metadata: {labels: {app: api}}
+    spec: {containers: [{name: api, image: none}]}
+`;
+  const pod = (name: string, ownerUid: string, owner: string) => `apiVersion: v1
+kind: Pod
+metadata:
+  name: ${name}
+  labels: {app: api}
+  ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: ${owner}, uid: ${ownerUid}, controller: true, blockOwnerDeletion: true}]
+spec: {containers: [{name: api, image: none}]}
+`;
+  for (const cascade of ['background', 'foreground', 'orphan'] as const) {
+    const dep = `api-${cascade}`;
+    await ok(['apply', '-f', '-'], { input: DEPLOY.replace('name: api, labels', `name: ${dep}, labels`) });
+    await ok(['apply', '-f', '-'], { input: rs(`${dep}-rs`, await uidOf('deploy', dep), dep) });
+    await ok(['apply', '-f', '-'], { input: pod(`${dep}-pod`, await uidOf('rs', `${dep}-rs`), `${dep}-rs`) });
+    t.match(await ok(['delete', 'deploy', dep, `--cascade=${cascade}`]), new RegExp(`deployment.apps "${dep}" deleted`));
+    await waitFor(async () => (await kubectl(['get', 'deploy', dep])).code !== 0, `${dep} gone`);
+    if (cascade === 'orphan') {
+      await waitFor(async () => (await ok(['get', 'rs', `${dep}-rs`, '-o', 'jsonpath={.metadata.ownerReferences}'])) === '', 'the orphan loses its owner reference');
+      t.equal((await kubectl(['get', 'pod', `${dep}-pod`])).code, 0, `${cascade}: the pod stays`);
+      await ok(['delete', 'rs', `${dep}-rs`]);
+      await waitFor(async () => (await kubectl(['get', 'pod', `${dep}-pod`])).code !== 0, 'the pod goes with its ReplicaSet');
+    } else {
+      await waitFor(async () => (await kubectl(['get', 'rs', `${dep}-rs`])).code !== 0 && (await kubectl(['get', 'pod', `${dep}-pod`])).code !== 0, `${cascade}: the ReplicaSet and the Pod go`);
+    }
+    t.pass(`--cascade=${cascade}`);
+  }
+});
+
+t.test('deleting a namespace deletes what is in it', async (t) => {
+  await ok(['apply', '-f', '-'], { input: 'apiVersion: v1\nkind: Namespace\nmetadata: {name: doomed}\n' });
+  await ok(['apply', '-n', 'doomed', '-f', file('dep2.yaml', DEPLOY)]);
+  await ok(['apply', '-n', 'doomed', '-f', file('svc3.yaml', SVC)]);
+  t.match(await ok(['delete', 'ns', 'doomed']), /namespace "doomed" deleted/);
+  await waitFor(async () => (await kubectl(['get', 'ns', 'doomed'])).code !== 0, 'the namespace gone', { timeoutMs: 20_000 });
+  t.equal(await ok(['get', 'all', '-n', 'doomed', '-o', 'name']), '', 'nothing left in it');
+});
+
+t.test('tokens: none or a wrong one is 401; a node token may not write Services (403)', async (t) => {
+  const noTok = file('notoken.kubeconfig', (await import('node:fs')).readFileSync(cp.kubeconfig, 'utf8').replace(/token: .*/, 'token: wrong'));
+  const r = await kubectl(['get', 'svc'], { kubeconfig: noTok });
+  t.equal(r.code, 1);
+  t.match(r.err, /Unauthorized|must be logged in/);
+  const nodeKc = cp.nodeKubeconfig('n1');
+  t.match(await ok(['get', 'svc', '-o', 'name'], { kubeconfig: nodeKc }), /service\/web/, 'a node reads');
+  const w = await kubectl(['delete', 'svc', 'web'], { kubeconfig: nodeKc });
+  t.equal(w.code, 1);
+  t.match(w.err, /services "web" is forbidden: User "system:node:n1" cannot delete resource "services" in API group "" in the namespace "default"/);
+  t.match(await ok(['get', '--raw', '/metrics']), /apiserver_request_total\{verb="LIST",group="",version="v1",resource="services"/);
+  t.match(await ok(['get', '--raw', '/readyz']), /^ok/);
+});
