@@ -9,6 +9,12 @@ export class PatchError extends Error {
 
 type J = unknown;
 const isObj = (v: J): v is Record<string, J> => typeof v === 'object' && v !== null && !Array.isArray(v);
+/** Own members only: "/constructor" or "/toString" name nothing in a JSON object. */
+const hasOwn = (o: object, k: string): boolean => Object.prototype.hasOwnProperty.call(o, k);
+/** Sets an own property (a `__proto__` member stays data, not the object's prototype). */
+function setOwn(o: Record<string, J>, k: string, v: J): void {
+  Object.defineProperty(o, k, { value: v, writable: true, enumerable: true, configurable: true });
+}
 
 /** RFC 7386: objects merge recursively, null removes, anything else replaces. Returns a new value. */
 export function applyMergePatch(target: J, patch: J): J {
@@ -16,7 +22,7 @@ export function applyMergePatch(target: J, patch: J): J {
   const out: Record<string, J> = isObj(target) ? { ...target } : {};
   for (const [k, v] of Object.entries(patch)) {
     if (v === null) delete out[k];
-    else out[k] = applyMergePatch(out[k], v);
+    else setOwn(out, k, applyMergePatch(hasOwn(out, k) ? out[k] : undefined, v));
   }
   return out;
 }
@@ -42,7 +48,7 @@ function parentOf(doc: J, path: string): { parent: J; key: string } {
   let cur = doc;
   for (const t of toks.slice(0, -1)) {
     if (Array.isArray(cur)) cur = cur[index(cur, t, false, path)];
-    else if (isObj(cur) && t in cur) cur = cur[t];
+    else if (isObj(cur) && hasOwn(cur, t)) cur = cur[t];
     else throw new PatchError(`missing path ${JSON.stringify(path)}: no ${JSON.stringify(t)}`);
   }
   return { parent: cur, key: toks[toks.length - 1]! };
@@ -52,7 +58,7 @@ function getAt(doc: J, path: string): J {
   let cur = doc;
   for (const t of parsePointer(path)) {
     if (Array.isArray(cur)) cur = cur[index(cur, t, false, path)];
-    else if (isObj(cur) && t in cur) cur = cur[t];
+    else if (isObj(cur) && hasOwn(cur, t)) cur = cur[t];
     else throw new PatchError(`missing path ${JSON.stringify(path)}`);
   }
   return cur;
@@ -62,7 +68,7 @@ function add(doc: J, path: string, value: J): J {
   if (path === '') return value;
   const { parent, key } = parentOf(doc, path);
   if (Array.isArray(parent)) parent.splice(index(parent, key, true, path), 0, value);
-  else if (isObj(parent)) parent[key] = value;
+  else if (isObj(parent)) setOwn(parent, key, value);
   else throw new PatchError(`cannot add at ${JSON.stringify(path)}: the parent is not an object or array`);
   return doc;
 }
@@ -70,7 +76,7 @@ function add(doc: J, path: string, value: J): J {
 function remove(doc: J, path: string): J {
   const { parent, key } = parentOf(doc, path);
   if (Array.isArray(parent)) parent.splice(index(parent, key, false, path), 1);
-  else if (isObj(parent) && key in parent) delete parent[key];
+  else if (isObj(parent) && hasOwn(parent, key)) delete parent[key];
   else throw new PatchError(`cannot remove ${JSON.stringify(path)}: it does not exist`);
   return doc;
 }
@@ -83,21 +89,31 @@ export function applyJsonPatch(target: J, ops: J): J {
     if (!isObj(raw) || typeof raw['op'] !== 'string' || typeof raw['path'] !== 'string') throw new PatchError(`operation ${i}: needs "op" and "path" strings`);
     const { op, path } = raw as { op: string; path: string };
     const need = (k: string) => {
-      if (!(k in raw)) throw new PatchError(`operation ${i} (${op}): missing "${k}"`);
+      if (!hasOwn(raw, k)) throw new PatchError(`operation ${i} (${op}): missing "${k}"`);
       return raw[k];
+    };
+    const from = () => {
+      const f = need('from');
+      if (typeof f !== 'string') throw new PatchError(`operation ${i} (${op}): "from" must be a string`);
+      return f;
     };
     switch (op) {
       case 'add': doc = add(doc, path, structuredClone(need('value'))); break;
       case 'remove': doc = remove(doc, path); break;
-      case 'replace': getAt(doc, path); doc = path === '' ? structuredClone(need('value')) : add(remove(doc, path), path, structuredClone(need('value'))); break;
-      case 'move': {
-        const from = String(need('from'));
-        if (path.startsWith(`${from}/`)) throw new PatchError(`operation ${i}: cannot move ${from} into its own child ${path}`);
-        const v = getAt(doc, from);
-        doc = add(remove(doc, from), path, v);
+      case 'replace': {
+        const v = structuredClone(need('value'));
+        getAt(doc, path);
+        doc = path === '' ? v : add(remove(doc, path), path, v);
         break;
       }
-      case 'copy': doc = add(doc, path, structuredClone(getAt(doc, String(need('from'))))); break;
+      case 'move': {
+        const f = from();
+        if (path.startsWith(`${f}/`)) throw new PatchError(`operation ${i}: cannot move ${f} into its own child ${path}`);
+        const v = getAt(doc, f);
+        doc = add(remove(doc, f), path, v);
+        break;
+      }
+      case 'copy': doc = add(doc, path, structuredClone(getAt(doc, from()))); break;
       case 'test': {
         const want = need('value');
         if (JSON.stringify(canon(getAt(doc, path))) !== JSON.stringify(canon(want))) throw new PatchError(`testing value ${path} failed`);

@@ -202,7 +202,7 @@ export class ApiServer {
       if (!authorize(user, { verb, gr: resource, namespace: route.namespace, name: bodyName, subresource: route.sub, boundNode: (pod?.object['spec'] as { nodeName?: string } | undefined)?.nodeName })) {
         throw apiErrors.forbidden(user.name, verb, route.r, route.namespace, bodyName || undefined);
       }
-      if (verb === 'watch') return this.watch(req, res, route, url, user, done);
+      if (verb === 'watch') return await this.watch(req, res, route, url, user, done);
       const timer = setTimeout(() => {
         if (!res.headersSent) done(this.status(res, statusOf(apiErrors.timeout(this.timeoutMs / 1000))));
         res.destroy();
@@ -428,6 +428,7 @@ export class ApiServer {
     const afterRev = rvParam === '' || rvParam === '0' ? store.rev : parseRV(rvParam);
 
     res.writeHead(200, { 'Content-Type': JSON_TYPE, 'Transfer-Encoding': 'chunked', 'Cache-Control': 'no-cache, private' });
+    res.flushHeaders(); // the client learns at once that its watch is open (client-node's informer waits for it)
     this.watches.set(user.name, count + 1);
     this.o.metrics?.watchOpened(r.resource);
     let closed = false;

@@ -337,7 +337,7 @@ t.test('the inputs are not modified', async (t) => {
   t.strictSame(live, before);
   t.strictSame(patch, patchBefore);
   t.not(out['spec'], live['spec']);
-  t.strictSame(out['spec']['containers'], [{ name: 'new', env: [{ name: 'B' }] }, { name: 'app', env: [] }]);
+  t.strictSame(out['spec']['containers'], [{ name: 'app', env: [] }, { name: 'new', env: [{ name: 'B' }] }]);
 });
 
 t.test('a non-object original is patched as {}', async (t) => {

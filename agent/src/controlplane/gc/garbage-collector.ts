@@ -1,0 +1,303 @@
+/**
+ * controlplane/gc/garbage-collector: what kube-controller-manager's garbage
+ * collector and namespace controller do, for the kinds served here.
+ *
+ * Watch → compare → act, one object at a time from a de-duplicated queue:
+ * - Background (kubectl's default): the owner is gone at once; a dependent
+ *   whose owners are all gone is then deleted, in the background too (so a
+ *   Deployment's ReplicaSets go, then their Pods).
+ * - Foreground: the owner waits with a deletionTimestamp and the
+ *   `foregroundDeletion` finalizer; its dependents are deleted (foreground
+ *   too, so the wait goes all the way down), and once no dependent that
+ *   blocks (`blockOwnerDeletion`) is left, the finalizer is removed and the
+ *   owner goes.
+ * - Orphan: the `orphan` finalizer; the dependents lose their reference to
+ *   the owner, then the finalizer is removed.
+ * - A Namespace being deleted (Terminating): everything in it is deleted,
+ *   then its `kubernetes` finalizer is removed (the `finalize` subresource)
+ *   and it goes.
+ *
+ * An owner is "gone" when no object of its kind and name exists in the
+ * dependent's namespace with its uid: the store is asked, not the index,
+ * as upstream verifies with a live GET before it deletes. References to
+ * kinds this server does not serve are left alone. Every write goes
+ * through the REST layer (validation, finalizers, watch events), so what
+ * `kubectl get -w` shows is what the collector did.
+ */
+import { ErrorCode, isNodenetError } from '../../errors/errors.js';
+import { F } from '../../log/fields.js';
+import type { Logger } from '../../log/log.js';
+import type { Clock } from '../../reconcile/clock.js';
+import { FOREGROUND, ORPHAN, type Rest } from '../api/rest.js';
+import { grOf as resourceGr, RESOURCES, type Resource } from '../api/resources.js';
+import type { Store } from '../store/store.js';
+import type { KObject, StoreEvent } from '../store/types.js';
+import { grOf, namespaceOf } from '../store/types.js';
+
+type O = Record<string, unknown>;
+
+export interface OwnerRef {
+  readonly apiVersion: string;
+  readonly kind: string;
+  readonly name: string;
+  readonly uid: string;
+  readonly blockOwnerDeletion?: boolean;
+  readonly controller?: boolean;
+}
+
+export const NAMESPACE_FINALIZER = 'kubernetes';
+
+const meta = (o: Readonly<KObject>): O => (o.metadata ?? {}) as O;
+const list = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
+
+export function ownerRefs(o: Readonly<KObject>): OwnerRef[] {
+  const refs = meta(o)['ownerReferences'];
+  return Array.isArray(refs) ? (refs.filter((r) => r && typeof r === 'object' && typeof (r as O)['uid'] === 'string') as OwnerRef[]) : [];
+}
+
+/** The served resource for an owner reference's apiVersion and kind. */
+export function resourceForKind(apiVersion: string, kind: string): Resource | undefined {
+  const [group, version] = apiVersion.includes('/') ? apiVersion.split('/', 2) : ['', apiVersion];
+  return RESOURCES.find((r) => r.group === group && r.version === version && r.kind === kind);
+}
+
+export interface GarbageCollectorDeps {
+  readonly rest: Rest;
+  readonly store: Store;
+  readonly clock: Clock;
+  readonly log: Logger;
+  /** Delay before a failed item is tried again (default 200 ms). */
+  readonly retryMs?: number;
+}
+
+export class GarbageCollector {
+  /** owner uid → keys of the objects that name it. */
+  private readonly dependents = new Map<string, Set<string>>();
+  private readonly queue = new Set<string>();
+  private readonly handles: { stop(): void }[] = [];
+  private running = false;
+  private stopped = false;
+  private idleWaiters: (() => void)[] = [];
+  private readonly timers = new Set<unknown>();
+
+  constructor(private readonly d: GarbageCollectorDeps) {}
+
+  start(): void {
+    const rev = this.d.store.rev;
+    for (const r of RESOURCES) {
+      for (const s of this.d.store.list(resourceGr(r)).items) {
+        this.index(s.key, null, s.object);
+        this.queue.add(s.key);
+      }
+      this.handles.push(this.d.store.watch({ gr: resourceGr(r), afterRev: rev, onEvent: (ev) => this.onEvent(ev) }));
+    }
+    this.kick();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    for (const h of this.handles) h.stop();
+    for (const t of this.timers) this.d.clock.clearTimeout(t);
+    this.timers.clear();
+    this.queue.clear();
+    for (const w of this.idleWaiters.splice(0)) w();
+  }
+
+  /** Resolves when the queue is empty and nothing is being worked on (tests). */
+  idle(): Promise<void> {
+    if (!this.running && this.queue.size === 0) return Promise.resolve();
+    return new Promise((r) => this.idleWaiters.push(r));
+  }
+
+  private onEvent(ev: StoreEvent): void {
+    const prev = ev.prev?.object ?? null;
+    if (ev.type === 'DELETED') {
+      this.index(ev.key, prev ?? ev.cur.object, null);
+      const uid = String(meta(ev.cur.object)['uid'] ?? '');
+      for (const k of this.dependents.get(uid) ?? []) this.queue.add(k);
+      // An owner waiting for its dependents, and a terminating namespace, look again.
+      for (const ref of ownerRefs(ev.cur.object)) for (const k of this.keysOf(ref, namespaceOf(ev.key))) this.queue.add(k);
+      const ns = namespaceOf(ev.key);
+      if (ns) this.queue.add(`namespaces//${ns}`);
+    } else {
+      this.index(ev.key, prev, ev.cur.object);
+      this.queue.add(ev.key);
+    }
+    this.kick();
+  }
+
+  private keysOf(ref: OwnerRef, namespace: string): string[] {
+    const r = resourceForKind(ref.apiVersion, ref.kind);
+    return r ? [this.d.rest.key(r, namespace, ref.name)] : [];
+  }
+
+  private index(key: string, before: Readonly<KObject> | null, after: Readonly<KObject> | null): void {
+    for (const ref of before ? ownerRefs(before) : []) {
+      const s = this.dependents.get(ref.uid);
+      s?.delete(key);
+      if (s && s.size === 0) this.dependents.delete(ref.uid);
+    }
+    for (const ref of after ? ownerRefs(after) : []) {
+      let s = this.dependents.get(ref.uid);
+      if (!s) this.dependents.set(ref.uid, (s = new Set()));
+      s.add(key);
+    }
+  }
+
+  private kick(): void {
+    if (this.running || this.stopped) return;
+    this.running = true;
+    void this.drain();
+  }
+
+  private async drain(): Promise<void> {
+    try {
+      while (!this.stopped && this.queue.size) {
+        const key = this.queue.values().next().value as string;
+        this.queue.delete(key);
+        try {
+          await this.process(key);
+        } catch (e) {
+          if (this.stopped) break;
+          const conflict = isNodenetError(e) && (e.code === ErrorCode.Conflict || e.code === ErrorCode.NotFound);
+          if (!conflict) this.d.log.warn({ [F.err]: e, key }, 'garbage collector: will retry');
+          const t = this.d.clock.setTimeout(() => {
+            this.timers.delete(t);
+            this.queue.add(key);
+            this.kick();
+          }, conflict ? 0 : (this.d.retryMs ?? 200));
+          this.timers.add(t);
+        }
+      }
+    } finally {
+      this.running = false;
+      if (this.queue.size && !this.stopped) this.kick();
+      else for (const w of this.idleWaiters.splice(0)) w();
+    }
+  }
+
+  private resource(key: string): Resource | undefined {
+    const gr = grOf(key);
+    return RESOURCES.find((r) => resourceGr(r) === gr);
+  }
+
+  private liveDependents(uid: string): { key: string; r: Resource; obj: Readonly<KObject> }[] {
+    const out = [];
+    for (const k of this.dependents.get(uid) ?? []) {
+      const s = this.d.store.get(k);
+      const r = this.resource(k);
+      if (s && r && ownerRefs(s.object).some((x) => x.uid === uid)) out.push({ key: k, r, obj: s.object });
+    }
+    return out;
+  }
+
+  private async process(key: string): Promise<void> {
+    const s = this.d.store.get(key);
+    const r = this.resource(key);
+    if (!s || !r) return;
+    const m = meta(s.object);
+    const ns = namespaceOf(key);
+    const name = String(m['name']);
+    const uid = String(m['uid'] ?? '');
+    const finalizers = list(m['finalizers']);
+    const deleting = Boolean(m['deletionTimestamp']);
+
+    if (deleting && finalizers.includes(ORPHAN)) {
+      for (const dep of this.liveDependents(uid)) {
+        await this.updateMeta(dep.r, dep.key, (dm) => {
+          const rest = ownerRefs({ metadata: dm }).filter((x) => x.uid !== uid);
+          if (rest.length) dm['ownerReferences'] = rest;
+          else delete dm['ownerReferences'];
+        });
+      }
+      await this.removeFinalizer(r, key, ORPHAN);
+      this.d.log.info({ [F.resource]: resourceGr(r), [F.namespace]: ns, [F.name]: name }, 'dependents orphaned');
+      return;
+    }
+    if (deleting && finalizers.includes(FOREGROUND)) {
+      const deps = this.liveDependents(uid);
+      for (const dep of deps) {
+        if (meta(dep.obj)['deletionTimestamp']) continue;
+        await this.deleteObject(dep.r, dep.key, 'Foreground');
+      }
+      const blocking = this.liveDependents(uid).filter((dep) => ownerRefs(dep.obj).some((x) => x.uid === uid && x.blockOwnerDeletion === true));
+      if (blocking.length === 0) await this.removeFinalizer(r, key, FOREGROUND);
+      return;
+    }
+    if (r.resource === 'namespaces' && deleting) {
+      await this.finishNamespace(r, key, name, s.object);
+      return;
+    }
+    const refs = ownerRefs(s.object);
+    if (refs.length === 0 || deleting) return;
+    let solid = 0;
+    let waiting = 0;
+    const dangling: string[] = [];
+    for (const ref of refs) {
+      const [ok] = this.keysOf(ref, r.namespaced ? ns : '');
+      const refRes = resourceForKind(ref.apiVersion, ref.kind);
+      if (!ok || !refRes) {
+        solid++; // a kind not served here: never collected on its account
+        continue;
+      }
+      const owner = this.d.store.get(this.d.rest.key(refRes, refRes.namespaced ? ns : '', ref.name));
+      if (!owner || meta(owner.object)['uid'] !== ref.uid) dangling.push(ref.uid);
+      else if (meta(owner.object)['deletionTimestamp'] && list(meta(owner.object)['finalizers']).includes(FOREGROUND)) waiting++;
+      else solid++;
+    }
+    if (solid === 0) {
+      // Every owner is gone (or waiting for its dependents in the foreground): the dependent goes.
+      await this.deleteObject(r, key, waiting ? 'Foreground' : 'Background');
+      this.d.log.info({ [F.resource]: resourceGr(r), [F.namespace]: ns, [F.name]: name }, 'garbage collected: its owners are gone');
+    } else if (dangling.length) {
+      await this.updateMeta(r, key, (dm) => {
+        dm['ownerReferences'] = ownerRefs({ metadata: dm }).filter((x) => !dangling.includes(x.uid));
+      });
+    }
+  }
+
+  private async finishNamespace(nsRes: Resource, key: string, name: string, ns: Readonly<KObject>): Promise<void> {
+    let left = 0;
+    for (const r of RESOURCES) {
+      if (!r.namespaced) continue;
+      const { items } = this.d.store.list(resourceGr(r), name);
+      left += items.length;
+      for (const s of items) {
+        if (meta(s.object)['deletionTimestamp']) continue;
+        await this.deleteObject(r, s.key, 'Background');
+      }
+    }
+    if (left > 0) return; // each deletion brings the namespace back to the queue
+    const spec = (ns['spec'] ?? {}) as O;
+    if (list(spec['finalizers']).includes(NAMESPACE_FINALIZER)) {
+      await this.d.rest.finalizeNamespace(name, list(spec['finalizers']).filter((f) => f !== NAMESPACE_FINALIZER), String(meta(ns)['resourceVersion']));
+      this.d.log.info({ [F.resource]: resourceGr(nsRes), [F.name]: name }, 'namespace emptied and finalized');
+    }
+  }
+
+  private async deleteObject(r: Resource, key: string, propagationPolicy: 'Background' | 'Foreground'): Promise<void> {
+    const s = this.d.store.get(key);
+    if (!s) return;
+    const m = meta(s.object);
+    try {
+      await this.d.rest.delete(r, namespaceOf(key), String(m['name']), { propagationPolicy, preconditions: { uid: String(m['uid']) } });
+    } catch (e) {
+      if (isNodenetError(e) && e.code === ErrorCode.NotFound) return;
+      throw e;
+    }
+  }
+
+  private async updateMeta(r: Resource, key: string, change: (m: O) => void): Promise<void> {
+    const s = this.d.store.get(key);
+    if (!s) return;
+    const next = structuredClone(s.object) as KObject;
+    change(next.metadata as O);
+    await this.d.rest.update(r, namespaceOf(key), String(meta(s.object)['name']), next, { fieldManager: 'nodenet-garbage-collector' });
+  }
+
+  private async removeFinalizer(r: Resource, key: string, f: string): Promise<void> {
+    await this.updateMeta(r, key, (m) => {
+      m['finalizers'] = list(m['finalizers']).filter((x) => x !== f);
+    });
+  }
+}
