@@ -111,8 +111,8 @@ export async function openLoop(n: number, qps: number, one: (i: number, schedule
   let maxLagMs = 0;
   for (let i = 0; i < n; i++) {
     const at = t0 + (i * 1000) / qps;
-    const wait = at - performance.now();
-    if (wait > 1) await new Promise((r) => setTimeout(r, wait));
+    // Never early (timers truncate to whole ms): a late send counts against the server, since latency runs from `at`.
+    for (let wait = at - performance.now(); wait > 0; wait = at - performance.now()) await new Promise((r) => setTimeout(r, Math.ceil(wait)));
     maxLagMs = Math.max(maxLagMs, performance.now() - at);
     pending.push(one(i, at).catch((e: unknown): Outcome => ({ ok: false, latencyMs: NaN, error: e instanceof Error ? e.message : String(e) })));
   }

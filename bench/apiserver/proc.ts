@@ -55,3 +55,18 @@ export function mountOf(path: string, mounts: string): Mount | null {
   }
   return best;
 }
+
+export interface CpuTotals {
+  /** user + nice + system + irq + softirq + steal, all CPUs (ms). */
+  readonly busyMs: number;
+  /** idle + iowait, all CPUs (ms). */
+  readonly idleMs: number;
+}
+
+/** The machine's CPU time so far, from the first ("cpu ") line of /proc/stat. */
+export function parseProcStatTotals(text: string, tickMs = 10): CpuTotals {
+  const line = text.split('\n').find((l) => l.startsWith('cpu '));
+  if (!line) throw new TypeError('/proc/stat has no "cpu " line');
+  const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] = line.trim().split(/\s+/).slice(1).map(Number);
+  return { busyMs: (user + nice + system + irq + softirq + steal) * tickMs, idleMs: (idle + iowait) * tickMs };
+}

@@ -33,6 +33,8 @@ export interface CreateCase {
   readonly latencyMs: Summary;
   /** Server process CPU (user + system) per request; 10 ms ticks, so meaningful over many requests. */
   readonly serverCpuMsPerOp: number;
+  /** This (client) process's CPU per request: a client near one core's worth would be the bottleneck, not the server. */
+  readonly clientCpuMsPerOp: number;
   /** Paced only: the latest a request left after its scheduled time. */
   readonly maxSendLagMs: number | null;
 }
@@ -53,6 +55,8 @@ export interface WatchCase {
   readonly lastWatcherMs: Summary;
   /** Share of events that arrived before their write's response. */
   readonly eventFirstShare: number;
+  /** Server CPU per timed write: the commit, the response and the fan-out to every watcher. */
+  readonly serverCpuMsPerWrite: number;
 }
 
 export interface ListCase {
@@ -97,6 +101,8 @@ export interface Meta {
   readonly serverLogLevel: string;
   readonly loadavgBefore: readonly number[];
   readonly loadavgAfter: readonly number[];
+  /** CPUs' worth of time the rest of the machine used during the run, on average (machine busy − server − client): other processes, and kernel threads (some of them working for the bench: the journal, loopback softirqs). */
+  readonly otherCpus: number;
   readonly quick: boolean;
 }
 
@@ -155,20 +161,20 @@ export function createLabel(c: CreateCase): string {
 }
 
 export function formatCreates(cases: readonly CreateCase[]): string {
-  const head = ['case', 'creates', 'per second', 'p50 ms', 'p99 ms', 'max ms', 'mean ms', 'server CPU ms/create', 'errors'];
+  const head = ['case', 'creates', 'per second', 'p50 ms', 'p99 ms', 'max ms', 'mean ms', 'CPU ms/create server + client', 'errors'];
   return table(head, cases.map((c) => [
     createLabel(c), thousands(c.requests), thousands(c.perSec), ms(c.latencyMs.p50), ms(c.latencyMs.p99), ms(c.latencyMs.max), ms(c.latencyMs.mean),
-    ms(c.serverCpuMsPerOp), c.errors ? `${c.errors}: ${c.firstError ?? '?'}` : '0',
+    `${ms(c.serverCpuMsPerOp)} + ${ms(c.clientCpuMsPerOp)}`, c.errors ? `${c.errors}: ${c.firstError ?? '?'}` : '0',
   ]));
 }
 
 export function formatWatches(cases: readonly WatchCase[]): string {
-  const head = ['watchers', 'writes', 'events received', 'write p50 / p99 ms', 'ack → event p50 / p99 ms', 'sent → event p50 / p99 / max ms', 'sent → last watcher p50 / p99 ms', 'event before ack'];
+  const head = ['watchers', 'writes', 'events received', 'write p50 / p99 ms', 'ack → event p50 / p99 ms', 'sent → event p50 / p99 / max ms', 'sent → last watcher p50 / p99 ms', 'event before ack', 'server CPU ms/write'];
   return table(head, cases.map((w) => [
     String(w.watchers), thousands(w.writes), `${thousands(w.events)} / ${thousands(w.watchers * w.writes)}${w.missing ? ` (${thousands(w.missing)} missing)` : ''}`,
     `${ms(w.writeMs.p50)} / ${ms(w.writeMs.p99)}`, `${ms(w.ackToEventMs.p50)} / ${ms(w.ackToEventMs.p99)}`,
     `${ms(w.sentToEventMs.p50)} / ${ms(w.sentToEventMs.p99)} / ${ms(w.sentToEventMs.max)}`, `${ms(w.lastWatcherMs.p50)} / ${ms(w.lastWatcherMs.p99)}`,
-    `${Math.round(w.eventFirstShare * 100)}%`,
+    `${Math.round(w.eventFirstShare * 100)}%`, ms(w.serverCpuMsPerWrite),
   ]));
 }
 
@@ -234,13 +240,14 @@ export function formatReport(r: BenchResult): string {
   const out = [
     `nodenet API server${m.quick ? ' (--quick)' : ''}: ${m.cpus} × ${m.cpuModel}, ${thousands(m.memTotalMiB)} MiB, kernel ${m.kernel}, Node ${m.node}`,
     `Data dir on ${m.dataDirFs}; 4 KiB write + fdatasync there: p50 ${ms(m.fsyncMs.p50)} ms, p99 ${ms(m.fsyncMs.p99)} ms (the floor of one durable commit).`,
-    `Server in its own process (SQLite WAL, synchronous=FULL, logging at ${m.serverLogLevel} to a file); the client in another: node:https, keep-alive, TLS with the kubeconfig's CA, bearer token.`,
+    `Server in its own process, from source under tsx (SQLite WAL, synchronous=FULL, logging at ${m.serverLogLevel} to a file); the client in another: node:https, keep-alive, TLS with the kubeconfig's CA, bearer token.`,
     '',
     `Durable creates, POST ${'/api/v1/namespaces/default/services'} (201 only after the fsync), into a store already holding ${loaded || 'nothing'}:`,
     '',
     formatCreates(r.creates),
+    ...r.creates.filter((c) => c.kind === 'paced').map((c) => `(${createLabel(c)}: latency counts from each request's scheduled time; the client sent at most ${ms(c.maxSendLagMs ?? NaN)} ms late.)`),
     '',
-    'Loading the store for the lists (creates, 16 clients by default):',
+    'Loading the store for the lists (the same creates, into an empty store, before anything else):',
     '',
     formatCreates(r.load),
     '',
@@ -260,6 +267,8 @@ export function formatReport(r: BenchResult): string {
     formatReferences(references(r.creates, r.lists)),
   ];
   if (r.notes.length) out.push('', 'Notes:', ...r.notes.map((n) => `- ${n}`));
-  out.push('', `Total bench time ${(r.totalWallMs / 1000).toFixed(0)} s; load average ${m.loadavgBefore.map((x) => x.toFixed(2)).join(' ')} before, ${m.loadavgAfter.map((x) => x.toFixed(2)).join(' ')} after.`);
+  out.push('', `Total bench time ${(r.totalWallMs / 1000).toFixed(0)} s; load average ${m.loadavgBefore.map((x) => x.toFixed(2)).join(' ')} before, ` +
+    `${m.loadavgAfter.map((x) => x.toFixed(2)).join(' ')} after; besides the server and the client, the machine (other processes, kernel threads such as the ext4 journal's) ` +
+    `used ${m.otherCpus.toFixed(2)} of the ${m.cpus} CPUs on average during the run.`);
   return out.join('\n');
 }

@@ -9,7 +9,8 @@
  * The server runs in a child process of its own (server.child.ts) over a
  * fresh data directory /tmp/nn-bench-apiserver-*, removed at the end, also
  * on failure or SIGINT; it listens on 127.0.0.1 only and needs no root.
- * This process is the client. In order:
+ * This process is the client. In order (after a warm-up in a namespace of
+ * its own, so `default` holds exactly what the lists expect):
  *   1. load: N Services and 2N EndpointSlices through concurrent creates
  *      (a create figure of its own), into `default`;
  *   2. lists of them, in one request and in pages of 500 (client-go's
@@ -31,16 +32,17 @@ import { parseBenchArgs, type BenchArgs } from './args.js';
 import { ApiClient, closedLoop, openLoop, openWatch, outcomeOf, type Outcome } from './http-client.js';
 import { parseKubeconfig, type ApiTarget } from './kubeconfig.js';
 import { parseWatchLine } from './ndjson.js';
-import { mountOf, parseProcStatCpuMs, parseProcStatus } from './proc.js';
+import { mountOf, parseProcStatCpuMs, parseProcStatTotals, parseProcStatus } from './proc.js';
 import { formatReport, type BenchResult, type CreateCase, type ListCase, type MemoryPoints, type Meta, type WatchCase } from './report.js';
 import { summarize } from './stats.js';
-import { loadServiceName, loadSlice, service, SERVICES_PATH, SLICES_PATH } from './workload.js';
+import { loadServiceName, loadSlice, namespace, service, SERVICES_PATH, SLICES_PATH, WARMUP_NAMESPACE, WARMUP_SERVICES_PATH } from './workload.js';
 
 const SERVER = join(dirname(fileURLToPath(import.meta.url)), 'server.child.ts');
 const TAG = '[bench:apiserver]';
 const PAGE = 500;
 const WARMUP = 200;
 const WATCH_WAIT_MS = 5000;
+const HEADERS_WAIT_MS = 3000;
 
 const say = (s: string) => void process.stderr.write(`${TAG} ${s}\n`);
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -89,6 +91,11 @@ const memMiB = (pid: number) => {
   return { rss: s.rssKiB / 1024, hwm: s.hwmKiB / 1024 };
 };
 const cpuMs = (pid: number) => parseProcStatCpuMs(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+const machineBusyMs = () => parseProcStatTotals(readFileSync('/proc/stat', 'utf8')).busyMs;
+const ownCpuMs = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+};
 /** Resets VmHWM to the current RSS (clear_refs "5"); false when the kernel refuses. */
 function resetPeak(pid: number): boolean {
   try {
@@ -122,13 +129,23 @@ function fsyncFloor(dir: string, rounds: number): number[] {
 
 // ---- phases ----
 
-function createCase(kind: CreateCase['kind'], resource: CreateCase['resource'], o: { concurrency: number | null; qps: number | null; outcomes: readonly Outcome[]; wallMs: number; cpuMs: number; maxLagMs: number | null }): CreateCase {
+interface CpuMark {
+  readonly server: number;
+  readonly client: number;
+}
+const cpuMark = (pid: number): CpuMark => ({ server: cpuMs(pid), client: ownCpuMs() });
+const cpuSince = (pid: number, m: CpuMark): CpuMark => {
+  const now = cpuMark(pid);
+  return { server: now.server - m.server, client: now.client - m.client };
+};
+
+function createCase(kind: CreateCase['kind'], resource: CreateCase['resource'], o: { concurrency: number | null; qps: number | null; outcomes: readonly Outcome[]; wallMs: number; cpu: CpuMark; maxLagMs: number | null }): CreateCase {
   const ok = o.outcomes.filter((x) => x.ok);
   const bad = o.outcomes.filter((x) => !x.ok);
   return {
     kind, resource, concurrency: o.concurrency, qps: o.qps, requests: o.outcomes.length, errors: bad.length, firstError: bad[0]?.error ?? null,
     wallMs: o.wallMs, perSec: ok.length / (o.wallMs / 1000), latencyMs: summarize(ok.map((x) => x.latencyMs)),
-    serverCpuMsPerOp: o.cpuMs / Math.max(1, o.outcomes.length), maxSendLagMs: o.maxLagMs,
+    serverCpuMsPerOp: o.cpu.server / Math.max(1, o.outcomes.length), clientCpuMsPerOp: o.cpu.client / Math.max(1, o.outcomes.length), maxSendLagMs: o.maxLagMs,
   };
 }
 
@@ -138,17 +155,17 @@ async function create(client: ApiClient, path: string, obj: unknown, scheduledAt
 
 async function closedCase(s: Server, client: ApiClient, kind: 'closed' | 'load', resource: CreateCase['resource'], n: number, conc: number, make: (i: number) => unknown): Promise<CreateCase> {
   const path = resource === 'Service' ? SERVICES_PATH : SLICES_PATH;
-  const c0 = cpuMs(s.pid);
+  const c0 = cpuMark(s.pid);
   const r = await closedLoop(n, conc, (i) => create(client, path, make(i)));
-  const c = createCase(kind, resource, { concurrency: conc, qps: null, outcomes: r.outcomes, wallMs: r.wallMs, cpuMs: cpuMs(s.pid) - c0, maxLagMs: null });
+  const c = createCase(kind, resource, { concurrency: conc, qps: null, outcomes: r.outcomes, wallMs: r.wallMs, cpu: cpuSince(s.pid, c0), maxLagMs: null });
   say(`${kind} ${thousands(n)} ${resource}s, ${conc} clients: ${c.perSec.toFixed(0)}/s, p50 ${c.latencyMs.p50.toFixed(2)} ms, p99 ${c.latencyMs.p99.toFixed(2)} ms, errors ${c.errors}${c.firstError ? ` (${c.firstError})` : ''}`);
   return c;
 }
 
 async function pacedCase(s: Server, client: ApiClient, n: number, qps: number): Promise<CreateCase> {
-  const c0 = cpuMs(s.pid);
+  const c0 = cpuMark(s.pid);
   const r = await openLoop(n, qps, (i, at) => create(client, SERVICES_PATH, service(`p${qps}-${i}`), at));
-  const c = createCase('paced', 'Service', { concurrency: null, qps, outcomes: r.outcomes, wallMs: r.wallMs, cpuMs: cpuMs(s.pid) - c0, maxLagMs: r.maxLagMs });
+  const c = createCase('paced', 'Service', { concurrency: null, qps, outcomes: r.outcomes, wallMs: r.wallMs, cpu: cpuSince(s.pid, c0), maxLagMs: r.maxLagMs });
   say(`paced ${thousands(n)} Services at ${qps}/s: mean ${c.latencyMs.mean.toFixed(2)} ms, p99 ${c.latencyMs.p99.toFixed(2)} ms, send lag max ${r.maxLagMs.toFixed(1)} ms, errors ${c.errors}`);
   return c;
 }
@@ -213,7 +230,7 @@ interface Waiter {
  * registered), then `writes` creates, one at a time, each awaited by every
  * watcher (or WATCH_WAIT_MS) before the next.
  */
-async function watchCase(writer: ApiClient, watchers: number, writes: number, notes: Set<string>): Promise<WatchCase> {
+async function watchCase(s: Server, writer: ApiClient, watchers: number, writes: number, notes: Set<string>): Promise<WatchCase> {
   const prefix = `w${watchers}-`;
   const watchClient = new ApiClient(writer.target, { maxSockets: Infinity, keepAlive: false });
   const seen = Array.from({ length: watchers }, () => new Map<string, number>());
@@ -228,7 +245,8 @@ async function watchCase(writer: ApiClient, watchers: number, writes: number, no
     mine.set(ev.name, at);
     if (waiter && waiter.name === ev.name && --waiter.remaining === 0) waiter.resolve();
   }, (e) => problems.push(e.message), () => headers++));
-  await sleep(300);
+  // A server that flushes a watch's headers at once lets us see every watch open (TLS handshakes take a while under load).
+  for (const t0 = performance.now(); headers < watchers && performance.now() - t0 < HEADERS_WAIT_MS;) await sleep(20);
   if (headers === 0) {
     notes.add('The server sends a watch\'s response headers only with its first event (writeHead without flushHeaders): until something changes, a client ' +
       'cannot tell an open watch from a hanging request (kube-apiserver flushes them at once). The bench proves each watch registered with a sentinel write.');
@@ -249,10 +267,12 @@ async function watchCase(writer: ApiClient, watchers: number, writes: number, no
     const sentinel = await writeSeen(`${prefix}sentinel`);
     if (!sentinel.all) throw new Error(`watch case ${watchers}: only ${seen.filter((m) => m.has(`${prefix}sentinel`)).length} of ${watchers} watchers saw the sentinel write in ${WATCH_WAIT_MS} ms${problems.length ? `: ${problems[0]}` : ''}`);
     const acks: { name: string; sentAt: number; endAt: number }[] = [];
+    const c0 = cpuMs(s.pid);
     for (let i = 0; i < writes; i++) {
       const name = `${prefix}${i}`;
       acks.push({ name, ...(await writeSeen(name)) });
     }
+    const serverCpu = cpuMs(s.pid) - c0;
     const ackTo: number[] = [];
     const sentTo: number[] = [];
     const last: number[] = [];
@@ -276,7 +296,7 @@ async function watchCase(writer: ApiClient, watchers: number, writes: number, no
     const w: WatchCase = {
       watchers, writes, events: ackTo.length, missing: watchers * writes - ackTo.length,
       writeMs: summarize(acks.map((a) => a.endAt - a.sentAt)), ackToEventMs: summarize(ackTo), sentToEventMs: summarize(sentTo), lastWatcherMs: summarize(last),
-      eventFirstShare: ackTo.length ? first / ackTo.length : 0,
+      eventFirstShare: ackTo.length ? first / ackTo.length : 0, serverCpuMsPerWrite: serverCpu / writes,
     };
     say(`watch ${watchers} watchers × ${writes} writes: ack→event p50 ${w.ackToEventMs.p50.toFixed(2)} ms p99 ${w.ackToEventMs.p99.toFixed(2)} ms; ` +
       `sent→event p99 ${w.sentToEventMs.p99.toFixed(2)} ms; missing ${w.missing}${problems.length ? `; problems: ${problems[0]}` : ''}`);
@@ -320,6 +340,9 @@ async function main(): Promise<number> {
     const fsync = summarize(fsyncFloor(dataDir, 100));
     const mount = mountOf(dataDir, readFileSync('/proc/mounts', 'utf8'));
     const loadavgBefore = loadavg();
+    const busy0 = machineBusyMs();
+    const own0 = ownCpuMs();
+    const wall0 = performance.now();
     say(`data dir ${dataDir} on ${mount ? `${mount.fsType} (${mount.device})` : 'an unknown filesystem'}; fsync p50 ${fsync.p50.toFixed(2)} ms`);
     server = await startServer(dataDir, args.logLevel);
     const s = server;
@@ -332,6 +355,21 @@ async function main(): Promise<number> {
     const writer = new ApiClient(s.target, { maxSockets: 256 });
     const lister = new ApiClient(s.target, { maxSockets: 1 });
     clients.push(writer, lister);
+    const notes = new Set<string>();
+
+    // 0. warm-up (TLS connections, the server's JIT), in a namespace of its own
+    const nsReply = outcomeOf(await writer.send('POST', '/api/v1/namespaces', namespace(WARMUP_NAMESPACE)));
+    if (!nsReply.ok) throw new Error(`creating namespace ${WARMUP_NAMESPACE}: ${nsReply.error ?? '?'}`);
+    const probe = await writer.send('POST', WARMUP_SERVICES_PATH, service('probe'));
+    if (probe.status !== 201) throw new Error(`the server refuses the bench's Service: ${outcomeOf(probe).error ?? '?'}`);
+    const probeSpec = (JSON.parse(probe.body.toString('utf8')) as { spec?: { clusterIP?: unknown } }).spec;
+    if (probeSpec?.clusterIP === undefined) {
+      notes.add('This server allocates no ClusterIP: a created Service keeps spec.clusterIP unset (kube-apiserver allocates one per ClusterIP Service, ' +
+        'which costs it a further write), so these creates do a little less than kube-apiserver\'s.');
+    }
+    const warmConc = Math.max(...args.concurrency, args.loadConcurrency);
+    const warmUp = (tag: string) => closedLoop(WARMUP, warmConc, (i) => create(writer, WARMUP_SERVICES_PATH, service(`${tag}-${i}`)));
+    await warmUp('warm');
 
     // 1. load
     const load: CreateCase[] = [];
@@ -357,20 +395,19 @@ async function main(): Promise<number> {
     alive('the lists');
 
     // 3. creates
-    const warmConc = Math.max(...args.concurrency, args.loadConcurrency);
-    await closedLoop(WARMUP, warmConc, (i) => create(writer, SERVICES_PATH, service(`warm-${i}`)));
+    await warmUp('rewarm');
     const creates: CreateCase[] = [];
     for (const conc of args.concurrency) creates.push(await closedCase(s, writer, 'closed', 'Service', args.creates, conc, (i) => service(`c${conc}-${i}`)));
     if (args.paced > 0) creates.push(await pacedCase(s, writer, args.paced, args.qps));
     alive('the creates');
 
     // 4. watches
-    const notes = new Set<string>();
     const watches: WatchCase[] = [];
-    for (const w of args.watchers) watches.push(await watchCase(writer, w, args.watchWrites, notes));
+    for (const w of args.watchers) watches.push(await watchCase(s, writer, w, args.watchWrites, notes));
     alive('the watches');
 
     const end = memMiB(s.pid);
+    const otherCpus = Math.max(0, machineBusyMs() - busy0 - cpuMs(s.pid) - (ownCpuMs() - own0)) / (performance.now() - wall0);
     const memory: MemoryPoints = { idleMiB: idle.rss, afterLoadMiB: afterLoad.rss, afterAllMiB: end.rss, endHwmMiB: end.hwm };
     if (!lists.some((l) => l.peakRssMiB !== null)) notes.add('/proc/<pid>/clear_refs could not be written: list peaks are not measured (VmHWM at the end is the peak of the whole run).');
     else notes.add('VmHWM is reset before each list row, so "VmHWM at the end" is the peak since the last list row, not of the whole run.');
@@ -378,7 +415,7 @@ async function main(): Promise<number> {
     const meta: Meta = {
       date: new Date().toISOString(), node: process.version, kernel: release(), cpus: cpu.length, cpuModel: cpu[0]?.model.trim() ?? '?',
       memTotalMiB: totalmem() / 1048576, dataDirFs: mount ? `${mount.fsType} (${mount.device}, mounted on ${mount.mountPoint})` : 'unknown', fsyncMs: fsync,
-      serverLogLevel: args.logLevel, loadavgBefore, loadavgAfter: loadavg(), quick: args.quick,
+      serverLogLevel: args.logLevel, loadavgBefore, loadavgAfter: loadavg(), otherCpus, quick: args.quick,
     };
     const result: BenchResult = { meta, creates, load, watches, lists, memory, notes: [...notes], totalWallMs: performance.now() - started };
     const report = formatReport(result);

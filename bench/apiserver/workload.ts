@@ -1,7 +1,8 @@
 /**
  * bench/apiserver/workload: the objects the bench writes, and where. Pure.
  *
- * Everything goes to the `default` namespace. Names carry the phase
+ * Everything timed goes to the `default` namespace (warm-up writes to
+ * `bench-warmup`). Names carry the phase
  * (`load-`, `c16-`, `p200-`, `w100-`, ...) so no two writes of a run collide.
  * Services have no clusterIP (this server allocates none) and one port;
  * EndpointSlices have one endpoint and one port and name their Service in
@@ -10,6 +11,9 @@
 
 export const NAMESPACE = 'default';
 export const SERVICES_PATH = `/api/v1/namespaces/${NAMESPACE}/services`;
+/** Warm-up writes go here, so `default` holds exactly what the lists expect. */
+export const WARMUP_NAMESPACE = 'bench-warmup';
+export const WARMUP_SERVICES_PATH = `/api/v1/namespaces/${WARMUP_NAMESPACE}/services`;
 export const SLICES_PATH = `/apis/discovery.k8s.io/v1/namespaces/${NAMESPACE}/endpointslices`;
 
 export interface ServiceObject {
@@ -26,6 +30,10 @@ export interface EndpointSliceObject {
   readonly addressType: 'IPv4';
   readonly endpoints: readonly { readonly addresses: readonly string[] }[];
   readonly ports: readonly { readonly name: string; readonly port: number; readonly protocol: 'TCP' }[];
+}
+
+export function namespace(name: string): { apiVersion: 'v1'; kind: 'Namespace'; metadata: { name: string } } {
+  return { apiVersion: 'v1', kind: 'Namespace', metadata: { name } };
 }
 
 export function service(name: string): ServiceObject {

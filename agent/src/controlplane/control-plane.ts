@@ -27,6 +27,7 @@ import { RESOURCES } from './api/resources.js';
 import { Rest } from './api/rest.js';
 import { loadSchemas } from './api/schema.js';
 import { ApiMetrics } from './api/metrics.js';
+import { GarbageCollector } from './gc/garbage-collector.js';
 import { ApiServer } from './api/server.js';
 import { SqlitePersistence } from './store/sqlite-persistence.js';
 import { Store } from './store/store.js';
@@ -151,12 +152,15 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
     store.close();
     throw e;
   }
+  const gc = new GarbageCollector({ rest, store, clock, log: log.child({ [F.subsys]: 'controlplane/gc' }) });
+  gc.start();
   const metrics = new ApiMetrics(() => store.counts());
   const server = new ApiServer({ rest, store, tokens, metrics, anonymousAdmin: o.insecureHttp === true, log: log.child({ [F.subsys]: 'controlplane/api' }), clock, openapi: new OpenApi(schemas), version: o.version, ...(pki ? { tls: { cert: pki.cert, key: pki.key } } : {}) });
   let addr;
   try {
     addr = await server.listen(o.port, o.host);
   } catch (e) {
+    gc.stop();
     store.close();
     throw new NodenetError(ErrorCode.InvalidConfig, `cannot listen on ${o.host}:${o.port}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
   }
@@ -175,6 +179,7 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
     nodeKubeconfig: (name) => join(o.dataDir, 'nodes', `${name}.kubeconfig`),
     async stop() {
       await server.close();
+      gc.stop();
       store.close();
       log.info('control plane stopped');
     },

@@ -10,29 +10,35 @@
  * (uid, creationTimestamp, generation 1, a generateName suffix), defaults,
  * the status a new object starts with, validation (422 naming each field),
  * then the store. Nothing is stored unless everything passed.
- * Update: the same, with the stored object's resourceVersion as the
- * precondition when the body carries one, the server-owned metadata kept,
- * the status kept (main resource) or only the status taken (`/status`),
- * the generation bumped when anything but metadata and status changed, and
- * no write at all when nothing changed.
+ * Update: the same, with the stored object's resourceVersion (and uid) as
+ * the precondition when the body carries one, the server-owned metadata
+ * kept, the status kept (main resource) or only the status taken
+ * (`/status`), the kind's PrepareForUpdate (a Service keeps its allocated
+ * IPs), the generation moved on as the kind counts it (kinds without one,
+ * such as Services, have none), and no write at all when nothing changed.
+ * Events and Leases are created by an update when missing.
  * Delete: preconditions, finalizers (the object only gets a
  * deletionTimestamp until they are gone), propagation policy (Foreground
  * and Orphan are finalizers the garbage collector acts on; Background
- * leaves the dependents to it), dryRun.
+ * leaves the dependents to it), dryRun; always 200, with the object or,
+ * for kinds that do not return it, a Status. A Namespace with
+ * spec.finalizers turns Terminating; `finalizeNamespace` (the namespace
+ * controller's /finalize) lets it go.
  */
 import { randomUUID } from 'node:crypto';
 import { ErrorCode, NodenetError } from '../../errors/errors.js';
 import { deepEqual } from '../../reconcile/deep-equal.js';
 import type { Clock } from '../../reconcile/clock.js';
-import { STRATEGIES, nameProblem, validateMeta, type Strategy } from '../kinds/kinds.js';
+import { STRATEGIES, nameProblems, validateMeta, type Strategy } from '../kinds/kinds.js';
 import type { Store } from '../store/store.js';
 import type { KObject, Stored } from '../store/types.js';
-import { apiErrors, fieldErr, successStatus, type FieldError, type Status } from './errors.js';
+import { ApiError, apiErrors, fieldErr, successStatus, type FieldError, type Status } from './errors.js';
 import { applyJsonPatch, applyMergePatch } from './patch.js';
-import { apiVersionOf, grOf, type Resource } from './resources.js';
+import { apiVersionOf, grOf, RESOURCES, type Resource } from './resources.js';
 import { decode, DecodeError, type Schemas } from './schema.js';
 import { matchesFields, matchesLabels, parseFieldSelector, parseLabelSelector, SelectorError, type FieldRequirement, type LabelRequirement } from './selectors.js';
-import { strategicMergePatch } from './strategic-merge.js';
+import { strategicMergePatch, StrategicPatchError } from './strategic-merge.js';
+import { labelSelectorString } from './table.js';
 
 type O = Record<string, unknown>;
 const obj = (v: unknown): O | undefined => (v && typeof v === 'object' && !Array.isArray(v) ? (v as O) : undefined);
@@ -75,6 +81,9 @@ export interface Selectors {
 }
 
 const GENERATE_CHARS = 'bcdfghjklmnpqrstvwxz2456789';
+
+/** The kinds whose DELETE answers with the deleted object (ReturnDeletedObject); the others answer with a Status. */
+const RETURNS_DELETED_OBJECT = new Set(['pods', 'services', 'namespaces']);
 
 /** Finalizers the garbage collector owns. */
 export const FOREGROUND = 'foregroundDeletion';
@@ -161,29 +170,47 @@ export class Rest {
     const prefix = r.namespaced && namespace !== undefined ? `${gr}/${namespace}/` : '';
     const items: Stored[] = [];
     const limit = q.limit && q.limit > 0 ? q.limit : Infinity;
-    let i = 0;
-    for (; i < all.length; i++) {
+    // `all` is sorted by key: start at the first key past the continue point (and in the namespace), stop past the namespace.
+    const from = after && after >= prefix ? after : prefix;
+    let lo = 0;
+    let hi = all.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      const k = all[mid]!.key;
+      if (k < from || (k === from && from === after)) lo = mid + 1;
+      else hi = mid;
+    }
+    let i = lo;
+    let end = all.length;
+    if (prefix) {
+      let a = lo;
+      let b = all.length;
+      while (a < b) {
+        const mid = (a + b) >>> 1;
+        if (all[mid]!.key.startsWith(prefix) || all[mid]!.key < prefix) a = mid + 1;
+        else b = mid;
+      }
+      end = a;
+    }
+    for (; i < end; i++) {
       const s = all[i]!;
-      if (prefix && !s.key.startsWith(prefix)) continue;
-      if (after && s.key <= after) continue;
       if (!this.matches(r, sel, s.object)) continue;
       if (items.length === limit) break;
       items.push(s);
     }
     const out: { items: readonly Stored[]; rev: number; continue?: string; remaining?: number } = { items, rev };
-    if (i < all.length && items.length === limit) {
+    if (i < end && items.length === limit) {
       out.continue = encodeContinue(rev, items[items.length - 1]!.key);
-      if (!sel.labels.length && !sel.fields.length) {
-        let remaining = 0;
-        for (let j = i; j < all.length; j++) if (!prefix || all[j]!.key.startsWith(prefix)) remaining++;
-        out.remaining = remaining;
-      }
+      if (!sel.labels.length && !sel.fields.length) out.remaining = end - i;
     }
     return out;
   }
 
-  /** Decodes a request body as the kind, checking apiVersion and kind. */
-  decodeBody(r: Resource, body: unknown, fv: FieldValidation, warnings: string[]): O {
+  /**
+   * Decodes a request body as the kind, checking apiVersion and kind. `patch`: the body is a patched
+   * object, whose strict-decoding errors kube-apiserver reports without the "cannot be handled" prefix.
+   */
+  decodeBody(r: Resource, body: unknown, fv: FieldValidation, warnings: string[], from: 'body' | 'patch' = 'body'): O {
     const o = obj(body);
     if (!o) throw apiErrors.badRequest(`the body of the request must be a JSON object (a ${r.kind})`);
     const av = o['apiVersion'];
@@ -201,7 +228,11 @@ export class Rest {
       throw e;
     }
     if (problems.unknown.length) {
-      if (fv === 'Strict') throw apiErrors.badRequest(`strict decoding error: ${problems.unknown.map((f) => `unknown field "${f}"`).join(', ')}`);
+      if (fv === 'Strict') {
+        const msg = `strict decoding error: ${problems.unknown.map((f) => `unknown field "${f}"`).join(', ')}`;
+        // transformDecodeError, as for a wrong JSON type.
+        throw apiErrors.badRequest(from === 'body' ? `${r.kind} in version "${r.version}" cannot be handled as a ${r.kind}: ${msg}` : msg);
+      }
       if (fv === 'Warn') for (const f of problems.unknown) warnings.push(`unknown field "${f}"`);
     }
     decoded['apiVersion'] = apiVersionOf(r);
@@ -215,25 +246,30 @@ export class Rest {
     const meta = obj(o['metadata'])!;
     const name = String(meta['name'] ?? '');
     const errs: FieldError[] = [];
-    if (!old) {
-      const np = nameProblem(s.nameRule, name);
-      if (np) errs.push(fieldErr.invalid('metadata.name', name, np));
-    }
+    if (!old) for (const np of nameProblems(s.nameRule, name)) errs.push(fieldErr.invalid('metadata.name', name, np));
     errs.push(...validateMeta(meta), ...s.validate(o, old));
     if (errs.length) throw apiErrors.invalid(r, name, errs);
   }
 
-  /** Checks the namespace: it must exist (a Namespace object) for namespaced kinds. */
-  private checkNamespace(r: Resource, namespace: string): void {
+  /** The NamespaceLifecycle admission plugin: a namespaced object is created only in a namespace that exists and is not terminating. */
+  private checkNamespace(r: Resource, namespace: string, name: string): void {
     if (!r.namespaced) return;
-    if (!this.deps.store.latest(`namespaces//${namespace}`)) throw apiErrors.notFound({ resource: 'namespaces', group: '', kind: 'Namespace' }, namespace);
-    const ns = this.deps.store.latest(`namespaces//${namespace}`)!;
-    if (ns.object.metadata?.['deletionTimestamp'] && r.resource !== 'events') {
-      throw new NodenetError(ErrorCode.Forbidden, `${r.kind.toLowerCase()} ${JSON.stringify('')} is forbidden: unable to create new content in namespace ${namespace} because it is being terminated`);
+    const ns = this.deps.store.latest(`namespaces//${namespace}`);
+    if (!ns) throw apiErrors.notFound({ resource: 'namespaces', group: '', kind: 'Namespace' }, namespace);
+    const terminating = ns.object.metadata?.['deletionTimestamp'] || obj(ns.object['status'])?.['phase'] === 'Terminating';
+    if (terminating && r.resource !== 'events') {
+      const gr = grOf(r);
+      throw new ApiError(ErrorCode.Forbidden, `${gr}${name ? ` ${JSON.stringify(name)}` : ''} is forbidden: unable to create new content in namespace ${namespace} because it is being terminated`, {
+        name,
+        group: r.group,
+        kind: r.resource,
+        causes: [{ reason: 'NamespaceTerminating', message: `namespace ${namespace} is being terminated`, field: 'metadata.namespace' }],
+      });
     }
   }
 
-  async create(r: Resource, namespace: string, body: unknown, opts: WriteOptions = {}): Promise<WriteResult> {
+  /** @param operation the managedFields operation: `Apply` when server-side apply creates the object */
+  async create(r: Resource, namespace: string, body: unknown, opts: WriteOptions = {}, operation: 'Update' | 'Apply' = 'Update'): Promise<WriteResult> {
     const warnings: string[] = [];
     const o = this.decodeBody(r, body, opts.fieldValidation ?? 'Warn', warnings);
     const meta = obj(o['metadata'])!;
@@ -244,7 +280,7 @@ export class Rest {
       meta['namespace'] = namespace;
     } else delete meta['namespace'];
     if (meta['resourceVersion'] !== undefined && meta['resourceVersion'] !== '') throw apiErrors.badRequest('resourceVersion should not be set on objects to be created');
-    this.checkNamespace(r, namespace);
+    this.checkNamespace(r, namespace, typeof meta['name'] === 'string' ? meta['name'] : '');
     const generate = typeof meta['generateName'] === 'string' && meta['generateName'] !== '' && !meta['name'];
     if (!meta['name'] && !generate) throw apiErrors.invalid(r, '', [fieldErr.required('metadata.name', 'name or generateName is required')]);
     const s = this.strategy(r);
@@ -252,9 +288,12 @@ export class Rest {
     for (const k of ['uid', 'creationTimestamp', 'deletionTimestamp', 'deletionGracePeriodSeconds', 'selfLink', 'managedFields']) delete meta[k];
     meta['uid'] = this.uid();
     meta['creationTimestamp'] = rfc3339(now);
-    meta['generation'] = 1;
-    meta['managedFields'] = [managedEntry(opts.fieldManager ?? 'unknown', 'Update', apiVersionOf(r), now)];
+    // Only the kinds that track one have a generation (a Service or a Namespace has none).
+    if (s.bumpsGeneration) meta['generation'] = 1;
+    else delete meta['generation'];
+    meta['managedFields'] = [managedEntry(opts.fieldManager ?? 'unknown', operation, apiVersionOf(r), now)];
     s.defaults(o);
+    s.prepareForCreate?.(o);
     if (r.subresources.includes('status') || s.initialStatus) {
       const st = s.initialStatus?.(o);
       if (st === undefined) delete o['status'];
@@ -298,7 +337,27 @@ export class Rest {
     }
     const rv = meta['resourceVersion'];
     const expect = rv === undefined || rv === '' ? undefined : parseRV(String(rv));
-    return this.writeUpdate(r, namespace, name, () => o, expect, opts, warnings);
+    if (!opts.sub && this.strategy(r).allowCreateOnUpdate && !this.deps.store.latest(this.key(r, namespace, name))) {
+      // AllowCreateOnUpdate: the PUT creates the object (its resourceVersion is not a precondition then).
+      const m: O = { ...(obj((body as O)['metadata']) ?? {}), name };
+      delete m['resourceVersion'];
+      return this.create(r, namespace, { ...(body as O), metadata: m }, opts);
+    }
+    const uid = meta['uid'];
+    return this.writeUpdate(
+      r,
+      namespace,
+      name,
+      (cur) => {
+        // A uid in the body is a precondition (defaultUpdatedObjectInfo.Preconditions).
+        const have = cur.object.metadata?.['uid'];
+        if (typeof uid === 'string' && uid !== '' && uid !== have) throw apiErrors.conflict(r, name, `Precondition failed: UID in precondition: ${uid}, UID in object meta: ${String(have)}`);
+        return o;
+      },
+      expect,
+      opts,
+      warnings,
+    );
   }
 
   /** A read-modify-write with retries on a Conflict when there is no client precondition (GuaranteedUpdate). */
@@ -308,7 +367,7 @@ export class Rest {
     name: string,
     next: (cur: Stored) => O,
     expect: number | undefined,
-    opts: WriteOptions & { sub?: 'status' | 'scale' | undefined },
+    opts: WriteOptions & { sub?: 'status' | 'scale' | 'finalize' | undefined; operation?: 'Update' | 'Apply' },
     warnings: string[],
   ): Promise<WriteResult> {
     const key = this.key(r, namespace, name);
@@ -325,13 +384,13 @@ export class Rest {
       // Nothing changed: no write, no new resourceVersion (kube-apiserver skips the etcd write too).
       if (deepEqual(stripVolatile(merged), stripVolatile(old))) return { object: old as KObject, code: 200, warnings };
       // The last finalizer of an object being deleted went: the object goes.
-      if (oldMeta['deletionTimestamp'] && (!Array.isArray(m['finalizers']) || m['finalizers'].length === 0)) {
+      if (oldMeta['deletionTimestamp'] && finalized(r, merged)) {
         if (opts.dryRun) return { object: merged as KObject, code: 200, warnings };
         const gone = await this.deps.store.delete(key, cur.rev).catch((e: unknown) => this.retryable(r, name, e, attempt));
         if (gone === null) continue;
         return { object: gone.object as KObject, code: 200, warnings };
       }
-      m['managedFields'] = [managedEntry(opts.fieldManager ?? 'unknown', 'Update', apiVersionOf(r), this.deps.clock.now())];
+      m['managedFields'] = [managedEntry(opts.fieldManager ?? 'unknown', opts.operation ?? 'Update', apiVersionOf(r), this.deps.clock.now())];
       if (opts.dryRun) return { object: merged as KObject, code: 200, warnings };
       const res = await this.deps.store.update(key, merged as KObject, cur.rev).catch((e: unknown) => this.retryable(r, name, e, attempt, expect));
       if (res === null) continue;
@@ -349,7 +408,7 @@ export class Rest {
   }
 
   /** The object an update stores, from what the client sent (o) and what is stored (old). */
-  private prepareUpdate(r: Resource, o: O, old: O, sub: 'status' | 'scale' | undefined): O {
+  private prepareUpdate(r: Resource, o: O, old: O, sub: 'status' | 'scale' | 'finalize' | undefined): O {
     const oldMeta = obj(old['metadata'])!;
     let merged: O;
     if (sub === 'status') {
@@ -362,6 +421,8 @@ export class Rest {
         else merged['status'] = structuredClone(old['status']);
       }
       this.strategy(r).defaults(merged);
+      // `finalize` writes what the main resource keeps (a Namespace's spec.finalizers).
+      if (sub !== 'finalize') this.strategy(r).prepareForUpdate?.(merged, old);
     }
     const m = (merged['metadata'] = { ...(obj(merged['metadata']) ?? {}) });
     // Server-owned metadata is kept from the stored object.
@@ -374,16 +435,15 @@ export class Rest {
       const before = new Set(Array.isArray(oldMeta['finalizers']) ? (oldMeta['finalizers'] as string[]) : []);
       const now = Array.isArray(m['finalizers']) ? (m['finalizers'] as string[]) : [];
       const added = now.filter((f) => !before.has(f));
-      if (added.length) throw apiErrors.invalid(r, String(oldMeta['name']), [fieldErr.forbidden('metadata.finalizers', `no new finalizers can be added if the object is being deleted, found new finalizers ${JSON.stringify(added)}`)]);
+      if (added.length) {
+        // Go's %#v of the sorted []string.
+        const list = `[]string{${[...new Set(added)].sort().map((f) => JSON.stringify(f)).join(', ')}}`;
+        throw apiErrors.invalid(r, String(oldMeta['name']), [fieldErr.forbidden('metadata.finalizers', `no new finalizers can be added if the object is being deleted, found new finalizers ${list}`)]);
+      }
     }
-    // The generation counts spec changes: everything but metadata and status.
-    const specOf = (x: O) => {
-      const c: O = { ...x };
-      delete c['metadata'];
-      delete c['status'];
-      return c;
-    };
-    if (!deepEqual(specOf(merged), specOf(old))) m['generation'] = (Number(oldMeta['generation']) || 1) + 1;
+    // The generation counts what the kind says it counts (its spec, mostly); status and labels never.
+    const bump = this.strategy(r).bumpsGeneration;
+    if (bump?.(merged, old)) m['generation'] = (Number(oldMeta['generation']) || 1) + 1;
     return merged;
   }
 
@@ -403,7 +463,7 @@ export class Rest {
       if (!body) throw apiErrors.badRequest('the apply configuration must be an object');
       const meta = obj(body['metadata']);
       if (meta?.['name'] !== undefined && meta['name'] !== name) throw apiErrors.badRequest(`the name of the object (${String(meta['name'])}) does not match the name on the URL (${name})`);
-      const created = await this.create(r, namespace, { ...body, metadata: { ...(meta ?? {}), name } }, { ...opts, fieldManager: opts.fieldManager ?? 'unknown' });
+      const created = await this.create(r, namespace, { ...body, metadata: { ...(meta ?? {}), name } }, { ...opts, fieldValidation: opts.fieldValidation ?? 'Strict', fieldManager: opts.fieldManager ?? 'unknown' }, 'Apply');
       return { ...created, code: 201 };
     }
     return this.writeUpdate(
@@ -419,21 +479,40 @@ export class Rest {
           else patched = strategicMergePatch(this.deps.schemas, r.model, base, patch, { apply: type === 'apply' });
         } catch (e) {
           if (e instanceof NodenetError) throw e;
-          throw new NodenetError(ErrorCode.InvalidObject, `${e instanceof Error ? e.message : String(e)}`);
+          const msg = e instanceof Error ? e.message : String(e);
+          // As upstream: a JSON patch that is not a list of operations, and a strategic merge patch in a bad
+          // format, are 400s; a JSON patch whose operation fails on this object is a 422.
+          if (e instanceof StrategicPatchError || (type === 'json' && !Array.isArray(patch))) throw apiErrors.badRequest(msg);
+          throw new NodenetError(ErrorCode.InvalidObject, msg);
         }
-        const o = this.decodeBody(r, patched, opts.fieldValidation ?? (type === 'apply' ? 'Strict' : 'Warn'), warnings);
+        const o = this.decodeBody(r, patched, opts.fieldValidation ?? (type === 'apply' ? 'Strict' : 'Warn'), warnings, 'patch');
         // A resourceVersion in the patch is a precondition, as for an update.
         const rv = obj(o['metadata'])?.['resourceVersion'];
         if (rv !== undefined && rv !== cur.object.metadata?.['resourceVersion']) throw apiErrors.conflict(r, name);
         return o;
       },
       undefined,
-      opts,
+      { ...opts, operation: type === 'apply' ? 'Apply' : 'Update' },
       warnings,
     );
   }
 
+  /**
+   * DELETE. 200 in every case, as kube-apiserver answers (202 only for the deprecated
+   * orphanDependents=false). The body is the object when it stays (finalizers, a terminating
+   * Namespace) or when the kind returns its deleted object (Pods, Services, Namespaces), else a
+   * Status naming what was deleted.
+   */
   async delete(r: Resource, namespace: string, name: string, opts: DeleteOptions = {}): Promise<{ code: number; body: KObject | Status }> {
+    const d = await this.deleteOne(r, namespace, name, opts);
+    if (!d.gone || RETURNS_DELETED_OBJECT.has(r.resource)) return { code: 200, body: d.object };
+    const meta = obj(d.object.metadata) ?? {};
+    // finalizeDelete's Status: no code, no message; the resource (not the kind) in details.kind.
+    return { code: 200, body: { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', details: { name: meta['name'], group: r.group, kind: r.resource, uid: meta['uid'] } } };
+  }
+
+  /** The delete itself: the object as deleted or as it stays, and whether it went. */
+  private async deleteOne(r: Resource, namespace: string, name: string, opts: DeleteOptions): Promise<{ object: KObject; gone: boolean }> {
     const key = this.key(r, namespace, name);
     for (let attempt = 0; ; attempt++) {
       const cur = this.deps.store.latest(key);
@@ -445,29 +524,57 @@ export class Rest {
       if (opts.preconditions?.resourceVersion && opts.preconditions.resourceVersion !== meta['resourceVersion']) {
         throw apiErrors.conflict(r, name, `Precondition failed: ResourceVersion in precondition: ${opts.preconditions.resourceVersion}, ResourceVersion in object meta: ${String(meta['resourceVersion'])}`);
       }
-      const finalizers = new Set(Array.isArray(meta['finalizers']) ? (meta['finalizers'] as string[]) : []);
+      const had = Array.isArray(meta['finalizers']) ? (meta['finalizers'] as string[]) : [];
+      const finalizers = new Set(had);
       if (opts.propagationPolicy === 'Foreground') finalizers.add(FOREGROUND);
       if (opts.propagationPolicy === 'Orphan') finalizers.add(ORPHAN);
-      if (finalizers.size) {
+      // A Namespace with spec.finalizers terminates first (its controller empties it, then finalizes it).
+      const terminating = r.resource === 'namespaces' && arr(obj(cur.object['spec'])?.['finalizers']).length > 0;
+      if (finalizers.size || terminating) {
+        const already = Boolean(meta['deletionTimestamp']) && finalizers.size === had.length;
+        if (already && (r.resource !== 'namespaces' || obj(cur.object['status'])?.['phase'] === 'Terminating')) return { object: cur.object as KObject, gone: false };
         // Deletion starts: a deletionTimestamp, and the finalizers do the rest.
-        if (meta['deletionTimestamp'] && finalizers.size === (Array.isArray(meta['finalizers']) ? meta['finalizers'].length : 0)) {
-          return { code: 202, body: cur.object as KObject };
-        }
         const next = structuredClone(cur.object) as O;
         const nm = obj(next['metadata'])!;
-        nm['finalizers'] = [...finalizers];
+        if (finalizers.size) nm['finalizers'] = [...finalizers];
         nm['deletionTimestamp'] ??= rfc3339(this.deps.clock.now());
         nm['deletionGracePeriodSeconds'] ??= 0;
-        if (opts.dryRun) return { code: 202, body: next as KObject };
+        if (r.resource === 'namespaces') next['status'] = { ...(obj(next['status']) ?? {}), phase: 'Terminating' };
+        if (opts.dryRun) return { object: next as KObject, gone: false };
         const res = await this.deps.store.update(key, next as KObject, cur.rev).catch((e: unknown) => this.retryable(r, name, e, attempt));
         if (res === null) continue;
-        return { code: 202, body: res.object as KObject };
+        return { object: res.object as KObject, gone: false };
       }
-      if (opts.dryRun) return { code: 200, body: cur.object as KObject };
+      if (opts.dryRun) return { object: cur.object as KObject, gone: true };
       const gone = await this.deps.store.delete(key, cur.rev).catch((e: unknown) => this.retryable(r, name, e, attempt));
       if (gone === null) continue;
-      return { code: 200, body: gone.object as KObject };
+      return { object: gone.object as KObject, gone: true };
     }
+  }
+
+  /**
+   * The `finalize` subresource of a Namespace: sets spec.finalizers (the namespace controller removes
+   * `kubernetes` once the namespace is empty). A terminating namespace left with no finalizers of
+   * either kind goes, as the controller's DELETE that follows makes it go upstream.
+   * @param resourceVersion the version the caller read (a Conflict when it changed), if given
+   */
+  async finalizeNamespace(name: string, finalizers: readonly string[], resourceVersion?: string, opts: WriteOptions = {}): Promise<WriteResult> {
+    const r = NAMESPACES;
+    const expect = resourceVersion === undefined || resourceVersion === '' ? undefined : parseRV(resourceVersion);
+    return this.writeUpdate(
+      r,
+      '',
+      name,
+      (cur) => {
+        const next = structuredClone(cur.object) as O;
+        const spec = (obj(next['spec']) ?? (next['spec'] = {})) as O;
+        spec['finalizers'] = [...finalizers];
+        return next;
+      },
+      expect,
+      { ...opts, sub: 'finalize' },
+      [],
+    );
   }
 
   async deleteCollection(r: Resource, namespace: string | undefined, q: ListQuery, opts: DeleteOptions): Promise<{ code: number; body: KObject }> {
@@ -477,8 +584,7 @@ export class Rest {
       const name = String(s.object.metadata?.['name']);
       const ns = String(s.object.metadata?.['namespace'] ?? '');
       try {
-        const res = await this.delete(r, ns, name, opts);
-        deleted.push(res.body as KObject);
+        deleted.push((await this.deleteOne(r, ns, name, opts)).object);
       } catch (e) {
         if (e instanceof NodenetError && e.code === ErrorCode.NotFound) continue;
         throw e;
@@ -492,8 +598,8 @@ export class Rest {
     const sc = r.scale!;
     const o = s.object as O;
     const at = (p: readonly string[]) => p.reduce<unknown>((v, k) => obj(v)?.[k], o);
-    const sel = obj(at(sc.selector));
-    const selText = Object.entries(obj(sel?.['matchLabels']) ?? {}).map(([k, v]) => `${k}=${String(v)}`).join(',');
+    // labels.Selector.String() of the selector, as scaleFromDeployment / scaleFromReplicaSet.
+    const selText = labelSelectorString(at(sc.selector)) ?? '';
     const meta = obj(o['metadata'])!;
     return {
       kind: 'Scale',
@@ -537,6 +643,15 @@ export class Rest {
   deletedStatus(r: Resource, name: string, uid: string): Status {
     return successStatus({ name, group: r.group, kind: r.resource, uid });
   }
+}
+
+const NAMESPACES: Resource = RESOURCES.find((x) => x.resource === 'namespaces')!;
+const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
+
+/** No finalizer holds the object: metadata.finalizers, and for a Namespace spec.finalizers too. */
+function finalized(r: Resource, o: O): boolean {
+  if (arr(obj(o['metadata'])?.['finalizers']).length) return false;
+  return r.resource !== 'namespaces' || arr(obj(o['spec'])?.['finalizers']).length === 0;
 }
 
 function managedEntry(manager: string, operation: 'Update' | 'Apply', apiVersion: string, now: number): O {

@@ -491,6 +491,7 @@ export class ApiServer {
 
   private async readBody(req: IncomingMessage): Promise<{ value: unknown; type: string }> {
     const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+    if (Number(req.headers['content-length'] ?? 0) > this.maxBody) throw apiErrors.tooLarge(this.maxBody);
     const chunks: Buffer[] = [];
     let size = 0;
     for await (const c of req as AsyncIterable<Buffer>) {
@@ -520,6 +521,8 @@ export class ApiServer {
     const headers: Record<string, string> = {};
     if (s.details?.retryAfterSeconds) headers['Retry-After'] = String(s.details.retryAfterSeconds);
     if (s.code === 401) headers['WWW-Authenticate'] = 'Bearer realm="nodenet"';
+    // The rest of a body too large is never read: the connection cannot carry another request.
+    if (s.code === 413) headers['Connection'] = 'close';
     return this.json(res, s.code, s, headers);
   }
 

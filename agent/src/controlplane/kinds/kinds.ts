@@ -6,7 +6,7 @@
  * with. Pure: objects in, objects and field errors out.
  */
 import { isIPv6 } from 'node:net';
-import { isDNS1035Label, isDNS1123Label, isDNS1123Subdomain } from '../../net/dns-names.js';
+import { isDNS1123Label, isDNS1123Subdomain } from '../../net/dns-names.js';
 import { isIPv4 } from '../../net/ip.js';
 import { deepEqual } from '../../reconcile/deep-equal.js';
 import { fieldErr, type FieldError } from '../api/errors.js';
@@ -116,8 +116,8 @@ const sameMap = (a: unknown, b: unknown): boolean => deepEqual(obj(a) ?? {}, obj
 const PROTOCOLS = ['SCTP', 'TCP', 'UDP'];
 const SERVICE_TYPES = ['ClusterIP', 'ExternalName', 'LoadBalancer', 'NodePort'];
 
-function portRange(errs: FieldError[], path: string, v: unknown, required: boolean): void {
-  if (v === undefined || v === null || v === 0) {
+function portRange(errs: FieldError[], path: string, v: unknown, required: boolean | 'invalid'): void {
+  if (required !== 'invalid' && (v === undefined || v === null || v === 0)) {
     if (required) errs.push(fieldErr.required(path));
     return;
   }
@@ -193,7 +193,8 @@ const service: Strategy = {
         if (names.has(name)) errs.push(fieldErr.duplicate(`${path}.name`, name));
         names.add(name);
       }
-      portRange(errs, `${path}.port`, port['port'], true);
+      // Upstream checks IsValidPortNum only: a missing port is port 0, "Invalid value: 0" (a container's is "Required").
+      portRange(errs, `${path}.port`, port['port'] ?? 0, 'invalid');
       if (!PROTOCOLS.includes(String(port['protocol']))) errs.push(fieldErr.notSupported(`${path}.protocol`, port['protocol'], PROTOCOLS));
       const key = `${String(port['port'])}/${String(port['protocol'])}`;
       if (seen.has(key)) errs.push(fieldErr.duplicate(path, { port: port['port'], protocol: port['protocol'] }));
@@ -492,34 +493,94 @@ const replicaSet: Strategy = {
   bumpsGeneration: specChanged,
 };
 
+/** ValidateEndpointIP: an address an endpoint may not have. */
+function endpointIPProblems(a: string): string[] {
+  const out: string[] = [];
+  if (isIPv4(a)) {
+    const [x, y, z] = a.split('.').map(Number) as [number, number, number];
+    if (a === '0.0.0.0') out.push(`may not be unspecified (${a})`);
+    if (x === 127) out.push('may not be in the loopback range (127.0.0.0/8, ::1/128)');
+    if (x === 169 && y === 254) out.push('may not be in the link-local range (169.254.0.0/16, fe80::/10)');
+    if (x === 224 && y === 0 && z === 0) out.push('may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)');
+  } else if (isIPv6(a)) {
+    const l = a.toLowerCase();
+    if (/^(0*:)*:?0*$/.test(l) || l === '::') out.push(`may not be unspecified (${a})`);
+    if (l === '::1') out.push('may not be in the loopback range (127.0.0.0/8, ::1/128)');
+    if (/^fe[89ab]/.test(l)) out.push('may not be in the link-local range (169.254.0.0/16, fe80::/10)');
+    if (/^ff02:/.test(l)) out.push('may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)');
+  } else out.push('must be a valid IP address');
+  return out;
+}
+
+/** IsFullyQualifiedDomainName, for FQDN endpoints. */
+function fqdnErrors(path: string, v: unknown): FieldError[] {
+  if (typeof v !== 'string' || v === '') return [fieldErr.required(path)];
+  const name = v.endsWith('.') ? v.slice(0, -1) : v;
+  const p = nameProblems('subdomain', name);
+  if (p.length) return [fieldErr.invalid(path, name, p.join(','))];
+  if (name.split('.').length < 2) return [fieldErr.invalid(path, name, 'should be a domain with at least two segments separated by dots')];
+  return [];
+}
+
+const ADDRESS_TYPES = ['FQDN', 'IPv4', 'IPv6'];
+
 const endpointSlice: Strategy = {
   nameRule: 'subdomain',
   defaults(o) {
     for (const p of arr(o['ports'])) {
       const port = obj(p);
-      if (port) port['protocol'] ??= 'TCP';
+      if (!port) continue;
+      port['name'] ??= '';
+      port['protocol'] ??= 'TCP';
     }
   },
-  validate(o) {
+  // pkg/apis/discovery/validation: ValidateEndpointSlice(Update).
+  validate(o, old) {
     const errs: FieldError[] = [];
     const at = o['addressType'];
-    if (at === undefined) errs.push(fieldErr.required('addressType'));
-    else if (!['IPv4', 'IPv6', 'FQDN'].includes(String(at))) errs.push(fieldErr.notSupported('addressType', at, ['FQDN', 'IPv4', 'IPv6']));
-    arr(o['endpoints']).forEach((e, i) => {
-      const addrs = arr(obj(e)?.['addresses']);
-      if (addrs.length === 0) errs.push(fieldErr.required(`endpoints[${i}].addresses`));
-      if (addrs.length > 100) errs.push(fieldErr.tooMany(`endpoints[${i}].addresses`, addrs.length, 100));
+    if (at === undefined || at === null || at === '') errs.push(fieldErr.required('addressType'));
+    else if (!ADDRESS_TYPES.includes(String(at))) errs.push(fieldErr.notSupported('addressType', at, ADDRESS_TYPES));
+    if (old && at !== old['addressType']) errs.push(fieldErr.invalid('addressType', at, 'field is immutable'));
+    const endpoints = arr(o['endpoints']);
+    if (endpoints.length > 1000) errs.push(fieldErr.tooMany('endpoints', endpoints.length, 1000));
+    else endpoints.forEach((e, i) => {
+      const ep = obj(e) ?? {};
+      const path = `endpoints[${i}]`;
+      const addrs = arr(ep['addresses']);
+      if (addrs.length === 0) errs.push(fieldErr.required(`${path}.addresses`, 'must contain at least 1 address'));
+      else if (addrs.length > 100) errs.push(fieldErr.tooMany(`${path}.addresses`, addrs.length, 100));
       addrs.forEach((a, j) => {
-        if (at === 'IPv4' && !(typeof a === 'string' && isIPv4(a))) errs.push(fieldErr.invalid(`endpoints[${i}].addresses[${j}]`, a, 'must be a valid IPv4 address'));
+        const ap = `${path}.addresses[${j}]`;
+        const s = typeof a === 'string' ? a : '';
+        if (at === 'IPv4' || at === 'IPv6') {
+          if (at === 'IPv4' ? !isIPv4(s) : !isIPv6(s)) errs.push(fieldErr.invalid(ap, a, `must be a valid ${at} address`));
+          for (const p of endpointIPProblems(s)) errs.push(fieldErr.invalid(ap, a, p));
+        } else if (at === 'FQDN') errs.push(...fqdnErrors(ap, a));
       });
+      if (typeof ep['nodeName'] === 'string') for (const p of nameProblems('subdomain', ep['nodeName'])) errs.push(fieldErr.invalid(`${path}.nodeName`, ep['nodeName'], p));
+      if (typeof ep['hostname'] === 'string') for (const p of nameProblems('label', ep['hostname'])) errs.push(fieldErr.invalid(`${path}.hostname`, ep['hostname'], p));
     });
-    arr(o['ports']).forEach((p, i) => {
-      const port = obj(p) ?? {};
-      if (port['port'] !== undefined && port['port'] !== null) portRange(errs, `ports[${i}].port`, port['port'], false);
-      if (!PROTOCOLS.includes(String(port['protocol']))) errs.push(fieldErr.notSupported(`ports[${i}].protocol`, port['protocol'], PROTOCOLS));
-    });
+    const ports = arr(o['ports']);
+    if (ports.length > 20000) errs.push(fieldErr.tooMany('ports', ports.length, 20000));
+    else {
+      const names = new Set<string>();
+      ports.forEach((p, i) => {
+        const port = obj(p) ?? {};
+        const path = `ports[${i}]`;
+        const name = typeof port['name'] === 'string' ? port['name'] : '';
+        if (name !== '') for (const pr of nameProblems('label', name)) errs.push(fieldErr.invalid(`${path}.name`, name, pr));
+        if (names.has(name)) errs.push(fieldErr.duplicate(`${path}.name`, name));
+        names.add(name);
+        if (port['protocol'] === undefined || port['protocol'] === null) errs.push(fieldErr.required(`${path}.protocol`));
+        else if (!PROTOCOLS.includes(String(port['protocol']))) errs.push(fieldErr.notSupported(`${path}.protocol`, port['protocol'], PROTOCOLS));
+        // Not in upstream (it leaves the number alone): a port the data plane could not program is refused here.
+        if (port['port'] !== undefined && port['port'] !== null) portRange(errs, `${path}.port`, port['port'], false);
+      });
+    }
     return errs;
   },
+  // Anything but metadata, or the labels (the EndpointSlice controllers compare generations).
+  bumpsGeneration: (o, old) => specChanged(o, old) || !sameMap(obj(o['metadata'])?.['labels'], obj(old['metadata'])?.['labels']),
 };
 
 const plain = (nameRule: NameRule, initialStatus?: (o: O) => O | undefined): Strategy => ({
@@ -529,17 +590,41 @@ const plain = (nameRule: NameRule, initialStatus?: (o: O) => O | undefined): Str
   ...(initialStatus ? { initialStatus } : {}),
 });
 
+/**
+ * core/v1 Events: upstream's legacyValidateEvent only (ValidateEventCreate/Update skip the rest for
+ * v1): the name need only be a path segment, and type, reason and the like are free text, unless
+ * the event is a "new" one (eventTime set), which must say who reported it and what happened.
+ */
 const event: Strategy = {
-  nameRule: 'subdomain',
+  nameRule: 'path',
   defaults() {},
   validate(o) {
     const errs: FieldError[] = [];
-    const io = obj(o['involvedObject']);
-    if (!io) errs.push(fieldErr.required('involvedObject'));
-    const type = o['type'];
-    if (type !== undefined && !['Normal', 'Warning'].includes(String(type))) errs.push(fieldErr.notSupported('type', type, ['Normal', 'Warning']));
+    const ns = String(obj(o['metadata'])?.['namespace'] ?? '');
+    const io = obj(o['involvedObject']) ?? {};
+    const ioNs = typeof io['namespace'] === 'string' ? io['namespace'] : '';
+    const mismatch = () => errs.push(fieldErr.invalid('involvedObject.namespace', ioNs, 'does not match event.namespace'));
+    const str = (k: string) => (typeof o[k] === 'string' ? (o[k] as string) : '');
+    if (!o['eventTime']) {
+      if (ioNs === '' ? ns !== '' && ns !== 'default' : ns !== ioNs) mismatch();
+    } else {
+      if (ioNs === '' && ns !== 'default' && ns !== 'kube-system') mismatch();
+      const rc = str('reportingComponent');
+      if (rc === '') errs.push(fieldErr.required('reportingComponent'));
+      const rp = labelKeyProblem(rc);
+      if (rp) errs.push(fieldErr.invalid('reportingComponent', rc, rp));
+      const limit = (k: string, n: number) => {
+        if (str(k) === '' && k !== 'message') errs.push(fieldErr.required(k));
+        if (str(k).length > n) errs.push(fieldErr.invalid(k, '', `can have at most ${n} characters`));
+      };
+      limit('reportingInstance', 128);
+      limit('action', 128);
+      limit('reason', 128);
+      limit('message', 1024);
+    }
     return errs;
   },
+  allowCreateOnUpdate: true,
 };
 
 const namespace: Strategy = {
@@ -549,20 +634,42 @@ const namespace: Strategy = {
     const meta = ensure(o, 'metadata');
     if (typeof meta['name'] === 'string') ensure(meta, 'labels')['kubernetes.io/metadata.name'] = meta['name'];
   },
-  validate: () => [],
+  validate(o) {
+    const errs: FieldError[] = [];
+    arr(obj(o['spec'])?.['finalizers']).forEach((f, i) => {
+      const p = typeof f === 'string' ? labelKeyProblem(f) : 'must be a string';
+      if (p) errs.push(fieldErr.invalid(`spec.finalizers[${i}]`, f, p));
+      else if (!String(f).includes('/') && f !== 'kubernetes') errs.push(fieldErr.invalid(`spec.finalizers[${i}]`, f, 'name is neither a standard finalizer name nor is it fully qualified'));
+    });
+    return errs;
+  },
   initialStatus: () => ({ phase: 'Active' }),
+  prepareForCreate(o) {
+    // A new namespace carries the `kubernetes` finalizer (the namespace controller's).
+    const spec = ensure(o, 'spec');
+    const f = arr(spec['finalizers']);
+    if (!f.includes('kubernetes')) spec['finalizers'] = [...f, 'kubernetes'];
+  },
+  prepareForUpdate(o, old) {
+    // spec.finalizers change only through /finalize.
+    const was = obj(old['spec'])?.['finalizers'];
+    const spec = ensure(o, 'spec');
+    if (was === undefined) delete spec['finalizers'];
+    else spec['finalizers'] = structuredClone(was);
+  },
 };
 
 export const STRATEGIES: Readonly<Record<string, Strategy>> = {
   namespaces: namespace,
-  nodes: plain('subdomain', () => ({})),
+  // A kubelet registers its Node with its status (addresses, capacity, nodeInfo): it is kept.
+  nodes: plain('subdomain', (o) => obj(o['status'])),
   pods: pod,
   services: service,
   events: event,
   'endpointslices.discovery.k8s.io': endpointSlice,
   'deployments.apps': deployment,
   'replicasets.apps': replicaSet,
-  'leases.coordination.k8s.io': plain('subdomain'),
+  'leases.coordination.k8s.io': { ...plain('subdomain'), allowCreateOnUpdate: true },
 };
 
 export type { KObject };

@@ -1,0 +1,39 @@
+import t from 'tap';
+import { FlagError } from '../../agent/src/cli/flags.js';
+import { parseBenchArgs } from './args.js';
+
+t.test('defaults: the sizes the brief names', async (t) => {
+  t.same(parseBenchArgs([]), {
+    quick: false, services: 10_000, slices: 20_000, creates: 2000, concurrency: [1, 16], paced: 5000, qps: 200,
+    watchers: [10, 100], watchWrites: 300, listRepeat: 5, loadConcurrency: 16, logLevel: 'info', out: null,
+  });
+});
+
+t.test('--quick: smaller sizes; explicit flags win over them', async (t) => {
+  const q = parseBenchArgs(['--quick']);
+  t.match(q, { quick: true, services: 1000, slices: 2000, creates: 300, paced: 600, watchWrites: 100, listRepeat: 3, watchers: [10, 100], concurrency: [1, 16] });
+  t.match(parseBenchArgs(['--quick', '--services', '500', '--slices=0']), { quick: true, services: 500, slices: 0, creates: 300 });
+});
+
+t.test('flags', async (t) => {
+  const a = parseBenchArgs(['--concurrency', '1,4,16', '--watchers', '1', '--paced', '0', '--qps', '50', '--log-level', 'silent', '--out', 'bench/apiserver/results/x.json', '--load-concurrency', '32', '--list-repeat', '2', '--watch-writes', '10', '--creates', '100']);
+  t.match(a, { concurrency: [1, 4, 16], watchers: [1], paced: 0, qps: 50, logLevel: 'silent', out: 'bench/apiserver/results/x.json', loadConcurrency: 32, listRepeat: 2, watchWrites: 10, creates: 100 });
+});
+
+t.test('bad input is refused with the flag named', async (t) => {
+  t.throws(() => parseBenchArgs(['--services', 'ten']), /--services: "ten" is not a whole number/);
+  t.throws(() => parseBenchArgs(['--services', '0']), /--services: 0 is outside 1\.\.60000/);
+  t.throws(() => parseBenchArgs(['--slices', '60001']), /--slices: 60001 is outside/);
+  t.throws(() => parseBenchArgs(['--watchers', '10,10']), /repeats a value/);
+  t.throws(() => parseBenchArgs(['--watchers', '201']), /--watchers: 201 is outside 1\.\.200/);
+  t.throws(() => parseBenchArgs(['--concurrency', ',']), /at least one value/);
+  t.throws(() => parseBenchArgs(['--concurrency', '0']), /outside 1\.\.256/);
+  t.throws(() => parseBenchArgs(['--qps', '-5']), FlagError);
+  t.throws(() => parseBenchArgs(['--log-level', 'loud']), /--log-level: "loud" is not one of/);
+  t.throws(() => parseBenchArgs(['--out=']), /--out needs a file name/);
+  t.throws(() => parseBenchArgs(['--quick=yes']), /takes no value/);
+  t.throws(() => parseBenchArgs(['--creates']), /needs a value/);
+  t.throws(() => parseBenchArgs(['--bogus']), /unknown flag --bogus/);
+  t.throws(() => parseBenchArgs(['extra']), /unexpected argument "extra"/);
+  t.throws(() => parseBenchArgs(['-h']), /usage: npm run bench:apiserver/);
+});
