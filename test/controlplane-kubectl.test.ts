@@ -245,6 +245,15 @@ t.test('deleting a namespace deletes what is in it', async (t) => {
   t.match(await ok(['delete', 'ns', 'doomed']), /namespace "doomed" deleted/);
   await waitFor(async () => (await kubectl(['get', 'ns', 'doomed'])).code !== 0, 'the namespace gone', { timeoutMs: 20_000 });
   t.equal(await ok(['get', 'all', '-n', 'doomed', '-o', 'name']), '', 'nothing left in it');
+
+  // A namespace finalizer of someone else's holds it Terminating until that someone calls finalize.
+  await ok(['apply', '-f', '-'], { input: 'apiVersion: v1\nkind: Namespace\nmetadata: {name: held}\nspec: {finalizers: [kubernetes, example.com/hold]}\n' });
+  await ok(['delete', 'ns', 'held', '--wait=false']);
+  await waitFor(async () => (await ok(['get', 'ns', 'held', '-o', 'jsonpath={.status.phase} {.spec.finalizers}'])) === 'Terminating ["example.com/hold"]', 'the kubernetes finalizer done, the other left');
+  const refused = await kubectl(['apply', '-n', 'held', '-f', file('svc4.yaml', SVC)]);
+  t.match(refused.err, /unable to create new content in namespace held because it is being terminated/);
+  await ok(['replace', '--raw', '/api/v1/namespaces/held/finalize', '-f', '-'], { input: JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'held' }, spec: { finalizers: [] } }) });
+  await waitFor(async () => (await kubectl(['get', 'ns', 'held'])).code !== 0, 'the namespace gone after finalize');
 });
 
 t.test('tokens: none or a wrong one is 401; a node token may not write Services (403)', async (t) => {

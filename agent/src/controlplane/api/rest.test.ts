@@ -605,3 +605,35 @@ t.test('namespaces: deletion terminates them; finalize lets them go', async (t) 
   await rest.delete(NS, '', 'plain');
   t.equal(store.get('namespaces//plain'), undefined, 'a namespace without finalizers goes at once');
 });
+
+t.test('delete: a Pod on a node terminates gracefully; unbound, finished or node-less Pods go at once', async (t) => {
+  const { rest, store, clock } = await setup(t);
+  await rest.create(NODE, '', { apiVersion: 'v1', kind: 'Node', metadata: { name: 'n1' } });
+  await rest.create(POD, 'default', pod('bound', { nodeName: 'n1', terminationGracePeriodSeconds: 20 }));
+  const d = await rest.delete(POD, 'default', 'bound');
+  t.equal(d.code, 200);
+  const m = meta(d.body as KObject);
+  t.equal(m['deletionGracePeriodSeconds'], 20, 'the Pod\'s own grace period');
+  t.equal(m['deletionTimestamp'], new Date(clock.now() + 20_000).toISOString().replace(/\.\d{3}Z$/, 'Z'), 'deletionTimestamp: now + the grace');
+  t.ok(store.get('pods/default/bound'), 'still there, Terminating, for its kubelet to stop');
+  const again = await rest.delete(POD, 'default', 'bound');
+  t.equal(meta(again.body as KObject)['resourceVersion'], m['resourceVersion'], 'a second delete with the same grace changes nothing');
+  const shorter = await rest.delete(POD, 'default', 'bound', { gracePeriodSeconds: 5 });
+  t.equal(meta(shorter.body as KObject)['deletionGracePeriodSeconds'], 5, 'a shorter grace shortens it');
+  await rest.delete(POD, 'default', 'bound', { gracePeriodSeconds: 0 });
+  t.notOk(store.get('pods/default/bound'), 'the kubelet\'s final delete (grace 0) removes it');
+
+  await rest.create(POD, 'default', pod('unbound'));
+  await rest.delete(POD, 'default', 'unbound');
+  t.notOk(store.get('pods/default/unbound'), 'no node: nobody to wait for');
+  await rest.create(POD, 'default', pod('ghost', { nodeName: 'gone' }));
+  await rest.delete(POD, 'default', 'ghost');
+  t.notOk(store.get('pods/default/ghost'), 'bound to a Node that does not exist: at once');
+  await rest.create(POD, 'default', pod('done', { nodeName: 'n1' }));
+  const cur = rest.get(POD, 'default', 'done').object as KObject;
+  await rest.update(POD, 'default', 'done', { ...structuredClone(cur), status: { phase: 'Succeeded' } }, { sub: 'status' });
+  await rest.delete(POD, 'default', 'done');
+  t.notOk(store.get('pods/default/done'), 'a finished Pod goes at once');
+  await rest.create(POD, 'default', pod('dflt', { nodeName: 'n1' }));
+  t.equal(meta((await rest.delete(POD, 'default', 'dflt')).body as KObject)['deletionGracePeriodSeconds'], 30, 'the default grace: 30 s');
+});

@@ -528,6 +528,22 @@ export class Rest {
       const finalizers = new Set(had);
       if (opts.propagationPolicy === 'Foreground') finalizers.add(FOREGROUND);
       if (opts.propagationPolicy === 'Orphan') finalizers.add(ORPHAN);
+      // A Pod on a node is deleted gracefully: its kubelet stops it, then deletes it with a grace of 0.
+      const grace = r.resource === 'pods' ? this.podGracePeriod(cur.object, opts) : 0;
+      if (grace > 0) {
+        const dgp = meta['deletionGracePeriodSeconds'];
+        // Already terminating with this grace or a shorter one: nothing to change (a shorter one shortens it).
+        if (meta['deletionTimestamp'] && typeof dgp === 'number' && dgp <= grace && finalizers.size === had.length) return { object: cur.object as KObject, gone: false };
+        const next = structuredClone(cur.object) as O;
+        const nm = obj(next['metadata'])!;
+        if (finalizers.size) nm['finalizers'] = [...finalizers];
+        nm['deletionTimestamp'] = rfc3339(this.deps.clock.now() + grace * 1000);
+        nm['deletionGracePeriodSeconds'] = grace;
+        if (opts.dryRun) return { object: next as KObject, gone: false };
+        const res = await this.deps.store.update(key, next as KObject, cur.rev).catch((e: unknown) => this.retryable(r, name, e, attempt));
+        if (res === null) continue;
+        return { object: res.object as KObject, gone: false };
+      }
       // A Namespace with spec.finalizers terminates first (its controller empties it, then finalizes it).
       const terminating = r.resource === 'namespaces' && arr(obj(cur.object['spec'])?.['finalizers']).length > 0;
       if (finalizers.size || terminating) {
@@ -550,6 +566,24 @@ export class Rest {
       if (gone === null) continue;
       return { object: gone.object as KObject, gone: true };
     }
+  }
+
+  /**
+   * How long a Pod's deletion waits for its kubelet, as kube-apiserver's pod strategy decides: the
+   * request's gracePeriodSeconds, else the Pod's terminationGracePeriodSeconds; 0 for a Pod bound to
+   * no node or already finished. nodenet adds: 0 for a Pod bound to a Node that does not exist (no
+   * kubelet will ever finish it; upstream the pod garbage collector force-deletes those).
+   */
+  private podGracePeriod(pod: Readonly<KObject>, opts: DeleteOptions): number {
+    const spec = obj(pod['spec']) ?? {};
+    const phase = obj(pod['status'])?.['phase'];
+    const node = typeof spec['nodeName'] === 'string' ? spec['nodeName'] : '';
+    if (!node || phase === 'Succeeded' || phase === 'Failed') return 0;
+    if (!this.deps.store.get(`nodes//${node}`)) return 0;
+    const asked = opts.gracePeriodSeconds;
+    if (asked !== undefined) return asked < 0 ? 1 : asked;
+    const own = spec['terminationGracePeriodSeconds'];
+    return typeof own === 'number' && own >= 0 ? own : 30;
   }
 
   /**

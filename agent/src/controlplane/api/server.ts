@@ -316,6 +316,15 @@ export class ApiServer {
         return this.object(req, res, route, w.code, w.object, url, w.warnings);
       }
       case 'update': {
+        if (route.sub === 'finalize' && r.resource === 'namespaces') {
+          // PUT /api/v1/namespaces/<n>/finalize: what the namespace controller calls once the namespace is empty.
+          const v = this.bodyObject(body) as { metadata?: { resourceVersion?: unknown }; spec?: { finalizers?: unknown } };
+          const fin = v.spec?.finalizers;
+          if (fin !== undefined && (!Array.isArray(fin) || fin.some((f) => typeof f !== 'string'))) throw apiErrors.badRequest('spec.finalizers: must be a list of strings');
+          const rv = typeof v.metadata?.resourceVersion === 'string' ? v.metadata.resourceVersion : undefined;
+          const w = await rest.finalizeNamespace(route.name, (fin ?? []) as string[], rv, this.writeOptions(url));
+          return this.object(req, res, route, w.code, w.object, url, w.warnings);
+        }
         this.checkSub(route, ['', 'status', 'scale']);
         if (route.sub === 'scale') {
           const v = this.bodyObject(body);
