@@ -120,3 +120,34 @@ t.test('a huge body is refused (413) and the server keeps serving', async (t) =>
   t.equal((await call('GET', '/readyz')).code, 200, 'still serving');
   t.equal((await call('POST', SVCS, svc('after'))).code, 201, 'and still writing');
 });
+
+t.test('a client holding 200 watches gets a 429 for the next, and its watches back once it closes some', async (t) => {
+  const open: { destroy(): void }[] = [];
+  const openWatch = () =>
+    new Promise<number>((resolve, reject) => {
+      const u = new URL(`${SVCS}?watch=1`, cp.url);
+      const req = request({ host: u.hostname, port: u.port, path: `${u.pathname}${u.search}`, ca, agent: false, headers: { Authorization: `Bearer ${token}` } }, (res) => {
+        open.push(res);
+        resolve(res.statusCode ?? 0);
+      });
+      req.on('error', reject);
+      req.end();
+    });
+  try {
+    const codes = [];
+    for (let i = 0; i < 200; i++) codes.push(await openWatch());
+    t.ok(codes.every((c) => c === 200), '200 watches open');
+    const over = await call('GET', `${SVCS}?watch=1`);
+    isStatus(t, over, 429, 'TooManyRequests', /too many watches/);
+    t.equal((await call('GET', '/readyz')).code, 200, 'plain requests still served');
+    open.splice(0, 10).forEach((r) => r.destroy());
+    let back = 0;
+    for (let i = 0; i < 20 && back !== 200; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      back = await openWatch();
+    }
+    t.equal(back, 200, 'a closed watch frees its place');
+  } finally {
+    open.forEach((r) => r.destroy());
+  }
+});
