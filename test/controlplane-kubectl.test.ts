@@ -169,7 +169,17 @@ source: {component: nodenet-test}
 count: 1
 `,
   });
+  await ok(['apply', '-f', '-'], {
+    input: `apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: web-1, labels: {kubernetes.io/service-name: web}}
+addressType: IPv4
+ports: [{name: http, port: 8080, protocol: TCP}, {name: https, port: 8443, protocol: TCP}]
+endpoints: [{addresses: [10.244.1.5], conditions: {ready: true}}]
+`,
+  });
   const desc = await ok(['describe', 'svc', 'web']);
+  t.match(desc, /^Endpoints:\s+10\.244\.1\.5:8080$/m, 'the Service\'s EndpointSlices, found by the kubernetes.io/service-name label');
   t.match(desc, /^Name:\s+web\n/m);
   t.match(desc, /^Selector:\s+app=web$/m);
   t.match(desc, /^Port:\s+https\s+443\/TCP$/m);

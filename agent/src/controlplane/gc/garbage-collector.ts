@@ -7,10 +7,11 @@
  *   whose owners are all gone is then deleted, in the background too (so a
  *   Deployment's ReplicaSets go, then their Pods).
  * - Foreground: the owner waits with a deletionTimestamp and the
- *   `foregroundDeletion` finalizer; its dependents are deleted (foreground
- *   too, so the wait goes all the way down), and once no dependent that
- *   blocks (`blockOwnerDeletion`) is left, the finalizer is removed and the
- *   owner goes.
+ *   `foregroundDeletion` finalizer; its dependents are deleted (those with
+ *   dependents of their own in the foreground too, so the wait goes all the
+ *   way down; one with another owner that stays only loses its reference),
+ *   and once no dependent that blocks (`blockOwnerDeletion`) is left, the
+ *   finalizer is removed and the owner goes.
  * - Orphan: the `orphan` finalizer; the dependents lose their reference to
  *   the owner, then the finalizer is removed.
  * - A Namespace being deleted (Terminating): everything in it is deleted,
@@ -122,6 +123,14 @@ export class GarbageCollector {
     } else {
       this.index(ev.key, prev, ev.cur.object);
       this.queue.add(ev.key);
+      // An owner waiting in the foreground looks again when this object stops blocking it (its
+      // reference removed or made non-blocking): upstream's addUnblockedOwnersToDeleteQueue.
+      if (prev) {
+        const blocks = new Set(ownerRefs(ev.cur.object).filter((x) => x.blockOwnerDeletion === true).map((x) => x.uid));
+        for (const ref of ownerRefs(prev)) {
+          if (ref.blockOwnerDeletion === true && !blocks.has(ref.uid)) for (const k of this.keysOf(ref, namespaceOf(ev.key))) this.queue.add(k);
+        }
+      }
     }
     this.kick();
   }
@@ -215,10 +224,10 @@ export class GarbageCollector {
       return;
     }
     if (deleting && finalizers.includes(FOREGROUND)) {
-      const deps = this.liveDependents(uid);
-      for (const dep of deps) {
+      for (const dep of this.liveDependents(uid)) {
         if (meta(dep.obj)['deletionTimestamp']) continue;
-        await this.deleteObject(dep.r, dep.key, 'Foreground');
+        // Weighed against all its owners: one with another owner that stays only loses its reference to this one.
+        await this.attemptToDelete(dep.r, dep.key, dep.obj);
       }
       const blocking = this.liveDependents(uid).filter((dep) => ownerRefs(dep.obj).some((x) => x.uid === uid && x.blockOwnerDeletion === true));
       if (blocking.length === 0) await this.removeFinalizer(r, key, FOREGROUND);
@@ -228,30 +237,42 @@ export class GarbageCollector {
       await this.finishNamespace(r, key, name, s.object);
       return;
     }
-    const refs = ownerRefs(s.object);
-    if (refs.length === 0 || deleting) return;
+    if (!deleting) await this.attemptToDelete(r, key, s.object);
+  }
+
+  /**
+   * A dependent weighed against its owners (upstream's attemptToDeleteItem): with no owner left that
+   * stays, it is deleted (in the foreground when an owner waits for it and it has dependents of its own,
+   * so the wait goes all the way down); otherwise the references to owners that are gone, or that wait
+   * for their dependents in the foreground, are removed (else such an owner would wait forever).
+   */
+  private async attemptToDelete(r: Resource, key: string, o: Readonly<KObject>): Promise<void> {
+    const refs = ownerRefs(o);
+    if (refs.length === 0) return;
+    const ns = namespaceOf(key);
     let solid = 0;
-    let waiting = 0;
     const dangling: string[] = [];
+    const waiting: string[] = [];
     for (const ref of refs) {
-      const [ok] = this.keysOf(ref, r.namespaced ? ns : '');
       const refRes = resourceForKind(ref.apiVersion, ref.kind);
-      if (!ok || !refRes) {
+      if (!refRes) {
         solid++; // a kind not served here: never collected on its account
         continue;
       }
       const owner = this.d.store.get(this.d.rest.key(refRes, refRes.namespaced ? ns : '', ref.name));
       if (!owner || meta(owner.object)['uid'] !== ref.uid) dangling.push(ref.uid);
-      else if (meta(owner.object)['deletionTimestamp'] && list(meta(owner.object)['finalizers']).includes(FOREGROUND)) waiting++;
+      else if (meta(owner.object)['deletionTimestamp'] && list(meta(owner.object)['finalizers']).includes(FOREGROUND)) waiting.push(ref.uid);
       else solid++;
     }
     if (solid === 0) {
       // Every owner is gone (or waiting for its dependents in the foreground): the dependent goes.
-      await this.deleteObject(r, key, waiting ? 'Foreground' : 'Background');
-      this.d.log.info({ [F.resource]: resourceGr(r), [F.namespace]: ns, [F.name]: name }, 'garbage collected: its owners are gone');
-    } else if (dangling.length) {
+      const foreground = waiting.length > 0 && this.liveDependents(String(meta(o)['uid'] ?? '')).length > 0;
+      await this.deleteObject(r, key, foreground ? 'Foreground' : 'Background');
+      this.d.log.info({ [F.resource]: resourceGr(r), [F.namespace]: ns, [F.name]: String(meta(o)['name']) }, 'garbage collected: its owners are gone');
+    } else if (dangling.length || waiting.length) {
+      const drop = new Set([...dangling, ...waiting]);
       await this.updateMeta(r, key, (dm) => {
-        dm['ownerReferences'] = ownerRefs({ metadata: dm }).filter((x) => !dangling.includes(x.uid));
+        dm['ownerReferences'] = ownerRefs({ metadata: dm }).filter((x) => !drop.has(x.uid));
       });
     }
   }
