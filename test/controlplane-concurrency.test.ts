@@ -74,6 +74,6 @@ t.test('1,000 concurrent writers with retry-on-409 lose no update', async (t) =>
   t.equal(counts.length, OBJECTS);
   t.same(counts, Array(OBJECTS).fill(WRITERS / OBJECTS), 'every Service counted each of its writers once');
   t.equal(counts.reduce((a, b) => a + b, 0), WRITERS, 'no update lost');
-  const marks = list.reduce((n, s) => n + Object.keys(s.metadata.annotations).filter((k) => /^w\d+$/.test(k)).length, 0);
+  const marks = list.reduce((n, s) => n + Object.keys(s.metadata.annotations ?? {}).filter((k) => /^w\d+$/.test(k)).length, 0);
   t.equal(marks, WRITERS, 'and every writer\'s own mark is there');
 });

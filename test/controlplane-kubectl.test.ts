@@ -95,20 +95,33 @@ t.test('get: -o yaml, -o wide, -l, --field-selector, -A', async (t) => {
   t.match(y, /uid: [0-9a-f-]{36}/);
   const wide = await ok(['get', 'svc', '-o', 'wide']);
   t.match(wide, /^NAME\s+TYPE\s+CLUSTER-IP\s+EXTERNAL-IP\s+PORT\(S\)\s+AGE\s+SELECTOR\n/);
-  t.match(wide, /^web\s+ClusterIP\s+\S+\s+<none>\s+80\/TCP,443\/TCP\s+\d+s\s+app=web\n/m);
+  t.match(wide, /^web\s+ClusterIP\s+10\.(9[6-9]|10[0-9]|11[01])\.\d+\.\d+\s+<none>\s+80\/TCP,443\/TCP\s+\d+s\s+app=web\n/m);
   t.match(await ok(['get', 'svc', '-l', 'tier=front', '-o', 'name']), /^service\/web\n$/);
   t.equal((await kubectl(['get', 'svc', '-l', 'tier in (back)', '-o', 'name'])).out, '', 'a set-based selector that matches nothing');
   t.match(await ok(['get', 'svc', '-A', '--field-selector', 'metadata.namespace=other']), /^NAMESPACE\s+NAME\s+TYPE.*\nother\s+db\s+ClusterIP/);
   const all = await ok(['get', 'svc', '-A', '-o', 'name']);
   t.match(all, /service\/db/);
   t.match(all, /service\/web/);
-  t.match(await ok(['get', 'svc', '-A', '--field-selector', 'spec.type=ClusterIP,metadata.name!=db', '-o', 'name']), /^service\/web\n/, 'spec.type is selectable on Services, as upstream');
+  t.match(await ok(['get', 'svc', '-A', '--field-selector', 'spec.type=ClusterIP,metadata.name!=db,metadata.name!=kubernetes', '-o', 'name']), /^service\/web\n$/, 'spec.type is selectable on Services, as upstream');
   const bad = await kubectl(['get', 'svc', '--field-selector', 'spec.selector=x']);
   t.equal(bad.code, 1);
   t.match(bad.err, /field label not supported: spec\.selector/);
   const badLabel = await kubectl(['get', 'svc', '-l', 'a b c']);
   t.equal(badLabel.code, 1);
   t.match(badLabel.err, /unable to parse requirement|found 'b', expected/);
+});
+
+t.test('ClusterIPs and NodePorts are allocated in the create path; a taken one is refused naming the field', async (t) => {
+  t.equal(await ok(['get', 'svc', 'kubernetes', '-o', 'jsonpath={.spec.clusterIP}']), '10.96.0.1', 'the kubernetes Service has the first address');
+  await ok(['apply', '-f', '-'], { input: 'apiVersion: v1\nkind: Service\nmetadata: {name: np}\nspec: {type: NodePort, ports: [{port: 80}]}\n' });
+  const port = Number(await ok(['get', 'svc', 'np', '-o', 'jsonpath={.spec.ports[0].nodePort}']));
+  t.ok(port >= 30000 && port <= 32767, `NodePort ${port} in 30000-32767`);
+  t.match(await ok(['get', 'svc', 'np']), new RegExp(`^np\\s+NodePort\\s+10\\.\\S+\\s+<none>\\s+80:${port}/TCP`, 'm'));
+  const dup = await kubectl(['apply', '-f', '-'], { input: `apiVersion: v1\nkind: Service\nmetadata: {name: np2}\nspec: {type: NodePort, ports: [{port: 80, nodePort: ${port}}]}\n` });
+  t.equal(dup.code, 1);
+  t.match(dup.err, new RegExp(`The Service "np2" is invalid: spec.ports\\[0\\].nodePort: Invalid value: ${port}: provided port is already allocated`));
+  t.equal(await ok(['apply', '-f', '-'], { input: 'apiVersion: v1\nkind: Service\nmetadata: {name: np}\nspec: {type: NodePort, ports: [{port: 80}]}\n' }), 'service/np unchanged\n', 'a second apply keeps the NodePort');
+  await ok(['delete', 'svc', 'np']);
 });
 
 t.test('get -w: the list, then the changes as they happen', async (t) => {

@@ -4,10 +4,13 @@
  * server itself comes from the deps (node/compose.ts).
  */
 import { isIP } from 'node:net';
+import { DEFAULT_NODE_PORT_RANGE, DEFAULT_SERVICE_CIDR, parsePortRange } from '../controlplane/alloc/service-allocator.js';
+import { parseCidr } from '../net/ip.js';
 import { FlagError, parseFlags, type FlagSpecs } from './flags.js';
 
 export const CONTROL_PLANE_USAGE = `usage: nodenet control-plane [--data-dir D] [--listen ADDR:PORT] [--node N[,N...]] [--host SAN[,SAN...]]
-                             [--insecure-http] [--history-seconds S] [--log-level L] [--log-file F]
+                             [--insecure-http] [--history-seconds S] [--service-cidr CIDR] [--service-node-port-range FROM-TO]
+                             [--log-level L] [--log-file F]
 Serves the Kubernetes API (core/v1 Namespaces, Nodes, Pods, Services, Events; EndpointSlices; Deployments,
 ReplicaSets; Leases) from a SQLite database in the data directory, for kubectl and the agents.
   --data-dir D        state.db, pki/, tokens.json, admin.kubeconfig, nodes/<N>.kubeconfig (default /var/lib/nodenet/control-plane)
@@ -15,6 +18,8 @@ ReplicaSets; Leases) from a SQLite database in the data directory, for kubectl a
   --node N,...        make a token and a kubeconfig for each node (system:node:N, limited as the Node authorizer limits a kubelet)
   --host SAN,...      more names and addresses for the serving certificate (the listen address and localhost are always in it)
   --insecure-http     plain HTTP without TLS, only on a loopback address (kubectl then sends no token: every request is admin)
+  --service-cidr CIDR ClusterIPs come from here (default 10.96.0.0/12; its first address is the kubernetes Service's)
+  --service-node-port-range FROM-TO  NodePorts come from here (default 30000-32767)
   --history-seconds S how long watch history is kept for resuming watchers (default 300); older resourceVersions get 410
 On start it prints the kubeconfig to use: export KUBECONFIG=<data-dir>/admin.kubeconfig`;
 
@@ -26,6 +31,8 @@ export interface ControlPlaneArgs {
   readonly hosts: readonly string[];
   readonly insecureHttp: boolean;
   readonly historyMs: number;
+  readonly serviceCIDR: string;
+  readonly nodePortRange: { readonly from: number; readonly to: number };
   readonly logLevel: string;
   readonly logFile?: string;
 }
@@ -37,6 +44,8 @@ const SPECS: FlagSpecs = {
   host: { type: 'string' },
   'insecure-http': { type: 'boolean' },
   'history-seconds': { type: 'string' },
+  'service-cidr': { type: 'string' },
+  'service-node-port-range': { type: 'string' },
   'log-level': { type: 'string' },
   'log-file': { type: 'string' },
 };
@@ -64,6 +73,22 @@ export function controlPlaneArgs(flags: ReadonlyMap<string, string>): ControlPla
   const logLevel = flags.get('log-level') ?? 'info';
   if (!LEVELS.has(logLevel)) throw new FlagError(`--log-level ${JSON.stringify(logLevel)}: one of ${[...LEVELS].join(', ')}`);
   const logFile = flags.get('log-file');
+  const serviceCIDR = flags.get('service-cidr') ?? DEFAULT_SERVICE_CIDR;
+  let cidr;
+  try {
+    cidr = parseCidr(serviceCIDR);
+  } catch {
+    throw new FlagError(`--service-cidr ${JSON.stringify(serviceCIDR)}: expected an IPv4 CIDR such as 10.96.0.0/12`);
+  }
+  if (cidr.cidr !== serviceCIDR) throw new FlagError(`--service-cidr ${JSON.stringify(serviceCIDR)}: has host bits set (did you mean ${cidr.cidr}?)`);
+  if (cidr.prefix > 30) throw new FlagError(`--service-cidr ${serviceCIDR}: too small, at most a /30`);
+  const rangeText = flags.get('service-node-port-range') ?? `${DEFAULT_NODE_PORT_RANGE.from}-${DEFAULT_NODE_PORT_RANGE.to}`;
+  let nodePortRange;
+  try {
+    nodePortRange = parsePortRange(rangeText);
+  } catch (e) {
+    throw new FlagError(`--service-node-port-range: ${(e as Error).message}`);
+  }
   return {
     dataDir: flags.get('data-dir') ?? '/var/lib/nodenet/control-plane',
     host,
@@ -72,6 +97,8 @@ export function controlPlaneArgs(flags: ReadonlyMap<string, string>): ControlPla
     hosts: list(flags.get('host')),
     insecureHttp: flags.get('insecure-http') === 'true',
     historyMs: Number(hist) * 1000,
+    serviceCIDR,
+    nodePortRange,
     logLevel,
     ...(logFile ? { logFile } : {}),
   };

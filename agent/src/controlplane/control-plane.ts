@@ -28,6 +28,7 @@ import { Rest } from './api/rest.js';
 import { loadSchemas } from './api/schema.js';
 import { ApiMetrics } from './api/metrics.js';
 import { GarbageCollector } from './gc/garbage-collector.js';
+import { ServiceAllocator } from './alloc/service-allocator.js';
 import { ApiServer } from './api/server.js';
 import { SqlitePersistence } from './store/sqlite-persistence.js';
 import { Store } from './store/store.js';
@@ -48,6 +49,10 @@ export interface ControlPlaneOptions {
   readonly clock?: Clock;
   /** Store history window (ms); default 5 minutes. */
   readonly historyMs?: number;
+  /** ClusterIPs come from here (default 10.96.0.0/12; its first address is the `kubernetes` Service's). */
+  readonly serviceCIDR?: string;
+  /** NodePorts come from here (default 30000-32767). */
+  readonly nodePortRange?: { readonly from: number; readonly to: number };
 }
 
 export interface ControlPlane {
@@ -142,13 +147,33 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
 
   const schemas = await loadSchemas([...RESOURCES.map((r) => r.model), 'V1Scale', 'V1Status', 'V1DeleteOptions', 'V1ListMeta']);
   const store = new Store({ persistence: new SqlitePersistence(join(o.dataDir, 'state.db')), clock, log, ...(o.historyMs ? { historyMs: o.historyMs } : {}) });
-  const rest = new Rest({ store, schemas, clock });
+  let services: ServiceAllocator;
+  try {
+    services = new ServiceAllocator({ ...(o.serviceCIDR ? { serviceCIDR: o.serviceCIDR } : {}), ...(o.nodePortRange ? { nodePortRange: o.nodePortRange } : {}) });
+  } catch (e) {
+    store.close();
+    throw new NodenetError(ErrorCode.InvalidConfig, `--service-cidr / --service-node-port-range: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+  }
+  // The repair: what the stored Services hold is allocated.
+  services.start(store);
+  for (const d of services.duplicates) log.warn({ duplicate: d }, 'two Services hold the same value; the later keeps it until it is deleted');
+  const rest = new Rest({ store, schemas, clock, services });
   try {
     const nsRes = RESOURCES.find((r) => r.resource === 'namespaces')!;
     for (const ns of SYSTEM_NAMESPACES) {
       if (!store.get(`namespaces//${ns}`)) await rest.create(nsRes, '', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }, { fieldManager: 'nodenet-control-plane' });
     }
+    // The `kubernetes` Service, on the first address of the service CIDR, as kube-apiserver makes it.
+    if (!store.get('services/default/kubernetes')) {
+      const svcRes = RESOURCES.find((r) => r.resource === 'services')!;
+      await rest.create(svcRes, 'default', {
+        apiVersion: 'v1', kind: 'Service',
+        metadata: { name: 'kubernetes', labels: { component: 'apiserver', provider: 'kubernetes' } },
+        spec: { clusterIP: services.firstIP, ports: [{ name: 'https', port: 443, protocol: 'TCP', targetPort: o.port || 6443 }], sessionAffinity: 'None', type: 'ClusterIP' },
+      }, { fieldManager: 'nodenet-control-plane' });
+    }
   } catch (e) {
+    services.stop();
     store.close();
     throw e;
   }
@@ -161,6 +186,7 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
     addr = await server.listen(o.port, o.host);
   } catch (e) {
     gc.stop();
+    services.stop();
     store.close();
     throw new NodenetError(ErrorCode.InvalidConfig, `cannot listen on ${o.host}:${o.port}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
   }
@@ -180,6 +206,7 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
     async stop() {
       await server.close();
       gc.stop();
+      services.stop();
       store.close();
       log.info('control plane stopped');
     },

@@ -92,6 +92,7 @@ export const fieldErr = {
   duplicate: (field: string, value: unknown): FieldError => ({ reason: 'FieldValueDuplicate', field, message: `Duplicate value: ${show(value)}` }),
   forbidden: (field: string, detail: string): FieldError => ({ reason: 'FieldValueForbidden', field, message: `Forbidden: ${detail}` }),
   tooLong: (field: string, max: number): FieldError => ({ reason: 'FieldValueTooLong', field, message: `Too long: may not be more than ${max} bytes` }),
+  internal: (field: string, detail: string): FieldError => ({ reason: 'InternalError', field, message: `Internal error: ${detail}` }),
   tooMany: (field: string, actual: number, max: number): FieldError => ({ reason: 'FieldValueTooMany', field, message: `Too many: ${actual}: must have at most ${max} items` }),
 };
 

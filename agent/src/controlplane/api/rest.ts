@@ -38,6 +38,7 @@ import { apiVersionOf, grOf, RESOURCES, type Resource } from './resources.js';
 import { decode, DecodeError, type Schemas } from './schema.js';
 import { matchesFields, matchesLabels, parseFieldSelector, parseLabelSelector, SelectorError, type FieldRequirement, type LabelRequirement } from './selectors.js';
 import { strategicMergePatch, StrategicPatchError } from './strategic-merge.js';
+import type { Reservation, ServiceAllocator } from '../alloc/service-allocator.js';
 import { labelSelectorString } from './table.js';
 
 type O = Record<string, unknown>;
@@ -99,6 +100,8 @@ export interface RestDeps {
   readonly schemas: Schemas;
   readonly clock: Clock;
   readonly uid?: () => string;
+  /** ClusterIPs and NodePorts for Services, in the create and update path; absent: Services keep what they are given. */
+  readonly services?: ServiceAllocator;
 }
 
 export class Rest {
@@ -307,12 +310,17 @@ export class Rest {
       }
       this.validate(r, o, null);
       const key = this.key(r, namespace, String(meta['name']));
+      if (this.deps.store.latest(key) && !generate) throw apiErrors.alreadyExists(r, String(meta['name']));
+      // Each attempt allocates afresh (a generated name that was taken gives back what it was given).
+      const a = r.resource === 'services' ? structuredClone(o) : o;
+      const reservation = this.allocate(r, key, a, null);
       if (opts.dryRun) {
+        reservation?.done();
         if (this.deps.store.latest(key)) throw apiErrors.alreadyExists(r, String(meta['name']));
-        return { object: o as KObject, code: 201, warnings };
+        return { object: a as KObject, code: 201, warnings };
       }
       try {
-        const stored = await this.deps.store.create(key, o as KObject);
+        const stored = await this.deps.store.create(key, a as KObject);
         return { object: stored.object as KObject, code: 201, warnings };
       } catch (e) {
         if (e instanceof NodenetError && e.code === ErrorCode.AlreadyExists) {
@@ -320,6 +328,8 @@ export class Rest {
           throw apiErrors.alreadyExists(r, String(meta['name']));
         }
         throw e;
+      } finally {
+        reservation?.done();
       }
     }
   }
@@ -379,6 +389,39 @@ export class Rest {
       const o = next(cur);
       const merged = this.prepareUpdate(r, o, old, opts.sub);
       this.validate(r, merged, old);
+      const reservation = this.allocate(r, key, merged, old as KObject);
+      try {
+        const out = await this.commitUpdate(r, key, name, cur, merged, old, opts, warnings, attempt, expect);
+        if (out === null) continue;
+        return out;
+      } finally {
+        reservation?.done();
+      }
+    }
+  }
+
+  /** Fills in a Service's ClusterIP and NodePorts (create: old null). @throws Invalid naming the field */
+  private allocate(r: Resource, key: string, o: O, old: KObject | null): Reservation | undefined {
+    if (r.resource !== 'services' || !this.deps.services) return undefined;
+    const a = this.deps.services.allocate(key, o, old);
+    if (a.errors.length) throw apiErrors.invalid(r, String(obj(o['metadata'])?.['name'] ?? ''), a.errors);
+    return a.reservation;
+  }
+
+  /** writeUpdate's write; null: retry. */
+  private async commitUpdate(
+    r: Resource,
+    key: string,
+    name: string,
+    cur: Stored,
+    merged: O,
+    old: O,
+    opts: WriteOptions & { sub?: 'status' | 'scale' | 'finalize' | undefined; operation?: 'Update' | 'Apply' },
+    warnings: string[],
+    attempt: number,
+    expect: number | undefined,
+  ): Promise<WriteResult | null> {
+    {
       const oldMeta = obj(old['metadata'])!;
       const m = obj(merged['metadata'])!;
       // Nothing changed: no write, no new resourceVersion (kube-apiserver skips the etcd write too).
@@ -387,13 +430,13 @@ export class Rest {
       if (oldMeta['deletionTimestamp'] && finalized(r, merged)) {
         if (opts.dryRun) return { object: merged as KObject, code: 200, warnings };
         const gone = await this.deps.store.delete(key, cur.rev).catch((e: unknown) => this.retryable(r, name, e, attempt));
-        if (gone === null) continue;
+        if (gone === null) return null;
         return { object: gone.object as KObject, code: 200, warnings };
       }
       m['managedFields'] = [managedEntry(opts.fieldManager ?? 'unknown', opts.operation ?? 'Update', apiVersionOf(r), this.deps.clock.now())];
       if (opts.dryRun) return { object: merged as KObject, code: 200, warnings };
       const res = await this.deps.store.update(key, merged as KObject, cur.rev).catch((e: unknown) => this.retryable(r, name, e, attempt, expect));
-      if (res === null) continue;
+      if (res === null) return null;
       return { object: res.object as KObject, code: 200, warnings };
     }
   }

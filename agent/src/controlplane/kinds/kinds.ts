@@ -242,6 +242,16 @@ const service: Strategy = {
       // The singular field changed and the plural one did not: the plural follows (and validation refuses it).
       spec['clusterIPs'] = [spec['clusterIP']];
     }
+    // dropTypeDependentFields: a Service turned back into a ClusterIP one loses the NodePorts it had,
+    // unless the client changed them (then validation says they may not be used).
+    if (spec['type'] === 'ClusterIP' && (was['type'] === 'NodePort' || was['type'] === 'LoadBalancer')) {
+      const oldPorts = arr(was['ports']).map(obj).filter((p): p is O => p !== undefined);
+      for (const p of arr(spec['ports']).map(obj)) {
+        if (!p || p['nodePort'] === undefined) continue;
+        const prev = oldPorts.find((q) => q['port'] === p['port'] && (q['protocol'] ?? 'TCP') === (p['protocol'] ?? 'TCP'));
+        if (prev && prev['nodePort'] === p['nodePort']) delete p['nodePort'];
+      }
+    }
   },
 };
 

@@ -1,0 +1,155 @@
+/**
+ * ClusterIP and NodePort allocation in the API server's create and update
+ * path, on a real Store (fake persistence) and Rest: no duplicate ever,
+ * requested values checked in kube-apiserver's words, kept across
+ * updates, released on delete and type changes, rebuilt from the stored
+ * Services at start (the repair).
+ */
+import t, { type Test } from 'tap';
+import { FakeClock } from '../../reconcile/clock.fake.js';
+import { Rest } from '../api/rest.js';
+import { RESOURCES } from '../api/resources.js';
+import { loadSchemas } from '../api/schema.js';
+import { statusOf, type Status } from '../api/errors.js';
+import { FakePersistence } from '../store/persistence.fake.js';
+import { Store } from '../store/store.js';
+import type { KObject } from '../store/types.js';
+import { parsePortRange, ServiceAllocator } from './service-allocator.js';
+
+type O = Record<string, unknown>;
+const schemas = await loadSchemas([...RESOURCES.map((r) => r.model), 'V1Scale', 'V1Status', 'V1DeleteOptions', 'V1ListMeta']);
+const SVC = RESOURCES.find((r) => r.resource === 'services')!;
+const NS = RESOURCES.find((r) => r.resource === 'namespaces')!;
+
+async function setup(t: Test, opts: { persistence?: FakePersistence; cidr?: string; ports?: { from: number; to: number } } = {}) {
+  const clock = new FakeClock(Date.UTC(2026, 11, 1));
+  const persistence = opts.persistence ?? new FakePersistence();
+  const store = new Store({ persistence, clock });
+  const alloc = new ServiceAllocator({ ...(opts.cidr ? { serviceCIDR: opts.cidr } : {}), ...(opts.ports ? { nodePortRange: opts.ports } : {}) });
+  alloc.start(store);
+  const rest = new Rest({ store, schemas, clock, services: alloc });
+  t.teardown(() => {
+    alloc.stop();
+    store.close();
+  });
+  if (!store.get('namespaces//default')) await rest.create(NS, '', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } });
+  return { store, rest, alloc, persistence };
+}
+
+const svc = (name: string, spec: O = {}): KObject => ({ apiVersion: 'v1', kind: 'Service', metadata: { name }, spec: { ports: [{ name: 'http', port: 80 }], ...spec } });
+const spec = (o: KObject) => o['spec'] as { clusterIP?: string; clusterIPs?: string[]; ports: { port: number; nodePort?: number; protocol?: string }[] };
+
+async function failure(f: () => Promise<unknown>): Promise<Status> {
+  try {
+    await f();
+  } catch (e) {
+    return statusOf(e);
+  }
+  throw new Error('expected a failure');
+}
+
+t.test('parsePortRange', async (t) => {
+  t.same(parsePortRange('30000-32767'), { from: 30000, to: 32767 });
+  for (const bad of ['30000', '0-10', '10-5', '1-70000', 'a-b']) t.throws(() => parsePortRange(bad), /not a port range/);
+});
+
+t.test('a ClusterIP for every ClusterIP, NodePort and LoadBalancer Service, none for headless and ExternalName; never a duplicate', async (t) => {
+  const { rest, alloc } = await setup(t, { cidr: '10.96.0.0/28' });
+  t.equal(alloc.firstIP, '10.96.0.1');
+  const created = await rest.create(SVC, 'default', svc('a'));
+  const ip = spec(created.object).clusterIP!;
+  t.ok(ip.startsWith('10.96.0.'), `the object returned already has its ClusterIP (${ip})`);
+  t.same(spec(created.object).clusterIPs, [ip]);
+  t.not(ip, '10.96.0.1', 'the first address is the kubernetes Service\'s');
+  const headless = await rest.create(SVC, 'default', svc('h', { clusterIP: 'None' }));
+  t.equal(spec(headless.object).clusterIP, 'None');
+  const ext = await rest.create(SVC, 'default', { apiVersion: 'v1', kind: 'Service', metadata: { name: 'x' }, spec: { type: 'ExternalName', externalName: 'example.com' } });
+  t.equal(spec(ext.object).clusterIP, undefined);
+  // A /28: 16 addresses, less the network, the broadcast and the kubernetes one: 13 for others; one is taken.
+  const ips = new Set([ip]);
+  const many = await Promise.all(Array.from({ length: 12 }, (_, i) => rest.create(SVC, 'default', svc(`s${i}`))));
+  for (const m of many) ips.add(spec(m.object).clusterIP!);
+  t.equal(ips.size, 13, 'concurrent creates got distinct addresses');
+  t.notOk([...ips].some((x) => x === '10.96.0.0' || x === '10.96.0.15' || x === '10.96.0.1'), 'never the network, the broadcast or the first address');
+  const full = await failure(() => rest.create(SVC, 'default', svc('one-too-many')));
+  t.match(full, { code: 422, details: { causes: [{ field: 'spec.clusterIPs', message: /range is full/ }] } });
+  await rest.delete(SVC, 'default', 's3');
+  const again = await rest.create(SVC, 'default', svc('reuses'));
+  t.equal(spec(again.object).clusterIP, spec(many[3]!.object).clusterIP, 'a deleted Service\'s address is free again');
+});
+
+t.test('a requested ClusterIP: out of range or taken is a 422 naming spec.clusterIPs; the kubernetes one may be asked for', async (t) => {
+  const { rest, store } = await setup(t);
+  t.equal(spec((await rest.create(SVC, 'default', svc('kubernetes', { clusterIP: '10.96.0.1' }))).object).clusterIP, '10.96.0.1');
+  t.equal(spec((await rest.create(SVC, 'default', svc('dns', { clusterIP: '10.96.0.10' }))).object).clusterIP, '10.96.0.10');
+  const rev = store.rev;
+  t.match(await failure(() => rest.create(SVC, 'default', svc('dup', { clusterIP: '10.96.0.10' }))), {
+    code: 422, reason: 'Invalid', message: 'Service "dup" is invalid: spec.clusterIPs: Invalid value: "10.96.0.10": failed to allocate IP 10.96.0.10: provided IP is already allocated',
+  });
+  t.match(await failure(() => rest.create(SVC, 'default', svc('far', { clusterIP: '192.168.1.1' }))), {
+    code: 422, details: { causes: [{ field: 'spec.clusterIPs', message: /the provided IP \(192\.168\.1\.1\) is not in the valid range\. The range of valid IPs is 10\.96\.0\.0\/12/ }] },
+  });
+  t.match(await failure(() => rest.create(SVC, 'default', svc('net', { clusterIP: '10.96.0.0' }))), { code: 422 });
+  t.equal(store.rev, rev, 'nothing stored');
+  const dry = await rest.create(SVC, 'default', svc('dry'), { dryRun: true });
+  t.ok(spec(dry.object).clusterIP, 'a dry run shows an address');
+  t.notOk(store.get('services/default/dry'));
+  const after = await rest.create(SVC, 'default', svc('after', { clusterIP: spec(dry.object).clusterIP }));
+  t.equal(spec(after.object).clusterIP, spec(dry.object).clusterIP, 'and holds nothing');
+});
+
+t.test('NodePorts: allocated in range, requested ones checked, kept across updates, dropped with the type, freed on delete', async (t) => {
+  const { rest } = await setup(t, { ports: { from: 30000, to: 30009 } });
+  const np = await rest.create(SVC, 'default', svc('np', { type: 'NodePort', ports: [{ name: 'http', port: 80 }, { name: 'dns', port: 53, protocol: 'UDP' }, { name: 'dns-tcp', port: 53, protocol: 'TCP' }] }));
+  const [a, b, c] = spec(np.object).ports.map((p) => p.nodePort!);
+  t.ok(a! >= 30000 && a! <= 30009 && b! >= 30000 && b! <= 30009);
+  t.not(a, b);
+  t.equal(b, c, 'one port number over TCP and UDP shares its NodePort, as upstream');
+  t.match(await failure(() => rest.create(SVC, 'default', svc('taken', { type: 'NodePort', ports: [{ port: 80, nodePort: a }] }))), {
+    code: 422, details: { causes: [{ field: 'spec.ports[0].nodePort', message: `Invalid value: ${a}: provided port is already allocated` }] },
+  });
+  t.match(await failure(() => rest.create(SVC, 'default', svc('low', { type: 'NodePort', ports: [{ port: 80, nodePort: 8080 }] }))), {
+    code: 422, details: { causes: [{ field: 'spec.ports[0].nodePort', message: 'Invalid value: 8080: provided port is not in the valid range. The range of valid ports is 30000-30009' }] },
+  });
+  // An update (a kubectl apply of the manifest without nodePorts) keeps them.
+  const cur = rest.get(SVC, 'default', 'np').object as KObject;
+  const next = structuredClone(cur) as KObject;
+  for (const p of spec(next).ports) delete p.nodePort;
+  const upd = await rest.update(SVC, 'default', 'np', next);
+  t.same(spec(upd.object).ports.map((p) => p.nodePort), [a, b, c], 'kept');
+  t.equal(upd.object.metadata?.['resourceVersion'], cur.metadata?.['resourceVersion'], 'and so nothing changed at all');
+  // Adding a port allocates only for it.
+  const added = await rest.patch(SVC, 'default', 'np', 'strategic', { spec: { ports: [{ name: 'https', port: 443 }] } });
+  const ports = spec(added.object).ports;
+  t.equal(ports.length, 4);
+  t.same(ports.filter((p) => p.port !== 443).map((p) => p.nodePort).sort(), [a, b, c].sort());
+  const https = ports.find((p) => p.port === 443)!.nodePort!;
+  t.ok(![a, b].includes(https));
+  // Back to ClusterIP: the NodePorts go and are free again.
+  const back = await rest.patch(SVC, 'default', 'np', 'merge', { spec: { type: 'ClusterIP' } });
+  t.same(spec(back.object).ports.map((p) => p.nodePort), [undefined, undefined, undefined, undefined]);
+  const reuse = await rest.create(SVC, 'default', svc('reuse', { type: 'NodePort', ports: [{ port: 80, nodePort: a }] }));
+  t.equal(spec(reuse.object).ports[0]!.nodePort, a, 'a freed NodePort may be asked for');
+  await rest.delete(SVC, 'default', 'reuse');
+  t.equal(spec((await rest.create(SVC, 'default', svc('reuse2', { type: 'NodePort', ports: [{ port: 80, nodePort: a }] }))).object).ports[0]!.nodePort, a, 'and again after a delete');
+  // A ClusterIP can not change.
+  const ip = spec(back.object).clusterIP;
+  t.match(await failure(() => rest.patch(SVC, 'default', 'np', 'merge', { spec: { clusterIP: '10.96.0.99', clusterIPs: ['10.96.0.99'] } })), { code: 422, message: /may not change once set/ });
+  t.equal(spec(rest.get(SVC, 'default', 'np').object as KObject).clusterIP, ip);
+});
+
+t.test('the repair: a restarted server rebuilds what is allocated from the stored Services', async (t) => {
+  const persistence = new FakePersistence();
+  const first = await setup(t, { persistence, cidr: '10.96.0.0/29', ports: { from: 30000, to: 30001 } });
+  const a = await first.rest.create(SVC, 'default', svc('a', { type: 'NodePort' }));
+  first.alloc.stop();
+  first.store.close();
+  const second = await setup(t, { persistence, cidr: '10.96.0.0/29', ports: { from: 30000, to: 30001 } });
+  // A /29 has 5 addresses for Services besides the kubernetes one; one is a's.
+  const made = await Promise.all(Array.from({ length: 4 }, (_, i) => second.rest.create(SVC, 'default', svc(`b${i}`, { type: 'NodePort' })).catch((e: unknown) => statusOf(e))));
+  const ok = made.filter((m): m is Awaited<ReturnType<Rest['create']>> => 'object' in m);
+  t.equal(ok.length, 1, 'one NodePort was left of two');
+  t.not(spec(ok[0]!.object).ports[0]!.nodePort, spec(a.object).ports[0]!.nodePort, 'not the one a holds');
+  t.notOk(ok.some((m) => spec(m.object).clusterIP === spec(a.object).clusterIP), 'nor its address');
+  t.same(second.alloc.duplicates, []);
+});
