@@ -49,6 +49,8 @@ export interface ControlPlaneOptions {
   readonly clock?: Clock;
   /** Store history window (ms); default 5 minutes. */
   readonly historyMs?: number;
+  /** How often the history is compacted (ms); default a minute (tests shorten it). */
+  readonly compactEveryMs?: number;
   /** ClusterIPs come from here (default 10.96.0.0/12; its first address is the `kubernetes` Service's). */
   readonly serviceCIDR?: string;
   /** NodePorts come from here (default 30000-32767). */
@@ -146,7 +148,7 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
   const pki = o.insecureHttp ? null : ensurePki(join(o.dataDir, 'pki'), hosts);
 
   const schemas = await loadSchemas([...RESOURCES.map((r) => r.model), 'V1Scale', 'V1Status', 'V1DeleteOptions', 'V1ListMeta']);
-  const store = new Store({ persistence: new SqlitePersistence(join(o.dataDir, 'state.db')), clock, log, ...(o.historyMs ? { historyMs: o.historyMs } : {}) });
+  const store = new Store({ persistence: new SqlitePersistence(join(o.dataDir, 'state.db')), clock, log, ...(o.historyMs ? { historyMs: o.historyMs } : {}), ...(o.compactEveryMs ? { compactEveryMs: o.compactEveryMs } : {}) });
   let services: ServiceAllocator;
   try {
     services = new ServiceAllocator({ ...(o.serviceCIDR ? { serviceCIDR: o.serviceCIDR } : {}), ...(o.nodePortRange ? { nodePortRange: o.nodePortRange } : {}) });
