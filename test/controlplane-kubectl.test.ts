@@ -124,6 +124,18 @@ t.test('ClusterIPs and NodePorts are allocated in the create path; a taken one i
   await ok(['delete', 'svc', 'np']);
 });
 
+t.test('node IPAM: a Node gets a pod CIDR of its own', async (t) => {
+  await ok(['apply', '-f', '-'], { input: 'apiVersion: v1\nkind: Node\nmetadata: {name: worker-1}\n---\napiVersion: v1\nkind: Node\nmetadata: {name: worker-2}\n' });
+  let cidrs: string[] = [];
+  await waitFor(async () => {
+    cidrs = (await ok(['get', 'nodes', '-o', 'jsonpath={.items[*].spec.podCIDR}'])).trim().split(/\s+/).filter(Boolean);
+    return cidrs.length === 2;
+  }, 'both pod CIDRs');
+  t.ok(cidrs.every((c) => /^10\.244\.\d+\.0\/24$/.test(c)), cidrs.join(' '));
+  t.not(cidrs[0], cidrs[1]);
+  await ok(['delete', 'node', 'worker-1', 'worker-2']);
+});
+
 t.test('get -w: the list, then the changes as they happen', async (t) => {
   const w = execa('kubectl', ['get', 'svc', '-w', '--output-watch-events', '-o', 'custom-columns=EVENT:.type,NAME:.object.metadata.name'], { env: { KUBECONFIG: cp.kubeconfig }, reject: false, buffer: true });
   let out = '';

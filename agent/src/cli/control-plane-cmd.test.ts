@@ -9,15 +9,15 @@ import { controlPlaneArgs, controlPlaneCommand, parseListen, type ControlPlaneAr
 t.test('defaults: loopback 6443, TLS, a 5-minute history, no nodes', async (t) => {
   t.same(controlPlaneArgs(new Map()), {
     dataDir: '/var/lib/nodenet/control-plane', host: '127.0.0.1', port: 6443, nodes: [], hosts: [], insecureHttp: false, historyMs: 300_000,
-    serviceCIDR: '10.96.0.0/12', nodePortRange: { from: 30000, to: 32767 }, logLevel: 'info',
+    serviceCIDR: '10.96.0.0/12', nodePortRange: { from: 30000, to: 32767 }, clusterCIDR: '10.244.0.0/16', nodeCIDRMaskSize: 24, logLevel: 'info',
   });
 });
 
 t.test('every flag lands in its option; lists are comma-separated', async (t) => {
-  const f = parseFlags(['--data-dir', '/tmp/x', '--listen', '[::1]:7443', '--node', 'n1, n2', '--host', '10.0.0.1,cp.local', '--insecure-http', '--history-seconds', '60', '--log-level', 'debug', '--log-file', '/tmp/x.log', '--service-cidr', '10.100.0.0/16', '--service-node-port-range', '31000-31999'], {
-    'data-dir': { type: 'string' }, listen: { type: 'string' }, node: { type: 'string' }, host: { type: 'string' }, 'insecure-http': { type: 'boolean' }, 'history-seconds': { type: 'string' }, 'log-level': { type: 'string' }, 'log-file': { type: 'string' }, 'service-cidr': { type: 'string' }, 'service-node-port-range': { type: 'string' },
+  const f = parseFlags(['--data-dir', '/tmp/x', '--listen', '[::1]:7443', '--node', 'n1, n2', '--host', '10.0.0.1,cp.local', '--insecure-http', '--history-seconds', '60', '--log-level', 'debug', '--log-file', '/tmp/x.log', '--service-cidr', '10.100.0.0/16', '--service-node-port-range', '31000-31999', '--cluster-cidr', '10.200.0.0/14', '--node-cidr-mask-size', '26'], {
+    'data-dir': { type: 'string' }, listen: { type: 'string' }, node: { type: 'string' }, host: { type: 'string' }, 'insecure-http': { type: 'boolean' }, 'history-seconds': { type: 'string' }, 'log-level': { type: 'string' }, 'log-file': { type: 'string' }, 'service-cidr': { type: 'string' }, 'service-node-port-range': { type: 'string' }, 'cluster-cidr': { type: 'string' }, 'node-cidr-mask-size': { type: 'string' },
   });
-  t.same(controlPlaneArgs(f.flags), { dataDir: '/tmp/x', host: '::1', port: 7443, nodes: ['n1', 'n2'], hosts: ['10.0.0.1', 'cp.local'], insecureHttp: true, historyMs: 60_000, serviceCIDR: '10.100.0.0/16', nodePortRange: { from: 31000, to: 31999 }, logLevel: 'debug', logFile: '/tmp/x.log' });
+  t.same(controlPlaneArgs(f.flags), { dataDir: '/tmp/x', host: '::1', port: 7443, nodes: ['n1', 'n2'], hosts: ['10.0.0.1', 'cp.local'], insecureHttp: true, historyMs: 60_000, serviceCIDR: '10.100.0.0/16', nodePortRange: { from: 31000, to: 31999 }, clusterCIDR: '10.200.0.0/14', nodeCIDRMaskSize: 26, logLevel: 'debug', logFile: '/tmp/x.log' });
 });
 
 t.test('bad service ranges are usage errors naming the flag', async (t) => {
@@ -26,6 +26,8 @@ t.test('bad service ranges are usage errors naming the flag', async (t) => {
   t.throws(() => args('service-cidr', 'fd00::/108'), /expected an IPv4 CIDR/);
   t.throws(() => args('service-cidr', '10.96.0.0/31'), /too small/);
   t.throws(() => args('service-node-port-range', '32767-30000'), /--service-node-port-range: not a port range/);
+  t.throws(() => args('cluster-cidr', '10.244.1.0/16'), /has host bits set/);
+  t.throws(() => args('node-cidr-mask-size', '8'), /--node-cidr-mask-size "8": a prefix length between 16/);
 });
 
 t.test('--listen forms', async (t) => {

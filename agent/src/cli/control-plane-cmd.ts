@@ -5,12 +5,13 @@
  */
 import { isIP } from 'node:net';
 import { DEFAULT_NODE_PORT_RANGE, DEFAULT_SERVICE_CIDR, parsePortRange } from '../controlplane/alloc/service-allocator.js';
+import { DEFAULT_CLUSTER_CIDR, DEFAULT_NODE_MASK } from '../controlplane/controllers/node-ipam.js';
 import { parseCidr } from '../net/ip.js';
 import { FlagError, parseFlags, type FlagSpecs } from './flags.js';
 
 export const CONTROL_PLANE_USAGE = `usage: nodenet control-plane [--data-dir D] [--listen ADDR:PORT] [--node N[,N...]] [--host SAN[,SAN...]]
                              [--insecure-http] [--history-seconds S] [--service-cidr CIDR] [--service-node-port-range FROM-TO]
-                             [--log-level L] [--log-file F]
+                             [--cluster-cidr CIDR] [--node-cidr-mask-size N] [--log-level L] [--log-file F]
 Serves the Kubernetes API (core/v1 Namespaces, Nodes, Pods, Services, Events; EndpointSlices; Deployments,
 ReplicaSets; Leases) from a SQLite database in the data directory, for kubectl and the agents.
   --data-dir D        state.db, pki/, tokens.json, admin.kubeconfig, nodes/<N>.kubeconfig (default /var/lib/nodenet/control-plane)
@@ -20,6 +21,8 @@ ReplicaSets; Leases) from a SQLite database in the data directory, for kubectl a
   --insecure-http     plain HTTP without TLS, only on a loopback address (kubectl then sends no token: every request is admin)
   --service-cidr CIDR ClusterIPs come from here (default 10.96.0.0/12; its first address is the kubernetes Service's)
   --service-node-port-range FROM-TO  NodePorts come from here (default 30000-32767)
+  --cluster-cidr CIDR each Node gets a spec.podCIDR from here (default 10.244.0.0/16) ...
+  --node-cidr-mask-size N  ... of this size (default 24)
   --history-seconds S how long watch history is kept for resuming watchers (default 300); older resourceVersions get 410
 On start it prints the kubeconfig to use: export KUBECONFIG=<data-dir>/admin.kubeconfig`;
 
@@ -33,6 +36,8 @@ export interface ControlPlaneArgs {
   readonly historyMs: number;
   readonly serviceCIDR: string;
   readonly nodePortRange: { readonly from: number; readonly to: number };
+  readonly clusterCIDR: string;
+  readonly nodeCIDRMaskSize: number;
   readonly logLevel: string;
   readonly logFile?: string;
 }
@@ -46,6 +51,8 @@ const SPECS: FlagSpecs = {
   'history-seconds': { type: 'string' },
   'service-cidr': { type: 'string' },
   'service-node-port-range': { type: 'string' },
+  'cluster-cidr': { type: 'string' },
+  'node-cidr-mask-size': { type: 'string' },
   'log-level': { type: 'string' },
   'log-file': { type: 'string' },
 };
@@ -89,6 +96,17 @@ export function controlPlaneArgs(flags: ReadonlyMap<string, string>): ControlPla
   } catch (e) {
     throw new FlagError(`--service-node-port-range: ${(e as Error).message}`);
   }
+  const clusterCIDR = flags.get('cluster-cidr') ?? DEFAULT_CLUSTER_CIDR;
+  let cc;
+  try {
+    cc = parseCidr(clusterCIDR);
+  } catch {
+    throw new FlagError(`--cluster-cidr ${JSON.stringify(clusterCIDR)}: expected an IPv4 CIDR such as 10.244.0.0/16`);
+  }
+  if (cc.cidr !== clusterCIDR) throw new FlagError(`--cluster-cidr ${JSON.stringify(clusterCIDR)}: has host bits set (did you mean ${cc.cidr}?)`);
+  const maskText = flags.get('node-cidr-mask-size') ?? String(DEFAULT_NODE_MASK);
+  const nodeCIDRMaskSize = Number(maskText);
+  if (!/^\d+$/.test(maskText) || nodeCIDRMaskSize < cc.prefix || nodeCIDRMaskSize > 30) throw new FlagError(`--node-cidr-mask-size ${JSON.stringify(maskText)}: a prefix length between ${cc.prefix} (the cluster CIDR's) and 30`);
   return {
     dataDir: flags.get('data-dir') ?? '/var/lib/nodenet/control-plane',
     host,
@@ -99,6 +117,8 @@ export function controlPlaneArgs(flags: ReadonlyMap<string, string>): ControlPla
     historyMs: Number(hist) * 1000,
     serviceCIDR,
     nodePortRange,
+    clusterCIDR,
+    nodeCIDRMaskSize,
     logLevel,
     ...(logFile ? { logFile } : {}),
   };

@@ -28,6 +28,7 @@ import { Rest } from './api/rest.js';
 import { loadSchemas } from './api/schema.js';
 import { ApiMetrics } from './api/metrics.js';
 import { GarbageCollector } from './gc/garbage-collector.js';
+import { NodeIpam } from './controllers/node-ipam.js';
 import { ServiceAllocator } from './alloc/service-allocator.js';
 import { ApiServer } from './api/server.js';
 import { SqlitePersistence } from './store/sqlite-persistence.js';
@@ -55,6 +56,10 @@ export interface ControlPlaneOptions {
   readonly serviceCIDR?: string;
   /** NodePorts come from here (default 30000-32767). */
   readonly nodePortRange?: { readonly from: number; readonly to: number };
+  /** Nodes' pod CIDRs come from here (default 10.244.0.0/16) ... */
+  readonly clusterCIDR?: string;
+  /** ... in blocks of this prefix length (default 24). */
+  readonly nodeCIDRMaskSize?: number;
 }
 
 export interface ControlPlane {
@@ -179,6 +184,15 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
     store.close();
     throw e;
   }
+  let ipam: NodeIpam;
+  try {
+    ipam = new NodeIpam({ rest, store, clock, log: log.child({ [F.subsys]: 'controlplane/node-ipam' }), ...(o.clusterCIDR ? { clusterCIDR: o.clusterCIDR } : {}), ...(o.nodeCIDRMaskSize ? { maskSize: o.nodeCIDRMaskSize } : {}) });
+  } catch (e) {
+    services.stop();
+    store.close();
+    throw new NodenetError(ErrorCode.InvalidConfig, `--cluster-cidr / --node-cidr-mask-size: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+  }
+  ipam.start();
   const gc = new GarbageCollector({ rest, store, clock, log: log.child({ [F.subsys]: 'controlplane/gc' }) });
   gc.start();
   const metrics = new ApiMetrics(() => store.counts());
@@ -188,6 +202,7 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
     addr = await server.listen(o.port, o.host);
   } catch (e) {
     gc.stop();
+    ipam.stop();
     services.stop();
     store.close();
     throw new NodenetError(ErrorCode.InvalidConfig, `cannot listen on ${o.host}:${o.port}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
@@ -208,6 +223,7 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
     async stop() {
       await server.close();
       gc.stop();
+      ipam.stop();
       services.stop();
       store.close();
       log.info('control plane stopped');

@@ -7,7 +7,7 @@
  */
 import { isIPv6 } from 'node:net';
 import { isDNS1123Label, isDNS1123Subdomain } from '../../net/dns-names.js';
-import { isIPv4 } from '../../net/ip.js';
+import { isIPv4, parseCidr } from '../../net/ip.js';
 import { deepEqual } from '../../reconcile/deep-equal.js';
 import { fieldErr, type FieldError } from '../api/errors.js';
 import { labelKeyProblem, labelSelectorRequirements, labelValueProblem, matchesLabels } from '../api/selectors.js';
@@ -672,7 +672,33 @@ const namespace: Strategy = {
 export const STRATEGIES: Readonly<Record<string, Strategy>> = {
   namespaces: namespace,
   // A kubelet registers its Node with its status (addresses, capacity, nodeInfo): it is kept.
-  nodes: plain('subdomain', (o) => obj(o['status'])),
+  nodes: {
+    ...plain('subdomain', (o) => obj(o['status'])),
+    defaults(o) {
+      // The plural field follows the singular one, as upstream's defaulting of a v1 Node.
+      const spec = obj(o['spec']);
+      if (spec && typeof spec['podCIDR'] === 'string' && spec['podCIDR'] !== '' && arr(spec['podCIDRs']).length === 0) spec['podCIDRs'] = [spec['podCIDR']];
+    },
+    validate(o, old) {
+      const errs: FieldError[] = [];
+      const spec = obj(o['spec']) ?? {};
+      arr(spec['podCIDRs']).forEach((c, i) => {
+        let ok = typeof c === 'string';
+        if (ok) {
+          try {
+            parseCidr(c as string);
+          } catch {
+            ok = false;
+          }
+        }
+        if (!ok) errs.push(fieldErr.invalid(`spec.podCIDRs[${i}]`, c, 'must be a valid CIDR'));
+      });
+      // ValidateNodeUpdate: a pod CIDR, once set, stays (node IPAM and the agents rely on it).
+      const was = arr(obj(old?.['spec'])?.['podCIDRs']);
+      if (old && was.length > 0 && !deepEqual(was, arr(spec['podCIDRs']))) errs.push(fieldErr.forbidden('spec.podCIDRs', 'node updates may not change podCIDR except from "" to valid'));
+      return errs;
+    },
+  },
   pods: pod,
   services: service,
   events: event,

@@ -1,0 +1,100 @@
+/**
+ * Node IPAM on a real Store (fake persistence) and Rest: a pod CIDR per
+ * Node, never shared, kept across restarts, freed when the Node goes, a
+ * Node's own honoured when it fits and refused (left alone) when it is
+ * taken, immutable once set.
+ */
+import t, { type Test } from 'tap';
+import { silentLogger } from '../../log/log.js';
+import { FakeClock } from '../../reconcile/clock.fake.js';
+import { statusOf } from '../api/errors.js';
+import { Rest } from '../api/rest.js';
+import { RESOURCES } from '../api/resources.js';
+import { loadSchemas } from '../api/schema.js';
+import { FakePersistence } from '../store/persistence.fake.js';
+import { Store } from '../store/store.js';
+import type { KObject } from '../store/types.js';
+import { NodeIpam } from './node-ipam.js';
+
+const schemas = await loadSchemas([...RESOURCES.map((r) => r.model), 'V1Scale', 'V1Status', 'V1DeleteOptions', 'V1ListMeta']);
+const NODES = RESOURCES.find((r) => r.resource === 'nodes')!;
+
+function setup(t: Test, persistence = new FakePersistence(), cidr = '10.244.0.0/22') {
+  const clock = new FakeClock();
+  const store = new Store({ persistence, clock });
+  const rest = new Rest({ store, schemas, clock });
+  const ipam = new NodeIpam({ rest, store, clock, log: silentLogger(), clusterCIDR: cidr, maskSize: 24 });
+  const stop = () => {
+    ipam.stop();
+    store.close();
+  };
+  t.teardown(stop);
+  return { store, rest, ipam, stop };
+}
+
+const node = (name: string, podCIDR?: string): KObject => ({ apiVersion: 'v1', kind: 'Node', metadata: { name }, ...(podCIDR ? { spec: { podCIDR } } : {}) });
+const cidrOf = (rest: Rest, name: string) => (rest.get(NODES, '', name).object['spec'] as { podCIDR?: string; podCIDRs?: string[] } | undefined);
+
+t.test('each Node gets its own /24; a deleted Node\'s is free again; a full cluster CIDR leaves the Node without one', async (t) => {
+  const { rest, ipam } = setup(t);
+  ipam.start();
+  for (const n of ['a', 'b', 'c']) await rest.create(NODES, '', node(n));
+  await ipam.idle();
+  t.same(['a', 'b', 'c'].map((n) => cidrOf(rest, n)), [
+    { podCIDR: '10.244.0.0/24', podCIDRs: ['10.244.0.0/24'] },
+    { podCIDR: '10.244.1.0/24', podCIDRs: ['10.244.1.0/24'] },
+    { podCIDR: '10.244.2.0/24', podCIDRs: ['10.244.2.0/24'] },
+  ]);
+  await rest.create(NODES, '', node('d'));
+  await rest.create(NODES, '', node('e'));
+  await ipam.idle();
+  t.equal(cidrOf(rest, 'd')?.podCIDR, '10.244.3.0/24');
+  t.equal(cidrOf(rest, 'e')?.podCIDR, undefined, 'a /22 has four /24s');
+  t.equal(ipam.free, 0);
+  await rest.delete(NODES, '', 'b');
+  await rest.create(NODES, '', node('f'));
+  await ipam.idle();
+  t.equal(cidrOf(rest, 'f')?.podCIDR, '10.244.1.0/24', 'b\'s block went to the next Node');
+});
+
+t.test('a Node\'s own pod CIDR: kept when it fits and is free, left alone when taken or outside; immutable once set', async (t) => {
+  const { rest, ipam } = setup(t);
+  ipam.start();
+  await rest.create(NODES, '', node('own', '10.244.2.0/24'));
+  await rest.create(NODES, '', node('next'));
+  await ipam.idle();
+  t.equal(cidrOf(rest, 'own')?.podCIDR, '10.244.2.0/24');
+  t.equal(cidrOf(rest, 'next')?.podCIDR, '10.244.0.0/24');
+  await rest.create(NODES, '', node('clash', '10.244.2.0/24'));
+  await rest.create(NODES, '', node('outside', '192.168.0.0/24'));
+  await ipam.idle();
+  t.equal(cidrOf(rest, 'clash')?.podCIDR, '10.244.2.0/24', 'a taken one is reported, not rewritten (upstream: CIDRNotAvailable)');
+  t.equal(ipam.free, 2, 'the clash and the outsider hold nothing');
+  const cur = rest.get(NODES, '', 'next').object as KObject;
+  const moved = structuredClone(cur);
+  (moved['spec'] as Record<string, unknown>)['podCIDR'] = '10.244.3.0/24';
+  (moved['spec'] as Record<string, unknown>)['podCIDRs'] = ['10.244.3.0/24'];
+  const err = await rest.update(NODES, '', 'next', moved).then(() => null, statusOf);
+  t.match(err, { code: 422, details: { causes: [{ field: 'spec.podCIDRs', message: /node updates may not change podCIDR except from "" to valid/ }] } });
+  t.match(await rest.create(NODES, '', node('bad', 'nope')).then(() => null, statusOf), { code: 422, details: { causes: [{ field: 'spec.podCIDRs[0]' }] } });
+});
+
+t.test('restarts: the table is rebuilt from the Nodes, so no block is handed out twice', async (t) => {
+  const persistence = new FakePersistence();
+  const first = setup(t, persistence);
+  first.ipam.start();
+  await first.rest.create(NODES, '', node('a'));
+  await first.rest.create(NODES, '', node('b'));
+  await first.ipam.idle();
+  await first.rest.delete(NODES, '', 'a');
+  first.stop();
+  const second = setup(t, persistence);
+  await second.rest.create(NODES, '', node('c')); // made while no IPAM ran
+  second.ipam.start();
+  await second.rest.create(NODES, '', node('d'));
+  await second.ipam.idle();
+  const got = ['b', 'c', 'd'].map((n) => cidrOf(second.rest, n)?.podCIDR);
+  t.equal(got[0], '10.244.1.0/24');
+  t.equal(new Set(got).size, 3, `distinct: ${got.join(', ')}`);
+  t.ok(got.includes('10.244.0.0/24'), 'a\'s block, free after its deletion, was given again');
+});

@@ -1,0 +1,204 @@
+/**
+ * controlplane/controllers/node-ipam: kube-controller-manager's node IPAM
+ * (the range allocator) for the embedded control plane: every Node gets a
+ * `spec.podCIDR` (and `podCIDRs`) of `maskSize` bits from the cluster CIDR.
+ *
+ * Watch → compare → act, through the REST layer (validated, watched like
+ * any client's write):
+ * - the Nodes' own `spec.podCIDR`s are the record: at start the table is
+ *   rebuilt from them, so no two Nodes ever share one across restarts;
+ * - a Node without one gets the lowest free block; a Node that comes with
+ *   one keeps it when it is inside the cluster CIDR, of the right size and
+ *   free (a conflict is logged and the Node left as it is, as upstream
+ *   reports CIDRNotAvailable);
+ * - a deleted Node's block is free again once its deletion is seen.
+ * `spec.podCIDR` is immutable once set (validation), as upstream.
+ */
+import { ErrorCode, isNodenetError } from '../../errors/errors.js';
+import { F } from '../../log/fields.js';
+import type { Logger } from '../../log/log.js';
+import { intToIp, ipToInt, parseCidr } from '../../net/ip.js';
+import type { Clock } from '../../reconcile/clock.js';
+import type { Rest } from '../api/rest.js';
+import { RESOURCES } from '../api/resources.js';
+import type { Store } from '../store/store.js';
+import type { KObject, StoreEvent } from '../store/types.js';
+
+type O = Record<string, unknown>;
+const NODES = RESOURCES.find((r) => r.resource === 'nodes')!;
+
+export const DEFAULT_CLUSTER_CIDR = '10.244.0.0/16';
+export const DEFAULT_NODE_MASK = 24;
+
+export interface NodeIpamOptions {
+  readonly rest: Rest;
+  readonly store: Store;
+  readonly clock: Clock;
+  readonly log: Logger;
+  readonly clusterCIDR?: string;
+  readonly maskSize?: number;
+  readonly retryMs?: number;
+}
+
+const podCIDROf = (o: Readonly<KObject>): string | undefined => {
+  const v = (o['spec'] as O | undefined)?.['podCIDR'];
+  return typeof v === 'string' && v !== '' ? v : undefined;
+};
+
+export class NodeIpam {
+  readonly clusterCIDR: string;
+  readonly maskSize: number;
+  private readonly base: number;
+  private readonly blocks: number;
+  /** block index → the Node name holding it. */
+  private readonly used = new Map<number, string>();
+  private readonly queue = new Set<string>();
+  private running = false;
+  private stopped = false;
+  private watch: { stop(): void } | null = null;
+  private readonly timers = new Set<unknown>();
+  private idleWaiters: (() => void)[] = [];
+
+  constructor(private readonly o: NodeIpamOptions) {
+    const c = parseCidr(o.clusterCIDR ?? DEFAULT_CLUSTER_CIDR);
+    const mask = o.maskSize ?? DEFAULT_NODE_MASK;
+    if (!Number.isInteger(mask) || mask < c.prefix || mask > 30) throw new TypeError(`node CIDR mask /${mask} does not fit in ${c.cidr} (between /${c.prefix} and /30)`);
+    this.clusterCIDR = c.cidr;
+    this.maskSize = mask;
+    this.base = ipToInt(c.ip);
+    this.blocks = 2 ** (mask - c.prefix);
+  }
+
+  private blockOf(cidr: string): number | undefined {
+    try {
+      const c = parseCidr(cidr);
+      if (c.cidr !== cidr || c.prefix !== this.maskSize) return undefined;
+      const off = ipToInt(c.ip) - this.base;
+      const size = 2 ** (32 - this.maskSize);
+      if (off < 0 || off % size !== 0 || off / size >= this.blocks) return undefined;
+      return off / size;
+    } catch {
+      return undefined;
+    }
+  }
+
+  private cidrOf(block: number): string {
+    return `${intToIp(this.base + block * 2 ** (32 - this.maskSize))}/${this.maskSize}`;
+  }
+
+  start(): void {
+    const { items, rev } = this.o.store.list('nodes');
+    for (const s of items) {
+      const name = String(s.object.metadata?.['name']);
+      const cidr = podCIDROf(s.object);
+      const b = cidr ? this.blockOf(cidr) : undefined;
+      if (b !== undefined && !this.used.has(b)) this.used.set(b, name);
+      this.queue.add(name);
+    }
+    this.watch = this.o.store.watch({ gr: 'nodes', afterRev: rev, onEvent: (ev) => this.onEvent(ev) });
+    this.kick();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.watch?.stop();
+    for (const t of this.timers) this.o.clock.clearTimeout(t);
+    this.timers.clear();
+    for (const w of this.idleWaiters.splice(0)) w();
+  }
+
+  /** Resolves when nothing is queued or being worked on (tests). */
+  idle(): Promise<void> {
+    if (!this.running && this.queue.size === 0) return Promise.resolve();
+    return new Promise((r) => this.idleWaiters.push(r));
+  }
+
+  /** Blocks left to hand out. */
+  get free(): number {
+    return this.blocks - this.used.size;
+  }
+
+  private onEvent(ev: StoreEvent): void {
+    const name = String(ev.cur.object.metadata?.['name']);
+    if (ev.type === 'DELETED') {
+      for (const [b, n] of this.used) if (n === name) this.used.delete(b);
+      return;
+    }
+    const cidr = podCIDROf(ev.cur.object);
+    const b = cidr ? this.blockOf(cidr) : undefined;
+    if (b !== undefined && !this.used.has(b)) this.used.set(b, name);
+    if (!cidr) {
+      this.queue.add(name);
+      this.kick();
+    }
+  }
+
+  private kick(): void {
+    if (this.running || this.stopped) return;
+    this.running = true;
+    void this.drain();
+  }
+
+  private async drain(): Promise<void> {
+    try {
+      while (!this.stopped && this.queue.size) {
+        const name = this.queue.values().next().value as string;
+        this.queue.delete(name);
+        try {
+          await this.process(name);
+        } catch (e) {
+          if (this.stopped) break;
+          const quick = isNodenetError(e) && e.code === ErrorCode.Conflict;
+          if (!quick) this.o.log.warn({ [F.err]: e, [F.name]: name }, 'node IPAM: will retry');
+          const t = this.o.clock.setTimeout(() => {
+            this.timers.delete(t);
+            this.queue.add(name);
+            this.kick();
+          }, quick ? 0 : (this.o.retryMs ?? 500));
+          this.timers.add(t);
+        }
+      }
+    } finally {
+      this.running = false;
+      if (this.queue.size && !this.stopped) this.kick();
+      else for (const w of this.idleWaiters.splice(0)) w();
+    }
+  }
+
+  private async process(name: string): Promise<void> {
+    const s = this.o.store.get(`nodes//${name}`);
+    if (!s || s.object.metadata?.['deletionTimestamp']) return;
+    const have = podCIDROf(s.object);
+    if (have) {
+      const b = this.blockOf(have);
+      if (b === undefined) this.o.log.warn({ [F.name]: name, podCIDR: have, clusterCIDR: this.clusterCIDR }, `node ${name}'s podCIDR ${have} is not a /${this.maskSize} of the cluster CIDR; left as it is`);
+      else if (this.used.get(b) !== name) this.o.log.warn({ [F.name]: name, podCIDR: have, holder: this.used.get(b) }, `node ${name}'s podCIDR ${have} is taken by ${this.used.get(b)}: CIDRNotAvailable`);
+      return;
+    }
+    let block: number | undefined;
+    for (let i = 0; i < this.blocks; i++) {
+      if (!this.used.has(i)) {
+        block = i;
+        break;
+      }
+    }
+    if (block === undefined) {
+      this.o.log.error({ [F.name]: name, clusterCIDR: this.clusterCIDR }, `no pod CIDR left for node ${name}: the cluster CIDR ${this.clusterCIDR} has ${this.blocks} /${this.maskSize}s, all taken`);
+      return;
+    }
+    const cidr = this.cidrOf(block);
+    this.used.set(block, name); // held while the write is in flight; the watch confirms it
+    const next = structuredClone(s.object) as KObject;
+    const spec = ((next['spec'] as O | undefined) ?? (next['spec'] = {})) as O;
+    spec['podCIDR'] = cidr;
+    spec['podCIDRs'] = [cidr];
+    try {
+      await this.o.rest.update(NODES, '', name, next, { fieldManager: 'nodenet-node-ipam' });
+      this.o.log.info({ [F.name]: name, podCIDR: cidr }, 'pod CIDR assigned');
+    } catch (e) {
+      if (this.used.get(block) === name && !podCIDROf(this.o.store.get(`nodes//${name}`)?.object ?? {})) this.used.delete(block);
+      if (isNodenetError(e) && e.code === ErrorCode.NotFound) return;
+      throw e;
+    }
+  }
+}
