@@ -29,3 +29,11 @@ t.test('proxy fields: defaults, values and errors naming the field', async (t) =
   t.throws(() => parseAgentConfig({ proxyMinSyncMs: -1 }), /config proxyMinSyncMs/);
   t.throws(() => parseAgentConfig({ proxyMinSyncMs: '5' }), /config proxyMinSyncMs/);
 });
+
+t.test('kubeconfig: a file or in-cluster; one source only', async (t) => {
+  t.equal(parseAgentConfig({}).kubeconfig, null);
+  t.equal(parseAgentConfig({ kubeconfig: '/d/nodes/n1.kubeconfig', proxyMode: 'nftables' }).kubeconfig, '/d/nodes/n1.kubeconfig');
+  t.equal(parseAgentConfig({ kubeconfig: 'in-cluster' }).kubeconfig, 'in-cluster');
+  t.throws(() => parseAgentConfig({ kubeconfig: '' }), /config kubeconfig: must not be empty/);
+  t.throws(() => parseAgentConfig({ kubeconfig: '/k', manifestsDir: '/m' }), /config kubeconfig: the proxy follows one source/);
+});

@@ -34,6 +34,8 @@ export interface AgentConfig {
   readonly proxyPrefix: string;
   /** A directory of Service / EndpointSlice JSON manifests the proxy follows (when there is no API server). */
   readonly manifestsDir: string | null;
+  /** The API server the proxy watches: a kubeconfig file, or 'in-cluster' (a Pod's service account). */
+  readonly kubeconfig: string | null;
   /** nftables mode: a ping to a ClusterIP is rejected at once ('reject', kube-proxy's behaviour) or silently dropped ('drop'). */
   readonly clusterIPPing: 'reject' | 'drop';
   /** At least this long between two proxy syncs (kube-proxy --iptables-min-sync-period), ms. */
@@ -55,6 +57,7 @@ export const DEFAULTS: AgentConfig = {
   proxyMode: 'none',
   proxyPrefix: 'KUBE',
   manifestsDir: null,
+  kubeconfig: null,
   clusterIPPing: 'reject',
   proxyMinSyncMs: 1000,
   logLevel: 'info',
@@ -104,6 +107,9 @@ export function parseAgentConfig(raw: unknown): AgentConfig {
   if (ping !== 'reject' && ping !== 'drop') throw bad('clusterIPPing', 'must be reject or drop');
   const minSyncRaw = read.optInt(o, 'proxyMinSyncMs', '', { min: 0, max: 600_000 }) ?? DEFAULTS.proxyMinSyncMs;
   const bridge = str(o, 'bridge') ?? DEFAULTS.bridge;
+  const manifestsDir = str(o, 'manifestsDir') ?? null;
+  const kubeconfig = str(o, 'kubeconfig') ?? null;
+  if (kubeconfig && manifestsDir) throw bad('kubeconfig', 'the proxy follows one source: a kubeconfig (an API server) or manifestsDir, not both');
   if (bridge.length > 15 || /[\s/]/.test(bridge)) throw bad('bridge', 'must be a valid interface name (at most 15 characters)');
   return {
     nodeName: str(o, 'nodeName') ?? DEFAULTS.nodeName,
@@ -116,7 +122,8 @@ export function parseAgentConfig(raw: unknown): AgentConfig {
     mtu,
     proxyMode: mode as ProxyMode,
     proxyPrefix: prefix,
-    manifestsDir: str(o, 'manifestsDir') ?? null,
+    manifestsDir,
+    kubeconfig,
     clusterIPPing: ping,
     proxyMinSyncMs: minSyncRaw,
     logLevel: logLevel as LogLevel,
@@ -137,6 +144,7 @@ export const FLAG_KEYS: Readonly<Record<string, keyof AgentConfig>> = {
   'proxy-mode': 'proxyMode',
   'proxy-prefix': 'proxyPrefix',
   manifests: 'manifestsDir',
+  kubeconfig: 'kubeconfig',
   'cluster-ip-ping': 'clusterIPPing',
   'proxy-min-sync-ms': 'proxyMinSyncMs',
   'log-level': 'logLevel',

@@ -34,6 +34,7 @@ import { realClock } from '../reconcile/clock.js';
 import { IpamAdapter } from '../sandbox/ipam-adapter.js';
 import { NftMasquerade } from '../sandbox/masquerade.js';
 import { DiskAttachmentStore } from '../sandbox/record-store.js';
+import { KubeSource, loadKubeConfig } from '../watch/kube-source.js';
 import { ManifestSource } from '../watch/manifest-source.js';
 import { startControlPlane, type ControlPlaneOptions } from '../controlplane/control-plane.js';
 import { Agent } from './agent.js';
@@ -87,6 +88,7 @@ export async function composeAgent(cfg: AgentConfig, logger?: Logger): Promise<A
             prefix: cfg.proxyPrefix,
             clusterIPPing: cfg.clusterIPPing,
             manifestsDir: cfg.manifestsDir,
+            kubeconfig: cfg.kubeconfig,
             statusFile: proxyStatusFile(cfg.runDir),
             minSyncIntervalMs: cfg.proxyMinSyncMs,
             nodeIPs: nodeAddresses(await node.listAddresses()),
@@ -131,6 +133,8 @@ export interface ProxyComposeOptions {
   readonly prefix: string;
   readonly clusterIPPing: AgentConfig['clusterIPPing'];
   readonly manifestsDir: string | null;
+  /** Watch an API server instead: a kubeconfig file or 'in-cluster'. */
+  readonly kubeconfig?: string | null;
   readonly statusFile: string | null;
   readonly minSyncIntervalMs: number;
   readonly maxSyncIntervalMs?: number;
@@ -167,13 +171,19 @@ export async function composeProxyHostDeps(o: ProxyComposeOptions): Promise<Omit
     conntrack: new ConntrackExecutor({ runner: o.runner, ...ns }),
     sysctl: new ProcSysctl(o.netns ? toNetnsPath(o.netns) : undefined),
     removeOtherMode: () => removeProxyRules({ runner: o.runner, log: o.log, prefix: o.prefix, ...ns }, o.mode === 'iptables' ? 'nftables' : 'iptables'),
-    startSource: manifestsDir
+    startSource: o.kubeconfig
       ? async (h) => {
-          const src = new ManifestSource({ dir: manifestsDir, services: h.services, slices: h.slices, log: o.log, onScan: h.onScan, clock: realClock });
+          const src = new KubeSource({ kubeconfig: loadKubeConfig(o.kubeconfig!), services: h.services, slices: h.slices, log: o.log, clock: realClock, onSynced: h.onScan });
           await src.start();
           return src;
         }
-      : null,
+      : manifestsDir
+        ? async (h) => {
+            const src = new ManifestSource({ dir: manifestsDir, services: h.services, slices: h.slices, log: o.log, onScan: h.onScan, clock: realClock });
+            await src.start();
+            return src;
+          }
+        : null,
     statusFile: o.statusFile,
     minSyncIntervalMs: o.minSyncIntervalMs,
     ...(o.maxSyncIntervalMs === undefined ? {} : { maxSyncIntervalMs: o.maxSyncIntervalMs }),

@@ -119,7 +119,7 @@ export class ProxyHost {
     if (deps.startSource) {
       host.source = await deps.startSource({ services: host.proxier, slices: host.proxier, onScan: () => host.writeStatus() });
     } else {
-      host.log.warn('proxy mode set but no Service source configured (manifestsDir): no rules will be applied');
+      host.log.warn('proxy mode set but no Service source configured (kubeconfig or manifestsDir): no rules will be applied');
     }
     host.writeStatus();
     const ips = deps.nodeConfig.nodeIPs;

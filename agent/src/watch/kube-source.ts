@@ -1,0 +1,107 @@
+/**
+ * watch/kube-source: the proxy's Services and EndpointSlices from a
+ * Kubernetes API server (nodenet's own control plane, or a real cluster's
+ * kube-apiserver), through the informer wrapper, delivered to the same
+ * handlers the manifest directory feeds.
+ *
+ * Connection: a kubeconfig file (`--kubeconfig PATH`: the embedded control
+ * plane writes one per node), or `--kubeconfig in-cluster` for a Pod's
+ * service account (its token and CA, KUBERNETES_SERVICE_HOST and _PORT),
+ * as client-go's in-cluster config.
+ *
+ * Nothing is applied before both lists arrived (SyncGroup); the Service and
+ * EndpointSlice handlers each hear synced once, after both.
+ */
+import { CoreV1Api, DiscoveryV1Api, KubeConfig, ListWatch, Watch, type KubernetesObject } from '@kubernetes/client-node';
+import { ErrorCode, NodenetError } from '../errors/errors.js';
+import type { Logger } from '../log/log.js';
+import type { EndpointSliceHandler, ServiceHandler } from '../proxy/handlers.js';
+import type { Clock } from '../reconcile/clock.js';
+import { Informer, SyncGroup, type BackoffOptions, type ListWatchLike } from './informer.js';
+
+export const IN_CLUSTER = 'in-cluster';
+
+/** A KubeConfig from a file, or from the Pod's service account. @throws InvalidConfig naming the problem */
+export function loadKubeConfig(source: string): KubeConfig {
+  const kc = new KubeConfig();
+  try {
+    if (source === IN_CLUSTER) {
+      if (!process.env['KUBERNETES_SERVICE_HOST']) throw new Error('KUBERNETES_SERVICE_HOST is not set: not running in a Pod');
+      kc.loadFromCluster();
+    } else kc.loadFromFile(source);
+  } catch (e) {
+    throw new NodenetError(ErrorCode.InvalidConfig, `kubeconfig ${source}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+  }
+  if (!kc.getCurrentCluster()) throw new NodenetError(ErrorCode.InvalidConfig, `kubeconfig ${source}: no current cluster`);
+  return kc;
+}
+
+export interface KubeSourceOptions {
+  readonly kubeconfig: KubeConfig;
+  readonly services: ServiceHandler;
+  readonly slices: EndpointSliceHandler;
+  readonly log: Logger;
+  readonly clock: Clock;
+  /** Called once both sources synced (the status file). */
+  readonly onSynced?: () => void;
+  readonly backoff?: BackoffOptions;
+  readonly silenceMs?: number;
+}
+
+export class KubeSource {
+  private readonly informers: Informer[] = [];
+  private readonly lastError = new Map<string, string>();
+
+  constructor(o: KubeSourceOptions) {
+    const kc = o.kubeconfig;
+    const core = kc.makeApiClient(CoreV1Api);
+    const discovery = kc.makeApiClient(DiscoveryV1Api);
+    const watch = new Watch(kc);
+    const group = new SyncGroup();
+    const svc = group.join('services', {
+      add: (x) => o.services.onServiceAdd(x),
+      update: (p, c) => o.services.onServiceUpdate(p, c),
+      delete: (x) => o.services.onServiceDelete(x),
+    }, () => o.services.onServicesSynced());
+    const eps = group.join('endpointslices', {
+      add: (x) => o.slices.onEndpointSliceAdd(x),
+      update: (p, c) => o.slices.onEndpointSliceUpdate(p, c),
+      delete: (x) => o.slices.onEndpointSliceDelete(x),
+    }, () => {
+      o.slices.onEndpointSlicesSynced();
+      o.onSynced?.();
+    });
+    const sources: [string, string, () => Promise<{ items: KubernetesObject[] }>, typeof svc][] = [
+      ['services', '/api/v1/services', () => core.listServiceForAllNamespaces() as Promise<{ items: KubernetesObject[] }>, svc],
+      ['endpointslices', '/apis/discovery.k8s.io/v1/endpointslices', () => discovery.listEndpointSliceForAllNamespaces() as Promise<{ items: KubernetesObject[] }>, eps],
+    ];
+    for (const [name, path, list, handler] of sources) {
+      const lw = new ListWatch<KubernetesObject>(path, watch, list as never, false);
+      lw.on('error', (e: unknown) => this.lastError.set(name, e instanceof Error ? e.message : String(e)));
+      lw.on('connect', () => this.lastError.delete(name));
+      this.informers.push(new Informer({
+        name,
+        listWatch: lw as unknown as ListWatchLike,
+        handler,
+        clock: o.clock,
+        log: o.log,
+        ...(o.backoff ? { backoff: o.backoff } : {}),
+        ...(o.silenceMs ? { silenceMs: o.silenceMs } : {}),
+      }));
+    }
+  }
+
+  /** Starts both informers; resolves once each delivered its first list or is retrying. */
+  async start(): Promise<void> {
+    await Promise.all(this.informers.map((i) => i.start()));
+  }
+
+  /** The sources whose last list or watch failed, with why (the proxy status file). */
+  errors(): Iterable<readonly [string, string]> {
+    return [...this.lastError].map(([k, v]) => [`watch ${k}`, v] as const);
+  }
+
+  stop(): void {
+    for (const i of this.informers) void i.stop();
+  }
+}
