@@ -136,6 +136,19 @@ t.test('node IPAM: a Node gets a pod CIDR of its own', async (t) => {
   await ok(['delete', 'node', 'worker-1', 'worker-2']);
 });
 
+t.test('EndpointSlices follow the Pods a Service selects', async (t) => {
+  await ok(['apply', '-f', '-'], { input: 'apiVersion: v1\nkind: Service\nmetadata: {name: eps-demo}\nspec: {selector: {app: eps-demo}, ports: [{port: 80, targetPort: 8080}]}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: eps-demo-1, labels: {app: eps-demo}}\nspec: {containers: [{name: c, image: none}]}\n' });
+  await ok(['patch', 'pod', 'eps-demo-1', '--subresource=status', '--type=merge', '-p', JSON.stringify({ status: { phase: 'Running', podIP: '10.244.1.42', conditions: [{ type: 'Ready', status: 'True' }] } })]);
+  let got = '';
+  await waitFor(async () => (got = await ok(['get', 'endpointslices', '-l', 'kubernetes.io/service-name=eps-demo', '-o', 'jsonpath={.items[*].endpoints[*].addresses[0]} {.items[*].endpoints[*].conditions.ready} {.items[*].ports[*].port}'])) === '10.244.1.42 true 8080', 'the endpoint', { timeoutMs: 5000 });
+  t.equal(got, '10.244.1.42 true 8080');
+  t.match(await ok(['get', 'endpointslices', '-l', 'kubernetes.io/service-name=eps-demo']), /^eps-demo-\w+\s+IPv4\s+8080\s+10\.244\.1\.42\s+/m, 'kubectl get shows it');
+  await ok(['delete', 'pod', 'eps-demo-1']);
+  await waitFor(async () => (await ok(['get', 'endpointslices', '-l', 'kubernetes.io/service-name=eps-demo', '-o', 'jsonpath={.items[*].endpoints[*].addresses[0]}'])) === '', 'the endpoint gone with the Pod');
+  await ok(['delete', 'svc', 'eps-demo']);
+  await waitFor(async () => (await ok(['get', 'endpointslices', '-l', 'kubernetes.io/service-name=eps-demo', '-o', 'name'])) === '', 'the slices gone with the Service');
+});
+
 t.test('get -w: the list, then the changes as they happen', async (t) => {
   const w = execa('kubectl', ['get', 'svc', '-w', '--output-watch-events', '-o', 'custom-columns=EVENT:.type,NAME:.object.metadata.name'], { env: { KUBECONFIG: cp.kubeconfig }, reject: false, buffer: true });
   let out = '';

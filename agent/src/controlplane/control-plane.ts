@@ -29,6 +29,7 @@ import { loadSchemas } from './api/schema.js';
 import { ApiMetrics } from './api/metrics.js';
 import { GarbageCollector } from './gc/garbage-collector.js';
 import { NodeIpam } from './controllers/node-ipam.js';
+import { EndpointSliceController } from './controllers/endpointslice.js';
 import { ServiceAllocator } from './alloc/service-allocator.js';
 import { ApiServer } from './api/server.js';
 import { SqlitePersistence } from './store/sqlite-persistence.js';
@@ -193,6 +194,8 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
     throw new NodenetError(ErrorCode.InvalidConfig, `--cluster-cidr / --node-cidr-mask-size: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
   }
   ipam.start();
+  const slices = new EndpointSliceController({ rest, store, clock, log: log.child({ [F.subsys]: 'controlplane/endpointslice' }) });
+  slices.start();
   const gc = new GarbageCollector({ rest, store, clock, log: log.child({ [F.subsys]: 'controlplane/gc' }) });
   gc.start();
   const metrics = new ApiMetrics(() => store.counts());
@@ -202,6 +205,7 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
     addr = await server.listen(o.port, o.host);
   } catch (e) {
     gc.stop();
+    slices.stop();
     ipam.stop();
     services.stop();
     store.close();
@@ -223,6 +227,7 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
     async stop() {
       await server.close();
       gc.stop();
+      slices.stop();
       ipam.stop();
       services.stop();
       store.close();

@@ -1,0 +1,131 @@
+/**
+ * The EndpointSlice controller on a real Store (fake persistence) and Rest:
+ * the Pods a Service selects become endpoints with kube-proxy's conditions,
+ * named ports resolved per Pod, at most 100 per slice, following Pod
+ * changes; a Service without a selector keeps its user's slices; an edited
+ * managed slice is put back; the slices go with their Service.
+ */
+import t, { type Test } from 'tap';
+import { silentLogger } from '../../log/log.js';
+import { FakeClock } from '../../reconcile/clock.fake.js';
+import { Rest } from '../api/rest.js';
+import { RESOURCES } from '../api/resources.js';
+import { loadSchemas } from '../api/schema.js';
+import { GarbageCollector } from '../gc/garbage-collector.js';
+import { FakePersistence } from '../store/persistence.fake.js';
+import { Store } from '../store/store.js';
+import type { KObject } from '../store/types.js';
+import { desiredSlices, EndpointSliceController, MANAGED_BY } from './endpointslice.js';
+
+type O = Record<string, unknown>;
+const schemas = await loadSchemas([...RESOURCES.map((r) => r.model), 'V1Scale', 'V1Status', 'V1DeleteOptions', 'V1ListMeta']);
+const R = (name: string) => RESOURCES.find((r) => r.resource === name)!;
+const [SVC, POD, EPS, NS] = [R('services'), R('pods'), R('endpointslices'), R('namespaces')];
+
+async function setup(t: Test) {
+  const clock = new FakeClock();
+  const store = new Store({ persistence: new FakePersistence(), clock });
+  const rest = new Rest({ store, schemas, clock });
+  await rest.create(NS, '', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } });
+  const ctl = new EndpointSliceController({ rest, store, clock, log: silentLogger() });
+  const gc = new GarbageCollector({ rest, store, clock, log: silentLogger() });
+  ctl.start();
+  gc.start();
+  t.teardown(() => {
+    ctl.stop();
+    gc.stop();
+    store.close();
+  });
+  const settle = async () => {
+    for (let i = 0; i < 5; i++) {
+      await ctl.idle();
+      await gc.idle();
+    }
+  };
+  return { store, rest, ctl, settle };
+}
+
+const svc = (name: string, spec: O = {}): KObject => ({ apiVersion: 'v1', kind: 'Service', metadata: { name }, spec: { selector: { app: name }, ports: [{ name: 'http', port: 80, targetPort: 'web' }], ...spec } });
+const pod = (name: string, app: string, o: { ip?: string; ready?: boolean; node?: string; port?: number } = {}): KObject => ({
+  apiVersion: 'v1', kind: 'Pod', metadata: { name, labels: { app } },
+  spec: { nodeName: o.node ?? 'n1', containers: [{ name: 'c', image: 'none', ports: [{ name: 'web', containerPort: o.port ?? 8080 }] }] },
+});
+
+async function runPod(rest: Rest, p: KObject, ip: string, ready = true): Promise<void> {
+  const name = String(p.metadata!['name']);
+  await rest.create(POD, 'default', p);
+  const cur = rest.get(POD, 'default', name).object as KObject;
+  await rest.update(POD, 'default', name, { ...structuredClone(cur), status: { phase: 'Running', podIP: ip, conditions: [{ type: 'Ready', status: ready ? 'True' : 'False' }] } }, { sub: 'status' });
+}
+
+function slicesOf(store: Store, svcName: string) {
+  return store.list('endpointslices.discovery.k8s.io', 'default').items.map((s) => s.object as KObject & { endpoints: O[]; ports: O[] }).filter((s) => (s.metadata!['labels'] as O)['kubernetes.io/service-name'] === svcName);
+}
+
+t.test('the selected Pods as endpoints with ready, serving, terminating, nodeName, targetRef and resolved ports', async (t) => {
+  const { rest, store, settle } = await setup(t);
+  await rest.create(SVC, 'default', svc('web'));
+  await settle();
+  t.same(slicesOf(store, 'web').map((s) => s.endpoints.length), [0], 'a placeholder slice before there are Pods');
+  await runPod(rest, pod('web-1', 'web'), '10.244.1.5');
+  await runPod(rest, pod('web-2', 'web', { node: 'n2', port: 9090 }), '10.244.2.5', false);
+  await runPod(rest, pod('other', 'db'), '10.244.1.9');
+  await rest.create(POD, 'default', pod('no-ip', 'web'));
+  await settle();
+  const slices = slicesOf(store, 'web');
+  t.equal(slices.length, 2, 'two port mappings (web is 8080 on one Pod, 9090 on the other): two slices');
+  const all: O[] = slices.flatMap((s) => s.endpoints.map((e) => ({ ...e, ports: s.ports })));
+  t.match(all.find((e) => (e['addresses'] as string[])[0] === '10.244.1.5'), {
+    conditions: { ready: true, serving: true, terminating: false }, nodeName: 'n1', targetRef: { kind: 'Pod', name: 'web-1', namespace: 'default' }, ports: [{ name: 'http', port: 8080, protocol: 'TCP' }],
+  });
+  t.match(all.find((e) => (e['addresses'] as string[])[0] === '10.244.2.5'), { conditions: { ready: false, serving: false, terminating: false }, nodeName: 'n2', ports: [{ port: 9090 }] });
+  t.equal(all.length, 2, 'the Pod without an IP and the one not selected are left out');
+  t.match(slices[0]!, { addressType: 'IPv4', metadata: { labels: { [MANAGED_BY]: 'endpointslice-controller.k8s.io' }, ownerReferences: [{ kind: 'Service', name: 'web', controller: true }] } });
+
+  // A Pod that terminates: not ready, still serving, terminating (kube-proxy's terminating endpoints).
+  await rest.create(R('nodes'), '', { apiVersion: 'v1', kind: 'Node', metadata: { name: 'n1' } });
+  await rest.delete(POD, 'default', 'web-1');
+  await settle();
+  const term = slicesOf(store, 'web').flatMap((s) => s.endpoints).find((e) => (e['addresses'] as string[])[0] === '10.244.1.5');
+  t.match(term, { conditions: { ready: false, serving: true, terminating: true } });
+  await rest.delete(POD, 'default', 'web-1', { gracePeriodSeconds: 0 });
+  await settle();
+  t.notOk(slicesOf(store, 'web').flatMap((s) => s.endpoints).some((e) => (e['addresses'] as string[])[0] === '10.244.1.5'), 'gone with the Pod');
+});
+
+t.test('at most 100 endpoints per slice', async (t) => {
+  const { rest, store, settle } = await setup(t);
+  await rest.create(SVC, 'default', svc('big', { ports: [{ port: 80 }] }));
+  for (let i = 0; i < 250; i++) await runPod(rest, pod(`p${i}`, 'big'), `10.244.${Math.floor(i / 200)}.${(i % 200) + 1}`);
+  await settle();
+  t.same(slicesOf(store, 'big').map((s) => s.endpoints.length).sort(), [100, 100, 50]);
+  t.equal(new Set(slicesOf(store, 'big').flatMap((s) => s.endpoints.map((e) => (e['addresses'] as string[])[0]))).size, 250);
+});
+
+t.test('a Service without a selector keeps its user\'s slices; an edited managed slice is put back; slices go with their Service', async (t) => {
+  const { rest, store, settle } = await setup(t);
+  await rest.create(SVC, 'default', { apiVersion: 'v1', kind: 'Service', metadata: { name: 'ext' }, spec: { ports: [{ port: 80 }] } });
+  await rest.create(EPS, 'default', { apiVersion: 'discovery.k8s.io/v1', kind: 'EndpointSlice', metadata: { name: 'ext-1', labels: { 'kubernetes.io/service-name': 'ext' } }, addressType: 'IPv4', ports: [{ port: 80 }], endpoints: [{ addresses: ['192.0.2.1'] }] });
+  await settle();
+  t.same(slicesOf(store, 'ext').map((s) => s.metadata!['name']), ['ext-1'], 'left alone');
+  await rest.create(SVC, 'default', svc('web', { ports: [{ port: 80 }] }));
+  await runPod(rest, pod('w', 'web'), '10.244.1.7');
+  await settle();
+  const [s] = slicesOf(store, 'web');
+  await rest.update(EPS, 'default', String(s!.metadata!['name']), { ...structuredClone(s!), endpoints: [] });
+  await settle();
+  t.equal(slicesOf(store, 'web')[0]!.endpoints.length, 1, 'put back');
+  await rest.delete(SVC, 'default', 'web');
+  await settle();
+  t.same(slicesOf(store, 'web'), [], 'gone with the Service');
+  t.same(slicesOf(store, 'ext').length, 1);
+});
+
+t.test('desiredSlices: finished Pods and unresolvable named ports are left out', async (t) => {
+  const s = svc('x', { ports: [{ name: 'a', port: 80, targetPort: 'missing' }, { name: 'b', port: 81 }] });
+  const p = (name: string, phase: string): KObject => ({ ...pod(name, 'x'), metadata: { name, namespace: 'default', uid: name, labels: { app: 'x' } }, status: { phase, podIP: `10.0.0.${name.length}` } });
+  const d = desiredSlices(s, [p('ok', 'Running'), p('done1', 'Succeeded'), p('fail12', 'Failed')]);
+  t.equal(d.length, 1);
+  t.same(d[0]!.ports, [{ name: 'b', port: 81, protocol: 'TCP' }]);
+  t.equal(d[0]!.endpoints.length, 1);
+});
