@@ -26,8 +26,11 @@ async function start(): Promise<ControlPlane> {
   return cp;
 }
 t.teardown(async () => {
-  await cp?.stop();
-  rmSync(dir, { recursive: true, force: true });
+  try {
+    await cp?.stop();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 const svc = (name: string): V1Service => ({ apiVersion: 'v1', kind: 'Service', metadata: { name }, spec: { ports: [{ port: 80 }] } });

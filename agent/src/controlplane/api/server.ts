@@ -16,7 +16,7 @@
  */
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { parse as parseYaml } from 'yaml';
 import { ErrorCode, NodenetError } from '../../errors/errors.js';
 import { F } from '../../log/fields.js';
@@ -101,6 +101,7 @@ export class ApiServer {
   private readonly timeoutMs: number;
   private readonly maxWatches: number;
   private readonly bookmarkMs: number;
+  private readonly sockets = new Set<Socket>();
 
   constructor(private readonly o: ApiServerOptions) {
     this.maxBody = o.maxBodyBytes ?? 3 * 1024 * 1024;
@@ -112,6 +113,11 @@ export class ApiServer {
   async listen(port: number, host: string): Promise<AddressInfo> {
     const handler = (req: IncomingMessage, res: ServerResponse) => void this.handle(req, res);
     this.server = this.o.tls ? createHttpsServer({ cert: this.o.tls.cert, key: this.o.tls.key }, handler) : createHttpServer(handler);
+    // Every socket, TLS handshakes included (closeAllConnections knows only HTTP connections): close() ends them all.
+    this.server.on('connection', (sock: Socket) => {
+      this.sockets.add(sock);
+      sock.once('close', () => this.sockets.delete(sock));
+    });
     this.server.headersTimeout = 30_000;
     this.server.requestTimeout = 0; // watches are long; each request has its own timer
     this.server.keepAliveTimeout = 65_000;
@@ -128,8 +134,11 @@ export class ApiServer {
     const s = this.server;
     this.server = null;
     if (!s) return;
+    const closed = new Promise<void>((resolve) => s.close(() => resolve()));
     s.closeAllConnections();
-    await new Promise<void>((resolve) => s.close(() => resolve()));
+    for (const sock of this.sockets) sock.destroy();
+    this.sockets.clear();
+    await closed;
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {

@@ -262,11 +262,14 @@ export class Store {
   /** Commits what was accepted, stops the timers and closes the database. Watchers get nothing more. */
   close(): void {
     if (this.closed) return;
-    if (this.queue.length) this.flush();
-    this.closed = true;
-    if (this.timer !== null) this.clock.clearTimeout(this.timer);
-    this.watchers.clear();
-    this.p.close();
+    try {
+      if (this.queue.length) this.flush();
+    } finally {
+      this.closed = true;
+      if (this.timer !== null) this.clock.clearTimeout(this.timer);
+      this.watchers.clear();
+      this.p.close();
+    }
   }
 
   private accept(type: EventType, key: string, obj: KObject, prev: Stored | null): Promise<Stored> {
