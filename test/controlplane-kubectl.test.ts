@@ -149,6 +149,25 @@ t.test('EndpointSlices follow the Pods a Service selects', async (t) => {
   await waitFor(async () => (await ok(['get', 'endpointslices', '-l', 'kubernetes.io/service-name=eps-demo', '-o', 'name'])) === '', 'the slices gone with the Service');
 });
 
+t.test('a ReplicaSet keeps its Pods: a deleted one comes back (self-healing), scale moves the count', async (t) => {
+  await ok(['apply', '-f', '-'], { input: 'apiVersion: apps/v1\nkind: ReplicaSet\nmetadata: {name: heal}\nspec:\n  replicas: 2\n  selector: {matchLabels: {app: heal}}\n  template:\n    metadata: {labels: {app: heal}}\n    spec: {containers: [{name: c, image: none}]}\n' });
+  const names = async () => (await ok(['get', 'pods', '-l', 'app=heal', '-o', 'jsonpath={.items[*].metadata.name}'])).split(' ').filter(Boolean).sort();
+  await waitFor(async () => (await names()).length === 2, 'two Pods');
+  const before = await names();
+  t.ok(before.every((n) => /^heal-\w{5}$/.test(n)), before.join(' '));
+  await ok(['delete', 'pod', before[0]!]);
+  await waitFor(async () => {
+    const now = await names();
+    return now.length === 2 && !now.includes(before[0]!);
+  }, 'a replacement');
+  t.pass('the deleted Pod was replaced');
+  await ok(['scale', 'rs', 'heal', '--replicas=4']);
+  await waitFor(async () => (await names()).length === 4, 'four Pods');
+  t.equal(await ok(['get', 'rs', 'heal', '-o', 'jsonpath={.status.replicas}']), '4');
+  await ok(['delete', 'rs', 'heal']);
+  await waitFor(async () => (await names()).length === 0, 'the Pods gone with it');
+});
+
 t.test('get -w: the list, then the changes as they happen', async (t) => {
   const w = execa('kubectl', ['get', 'svc', '-w', '--output-watch-events', '-o', 'custom-columns=EVENT:.type,NAME:.object.metadata.name'], { env: { KUBECONFIG: cp.kubeconfig }, reject: false, buffer: true });
   let out = '';
@@ -259,28 +278,23 @@ spec:
     metadata: {labels: {app: api}}
     spec: {containers: [{name: api, image: none}]}
 `;
-  const pod = (name: string, ownerUid: string, owner: string) => `apiVersion: v1
-kind: Pod
-metadata:
-  name: ${name}
-  labels: {app: api}
-  ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: ${owner}, uid: ${ownerUid}, controller: true, blockOwnerDeletion: true}]
-spec: {containers: [{name: api, image: none}]}
-`;
   for (const cascade of ['background', 'foreground', 'orphan'] as const) {
     const dep = `api-${cascade}`;
     await ok(['apply', '-f', '-'], { input: DEPLOY.replace('name: api, labels', `name: ${dep}, labels`) });
-    await ok(['apply', '-f', '-'], { input: rs(`${dep}-rs`, await uidOf('deploy', dep), dep) });
-    await ok(['apply', '-f', '-'], { input: pod(`${dep}-pod`, await uidOf('rs', `${dep}-rs`), `${dep}-rs`) });
+    await ok(['apply', '-f', '-'], { input: rs(`${dep}-rs`, await uidOf('deploy', dep), dep).replace(/app: api/g, `app: ${dep}`) });
+    // The ReplicaSet controller makes its Pod.
+    let podName = '';
+    await waitFor(async () => (podName = (await ok(['get', 'pods', '-l', `app=${dep}`, '-o', 'jsonpath={.items[*].metadata.name}'])).trim()) !== '', `${dep}-rs's Pod`);
+    t.match(podName, new RegExp(`^${dep}-rs-\\w{5}$`));
     t.match(await ok(['delete', 'deploy', dep, `--cascade=${cascade}`]), new RegExp(`deployment.apps "${dep}" deleted`));
     await waitFor(async () => (await kubectl(['get', 'deploy', dep])).code !== 0, `${dep} gone`);
     if (cascade === 'orphan') {
       await waitFor(async () => (await ok(['get', 'rs', `${dep}-rs`, '-o', 'jsonpath={.metadata.ownerReferences}'])) === '', 'the orphan loses its owner reference');
-      t.equal((await kubectl(['get', 'pod', `${dep}-pod`])).code, 0, `${cascade}: the pod stays`);
+      t.equal((await kubectl(['get', 'pod', podName])).code, 0, `${cascade}: the pod stays`);
       await ok(['delete', 'rs', `${dep}-rs`]);
-      await waitFor(async () => (await kubectl(['get', 'pod', `${dep}-pod`])).code !== 0, 'the pod goes with its ReplicaSet');
+      await waitFor(async () => (await kubectl(['get', 'pod', podName])).code !== 0, 'the pod goes with its ReplicaSet');
     } else {
-      await waitFor(async () => (await kubectl(['get', 'rs', `${dep}-rs`])).code !== 0 && (await kubectl(['get', 'pod', `${dep}-pod`])).code !== 0, `${cascade}: the ReplicaSet and the Pod go`);
+      await waitFor(async () => (await kubectl(['get', 'rs', `${dep}-rs`])).code !== 0 && (await kubectl(['get', 'pod', podName])).code !== 0, `${cascade}: the ReplicaSet and the Pod go`);
     }
     t.pass(`--cascade=${cascade}`);
   }

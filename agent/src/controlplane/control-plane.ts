@@ -30,6 +30,7 @@ import { ApiMetrics } from './api/metrics.js';
 import { GarbageCollector } from './gc/garbage-collector.js';
 import { NodeIpam } from './controllers/node-ipam.js';
 import { EndpointSliceController } from './controllers/endpointslice.js';
+import { ReplicaSetController } from './controllers/replicaset.js';
 import { ServiceAllocator } from './alloc/service-allocator.js';
 import { ApiServer } from './api/server.js';
 import { SqlitePersistence } from './store/sqlite-persistence.js';
@@ -196,6 +197,8 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
   ipam.start();
   const slices = new EndpointSliceController({ rest, store, clock, log: log.child({ [F.subsys]: 'controlplane/endpointslice' }) });
   slices.start();
+  const replicaSets = new ReplicaSetController({ rest, store, clock, log: log.child({ [F.subsys]: 'controlplane/replicaset' }) });
+  replicaSets.start();
   const gc = new GarbageCollector({ rest, store, clock, log: log.child({ [F.subsys]: 'controlplane/gc' }) });
   gc.start();
   const metrics = new ApiMetrics(() => store.counts());
@@ -205,6 +208,7 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
     addr = await server.listen(o.port, o.host);
   } catch (e) {
     gc.stop();
+    replicaSets.stop();
     slices.stop();
     ipam.stop();
     services.stop();
@@ -227,6 +231,7 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
     async stop() {
       await server.close();
       gc.stop();
+      replicaSets.stop();
       slices.stop();
       ipam.stop();
       services.stop();
