@@ -1,0 +1,299 @@
+/**
+ * controlplane/controllers/deployment: kube-controller-manager's Deployment
+ * controller for the embedded control plane.
+ *
+ * A Deployment owns ReplicaSets named `<deployment>-<pod-template-hash>`,
+ * one per template it has had: the hash of the template is a label on the
+ * ReplicaSet, its selector and its Pods, so the ReplicaSets never select
+ * each other's Pods. The ReplicaSet of the current template is the new
+ * one; the others are old.
+ * - RollingUpdate: the new ReplicaSet grows while all of them together stay
+ *   within replicas + maxSurge, and old ones shrink while the available
+ *   Pods stay at least replicas − maxUnavailable (maxSurge rounds up,
+ *   maxUnavailable down, as upstream; both 0 is refused by validation).
+ * - Recreate: the old ones go to 0 first, the new one grows once their
+ *   Pods are gone.
+ * - `deployment.kubernetes.io/revision` on the ReplicaSets and the
+ *   Deployment; old ReplicaSets with no replicas beyond
+ *   `revisionHistoryLimit` are deleted.
+ * - Status as `kubectl rollout status` reads it: observedGeneration,
+ *   replicas, updatedReplicas, readyReplicas, availableReplicas,
+ *   unavailableReplicas, and the Available and Progressing conditions.
+ *
+ * Without a kubelet that makes Pods ready, a rollout waits, as it would on
+ * a cluster whose Pods never become ready.
+ */
+import { createHash } from 'node:crypto';
+import { ErrorCode, isNodenetError } from '../../errors/errors.js';
+import { F } from '../../log/fields.js';
+import type { Logger } from '../../log/log.js';
+import type { Clock } from '../../reconcile/clock.js';
+import { deepEqual } from '../../reconcile/deep-equal.js';
+import { rfc3339, type Rest } from '../api/rest.js';
+import { RESOURCES } from '../api/resources.js';
+import type { Store } from '../store/store.js';
+import type { KObject } from '../store/types.js';
+import { namespaceOf } from '../store/types.js';
+import { controllerOf } from './replicaset.js';
+
+type O = Record<string, unknown>;
+const obj = (v: unknown): O | undefined => (v && typeof v === 'object' && !Array.isArray(v) ? (v as O) : undefined);
+const meta = (o: Readonly<KObject>): O => (o.metadata ?? {}) as O;
+const R = (name: string) => RESOURCES.find((r) => r.resource === name)!;
+const [DEPLOY, RS] = [R('deployments'), R('replicasets')];
+
+export const HASH_LABEL = 'pod-template-hash';
+export const REVISION = 'deployment.kubernetes.io/revision';
+
+/** A template's hash, as a label value (10 lowercase alphanumerics). Pure. */
+export function templateHash(template: unknown): string {
+  const canon = (v: unknown): unknown => (Array.isArray(v) ? v.map(canon) : v && typeof v === 'object' ? Object.fromEntries(Object.keys(v as O).sort().map((k) => [k, canon((v as O)[k])])) : v);
+  return BigInt(`0x${createHash('sha256').update(JSON.stringify(canon(template))).digest('hex').slice(0, 15)}`).toString(36).padStart(10, '0').slice(0, 10);
+}
+
+/** maxSurge / maxUnavailable as numbers for `replicas`: an int, or a percentage rounded up (surge) or down (unavailable). Pure. */
+export function resolveFenceposts(replicas: number, maxSurge: unknown, maxUnavailable: unknown): { surge: number; unavailable: number } {
+  const of = (v: unknown, up: boolean, dflt: string): number => {
+    const x = v ?? dflt;
+    if (typeof x === 'number') return x;
+    const m = /^(\d+)%$/.exec(String(x));
+    if (!m) return Number(x) || 0;
+    const f = (Number(m[1]) * replicas) / 100;
+    return up ? Math.ceil(f) : Math.floor(f);
+  };
+  const surge = of(maxSurge, true, '25%');
+  let unavailable = of(maxUnavailable, false, '25%');
+  if (surge === 0 && unavailable === 0) unavailable = 1; // upstream: never stuck
+  return { surge, unavailable: Math.min(unavailable, replicas) };
+}
+
+export interface DeploymentControllerOptions {
+  readonly rest: Rest;
+  readonly store: Store;
+  readonly clock: Clock;
+  readonly log: Logger;
+  readonly retryMs?: number;
+}
+
+const num = (v: unknown, d = 0) => (typeof v === 'number' ? v : d);
+
+export class DeploymentController {
+  private readonly queue = new Set<string>();
+  private readonly handles: { stop(): void }[] = [];
+  private running = false;
+  private stopped = false;
+  private readonly timers = new Set<unknown>();
+  private idleWaiters: (() => void)[] = [];
+
+  constructor(private readonly o: DeploymentControllerOptions) {}
+
+  start(): void {
+    const st = this.o.store;
+    const rev = st.rev;
+    for (const s of st.list('deployments.apps').items) this.queue.add(s.key);
+    this.handles.push(st.watch({ gr: 'deployments.apps', afterRev: rev, onEvent: (ev) => this.enqueue(ev.key) }));
+    this.handles.push(st.watch({
+      gr: 'replicasets.apps', afterRev: rev, onEvent: (ev) => {
+        for (const x of [ev.prev?.object, ev.cur.object]) {
+          const c = x && controllerOf(x);
+          if (c?.kind === 'Deployment') this.enqueue(`deployments.apps/${namespaceOf(ev.key)}/${c.name}`);
+        }
+      },
+    }));
+    this.kick();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    for (const h of this.handles) h.stop();
+    for (const t of this.timers) this.o.clock.clearTimeout(t);
+    this.timers.clear();
+    for (const w of this.idleWaiters.splice(0)) w();
+  }
+
+  idle(): Promise<void> {
+    if (!this.running && this.queue.size === 0) return Promise.resolve();
+    return new Promise((r) => this.idleWaiters.push(r));
+  }
+
+  private enqueue(key: string): void {
+    this.queue.add(key);
+    this.kick();
+  }
+
+  private kick(): void {
+    if (this.running || this.stopped) return;
+    this.running = true;
+    void this.drain();
+  }
+
+  private async drain(): Promise<void> {
+    try {
+      while (!this.stopped && this.queue.size) {
+        const key = this.queue.values().next().value as string;
+        this.queue.delete(key);
+        try {
+          await this.sync(key);
+        } catch (e) {
+          if (this.stopped) break;
+          const quick = isNodenetError(e) && (e.code === ErrorCode.Conflict || e.code === ErrorCode.NotFound || e.code === ErrorCode.AlreadyExists);
+          if (!quick) this.o.log.warn({ [F.err]: e, key }, 'deployment controller: will retry');
+          const t = this.o.clock.setTimeout(() => {
+            this.timers.delete(t);
+            this.enqueue(key);
+          }, quick ? 0 : (this.o.retryMs ?? 500));
+          this.timers.add(t);
+        }
+      }
+    } finally {
+      this.running = false;
+      if (this.queue.size && !this.stopped) this.kick();
+      else for (const w of this.idleWaiters.splice(0)) w();
+    }
+  }
+
+  private async scale(rs: Readonly<KObject>, replicas: number): Promise<void> {
+    if (num(obj(rs['spec'])?.['replicas'], 1) === replicas) return;
+    const next = structuredClone(rs) as KObject;
+    (next['spec'] as O)['replicas'] = replicas;
+    await this.o.rest.update(RS, String(meta(rs)['namespace']), String(meta(rs)['name']), next, { fieldManager: 'deployment-controller' });
+  }
+
+  private async sync(key: string): Promise<void> {
+    const s = this.o.store.get(key);
+    if (!s) return; // its ReplicaSets go with it through the garbage collector
+    const d = s.object;
+    const m = meta(d);
+    if (m['deletionTimestamp']) return;
+    const ns = String(m['namespace']);
+    const name = String(m['name']);
+    const spec = obj(d['spec']) ?? {};
+    const replicas = num(spec['replicas'], 1);
+    const template = obj(spec['template']) ?? {};
+    const hash = templateHash(template);
+    const all = this.o.store.list('replicasets.apps', ns).items.map((x) => x.object).filter((x) => controllerOf(x)?.uid === m['uid']);
+    const rev = (x: Readonly<KObject>) => Number((meta(x)['annotations'] as O | undefined)?.[REVISION] ?? 0);
+    let current = all.find((x) => (meta(x)['labels'] as O | undefined)?.[HASH_LABEL] === hash);
+    const old = all.filter((x) => x !== current).sort((a, b) => rev(a) - rev(b));
+    const maxRev = Math.max(0, ...all.map(rev));
+    const paused = spec['paused'] === true;
+
+    if (!current && !paused) {
+      const labels = { ...((obj(template['metadata'])?.['labels'] ?? {}) as O), [HASH_LABEL]: hash };
+      const sel = structuredClone(obj(spec['selector']) ?? {});
+      sel['matchLabels'] = { ...((sel['matchLabels'] ?? {}) as O), [HASH_LABEL]: hash };
+      const tpl = structuredClone(template);
+      tpl['metadata'] = { ...(obj(tpl['metadata']) ?? {}), labels };
+      const created = await this.o.rest.create(RS, ns, {
+        apiVersion: 'apps/v1',
+        kind: 'ReplicaSet',
+        metadata: {
+          name: `${name}-${hash}`,
+          labels,
+          annotations: { [REVISION]: String(maxRev + 1) },
+          ownerReferences: [{ apiVersion: 'apps/v1', kind: 'Deployment', name, uid: String(m['uid']), controller: true, blockOwnerDeletion: true }],
+        },
+        // It starts empty and grows below, within maxSurge (the first one at once to full size).
+        spec: { replicas: 0, minReadySeconds: num(spec['minReadySeconds']), selector: sel, template: tpl },
+      }, { fieldManager: 'deployment-controller' });
+      current = created.object;
+      this.o.log.info({ [F.namespace]: ns, [F.name]: name, replicaset: `${name}-${hash}` }, 'deployment: new ReplicaSet');
+    } else if (current && rev(current) < maxRev) {
+      // A rollback to an older template: that ReplicaSet becomes the newest revision.
+      const next = structuredClone(current) as KObject;
+      (next.metadata as O)['annotations'] = { ...((meta(current)['annotations'] ?? {}) as O), [REVISION]: String(maxRev + 1) };
+      current = (await this.o.rest.update(RS, ns, String(meta(current)['name']), next, { fieldManager: 'deployment-controller' })).object;
+    }
+    if (!current) return this.writeStatus(d, all, undefined);
+
+    if (!paused) {
+      const st = (x: Readonly<KObject>) => obj(x['status']) ?? {};
+      const specReplicas = (x: Readonly<KObject>) => num(obj(x['spec'])?.['replicas'], 1);
+      const strategy = obj(spec['strategy']) ?? {};
+      if (strategy['type'] === 'Recreate') {
+        for (const x of old) await this.scale(x, 0);
+        const oldPods = old.reduce((n, x) => n + num(st(x)['replicas']), 0);
+        if (oldPods === 0) await this.scale(current, replicas);
+      } else {
+        const ru = obj(strategy['rollingUpdate']) ?? {};
+        const { surge, unavailable } = resolveFenceposts(replicas, ru['maxSurge'], ru['maxUnavailable']);
+        // Scale up the new one within maxSurge.
+        const total = [current, ...old].reduce((n, x) => n + specReplicas(x), 0);
+        const cur = specReplicas(current);
+        if (cur > replicas) await this.scale(current, replicas);
+        else if (cur < replicas) {
+          const room = replicas + surge - total;
+          if (room > 0) await this.scale(current, cur + Math.min(room, replicas - cur));
+        }
+        // Scale down old ones while enough stay available: unhealthy old Pods first (they cost no availability).
+        const minAvailable = replicas - unavailable;
+        // A ReplicaSet being scaled down keeps at most its spec's Pods, whatever its status says yet.
+        const avail = (x: Readonly<KObject>) => Math.min(num(st(x)['availableReplicas']), specReplicas(x));
+        const available = [current, ...old].reduce((n, x) => n + avail(x), 0);
+        let canRemove = available - minAvailable;
+        for (const x of old) {
+          const want = specReplicas(x);
+          if (want === 0) continue;
+          const unhealthy = Math.max(0, want - avail(x));
+          const take = Math.min(want, unhealthy + Math.max(0, canRemove));
+          if (take <= 0) continue;
+          canRemove -= Math.max(0, take - unhealthy);
+          await this.scale(x, want - take);
+        }
+      }
+      // History: old ReplicaSets without replicas beyond the limit go, oldest first.
+      const limit = num(spec['revisionHistoryLimit'], 10);
+      const idle = old.filter((x) => specReplicas(x) === 0 && num(st(x)['replicas']) === 0);
+      for (const x of idle.slice(0, Math.max(0, idle.length - limit))) await this.o.rest.delete(RS, ns, String(meta(x)['name'])).catch(() => undefined);
+    }
+    await this.writeStatus(d, [current, ...old], current);
+  }
+
+  private async writeStatus(d: Readonly<KObject>, sets: readonly Readonly<KObject>[], current: Readonly<KObject> | undefined): Promise<void> {
+    const m = meta(d);
+    const spec = obj(d['spec']) ?? {};
+    const replicas = num(spec['replicas'], 1);
+    const st = (x: Readonly<KObject>) => obj(x['status']) ?? {};
+    const sum = (k: string) => sets.reduce((n, x) => n + num(st(x)[k]), 0);
+    const updated = current ? num(st(current)['replicas']) : 0;
+    const available = sum('availableReplicas');
+    const ru = obj(obj(spec['strategy'])?.['rollingUpdate']) ?? {};
+    const { unavailable } = resolveFenceposts(replicas, ru['maxSurge'], ru['maxUnavailable']);
+    const total = sum('replicas');
+    const complete = current !== undefined && updated === replicas && total === replicas && available >= replicas && num(obj(current['spec'])?.['replicas'], 1) === replicas;
+    const now = rfc3339(this.o.clock.now());
+    const prevConds = ((obj(d['status'])?.['conditions'] ?? []) as O[]).filter((c) => c && typeof c === 'object');
+    const cond = (type: string, status: string, reason: string, message: string): O => {
+      const was = prevConds.find((c) => c['type'] === type);
+      const changed = !was || was['status'] !== status;
+      return { type, status, lastUpdateTime: was && !changed && was['reason'] === reason ? was['lastUpdateTime'] : now, lastTransitionTime: changed ? now : was!['lastTransitionTime'], reason, message };
+    };
+    const rsName = current ? String(meta(current)['name']) : '';
+    const conditions = [
+      available >= replicas - unavailable ? cond('Available', 'True', 'MinimumReplicasAvailable', 'Deployment has minimum availability.') : cond('Available', 'False', 'MinimumReplicasUnavailable', 'Deployment does not have minimum availability.'),
+      complete ? cond('Progressing', 'True', 'NewReplicaSetAvailable', `ReplicaSet "${rsName}" has successfully progressed.`) : cond('Progressing', 'True', 'ReplicaSetUpdated', `ReplicaSet "${rsName}" is progressing.`),
+    ];
+    const status: O = {
+      observedGeneration: m['generation'],
+      replicas: total,
+      updatedReplicas: updated,
+      readyReplicas: sum('readyReplicas'),
+      availableReplicas: available,
+      unavailableReplicas: Math.max(0, replicas - available),
+      conditions,
+    };
+    for (const k of ['replicas', 'updatedReplicas', 'readyReplicas', 'availableReplicas', 'unavailableReplicas']) if (status[k] === 0) delete status[k];
+    const old = obj(d['status']) ?? {};
+    const strip = (x: O) => ({ ...x, conditions: ((x['conditions'] ?? []) as O[]).map((c) => ({ type: c['type'], status: c['status'], reason: c['reason'], message: c['message'] })) });
+    const revision = current ? (meta(current)['annotations'] as O | undefined)?.[REVISION] : undefined;
+    const annotations = (m['annotations'] ?? {}) as O;
+    if (revision !== undefined && annotations[REVISION] !== revision) {
+      const next = structuredClone(d) as KObject;
+      (next.metadata as O)['annotations'] = { ...annotations, [REVISION]: revision };
+      await this.o.rest.update(DEPLOY, String(m['namespace']), String(m['name']), next, { fieldManager: 'deployment-controller' });
+      return; // the update brings it back to the queue for its status
+    }
+    if (deepEqual(strip(status), strip(old))) return;
+    await this.o.rest.update(DEPLOY, String(m['namespace']), String(m['name']), { ...structuredClone(d), status }, { sub: 'status', fieldManager: 'deployment-controller' });
+  }
+}
