@@ -168,6 +168,38 @@ t.test('a ReplicaSet keeps its Pods: a deleted one comes back (self-healing), sc
   await waitFor(async () => (await names()).length === 0, 'the Pods gone with it');
 });
 
+t.test('a Deployment rolls out: kubectl rollout status, a new template, rollout history and undo', async (t) => {
+  const y = (image: string) => `apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: roll}\nspec:\n  replicas: 2\n  selector: {matchLabels: {app: roll}}\n  template:\n    metadata: {labels: {app: roll}}\n    spec: {containers: [{name: c, image: ${image}}]}\n`;
+  // Stands in for the kubelet (the next issue): every new Pod becomes Running and Ready.
+  let kubelet = true;
+  const readyLoop = (async () => {
+    while (kubelet) {
+      const pods = JSON.parse(await ok(['get', 'pods', '-l', 'app=roll', '-o', 'json'])) as { items: { metadata: { name: string; deletionTimestamp?: string }; status?: { phase?: string } }[] };
+      for (const p of pods.items) {
+        if (p.status?.phase === 'Running' || p.metadata.deletionTimestamp) continue;
+        await kubectl(['patch', 'pod', p.metadata.name, '--subresource=status', '--type=merge', '-p', JSON.stringify({ status: { phase: 'Running', podIP: '10.244.1.50', conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z') }] } })]);
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  })();
+  try {
+    await ok(['apply', '-f', '-'], { input: y('v1') });
+    t.match(await ok(['rollout', 'status', 'deploy/roll', '--timeout=30s']), /deployment "roll" successfully rolled out/);
+    t.match(await ok(['get', 'deploy', 'roll']), /^roll\s+2\/2\s+2\s+2\s+/m, 'READY 2/2, UP-TO-DATE 2, AVAILABLE 2');
+    await ok(['apply', '-f', '-'], { input: y('v2') });
+    t.match(await ok(['rollout', 'status', 'deploy/roll', '--timeout=30s']), /successfully rolled out/);
+    t.equal(await ok(['get', 'rs', '-l', 'app=roll', '-o', 'jsonpath={.items[*].spec.replicas}']), '2 0', 'the new ReplicaSet has the Pods, the old one none');
+    t.match(await ok(['rollout', 'history', 'deploy/roll']), /REVISION\s+CHANGE-CAUSE\n1\s+<none>\n2\s+<none>/);
+    t.match(await ok(['rollout', 'undo', 'deploy/roll']), /deployment.apps\/roll rolled back/);
+    t.match(await ok(['rollout', 'status', 'deploy/roll', '--timeout=30s']), /successfully rolled out/);
+    t.equal(await ok(['get', 'deploy', 'roll', '-o', 'jsonpath={.spec.template.spec.containers[0].image}']), 'v1');
+  } finally {
+    kubelet = false;
+    await readyLoop;
+    await ok(['delete', 'deploy', 'roll']);
+  }
+});
+
 t.test('get -w: the list, then the changes as they happen', async (t) => {
   const w = execa('kubectl', ['get', 'svc', '-w', '--output-watch-events', '-o', 'custom-columns=EVENT:.type,NAME:.object.metadata.name'], { env: { KUBECONFIG: cp.kubeconfig }, reject: false, buffer: true });
   let out = '';
@@ -205,7 +237,7 @@ t.test('apply --server-side, scale, describe', async (t) => {
   t.match(await ok(['apply', '--server-side', '-f', file('dep.yaml', DEPLOY)]), /deployment\.apps\/api serverside-applied/);
   const d = JSON.parse(await ok(['get', 'deploy', 'api', '-o', 'json', '--show-managed-fields'])) as { spec: Record<string, unknown>; metadata: { managedFields?: { manager: string; operation: string }[] } };
   t.match(d.spec, { replicas: 2, revisionHistoryLimit: 10, progressDeadlineSeconds: 600, strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: '25%', maxUnavailable: '25%' } } });
-  t.match(d.metadata.managedFields, [{ manager: 'kubectl', operation: 'Apply' }]);
+  t.ok(d.metadata.managedFields?.some((e) => e.manager === 'kubectl' && e.operation === 'Apply'), 'kubectl\'s Apply entry (beside the controllers\' own)');
   t.match(await ok(['apply', '--server-side', '-f', file('dep.yaml', DEPLOY.replace('replicas: 2', 'replicas: 4'))]), /serverside-applied/);
   t.equal(await ok(['get', 'deploy', 'api', '-o', 'jsonpath={.spec.replicas}']), '4');
   t.match(await ok(['scale', 'deploy', 'api', '--replicas=3']), /deployment\.apps\/api scaled/);
@@ -264,37 +296,24 @@ t.test('an invalid manifest: "is invalid:" naming the field, nothing stored', as
 });
 
 t.test('delete cascades through ownerReferences: background, foreground, orphan', async (t) => {
-  const uidOf = async (kind: string, name: string) => (await ok(['get', kind, name, '-o', 'jsonpath={.metadata.uid}'])).trim();
-  const rs = (name: string, ownerUid: string, owner: string) => `apiVersion: apps/v1
-kind: ReplicaSet
-metadata:
-  name: ${name}
-  labels: {app: api}
-  ownerReferences: [{apiVersion: apps/v1, kind: Deployment, name: ${owner}, uid: ${ownerUid}, controller: true, blockOwnerDeletion: true}]
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: api}}
-  template:
-    metadata: {labels: {app: api}}
-    spec: {containers: [{name: api, image: none}]}
-`;
   for (const cascade of ['background', 'foreground', 'orphan'] as const) {
     const dep = `api-${cascade}`;
-    await ok(['apply', '-f', '-'], { input: DEPLOY.replace('name: api, labels', `name: ${dep}, labels`) });
-    await ok(['apply', '-f', '-'], { input: rs(`${dep}-rs`, await uidOf('deploy', dep), dep).replace(/app: api/g, `app: ${dep}`) });
-    // The ReplicaSet controller makes its Pod.
+    await ok(['apply', '-f', '-'], { input: DEPLOY.replace('name: api, labels', `name: ${dep}, labels`).replace(/app: api/g, `app: ${dep}`).replace('replicas: 2', 'replicas: 1') });
+    // The Deployment controller makes its ReplicaSet, whose controller makes the Pod.
     let podName = '';
-    await waitFor(async () => (podName = (await ok(['get', 'pods', '-l', `app=${dep}`, '-o', 'jsonpath={.items[*].metadata.name}'])).trim()) !== '', `${dep}-rs's Pod`);
-    t.match(podName, new RegExp(`^${dep}-rs-\\w{5}$`));
+    await waitFor(async () => (podName = (await ok(['get', 'pods', '-l', `app=${dep}`, '-o', 'jsonpath={.items[*].metadata.name}'])).trim()) !== '', `${dep}'s Pod`);
+    const rsName = (await ok(['get', 'rs', '-l', `app=${dep}`, '-o', 'jsonpath={.items[*].metadata.name}'])).trim();
+    t.match(rsName, new RegExp(`^${dep}-[0-9a-z]{10}$`));
+    t.match(podName, new RegExp(`^${rsName}-\\w{5}$`));
     t.match(await ok(['delete', 'deploy', dep, `--cascade=${cascade}`]), new RegExp(`deployment.apps "${dep}" deleted`));
     await waitFor(async () => (await kubectl(['get', 'deploy', dep])).code !== 0, `${dep} gone`);
     if (cascade === 'orphan') {
-      await waitFor(async () => (await ok(['get', 'rs', `${dep}-rs`, '-o', 'jsonpath={.metadata.ownerReferences}'])) === '', 'the orphan loses its owner reference');
+      await waitFor(async () => (await ok(['get', 'rs', rsName, '-o', 'jsonpath={.metadata.ownerReferences}'])) === '', 'the orphan loses its owner reference');
       t.equal((await kubectl(['get', 'pod', podName])).code, 0, `${cascade}: the pod stays`);
-      await ok(['delete', 'rs', `${dep}-rs`]);
+      await ok(['delete', 'rs', rsName]);
       await waitFor(async () => (await kubectl(['get', 'pod', podName])).code !== 0, 'the pod goes with its ReplicaSet');
     } else {
-      await waitFor(async () => (await kubectl(['get', 'rs', `${dep}-rs`])).code !== 0 && (await kubectl(['get', 'pod', podName])).code !== 0, `${cascade}: the ReplicaSet and the Pod go`);
+      await waitFor(async () => (await kubectl(['get', 'rs', rsName])).code !== 0 && (await kubectl(['get', 'pod', podName])).code !== 0, `${cascade}: the ReplicaSet and the Pod go`);
     }
     t.pass(`--cascade=${cascade}`);
   }

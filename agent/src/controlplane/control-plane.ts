@@ -31,6 +31,7 @@ import { GarbageCollector } from './gc/garbage-collector.js';
 import { NodeIpam } from './controllers/node-ipam.js';
 import { EndpointSliceController } from './controllers/endpointslice.js';
 import { ReplicaSetController } from './controllers/replicaset.js';
+import { DeploymentController } from './controllers/deployment.js';
 import { ServiceAllocator } from './alloc/service-allocator.js';
 import { ApiServer } from './api/server.js';
 import { SqlitePersistence } from './store/sqlite-persistence.js';
@@ -199,6 +200,8 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
   slices.start();
   const replicaSets = new ReplicaSetController({ rest, store, clock, log: log.child({ [F.subsys]: 'controlplane/replicaset' }) });
   replicaSets.start();
+  const deployments = new DeploymentController({ rest, store, clock, log: log.child({ [F.subsys]: 'controlplane/deployment' }) });
+  deployments.start();
   const gc = new GarbageCollector({ rest, store, clock, log: log.child({ [F.subsys]: 'controlplane/gc' }) });
   gc.start();
   const metrics = new ApiMetrics(() => store.counts());
@@ -208,6 +211,7 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
     addr = await server.listen(o.port, o.host);
   } catch (e) {
     gc.stop();
+    deployments.stop();
     replicaSets.stop();
     slices.stop();
     ipam.stop();
@@ -231,6 +235,7 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
     async stop() {
       await server.close();
       gc.stop();
+      deployments.stop();
       replicaSets.stop();
       slices.stop();
       ipam.stop();

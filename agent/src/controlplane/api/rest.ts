@@ -433,7 +433,11 @@ export class Rest {
         if (gone === null) return null;
         return { object: gone.object as KObject, code: 200, warnings };
       }
-      m['managedFields'] = [managedEntry(opts.fieldManager ?? 'unknown', opts.operation ?? 'Update', apiVersionOf(r), this.deps.clock.now())];
+      // One entry per manager, operation and subresource, as upstream lists them (without field ownership: fieldsV1 stays empty).
+      const entry = managedEntry(opts.fieldManager ?? 'unknown', opts.operation ?? 'Update', apiVersionOf(r), this.deps.clock.now());
+      if (opts.sub === 'status') entry['subresource'] = 'status';
+      const same = (e: O) => e['manager'] === entry['manager'] && e['operation'] === entry['operation'] && (e['subresource'] ?? '') === (entry['subresource'] ?? '');
+      m['managedFields'] = [...arr(oldMeta['managedFields']).map(obj).filter((e): e is O => !!e && !same(e)), entry];
       if (opts.dryRun) return { object: merged as KObject, code: 200, warnings };
       const res = await this.deps.store.update(key, merged as KObject, cur.rev).catch((e: unknown) => this.retryable(r, name, e, attempt, expect));
       if (res === null) return null;
