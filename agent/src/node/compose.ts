@@ -7,6 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import { startCniServer } from '../cniserver/server.js';
+import { ErrorCode, NodenetError } from '../errors/errors.js';
 import type { AgentConfig } from '../config/config.js';
 import { ExecaRunner, type Runner } from '../exec/runner.js';
 import { createDiskIpam } from '../ipam/ipam.js';
@@ -15,7 +16,7 @@ import { createLogger, silentLogger, type LevelWithSilent, type Logger } from '.
 import { Lab, uniqueTag } from '../lab/lab.js';
 import { applyLeftovers, LEGACY_LAB_ROOT, planLeftovers, readWorld } from '../lab/leftovers.js';
 import { labRoot } from '../lab/plan.js';
-import { parseIPNet, type IPv4 } from '../net/ip.js';
+import { parseCidr, parseIPNet, type IPv4 } from '../net/ip.js';
 import { ConntrackExecutor } from '../netfilter/conntrack.js';
 import { createIptables, detectBackend, ExecIptables } from '../netfilter/iptables.js';
 import { NetlinkNftSets } from '../netfilter/nft-sets.js';
@@ -35,6 +36,7 @@ import { IpamAdapter } from '../sandbox/ipam-adapter.js';
 import { NftMasquerade } from '../sandbox/masquerade.js';
 import { DiskAttachmentStore } from '../sandbox/record-store.js';
 import { KubeSource, loadKubeConfig } from '../watch/kube-source.js';
+import { NodeRegistration } from '../watch/node-registration.js';
 import { ManifestSource } from '../watch/manifest-source.js';
 import { startControlPlane, type ControlPlaneOptions } from '../controlplane/control-plane.js';
 import { Agent } from './agent.js';
@@ -68,11 +70,32 @@ export function agentLogger(cfg: AgentConfig): Logger {
 }
 
 /** Builds one node's agent from real dependencies, in the calling process's network namespace. */
-export async function composeAgent(cfg: AgentConfig, logger?: Logger): Promise<Agent> {
+export async function composeAgent(given: AgentConfig, logger?: Logger): Promise<Agent> {
+  let cfg = given;
   const log = (logger ?? agentLogger(cfg)).child({ [F.node]: cfg.nodeName });
   const runner = new ExecaRunner();
   const deleter = new ThreadedLinkDeleter();
   const node = openNetlink(undefined, { deleter });
+  // On an API server the agent registers its Node and renews its Lease, as a kubelet does, and takes its pod
+  // CIDR from spec.podCIDR (node IPAM) when none is configured.
+  let registration: NodeRegistration | null = null;
+  if (cfg.kubeconfig) {
+    try {
+      registration = new NodeRegistration({ kubeconfig: loadKubeConfig(cfg.kubeconfig), nodeName: cfg.nodeName, addresses: nodeAddresses(await node.listAddresses()), clock: realClock, log });
+      await registration.start();
+      if (!cfg.podCIDR) {
+        const fromApi = await registration.podCIDR();
+        if (!fromApi) throw new NodenetError(ErrorCode.InvalidConfig, `node ${cfg.nodeName} has no spec.podCIDR after 30 s and none is configured (--pod-cidr): is node IPAM running?`);
+        cfg = { ...cfg, podCIDR: parseCidr(fromApi).cidr };
+        log.info({ podCIDR: fromApi }, 'pod CIDR from the Node object');
+      }
+    } catch (e) {
+      registration?.stop();
+      node.close();
+      await deleter.close();
+      throw e;
+    }
+  }
   const nft = new NftExecutor({ runner });
   const sets = new NetlinkNftSets();
   const masquerade = new NftMasquerade({ nft, sets, log: log.child({ [F.subsys]: 'masquerade' }) });
@@ -113,12 +136,14 @@ export async function composeAgent(cfg: AgentConfig, logger?: Logger): Promise<A
       serveCni: startCniServer,
       proxy,
       close: async () => {
+        registration?.stop();
         node.close();
         sets.close();
         await deleter.close();
       },
     });
   } catch (e) {
+    registration?.stop();
     node.close();
     sets.close();
     await deleter.close();
