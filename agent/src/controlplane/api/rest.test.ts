@@ -470,7 +470,11 @@ t.test('server-side apply: creates what is missing, and records the operation as
   t.equal(spec(u.object)['replicas'], 2);
   t.match(meta(u.object)['managedFields'], [{ manager: 'kubectl', operation: 'Apply' }]);
   const m = await rest.patch(DEPLOY, 'default', 'web', 'merge', { spec: { replicas: 3 } }, { fieldManager: 'kubectl-edit' });
-  t.match(meta(m.object)['managedFields'], [{ manager: 'kubectl-edit', operation: 'Update' }]);
+  t.match(meta(m.object)['managedFields'], [{ manager: 'kubectl', operation: 'Apply' }, { manager: 'kubectl-edit', operation: 'Update' }], 'one entry per manager and operation');
+  const again = await rest.patch(DEPLOY, 'default', 'web', 'merge', { spec: { replicas: 4 } }, { fieldManager: 'kubectl-edit' });
+  t.equal((meta(again.object)['managedFields'] as unknown[]).length, 2, 'the same manager again replaces its entry');
+  const st = await rest.update(DEPLOY, 'default', 'web', { ...structuredClone(again.object), status: { replicas: 1 } }, { sub: 'status', fieldManager: 'kubectl-edit' });
+  t.match(meta(st.object)['managedFields'], [{}, {}, { manager: 'kubectl-edit', operation: 'Update', subresource: 'status' }], 'a status write has its own entry');
   t.match(await failure(() => rest.patch(DEPLOY, 'default', 'api', 'apply', deploy('api', { foo: 1 }), { fieldManager: 'kubectl' })), { code: 400, message: /unknown field "spec\.foo"/ }, 'apply decodes strictly by default');
 });
 
