@@ -24,8 +24,7 @@
  * (before or after the change), a change to a managed slice queues its
  * Service (someone edited it: it is put back).
  */
-import { ErrorCode, isNodenetError } from '../../errors/errors.js';
-import { F } from '../../log/fields.js';
+import { WorkQueue } from './work-queue.js';
 import type { Logger } from '../../log/log.js';
 import type { Clock } from '../../reconcile/clock.js';
 import { deepEqual } from '../../reconcile/deep-equal.js';
@@ -142,41 +141,33 @@ export function desiredSlices(svc: Readonly<KObject>, pods: readonly Readonly<KO
 }
 
 export class EndpointSliceController {
-  private readonly queue = new Set<string>();
   private readonly handles: { stop(): void }[] = [];
-  private running = false;
-  private stopped = false;
-  private readonly timers = new Set<unknown>();
-  private idleWaiters: (() => void)[] = [];
+  private readonly work: WorkQueue;
 
-  constructor(private readonly o: EndpointSliceControllerOptions) {}
+  constructor(private readonly o: EndpointSliceControllerOptions) {
+    this.work = new WorkQueue({ name: 'endpointslice controller', clock: o.clock, log: o.log, process: (k) => this.sync(k), ...(o.retryMs ? { retryMs: o.retryMs } : {}) });
+  }
 
   start(): void {
     const st = this.o.store;
     const rev = st.rev;
-    for (const s of st.list('services').items) this.queue.add(s.key);
+    for (const s of st.list('services').items) this.work.add(s.key);
     this.handles.push(st.watch({ gr: 'services', afterRev: rev, onEvent: (ev) => this.enqueue(ev.key) }));
     this.handles.push(st.watch({ gr: 'pods', afterRev: rev, onEvent: (ev) => this.onPod(ev) }));
     this.handles.push(st.watch({ gr: 'endpointslices.discovery.k8s.io', afterRev: rev, onEvent: (ev) => this.onSlice(ev) }));
-    this.kick();
   }
 
   stop(): void {
-    this.stopped = true;
     for (const h of this.handles) h.stop();
-    for (const t of this.timers) this.o.clock.clearTimeout(t);
-    this.timers.clear();
-    for (const w of this.idleWaiters.splice(0)) w();
+    this.work.stop();
   }
 
   idle(): Promise<void> {
-    if (!this.running && this.queue.size === 0) return Promise.resolve();
-    return new Promise((r) => this.idleWaiters.push(r));
+    return this.work.idle();
   }
 
   private enqueue(key: string): void {
-    this.queue.add(key);
-    this.kick();
+    this.work.add(key);
   }
 
   private onPod(ev: StoreEvent): void {
@@ -198,36 +189,6 @@ export class EndpointSliceController {
     this.enqueue(`services/${namespaceOf(ev.key)}/${labels[SERVICE_NAME]}`);
   }
 
-  private kick(): void {
-    if (this.running || this.stopped) return;
-    this.running = true;
-    void this.drain();
-  }
-
-  private async drain(): Promise<void> {
-    try {
-      while (!this.stopped && this.queue.size) {
-        const key = this.queue.values().next().value as string;
-        this.queue.delete(key);
-        try {
-          await this.sync(key);
-        } catch (e) {
-          if (this.stopped) break;
-          const quick = isNodenetError(e) && (e.code === ErrorCode.Conflict || e.code === ErrorCode.AlreadyExists || e.code === ErrorCode.NotFound);
-          if (!quick) this.o.log.warn({ [F.err]: e, key }, 'endpointslice controller: will retry');
-          const t = this.o.clock.setTimeout(() => {
-            this.timers.delete(t);
-            this.enqueue(key);
-          }, quick ? 0 : (this.o.retryMs ?? 500));
-          this.timers.add(t);
-        }
-      }
-    } finally {
-      this.running = false;
-      if (this.queue.size && !this.stopped) this.kick();
-      else for (const w of this.idleWaiters.splice(0)) w();
-    }
-  }
 
   private managedSlices(ns: string, name: string): Readonly<KObject>[] {
     return this.o.store

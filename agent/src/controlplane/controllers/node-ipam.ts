@@ -16,6 +16,7 @@
  */
 import { ErrorCode, isNodenetError } from '../../errors/errors.js';
 import { F } from '../../log/fields.js';
+import { WorkQueue } from './work-queue.js';
 import type { Logger } from '../../log/log.js';
 import { intToIp, ipToInt, parseCidr } from '../../net/ip.js';
 import type { Clock } from '../../reconcile/clock.js';
@@ -52,12 +53,8 @@ export class NodeIpam {
   private readonly blocks: number;
   /** block index → the Node name holding it. */
   private readonly used = new Map<number, string>();
-  private readonly queue = new Set<string>();
-  private running = false;
-  private stopped = false;
   private watch: { stop(): void } | null = null;
-  private readonly timers = new Set<unknown>();
-  private idleWaiters: (() => void)[] = [];
+  private readonly work: WorkQueue;
 
   constructor(private readonly o: NodeIpamOptions) {
     const c = parseCidr(o.clusterCIDR ?? DEFAULT_CLUSTER_CIDR);
@@ -67,6 +64,7 @@ export class NodeIpam {
     this.maskSize = mask;
     this.base = ipToInt(c.ip);
     this.blocks = 2 ** (mask - c.prefix);
+    this.work = new WorkQueue({ name: 'node IPAM', clock: o.clock, log: o.log, process: (name) => this.process(name), retryMs: o.retryMs ?? 500 });
   }
 
   private blockOf(cidr: string): number | undefined {
@@ -93,24 +91,19 @@ export class NodeIpam {
       const cidr = podCIDROf(s.object);
       const b = cidr ? this.blockOf(cidr) : undefined;
       if (b !== undefined && !this.used.has(b)) this.used.set(b, name);
-      this.queue.add(name);
+      this.work.add(name);
     }
     this.watch = this.o.store.watch({ gr: 'nodes', afterRev: rev, onEvent: (ev) => this.onEvent(ev) });
-    this.kick();
   }
 
   stop(): void {
-    this.stopped = true;
     this.watch?.stop();
-    for (const t of this.timers) this.o.clock.clearTimeout(t);
-    this.timers.clear();
-    for (const w of this.idleWaiters.splice(0)) w();
+    this.work.stop();
   }
 
   /** Resolves when nothing is queued or being worked on (tests). */
   idle(): Promise<void> {
-    if (!this.running && this.queue.size === 0) return Promise.resolve();
-    return new Promise((r) => this.idleWaiters.push(r));
+    return this.work.idle();
   }
 
   /** Blocks left to hand out. */
@@ -127,42 +120,7 @@ export class NodeIpam {
     const cidr = podCIDROf(ev.cur.object);
     const b = cidr ? this.blockOf(cidr) : undefined;
     if (b !== undefined && !this.used.has(b)) this.used.set(b, name);
-    if (!cidr) {
-      this.queue.add(name);
-      this.kick();
-    }
-  }
-
-  private kick(): void {
-    if (this.running || this.stopped) return;
-    this.running = true;
-    void this.drain();
-  }
-
-  private async drain(): Promise<void> {
-    try {
-      while (!this.stopped && this.queue.size) {
-        const name = this.queue.values().next().value as string;
-        this.queue.delete(name);
-        try {
-          await this.process(name);
-        } catch (e) {
-          if (this.stopped) break;
-          const quick = isNodenetError(e) && e.code === ErrorCode.Conflict;
-          if (!quick) this.o.log.warn({ [F.err]: e, [F.name]: name }, 'node IPAM: will retry');
-          const t = this.o.clock.setTimeout(() => {
-            this.timers.delete(t);
-            this.queue.add(name);
-            this.kick();
-          }, quick ? 0 : (this.o.retryMs ?? 500));
-          this.timers.add(t);
-        }
-      }
-    } finally {
-      this.running = false;
-      if (this.queue.size && !this.stopped) this.kick();
-      else for (const w of this.idleWaiters.splice(0)) w();
-    }
+    if (!cidr) this.work.add(name);
   }
 
   private async process(name: string): Promise<void> {

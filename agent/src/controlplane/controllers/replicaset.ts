@@ -14,6 +14,7 @@
  * are adopted (an ownerReference added), as upstream.
  */
 import { ErrorCode, isNodenetError } from '../../errors/errors.js';
+import { WorkQueue } from './work-queue.js';
 import { F } from '../../log/fields.js';
 import type { Logger } from '../../log/log.js';
 import type { Clock } from '../../reconcile/clock.js';
@@ -57,40 +58,32 @@ const isActive = (p: Readonly<KObject>) => {
 };
 
 export class ReplicaSetController {
-  private readonly queue = new Set<string>();
   private readonly handles: { stop(): void }[] = [];
-  private running = false;
-  private stopped = false;
-  private readonly timers = new Set<unknown>();
-  private idleWaiters: (() => void)[] = [];
+  private readonly work: WorkQueue;
 
-  constructor(private readonly o: ReplicaSetControllerOptions) {}
+  constructor(private readonly o: ReplicaSetControllerOptions) {
+    this.work = new WorkQueue({ name: 'replicaset controller', clock: o.clock, log: o.log, process: (k) => this.sync(k), ...(o.retryMs ? { retryMs: o.retryMs } : {}) });
+  }
 
   start(): void {
     const st = this.o.store;
     const rev = st.rev;
-    for (const s of st.list('replicasets.apps').items) this.queue.add(s.key);
+    for (const s of st.list('replicasets.apps').items) this.work.add(s.key);
     this.handles.push(st.watch({ gr: 'replicasets.apps', afterRev: rev, onEvent: (ev) => this.enqueue(ev.key) }));
     this.handles.push(st.watch({ gr: 'pods', afterRev: rev, onEvent: (ev) => this.onPod(ev) }));
-    this.kick();
   }
 
   stop(): void {
-    this.stopped = true;
     for (const h of this.handles) h.stop();
-    for (const t of this.timers) this.o.clock.clearTimeout(t);
-    this.timers.clear();
-    for (const w of this.idleWaiters.splice(0)) w();
+    this.work.stop();
   }
 
   idle(): Promise<void> {
-    if (!this.running && this.queue.size === 0) return Promise.resolve();
-    return new Promise((r) => this.idleWaiters.push(r));
+    return this.work.idle();
   }
 
   private enqueue(key: string): void {
-    this.queue.add(key);
-    this.kick();
+    this.work.add(key);
   }
 
   private onPod(ev: StoreEvent): void {
@@ -112,36 +105,6 @@ export class ReplicaSetController {
     return matchesLabels(labelSelectorRequirements(sel as never), (meta(pod)['labels'] ?? {}) as Record<string, string>);
   }
 
-  private kick(): void {
-    if (this.running || this.stopped) return;
-    this.running = true;
-    void this.drain();
-  }
-
-  private async drain(): Promise<void> {
-    try {
-      while (!this.stopped && this.queue.size) {
-        const key = this.queue.values().next().value as string;
-        this.queue.delete(key);
-        try {
-          await this.sync(key);
-        } catch (e) {
-          if (this.stopped) break;
-          const quick = isNodenetError(e) && (e.code === ErrorCode.Conflict || e.code === ErrorCode.NotFound || e.code === ErrorCode.AlreadyExists);
-          if (!quick) this.o.log.warn({ [F.err]: e, key }, 'replicaset controller: will retry');
-          const t = this.o.clock.setTimeout(() => {
-            this.timers.delete(t);
-            this.enqueue(key);
-          }, quick ? 0 : (this.o.retryMs ?? 500));
-          this.timers.add(t);
-        }
-      }
-    } finally {
-      this.running = false;
-      if (this.queue.size && !this.stopped) this.kick();
-      else for (const w of this.idleWaiters.splice(0)) w();
-    }
-  }
 
   private async sync(key: string): Promise<void> {
     const s = this.o.store.get(key);
@@ -256,11 +219,7 @@ export class ReplicaSetController {
     await this.o.rest.update(RS, String(meta(rs)['namespace']), String(meta(rs)['name']), { ...structuredClone(rs), status }, { sub: 'status', fieldManager: 'replicaset-controller' });
     if (minReady > 0 && available < ready) {
       // Look again when the next Pod becomes available.
-      const t = this.o.clock.setTimeout(() => {
-        this.timers.delete(t);
-        this.enqueue(`replicasets.apps/${String(meta(rs)['namespace'])}/${String(meta(rs)['name'])}`);
-      }, minReady * 1000);
-      this.timers.add(t);
+      this.work.addAfter(`replicasets.apps/${String(meta(rs)['namespace'])}/${String(meta(rs)['name'])}`, minReady * 1000);
     }
   }
 }
