@@ -26,3 +26,7 @@ t.test('flags override the config file, numbers are numbers, errors name the fie
   t.throws(() => agentConfigFromArgs(['--no-such-flag', 'x']), /unknown flag --no-such-flag/);
   t.throws(() => agentConfigFromArgs(['--config', `${dir}/missing.json`]), /cannot read config/);
 });
+
+t.test('--node-lease-duration-seconds is a number flag', async (t) => {
+  t.equal(agentConfigFromArgs(['--node-lease-duration-seconds', '20']).nodeLeaseDurationSeconds, 20);
+});

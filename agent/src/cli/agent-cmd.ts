@@ -19,7 +19,7 @@ export type StartAgent = (cfg: AgentConfig) => Promise<RunningAgent>;
 
 export const AGENT_USAGE = `usage: nodenet agent [--config FILE] [--node-name N] [--pod-cidr CIDR] [--cluster-cidr CIDR] [--state-dir D] [--run-dir D]
                      [--cni-socket S] [--bridge B] [--mtu N] [--proxy-mode none|iptables|nftables] [--kubeconfig FILE|in-cluster | --manifests DIR]
-                     [--proxy-prefix KUBE] [--cluster-ip-ping reject|drop] [--proxy-min-sync-ms MS]
+                     [--proxy-prefix KUBE] [--cluster-ip-ping reject|drop] [--proxy-min-sync-ms MS] [--node-lease-duration-seconds S]
                      [--log-level fatal|error|warn|info|debug|trace|silent] [--log-file F]
 Runs the node agent until SIGTERM: the CNI service on a unix socket and, with a proxy mode, Service rules
 for the Services and EndpointSlices it watches on an API server (--kubeconfig: nodenet control-plane's
@@ -27,7 +27,7 @@ nodes/<N>.kubeconfig, any cluster's, or in-cluster) or finds in a manifest direc
 Flags override the config file's keys.`;
 
 const SPECS: FlagSpecs = Object.fromEntries([['config', { type: 'string' }], ...Object.keys(FLAG_KEYS).map((k) => [k, { type: 'string' }])]);
-const NUMERIC: ReadonlySet<keyof AgentConfig> = new Set(['mtu', 'proxyMinSyncMs']);
+const NUMERIC: ReadonlySet<keyof AgentConfig> = new Set(['mtu', 'proxyMinSyncMs', 'nodeLeaseDurationSeconds']);
 
 export function agentConfigFromArgs(argv: readonly string[]): AgentConfig {
   return agentConfigFrom(parseFlags(argv, SPECS).flags);

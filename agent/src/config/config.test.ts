@@ -37,3 +37,10 @@ t.test('kubeconfig: a file or in-cluster; one source only', async (t) => {
   t.throws(() => parseAgentConfig({ kubeconfig: '' }), /config kubeconfig: must not be empty/);
   t.throws(() => parseAgentConfig({ kubeconfig: '/k', manifestsDir: '/m' }), /config kubeconfig: the proxy follows one source/);
 });
+
+t.test('nodeLeaseDurationSeconds: 40 by default (renewed every 10 s), bounded', async (t) => {
+  t.equal(parseAgentConfig({}).nodeLeaseDurationSeconds, 40);
+  t.equal(parseAgentConfig({ nodeLeaseDurationSeconds: 20 }).nodeLeaseDurationSeconds, 20);
+  t.throws(() => parseAgentConfig({ nodeLeaseDurationSeconds: 1 }), /config nodeLeaseDurationSeconds/);
+  t.throws(() => parseAgentConfig({ nodeLeaseDurationSeconds: 'long' }), /config nodeLeaseDurationSeconds/);
+});

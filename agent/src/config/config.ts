@@ -40,6 +40,8 @@ export interface AgentConfig {
   readonly clusterIPPing: 'reject' | 'drop';
   /** At least this long between two proxy syncs (kube-proxy --iptables-min-sync-period), ms. */
   readonly proxyMinSyncMs: number;
+  /** On an API server: the node Lease's duration (s); it is renewed every quarter of it, as the kubelet's. */
+  readonly nodeLeaseDurationSeconds: number;
   readonly logLevel: LogLevel;
   /** A file for the agent's logs; stderr when null. */
   readonly logFile: string | null;
@@ -60,6 +62,7 @@ export const DEFAULTS: AgentConfig = {
   kubeconfig: null,
   clusterIPPing: 'reject',
   proxyMinSyncMs: 1000,
+  nodeLeaseDurationSeconds: 40,
   logLevel: 'info',
   logFile: null,
 };
@@ -106,6 +109,7 @@ export function parseAgentConfig(raw: unknown): AgentConfig {
   const ping = str(o, 'clusterIPPing') ?? DEFAULTS.clusterIPPing;
   if (ping !== 'reject' && ping !== 'drop') throw bad('clusterIPPing', 'must be reject or drop');
   const minSyncRaw = read.optInt(o, 'proxyMinSyncMs', '', { min: 0, max: 600_000 }) ?? DEFAULTS.proxyMinSyncMs;
+  const leaseSeconds = read.optInt(o, 'nodeLeaseDurationSeconds', '', { min: 4, max: 3600 }) ?? DEFAULTS.nodeLeaseDurationSeconds;
   const bridge = str(o, 'bridge') ?? DEFAULTS.bridge;
   const manifestsDir = str(o, 'manifestsDir') ?? null;
   const kubeconfig = str(o, 'kubeconfig') ?? null;
@@ -126,6 +130,7 @@ export function parseAgentConfig(raw: unknown): AgentConfig {
     kubeconfig,
     clusterIPPing: ping,
     proxyMinSyncMs: minSyncRaw,
+    nodeLeaseDurationSeconds: leaseSeconds,
     logLevel: logLevel as LogLevel,
     logFile: str(o, 'logFile') ?? null,
   };
@@ -147,6 +152,7 @@ export const FLAG_KEYS: Readonly<Record<string, keyof AgentConfig>> = {
   kubeconfig: 'kubeconfig',
   'cluster-ip-ping': 'clusterIPPing',
   'proxy-min-sync-ms': 'proxyMinSyncMs',
+  'node-lease-duration-seconds': 'nodeLeaseDurationSeconds',
   'log-level': 'logLevel',
   'log-file': 'logFile',
 };

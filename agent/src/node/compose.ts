@@ -81,7 +81,7 @@ export async function composeAgent(given: AgentConfig, logger?: Logger): Promise
   let registration: NodeRegistration | null = null;
   if (cfg.kubeconfig) {
     try {
-      registration = new NodeRegistration({ kubeconfig: loadKubeConfig(cfg.kubeconfig), nodeName: cfg.nodeName, addresses: nodeAddresses(await node.listAddresses()), clock: realClock, log });
+      registration = new NodeRegistration({ kubeconfig: loadKubeConfig(cfg.kubeconfig), nodeName: cfg.nodeName, addresses: nodeAddresses(await node.listAddresses()), clock: realClock, log, leaseSeconds: cfg.nodeLeaseDurationSeconds, leaseMs: (cfg.nodeLeaseDurationSeconds * 1000) / 4 });
       await registration.start();
       if (!cfg.podCIDR) {
         const fromApi = await registration.podCIDR();
