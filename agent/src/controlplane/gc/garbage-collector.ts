@@ -30,6 +30,7 @@ import { F } from '../../log/fields.js';
 import type { Logger } from '../../log/log.js';
 import type { Clock } from '../../reconcile/clock.js';
 import { FOREGROUND, ORPHAN, type Rest } from '../api/rest.js';
+import { WorkQueue } from '../controllers/work-queue.js';
 import { grOf as resourceGr, RESOURCES, type Resource } from '../api/resources.js';
 import type { Store } from '../store/store.js';
 import type { KObject, StoreEvent } from '../store/types.js';
@@ -74,14 +75,12 @@ export interface GarbageCollectorDeps {
 export class GarbageCollector {
   /** owner uid → keys of the objects that name it. */
   private readonly dependents = new Map<string, Set<string>>();
-  private readonly queue = new Set<string>();
+  private readonly queue: WorkQueue;
   private readonly handles: { stop(): void }[] = [];
-  private running = false;
-  private stopped = false;
-  private idleWaiters: (() => void)[] = [];
-  private readonly timers = new Set<unknown>();
 
-  constructor(private readonly d: GarbageCollectorDeps) {}
+  constructor(private readonly d: GarbageCollectorDeps) {
+    this.queue = new WorkQueue({ name: 'garbage collector', clock: d.clock, log: d.log, process: (k) => this.process(k), retryMs: d.retryMs ?? 200 });
+  }
 
   start(): void {
     const rev = this.d.store.rev;
@@ -92,22 +91,16 @@ export class GarbageCollector {
       }
       this.handles.push(this.d.store.watch({ gr: resourceGr(r), afterRev: rev, onEvent: (ev) => this.onEvent(ev) }));
     }
-    this.kick();
   }
 
   stop(): void {
-    this.stopped = true;
     for (const h of this.handles) h.stop();
-    for (const t of this.timers) this.d.clock.clearTimeout(t);
-    this.timers.clear();
-    this.queue.clear();
-    for (const w of this.idleWaiters.splice(0)) w();
+    this.queue.stop();
   }
 
   /** Resolves when the queue is empty and nothing is being worked on (tests). */
   idle(): Promise<void> {
-    if (!this.running && this.queue.size === 0) return Promise.resolve();
-    return new Promise((r) => this.idleWaiters.push(r));
+    return this.queue.idle();
   }
 
   private onEvent(ev: StoreEvent): void {
@@ -132,7 +125,6 @@ export class GarbageCollector {
         }
       }
     }
-    this.kick();
   }
 
   private keysOf(ref: OwnerRef, namespace: string): string[] {
@@ -150,38 +142,6 @@ export class GarbageCollector {
       let s = this.dependents.get(ref.uid);
       if (!s) this.dependents.set(ref.uid, (s = new Set()));
       s.add(key);
-    }
-  }
-
-  private kick(): void {
-    if (this.running || this.stopped) return;
-    this.running = true;
-    void this.drain();
-  }
-
-  private async drain(): Promise<void> {
-    try {
-      while (!this.stopped && this.queue.size) {
-        const key = this.queue.values().next().value as string;
-        this.queue.delete(key);
-        try {
-          await this.process(key);
-        } catch (e) {
-          if (this.stopped) break;
-          const conflict = isNodenetError(e) && (e.code === ErrorCode.Conflict || e.code === ErrorCode.NotFound);
-          if (!conflict) this.d.log.warn({ [F.err]: e, key }, 'garbage collector: will retry');
-          const t = this.d.clock.setTimeout(() => {
-            this.timers.delete(t);
-            this.queue.add(key);
-            this.kick();
-          }, conflict ? 0 : (this.d.retryMs ?? 200));
-          this.timers.add(t);
-        }
-      }
-    } finally {
-      this.running = false;
-      if (this.queue.size && !this.stopped) this.kick();
-      else for (const w of this.idleWaiters.splice(0)) w();
     }
   }
 
