@@ -67,6 +67,20 @@ t.test('registers its Node, reads its pod CIDR, renews its Lease, and re-registe
   t.ok(after.status?.addresses?.some((a) => a.address === '192.168.77.12'), 'its new address');
 });
 
+t.test('a Node marked Ready=Unknown by the control plane is posted Ready again, as a kubelet does', async (t) => {
+  const kc = loadKubeConfig(cp.nodeKubeconfig('n1'));
+  const reg = new NodeRegistration({ kubeconfig: kc, nodeName: 'n1', addresses: ['192.168.77.11'], clock: new FakeClock(Date.UTC(2026, 11, 1, 13)), log: silentLogger() });
+  await reg.start();
+  t.teardown(() => reg.stop());
+  const core = loadKubeConfig(cp.kubeconfig).makeApiClient(CoreV1Api);
+  // What the node lifecycle controller writes when the Lease was not renewed.
+  await core.replaceNodeStatus({ name: 'n1', body: { ...(await core.readNode({ name: 'n1' })), status: { conditions: [{ type: 'Ready', status: 'Unknown', reason: 'NodeStatusUnknown', message: 'Kubelet stopped posting node status.' }] } } });
+  await waitFor(() => reg.readyReposts === 1, 'the agent posts Ready again');
+  const n = await core.readNode({ name: 'n1' });
+  t.match(n.status?.conditions?.find((c) => c.type === 'Ready'), { status: 'True', reason: 'KubeletReady' });
+  t.ok(n.status?.addresses?.some((a) => a.address === '192.168.77.11'), 'with its addresses');
+});
+
 t.test('another node\'s token cannot register this Node', async (t) => {
   const kc = loadKubeConfig(cp.nodeKubeconfig('n1'));
   const reg = new NodeRegistration({ kubeconfig: kc, nodeName: 'n2', addresses: ['192.168.77.13'], clock: new FakeClock(), log: silentLogger() });

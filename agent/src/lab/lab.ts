@@ -23,6 +23,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, rmSync, existsSync, writeFileSync, openSync, closeSync, readFileSync, readdirSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { createServer, connect, type Server, type Socket } from 'node:net';
 import type { Runner, RunResult } from '../exec/runner.js';
 import { distDir, packageRoot, pausePath, shimPath } from '../config/paths.js';
 import { listSandboxes, stopSandbox } from '../netns/pause-holder.js';
@@ -51,7 +52,8 @@ export function uniqueTag(prefix: string): string {
 }
 
 export interface NodeOptions {
-  podCIDR: string;
+  /** Absent on a lab with a control plane: node IPAM gives it (spec.podCIDR). */
+  podCIDR?: string;
   /** Underlay address, e.g. 192.168.77.11/24. Default: derived from the node's index. */
   underlayIP?: string;
   clusterCIDR?: string;
@@ -68,6 +70,8 @@ export class Lab {
   readonly runRoot: string;
   readonly nodes: VNode[] = [];
   private extraNetns: string[] = [];
+  /** The lab's control plane, once started: nodes added after it watch it. */
+  controlPlane: LabControlPlane | null = null;
 
   /** @internal */
   readonly sh: Shell;
@@ -117,14 +121,146 @@ export class Lab {
     return node;
   }
 
+  /**
+   * Starts `nodenet control-plane` in the underlay namespace, serving on the
+   * underlay gateway (192.168.77.1:6443), where every node reaches it over
+   * its eth0; its data directory is under the lab's run directory. `nodes`
+   * get their tokens and kubeconfigs. kubectl reaches it from the underlay
+   * namespace (LabControlPlane.kubectl).
+   */
+  async startControlPlane(opts: { nodes: readonly string[]; args?: readonly string[] }): Promise<LabControlPlane> {
+    if (this.controlPlane) throw new Error('the lab already has a control plane');
+    const cp = new LabControlPlane(this, opts.nodes, opts.args ?? []);
+    await cp.start();
+    this.controlPlane = cp;
+    return cp;
+  }
+
   /** Removes every namespace, process and file this Lab made. Safe to call twice. */
   async destroy(): Promise<void> {
     for (const n of this.nodes) await n.destroy();
+    this.controlPlane?.closeLocalAccess();
+    await this.controlPlane?.stop('SIGKILL');
     for (const ns of [...this.extraNetns, this.ul]) await killNetns(this.sh, ns);
     this.extraNetns = [];
     const mounts = (await this.sh.ok(['findmnt', '-rn', '-o', 'TARGET'])).stdout.split('\n').filter((m) => m.startsWith(this.runRoot));
     for (const m of mounts.reverse()) await this.sh.ok(['umount', '-l', m]);
     rmSync(this.runRoot, { recursive: true, force: true });
+  }
+}
+
+/** A lab's `nodenet control-plane` process, in the underlay namespace. */
+export class LabControlPlane {
+  readonly dataDir: string;
+  readonly kubeconfig: string;
+  readonly url = `https://${UNDERLAY_GATEWAY}:6443`;
+  private proc: ChildProcess | null = null;
+  private relay: ChildProcess | null = null;
+  private local: { server: Server; url: string; kubeconfig: string; sockets: Set<Socket> } | null = null;
+  private readonly stderrFile: string;
+
+  constructor(readonly lab: Lab, readonly nodes: readonly string[], readonly args: readonly string[]) {
+    this.dataDir = `${lab.runRoot}/control-plane`;
+    this.kubeconfig = `${this.dataDir}/admin.kubeconfig`;
+    this.stderrFile = `${lab.runRoot}/control-plane.stderr`;
+  }
+
+  nodeKubeconfig(node: string): string {
+    return `${this.dataDir}/nodes/${node}.kubeconfig`;
+  }
+
+  get running(): boolean {
+    return this.proc !== null;
+  }
+
+  /** Starts it (again: the same data directory) and waits until it answers /readyz. */
+  async start(): Promise<void> {
+    if (this.proc) throw new Error('control plane already running');
+    mkdirSync(this.dataDir, { recursive: true, mode: 0o700 });
+    const out = openSync(this.stderrFile, 'a');
+    const p = spawn('nsenter', [`--net=/var/run/netns/${this.lab.ul}`, '--', process.execPath, AGENT_JS, 'control-plane',
+      '--data-dir', this.dataDir, '--listen', `${UNDERLAY_GATEWAY}:6443`, '--host', UNDERLAY_GATEWAY,
+      ...(this.nodes.length ? ['--node', this.nodes.join(',')] : []), '--log-level', 'info', '--log-file', `${this.lab.runRoot}/control-plane.log`, ...this.args], { stdio: ['ignore', out, out] });
+    closeSync(out);
+    this.proc = p;
+    p.on('exit', () => { if (this.proc === p) this.proc = null; });
+    const deadline = Date.now() + 30_000;
+    while (Date.now() < deadline) {
+      if (this.proc !== p) throw new Error(`control plane exited at start: ${this.stderr()}`);
+      if (existsSync(this.kubeconfig)) {
+        const r = await this.kubectl(['get', '--raw', '/readyz'], true);
+        if (r.exitCode === 0) return;
+      }
+      await sleep(100);
+    }
+    throw new Error(`control plane not ready after 30 s: ${this.stderr()}`);
+  }
+
+  /** Stops it: SIGKILL is a crash. */
+  async stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+    const p = this.proc;
+    if (!p) return;
+    const exited = new Promise<void>((r) => p.once('exit', () => r()));
+    p.kill(signal);
+    await Promise.race([exited, sleep(10_000)]);
+    this.proc = null;
+  }
+
+  stderr(): string {
+    try { return readFileSync(this.stderrFile, 'utf8').slice(-2000); } catch { return ''; }
+  }
+
+  /**
+   * The API server from this (the root) namespace, on loopback: a relay in
+   * the underlay namespace listens on a unix socket in the lab's run
+   * directory and dials the API server; this process listens on 127.0.0.1
+   * (a free port) and passes each connection to that socket. The serving
+   * certificate names 127.0.0.1, so kubectl and client-node verify it as
+   * usual. Returns a kubeconfig for it (the admin's, with the local URL).
+   * Nothing is added to the root namespace but a loopback listener.
+   */
+  async localAccess(): Promise<{ url: string; kubeconfig: string }> {
+    if (this.local) return { url: this.local.url, kubeconfig: this.local.kubeconfig };
+    const sock = `${this.lab.runRoot}/api.sock`;
+    rmSync(sock, { force: true });
+    const relayJs = `const net = require('node:net'); net.createServer((c) => { const u = net.connect(6443, ${JSON.stringify(UNDERLAY_GATEWAY)}); const end = () => { c.destroy(); u.destroy(); }; c.on('error', end); u.on('error', end); c.on('close', end); u.on('close', end); c.pipe(u).pipe(c); }).listen(${JSON.stringify(sock)});`;
+    this.relay = spawn('nsenter', [`--net=/var/run/netns/${this.lab.ul}`, '--', process.execPath, '-e', relayJs], { stdio: 'ignore' });
+    const deadline = Date.now() + 10_000;
+    while (!existsSync(sock)) {
+      if (Date.now() > deadline) throw new Error('the control plane relay did not start');
+      await sleep(25);
+    }
+    const sockets = new Set<Socket>();
+    const server = createServer((c) => {
+      const u = connect(sock);
+      sockets.add(c).add(u);
+      const end = () => { c.destroy(); u.destroy(); sockets.delete(c); sockets.delete(u); };
+      c.on('error', end); u.on('error', end); c.on('close', end); u.on('close', end);
+      c.pipe(u).pipe(c);
+    });
+    await new Promise<void>((resolve, reject) => { server.once('error', reject); server.listen(0, '127.0.0.1', () => resolve()); });
+    const port = (server.address() as { port: number }).port;
+    const url = `https://127.0.0.1:${port}`;
+    const kubeconfig = `${this.dataDir}/local.kubeconfig`;
+    writeFileSync(kubeconfig, readFileSync(this.kubeconfig, 'utf8').replace(this.url, url), { mode: 0o600 });
+    this.local = { server, url, kubeconfig, sockets };
+    return { url, kubeconfig };
+  }
+
+  /** Closes the loopback listener and the relay. */
+  closeLocalAccess(): void {
+    if (this.local) {
+      for (const s of this.local.sockets) s.destroy();
+      this.local.server.close();
+      this.local = null;
+    }
+    this.relay?.kill('SIGKILL');
+    this.relay = null;
+  }
+
+  /** The real kubectl, run in the underlay namespace with the admin kubeconfig. */
+  kubectl(args: readonly string[], allowFailure = false, input?: string): Promise<RunResult> {
+    return this.lab.runner.run(['nsenter', `--net=/var/run/netns/${this.lab.ul}`, '--', 'kubectl', '--kubeconfig', this.kubeconfig, ...args], { allowFailure, ...(input === undefined ? {} : { input }) });
   }
 }
 
@@ -174,7 +310,8 @@ export class VNode {
   agentConfig(): Record<string, unknown> {
     return {
       nodeName: this.name,
-      podCIDR: this.opts.podCIDR,
+      ...(this.opts.podCIDR ? { podCIDR: this.opts.podCIDR } : {}),
+      ...(this.lab.controlPlane ? { kubeconfig: this.lab.controlPlane.nodeKubeconfig(this.name) } : {}),
       ...(this.opts.clusterCIDR ? { clusterCIDR: this.opts.clusterCIDR } : {}),
       stateDir: this.stateDir,
       runDir: this.runDir,

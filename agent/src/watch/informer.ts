@@ -121,6 +121,10 @@ export class Informer {
     await this.o.listWatch.stop();
   }
 
+  get name(): string {
+    return this.o.name;
+  }
+
   get resourceVersion(): string {
     return this.o.listWatch.latestResourceVersion();
   }

@@ -6,13 +6,19 @@
  * - Renews its Lease in `kube-node-lease` every `leaseMs` (default 10 s,
  *   as the kubelet's; the Lease lasts 40 s), which is how the control plane
  *   knows the node is alive.
- * - Reads `spec.podCIDR`, which node IPAM assigns: `podCIDR()` waits for it.
+ * - Watches its own Node (watch/cluster-watch.ts): `podCIDR()` waits for
+ *   the `spec.podCIDR` node IPAM assigns, and when the node lifecycle
+ *   controller marked the Node's Ready condition Unknown (a missed Lease,
+ *   a partition that healed), the agent posts Ready again, as a kubelet's
+ *   next status update does.
  * With the node's own token, the Node authorizer allows exactly these writes.
  */
 import { CoordinationV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type KubeConfig, type V1Lease, type V1Node } from '@kubernetes/client-node';
+import type { KubernetesObject } from '@kubernetes/client-node';
 import { F } from '../log/fields.js';
 import type { Logger } from '../log/log.js';
 import type { Clock } from '../reconcile/clock.js';
+import { ClusterWatch, ownNode } from './cluster-watch.js';
 
 export interface NodeRegistrationOptions {
   readonly kubeconfig: KubeConfig;
@@ -41,8 +47,14 @@ export class NodeRegistration {
   private readonly leases: CoordinationV1Api;
   private timer: unknown = null;
   private stopped = false;
+  private watch: ClusterWatch | null = null;
+  private node: V1Node | null = null;
+  private readonly nodeWaiters: (() => void)[] = [];
+  private reposting = false;
   /** Renewals done (status and tests). */
   renewals = 0;
+  /** Ready posted again after the control plane marked it otherwise (status and tests). */
+  readyReposts = 0;
 
   constructor(private readonly o: NodeRegistrationOptions) {
     this.core = o.kubeconfig.makeApiClient(CoreV1Api);
@@ -72,10 +84,35 @@ export class NodeRegistration {
     }
     await this.renew();
     this.arm();
+    this.watch = new ClusterWatch({
+      kubeconfig: this.o.kubeconfig,
+      log: this.o.log,
+      clock: this.o.clock,
+      sources: [ownNode(name, { add: (n) => this.onNode(n), update: (_p, n) => this.onNode(n), delete: () => (this.node = null) })],
+    });
+    await this.watch.start();
+  }
+
+  private onNode(n: KubernetesObject): void {
+    this.node = n as V1Node;
+    for (const w of this.nodeWaiters.splice(0)) w();
+    const ready = this.node.status?.conditions?.find((c) => c.type === 'Ready');
+    if (ready?.status === 'True' || this.reposting || this.stopped) return;
+    // The node lifecycle controller judged this node lost (Ready Unknown): it is here, so say so again.
+    this.reposting = true;
+    this.o.log.info({ [F.subsys]: 'watch', [F.node]: this.o.nodeName, was: ready?.status ?? 'none', reason: ready?.reason }, 'Node not Ready on the API server; posting Ready');
+    void this.core
+      .patchNodeStatus({ name: this.o.nodeName, body: { status: this.statusNow() } }, setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch))
+      .then(() => this.readyReposts++)
+      .catch((e: unknown) => this.o.log.warn({ [F.subsys]: 'watch', [F.node]: this.o.nodeName, [F.err]: e instanceof Error ? e.message : String(e) }, 'posting node status failed; retrying at the next change'))
+      .finally(() => (this.reposting = false));
   }
 
   stop(): void {
     this.stopped = true;
+    this.watch?.stop();
+    this.watch = null;
+    for (const w of this.nodeWaiters.splice(0)) w();
     if (this.timer !== null) this.o.clock.clearTimeout(this.timer);
     this.timer = null;
   }
@@ -104,14 +141,21 @@ export class NodeRegistration {
     this.renewals++;
   }
 
-  /** The Node's spec.podCIDR, waiting for node IPAM up to `timeoutMs`; null if none came. */
+  /** The Node's spec.podCIDR, waiting (on the watch) for node IPAM up to `timeoutMs`; null if none came. */
   async podCIDR(timeoutMs = 30_000): Promise<string | null> {
-    const deadline = Date.now() + timeoutMs;
+    const deadline = this.o.clock.now() + timeoutMs;
     for (;;) {
-      const n = await this.core.readNode({ name: this.o.nodeName });
-      if (n.spec?.podCIDR) return n.spec.podCIDR;
-      if (Date.now() > deadline || this.stopped) return null;
-      await new Promise((r) => setTimeout(r, 200));
+      const cidr = this.node?.spec?.podCIDR;
+      if (cidr) return cidr;
+      const left = deadline - this.o.clock.now();
+      if (left <= 0 || this.stopped) return null;
+      await new Promise<void>((resolve) => {
+        const t = this.o.clock.setTimeout(() => resolve(), left);
+        this.nodeWaiters.push(() => {
+          this.o.clock.clearTimeout(t);
+          resolve();
+        });
+      });
     }
   }
 }

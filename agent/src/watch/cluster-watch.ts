@@ -1,0 +1,132 @@
+/**
+ * watch/cluster-watch: the agent's list+watch sources on a Kubernetes API
+ * server, each an Informer (watch/informer.ts) on client-node's ListWatch,
+ * synced together (SyncGroup): no source reports synced before every
+ * source delivered its first list.
+ *
+ * The kinds the agent watches, and with which selectors, as kube-proxy and
+ * the kubelet do:
+ * - `services` (kube-proxy: all, minus those another proxy serves),
+ * - `endpointslices` (all),
+ * - `nodes`: all of them (the overlay's peers), or this node's own
+ *   (`metadata.name=<node>`: its pod CIDR, its conditions),
+ * - `pods` bound to this node (`spec.nodeName=<node>`: the kubelet's).
+ * A selector goes on the list and on the watch alike; the server turns an
+ * object that stops matching into a DELETED (kube-apiserver does the same),
+ * so the handlers never see an object outside the selector.
+ */
+import { CoreV1Api, DiscoveryV1Api, ListWatch, Watch, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+import type { Logger } from '../log/log.js';
+import type { Clock } from '../reconcile/clock.js';
+import { Informer, SyncGroup, type BackoffOptions, type ListWatchLike, type SourceHandler } from './informer.js';
+
+export type WatchKind = 'services' | 'endpointslices' | 'nodes' | 'pods';
+
+export interface WatchSource {
+  readonly kind: WatchKind;
+  /** For the log and errors(); defaults to the kind. */
+  readonly name?: string;
+  readonly labelSelector?: string;
+  readonly fieldSelector?: string;
+  readonly handler: Omit<SourceHandler, 'synced'>;
+  /** Called once, when every source of the watch delivered its first list. */
+  readonly synced?: () => void;
+}
+
+export interface ClusterWatchOptions {
+  readonly kubeconfig: KubeConfig;
+  readonly sources: readonly WatchSource[];
+  readonly log: Logger;
+  readonly clock: Clock;
+  /** Called once after every source's synced. */
+  readonly onSynced?: () => void;
+  readonly backoff?: BackoffOptions;
+  readonly silenceMs?: number;
+}
+
+/** The collection path of a kind, across namespaces. */
+export const WATCH_PATHS: Readonly<Record<WatchKind, string>> = {
+  services: '/api/v1/services',
+  endpointslices: '/apis/discovery.k8s.io/v1/endpointslices',
+  nodes: '/api/v1/nodes',
+  pods: '/api/v1/pods',
+};
+
+/** This node's own Node object. */
+export const ownNode = (nodeName: string, handler: WatchSource['handler'], synced?: () => void): WatchSource => ({
+  kind: 'nodes', name: `nodes/${nodeName}`, fieldSelector: `metadata.name=${nodeName}`, handler, ...(synced ? { synced } : {}),
+});
+
+/** The Pods the scheduler bound to this node. */
+export const boundPods = (nodeName: string, handler: WatchSource['handler'], synced?: () => void): WatchSource => ({
+  kind: 'pods', name: `pods@${nodeName}`, fieldSelector: `spec.nodeName=${nodeName}`, handler, ...(synced ? { synced } : {}),
+});
+
+type Lister = (q: { labelSelector?: string; fieldSelector?: string }) => Promise<{ items: KubernetesObject[] }>;
+
+export class ClusterWatch {
+  private readonly informers: Informer[] = [];
+  private readonly lastError = new Map<string, string>();
+  private readonly group = new SyncGroup();
+
+  constructor(o: ClusterWatchOptions) {
+    const kc = o.kubeconfig;
+    const core = kc.makeApiClient(CoreV1Api);
+    const discovery = kc.makeApiClient(DiscoveryV1Api);
+    const listers: Record<WatchKind, Lister> = {
+      services: (q) => core.listServiceForAllNamespaces(q) as Promise<{ items: KubernetesObject[] }>,
+      endpointslices: (q) => discovery.listEndpointSliceForAllNamespaces(q) as Promise<{ items: KubernetesObject[] }>,
+      nodes: (q) => core.listNode(q) as Promise<{ items: KubernetesObject[] }>,
+      pods: (q) => core.listPodForAllNamespaces(q) as Promise<{ items: KubernetesObject[] }>,
+    };
+    const watch = new Watch(kc);
+    const names = new Set<string>();
+    o.sources.forEach((s, i) => {
+      const name = s.name ?? s.kind;
+      if (names.has(name)) throw new Error(`cluster watch: two sources named ${name}`);
+      names.add(name);
+      const last = i === o.sources.length - 1;
+      const handler = this.group.join(name, s.handler, () => {
+        s.synced?.();
+        if (last) o.onSynced?.();
+      });
+      const q = { ...(s.labelSelector ? { labelSelector: s.labelSelector } : {}), ...(s.fieldSelector ? { fieldSelector: s.fieldSelector } : {}) };
+      const lw = new ListWatch<KubernetesObject>(WATCH_PATHS[s.kind], watch, () => listers[s.kind](q) as never, false, s.labelSelector, s.fieldSelector);
+      lw.on('error', (e: unknown) => this.lastError.set(name, e instanceof Error ? e.message : String(e)));
+      lw.on('connect', () => this.lastError.delete(name));
+      this.informers.push(new Informer({
+        name,
+        listWatch: lw as unknown as ListWatchLike,
+        handler,
+        clock: o.clock,
+        log: o.log,
+        ...(o.backoff ? { backoff: o.backoff } : {}),
+        ...(o.silenceMs ? { silenceMs: o.silenceMs } : {}),
+      }));
+    });
+  }
+
+  /** Starts every informer; resolves once each delivered its first list or is retrying. */
+  async start(): Promise<void> {
+    await Promise.all(this.informers.map((i) => i.start()));
+  }
+
+  get synced(): boolean {
+    return this.group.synced;
+  }
+
+  /** The sources whose last list or watch failed, with why. */
+  errors(): Iterable<readonly [string, string]> {
+    return [...this.lastError].map(([k, v]) => [`watch ${k}`, v] as const);
+  }
+
+  /** The objects a source last delivered (by its name). */
+  list(name: string): KubernetesObject[] {
+    const i = this.informers.find((x) => x.name === name);
+    return i ? i.list() : [];
+  }
+
+  stop(): void {
+    for (const i of this.informers) void i.stop();
+  }
+}
