@@ -4,20 +4,20 @@
  */
 import t from 'tap';
 import { parseFlags } from './flags.js';
-import { controlPlaneArgs, controlPlaneCommand, parseListen, type ControlPlaneArgs } from './control-plane-cmd.js';
+import { controlPlaneArgs, controlPlaneCommand, parseDurationMs, parseListen, type ControlPlaneArgs } from './control-plane-cmd.js';
 
 t.test('defaults: loopback 6443, TLS, a 5-minute history, no nodes', async (t) => {
   t.same(controlPlaneArgs(new Map()), {
     dataDir: '/var/lib/nodenet/control-plane', host: '127.0.0.1', port: 6443, nodes: [], hosts: [], insecureHttp: false, historyMs: 300_000,
-    serviceCIDR: '10.96.0.0/12', nodePortRange: { from: 30000, to: 32767 }, clusterCIDR: '10.244.0.0/16', nodeCIDRMaskSize: 24, logLevel: 'info',
+    serviceCIDR: '10.96.0.0/12', nodePortRange: { from: 30000, to: 32767 }, clusterCIDR: '10.244.0.0/16', nodeCIDRMaskSize: 24, nodeMonitorGracePeriodMs: 40_000, logLevel: 'info',
   });
 });
 
 t.test('every flag lands in its option; lists are comma-separated', async (t) => {
-  const f = parseFlags(['--data-dir', '/tmp/x', '--listen', '[::1]:7443', '--node', 'n1, n2', '--host', '10.0.0.1,cp.local', '--insecure-http', '--history-seconds', '60', '--log-level', 'debug', '--log-file', '/tmp/x.log', '--service-cidr', '10.100.0.0/16', '--service-node-port-range', '31000-31999', '--cluster-cidr', '10.200.0.0/14', '--node-cidr-mask-size', '26'], {
-    'data-dir': { type: 'string' }, listen: { type: 'string' }, node: { type: 'string' }, host: { type: 'string' }, 'insecure-http': { type: 'boolean' }, 'history-seconds': { type: 'string' }, 'log-level': { type: 'string' }, 'log-file': { type: 'string' }, 'service-cidr': { type: 'string' }, 'service-node-port-range': { type: 'string' }, 'cluster-cidr': { type: 'string' }, 'node-cidr-mask-size': { type: 'string' },
+  const f = parseFlags(['--data-dir', '/tmp/x', '--listen', '[::1]:7443', '--node', 'n1, n2', '--host', '10.0.0.1,cp.local', '--insecure-http', '--history-seconds', '60', '--log-level', 'debug', '--log-file', '/tmp/x.log', '--service-cidr', '10.100.0.0/16', '--service-node-port-range', '31000-31999', '--cluster-cidr', '10.200.0.0/14', '--node-cidr-mask-size', '26', '--node-monitor-grace-period', '1m30s'], {
+    'data-dir': { type: 'string' }, listen: { type: 'string' }, node: { type: 'string' }, host: { type: 'string' }, 'insecure-http': { type: 'boolean' }, 'history-seconds': { type: 'string' }, 'log-level': { type: 'string' }, 'log-file': { type: 'string' }, 'service-cidr': { type: 'string' }, 'service-node-port-range': { type: 'string' }, 'cluster-cidr': { type: 'string' }, 'node-cidr-mask-size': { type: 'string' }, 'node-monitor-grace-period': { type: 'string' },
   });
-  t.same(controlPlaneArgs(f.flags), { dataDir: '/tmp/x', host: '::1', port: 7443, nodes: ['n1', 'n2'], hosts: ['10.0.0.1', 'cp.local'], insecureHttp: true, historyMs: 60_000, serviceCIDR: '10.100.0.0/16', nodePortRange: { from: 31000, to: 31999 }, clusterCIDR: '10.200.0.0/14', nodeCIDRMaskSize: 26, logLevel: 'debug', logFile: '/tmp/x.log' });
+  t.same(controlPlaneArgs(f.flags), { dataDir: '/tmp/x', host: '::1', port: 7443, nodes: ['n1', 'n2'], hosts: ['10.0.0.1', 'cp.local'], insecureHttp: true, historyMs: 60_000, serviceCIDR: '10.100.0.0/16', nodePortRange: { from: 31000, to: 31999 }, clusterCIDR: '10.200.0.0/14', nodeCIDRMaskSize: 26, nodeMonitorGracePeriodMs: 90_000, logLevel: 'debug', logFile: '/tmp/x.log' });
 });
 
 t.test('bad service ranges are usage errors naming the flag', async (t) => {
@@ -28,6 +28,31 @@ t.test('bad service ranges are usage errors naming the flag', async (t) => {
   t.throws(() => args('service-node-port-range', '32767-30000'), /--service-node-port-range: not a port range/);
   t.throws(() => args('cluster-cidr', '10.244.1.0/16'), /has host bits set/);
   t.throws(() => args('node-cidr-mask-size', '8'), /--node-cidr-mask-size "8": a prefix length between 16/);
+});
+
+t.test('--node-monitor-grace-period: seconds or a duration, more than 0', async (t) => {
+  const grace = (v: string) => controlPlaneArgs(new Map([['node-monitor-grace-period', v]])).nodeMonitorGracePeriodMs;
+  t.equal(grace('40'), 40_000, 'a bare number is seconds');
+  t.equal(grace('2.5'), 2_500);
+  t.equal(grace('40s'), 40_000);
+  t.equal(grace('500ms'), 500);
+  t.equal(grace('1m30s'), 90_000);
+  t.equal(grace('1h'), 3_600_000);
+  for (const bad of ['0', '0s', '', '40x', 's', '-5s', '1m 30s', '40S']) t.throws(() => grace(bad), /--node-monitor-grace-period ".*": a duration more than 0/, bad);
+  t.equal(parseDurationMs('1.5m'), 90_000);
+  t.equal(parseDurationMs('nope'), null);
+});
+
+t.test('--load-balancer-ip-pool: CIDRs and ranges, checked, passed on as given', async (t) => {
+  const pool = (v: string) => controlPlaneArgs(new Map([['load-balancer-ip-pool', v]])).loadBalancerPool;
+  t.equal(pool('192.0.2.0/28'), '192.0.2.0/28');
+  t.equal(pool('192.0.2.10-192.0.2.20,198.51.100.0/30'), '192.0.2.10-192.0.2.20,198.51.100.0/30');
+  t.equal(controlPlaneArgs(new Map()).loadBalancerPool, undefined, 'none by default');
+  t.throws(() => pool('192.0.2.1/24'), /--load-balancer-ip-pool: 192\.0\.2\.1\/24 has host bits set/);
+  t.throws(() => pool('192.0.2.9-192.0.2.1'), /--load-balancer-ip-pool: not an address range/);
+  t.throws(() => pool('fd00::/64'), /--load-balancer-ip-pool: not a load-balancer IP pool/);
+  const f = parseFlags(['--load-balancer-ip-pool', '10.0.0.0/29'], { 'load-balancer-ip-pool': { type: 'string' } });
+  t.equal(controlPlaneArgs(f.flags).loadBalancerPool, '10.0.0.0/29');
 });
 
 t.test('--listen forms', async (t) => {

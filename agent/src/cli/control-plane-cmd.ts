@@ -6,12 +6,16 @@
 import { isIP } from 'node:net';
 import { DEFAULT_NODE_PORT_RANGE, DEFAULT_SERVICE_CIDR, parsePortRange } from '../controlplane/alloc/service-allocator.js';
 import { DEFAULT_CLUSTER_CIDR, DEFAULT_NODE_MASK } from '../controlplane/controllers/node-ipam.js';
+import { parseLoadBalancerPool } from '../controlplane/controllers/loadbalancer.js';
+import { DEFAULT_NODE_MONITOR_GRACE_PERIOD_MS } from '../controlplane/controllers/node-lifecycle.js';
 import { parseCidr } from '../net/ip.js';
 import { FlagError, parseFlags, type FlagSpecs } from './flags.js';
 
 export const CONTROL_PLANE_USAGE = `usage: nodenet control-plane [--data-dir D] [--listen ADDR:PORT] [--node N[,N...]] [--host SAN[,SAN...]]
                              [--insecure-http] [--history-seconds S] [--service-cidr CIDR] [--service-node-port-range FROM-TO]
-                             [--cluster-cidr CIDR] [--node-cidr-mask-size N] [--log-level L] [--log-file F]
+                             [--cluster-cidr CIDR] [--node-cidr-mask-size N] [--node-monitor-grace-period D]
+                             [--load-balancer-ip-pool CIDR|START-END[,...]]
+                             [--log-level L] [--log-file F]
 Serves the Kubernetes API (core/v1 Namespaces, Nodes, Pods, Services, Events; EndpointSlices; Deployments,
 ReplicaSets; Leases) from a SQLite database in the data directory, for kubectl and the agents.
   --data-dir D        state.db, pki/, tokens.json, admin.kubeconfig, nodes/<N>.kubeconfig (default /var/lib/nodenet/control-plane)
@@ -23,6 +27,10 @@ ReplicaSets; Leases) from a SQLite database in the data directory, for kubectl a
   --service-node-port-range FROM-TO  NodePorts come from here (default 30000-32767)
   --cluster-cidr CIDR each Node gets a spec.podCIDR from here (default 10.244.0.0/16) ...
   --node-cidr-mask-size N  ... of this size (default 24)
+  --node-monitor-grace-period D  a Node whose Lease is not renewed for this long becomes Ready=Unknown, tainted
+                      unreachable, its Pods not ready (seconds, or a duration such as 40s, 1m30s, 500ms; default 40s)
+  --load-balancer-ip-pool CIDR|START-END[,...]  LoadBalancer Services get their EXTERNAL-IP from here (a CIDR
+                      without its network and broadcast addresses); without a pool they stay <pending>
   --history-seconds S how long watch history is kept for resuming watchers (default 300); older resourceVersions get 410
 On start it prints the kubeconfig to use: export KUBECONFIG=<data-dir>/admin.kubeconfig`;
 
@@ -38,6 +46,8 @@ export interface ControlPlaneArgs {
   readonly nodePortRange: { readonly from: number; readonly to: number };
   readonly clusterCIDR: string;
   readonly nodeCIDRMaskSize: number;
+  readonly nodeMonitorGracePeriodMs: number;
+  readonly loadBalancerPool?: string;
   readonly logLevel: string;
   readonly logFile?: string;
 }
@@ -53,6 +63,8 @@ const SPECS: FlagSpecs = {
   'service-node-port-range': { type: 'string' },
   'cluster-cidr': { type: 'string' },
   'node-cidr-mask-size': { type: 'string' },
+  'node-monitor-grace-period': { type: 'string' },
+  'load-balancer-ip-pool': { type: 'string' },
   'log-level': { type: 'string' },
   'log-file': { type: 'string' },
 };
@@ -68,6 +80,17 @@ export function parseListen(s: string): { host: string; port: number } {
   if (!isIP(host) && host !== 'localhost') throw new FlagError(`--listen ${JSON.stringify(s)}: ${JSON.stringify(host)} is not an IP address`);
   if (port > 65535) throw new FlagError(`--listen ${JSON.stringify(s)}: port ${port} is out of range (0-65535)`);
   return { host, port };
+}
+
+const UNIT_MS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** Milliseconds of a duration: a number of seconds ("40", "2.5") or Go's form ("40s", "1m30s", "500ms", "1h"). null: not one. */
+export function parseDurationMs(s: string): number | null {
+  if (/^\d+(\.\d+)?$/.test(s)) return Math.round(Number(s) * 1000);
+  if (!/^(\d+(\.\d+)?(ms|s|m|h))+$/.test(s)) return null;
+  let ms = 0;
+  for (const m of s.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h)/g)) ms += Number(m[1]) * UNIT_MS[m[2]!]!;
+  return Math.round(ms);
 }
 
 const list = (v: string | undefined) => (v ?? '').split(',').map((x) => x.trim()).filter(Boolean);
@@ -107,6 +130,17 @@ export function controlPlaneArgs(flags: ReadonlyMap<string, string>): ControlPla
   const maskText = flags.get('node-cidr-mask-size') ?? String(DEFAULT_NODE_MASK);
   const nodeCIDRMaskSize = Number(maskText);
   if (!/^\d+$/.test(maskText) || nodeCIDRMaskSize < cc.prefix || nodeCIDRMaskSize > 30) throw new FlagError(`--node-cidr-mask-size ${JSON.stringify(maskText)}: a prefix length between ${cc.prefix} (the cluster CIDR's) and 30`);
+  const graceText = flags.get('node-monitor-grace-period') ?? `${DEFAULT_NODE_MONITOR_GRACE_PERIOD_MS / 1000}s`;
+  const nodeMonitorGracePeriodMs = parseDurationMs(graceText);
+  if (nodeMonitorGracePeriodMs === null || nodeMonitorGracePeriodMs <= 0) throw new FlagError(`--node-monitor-grace-period ${JSON.stringify(graceText)}: a duration more than 0, in seconds (40) or with a unit (40s, 1m30s, 500ms)`);
+  const loadBalancerPool = flags.get('load-balancer-ip-pool');
+  if (loadBalancerPool !== undefined) {
+    try {
+      parseLoadBalancerPool(loadBalancerPool);
+    } catch (e) {
+      throw new FlagError(`--load-balancer-ip-pool: ${(e as Error).message}`);
+    }
+  }
   return {
     dataDir: flags.get('data-dir') ?? '/var/lib/nodenet/control-plane',
     host,
@@ -119,6 +153,8 @@ export function controlPlaneArgs(flags: ReadonlyMap<string, string>): ControlPla
     nodePortRange,
     clusterCIDR,
     nodeCIDRMaskSize,
+    nodeMonitorGracePeriodMs,
+    ...(loadBalancerPool !== undefined ? { loadBalancerPool } : {}),
     logLevel,
     ...(logFile ? { logFile } : {}),
   };

@@ -32,7 +32,11 @@ import { NodeIpam } from './controllers/node-ipam.js';
 import { EndpointSliceController } from './controllers/endpointslice.js';
 import { ReplicaSetController } from './controllers/replicaset.js';
 import { DeploymentController } from './controllers/deployment.js';
+import { EventBroadcaster } from './controllers/events.js';
+import { Scheduler } from './controllers/scheduler.js';
+import { EVICTION_COMPONENT, NODE_COMPONENT, NodeLifecycleController } from './controllers/node-lifecycle.js';
 import { ServiceAllocator } from './alloc/service-allocator.js';
+import { LOAD_BALANCER_COMPONENT, LoadBalancerController, parseLoadBalancerPool } from './controllers/loadbalancer.js';
 import { ApiServer } from './api/server.js';
 import { SqlitePersistence } from './store/sqlite-persistence.js';
 import { Store } from './store/store.js';
@@ -63,6 +67,10 @@ export interface ControlPlaneOptions {
   readonly clusterCIDR?: string;
   /** ... in blocks of this prefix length (default 24). */
   readonly nodeCIDRMaskSize?: number;
+  /** How long a Node may go without renewing its Lease or posting a heartbeat before it is Ready=Unknown (ms; default 40 s). */
+  readonly nodeMonitorGracePeriodMs?: number;
+  /** LoadBalancer Services' ingress IPs come from here (CIDR or START-END, comma-separated); none: they stay pending. */
+  readonly loadBalancerPool?: string;
 }
 
 export interface ControlPlane {
@@ -149,6 +157,13 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
     throw new NodenetError(ErrorCode.InvalidConfig, `--insecure-http: plain HTTP is only allowed on a loopback address, not ${o.host}`);
   }
   for (const n of o.nodes ?? []) if (!isDNS1123Subdomain(n)) throw new NodenetError(ErrorCode.InvalidConfig, `--node ${JSON.stringify(n)}: a node name must be a lowercase RFC 1123 subdomain`);
+  const grace = o.nodeMonitorGracePeriodMs;
+  try {
+    if (o.loadBalancerPool) parseLoadBalancerPool(o.loadBalancerPool);
+  } catch (e) {
+    throw new NodenetError(ErrorCode.InvalidConfig, `--load-balancer-ip-pool: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+  }
+  if (grace !== undefined && !(Number.isFinite(grace) && grace > 0)) throw new NodenetError(ErrorCode.InvalidConfig, `--node-monitor-grace-period: must be more than 0, not ${grace} ms`);
   mkdirSync(o.dataDir, { recursive: true, mode: 0o700 });
   chmodSync(o.dataDir, 0o700);
   const tokens = loadOrMakeTokens(join(o.dataDir, 'tokens.json'), o.nodes ?? []);
@@ -198,10 +213,20 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
   ipam.start();
   const slices = new EndpointSliceController({ rest, store, clock, log: log.child({ [F.subsys]: 'controlplane/endpointslice' }) });
   slices.start();
-  const replicaSets = new ReplicaSetController({ rest, store, clock, log: log.child({ [F.subsys]: 'controlplane/replicaset' }) });
+  const events = new EventBroadcaster({ rest, clock, log: log.child({ [F.subsys]: 'controlplane/events' }) });
+  const replicaSets = new ReplicaSetController({ rest, store, clock, log: log.child({ [F.subsys]: 'controlplane/replicaset' }), events: events.recorder('replicaset-controller') });
   replicaSets.start();
-  const deployments = new DeploymentController({ rest, store, clock, log: log.child({ [F.subsys]: 'controlplane/deployment' }) });
+  const deployments = new DeploymentController({ rest, store, clock, log: log.child({ [F.subsys]: 'controlplane/deployment' }), events: events.recorder('deployment-controller') });
   deployments.start();
+  const scheduler = new Scheduler({ rest, store, clock, log: log.child({ [F.subsys]: 'controlplane/scheduler' }), events: events.recorder('default-scheduler') });
+  scheduler.start();
+  const lifecycle = new NodeLifecycleController({
+    rest, store, clock, log: log.child({ [F.subsys]: 'controlplane/node-lifecycle' }), ...(grace !== undefined ? { gracePeriodMs: grace } : {}),
+    events: events.recorder(NODE_COMPONENT), evictionEvents: events.recorder(EVICTION_COMPONENT),
+  });
+  lifecycle.start();
+  const loadBalancers = new LoadBalancerController({ rest, store, clock, log: log.child({ [F.subsys]: 'controlplane/loadbalancer' }), events: events.recorder(LOAD_BALANCER_COMPONENT), ...(o.loadBalancerPool ? { pool: o.loadBalancerPool } : {}) });
+  loadBalancers.start();
   const gc = new GarbageCollector({ rest, store, clock, log: log.child({ [F.subsys]: 'controlplane/gc' }) });
   gc.start();
   const metrics = new ApiMetrics(() => store.counts());
@@ -211,8 +236,12 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
     addr = await server.listen(o.port, o.host);
   } catch (e) {
     gc.stop();
+    loadBalancers.stop();
+    lifecycle.stop();
+    scheduler.stop();
     deployments.stop();
     replicaSets.stop();
+    void events.stop();
     slices.stop();
     ipam.stop();
     services.stop();
@@ -235,8 +264,12 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
     async stop() {
       await server.close();
       gc.stop();
+      loadBalancers.stop();
+      lifecycle.stop();
+      scheduler.stop();
       deployments.stop();
       replicaSets.stop();
+      await events.stop();
       slices.stop();
       ipam.stop();
       services.stop();

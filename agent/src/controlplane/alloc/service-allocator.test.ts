@@ -153,3 +153,111 @@ t.test('the repair: a restarted server rebuilds what is allocated from the store
   t.notOk(ok.some((m) => spec(m.object).clusterIP === spec(a.object).clusterIP), 'nor its address');
   t.same(second.alloc.duplicates, []);
 });
+
+const hcOf = (o: KObject) => (o['spec'] as { healthCheckNodePort?: number }).healthCheckNodePort;
+const lbLocal = (name: string, spec: O = {}) => svc(name, { type: 'LoadBalancer', externalTrafficPolicy: 'Local', ...spec });
+
+t.test('healthCheckNodePort: a LoadBalancer with externalTrafficPolicy Local gets one from the NodePort range, apart from its NodePorts', async (t) => {
+  const { rest } = await setup(t, { ports: { from: 30000, to: 30009 } });
+  // A requested one is honoured when free.
+  const b = (await rest.create(SVC, 'default', lbLocal('b', { healthCheckNodePort: 30009, ports: [{ port: 80, nodePort: 30008 }] }))).object;
+  t.equal(hcOf(b), 30009);
+  const a = (await rest.create(SVC, 'default', lbLocal('a'))).object;
+  const hc = hcOf(a)!;
+  const np = spec(a).ports[0]!.nodePort!;
+  t.ok(hc >= 30000 && hc <= 30009, `in range (${hc})`);
+  t.not(hc, np, 'not its own NodePort');
+  // Taken or out of range: a 422 naming the field.
+  t.match(await failure(() => rest.create(SVC, 'default', lbLocal('taken', { healthCheckNodePort: hc }))), {
+    code: 422, details: { causes: [{ field: 'spec.healthCheckNodePort', message: `Invalid value: ${hc}: provided port is already allocated` }] },
+  });
+  t.match(await failure(() => rest.create(SVC, 'default', lbLocal('by-nodeport', { healthCheckNodePort: 30008 }))), { code: 422, details: { causes: [{ field: 'spec.healthCheckNodePort', message: /already allocated/ }] } }, 'another Service\'s NodePort is taken too');
+  const free = [30000, 30001, 30002, 30003, 30004].find((p) => p !== hc && p !== np)!;
+  t.match(await failure(() => rest.create(SVC, 'default', lbLocal('own', { healthCheckNodePort: free, ports: [{ port: 80, nodePort: free }] }))), { code: 422, details: { causes: [{ field: 'spec.healthCheckNodePort', message: /already allocated/ }] } }, 'and so is its own');
+  t.match(await failure(() => rest.create(SVC, 'default', lbLocal('far', { healthCheckNodePort: 31000 }))), {
+    code: 422, details: { causes: [{ field: 'spec.healthCheckNodePort', message: 'Invalid value: 31000: provided port is not in the valid range. The range of valid ports is 30000-30009' }] },
+  });
+  t.match(await failure(() => rest.create(SVC, 'default', lbLocal('zero', { healthCheckNodePort: 70000 }))), { code: 422, details: { causes: [{ field: 'spec.healthCheckNodePort', message: /must be between 1 and 65535, inclusive/ }] } });
+  t.equal(hcOf((await rest.create(SVC, 'default', svc('cluster', { type: 'LoadBalancer' }))).object), undefined, 'externalTrafficPolicy Cluster: none');
+  t.equal(hcOf((await rest.create(SVC, 'default', svc('np', { type: 'NodePort', externalTrafficPolicy: 'Local' }))).object), undefined, 'a NodePort Service: none');
+});
+
+t.test('healthCheckNodePort: kept across updates, immutable, released when the policy or the type changes away or the Service goes', async (t) => {
+  const { rest } = await setup(t, { ports: { from: 30000, to: 30003 } });
+  const a = (await rest.create(SVC, 'default', lbLocal('a'))).object;
+  const hc = hcOf(a)!;
+  const next = structuredClone(a);
+  delete (next['spec'] as O)['healthCheckNodePort'];
+  for (const p of spec(next).ports) delete p.nodePort;
+  t.equal(hcOf((await rest.update(SVC, 'default', 'a', next)).object), hc, 'an update without it keeps it');
+  const other = hc === 30000 ? 30001 : 30000;
+  t.match(await failure(() => rest.patch(SVC, 'default', 'a', 'merge', { spec: { healthCheckNodePort: other } })), {
+    code: 422, details: { causes: [{ field: 'spec.healthCheckNodePort', message: 'Forbidden: field is immutable' }] },
+  });
+  // externalTrafficPolicy Cluster: the field goes and the port is free again.
+  const cluster = (await rest.patch(SVC, 'default', 'a', 'merge', { spec: { externalTrafficPolicy: 'Cluster' } })).object;
+  t.equal(hcOf(cluster), undefined, 'dropped with the policy');
+  const spare = [30000, 30001, 30002, 30003].find((p) => p !== hc && p !== spec(a).ports[0]!.nodePort);
+  t.equal(hcOf((await rest.create(SVC, 'default', lbLocal('b', { healthCheckNodePort: hc, ports: [{ port: 80, nodePort: spare }] }))).object), hc, 'and free for another Service');
+  t.match(await failure(() => rest.patch(SVC, 'default', 'a', 'merge', { spec: { externalTrafficPolicy: 'Local', healthCheckNodePort: hc } })), { code: 422, details: { causes: [{ field: 'spec.healthCheckNodePort', message: /already allocated/ }] } });
+  // Back to Local: a new one (the range has 4: a's NodePort, b's NodePort and health check port, so the last).
+  const local = (await rest.patch(SVC, 'default', 'a', 'merge', { spec: { externalTrafficPolicy: 'Local' } })).object;
+  const again = hcOf(local)!;
+  t.ok(again >= 30000 && again <= 30003 && again !== hc, `allocated again (${again})`);
+  t.match(await failure(() => rest.create(SVC, 'default', svc('full', { type: 'NodePort' }))), { code: 422, details: { causes: [{ field: 'spec.ports[0].nodePort', message: /range is full/ }] } }, 'the range is used up');
+  // The type changes away: the NodePorts and the health check port go, the load-balancer fields too.
+  const back = (await rest.patch(SVC, 'default', 'a', 'merge', { spec: { type: 'ClusterIP' } })).object;
+  t.equal(hcOf(back), undefined);
+  t.notOk('externalTrafficPolicy' in (back['spec'] as O) || 'allocateLoadBalancerNodePorts' in (back['spec'] as O), 'externalTrafficPolicy and allocateLoadBalancerNodePorts dropped with the type');
+  t.ok(hcOf((await rest.create(SVC, 'default', lbLocal('c', { ports: [{ port: 80, nodePort: again }] , healthCheckNodePort: spec(local).ports[0]!.nodePort }))).object), 'both of a\'s ports are free again');
+  await rest.delete(SVC, 'default', 'b');
+  t.equal(hcOf((await rest.create(SVC, 'default', lbLocal('d', { allocateLoadBalancerNodePorts: false, healthCheckNodePort: hc }))).object), hc, 'a deleted Service\'s health check port is free');
+});
+
+t.test('allocateLoadBalancerNodePorts: false: no NodePorts, but a requested one is honoured and checked', async (t) => {
+  const { rest } = await setup(t, { ports: { from: 30000, to: 30009 } });
+  const none = (await rest.create(SVC, 'default', svc('none', { type: 'LoadBalancer', allocateLoadBalancerNodePorts: false }))).object;
+  t.same(spec(none).ports.map((p) => p.nodePort), [undefined]);
+  const asked = (await rest.create(SVC, 'default', svc('asked', { type: 'LoadBalancer', allocateLoadBalancerNodePorts: false, ports: [{ name: 'a', port: 80, nodePort: 30005 }, { name: 'b', port: 81 }] }))).object;
+  t.same(spec(asked).ports.map((p) => p.nodePort), [30005, undefined]);
+  t.match(await failure(() => rest.create(SVC, 'default', svc('dup', { type: 'LoadBalancer', allocateLoadBalancerNodePorts: false, ports: [{ port: 80, nodePort: 30005 }] }))), { code: 422, details: { causes: [{ field: 'spec.ports[0].nodePort', message: /already allocated/ }] } });
+  // Turned on later: the ports without one get one, the requested one stays.
+  const on = (await rest.patch(SVC, 'default', 'asked', 'merge', { spec: { allocateLoadBalancerNodePorts: true } })).object;
+  t.equal(spec(on).ports[0]!.nodePort, 30005);
+  t.ok(spec(on).ports[1]!.nodePort, 'allocated');
+});
+
+t.test('the repair includes health check NodePorts', async (t) => {
+  const persistence = new FakePersistence();
+  const first = await setup(t, { persistence, ports: { from: 30000, to: 30002 } });
+  const a = (await first.rest.create(SVC, 'default', lbLocal('a'))).object;
+  first.alloc.stop();
+  first.store.close();
+  const second = await setup(t, { persistence, ports: { from: 30000, to: 30002 } });
+  t.match(await failure(() => second.rest.create(SVC, 'default', lbLocal('b', { healthCheckNodePort: hcOf(a) }))), { code: 422, details: { causes: [{ field: 'spec.healthCheckNodePort', message: /already allocated/ }] } });
+  const b = (await second.rest.create(SVC, 'default', svc('b', { type: 'NodePort' }))).object;
+  t.notOk([hcOf(a), spec(a).ports[0]!.nodePort].includes(spec(b).ports[0]!.nodePort), 'the one port left');
+  t.same(second.alloc.free().ports, 0);
+});
+
+t.test('load-balancer field validation, in kube-apiserver\'s words', async (t) => {
+  const { rest } = await setup(t);
+  const causes = async (s: KObject) => (await failure(() => rest.create(SVC, 'default', s))).details?.causes;
+  t.match(await causes(svc('a', { type: 'NodePort', externalTrafficPolicy: 'Local', healthCheckNodePort: 30100 })), [{ field: 'spec.healthCheckNodePort', message: "Invalid value: 30100: may only be set when `type` is 'LoadBalancer' and `externalTrafficPolicy` is 'Local'" }]);
+  t.match(await causes(svc('b', { externalTrafficPolicy: 'Local' })), [{ field: 'spec.externalTrafficPolicy', message: 'Invalid value: "Local": may only be set for externally-accessible services' }]);
+  t.ok(await rest.create(SVC, 'default', svc('ext', { externalIPs: ['192.0.2.1'], externalTrafficPolicy: 'Local' })), 'a ClusterIP with externalIPs is externally accessible');
+  t.match(await causes(svc('c', { type: 'LoadBalancer', externalTrafficPolicy: 'Remote' })), [{ field: 'spec.externalTrafficPolicy', message: 'Unsupported value: "Remote": supported values: "Cluster", "Local"' }]);
+  t.match(await causes(svc('d', { type: 'LoadBalancer', loadBalancerSourceRanges: ['10.0.0.0/8', ' 192.168.0.0/16 ', 'fd00::/8', 'nope', '10.0.0.0/33'] })), [
+    { field: 'spec.LoadBalancerSourceRanges[3]', message: 'Invalid value: "nope": must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)' },
+    { field: 'spec.LoadBalancerSourceRanges[4]' },
+  ]);
+  t.match(await causes(svc('e', { loadBalancerSourceRanges: ['10.0.0.0/8'] })), [{ field: 'spec.LoadBalancerSourceRanges', message: "Forbidden: may only be used when `type` is 'LoadBalancer'" }]);
+  t.match(await causes({ ...svc('f', { type: 'LoadBalancer' }), metadata: { name: 'f', annotations: { 'service.beta.kubernetes.io/load-balancer-source-ranges': '10.0.0.0/8, x' } } }), [{ field: 'metadata.annotations[service.beta.kubernetes.io/load-balancer-source-ranges]', message: 'Invalid value: "x": must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)' }]);
+  t.match(await causes(svc('g', { type: 'NodePort', allocateLoadBalancerNodePorts: false })), [{ field: 'spec.allocateLoadBalancerNodePorts', message: "Forbidden: may only be used when `type` is 'LoadBalancer'" }]);
+  t.match(await causes(svc('h', { loadBalancerClass: 'example.com/lb' })), [{ field: 'spec.loadBalancerClass', message: "Forbidden: may only be used when `type` is 'LoadBalancer'" }]);
+  t.match(await causes(svc('i', { type: 'LoadBalancer', loadBalancerClass: 'not a name' })), [{ field: 'spec.loadBalancerClass', message: /^Invalid value: "not a name": name part must consist of alphanumeric characters/ }]);
+  await rest.create(SVC, 'default', svc('j', { type: 'LoadBalancer', loadBalancerClass: 'example.com/lb' }));
+  t.match((await failure(() => rest.patch(SVC, 'default', 'j', 'merge', { spec: { loadBalancerClass: 'example.com/other' } }))).details?.causes, [{ field: 'spec.loadBalancerClass', message: 'Invalid value: "example.com/other": may not change once set' }]);
+  const cip = (await rest.patch(SVC, 'default', 'j', 'merge', { spec: { type: 'ClusterIP' } })).object;
+  t.notOk('loadBalancerClass' in (cip['spec'] as O), 'dropped with the type');
+});

@@ -16,6 +16,14 @@
  *
  * The first address of the service CIDR is the `kubernetes` Service's, as
  * in Kubernetes; the network and broadcast addresses are never handed out.
+ *
+ * A LoadBalancer Service with `externalTrafficPolicy: Local` also holds a
+ * `spec.healthCheckNodePort` from the NodePort range (kube-apiserver's
+ * allocHealthCheckNodePort), for the agents' health server; it goes back to
+ * the range once the Service is deleted or no longer needs one (the
+ * strategy drops the field then, as upstream's dropTypeDependentFields).
+ * `allocateLoadBalancerNodePorts: false` gives a LoadBalancer no NodePorts
+ * but the ones it asks for (upstream's shouldAllocateNodePorts).
  */
 import { fieldErr, type FieldError } from '../api/errors.js';
 import { cidrContains, intToIp, ipToInt, isIPv4, parseCidr } from '../../net/ip.js';
@@ -57,18 +65,38 @@ export function parsePortRange(s: string): { from: number; to: number } {
   return { from, to };
 }
 
-function isAllocating(spec: O): { ip: boolean; ports: boolean } {
+/** NeedsHealthCheck: a LoadBalancer that keeps the client's address needs a health check NodePort. */
+export function needsHealthCheckNodePort(spec: Readonly<O>): boolean {
+  return spec['type'] === 'LoadBalancer' && spec['externalTrafficPolicy'] === 'Local';
+}
+
+function isAllocating(spec: O): { ip: boolean; ports: boolean; newPorts: boolean; hc: boolean } {
   const type = spec['type'];
   return {
     ip: type !== 'ExternalName' && spec['clusterIP'] !== 'None',
-    ports: type === 'NodePort' || (type === 'LoadBalancer' && spec['allocateLoadBalancerNodePorts'] !== false),
+    // NodePort and LoadBalancer Services may ask for NodePorts; only these get new ones (shouldAllocateNodePorts).
+    ports: type === 'NodePort' || type === 'LoadBalancer',
+    newPorts: type === 'NodePort' || (type === 'LoadBalancer' && spec['allocateLoadBalancerNodePorts'] !== false),
+    hc: needsHealthCheckNodePort(spec),
   };
+}
+
+const positive = (v: unknown): number | undefined => (typeof v === 'number' && v > 0 ? v : undefined);
+
+function nodePortsOf(spec: O): number[] {
+  return [...new Set(arr(spec['ports']).map((p) => positive(obj(p)?.['nodePort'])).filter((n): n is number => n !== undefined))];
+}
+
+/** The health check NodePort a Service holds (only while it needs one, as upstream releases it). */
+function healthCheckPortOf(spec: O): number | undefined {
+  return needsHealthCheckNodePort(spec) ? positive(spec['healthCheckNodePort']) : undefined;
 }
 
 function heldBy(o: Readonly<KObject>): Held {
   const spec = obj(o['spec']) ?? {};
   const ips = [...new Set([spec['clusterIP'], ...arr(spec['clusterIPs'])].filter((x): x is string => typeof x === 'string' && isIPv4(x)))].map(ipToInt);
-  const ports = [...new Set(arr(spec['ports']).map((p) => obj(p)?.['nodePort']).filter((n): n is number => typeof n === 'number' && n > 0))];
+  const hc = healthCheckPortOf(spec);
+  const ports = [...new Set([...nodePortsOf(spec), ...(hc === undefined ? [] : [hc])])];
   return { ips, ports };
 }
 
@@ -168,8 +196,9 @@ export class ServiceAllocator {
   /**
    * Fills in and checks the Service `o` about to be written under `key` (`old`: the stored version for
    * an update), in place: a ClusterIP when it has none, a NodePort for each port that needs one (an
-   * update keeps a port's previous one). A requested value that is out of range or taken is a field
-   * error, in kube-apiserver's words. On success the values are reserved until `done()`.
+   * update keeps a port's previous one), a health check NodePort for a LoadBalancer with
+   * externalTrafficPolicy Local (an update keeps it). A requested value that is out of range or taken
+   * is a field error, in kube-apiserver's words. On success the values are reserved until `done()`.
    */
   allocate(key: string, o: O, old: Readonly<KObject> | null): { errors: FieldError[]; reservation: Reservation } {
     const spec = obj(o['spec']) ?? {};
@@ -201,7 +230,7 @@ export class ServiceAllocator {
     const svcPorts = arr(spec['ports']).map(obj).filter((p): p is O => p !== undefined);
     if (want.ports) {
       const oldPorts = arr(was['ports']).map(obj).filter((p): p is O => p !== undefined);
-      const mine = new Set(heldBy(old ?? {}).ports);
+      const mine = new Set(nodePortsOf(was));
       svcPorts.forEach((p, i) => {
         const n = p['nodePort'];
         if (n === undefined || n === 0 || n === null) {
@@ -217,6 +246,8 @@ export class ServiceAllocator {
             p['nodePort'] = sibling;
             return;
           }
+          // allocateLoadBalancerNodePorts: false: no new one, but a requested one is honoured.
+          if (!want.newPorts) return;
           const v = this.pickPort(key, ports);
           if (v === undefined) errors.push(fieldErr.internal(`spec.ports[${i}].nodePort`, 'failed to allocate a nodePort: range is full'));
           else {
@@ -231,6 +262,34 @@ export class ServiceAllocator {
           } else ports.push(n);
         }
       });
+    }
+    if (want.hc) {
+      const path = 'spec.healthCheckNodePort';
+      const had = healthCheckPortOf(was);
+      // patchAllocatedValues: an update that leaves it out keeps the one it had.
+      if (positive(spec['healthCheckNodePort']) === undefined && had !== undefined) spec['healthCheckNodePort'] = had;
+      const n = spec['healthCheckNodePort'];
+      const own = nodePortsOf(spec);
+      if (n === undefined || n === null || n === 0) {
+        const v = this.pickPort(key, [...ports, ...own]);
+        // Upstream answers a full range here with a 500 too ("failed to allocate a HealthCheck NodePort").
+        if (v === undefined) errors.push(fieldErr.internal(path, 'failed to allocate a HealthCheck NodePort: range is full'));
+        else {
+          spec['healthCheckNodePort'] = v;
+          ports.push(v);
+        }
+      } else if (typeof n === 'number') {
+        // One operation allocates the NodePorts and the health check port (upstream's nodePortOp): it may not be one of them.
+        // Upstream reports a requested one that fails as a 500; here it is a 422 naming the field, as for a NodePort.
+        if (own.includes(n)) errors.push(fieldErr.invalid(path, n, 'provided port is already allocated'));
+        else if (n !== had) {
+          if (n < this.range.from || n > this.range.to) {
+            errors.push(fieldErr.invalid(path, n, `provided port is not in the valid range. The range of valid ports is ${this.range.from}-${this.range.to}`));
+          } else if (ports.includes(n) || this.portTaken(n, key)) {
+            errors.push(fieldErr.invalid(path, n, 'provided port is already allocated'));
+          } else ports.push(n);
+        }
+      }
     }
     if (errors.length) return { errors, reservation: { done() {} } };
     for (const v of ips) this.ipPending.set(v, key);

@@ -72,6 +72,7 @@ export function apiResourceList(group: string, version: string): Record<string, 
     resources.push(e);
     for (const sub of r.subresources) {
       if (sub === 'status') resources.push({ name: `${r.resource}/status`, singularName: '', namespaced: r.namespaced, kind: r.kind, verbs: SUB_VERBS });
+      else if (sub === 'binding') resources.push({ name: `${r.resource}/binding`, singularName: '', namespaced: r.namespaced, kind: 'Binding', verbs: ['create'] });
       else resources.push({ name: `${r.resource}/scale`, singularName: '', namespaced: r.namespaced, group: 'autoscaling', version: 'v1', kind: 'Scale', verbs: SUB_VERBS });
     }
   }
@@ -104,7 +105,9 @@ export function aggregated(core: boolean, apiVersion: 'apidiscovery.k8s.io/v2' |
             e['subresources'] = r.subresources.map((s) =>
               s === 'status'
                 ? { subresource: 'status', responseKind: { group: r.group, version: r.version, kind: r.kind }, verbs: SUB_VERBS }
-                : { subresource: 'scale', responseKind: { group: 'autoscaling', version: 'v1', kind: 'Scale' }, verbs: SUB_VERBS },
+                : s === 'binding'
+                  ? { subresource: 'binding', responseKind: { group: '', version: 'v1', kind: 'Binding' }, verbs: ['create'] }
+                  : { subresource: 'scale', responseKind: { group: 'autoscaling', version: 'v1', kind: 'Scale' }, verbs: SUB_VERBS },
             );
           }
           return e;

@@ -19,8 +19,11 @@ export interface Resource {
   readonly shortNames: readonly string[];
   readonly categories: readonly string[];
   readonly verbs: readonly Verb[];
-  /** Subresources served: `status` (the spec is not written through it, the status only through it) and `scale`. */
-  readonly subresources: readonly ('status' | 'scale')[];
+  /**
+   * Subresources served: `status` (the spec is not written through it, the status only through it),
+   * `scale`, and a Pod's `binding` (create only: the scheduler's).
+   */
+  readonly subresources: readonly ('status' | 'scale' | 'binding')[];
   /** client-node's model name, the root of the kind's schema. */
   readonly model: string;
   /** Fields a field selector may name (metadata.name and metadata.namespace always). */
@@ -62,7 +65,7 @@ export const RESOURCES: readonly Resource[] = [
   },
   {
     group: '', version: 'v1', resource: 'pods', kind: 'Pod', singular: 'pod', namespaced: true, shortNames: ['po'], categories: ['all'],
-    verbs: ALL, subresources: ['status'], model: 'V1Pod',
+    verbs: ALL, subresources: ['status', 'binding'], model: 'V1Pod',
     fieldSelectors: ['metadata.name', 'metadata.namespace', 'spec.nodeName', 'spec.restartPolicy', 'spec.schedulerName', 'spec.serviceAccountName', 'spec.hostNetwork', 'status.phase', 'status.podIP', 'status.nominatedNodeName'],
     fields: (o) => ({
       ...metaFields(o),

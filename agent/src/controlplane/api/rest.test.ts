@@ -641,3 +641,45 @@ t.test('delete: a Pod on a node terminates gracefully; unbound, finished or node
   await rest.create(POD, 'default', pod('dflt', { nodeName: 'n1' }));
   t.equal(meta((await rest.delete(POD, 'default', 'dflt')).body as KObject)['deletionGracePeriodSeconds'], 30, 'the default grace: 30 s');
 });
+
+t.test('binding: sets spec.nodeName once with PodScheduled=True; a bound, deleted or missing Pod is refused as kube-apiserver refuses it', async (t) => {
+  const { rest, clock } = await setup(t);
+  await rest.create(POD, 'default', pod('p'));
+  const before = rest.get(POD, 'default', 'p').object as KObject;
+  const binding = (name: string, node: string, m: O = {}) => ({ apiVersion: 'v1', kind: 'Binding', metadata: { name, ...m }, target: { apiVersion: 'v1', kind: 'Node', name: node } });
+  await clock.advance(3_000);
+  const b = await rest.bind('default', 'p', binding('p', 'n1', { annotations: { 'example.com/why': 'test' } }));
+  t.equal(b.code, 201);
+  t.match(b.body, { kind: 'Status', apiVersion: 'v1', status: 'Success', code: 201 });
+  const after = rest.get(POD, 'default', 'p').object as KObject;
+  t.equal(spec(after)['nodeName'], 'n1');
+  t.same((after['status'] as O)['conditions'], [{ type: 'PodScheduled', status: 'True', lastProbeTime: null, lastTransitionTime: '2024-05-01T10:00:03Z' }]);
+  t.equal((after['status'] as O)['phase'], 'Pending');
+  t.equal((meta(after)['annotations'] as O)['example.com/why'], 'test', 'the Binding\'s annotations are merged in');
+  t.equal(meta(after)['generation'], meta(before)['generation'], 'no generation bump (the storage is written directly upstream)');
+  t.same(meta(after)['managedFields'], meta(before)['managedFields'], 'nor a managedFields entry');
+  const { nodeName: _n, ...specAfter } = spec(after);
+  t.same(specAfter, spec(before), 'nothing else in the spec changed');
+
+  const again = await failure(() => rest.bind('default', 'p', binding('p', 'n2')));
+  t.match(again, { code: 409, reason: 'Conflict', message: 'Operation cannot be fulfilled on pods/binding "p": pod p is already assigned to node "n1"', details: { name: 'p', kind: 'pods/binding' } });
+  t.equal(spec(rest.get(POD, 'default', 'p').object as KObject)['nodeName'], 'n1', 'still on n1');
+  t.match(await failure(() => rest.bind('default', 'missing', binding('missing', 'n1'))), { code: 404, reason: 'NotFound', message: 'pods "missing" not found' });
+
+  await rest.create(POD, 'default', pod('q'));
+  t.match(await failure(() => rest.bind('default', 'q', binding('other', 'n1'))), { code: 400, message: 'name in URL does not match name in Binding object' });
+  t.match(await failure(() => rest.bind('default', 'q', { ...binding('q', 'n1'), kind: 'Pod' })), { code: 400 });
+  t.match(await failure(() => rest.bind('default', 'q', { metadata: { name: 'q' }, target: { kind: 'Service' } })), {
+    code: 422, reason: 'Invalid', message: 'Binding "q" is invalid: [target.kind: Unsupported value: "Service": supported values: "Node", "<empty>", target.name: Required value]',
+  });
+  t.match(await failure(() => rest.bind('default', 'q', binding('q', 'n1', { uid: 'not-its-uid' }))), { code: 409, message: /Precondition failed: UID in precondition: not-its-uid/ });
+  const dry = await rest.bind('default', 'q', binding('q', 'n1', { uid: meta(rest.get(POD, 'default', 'q').object as KObject)['uid'] }), { dryRun: true });
+  t.equal(dry.code, 201);
+  t.notOk(spec(rest.get(POD, 'default', 'q').object as KObject)['nodeName'], 'dryRun: not bound');
+
+  await rest.create(POD, 'default', { ...pod('r'), metadata: { name: 'r', finalizers: ['example.com/hold'] } });
+  await rest.delete(POD, 'default', 'r');
+  t.match(await failure(() => rest.bind('default', 'r', binding('r', 'n1'))), { code: 409, message: 'Operation cannot be fulfilled on pods/binding "r": pod r is being deleted, cannot be assigned to a host' });
+  await rest.create(POD, 'default', pod('gated', { schedulingGates: [{ name: 'example.com/wait' }] }));
+  t.match(await failure(() => rest.bind('default', 'gated', binding('gated', 'n1'))), { code: 409, message: /pod gated has non-empty \.spec\.schedulingGates/ });
+});

@@ -17,6 +17,8 @@
  * IPs), the generation moved on as the kind counts it (kinds without one,
  * such as Services, have none), and no write at all when nothing changed.
  * Events and Leases are created by an update when missing.
+ * Binding (`pods/<name>/binding`, the scheduler's): spec.nodeName set once,
+ * with the PodScheduled condition, on the stored Pod as it is.
  * Delete: preconditions, finalizers (the object only gets a
  * deletionTimestamp until they are gone), propagation policy (Foreground
  * and Orphan are finalizers the garbage collector acts on; Background
@@ -45,6 +47,8 @@ type O = Record<string, unknown>;
 const obj = (v: unknown): O | undefined => (v && typeof v === 'object' && !Array.isArray(v) ? (v as O) : undefined);
 
 export type FieldValidation = 'Strict' | 'Warn' | 'Ignore';
+/** The subresources an update goes through. */
+type Sub = 'status' | 'scale' | 'finalize' | 'binding';
 export type PatchType = 'json' | 'merge' | 'strategic' | 'apply';
 
 export interface WriteOptions {
@@ -377,7 +381,7 @@ export class Rest {
     name: string,
     next: (cur: Stored) => O,
     expect: number | undefined,
-    opts: WriteOptions & { sub?: 'status' | 'scale' | 'finalize' | undefined; operation?: 'Update' | 'Apply' },
+    opts: WriteOptions & { sub?: Sub | undefined; operation?: 'Update' | 'Apply' },
     warnings: string[],
   ): Promise<WriteResult> {
     const key = this.key(r, namespace, name);
@@ -416,7 +420,7 @@ export class Rest {
     cur: Stored,
     merged: O,
     old: O,
-    opts: WriteOptions & { sub?: 'status' | 'scale' | 'finalize' | undefined; operation?: 'Update' | 'Apply' },
+    opts: WriteOptions & { sub?: Sub | undefined; operation?: 'Update' | 'Apply' },
     warnings: string[],
     attempt: number,
     expect: number | undefined,
@@ -432,6 +436,12 @@ export class Rest {
         const gone = await this.deps.store.delete(key, cur.rev).catch((e: unknown) => this.retryable(r, name, e, attempt));
         if (gone === null) return null;
         return { object: gone.object as KObject, code: 200, warnings };
+      }
+      // A binding writes the storage directly upstream (no field manager): managedFields stay as they were.
+      if (opts.sub === 'binding') {
+        if (opts.dryRun) return { object: merged as KObject, code: 200, warnings };
+        const res = await this.deps.store.update(key, merged as KObject, cur.rev).catch((e: unknown) => this.retryable(r, name, e, attempt, expect));
+        return res === null ? null : { object: res.object as KObject, code: 200, warnings };
       }
       // One entry per manager, operation and subresource, as upstream lists them (without field ownership: fieldsV1 stays empty).
       const entry = managedEntry(opts.fieldManager ?? 'unknown', opts.operation ?? 'Update', apiVersionOf(r), this.deps.clock.now());
@@ -455,8 +465,10 @@ export class Rest {
   }
 
   /** The object an update stores, from what the client sent (o) and what is stored (old). */
-  private prepareUpdate(r: Resource, o: O, old: O, sub: 'status' | 'scale' | 'finalize' | undefined): O {
+  private prepareUpdate(r: Resource, o: O, old: O, sub: Sub | undefined): O {
     const oldMeta = obj(old['metadata'])!;
+    // A binding is made on the stored object as it is (spec.nodeName and a condition): no strategy, no generation.
+    if (sub === 'binding') return o;
     let merged: O;
     if (sub === 'status') {
       // Only the status is taken: spec and metadata stay as stored.
@@ -658,6 +670,68 @@ export class Rest {
     );
   }
 
+  /**
+   * The `binding` subresource of a Pod (POST .../pods/<name>/binding), what kube-scheduler calls:
+   * a v1 Binding whose target is a Node sets spec.nodeName once and the PodScheduled=True condition,
+   * and merges the Binding's annotations into the Pod's; nothing else changes. The Binding's uid and
+   * resourceVersion, when set, are preconditions. A Pod already bound, being deleted or still gated
+   * is a 409 Conflict on `pods/binding`, as kube-apiserver's BindingREST answers; a missing Pod a 404.
+   * The Node itself is not looked up (upstream does not either).
+   * @returns a Status Success with code 201
+   */
+  async bind(namespace: string, name: string, body: unknown, opts: WriteOptions = {}): Promise<{ code: number; body: Status }> {
+    const b = obj(body);
+    if (!b) throw apiErrors.badRequest('the body of the request must be a JSON object (a Binding)');
+    if (b['apiVersion'] !== undefined && b['apiVersion'] !== 'v1') throw apiErrors.badRequest(`the API version in the data (${String(b['apiVersion'])}) does not match the expected API version (v1)`);
+    if (b['kind'] !== undefined && b['kind'] !== 'Binding') throw apiErrors.badRequest(`the kind in the data (${String(b['kind'])}) does not match the expected kind (Binding)`);
+    const meta = obj(b['metadata']) ?? {};
+    if (meta['namespace'] !== undefined && meta['namespace'] !== '' && meta['namespace'] !== namespace) {
+      throw apiErrors.badRequest('the namespace of the provided object does not match the namespace sent on the request');
+    }
+    if (meta['name'] !== name) throw apiErrors.badRequest('name in URL does not match name in Binding object');
+    const target = obj(b['target']) ?? {};
+    const errs: FieldError[] = [];
+    // ValidatePodBinding.
+    if (target['kind'] !== undefined && target['kind'] !== '' && target['kind'] !== 'Node') errs.push(fieldErr.notSupported('target.kind', target['kind'], ['Node', '<empty>']));
+    if (typeof target['name'] !== 'string' || target['name'] === '') errs.push(fieldErr.required('target.name'));
+    if (errs.length) throw apiErrors.invalid(BINDING, name, errs);
+    const node = String(target['name']);
+    const annotations = obj(meta['annotations']) ?? {};
+    for (const [k, v] of Object.entries(annotations)) if (typeof v !== 'string') throw apiErrors.badRequest(`metadata.annotations.${k}: must be a string`);
+    const uid = typeof meta['uid'] === 'string' && meta['uid'] !== '' ? meta['uid'] : undefined;
+    const rv = typeof meta['resourceVersion'] === 'string' && meta['resourceVersion'] !== '' ? meta['resourceVersion'] : undefined;
+    await this.writeUpdate(
+      PODS,
+      namespace,
+      name,
+      (cur) => {
+        const m = obj(cur.object.metadata) ?? {};
+        if (uid !== undefined && uid !== m['uid']) throw apiErrors.conflict(PODS, name, `Precondition failed: UID in precondition: ${uid}, UID in object meta: ${String(m['uid'])}`);
+        if (rv !== undefined && rv !== m['resourceVersion']) throw apiErrors.conflict(PODS, name, `Precondition failed: ResourceVersion in precondition: ${rv}, ResourceVersion in object meta: ${String(m['resourceVersion'])}`);
+        const spec = obj(cur.object['spec']) ?? {};
+        if (m['deletionTimestamp']) throw apiErrors.conflict(BINDING, name, `pod ${name} is being deleted, cannot be assigned to a host`);
+        if (typeof spec['nodeName'] === 'string' && spec['nodeName'] !== '') throw apiErrors.conflict(BINDING, name, `pod ${name} is already assigned to node ${JSON.stringify(spec['nodeName'])}`);
+        if (arr(spec['schedulingGates']).length) throw apiErrors.conflict(BINDING, name, `pod ${name} has non-empty .spec.schedulingGates`);
+        const next = structuredClone(cur.object) as O;
+        const ns = (next['spec'] = obj(next['spec']) ?? {}) as O;
+        ns['nodeName'] = node;
+        const nm = obj(next['metadata'])!;
+        if (Object.keys(annotations).length) nm['annotations'] = { ...(obj(nm['annotations']) ?? {}), ...annotations };
+        // UpdatePodCondition: PodScheduled=True, its transition time kept when it was True already.
+        const status = (next['status'] = obj(next['status']) ?? {}) as O;
+        const conds = arr(status['conditions']).map(obj).filter((c): c is O => !!c);
+        const was = conds.find((c) => c['type'] === 'PodScheduled');
+        const cond: O = { type: 'PodScheduled', status: 'True', lastProbeTime: null, lastTransitionTime: was?.['status'] === 'True' ? was['lastTransitionTime'] : rfc3339(this.deps.clock.now()) };
+        status['conditions'] = was ? conds.map((c) => (c === was ? cond : c)) : [...conds, cond];
+        return next;
+      },
+      undefined,
+      { ...opts, sub: 'binding' },
+      [],
+    );
+    return { code: 201, body: { ...successStatus(), code: 201 } };
+  }
+
   async deleteCollection(r: Resource, namespace: string | undefined, q: ListQuery, opts: DeleteOptions): Promise<{ code: number; body: KObject }> {
     const { items, rev } = this.list(r, namespace, { labelSelector: q.labelSelector, fieldSelector: q.fieldSelector });
     const deleted: KObject[] = [];
@@ -727,6 +801,9 @@ export class Rest {
 }
 
 const NAMESPACES: Resource = RESOURCES.find((x) => x.resource === 'namespaces')!;
+const PODS: Resource = RESOURCES.find((x) => x.resource === 'pods')!;
+/** What a Binding's errors name: `pods/binding` in a Conflict, `Binding` in a 422 (as upstream). */
+const BINDING = { resource: 'pods/binding', group: '', kind: 'Binding' } as const;
 const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 
 /** No finalizer holds the object: metadata.finalizers, and for a Namespace spec.finalizers too. */

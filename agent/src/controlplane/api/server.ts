@@ -206,7 +206,7 @@ export class ApiServer {
       labels = { group, version, resource: route.r.resource, subresource: route.sub, scope };
       verb = this.verbOf(method, route, watch);
       const body = ['POST', 'PUT', 'PATCH'].includes(method) || (method === 'DELETE' && Number(req.headers['content-length'] ?? 0) > 0) ? await this.readBody(req) : undefined;
-      const bodyName = verb === 'create' ? String((body?.value as KObject | undefined)?.metadata?.['name'] ?? '') : route.name;
+      const bodyName = verb === 'create' && !route.sub ? String((body?.value as KObject | undefined)?.metadata?.['name'] ?? '') : route.name;
       const pod = route.r.resource === 'pods' && route.name ? this.o.store.get(this.o.rest.key(route.r, route.namespace, route.name)) : undefined;
       if (!authorize(user, { verb, gr: resource, namespace: route.namespace, name: bodyName, subresource: route.sub, boundNode: (pod?.object['spec'] as { nodeName?: string } | undefined)?.nodeName })) {
         throw apiErrors.forbidden(user.name, verb, route.r, route.namespace, bodyName || undefined);
@@ -254,7 +254,8 @@ export class ApiServer {
     const named = route.name !== '';
     switch (method) {
       case 'GET': return named ? (watch ? 'watch' : 'get') : watch ? 'watch' : 'list';
-      case 'POST': if (!named) return 'create'; break;
+      // A POST to a named object is a create of one of its subresources (a Pod's binding).
+      case 'POST': if (!named || route.sub === 'binding') return 'create'; break;
       case 'PUT': if (named) return 'update'; break;
       case 'PATCH': if (named) return 'patch'; break;
       case 'DELETE': return named ? 'delete' : 'deletecollection';
@@ -266,6 +267,7 @@ export class ApiServer {
     if (!allowed.includes(route.sub)) throw apiErrors.pathNotFound();
     if (route.sub === 'status' && !route.r.subresources.includes('status')) throw apiErrors.pathNotFound();
     if (route.sub === 'scale' && !route.r.subresources.includes('scale')) throw apiErrors.pathNotFound();
+    if (route.sub === 'binding' && !route.r.subresources.includes('binding')) throw apiErrors.pathNotFound();
   }
 
   private writeOptions(url: URL, body?: Record<string, unknown>): WriteOptions {
@@ -320,7 +322,11 @@ export class ApiServer {
         return this.send(res, 200, JSON_TYPE, head + l.items.map((s) => s.json).join(',') + ']}');
       }
       case 'create': {
-        this.checkSub(route, ['']);
+        this.checkSub(route, ['', 'binding']);
+        if (route.sub === 'binding') {
+          const b = await rest.bind(ns, route.name, this.bodyObject(body), this.writeOptions(url));
+          return this.json(res, b.code, b.body);
+        }
         const w = await rest.create(r, ns, this.bodyObject(body), this.writeOptions(url));
         return this.object(req, res, route, w.code, w.object, url, w.warnings);
       }

@@ -17,6 +17,7 @@ t.test('authenticate: a bearer token names its user; anything else is nobody', a
 
 t.test('the admin may do anything', async (t) => {
   for (const v of ['get', 'create', 'delete', 'deletecollection', 'patch']) t.ok(authorize(ADMIN_USER, a(v, 'services', { namespace: 'default', name: 'x' })));
+  t.ok(authorize(ADMIN_USER, a('create', 'pods', { namespace: 'default', name: 'p', subresource: 'binding' })), 'binds Pods');
 });
 
 t.test('a node reads everything and writes only what a kubelet may', async (t) => {
@@ -46,6 +47,8 @@ t.test('a node reads everything and writes only what a kubelet may', async (t) =
     ['the status of an unbound Pod', a('update', 'pods', { namespace: 'default', name: 'p', subresource: 'status' })],
     ['a Pod\'s spec', a('update', 'pods', { namespace: 'default', name: 'p', boundNode: 'n1' })],
     ['create a Pod', a('create', 'pods', { namespace: 'default', name: 'p' })],
+    ['bind a Pod (the scheduler\'s)', a('create', 'pods', { namespace: 'default', name: 'p', subresource: 'binding' })],
+    ['bind a Pod already bound to it', a('create', 'pods', { namespace: 'default', name: 'p', subresource: 'binding', boundNode: 'n1' })],
     ['delete a Pod bound elsewhere', a('delete', 'pods', { namespace: 'default', name: 'p', boundNode: 'n2' })],
     ['write a Service', a('create', 'services', { namespace: 'default', name: 's' })],
     ['write an EndpointSlice', a('update', 'endpointslices.discovery.k8s.io', { namespace: 'default', name: 's-1' })],

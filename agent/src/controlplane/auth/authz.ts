@@ -7,7 +7,8 @@
  *   Kubernetes' Node authorizer and NodeRestriction limit a kubelet: it
  *   reads everything, and writes only its own Node (and its status), its
  *   own Lease in kube-node-lease, Events, and the status of Pods bound to
- *   it (and deletes those Pods, to finish their graceful deletion).
+ *   it (and deletes those Pods, to finish their graceful deletion). It
+ *   never binds a Pod (`pods/binding` is the scheduler's, the admin's here).
  */
 import { timingSafeEqual } from 'node:crypto';
 
@@ -71,6 +72,7 @@ export function authorize(user: User, a: Attributes): boolean {
       return a.verb === 'create' || a.verb === 'update' || a.verb === 'patch';
     case 'pods':
       if (a.subresource === 'status') return (a.verb === 'update' || a.verb === 'patch') && a.boundNode === node;
+      if (a.subresource === 'binding') return false;
       return a.subresource === '' && a.verb === 'delete' && a.boundNode === node;
     default:
       return false;

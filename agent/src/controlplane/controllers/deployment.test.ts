@@ -18,6 +18,7 @@ import { Store } from '../store/store.js';
 import type { KObject } from '../store/types.js';
 import { DeploymentController, HASH_LABEL, resolveFenceposts, REVISION, templateHash } from './deployment.js';
 import { ReplicaSetController } from './replicaset.js';
+import { EventBroadcaster } from './events.js';
 
 type O = Record<string, unknown>;
 const schemas = await loadSchemas([...RESOURCES.map((r) => r.model), 'V1Scale', 'V1Status', 'V1DeleteOptions', 'V1ListMeta']);
@@ -30,16 +31,18 @@ async function setup(t: Test, opts: { kubelet?: boolean } = {}) {
   const rest = new Rest({ store, schemas, clock });
   await rest.create(NS, '', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } });
   const log = silentLogger();
-  const dc = new DeploymentController({ rest, store, clock, log });
-  const rc = new ReplicaSetController({ rest, store, clock, log });
+  const events = new EventBroadcaster({ rest, clock, log });
+  const dc = new DeploymentController({ rest, store, clock, log, events: events.recorder('deployment-controller') });
+  const rc = new ReplicaSetController({ rest, store, clock, log, events: events.recorder('replicaset-controller') });
   const gc = new GarbageCollector({ rest, store, clock, log });
   dc.start();
   rc.start();
   gc.start();
-  t.teardown(() => {
+  t.teardown(async () => {
     dc.stop();
     rc.stop();
     gc.stop();
+    await events.stop();
     store.close();
   });
   /** Every Pod without a status becomes Running and Ready (a stand-in for the kubelet of the next issue). */
@@ -59,11 +62,13 @@ async function setup(t: Test, opts: { kubelet?: boolean } = {}) {
       if (opts.kubelet !== false) await kubelet();
     }
     await dc.idle();
+    await events.idle();
   };
   const sets = () => store.list('replicasets.apps', 'default').items.map((s) => s.object as KObject);
   const pods = () => store.list('pods', 'default').items.map((s) => s.object as KObject);
   const dep = () => store.get('deployments.apps/default/web')!.object as KObject;
-  return { rest, store, clock, settle, sets, pods, dep };
+  const eventsOf = (kind: string) => store.list('events', 'default').items.map((s) => s.object as O).filter((e) => (e['involvedObject'] as O)['kind'] === kind);
+  return { rest, store, clock, settle, sets, pods, dep, eventsOf };
 }
 
 const deployment = (replicas: number, image = 'v1', strategy: O = {}): KObject => ({
@@ -83,7 +88,7 @@ t.test('pure: the template hash and the fenceposts', async (t) => {
 });
 
 t.test('a Deployment makes its ReplicaSet by pod-template-hash, the Pods follow, and the status says it rolled out', async (t) => {
-  const { rest, settle, sets, pods, dep } = await setup(t);
+  const { rest, settle, sets, pods, dep, eventsOf } = await setup(t);
   await rest.create(DEPLOY, 'default', deployment(3));
   await settle();
   const [rs] = sets();
@@ -99,6 +104,17 @@ t.test('a Deployment makes its ReplicaSet by pod-template-hash, the Pods follow,
   await settle();
   t.equal(pods().length, 5, 'scaled');
   t.equal(sets().length, 1, 'scaling is no rollout');
+  await rest.patch(DEPLOY, 'default', 'web', 'merge', { spec: { replicas: 2 } });
+  await settle();
+  const scaling = eventsOf('Deployment').map((e) => [e['type'], e['reason'], e['message']]);
+  t.same(scaling, [
+    ['Normal', 'ScalingReplicaSet', `Scaled up replica set web-${hash} from 0 to 3`],
+    ['Normal', 'ScalingReplicaSet', `Scaled up replica set web-${hash} from 3 to 5`],
+    ['Normal', 'ScalingReplicaSet', `Scaled down replica set web-${hash} from 5 to 2`],
+  ], 'ScalingReplicaSet Events on the Deployment, as upstream words them');
+  t.match(eventsOf('Deployment')[0], { source: { component: 'deployment-controller' }, involvedObject: { apiVersion: 'apps/v1', name: 'web' } });
+  t.equal(eventsOf('ReplicaSet').filter((e) => e['reason'] === 'SuccessfulCreate').length, 5);
+  t.equal(eventsOf('ReplicaSet').filter((e) => e['reason'] === 'SuccessfulDelete').length, 3);
 });
 
 t.test('a template change rolls out a new ReplicaSet within maxSurge and maxUnavailable; the old one is kept at 0 as history', async (t) => {

@@ -20,11 +20,15 @@
  *   replicas, updatedReplicas, readyReplicas, availableReplicas,
  *   unavailableReplicas, and the Available and Progressing conditions.
  *
+ * Each change of a ReplicaSet's size is a ScalingReplicaSet Event on the
+ * Deployment ("Scaled up replica set web-5d4f8 from 0 to 3"), as upstream.
+ *
  * Without a kubelet that makes Pods ready, a rollout waits, as it would on
  * a cluster whose Pods never become ready.
  */
 import { createHash } from 'node:crypto';
 import { WorkQueue } from './work-queue.js';
+import { NO_EVENTS, type EventRecorder } from './events.js';
 import { F } from '../../log/fields.js';
 import type { Logger } from '../../log/log.js';
 import type { Clock } from '../../reconcile/clock.js';
@@ -73,6 +77,8 @@ export interface DeploymentControllerOptions {
   readonly clock: Clock;
   readonly log: Logger;
   readonly retryMs?: number;
+  /** Where its Events go (component `deployment-controller`); none: not recorded. */
+  readonly events?: EventRecorder;
 }
 
 const num = (v: unknown, d = 0) => (typeof v === 'number' ? v : d);
@@ -114,11 +120,13 @@ export class DeploymentController {
   }
 
 
-  private async scale(rs: Readonly<KObject>, replicas: number): Promise<void> {
-    if (num(obj(rs['spec'])?.['replicas'], 1) === replicas) return;
+  private async scale(d: Readonly<KObject>, rs: Readonly<KObject>, replicas: number): Promise<void> {
+    const was = num(obj(rs['spec'])?.['replicas'], 1);
+    if (was === replicas) return;
     const next = structuredClone(rs) as KObject;
     (next['spec'] as O)['replicas'] = replicas;
     await this.o.rest.update(RS, String(meta(rs)['namespace']), String(meta(rs)['name']), next, { fieldManager: 'deployment-controller' });
+    (this.o.events ?? NO_EVENTS).event(d, 'Normal', 'ScalingReplicaSet', `Scaled ${was < replicas ? 'up' : 'down'} replica set ${String(meta(rs)['name'])} from ${was} to ${replicas}`);
   }
 
   private async sync(key: string): Promise<void> {
@@ -173,19 +181,19 @@ export class DeploymentController {
       const specReplicas = (x: Readonly<KObject>) => num(obj(x['spec'])?.['replicas'], 1);
       const strategy = obj(spec['strategy']) ?? {};
       if (strategy['type'] === 'Recreate') {
-        for (const x of old) await this.scale(x, 0);
+        for (const x of old) await this.scale(d, x, 0);
         const oldPods = old.reduce((n, x) => n + num(st(x)['replicas']), 0);
-        if (oldPods === 0) await this.scale(current, replicas);
+        if (oldPods === 0) await this.scale(d, current, replicas);
       } else {
         const ru = obj(strategy['rollingUpdate']) ?? {};
         const { surge, unavailable } = resolveFenceposts(replicas, ru['maxSurge'], ru['maxUnavailable']);
         // Scale up the new one within maxSurge.
         const total = [current, ...old].reduce((n, x) => n + specReplicas(x), 0);
         const cur = specReplicas(current);
-        if (cur > replicas) await this.scale(current, replicas);
+        if (cur > replicas) await this.scale(d, current, replicas);
         else if (cur < replicas) {
           const room = replicas + surge - total;
-          if (room > 0) await this.scale(current, cur + Math.min(room, replicas - cur));
+          if (room > 0) await this.scale(d, current, cur + Math.min(room, replicas - cur));
         }
         // Scale down old ones while enough stay available: unhealthy old Pods first (they cost no availability).
         const minAvailable = replicas - unavailable;
@@ -200,7 +208,7 @@ export class DeploymentController {
           const take = Math.min(want, unhealthy + Math.max(0, canRemove));
           if (take <= 0) continue;
           canRemove -= Math.max(0, take - unhealthy);
-          await this.scale(x, want - take);
+          await this.scale(d, x, want - take);
         }
       }
       // History: old ReplicaSets without replicas beyond the limit go, oldest first.

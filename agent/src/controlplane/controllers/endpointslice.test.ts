@@ -15,7 +15,7 @@ import { GarbageCollector } from '../gc/garbage-collector.js';
 import { FakePersistence } from '../store/persistence.fake.js';
 import { Store } from '../store/store.js';
 import type { KObject } from '../store/types.js';
-import { desiredSlices, EndpointSliceController, MANAGED_BY } from './endpointslice.js';
+import { desiredSlices, EndpointSliceController, MANAGED_BY, rfc3339Nano, TRIGGER_TIME_ANNOTATION } from './endpointslice.js';
 
 type O = Record<string, unknown>;
 const schemas = await loadSchemas([...RESOURCES.map((r) => r.model), 'V1Scale', 'V1Status', 'V1DeleteOptions', 'V1ListMeta']);
@@ -42,7 +42,7 @@ async function setup(t: Test) {
       await gc.idle();
     }
   };
-  return { store, rest, ctl, settle };
+  return { store, rest, ctl, settle, clock };
 }
 
 const svc = (name: string, spec: O = {}): KObject => ({ apiVersion: 'v1', kind: 'Service', metadata: { name }, spec: { selector: { app: name }, ports: [{ name: 'http', port: 80, targetPort: 'web' }], ...spec } });
@@ -128,4 +128,54 @@ t.test('desiredSlices: finished Pods and unresolvable named ports are left out',
   t.equal(d.length, 1);
   t.same(d[0]!.ports, [{ name: 'b', port: 81, protocol: 'TCP' }]);
   t.equal(d[0]!.endpoints.length, 1);
+});
+
+t.test('rfc3339Nano: Go\'s RFC3339Nano in UTC, no trailing zeros', async (t) => {
+  t.equal(rfc3339Nano(Date.UTC(2026, 11, 1, 8, 30, 5)), '2026-12-01T08:30:05Z');
+  t.equal(rfc3339Nano(Date.UTC(2026, 11, 1, 8, 30, 5, 120)), '2026-12-01T08:30:05.12Z');
+  t.equal(rfc3339Nano(Date.UTC(2026, 11, 1, 8, 30, 5, 7)), '2026-12-01T08:30:05.007Z');
+});
+
+t.test('last-change-trigger-time: the Service\'s creation, a Pod\'s Ready transition, else when the change was seen', async (t) => {
+  const { rest, store, settle, clock } = await setup(t);
+  const trigger = (name: string) => slicesOf(store, name).map((s) => (s.metadata!['annotations'] as O | undefined)?.[TRIGGER_TIME_ANNOTATION]);
+  await clock.advance(1500);
+  const created = (await rest.create(SVC, 'default', svc('web', { ports: [{ port: 80 }] }))).object;
+  await settle();
+  t.same(trigger('web'), [created.metadata!['creationTimestamp']], 'a new Service: its creationTimestamp');
+  // A Pod becomes Ready (its kubelet saw it 2 s before it wrote the status): the transition's time.
+  await clock.advance(10_000);
+  const ready = clock.now() - 2000;
+  await rest.create(POD, 'default', pod('w1', 'web'));
+  const cur = rest.get(POD, 'default', 'w1').object as KObject;
+  await rest.update(POD, 'default', 'w1', { ...structuredClone(cur), status: { phase: 'Running', podIP: '10.244.1.5', conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: rfc3339Nano(ready) }] } }, { sub: 'status' });
+  await settle();
+  t.same(trigger('web'), [rfc3339Nano(ready)]);
+  // A change without a Ready transition (a deletion): when the controller saw it.
+  await clock.advance(5_250);
+  const seen = clock.now();
+  await rest.delete(POD, 'default', 'w1', { gracePeriodSeconds: 0 });
+  await settle();
+  t.same(trigger('web'), [rfc3339Nano(seen)]);
+  t.match(rfc3339Nano(seen), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z$/, 'RFC 3339 with the fraction');
+  // A change to the Service: when it was seen.
+  await clock.advance(1000);
+  await rest.patch(SVC, 'default', 'web', 'merge', { metadata: { labels: { tier: 'front' } } });
+  await settle();
+  t.same(trigger('web'), [rfc3339Nano(clock.now())], 'the Service\'s labels go to its slices: written, with the time');
+});
+
+t.test('last-change-trigger-time: a controller started over stored changes writes the slices without one', async (t) => {
+  const { rest, store, ctl, settle } = await setup(t);
+  ctl.stop();
+  await rest.create(SVC, 'default', svc('late', { ports: [{ port: 80 }] }));
+  await runPod(rest, pod('l1', 'late'), '10.244.1.8');
+  const again = new EndpointSliceController({ rest, store, clock: new FakeClock(), log: silentLogger() });
+  again.start();
+  t.teardown(() => again.stop());
+  await again.idle();
+  await settle();
+  const [s] = slicesOf(store, 'late');
+  t.equal(s?.endpoints.length, 1);
+  t.notOk((s?.metadata!['annotations'] as O | undefined)?.[TRIGGER_TIME_ANNOTATION], 'no change was seen: no trigger time (upstream clears it then)');
 });

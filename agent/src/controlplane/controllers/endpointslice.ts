@@ -23,6 +23,13 @@
  * de-duplicated queue; a Pod's change queues the Services that select it
  * (before or after the change), a change to a managed slice queues its
  * Service (someone edited it: it is put back).
+ *
+ * The slices a sync writes carry `endpoints.kubernetes.io/last-change-trigger-time`
+ * (RFC 3339), as upstream's TriggerTimeTracker sets it, so an agent can measure
+ * network programming latency: the earliest change not yet written for the
+ * Service (a new Service: its creationTimestamp; a Pod whose Ready condition
+ * moved: its lastTransitionTime; any other change: when the controller saw
+ * it). A sync with no such change (the resync at start) clears it.
  */
 import { WorkQueue } from './work-queue.js';
 import type { Logger } from '../../log/log.js';
@@ -45,6 +52,19 @@ export const MANAGED_BY = 'endpointslice.kubernetes.io/managed-by';
 export const CONTROLLER_NAME = 'endpointslice-controller.k8s.io';
 export const SERVICE_NAME = 'kubernetes.io/service-name';
 export const MAX_ENDPOINTS_PER_SLICE = 100;
+export const TRIGGER_TIME_ANNOTATION = 'endpoints.kubernetes.io/last-change-trigger-time';
+
+/** Go's time.RFC3339Nano of a UTC time in ms (no trailing zeros in the fraction). */
+export function rfc3339Nano(ms: number): string {
+  return new Date(ms).toISOString().replace(/\.(\d*?)0+Z$/, (_m, d: string) => (d ? `.${d}Z` : 'Z'));
+}
+
+const timeOf = (v: unknown): number | undefined => {
+  const t = typeof v === 'string' ? Date.parse(v) : NaN;
+  return Number.isNaN(t) ? undefined : t;
+};
+const readyTransition = (pod: Readonly<KObject> | undefined): unknown =>
+  arr(obj(pod?.['status'])?.['conditions']).map(obj).find((c) => c?.['type'] === 'Ready')?.['lastTransitionTime'];
 
 export interface EndpointSliceControllerOptions {
   readonly rest: Rest;
@@ -143,6 +163,8 @@ export function desiredSlices(svc: Readonly<KObject>, pods: readonly Readonly<KO
 export class EndpointSliceController {
   private readonly handles: { stop(): void }[] = [];
   private readonly work: WorkQueue;
+  /** Service key → the time of the earliest change not yet written to its slices (TriggerTimeTracker). */
+  private readonly triggers = new Map<string, number>();
 
   constructor(private readonly o: EndpointSliceControllerOptions) {
     this.work = new WorkQueue({ name: 'endpointslice controller', clock: o.clock, log: o.log, process: (k) => this.sync(k), ...(o.retryMs ? { retryMs: o.retryMs } : {}) });
@@ -152,7 +174,7 @@ export class EndpointSliceController {
     const st = this.o.store;
     const rev = st.rev;
     for (const s of st.list('services').items) this.work.add(s.key);
-    this.handles.push(st.watch({ gr: 'services', afterRev: rev, onEvent: (ev) => this.enqueue(ev.key) }));
+    this.handles.push(st.watch({ gr: 'services', afterRev: rev, onEvent: (ev) => this.onService(ev) }));
     this.handles.push(st.watch({ gr: 'pods', afterRev: rev, onEvent: (ev) => this.onPod(ev) }));
     this.handles.push(st.watch({ gr: 'endpointslices.discovery.k8s.io', afterRev: rev, onEvent: (ev) => this.onSlice(ev) }));
   }
@@ -166,8 +188,18 @@ export class EndpointSliceController {
     return this.work.idle();
   }
 
-  private enqueue(key: string): void {
+  private enqueue(key: string, changedAt?: number): void {
+    if (changedAt !== undefined) {
+      const was = this.triggers.get(key);
+      if (was === undefined || changedAt < was) this.triggers.set(key, changedAt);
+    }
     this.work.add(key);
+  }
+
+  private onService(ev: StoreEvent): void {
+    const now = this.o.clock.now();
+    const created = ev.type === 'ADDED' ? timeOf(meta(ev.cur.object)['creationTimestamp']) : undefined;
+    this.enqueue(ev.key, created !== undefined && created <= now ? created : now);
   }
 
   private onPod(ev: StoreEvent): void {
@@ -175,11 +207,16 @@ export class EndpointSliceController {
     const labelsOf = (o: Readonly<KObject> | undefined) => (o ? ((meta(o)['labels'] ?? {}) as Record<string, string>) : null);
     const before = labelsOf(ev.prev?.object);
     const after = labelsOf(ev.cur.object);
+    // The Pod's trigger time: its Ready condition's transition when that moved (upstream's), else now.
+    const now = this.o.clock.now();
+    const ltt = readyTransition(ev.cur.object);
+    const moved = ev.type !== 'DELETED' && ltt !== readyTransition(ev.prev?.object) ? timeOf(ltt) : undefined;
+    const changedAt = moved !== undefined && moved <= now ? moved : now;
     for (const s of this.o.store.list('services', ns).items) {
       const sel = selectorOf(s.object);
       if (!sel) continue;
       const reqs = labelSelectorRequirements({ matchLabels: sel });
-      if ((before && matchesLabels(reqs, before)) || (after && matchesLabels(reqs, after))) this.enqueue(s.key);
+      if ((before && matchesLabels(reqs, before)) || (after && matchesLabels(reqs, after))) this.enqueue(s.key, changedAt);
     }
   }
 
@@ -202,6 +239,21 @@ export class EndpointSliceController {
   }
 
   private async sync(key: string): Promise<void> {
+    const trigger = this.triggers.get(key);
+    this.triggers.delete(key);
+    try {
+      await this.syncService(key, trigger);
+    } catch (e) {
+      // Not written: the change still waits (with any newer one noted meanwhile).
+      if (trigger !== undefined) {
+        const later = this.triggers.get(key);
+        this.triggers.set(key, later === undefined ? trigger : Math.min(later, trigger));
+      }
+      throw e;
+    }
+  }
+
+  private async syncService(key: string, trigger: number | undefined): Promise<void> {
     const [, ns = '', name = ''] = key.split('/');
     const svc = this.o.store.get(key)?.object;
     const existing = this.managedSlices(ns, name);
@@ -225,6 +277,11 @@ export class EndpointSliceController {
       };
       const nm = next.metadata as O;
       nm['labels'] = { ...((nm['labels'] ?? {}) as O), ...((m['labels'] ?? {}) as O), [SERVICE_NAME]: name, [MANAGED_BY]: CONTROLLER_NAME };
+      const ann: O = { ...((nm['annotations'] ?? {}) as O) };
+      if (trigger !== undefined) ann[TRIGGER_TIME_ANNOTATION] = rfc3339Nano(trigger);
+      else delete ann[TRIGGER_TIME_ANNOTATION];
+      if (Object.keys(ann).length) nm['annotations'] = ann;
+      else delete nm['annotations'];
       next['addressType'] = 'IPv4';
       next['ports'] = d.ports;
       next['endpoints'] = d.endpoints;

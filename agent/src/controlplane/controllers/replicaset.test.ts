@@ -2,7 +2,7 @@
  * The ReplicaSet controller on a real Store (fake persistence) and Rest:
  * replicas kept (self-healing), scaled both ways, orphans adopted and
  * mislabelled Pods released, other controllers' Pods left alone, status
- * counts, and the Pods gone with their ReplicaSet.
+ * counts, and the Pods gone with their ReplicaSet; the Events it records.
  */
 import t, { type Test } from 'tap';
 import { silentLogger } from '../../log/log.js';
@@ -14,35 +14,50 @@ import { GarbageCollector } from '../gc/garbage-collector.js';
 import { FakePersistence } from '../store/persistence.fake.js';
 import { Store } from '../store/store.js';
 import type { KObject } from '../store/types.js';
+import { EventBroadcaster } from './events.js';
 import { controllerOf, ReplicaSetController } from './replicaset.js';
+import { ErrorCode, NodenetError } from '../../errors/errors.js';
 
 type O = Record<string, unknown>;
 const schemas = await loadSchemas([...RESOURCES.map((r) => r.model), 'V1Scale', 'V1Status', 'V1DeleteOptions', 'V1ListMeta']);
 const R = (name: string) => RESOURCES.find((r) => r.resource === name)!;
 const [RS, POD, NS] = [R('replicasets'), R('pods'), R('namespaces')];
 
+/** A Rest whose Pod creates fail while `failPods` says so (a quota, an admission webhook...). */
+class FlakyRest extends Rest {
+  failPods = false;
+  override create(...args: Parameters<Rest['create']>): ReturnType<Rest['create']> {
+    if (this.failPods && args[0].resource === 'pods') return Promise.reject(new NodenetError(ErrorCode.InvalidObject, 'pods "x" is invalid: quota exceeded'));
+    return super.create(...args);
+  }
+}
+
 async function setup(t: Test) {
   const clock = new FakeClock(Date.UTC(2026, 11, 1));
   const store = new Store({ persistence: new FakePersistence(), clock });
-  const rest = new Rest({ store, schemas, clock });
+  const rest = new FlakyRest({ store, schemas, clock });
   await rest.create(NS, '', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } });
-  const ctl = new ReplicaSetController({ rest, store, clock, log: silentLogger() });
+  const events = new EventBroadcaster({ rest, clock, log: silentLogger() });
+  const ctl = new ReplicaSetController({ rest, store, clock, log: silentLogger(), events: events.recorder('replicaset-controller'), retryMs: 1000 });
   const gc = new GarbageCollector({ rest, store, clock, log: silentLogger() });
   ctl.start();
   gc.start();
-  t.teardown(() => {
+  t.teardown(async () => {
     ctl.stop();
     gc.stop();
+    await events.stop();
     store.close();
   });
   const settle = async () => {
     for (let i = 0; i < 6; i++) {
       await ctl.idle();
       await gc.idle();
+      await events.idle();
     }
   };
   const pods = () => store.list('pods', 'default').items.map((s) => s.object as KObject);
-  return { store, rest, ctl, clock, settle, pods };
+  const events_ = () => store.list('events', 'default').items.map((s) => s.object as O);
+  return { store, rest, ctl, clock, settle, pods, events: events_ };
 }
 
 const rs = (name: string, replicas: number, app = name): KObject => ({
@@ -98,4 +113,30 @@ t.test('status counts ready and available Pods; orphans adopted, mislabelled one
   await rest.delete(RS, 'default', 'api');
   await settle();
   t.same(pods().map((p) => p.metadata!['name']).sort(), ['orphan', 'theirs'], 'its Pods go with it');
+});
+
+t.test('Events: SuccessfulCreate and SuccessfulDelete per Pod, FailedCreate on an error (then retried)', async (t) => {
+  const { rest, settle, pods, events, clock } = await setup(t);
+  await rest.create(RS, 'default', rs('web', 2));
+  await settle();
+  const names = pods().map((p) => String(p.metadata!['name'])).sort();
+  const of = (reason: string) => events().filter((e) => e['reason'] === reason);
+  t.same(of('SuccessfulCreate').map((e) => e['message']).sort(), names.map((n) => `Created pod: ${n}`));
+  t.match(of('SuccessfulCreate')[0], { type: 'Normal', involvedObject: { kind: 'ReplicaSet', apiVersion: 'apps/v1', name: 'web', namespace: 'default' }, source: { component: 'replicaset-controller' }, count: 1 });
+  await rest.patch(RS, 'default', 'web', 'merge', { spec: { replicas: 1 } });
+  await settle();
+  const gone = names.find((n) => !pods().some((p) => p.metadata!['name'] === n))!;
+  t.match(of('SuccessfulDelete'), [{ type: 'Normal', message: `Deleted pod: ${gone}` }]);
+  rest.failPods = true;
+  await rest.patch(RS, 'default', 'web', 'merge', { spec: { replicas: 2 } });
+  await settle();
+  t.match(of('FailedCreate'), [{ type: 'Warning', message: 'Error creating: pods "x" is invalid: quota exceeded', count: 1 }]);
+  await clock.advance(1000);
+  await settle();
+  t.match(of('FailedCreate'), [{ count: 2 }], 'the retry failed the same way: the same Event, counted');
+  rest.failPods = false;
+  await clock.advance(1000);
+  await settle();
+  t.equal(pods().length, 2, 'created once the error went');
+  t.equal(of('SuccessfulCreate').length, 3);
 });

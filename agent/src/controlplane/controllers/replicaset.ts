@@ -11,10 +11,13 @@
  * Watch → compare → act through the REST layer, one ReplicaSet at a time
  * from a de-duplicated queue; a Pod's change queues its owner. Pods that
  * match but have another controller are never taken; orphans that match
- * are adopted (an ownerReference added), as upstream.
+ * are adopted (an ownerReference added), as upstream. Events as
+ * upstream's: SuccessfulCreate / SuccessfulDelete per Pod, FailedCreate /
+ * FailedDelete on an error (which is then retried).
  */
 import { ErrorCode, isNodenetError } from '../../errors/errors.js';
 import { WorkQueue } from './work-queue.js';
+import { NO_EVENTS, type EventRecorder } from './events.js';
 import { F } from '../../log/fields.js';
 import type { Logger } from '../../log/log.js';
 import type { Clock } from '../../reconcile/clock.js';
@@ -38,6 +41,8 @@ export interface ReplicaSetControllerOptions {
   readonly clock: Clock;
   readonly log: Logger;
   readonly retryMs?: number;
+  /** Where its Events go (component `replicaset-controller`); none: not recorded. */
+  readonly events?: EventRecorder;
 }
 
 export function controllerOf(o: Readonly<KObject>): { kind: string; name: string; uid: string } | undefined {
@@ -60,8 +65,10 @@ const isActive = (p: Readonly<KObject>) => {
 export class ReplicaSetController {
   private readonly handles: { stop(): void }[] = [];
   private readonly work: WorkQueue;
+  private readonly events: EventRecorder;
 
   constructor(private readonly o: ReplicaSetControllerOptions) {
+    this.events = o.events ?? NO_EVENTS;
     this.work = new WorkQueue({ name: 'replicaset controller', clock: o.clock, log: o.log, process: (k) => this.sync(k), ...(o.retryMs ? { retryMs: o.retryMs } : {}) });
   }
 
@@ -133,22 +140,38 @@ export class ReplicaSetController {
     if (!deleting) {
       const diff = want - active.length;
       if (diff > 0) {
-        for (let i = 0; i < diff; i++) await this.o.rest.create(POD, ns, this.podFor(rs), { fieldManager: 'replicaset-controller' });
+        for (let i = 0; i < diff; i++) {
+          const made = await this.o.rest.create(POD, ns, this.podFor(rs), { fieldManager: 'replicaset-controller' }).catch((e: unknown) => {
+            // A namespace being deleted refuses new Pods: expected, and not worth an Event (as upstream).
+            if (!(isNodenetError(e) && e.code === ErrorCode.Forbidden)) this.events.event(rs, 'Warning', 'FailedCreate', `Error creating: ${e instanceof Error ? e.message : String(e)}`);
+            throw e;
+          });
+          this.events.event(rs, 'Normal', 'SuccessfulCreate', `Created pod: ${String(made.object.metadata?.['name'])}`);
+        }
         this.o.log.info({ [F.namespace]: ns, [F.name]: name, created: diff }, 'replicaset: pods created');
       } else if (diff < 0) {
-        for (const p of this.rankForDeletion(active).slice(0, -diff)) {
-          await this.o.rest.delete(POD, ns, String(meta(p)['name']), { preconditions: { uid: String(meta(p)['uid']) } }).catch((e: unknown) => {
-            if (!(isNodenetError(e) && e.code === ErrorCode.NotFound)) throw e;
-          });
-        }
+        for (const p of this.rankForDeletion(active).slice(0, -diff)) await this.deletePod(rs, p);
         this.o.log.info({ [F.namespace]: ns, [F.name]: name, deleted: -diff }, 'replicaset: pods deleted');
       }
       // Failed Pods are replaced (they no longer count) and removed, as upstream's controller leaves them to the pod GC; here they go.
       for (const p of owned.filter((x) => obj(x['status'])?.['phase'] === 'Failed' && !meta(x)['deletionTimestamp'])) {
-        await this.o.rest.delete(POD, ns, String(meta(p)['name'])).catch(() => undefined);
+        await this.deletePod(rs, p).catch(() => undefined);
       }
     }
     await this.writeStatus(rs, active);
+  }
+
+  /** Deletes one of its Pods (this very one: its uid the precondition), with upstream's Events; gone already is fine. */
+  private async deletePod(rs: Readonly<KObject>, p: Readonly<KObject>): Promise<void> {
+    const name = String(meta(p)['name']);
+    try {
+      await this.o.rest.delete(POD, String(meta(p)['namespace']), name, { preconditions: { uid: String(meta(p)['uid']) } });
+    } catch (e) {
+      if (isNodenetError(e) && e.code === ErrorCode.NotFound) return;
+      this.events.event(rs, 'Warning', 'FailedDelete', `Error deleting: ${e instanceof Error ? e.message : String(e)}`);
+      throw e;
+    }
+    this.events.event(rs, 'Normal', 'SuccessfulDelete', `Deleted pod: ${name}`);
   }
 
   private podFor(rs: Readonly<KObject>): KObject {

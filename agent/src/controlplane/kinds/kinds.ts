@@ -217,6 +217,7 @@ const service: Strategy = {
     for (const [f, vals] of [['sessionAffinity', ['ClientIP', 'None']], ['externalTrafficPolicy', ['Cluster', 'Local']], ['internalTrafficPolicy', ['Cluster', 'Local']]] as const) {
       if (spec[f] !== undefined && !(vals as readonly string[]).includes(String(spec[f]))) errs.push(fieldErr.notSupported(`spec.${f}`, spec[f], vals));
     }
+    errs.push(...serviceLoadBalancerErrors(o, old));
     if (type === 'ExternalName') {
       const en = spec['externalName'];
       if (typeof en !== 'string' || en === '') errs.push(fieldErr.required('spec.externalName'));
@@ -252,8 +253,91 @@ const service: Strategy = {
         if (prev && prev['nodePort'] === p['nodePort']) delete p['nodePort'];
       }
     }
+    dropLoadBalancerFields(o, old);
   },
 };
+
+/** ExternallyAccessible (pkg/api/service): the Services externalTrafficPolicy means something for. */
+const externallyAccessible = (spec: O): boolean => spec['type'] === 'LoadBalancer' || spec['type'] === 'NodePort' || (spec['type'] === 'ClusterIP' && arr(spec['externalIPs']).length > 0);
+/** NeedsHealthCheck: a LoadBalancer keeping the client's address has a health check NodePort. */
+const needsHealthCheck = (spec: O): boolean => spec['type'] === 'LoadBalancer' && spec['externalTrafficPolicy'] === 'Local';
+const LB_ONLY = "may only be used when `type` is 'LoadBalancer'";
+const CIDR_TEXT = 'must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)';
+const SOURCE_RANGES_ANNOTATION = 'service.beta.kubernetes.io/load-balancer-source-ranges';
+
+/** ParseCIDRSloppy: an IPv4 or IPv6 address, a slash and a prefix length (host bits allowed). */
+function isCidr(s: string): boolean {
+  const [ip = '', pfx = '', ...rest] = s.split('/');
+  if (rest.length || !/^\d{1,3}$/.test(pfx)) return false;
+  return (isIPv4(ip) && Number(pfx) <= 32) || (isIPv6(ip) && Number(pfx) <= 128);
+}
+
+/**
+ * The load-balancer fields of ValidateService and ValidateServiceUpdate (`old` set), in upstream's
+ * words. healthCheckNodePort is not Required here: the allocator fills it in after validation (before
+ * it, upstream), and checks a requested one against the NodePort range.
+ */
+function serviceLoadBalancerErrors(o: O, old: O | null): FieldError[] {
+  const errs: FieldError[] = [];
+  const spec = obj(o['spec']) ?? {};
+  const was = old ? (obj(old['spec']) ?? {}) : null;
+  const lb = spec['type'] === 'LoadBalancer';
+  const etp = spec['externalTrafficPolicy'];
+  if (etp !== undefined && etp !== '' && !externallyAccessible(spec)) errs.push(fieldErr.invalid('spec.externalTrafficPolicy', etp, 'may only be set for externally-accessible services'));
+  const hc = spec['healthCheckNodePort'];
+  if (hc !== undefined && hc !== null && hc !== 0) {
+    if (!needsHealthCheck(spec)) errs.push(fieldErr.invalid('spec.healthCheckNodePort', hc, "may only be set when `type` is 'LoadBalancer' and `externalTrafficPolicy` is 'Local'"));
+    else portRange(errs, 'spec.healthCheckNodePort', hc, false);
+  }
+  if (was && needsHealthCheck(was) && needsHealthCheck(spec) && (hc ?? 0) !== (was['healthCheckNodePort'] ?? 0)) errs.push(fieldErr.forbidden('spec.healthCheckNodePort', 'field is immutable'));
+  const ranges = arr(spec['loadBalancerSourceRanges']);
+  if (ranges.length > 0) {
+    // Upstream's path is spelled so (a historical accident it keeps); values may be space-padded.
+    if (!lb) errs.push(fieldErr.forbidden('spec.LoadBalancerSourceRanges', LB_ONLY));
+    ranges.forEach((r, i) => {
+      const v = typeof r === 'string' ? r.trim() : r;
+      if (typeof v !== 'string' || !isCidr(v)) errs.push(fieldErr.invalid(`spec.LoadBalancerSourceRanges[${i}]`, v, CIDR_TEXT));
+    });
+  } else {
+    const ann = obj(obj(o['metadata'])?.['annotations'])?.[SOURCE_RANGES_ANNOTATION];
+    if (typeof ann === 'string') {
+      const path = `metadata.annotations[${SOURCE_RANGES_ANNOTATION}]`;
+      if (!lb) errs.push(fieldErr.forbidden(path, LB_ONLY));
+      if (ann.trim() !== '') for (const v of ann.split(',').map((x) => x.trim())) if (!isCidr(v)) errs.push(fieldErr.invalid(path, v, CIDR_TEXT));
+    }
+  }
+  if (spec['allocateLoadBalancerNodePorts'] !== undefined && spec['allocateLoadBalancerNodePorts'] !== null && !lb) errs.push(fieldErr.forbidden('spec.allocateLoadBalancerNodePorts', LB_ONLY));
+  // validateLoadBalancerClassField
+  const cls = spec['loadBalancerClass'];
+  const hasCls = cls !== undefined && cls !== null;
+  if (was && was['type'] === 'LoadBalancer' && lb && (cls ?? null) !== (was['loadBalancerClass'] ?? null)) errs.push(fieldErr.invalid('spec.loadBalancerClass', cls, 'may not change once set'));
+  if (lb && hasCls) {
+    const p = typeof cls === 'string' ? labelKeyProblem(cls) : 'must be a string';
+    if (p) errs.push(fieldErr.invalid('spec.loadBalancerClass', cls, p));
+  } else if (!lb && hasCls) errs.push(fieldErr.forbidden('spec.loadBalancerClass', LB_ONLY));
+  return errs;
+}
+
+/**
+ * dropTypeDependentFields and patchAllocatedValues for the load-balancer fields, on update: what no
+ * longer applies and the client left as it was goes (the health check NodePort back to the range); a
+ * health check NodePort left out of an update that still needs one is kept.
+ */
+function dropLoadBalancerFields(o: O, old: O): void {
+  const spec = ensure(o, 'spec');
+  const was = obj(old['spec']) ?? {};
+  const unchanged = (k: string) => spec[k] !== undefined && deepEqual(spec[k], was[k]);
+  if (needsHealthCheck(was) && needsHealthCheck(spec) && !spec['healthCheckNodePort'] && was['healthCheckNodePort'] !== undefined) spec['healthCheckNodePort'] = was['healthCheckNodePort'];
+  if (needsHealthCheck(was) && !needsHealthCheck(spec) && unchanged('healthCheckNodePort')) delete spec['healthCheckNodePort'];
+  if (was['type'] === 'LoadBalancer' && spec['type'] !== 'LoadBalancer') {
+    if (unchanged('allocateLoadBalancerNodePorts')) delete spec['allocateLoadBalancerNodePorts'];
+    if (unchanged('loadBalancerClass')) delete spec['loadBalancerClass'];
+  }
+  if (externallyAccessible(was) && !externallyAccessible(spec) && unchanged('externalTrafficPolicy')) delete spec['externalTrafficPolicy'];
+  // A Service that stops being a LoadBalancer loses its load-balancer status (upstream clears it on any
+  // update of a non-LoadBalancer; here only on the change of type, so a status written by hand stays).
+  if (was['type'] === 'LoadBalancer' && spec['type'] !== 'LoadBalancer' && obj(o['status'])?.['loadBalancer'] !== undefined) (o['status'] as O)['loadBalancer'] = {};
+}
 
 /** validateUpgradeDowngradeClusterIPs: the allocated IPs may not change (ExternalName and headless-to-headless aside). */
 function clusterIPUpdateErrors(spec: O, was: O): FieldError[] {
@@ -383,6 +467,24 @@ export function podQOS(spec: O): 'BestEffort' | 'Burstable' | 'Guaranteed' {
   return guaranteed && requests.size === limits.size ? 'Guaranteed' : 'Burstable';
 }
 
+/** Seconds a new Pod tolerates its Node being not-ready or unreachable before the node lifecycle controller evicts it. */
+export const DEFAULT_TOLERATION_SECONDS = 300;
+
+/**
+ * kube-apiserver's DefaultTolerationSeconds admission: a new Pod that does not already tolerate the
+ * not-ready or unreachable NoExecute taint (a toleration with that key or none, that effect or none)
+ * gets `{key, operator: Exists, effect: NoExecute, tolerationSeconds: 300}` for it.
+ */
+export function defaultTolerationSeconds(spec: O): void {
+  const have = arr(spec['tolerations']).map(obj);
+  const add: O[] = [];
+  for (const key of ['node.kubernetes.io/not-ready', 'node.kubernetes.io/unreachable']) {
+    const covered = have.some((t) => !!t && (t['key'] === key || !t['key']) && (t['effect'] === 'NoExecute' || !t['effect']));
+    if (!covered) add.push({ key, operator: 'Exists', effect: 'NoExecute', tolerationSeconds: DEFAULT_TOLERATION_SECONDS });
+  }
+  if (add.length) spec['tolerations'] = [...arr(spec['tolerations']), ...add];
+}
+
 const pod: Strategy = {
   nameRule: 'subdomain',
   defaults(o) {
@@ -418,6 +520,7 @@ const pod: Strategy = {
     return errs;
   },
   initialStatus: (o) => ({ phase: 'Pending', qosClass: podQOS(obj(o['spec']) ?? {}) }),
+  prepareForCreate: (o) => defaultTolerationSeconds(ensure(o, 'spec')),
   bumpsGeneration: specChanged,
 };
 
