@@ -5,6 +5,11 @@
  * real CNI shim; backends serving TCP and UDP with socat (each answers its
  * name and the peer address it saw); a client pod; a host on the underlay.
  * Every case sends real packets and checks what arrived where.
+ *
+ * LoadBalancer VIPs come from 203.0.113.0/24: the underlay hosts route that
+ * range to the node, as a load balancer in front of it would deliver
+ * traffic with the destination unchanged (routes inside the lab's own
+ * namespaces only).
  */
 import { waitFor } from '../agent/src/testing/wait.js';
 import t from 'tap';
@@ -25,6 +30,14 @@ interface Pod {
 }
 
 const EXT_IP = '192.168.77.200';
+/** A second client on the underlay, outside the source ranges the firewall case allows. */
+const EXT2_IP = '192.168.77.201';
+const NODE_IP = '192.168.77.11';
+/** The node's bridge (pod gateway) address: a local address that is not the primary one. */
+const CBR0_IP = '10.244.1.1';
+const LB_RANGE = '203.0.113.0/24';
+/** An address in the service CIDR no Service has; the underlay gateway holds it, so a packet routed on gets an answer. */
+const UNALLOCATED = '10.96.0.99';
 
 export function servicesSuite(mode: Mode): void {
   let lab: Lab;
@@ -32,6 +45,7 @@ export function servicesSuite(mode: Mode): void {
   let manifests: string;
   let p1: Pod, p2: Pod, client: Pod;
   let ext: { name: string };
+  let ext2: { name: string };
   const holders: ChildProcess[] = [];
 
   /** Pod namespace + CNI ADD through the shim, as a runtime does. */
@@ -66,6 +80,27 @@ export function servicesSuite(mode: Mode): void {
     const addr = `UDP4:${ip}:${port}${sourcePort ? `,sourceport=${sourcePort},reuseaddr` : ''}`;
     const r = await shOk(['ip', 'netns', 'exec', ns, 'socat', '-t0.5', '-T2', '-', addr], 'q\n');
     return r.stdout.trim();
+  }
+
+  /** One HTTP GET with curl: the status code (0 when nothing answered) and the body. */
+  async function httpGet(ns: string, url: string): Promise<{ code: number; body: string }> {
+    const r = await shOk(['ip', 'netns', 'exec', ns, 'curl', '-s', '-m', '3', '-o', '-', '-w', '\n%{http_code}', url]);
+    const lines = r.stdout.split('\n');
+    const code = Number(lines.pop() ?? '0') || 0;
+    return { code, body: lines.join('\n') };
+  }
+
+  /** The node's ruleset as text (iptables-save, or our nft table). */
+  async function ruleset(): Promise<string> {
+    const r = mode === 'iptables' ? await node.exec(['iptables-save'], true) : await node.exec(['nft', 'list', 'table', 'ip', 'kube-proxy'], true);
+    return r.stdout;
+  }
+
+  /** Waits until the status file lists `key` as ignored; returns the reason. */
+  async function waitIgnored(key: string): Promise<string> {
+    let reason: string | undefined;
+    await waitFor(() => (reason = status()?.ignored.find((i) => i.key === key)?.reason) !== undefined, `${key} ignored`);
+    return reason!;
   }
 
   /** The endpoint names seen over n requests (first word of each answer), with counts. */
@@ -127,11 +162,14 @@ export function servicesSuite(mode: Mode): void {
     node = await lab.addNode('n1', {
       podCIDR: '10.244.1.0/24',
       clusterCIDR: '10.244.0.0/16',
-      config: { proxyMode: mode, manifestsDir: manifests, proxyMinSyncMs: 100 },
+      config: { proxyMode: mode, manifestsDir: manifests, proxyMinSyncMs: 100, serviceCIDR: '10.96.0.0/16' },
     });
     await node.startAgent();
     [p1, p2, client] = [await pod('pod1'), await pod('pod2'), await pod('client')];
     ext = await lab.addUnderlayHost('ext', `${EXT_IP}/24`);
+    ext2 = await lab.addUnderlayHost('ext2', `${EXT2_IP}/24`);
+    for (const h of [ext, ext2]) await shOk(['ip', '-n', h.name, 'route', 'add', LB_RANGE, 'via', NODE_IP]);
+    await shOk(['ip', '-n', lab.ul, 'addr', 'add', `${UNALLOCATED}/32`, 'dev', 'ul0']);
     serve(p1);
     serve(p2);
     for (const p of [p1, p2]) {
@@ -258,6 +296,128 @@ export function servicesSuite(mode: Mode): void {
     writeFileSync(`${manifests}/broken.json`, '{"kind": ');
     await waitFor(() => Object.keys(status()?.manifestErrors ?? {}).some((f) => f.endsWith('broken.json')), 'the agent to report broken.json');
     t.same(names(await spread(8, async () => (await tcp(client.ns, '10.96.0.10', 80)).out)), ['pod1', 'pod2'], 'web unaffected');
+  });
+
+  t.test(`${mode}: a LoadBalancer is served on its ingress IP (not an ipMode Proxy one), its ClusterIP and its NodePort`, async (t) => {
+    const lb = withField(
+      withField(makeService({ name: 'lb', type: 'LoadBalancer', clusterIP: '10.96.0.20', ports: [{ port: 80, targetPort: 8080, nodePort: 30090 }] }), 'spec.allocateLoadBalancerNodePorts', true),
+      'status',
+      { loadBalancer: { ingress: [{ ip: '203.0.113.10', ipMode: 'VIP' }, { ip: '203.0.113.11', ipMode: 'Proxy' }] } },
+    );
+    put('lb.json', [lb, slice('lb', [{ port: 8080 }], [p1, p2])]);
+    await waitApplied('default/lb', [`${p1.ip}:8080`, `${p2.ip}:8080`]);
+    const both = ['pod1', 'pod2'];
+    t.same(names(await spread(12, async () => (await tcp(ext.name, '203.0.113.10', 80)).out)), both, 'the VIP from the underlay host');
+    t.notMatch((await tcp(ext.name, '203.0.113.10', 80)).out, new RegExp(`${EXT_IP.replace(/\./g, '\\.')}$`), 'Cluster policy: masqueraded');
+    t.same(names(await spread(8, async () => (await tcp(client.ns, '203.0.113.10', 80)).out)), both, 'the VIP from a pod');
+    t.same(names(await spread(8, async () => (await tcp(client.ns, '10.96.0.20', 80)).out)), both, 'its ClusterIP');
+    t.same(names(await spread(8, async () => (await tcp(ext.name, NODE_IP, 30090)).out)), both, 'its NodePort');
+    t.notMatch((await tcp(ext.name, '203.0.113.11', 80)).out, /^pod/, 'an ipMode Proxy ingress IP gets no rules');
+  });
+
+  t.test(`${mode}: loadBalancerSourceRanges let the allowed source in and drop the others`, async (t) => {
+    const fw = withField(
+      withField(makeService({ name: 'lbfw', type: 'LoadBalancer', clusterIP: '10.96.0.21', ports: [{ port: 80, targetPort: 8080, nodePort: 30091 }] }), 'spec.loadBalancerSourceRanges', [`${EXT_IP}/32`]),
+      'status',
+      { loadBalancer: { ingress: [{ ip: '203.0.113.12' }] } },
+    );
+    put('lbfw.json', [fw, slice('lbfw', [{ port: 8080 }], [p1])]);
+    await waitApplied('default/lbfw', [`${p1.ip}:8080`]);
+    t.match((await tcp(ext.name, '203.0.113.12', 80)).out, /^pod1 /, `${EXT_IP} is in the ranges`);
+    const blocked = await tcp(ext2.name, '203.0.113.12', 80);
+    t.notMatch(blocked.out, /^pod1/, `${EXT2_IP} is not: no answer (${blocked.out})`);
+    t.ok(blocked.ms >= 2500, `dropped, not refused: waited ${Math.round(blocked.ms)} ms`);
+    t.match((await tcp(ext2.name, NODE_IP, 30091)).out, /^pod1 /, 'the NodePort is not subject to the ranges (as kube-proxy)');
+    t.match((await tcp(client.ns, '10.96.0.21', 80)).out, /^pod1 /, 'neither is the ClusterIP');
+  });
+
+  t.test(`${mode}: allocateLoadBalancerNodePorts false: the VIP works, and there is no NodePort`, async (t) => {
+    const lb = withField(
+      withField(makeService({ name: 'lbnonp', type: 'LoadBalancer', clusterIP: '10.96.0.22', ports: [{ port: 80, targetPort: 8080 }] }), 'spec.allocateLoadBalancerNodePorts', false),
+      'status',
+      { loadBalancer: { ingress: [{ ip: '203.0.113.13' }] } },
+    );
+    put('lbnonp.json', [lb, slice('lbnonp', [{ port: 8080 }], [p1])]);
+    await waitApplied('default/lbnonp', [`${p1.ip}:8080`]);
+    t.match((await tcp(ext.name, '203.0.113.13', 80)).out, /^pod1 /, 'the VIP');
+    t.match(await ruleset(), /default\/lbnonp/, 'the Service has rules');
+    // The NodePort dispatch: KUBE-NODEPORTS rules, or the @service-nodeports map's elements.
+    const nodePorts =
+      mode === 'iptables'
+        ? (await ruleset()).split('\n').filter((l) => l.startsWith('-A KUBE-NODEPORTS ')).join('\n')
+        : (await node.exec(['nft', 'list', 'map', 'ip', 'kube-proxy', 'service-nodeports'], true)).stdout;
+    t.match(nodePorts, /default\/web/, 'the NodePort dispatch as listed holds the other Services');
+    t.notMatch(nodePorts, /default\/lbnonp/, 'but nothing of this one');
+  });
+
+  t.test(`${mode}: externalTrafficPolicy Local: the healthCheckNodePort answers 200 with local endpoints and 503 without`, async (t) => {
+    const svc = (eps: Pod[], nodeName: string) => {
+      const s = withField(
+        withField(makeService({ name: 'lblocal', type: 'LoadBalancer', clusterIP: '10.96.0.23', externalTrafficPolicy: 'Local', ports: [{ port: 80, targetPort: 8080, nodePort: 30093 }] }), 'spec.healthCheckNodePort', 32100),
+        'status',
+        { loadBalancer: { ingress: [{ ip: '203.0.113.14' }] } },
+      );
+      return [s, slice('lblocal', [{ port: 8080 }], eps, { nodeName })];
+    };
+    put('lblocal.json', svc([p1, p2], 'n1'));
+    await waitApplied('default/lblocal', [`${p1.ip}:8080`, `${p2.ip}:8080`]);
+    let r = await httpGet(ext.name, `http://${NODE_IP}:32100/healthz`);
+    for (let i = 0; i < 20 && r.code === 0; i++) {
+      await sleep(100); // the server opens right after the sync
+      r = await httpGet(ext.name, `http://${NODE_IP}:32100/healthz`);
+    }
+    t.equal(r.code, 200, `with local endpoints: ${r.body}`);
+    t.same(JSON.parse(r.body || 'null'), { service: { namespace: 'default', name: 'lblocal' }, localEndpoints: 2, serviceProxyHealthy: true });
+    t.match((await tcp(ext.name, '203.0.113.14', 80)).out, new RegExp(`^pod[12] ${EXT_IP.replace(/\./g, '\\.')}$`), 'Local policy keeps the client\'s source IP on the VIP');
+
+    // The same endpoints, now on another node: none local.
+    put('lblocal.json', svc([p1, p2], 'n2'));
+    await waitFor(async () => (await httpGet(ext.name, `http://${NODE_IP}:32100/`)).code === 503, 'the health check to turn 503');
+    r = await httpGet(ext.name, `http://${NODE_IP}:32100/`);
+    t.same(JSON.parse(r.body || 'null'), { service: { namespace: 'default', name: 'lblocal' }, localEndpoints: 0, serviceProxyHealthy: true }, 'no local endpoint: 503');
+    const dropped = await tcp(ext.name, '203.0.113.14', 80);
+    t.notMatch(dropped.out, /^pod/, 'outside traffic to the VIP is dropped without a local endpoint');
+
+    rmSync(`${manifests}/lblocal.json`);
+    await waitFor(async () => (await httpGet(ext.name, `http://${NODE_IP}:32100/`)).code === 0, 'the health check server to close with its Service');
+    t.pass('closed with the Service');
+  });
+
+  t.test(`${mode}: a Service labelled service.kubernetes.io/service-proxy-name gets no rules`, async (t) => {
+    const other = withField(makeService({ name: 'other', type: 'NodePort', clusterIP: '10.96.0.25', ports: [{ port: 80, targetPort: 8080, nodePort: 30095 }] }), 'metadata.labels', { 'service.kubernetes.io/service-proxy-name': 'someone-else' });
+    put('other.json', [other, slice('other', [{ port: 8080 }], [p1])]);
+    t.match(await waitIgnored('default/other'), /service-proxy-name=someone-else/);
+    t.notOk(status()?.applied['default/other'], 'not applied');
+    t.notMatch((await tcp(client.ns, '10.96.0.25', 80)).out, /^pod/, 'its ClusterIP does not answer');
+    t.notMatch((await tcp(ext.name, NODE_IP, 30095)).out, /^pod/, 'nor its NodePort');
+    t.notMatch(await ruleset(), /default\/other/, 'nothing of it in the ruleset');
+  });
+
+  t.test(`${mode}: NodePorts on the bridge address and on 127.0.0.1: only iptables mode serves them by default`, async (t) => {
+    t.match((await tcp(client.ns, NODE_IP, 30080)).out, /^pod[12] /, 'the node IP serves NodePorts in both modes');
+    const bridge = await tcp(client.ns, CBR0_IP, 30080);
+    const local = await tcp(node.ns, '127.0.0.1', 30080);
+    if (mode === 'nftables') {
+      // nftables mode's default is the node's primary IP (eth0's, which holds the default route).
+      t.match(bridge.out, /Connection refused/, `not on cbr0's ${CBR0_IP}: ${bridge.out}`);
+      t.match(local.out, /Connection refused/, `not on 127.0.0.1: ${local.out}`);
+    } else {
+      // kube-proxy's iptables default: every local address, 127.0.0.1 included (route_localnet).
+      t.match(bridge.out, /^pod[12] /, `on cbr0's ${CBR0_IP} too`);
+      t.match(local.out, /^pod[12] /, 'and on 127.0.0.1');
+    }
+  });
+
+  t.test(`${mode}: an address in the service CIDR that no Service has`, async (t) => {
+    const r = await tcp(node.ns, UNALLOCATED, 80);
+    if (mode === 'nftables') {
+      // Dropped at the node: the gateway, which holds the address, never sees it.
+      t.notMatch(r.out, /Connection refused/, r.out);
+      t.ok(r.ms >= 2500, `dropped: waited ${Math.round(r.ms)} ms`);
+    } else {
+      // iptables mode routes it on; the gateway holds it and refuses.
+      t.match(r.out, /Connection refused/, r.out);
+    }
   });
 
   t.test(`${mode}: the agent killed and restarted keeps established connections and the rules`, async (t) => {

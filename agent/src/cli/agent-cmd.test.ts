@@ -30,3 +30,17 @@ t.test('flags override the config file, numbers are numbers, errors name the fie
 t.test('--node-lease-duration-seconds is a number flag', async (t) => {
   t.equal(agentConfigFromArgs(['--node-lease-duration-seconds', '20']).nodeLeaseDurationSeconds, 20);
 });
+
+t.test('--metrics-bind-address and --healthz-bind-address: strings ("0" turns one off), validated by the config', async (t) => {
+  const c = agentConfigFromArgs(['--metrics-bind-address', '127.0.0.1:0', '--healthz-bind-address', '0']);
+  t.same([c.metricsBindAddress, c.healthzBindAddress], ['127.0.0.1:0', null]);
+  t.equal(agentConfigFromArgs(['--metrics-bind-address', '']).metricsBindAddress, null);
+  t.throws(() => agentConfigFromArgs(['--healthz-bind-address', '10256']), /config healthzBindAddress: must be IP:PORT/);
+});
+
+t.test('--nodeport-addresses and --service-cluster-ip-range', async (t) => {
+  const c = agentConfigFromArgs(['--nodeport-addresses', '192.168.77.0/24,127.0.0.1/32', '--service-cluster-ip-range', '10.96.0.0/12']);
+  t.same([c.nodePortAddresses, c.serviceCIDR], [['192.168.77.0/24', '127.0.0.1/32'], '10.96.0.0/12']);
+  t.same(agentConfigFromArgs(['--nodeport-addresses', 'primary']).nodePortAddresses, ['primary']);
+  t.throws(() => agentConfigFromArgs(['--nodeport-addresses', 'eth0']), /config nodePortAddresses/);
+});

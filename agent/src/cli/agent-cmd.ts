@@ -20,10 +20,14 @@ export type StartAgent = (cfg: AgentConfig) => Promise<RunningAgent>;
 export const AGENT_USAGE = `usage: nodenet agent [--config FILE] [--node-name N] [--pod-cidr CIDR] [--cluster-cidr CIDR] [--state-dir D] [--run-dir D]
                      [--cni-socket S] [--bridge B] [--mtu N] [--proxy-mode none|iptables|nftables] [--kubeconfig FILE|in-cluster | --manifests DIR]
                      [--proxy-prefix KUBE] [--cluster-ip-ping reject|drop] [--proxy-min-sync-ms MS] [--node-lease-duration-seconds S]
+                     [--nodeport-addresses primary|CIDR,...] [--service-cluster-ip-range CIDR]
+                     [--metrics-bind-address IP:PORT] [--healthz-bind-address IP:PORT]
                      [--log-level fatal|error|warn|info|debug|trace|silent] [--log-file F]
 Runs the node agent until SIGTERM: the CNI service on a unix socket and, with a proxy mode, Service rules
 for the Services and EndpointSlices it watches on an API server (--kubeconfig: nodenet control-plane's
 nodes/<N>.kubeconfig, any cluster's, or in-cluster) or finds in a manifest directory (--manifests).
+/metrics and /status listen on --metrics-bind-address (default 127.0.0.1:10249), /healthz, /livez and
+/readyz on --healthz-bind-address (default 127.0.0.1:10256), as kube-proxy's; "" or 0 turns one off.
 Flags override the config file's keys.`;
 
 const SPECS: FlagSpecs = Object.fromEntries([['config', { type: 'string' }], ...Object.keys(FLAG_KEYS).map((k) => [k, { type: 'string' }])]);

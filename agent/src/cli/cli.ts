@@ -76,7 +76,7 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<nu
       case 'trace':
         return await traceCommand(rest, deps);
       case 'proxy':
-        return await proxyCommand(rest, { removeRules: deps.removeProxyRules, stdout: deps.stdout });
+        return await proxyCommand(rest, { removeRules: deps.removeProxyRules, stdout: deps.stdout, stderr: deps.stderr });
       case 'lab':
         return await labCommand(rest, deps);
       case 'version':

@@ -1,9 +1,11 @@
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { silentLogger } from '../log/log.js';
+import { startHealthServer, type HealthSource } from '../node/health-server.js';
 import type { ProxyStatus } from '../node/proxy-status.js';
 import { FlagError } from './flags.js';
-import { formatProxyStatus, proxyCommand } from './proxy-cmd.js';
+import { formatProxyStatus, proxyCommand, statusUrl, type ProxyCmdDeps } from './proxy-cmd.js';
 
 const STATUS: ProxyStatus = {
   mode: 'nftables',
@@ -39,15 +41,68 @@ unreadable manifest files (their previous objects are kept):
   t.match(formatProxyStatus({ ...STATUS, ready: false, syncs: 1, lastSync: { ...STATUS.lastSync!, ok: false, error: 'nft -f failed' } }), /^mode nftables, not synced yet, 1 sync\nlast sync: FAILED \(nft -f failed\)/);
 });
 
-t.test('status reads <run-dir>/proxy-status.json; --json prints it as is; a missing file is exit 1', async (t) => {
+/** An agent's health server whose /status is `status` (null: the agent runs without a proxy). */
+async function agentAnswering(t: Test, status: ProxyStatus | null): Promise<string> {
+  const source: HealthSource = {
+    probe: () => ({ healthy: true, lastUpdated: 0, currentTime: 0 }),
+    notReady: () => null,
+    metrics: async () => ({ contentType: 'text/plain', text: '' }),
+    status: () => status ?? 'none',
+    proxyMode: () => status?.mode ?? 'none',
+  };
+  const srv = await startHealthServer({ metricsBindAddress: '127.0.0.1:0', healthzBindAddress: null, source, log: silentLogger() });
+  t.teardown(() => srv.close());
+  return srv.metricsAddress!;
+}
+
+/** An httpGet for which no agent answers. */
+const agentDown: ProxyCmdDeps['httpGet'] = async () => {
+  throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:10249'), { code: 'ECONNREFUSED' });
+};
+
+t.test('status asks the running agent: --agent URL, --metrics-bind-address, or the agent config\'s address', async (t) => {
+  const addr = await agentAnswering(t, STATUS);
   const dir = mkdtempSync(`${tmpdir()}/nn-proxycmd-`);
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const deps = { removeRules: async () => false, stdout: () => undefined };
+  writeFileSync(`${dir}/agent.json`, JSON.stringify({ runDir: dir, metricsBindAddress: addr }));
+  for (const argv of [['--agent', `http://${addr}`], ['--agent', `http://${addr}/status`], ['--metrics-bind-address', addr], ['--config', `${dir}/agent.json`]]) {
+    let out = '';
+    let err = '';
+    t.equal(await proxyCommand(['status', ...argv, '--run-dir', '/nonexistent-nodenet'], { removeRules: async () => false, stdout: (s) => (out += s), stderr: (s) => (err += s) }), 0, argv.join(' '));
+    t.equal(out, formatProxyStatus(STATUS), 'the agent\'s answer, no file needed');
+    t.equal(err, '', 'no note');
+  }
   let out = '';
-  await t.rejects(proxyCommand(['status', '--run-dir', dir], { ...deps, stdout: (s) => (out += s) }), { name: 'CommandError', message: /no .*proxy-status\.json: is the agent running/ });
+  t.equal(await proxyCommand(['status', '--agent', `http://${addr}`, '-o', 'json'], { removeRules: async () => false, stdout: (s) => (out += s) }), 0);
+  t.same(JSON.parse(out), STATUS);
+});
+
+t.test('status: an agent without a proxy mode, or one that answers nonsense, is exit 1 saying so', async (t) => {
+  const addr = await agentAnswering(t, null);
+  const deps = { removeRules: async () => false, stdout: () => undefined };
+  await t.rejects(proxyCommand(['status', '--agent', `http://${addr}`], deps), { name: 'CommandError', message: `the agent at http://${addr}/status answered 404: this agent runs without a proxy mode` });
+  await t.rejects(proxyCommand(['status'], { ...deps, httpGet: async () => ({ status: 200, body: '{"mode": 1}' }) }), { name: 'CommandError', message: /answered something that is not a proxy status: .*mode/ });
+});
+
+t.test('status falls back to <run-dir>/proxy-status.json, with a note, only when no agent answers; --json prints it as is; no file either is exit 1', async (t) => {
+  const dir = mkdtempSync(`${tmpdir()}/nn-proxycmd-`);
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  let err = '';
+  const deps = { removeRules: async () => false, stdout: () => undefined, stderr: (s: string) => void (err += s), httpGet: agentDown };
+  let out = '';
+  await t.rejects(proxyCommand(['status', '--run-dir', dir], { ...deps, stdout: (s) => (out += s) }), {
+    name: 'CommandError',
+    message: /^no .*proxy-status\.json: is the agent running with a proxy mode \(and this --run-dir\)\? \(no agent answered at http:\/\/127\.0\.0\.1:10249\/status \(ECONNREFUSED\)\)$/,
+  });
   writeFileSync(`${dir}/proxy-status.json`, JSON.stringify(STATUS));
   t.equal(await proxyCommand(['status', '--run-dir', dir], { ...deps, stdout: (s) => (out += s) }), 0);
   t.match(out, /default\/web:http {3}10\.244\.1\.2:8080/);
+  t.equal(err, `note: no agent answered at http://127.0.0.1:10249/status (ECONNREFUSED); showing ${dir}/proxy-status.json, which the agent wrote after its last sync\n`);
+  err = '';
+  let asked = 0;
+  t.equal(await proxyCommand(['status', '--run-dir', dir, '--metrics-bind-address', ''], { ...deps, httpGet: async () => { asked++; return { status: 500, body: '' }; } }), 0);
+  t.equal(asked, 0, 'the metrics listener is off: nothing to ask');
+  t.match(err, /^note: the agent serves no metrics address/);
   out = '';
   t.equal(await proxyCommand(['status', '--run-dir', dir, '--json'], { ...deps, stdout: (s) => (out += s) }), 0);
   t.same(JSON.parse(out), STATUS);
@@ -69,6 +124,19 @@ t.test('cleanup removes both modes with the prefix, in the named namespace', asy
   t.equal(code, 0);
   t.same(calls, ['iptables NN /proc/self/ns/net', 'nftables NN /proc/self/ns/net']);
   t.equal(out, 'iptables: nothing to remove (/proc/self/ns/net, prefix NN)\nnftables: rules removed (/proc/self/ns/net, prefix NN)\n');
+});
+
+t.test('statusUrl: where the agent is asked', async (t) => {
+  const f = (o: Record<string, string>) => new Map(Object.entries(o));
+  t.equal(statusUrl(f({}), null), 'http://127.0.0.1:10249/status', 'kube-proxy\'s default metrics address');
+  t.equal(statusUrl(f({ 'metrics-bind-address': '0.0.0.0:9000' }), null), 'http://127.0.0.1:9000/status', 'a wildcard is asked on loopback');
+  t.equal(statusUrl(f({ 'metrics-bind-address': '[::]:9000' }), null), 'http://[::1]:9000/status');
+  t.equal(statusUrl(f({ 'metrics-bind-address': '0' }), null), null);
+  t.equal(statusUrl(f({ agent: 'http://10.0.0.1:10249/proxy/status' }), null), 'http://10.0.0.1:10249/proxy/status');
+  t.throws(() => statusUrl(f({ agent: 'http://a:1', 'metrics-bind-address': '127.0.0.1:1' }), null), /--agent and --metrics-bind-address both/);
+  t.throws(() => statusUrl(f({ agent: 'localhost:10249' }), null), /--agent "localhost:10249": the agent speaks http only/);
+  t.throws(() => statusUrl(f({ agent: 'not a url' }), null), /--agent "not a url": expected a URL/);
+  t.throws(() => statusUrl(f({ 'metrics-bind-address': '127.0.0.1:0' }), null), /expected the agent's IP:PORT/);
 });
 
 t.test('bad arguments are FlagErrors naming the argument', async (t) => {

@@ -30,6 +30,16 @@ export interface CniServerOptions {
   readonly log: Logger;
   /** How long close() waits for in-flight calls before cutting them off. Default 5000. */
   readonly shutdownTimeoutMs?: number;
+  /** Told about every call answered (the agent's metrics). */
+  readonly observer?: CniCallObserver;
+}
+
+export type CniServerCommand = 'ADD' | 'DEL' | 'CHECK' | 'STATUS' | 'GC';
+
+/** What the server reports per answered call. Must not throw; called on the call's own path, so keep it cheap. */
+export interface CniCallObserver {
+  /** `result` is error when the handler threw (the in-band CniError), success otherwise. */
+  callDone(command: CniServerCommand, result: 'success' | 'error', durationMs: number): void;
 }
 
 export interface CniServer {
@@ -38,7 +48,7 @@ export interface CniServer {
   close(): Promise<void>;
 }
 
-type Command = 'ADD' | 'DEL' | 'CHECK' | 'STATUS' | 'GC';
+type Command = CniServerCommand;
 
 export async function startCniServer(opts: CniServerOptions): Promise<CniServer> {
   const { socketPath, handler } = opts;
@@ -54,14 +64,18 @@ export async function startCniServer(opts: CniServerOptions): Promise<CniServer>
       log.debug(fields, 'CNI call');
       run(req).then(
         (result) => {
-          log.info({ ...fields, [F.durationMs]: ms(started) }, 'CNI call done');
+          const took = ms(started);
+          opts.observer?.callDone(cmd, 'success', took);
+          log.info({ ...fields, [F.durationMs]: took }, 'CNI call done');
           const bytes = result ?? new Uint8Array();
           callback(null, { outcome: { $case: 'result', result: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength) } });
         },
         (err: unknown) => {
           const error = cniErrorOf(err);
           const level = error.code === 999 ? 'error' : 'warn';
-          log[level]({ ...fields, [F.durationMs]: ms(started), [F.err]: err, cniCode: error.code }, 'CNI call failed');
+          const took = ms(started);
+          opts.observer?.callDone(cmd, 'error', took);
+          log[level]({ ...fields, [F.durationMs]: took, [F.err]: err, cniCode: error.code }, 'CNI call failed');
           callback(null, { outcome: { $case: 'error', error } });
         },
       );

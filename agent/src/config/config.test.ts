@@ -44,3 +44,31 @@ t.test('nodeLeaseDurationSeconds: 40 by default (renewed every 10 s), bounded', 
   t.throws(() => parseAgentConfig({ nodeLeaseDurationSeconds: 1 }), /config nodeLeaseDurationSeconds/);
   t.throws(() => parseAgentConfig({ nodeLeaseDurationSeconds: 'long' }), /config nodeLeaseDurationSeconds/);
 });
+
+t.test('metricsBindAddress / healthzBindAddress: kube-proxy\'s defaults, "" or 0 turns off, errors name the field', async (t) => {
+  const d = parseAgentConfig({});
+  t.same([d.metricsBindAddress, d.healthzBindAddress], ['127.0.0.1:10249', '127.0.0.1:10256']);
+  const c = parseAgentConfig({ metricsBindAddress: '0.0.0.0:0', healthzBindAddress: '[::1]:10256' });
+  t.same([c.metricsBindAddress, c.healthzBindAddress], ['0.0.0.0:0', '[::1]:10256']);
+  for (const off of ['', '0', 0]) t.equal(parseAgentConfig({ metricsBindAddress: off }).metricsBindAddress, null, JSON.stringify(off));
+  t.equal(parseAgentConfig({ healthzBindAddress: '' }).healthzBindAddress, null);
+  for (const bad of ['10249', 'localhost:10249', '127.0.0.1', '127.0.0.1:70000', '300.0.0.1:80', '[1.2.3.4]:80', '::1:80', 10249]) {
+    t.throws(() => parseAgentConfig({ metricsBindAddress: bad }), /^config metricsBindAddress: must be IP:PORT such as 127\.0\.0\.1:10249/, JSON.stringify(bad));
+  }
+  t.throws(() => parseAgentConfig({ healthzBindAddress: 'x' }), /^config healthzBindAddress: must be IP:PORT such as 127\.0\.0\.1:10256 .*, got "x"$/);
+});
+
+t.test('nodePortAddresses and serviceCIDR: defaults, the flag forms, errors naming the field', async (t) => {
+  const d = parseAgentConfig({});
+  t.same([d.nodePortAddresses, d.serviceCIDR], [null, null], 'null: the proxy mode picks the default');
+  t.same(parseAgentConfig({ nodePortAddresses: ['primary'] }).nodePortAddresses, ['primary']);
+  t.same(parseAgentConfig({ nodePortAddresses: '192.168.77.0/24, 127.0.0.0/8' }).nodePortAddresses, ['192.168.77.0/24', '127.0.0.0/8'], 'the flag: comma-separated');
+  t.same(parseAgentConfig({ nodePortAddresses: '' }).nodePortAddresses, null);
+  t.throws(() => parseAgentConfig({ nodePortAddresses: ['primary', '10.0.0.0/8'] }), /config nodePortAddresses: "primary" must be the only value/);
+  t.throws(() => parseAgentConfig({ nodePortAddresses: 'eth0' }), /config nodePortAddresses: "eth0" is not a CIDR/);
+  t.throws(() => parseAgentConfig({ nodePortAddresses: [8] }), /config nodePortAddresses: must be a list/);
+  t.equal(parseAgentConfig({ serviceCIDR: '10.96.0.1/12' }).serviceCIDR, '10.96.0.0/12');
+  t.equal(parseAgentConfig({ serviceCIDR: '10.96.0.0/12,fd00::/108' }).serviceCIDR, '10.96.0.0/12', 'dual-stack form: the IPv4 one');
+  t.throws(() => parseAgentConfig({ serviceCIDR: 'fd00::/108' }), /config serviceCIDR: must be one IPv4 CIDR/);
+  t.throws(() => parseAgentConfig({ serviceCIDR: '10.96.0.0/40' }), /config serviceCIDR: must be an IPv4 CIDR/);
+});

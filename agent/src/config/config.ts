@@ -5,10 +5,12 @@
  * Paths default to the usual places on a real node (/run/nodenet,
  * /var/lib/nodenet). Tests and the demo give every virtual node its own.
  */
+import { isIP } from 'node:net';
 import { ErrorCode, NodenetError } from '../errors/errors.js';
 import { parseCidr, type Cidr } from '../net/ip.js';
 import { fieldReaders, type JsonObject } from '../json/read.js';
 import { validatePrefix } from '../proxy/iptables/chains.js';
+import { parseNodePortAddresses } from '../proxy/node-port-addresses.js';
 
 export type ProxyMode = 'iptables' | 'nftables' | 'none';
 
@@ -40,6 +42,18 @@ export interface AgentConfig {
   readonly clusterIPPing: 'reject' | 'drop';
   /** At least this long between two proxy syncs (kube-proxy --iptables-min-sync-period), ms. */
   readonly proxyMinSyncMs: number;
+  /**
+   * Which node addresses serve NodePorts (kube-proxy --nodeport-addresses):
+   * CIDRs, or ['primary'] (the node's primary IP: see proxy/node-port-addresses.ts).
+   * null: the mode's default (nftables: primary; iptables: every local address).
+   */
+  readonly nodePortAddresses: readonly string[] | null;
+  /** The Service CIDR (kube-apiserver --service-cluster-ip-range): nftables mode drops traffic to its unallocated addresses. */
+  readonly serviceCIDR: Cidr | null;
+  /** Where /metrics and /status listen, "IP:PORT" (kube-proxy's metricsBindAddress; port 0 picks one); null: off. */
+  readonly metricsBindAddress: string | null;
+  /** Where /healthz, /livez and /readyz listen, "IP:PORT" (kube-proxy's healthzBindAddress); null: off. */
+  readonly healthzBindAddress: string | null;
   /** On an API server: the node Lease's duration (s); it is renewed every quarter of it, as the kubelet's. */
   readonly nodeLeaseDurationSeconds: number;
   readonly logLevel: LogLevel;
@@ -62,6 +76,10 @@ export const DEFAULTS: AgentConfig = {
   kubeconfig: null,
   clusterIPPing: 'reject',
   proxyMinSyncMs: 1000,
+  nodePortAddresses: null,
+  serviceCIDR: null,
+  metricsBindAddress: '127.0.0.1:10249',
+  healthzBindAddress: '127.0.0.1:10256',
   nodeLeaseDurationSeconds: 40,
   logLevel: 'info',
   logFile: null,
@@ -86,6 +104,56 @@ function cidr(o: JsonObject, k: string): Cidr | null | undefined {
     return parseCidr(v).cidr;
   } catch {
     throw bad(k, `must be an IPv4 CIDR such as 10.244.1.0/24, got ${JSON.stringify(v)}`);
+  }
+}
+
+/** An "IP:PORT" or "[IPv6]:PORT" split, or null when it is not one (port 0-65535; 0 asks the kernel for a free one). */
+export function splitBindAddress(s: string): { host: string; port: number } | null {
+  const m = /^(?:\[([0-9a-fA-F:.]+)\]|(\d{1,3}(?:\.\d{1,3}){3})):(\d{1,5})$/.exec(s);
+  if (!m) return null;
+  const host = m[1] ?? m[2]!;
+  const port = Number(m[3]);
+  if (port > 65535 || isIP(host) !== (m[1] ? 6 : 4)) return null;
+  return { host, port };
+}
+
+/** A bind address field: absent is the default; "" or 0 (kube-proxy's "disabled") is null. */
+function bindAddress(o: JsonObject, k: 'metricsBindAddress' | 'healthzBindAddress'): string | null {
+  const v = o[k];
+  if (v === undefined) return DEFAULTS[k];
+  if (v === '' || v === '0' || v === 0) return null;
+  if (typeof v !== 'string' || !splitBindAddress(v)) {
+    throw bad(k, `must be IP:PORT such as 127.0.0.1:${k === 'metricsBindAddress' ? 10249 : 10256} or [::1]:10249 (port 0 picks a free one), or "" or "0" to disable, got ${JSON.stringify(v)}`);
+  }
+  return v;
+}
+
+/** nodePortAddresses: a list of strings, or one comma-separated string (the flag's form); validated as the proxy reads it. */
+function nodePortAddressesField(o: JsonObject): readonly string[] | null {
+  const v = o['nodePortAddresses'];
+  if (v === undefined || v === null) return null;
+  const list = typeof v === 'string' ? v.split(',') : Array.isArray(v) && v.every((x) => typeof x === 'string') ? (v as string[]) : null;
+  if (!list) throw bad('nodePortAddresses', `must be a list of CIDRs or "primary" (or one comma-separated string), got ${JSON.stringify(v)}`);
+  const values = list.map((x) => x.trim()).filter((x) => x !== '');
+  if (values.length === 0) return null;
+  try {
+    parseNodePortAddresses(values);
+  } catch (e) {
+    throw bad('nodePortAddresses', (e as Error).message.replace(/^nodePortAddresses: /, ''));
+  }
+  return values;
+}
+
+/** serviceCIDR: one IPv4 CIDR, or the API server's dual-stack "v4,v6" form (the IPv6 one is left out). */
+function serviceCIDRField(o: JsonObject): Cidr | null {
+  const v = str(o, 'serviceCIDR');
+  if (v === undefined) return null;
+  const v4 = v.split(',').map((x) => x.trim()).filter((x) => x !== '' && !x.includes(':'));
+  if (v4.length !== 1) throw bad('serviceCIDR', `must be one IPv4 CIDR such as 10.96.0.0/12 (optionally with an IPv6 one after a comma), got ${JSON.stringify(v)}`);
+  try {
+    return parseCidr(v4[0]!).cidr;
+  } catch {
+    throw bad('serviceCIDR', `must be an IPv4 CIDR such as 10.96.0.0/12, got ${JSON.stringify(v4[0])}`);
   }
 }
 
@@ -130,6 +198,10 @@ export function parseAgentConfig(raw: unknown): AgentConfig {
     kubeconfig,
     clusterIPPing: ping,
     proxyMinSyncMs: minSyncRaw,
+    nodePortAddresses: nodePortAddressesField(o),
+    serviceCIDR: serviceCIDRField(o),
+    metricsBindAddress: bindAddress(o, 'metricsBindAddress'),
+    healthzBindAddress: bindAddress(o, 'healthzBindAddress'),
     nodeLeaseDurationSeconds: leaseSeconds,
     logLevel: logLevel as LogLevel,
     logFile: str(o, 'logFile') ?? null,
@@ -152,6 +224,10 @@ export const FLAG_KEYS: Readonly<Record<string, keyof AgentConfig>> = {
   kubeconfig: 'kubeconfig',
   'cluster-ip-ping': 'clusterIPPing',
   'proxy-min-sync-ms': 'proxyMinSyncMs',
+  'nodeport-addresses': 'nodePortAddresses',
+  'service-cluster-ip-range': 'serviceCIDR',
+  'metrics-bind-address': 'metricsBindAddress',
+  'healthz-bind-address': 'healthzBindAddress',
   'node-lease-duration-seconds': 'nodeLeaseDurationSeconds',
   'log-level': 'logLevel',
   'log-file': 'logFile',

@@ -5,7 +5,9 @@
  * unit test runs this whole agent on the validating fakes without root.
  *
  * Start order matters:
- * 1. state and run dirs;
+ * 1. state and run dirs, then the health and metrics server (first, so
+ *    /healthz answers and /readyz says 503 while the rest starts, and a
+ *    taken port fails the start before anything else is set up);
  * 2. the ipMasq table (set up once, then matched to the attachment records);
  * 3. the sandbox and its CNI handler (answering "try again later" until the
  *    agent is ready);
@@ -15,7 +17,7 @@
  * 6. the Service proxy, when a proxy mode is set (its first sync waits for
  *    the source's initial lists);
  * 7. the ready marker (<runDir>/agent.ready).
- * stop() undoes 7 to 3 and leaves every pod as it is: namespaces, veths,
+ * stop() undoes 7 to 3, then closes the health server, and leaves every pod as it is: namespaces, veths,
  * IPs and rules stay, and a restarted agent picks up from its state dir.
  */
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -29,6 +31,8 @@ import { SandboxCniHandler } from '../cniserver/sandbox-handler.js';
 import type { MasqueradeEntry, SandboxDeps } from '../sandbox/deps.js';
 import { masqueradeEntry } from '../sandbox/masquerade.js';
 import { Sandbox } from '../sandbox/sandbox.js';
+import { AgentMetrics } from './agent-metrics.js';
+import type { HealthServer, HealthServerOptions, HealthSource } from './health-server.js';
 import { ProxyHost, type ProxyHostDeps } from './proxy-host.js';
 
 export interface AgentMasquerade {
@@ -51,6 +55,11 @@ export interface AgentDeps {
   readonly watchQueue?: ReplayerOptions['watch'];
   /** The Service proxy's dependencies; null when proxyMode is none. */
   readonly proxy: Omit<ProxyHostDeps, 'log' | 'clock'> | null;
+  /**
+   * Starts the /metrics, /status and /healthz server on the config's bind
+   * addresses (health-server.ts's startHealthServer); none when absent.
+   */
+  readonly serveHealth?: (o: HealthServerOptions) => Promise<HealthServer>;
   /** Closes what compose opened (netlink sockets, worker threads). */
   readonly close?: () => void | Promise<void>;
 }
@@ -60,6 +69,8 @@ export class Agent {
   private server: CniServer | null = null;
   private replayer: DeletionReplayer | null = null;
   private proxyHost: ProxyHost | null = null;
+  private healthServer: HealthServer | null = null;
+  private metrics: AgentMetrics | null = null;
   readonly log: Logger;
   private readonly readyFile: string;
 
@@ -76,11 +87,28 @@ export class Agent {
     return this.ready;
   }
 
+  /** The health and metrics server (its bound addresses), null when not serving. */
+  get health(): HealthServer | null {
+    return this.healthServer;
+  }
+
   async start(): Promise<void> {
     const { config: cfg, deps } = { config: this.deps.config, deps: this.deps };
     rmSync(this.readyFile, { force: true });
     mkdirSync(cfg.stateDir, { recursive: true, mode: 0o700 });
     mkdirSync(cfg.runDir, { recursive: true, mode: 0o700 });
+    if (deps.serveHealth && (cfg.metricsBindAddress || cfg.healthzBindAddress)) {
+      const metrics = new AgentMetrics({
+        clock: deps.clock,
+        proxyMode: cfg.proxyMode,
+        // kube-proxy's healthz timeout: twice the sync period (the proxy host's default 30 s).
+        healthTimeoutMs: 2 * (deps.proxy?.maxSyncIntervalMs ?? 30_000),
+        pendingChanges: () => this.proxyHost?.proxier.pendingChanges() ?? null,
+      });
+      this.metrics = metrics;
+      this.healthServer = await deps.serveHealth({ metricsBindAddress: cfg.metricsBindAddress, healthzBindAddress: cfg.healthzBindAddress, source: this.healthSource(metrics), log: this.log });
+    }
+    const observe = this.metrics;
 
     await deps.masquerade.setup();
     await this.masqueradeEntries()
@@ -89,7 +117,7 @@ export class Agent {
 
     const sandbox = new Sandbox({ ...deps.sandbox, log: this.log.child({ [F.subsys]: 'sandbox' }) });
     const handler = new SandboxCniHandler({ sandbox, defaultMtu: cfg.mtu, ready: () => this.ready, log: this.log.child({ [F.subsys]: 'cni' }) });
-    this.server = await deps.serveCni({ socketPath: cfg.cniSocket, handler, log: this.log });
+    this.server = await deps.serveCni({ socketPath: cfg.cniSocket, handler, log: this.log, ...(observe ? { observer: observe.cni } : {}) });
     this.replayer = new DeletionReplayer({
       dir: deletionQueueDirFor(cfg.cniSocket),
       handler,
@@ -98,11 +126,26 @@ export class Agent {
       ...(deps.watchQueue ? { watch: deps.watchQueue } : {}),
     });
     const replay = await this.replayer.start();
-    if (deps.proxy) this.proxyHost = await ProxyHost.start({ ...deps.proxy, log: this.log, clock: deps.clock });
+    if (deps.proxy) this.proxyHost = await ProxyHost.start({ ...deps.proxy, log: this.log, clock: deps.clock, ...(observe ? { observer: observe.proxy } : {}) });
 
     this.ready = true;
     writeFileSync(this.readyFile, `${process.pid}\n`);
     this.log.info({ socket: cfg.cniSocket, podCIDR: cfg.podCIDR, replay }, 'agent ready');
+  }
+
+  /** What the health server reports: this agent's readiness and proxy, over its metrics. */
+  private healthSource(m: AgentMetrics): HealthSource {
+    return {
+      probe: (kind) => m.probe(kind),
+      notReady: () => {
+        if (!this.ready) return 'the agent is starting or stopping';
+        if (this.proxyHost && !this.proxyHost.proxier.ready) return 'the proxy has not synced its rules with the Service source yet';
+        return null;
+      },
+      metrics: async () => ({ contentType: m.contentType, text: await m.text() }),
+      status: () => (this.deps.proxy === null ? 'none' : (this.proxyHost?.status() ?? 'starting')),
+      proxyMode: () => this.deps.config.proxyMode,
+    };
   }
 
   /** The masquerade entries the attachment records with ipMasq stand for (their IPs from the IPAM store). */
@@ -122,6 +165,7 @@ export class Agent {
     await this.replayer?.stop();
     await this.proxyHost?.stop();
     await this.server?.close();
+    await this.healthServer?.close();
     await this.deps.close?.();
     this.log.info('agent stopped');
   }

@@ -16,7 +16,7 @@ import { createLogger, silentLogger, type LevelWithSilent, type Logger } from '.
 import { Lab, uniqueTag } from '../lab/lab.js';
 import { applyLeftovers, LEGACY_LAB_ROOT, planLeftovers, readWorld } from '../lab/leftovers.js';
 import { labRoot } from '../lab/plan.js';
-import { parseCidr, parseIPNet, type IPv4 } from '../net/ip.js';
+import { parseCidr, parseIPNet, type Cidr, type IPv4 } from '../net/ip.js';
 import { ConntrackExecutor } from '../netfilter/conntrack.js';
 import { createIptables, detectBackend, ExecIptables } from '../netfilter/iptables.js';
 import { NetlinkNftSets } from '../netfilter/nft-sets.js';
@@ -31,6 +31,7 @@ import { IptablesBackend } from '../proxy/iptables/proxier.js';
 import { tableName } from '../proxy/nftables/names.js';
 import { NftablesBackend } from '../proxy/nftables/proxier.js';
 import type { ProxyBackend, ProxyNodeConfig } from '../proxy/types.js';
+import { parseNodePortAddresses, resolveNodePortAddresses, type NodeNetwork } from '../proxy/node-port-addresses.js';
 import { realClock } from '../reconcile/clock.js';
 import { IpamAdapter } from '../sandbox/ipam-adapter.js';
 import { NftMasquerade } from '../sandbox/masquerade.js';
@@ -40,6 +41,7 @@ import { NodeRegistration } from '../watch/node-registration.js';
 import { ManifestSource } from '../watch/manifest-source.js';
 import { startControlPlane, type ControlPlaneOptions } from '../controlplane/control-plane.js';
 import { Agent } from './agent.js';
+import { startHealthServer } from './health-server.js';
 import { ProxyHost, type ProxyHostDeps } from './proxy-host.js';
 import { proxyStatusFile } from './proxy-status.js';
 
@@ -72,7 +74,9 @@ export function agentLogger(cfg: AgentConfig): Logger {
 /** Builds one node's agent from real dependencies, in the calling process's network namespace. */
 export async function composeAgent(given: AgentConfig, logger?: Logger): Promise<Agent> {
   let cfg = given;
-  const log = (logger ?? agentLogger(cfg)).child({ [F.node]: cfg.nodeName });
+  const base = logger ?? agentLogger(cfg);
+  // The Agent adds the node field to its own logger; what is built here gets it from this one.
+  const log = base.child({ [F.node]: cfg.nodeName });
   const runner = new ExecaRunner();
   const deleter = new ThreadedLinkDeleter();
   const node = openNetlink(undefined, { deleter });
@@ -115,12 +119,15 @@ export async function composeAgent(given: AgentConfig, logger?: Logger): Promise
             statusFile: proxyStatusFile(cfg.runDir),
             minSyncIntervalMs: cfg.proxyMinSyncMs,
             nodeIPs: nodeAddresses(await node.listAddresses()),
+            nodePortAddresses: cfg.nodePortAddresses,
+            serviceCIDR: cfg.serviceCIDR,
+            bridge: cfg.bridge,
             runner,
             log,
           });
     return new Agent({
       config: cfg,
-      log,
+      log: base,
       clock: realClock,
       sandbox: {
         node,
@@ -134,6 +141,7 @@ export async function composeAgent(given: AgentConfig, logger?: Logger): Promise
       },
       masquerade,
       serveCni: startCniServer,
+      serveHealth: startHealthServer,
       proxy,
       close: async () => {
         registration?.stop();
@@ -167,6 +175,12 @@ export interface ProxyComposeOptions {
   readonly netns?: string;
   /** The node's addresses; read from the namespace (netlink) when absent. */
   readonly nodeIPs?: readonly IPv4[];
+  /** kube-proxy --nodeport-addresses (CIDRs or ['primary']); null or absent: the mode's default. */
+  readonly nodePortAddresses?: readonly string[] | null;
+  /** The Service CIDR: nftables mode drops traffic to its unallocated addresses. */
+  readonly serviceCIDR?: Cidr | null;
+  /** The pod bridge (never the primary IP's interface). Default cbr0. */
+  readonly bridge?: string;
   readonly runner: Runner;
   readonly log: Logger;
 }
@@ -174,16 +188,27 @@ export interface ProxyComposeOptions {
 /** The proxy host's real dependencies for a node (the agent's own namespace, or `netns`). */
 export async function composeProxyHostDeps(o: ProxyComposeOptions): Promise<Omit<ProxyHostDeps, 'log' | 'clock'>> {
   const ns = o.netns ? { netns: o.netns } : {};
-  let nodeIPs = o.nodeIPs;
-  if (!nodeIPs) {
-    const nl = openNetlink(o.netns ? toNetnsPath(o.netns) : undefined);
-    try {
-      nodeIPs = nodeAddresses(await nl.listAddresses());
-    } finally {
-      nl.close();
-    }
+  const nl = openNetlink(o.netns ? toNetnsPath(o.netns) : undefined);
+  let net: NodeNetwork;
+  try {
+    net = { links: await nl.listLinks(), addresses: await nl.listAddresses(), routes: await nl.listRoutes() };
+  } finally {
+    nl.close();
   }
-  const nodeConfig: ProxyNodeConfig = { nodeName: o.nodeName, nodeIPs, clusterCIDR: o.clusterCIDR, prefix: o.prefix, masqueradeBit: 14 };
+  const nodeIPs = o.nodeIPs ?? nodeAddresses(net.addresses);
+  const nodePorts = resolveNodePortAddresses(o.nodePortAddresses ? parseNodePortAddresses(o.nodePortAddresses) : null, o.mode, net, { bridge: o.bridge ?? 'cbr0' });
+  for (const w of nodePorts.warnings) o.log.warn(w);
+  o.log.info(nodePorts.description);
+  const nodeConfig: ProxyNodeConfig = {
+    nodeName: o.nodeName,
+    nodeIPs,
+    clusterCIDR: o.clusterCIDR,
+    prefix: o.prefix,
+    masqueradeBit: 14,
+    nodePortAddresses: nodePorts.cidrs,
+    primaryIP: nodePorts.primaryIP,
+    serviceCIDRs: o.serviceCIDR ? [o.serviceCIDR] : [],
+  };
   const backend: ProxyBackend =
     o.mode === 'iptables'
       ? new IptablesBackend({ iptables: await createIptables({ runner: o.runner, log: o.log, prefix: o.prefix, ...ns }), nodeConfig, log: o.log })
@@ -211,6 +236,7 @@ export async function composeProxyHostDeps(o: ProxyComposeOptions): Promise<Omit
         : null,
     statusFile: o.statusFile,
     minSyncIntervalMs: o.minSyncIntervalMs,
+    healthCheckAddresses: nodePorts.healthCheckAddresses,
     ...(o.maxSyncIntervalMs === undefined ? {} : { maxSyncIntervalMs: o.maxSyncIntervalMs }),
   };
 }

@@ -22,18 +22,23 @@
  *    directory today; the Kubernetes informers next). Without a source
  *    nothing is ever applied: the Proxier waits for the initial lists.
  *
+ * After every successful sync the service health server (proxy/healthcheck.ts)
+ * opens, closes and answers the healthCheckNodePorts of the applied Services.
+ *
  * After every sync attempt and every source scan the host rewrites a status
  * file (`proxy-status.json` in the run dir): the applied Services and
  * endpoints, the last sync's stats, the rejected objects with their fields.
- * `nodenet proxy status` and the tests read it; the kernel rules stay the
- * source of truth.
+ * The demo and the tests read it, and `nodenet proxy status` when the agent's
+ * /status (node/health-server.ts, the same status()) does not answer; the
+ * kernel rules stay the source of truth.
  */
 import { F } from '../log/fields.js';
 import type { Logger } from '../log/log.js';
 import type { Conntrack } from '../netfilter/conntrack.js';
 import type { Sysctl } from '../netns/sysctl.js';
 import type { EndpointSliceHandler, ServiceHandler } from '../proxy/handlers.js';
-import { Proxier } from '../proxy/proxier.js';
+import { Proxier, type ProxierObserver } from '../proxy/proxier.js';
+import { ServiceHealthServer } from '../proxy/healthcheck.js';
 import type { ProxyBackend, ProxyNodeConfig, ProxySnapshot } from '../proxy/types.js';
 import type { Clock } from '../reconcile/clock.js';
 import { describeApplied, writeProxyStatus, type ProxyStatus } from './proxy-status.js';
@@ -77,16 +82,26 @@ export interface ProxyHostDeps {
   readonly statusFile: string | null;
   readonly minSyncIntervalMs: number;
   readonly maxSyncIntervalMs?: number;
+  /**
+   * Where LoadBalancer Services' healthCheckNodePort servers listen (the
+   * NodePort addresses, or ['0.0.0.0']); none are opened when absent.
+   */
+  readonly healthCheckAddresses?: readonly string[];
+  /** Told about the proxy's changes and syncs (the agent's metrics and /healthz). */
+  readonly observer?: ProxierObserver;
 }
 
 export class ProxyHost {
   private source: ProxySource | null = null;
   private applied: ProxySnapshot | null = null;
+  /** kube-proxy's service health server, driven after every successful sync. */
+  private readonly health: ServiceHealthServer | null;
   readonly proxier: Proxier;
   private readonly log: Logger;
 
   private constructor(private readonly deps: ProxyHostDeps) {
     this.log = deps.log.child({ [F.subsys]: 'proxy-host', [F.mode]: deps.mode });
+    this.health = this.healthFor(deps.healthCheckAddresses);
     this.proxier = new Proxier({
       backend: deps.backend,
       nodeConfig: deps.nodeConfig,
@@ -95,11 +110,19 @@ export class ProxyHost {
       log: deps.log,
       minSyncIntervalMs: deps.minSyncIntervalMs,
       maxSyncIntervalMs: deps.maxSyncIntervalMs ?? 30_000,
+      ...(deps.observer ? { observer: deps.observer } : {}),
       onSyncDone: (snap) => {
         if (snap) this.applied = snap;
+        if (snap) void this.health?.update(snap);
         this.writeStatus();
       },
     });
+  }
+
+  private healthFor(addresses: readonly string[] | undefined): ServiceHealthServer | null {
+    if (!addresses) return null;
+    // kube-proxy's serviceProxyHealthy: rules applied and the last sync succeeded.
+    return new ServiceHealthServer({ log: this.deps.log, addresses, proxyHealthy: () => this.proxier.ready && this.proxier.lastSync?.ok === true });
   }
 
   get backend(): ProxyBackend {
@@ -155,6 +178,7 @@ export class ProxyHost {
     this.source?.stop();
     this.proxier.stop();
     await this.proxier.whenIdle();
+    await this.health?.close();
   }
 
   /** Removes this mode's rules (kube-proxy --cleanup). */

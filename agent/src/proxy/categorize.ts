@@ -33,9 +33,9 @@ export interface EndpointCategories {
   readonly hasAny: boolean;
 }
 
-/** NodePort or external IPs: reachable from outside through this node. */
+/** NodePort, external IPs or load-balancer VIPs: reachable from outside through this node. */
 export function externallyAccessible(svc: ServicePortInfo): boolean {
-  return svc.nodePort !== 0 || svc.externalIPs.length > 0;
+  return svc.nodePort !== 0 || svc.externalIPs.length > 0 || svc.loadBalancerVIPs.length > 0;
 }
 
 /** External traffic (if the port accepts any) goes to this node's endpoints only. */

@@ -3,8 +3,8 @@
  *
  * After the rules changed, three kinds of UDP flows would keep doing the
  * wrong thing until their entries time out (kube-proxy's reasons, per
- * ServicePort and per frontend — ClusterIP:port, each externalIP:port, and
- * *:nodePort):
+ * ServicePort and per frontend — ClusterIP:port, each externalIP:port and
+ * load-balancer VIP:port, and *:nodePort):
  * 1. flows DNATed to an endpoint that stopped serving or went away keep
  *    going to it → delete that frontend's entries replying from that
  *    endpoint (an `endpoint` action);
@@ -41,7 +41,7 @@ export function describeAction(a: ConntrackAction): string {
 export function udpFrontends(info: ServicePortInfo | null | undefined): ConntrackTarget[] {
   if (!info || info.protocol !== 'UDP') return [];
   const out: ConntrackTarget[] = [{ kind: 'serviceIP', ip: info.clusterIP, port: info.port }];
-  for (const ip of info.externalIPs) out.push({ kind: 'serviceIP', ip, port: info.port });
+  for (const ip of [...info.externalIPs, ...info.loadBalancerVIPs]) out.push({ kind: 'serviceIP', ip, port: info.port });
   if (info.nodePort > 0) out.push({ kind: 'nodePort', port: info.nodePort });
   return out;
 }

@@ -39,3 +39,14 @@ t.test('admission: EndpointSlices and the configured NodePort range', async (t) 
   a.endpointSlice(withField(es, 'endpoints[0].addresses[0]', 'x'), true);
   t.same(a.rejected().map((r) => [r.kind, r.key, r.field]), [['EndpointSlice', 'default/n-abcde', 'endpoints[0].addresses[0]']]);
 });
+
+t.test('admission: a Service labelled for another proxy, or headless, is recorded as ignored with the reason', async (t) => {
+  const a = new ObjectAdmission({ log: silentLogger() });
+  const svc = makeService({ name: 'other', clusterIP: clusterIP(3), ports: [{ port: 80 }] });
+  t.equal(a.service(withField(svc, 'metadata.labels', { 'service.kubernetes.io/service-proxy-name': 'cilium' }), true).ports, null);
+  t.same(a.ignored(), [{ kind: 'Service', key: 'default/other', reason: "labelled service.kubernetes.io/service-proxy-name=cilium: served by another proxy, no rules (kube-proxy's informers exclude it)" }]);
+  t.equal(a.service(svc, true).ports?.length, 1, 'the label removed: served again');
+  t.same(a.ignored(), []);
+  a.service(withField(svc, 'metadata.labels', { 'service.kubernetes.io/headless': '' }), true);
+  t.match(a.ignored(), [{ key: 'default/other', reason: /headless/ }]);
+});

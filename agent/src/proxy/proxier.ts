@@ -62,6 +62,45 @@ export interface ProxierDeps {
    * Must not throw (status files, metrics).
    */
   readonly onSyncDone?: (applied: ProxySnapshot | null, stats: SyncStats) => void;
+  /** Told about every change and sync (the agent's metrics and /healthz). */
+  readonly observer?: ProxierObserver;
+}
+
+/** The annotation the EndpointSlice controller sets to the time of the Pod or Service change behind a write. */
+export const LAST_CHANGE_TRIGGER_TIME = 'endpoints.kubernetes.io/last-change-trigger-time';
+
+/**
+ * What the Proxier reports as it works, for kube-proxy's metrics and healthz
+ * (node/agent-metrics.ts). Calls are synchronous and must not throw.
+ */
+export interface ProxierObserver {
+  /**
+   * A Service or EndpointSlice event was recorded (kube-proxy counts every
+   * one). `queued`: it left a change pending after the initial lists, so a
+   * sync was requested (kube-proxy's QueuedUpdate: the healthz timeout runs
+   * from the oldest such change until a sync succeeds).
+   */
+  changeSeen(kind: 'service' | 'endpoints', queued: boolean): void;
+  /**
+   * After every sync attempt that reached the backend. `triggerTimes`: clock
+   * times of the EndpointSlice changes that sync put in the kernel (their
+   * LAST_CHANGE_TRIGGER_TIME, else when the proxier received them); empty
+   * when it failed (they wait for the next success).
+   */
+  syncDone(stats: SyncStats, triggerTimes: readonly number[]): void;
+}
+
+/**
+ * A slice's LAST_CHANGE_TRIGGER_TIME as clock ms (RFC 3339, as the
+ * controller writes it), null when absent or unparseable. Pure.
+ */
+export function lastChangeTriggerTime(slice: unknown): number | null {
+  const md = typeof slice === 'object' && slice !== null ? (slice as { metadata?: unknown }).metadata : undefined;
+  const ann = typeof md === 'object' && md !== null ? (md as { annotations?: unknown }).annotations : undefined;
+  const v = typeof ann === 'object' && ann !== null ? (ann as Record<string, unknown>)[LAST_CHANGE_TRIGGER_TIME] : undefined;
+  if (typeof v !== 'string' || !/^\d{4}-\d\d-\d\dT/.test(v)) return null;
+  const ms = Date.parse(v);
+  return Number.isFinite(ms) ? ms : null;
 }
 
 export type SyncReason = 'first' | 'after-failure' | 'canary-missing' | 'periodic-full' | 'partial';
@@ -106,8 +145,15 @@ export class Proxier implements ServiceHandler, EndpointSliceHandler {
   private chain: Promise<void> = Promise.resolve();
   private stats: SyncStats | null = null;
   private syncs = 0;
+  /** Network programming latency: trigger times of the pending EndpointSlice changes, by slice key. */
+  private readonly triggerTimes = new Map<string, number[]>();
+  /** Trigger times a failed sync took, for the next successful one. */
+  private unsyncedTriggerTimes: number[] = [];
+  /** Trigger times before this are older than the proxier (a restart relisting): not its latency (kube-proxy's trackerStartTime). */
+  private readonly createdAt: number;
 
   constructor(private readonly deps: ProxierDeps) {
+    this.createdAt = deps.clock.now();
     this.log = deps.log.child({ [F.subsys]: 'proxy', [F.mode]: deps.backend.mode });
     this.admission = new ObjectAdmission(deps.nodePortRange ? { log: this.log, nodePortRange: deps.nodePortRange } : { log: this.log });
     this.endpointsChanges = new EndpointsChangeTracker(deps.nodeConfig.nodeName);
@@ -144,7 +190,7 @@ export class Proxier implements ServiceHandler, EndpointSliceHandler {
     const p = this.admission.service(svc, false);
     if (p.key === null) return void this.log.warn('Service delete without namespace/name ignored');
     this.admission.forget('Service', p.key);
-    if (this.serviceChanges.update(p.key, p.ports, null)) this.runner.request();
+    this.changed('service', this.serviceChanges.update(p.key, p.ports, null));
   }
 
   onServicesSynced(): void {
@@ -166,7 +212,9 @@ export class Proxier implements ServiceHandler, EndpointSliceHandler {
     const p = this.admission.endpointSlice(slice, false);
     if (p.key === null) return void this.log.warn('EndpointSlice delete without namespace/name ignored');
     this.admission.forget('EndpointSlice', p.key);
-    if (this.endpointsChanges.update(p.key, p.info, null)) this.runner.request();
+    // As kube-proxy: a deletion's trigger time is that of the slice's last update, not of the change; not measured.
+    this.triggerTimes.delete(p.key);
+    this.changed('endpoints', this.endpointsChanges.update(p.key, p.info, null));
   }
 
   onEndpointSlicesSynced(): void {
@@ -179,7 +227,7 @@ export class Proxier implements ServiceHandler, EndpointSliceHandler {
     const cur = this.admission.service(curRaw, true);
     const key = cur.key ?? prev.key;
     if (key === null) return void this.log.warn('Service without namespace/name ignored');
-    if (this.serviceChanges.update(key, prev.ports, cur.ports)) this.runner.request();
+    this.changed('service', this.serviceChanges.update(key, prev.ports, cur.ports));
   }
 
   private sliceEvent(prevRaw: unknown, curRaw: unknown): void {
@@ -187,7 +235,29 @@ export class Proxier implements ServiceHandler, EndpointSliceHandler {
     const cur = this.admission.endpointSlice(curRaw, true);
     const key = cur.key ?? prev.key;
     if (key === null) return void this.log.warn('EndpointSlice without namespace/name ignored');
-    if (this.endpointsChanges.update(key, prev.info, cur.info)) this.runner.request();
+    const pending = this.endpointsChanges.update(key, prev.info, cur.info);
+    this.noteTriggerTime(key, pending, curRaw);
+    this.changed('endpoints', pending);
+  }
+
+  /** One recorded event: request a sync when it left a change pending; tell the observer. */
+  private changed(kind: 'service' | 'endpoints', pending: boolean): void {
+    if (pending) this.runner.request();
+    this.deps.observer?.changeSeen(kind, pending && this.servicesSynced && this.slicesSynced);
+  }
+
+  /**
+   * Remembers when the change behind a slice event happened: the
+   * controller's annotation, else (for a change after the initial list) now.
+   * A change that cancelled out (nothing pending for the slice) has none.
+   */
+  private noteTriggerTime(key: string, pending: boolean, curRaw: unknown): void {
+    if (!pending) return void this.triggerTimes.delete(key);
+    const t = lastChangeTriggerTime(curRaw) ?? (this.slicesSynced ? this.deps.clock.now() : null);
+    if (t === null || t < this.createdAt) return;
+    const list = this.triggerTimes.get(key);
+    if (list) list.push(t);
+    else this.triggerTimes.set(key, [t]);
   }
 
   // ---- sync ----
@@ -212,6 +282,9 @@ export class Proxier implements ServiceHandler, EndpointSliceHandler {
     const startedAt = clock.now();
     const svcResult = this.serviceMap.apply(this.serviceChanges.drain());
     const epResult = this.endpointsMap.apply(this.endpointsChanges.drain());
+    const triggerTimes = [...this.unsyncedTriggerTimes, ...[...this.triggerTimes.values()].flat()];
+    this.unsyncedTriggerTimes = [];
+    this.triggerTimes.clear();
     for (const k of svcResult.changedServices) this.pendingChanged.add(k);
     for (const k of epResult.changedServices) this.pendingChanged.add(k);
     for (const a of planConntrackCleanup(svcResult, epResult, this.serviceMap.view(), this.endpointsMap.view())) {
@@ -242,7 +315,9 @@ export class Proxier implements ServiceHandler, EndpointSliceHandler {
       this.stats = { ...base, durationMs: clock.now() - startedAt, ruleCount: null, ok: false, error: err.message, conntrackActions: 0 };
       this.log.error({ [F.err]: err, [F.scope]: base.scope, [F.reason]: reason }, `proxy sync failed; retrying in ${retryMs} ms with a full sync`);
       this.runner.retryAfter(retryMs);
+      this.unsyncedTriggerTimes = triggerTimes;
       this.deps.onSyncDone?.(null, this.stats);
+      this.deps.observer?.syncDone(this.stats, []);
       return;
     }
     this.everSynced = true;
@@ -259,6 +334,7 @@ export class Proxier implements ServiceHandler, EndpointSliceHandler {
       `proxy rules synced: ${base.servicePorts} service ports, ${endpointCount} endpoints${scope.full ? '' : `, ${base.changedServices} changed Services`}`,
     );
     this.deps.onSyncDone?.(snapshot, this.stats);
+    this.deps.observer?.syncDone(this.stats, triggerTimes);
   }
 
   private async chooseScope(now: number): Promise<SyncReason> {
@@ -306,6 +382,11 @@ export class Proxier implements ServiceHandler, EndpointSliceHandler {
   /** True once both sources synced and a sync succeeded. */
   get ready(): boolean {
     return this.everSynced;
+  }
+
+  /** Keys with a change recorded but not yet synced (kube-proxy's *_changes_pending). */
+  pendingChanges(): { readonly services: number; readonly endpoints: number } {
+    return { services: this.serviceChanges.size, endpoints: this.endpointsChanges.size };
   }
 
   /** The applied state as a snapshot (what the last sync rendered, plus nothing pending). */

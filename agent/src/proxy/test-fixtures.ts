@@ -40,6 +40,13 @@ export interface SvcOpts {
   etp?: 'Cluster' | 'Local';
   itp?: 'Cluster' | 'Local';
   externalIPs?: string[];
+  /** status.loadBalancer.ingress VIPs; any makes the Service type LoadBalancer. */
+  lbVIPs?: string[];
+  /** spec.loadBalancerSourceRanges. */
+  sourceRanges?: string[];
+  healthCheckNodePort?: number;
+  /** Overrides the type the other options imply. */
+  type?: 'ClusterIP' | 'NodePort' | 'LoadBalancer';
 }
 
 /** One ServicePort; the port name defaults to "p80" (kube-proxy's tests' naming). */
@@ -47,7 +54,7 @@ export function svc(ns: string, name: string, clusterIP: string, o: SvcOpts = {}
   const protocol = o.protocol ?? 'TCP';
   return {
     spn: { namespace: ns, name, port: o.portName ?? 'p80', protocol },
-    serviceType: o.nodePort ? 'NodePort' : 'ClusterIP',
+    serviceType: o.type ?? (o.lbVIPs || o.sourceRanges || o.healthCheckNodePort ? 'LoadBalancer' : o.nodePort ? 'NodePort' : 'ClusterIP'),
     clusterIP: parseIPv4(clusterIP),
     port: o.port ?? 80,
     protocol,
@@ -56,6 +63,9 @@ export function svc(ns: string, name: string, clusterIP: string, o: SvcOpts = {}
     externalTrafficPolicy: o.etp ?? 'Cluster',
     internalTrafficPolicy: o.itp ?? 'Cluster',
     externalIPs: (o.externalIPs ?? []).map(parseIPv4),
+    loadBalancerVIPs: (o.lbVIPs ?? []).map(parseIPv4),
+    loadBalancerSourceRanges: (o.sourceRanges ?? []).map((c) => parseCidr(c).cidr),
+    healthCheckNodePort: o.healthCheckNodePort ?? 0,
   };
 }
 

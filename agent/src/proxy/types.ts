@@ -46,7 +46,7 @@ export function parseSpnKey(k: SpnKey): ServicePortName | null {
 export type ServiceKey = string;
 
 export type TrafficPolicy = 'Cluster' | 'Local';
-export type ServiceType = 'ClusterIP' | 'NodePort';
+export type ServiceType = 'ClusterIP' | 'NodePort' | 'LoadBalancer';
 
 export interface ServicePortInfo {
   readonly spn: ServicePortName;
@@ -61,6 +61,16 @@ export interface ServicePortInfo {
   readonly externalTrafficPolicy: TrafficPolicy;
   readonly internalTrafficPolicy: TrafficPolicy;
   readonly externalIPs: readonly IPv4[];
+  /**
+   * The `status.loadBalancer.ingress` IPs a VIP-style load balancer sends here
+   * with the destination unchanged (kube-proxy's LoadBalancerVIPs): IPv4,
+   * deduplicated; ingress with `ipMode: Proxy` or only a hostname is left out.
+   */
+  readonly loadBalancerVIPs: readonly IPv4[];
+  /** `spec.loadBalancerSourceRanges` (IPv4, as networks): with VIPs, only these sources may reach them; [] = anyone. */
+  readonly loadBalancerSourceRanges: readonly Cidr[];
+  /** `spec.healthCheckNodePort` of a LoadBalancer Service with externalTrafficPolicy Local; 0 otherwise. */
+  readonly healthCheckNodePort: number;
 }
 
 /** One endpoint of one ServicePort (the targetPort already resolved to a number). */
@@ -99,6 +109,21 @@ export interface ProxyNodeConfig {
   readonly prefix: string;
   /** The masquerade mark bit (kube-proxy: 14 → 0x4000). */
   readonly masqueradeBit: number;
+  /**
+   * Which of the node's addresses serve NodePorts (kube-proxy
+   * --nodeport-addresses, resolved by proxy/node-port-addresses.ts): the
+   * local addresses inside these CIDRs. null or absent: every local address
+   * (nftables mode leaves out 127.0.0.0/8 whatever the list says).
+   */
+  readonly nodePortAddresses?: readonly Cidr[] | null;
+  /**
+   * The node's primary IP (kube-proxy's nodeIP). A loadBalancerSourceRanges
+   * entry that holds it also admits the LB IPs as sources, so the node can
+   * reach a VIP that is one of its own addresses.
+   */
+  readonly primaryIP?: IPv4 | null;
+  /** The Service CIDRs: nftables mode drops traffic to an address in them that no Service has (unallocated ClusterIPs). */
+  readonly serviceCIDRs?: readonly Cidr[];
 }
 
 /** What a sync is asked to do: everything, or only the chains of these Services plus the top-level dispatch. */

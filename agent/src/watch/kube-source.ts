@@ -21,6 +21,14 @@ import { Informer, SyncGroup, type BackoffOptions, type ListWatchLike } from './
 
 export const IN_CLUSTER = 'in-cluster';
 
+/**
+ * kube-proxy's informers' label selector: Services served by another proxy
+ * or labelled headless, and their EndpointSlices (the slice controller copies
+ * the labels), are never listed. proxy/model drops them too, for sources that
+ * cannot filter (the manifest directory).
+ */
+export const PROXY_LABEL_SELECTOR = '!service.kubernetes.io/service-proxy-name,!service.kubernetes.io/headless';
+
 /** A KubeConfig from a file, or from the Pod's service account. @throws InvalidConfig naming the problem */
 export function loadKubeConfig(source: string): KubeConfig {
   const kc = new KubeConfig();
@@ -72,11 +80,11 @@ export class KubeSource {
       o.onSynced?.();
     });
     const sources: [string, string, () => Promise<{ items: KubernetesObject[] }>, typeof svc][] = [
-      ['services', '/api/v1/services', () => core.listServiceForAllNamespaces() as Promise<{ items: KubernetesObject[] }>, svc],
-      ['endpointslices', '/apis/discovery.k8s.io/v1/endpointslices', () => discovery.listEndpointSliceForAllNamespaces() as Promise<{ items: KubernetesObject[] }>, eps],
+      ['services', '/api/v1/services', () => core.listServiceForAllNamespaces({ labelSelector: PROXY_LABEL_SELECTOR }) as Promise<{ items: KubernetesObject[] }>, svc],
+      ['endpointslices', '/apis/discovery.k8s.io/v1/endpointslices', () => discovery.listEndpointSliceForAllNamespaces({ labelSelector: PROXY_LABEL_SELECTOR }) as Promise<{ items: KubernetesObject[] }>, eps],
     ];
     for (const [name, path, list, handler] of sources) {
-      const lw = new ListWatch<KubernetesObject>(path, watch, list as never, false);
+      const lw = new ListWatch<KubernetesObject>(path, watch, list as never, false, PROXY_LABEL_SELECTOR);
       lw.on('error', (e: unknown) => this.lastError.set(name, e instanceof Error ? e.message : String(e)));
       lw.on('connect', () => this.lastError.delete(name));
       this.informers.push(new Informer({

@@ -31,8 +31,10 @@ export interface FixedChains {
   readonly services: ChainName;
   /** filter: REJECT/DROP for NodePorts and external IPs without usable endpoints. */
   readonly externalServices: ChainName;
-  /** nat: NodePort dispatch, jumped to from the end of SERVICES. */
+  /** nat: NodePort dispatch, jumped to from the end of SERVICES; filter: ACCEPT for health check NodePorts (from INPUT). */
   readonly nodePorts: ChainName;
+  /** filter: DROP for load-balancer VIP traffic the per-service FW chain did not let through to DNAT. */
+  readonly proxyFirewall: ChainName;
   /** nat: masquerade marked packets, jumped to from POSTROUTING. */
   readonly postrouting: ChainName;
   /** nat: sets the masquerade mark bit. */
@@ -70,6 +72,7 @@ export function fixedChains(prefix: string): FixedChains {
     services: asChain(`${p}-SERVICES`),
     externalServices: asChain(`${p}-EXTERNAL-SERVICES`),
     nodePorts: asChain(`${p}-NODEPORTS`),
+    proxyFirewall: asChain(`${p}-PROXY-FIREWALL`),
     postrouting: asChain(`${p}-POSTROUTING`),
     markMasq: asChain(`${p}-MARK-MASQ`),
     forward: asChain(`${p}-FORWARD`),
@@ -135,5 +138,5 @@ export function isServiceChain(prefix: string, name: string): boolean {
 export function isOwnedChain(prefix: string, name: string): boolean {
   if (isServiceChain(prefix, name)) return true;
   const f = fixedChains(prefix);
-  return [f.services, f.externalServices, f.nodePorts, f.postrouting, f.markMasq, f.forward, f.firewall, f.canary].includes(name as ChainName);
+  return [f.services, f.externalServices, f.nodePorts, f.proxyFirewall, f.postrouting, f.markMasq, f.forward, f.firewall, f.canary].includes(name as ChainName);
 }

@@ -119,7 +119,7 @@ for (const backend of BACKENDS) {
     const k1 = await kernelDump(p.exec);
     t.same(state(k1), state(p.fake.dump()), 'full sync: iptables-save parses to the same rules');
     t.ok(Object.keys(state(k1)).length > 20, 'and there is a lot of it');
-    t.equal(p.real.lastSync?.jumpsInserted, 10);
+    t.equal(p.real.lastSync?.jumpsInserted, 14);
 
     // The tracer agrees on the kernel's rules.
     const flow = (d: IptDump) => traceIptables(d, { sourceIP: parseIPv4('10.0.0.2'), destIP: parseIPv4('172.30.0.43'), destPort: 80, protocol: 'TCP' }, { nodeIPs: ['192.168.0.2'] }).destination;
@@ -146,7 +146,7 @@ for (const backend of BACKENDS) {
     }
     t.equal(await p.real.canaryMissing(), true, 'canary gone after an external flush');
     await p.real.sync(CHANGED, { full: true });
-    t.equal(p.real.lastSync?.jumpsInserted, 10, 'jumps re-inserted');
+    t.equal(p.real.lastSync?.jumpsInserted, 14, 'jumps re-inserted');
     t.same(state(await kernelDump(p.exec)), state(p.fake.dump()), 'a full sync restores everything');
     t.equal(await p.real.canaryMissing(), false);
 

@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap';
 import { ErrorCode, NodenetError } from '../../errors/errors.js';
 import { silentLogger } from '../../log/log.js';
-import { parseIPv4 } from '../../net/ip.js';
+import { parseCidr, parseIPv4 } from '../../net/ip.js';
 import { FakeIptables } from '../../netfilter/iptables.fake.js';
 import { getChain } from '../../netfilter/iptables-parse.js';
 import { traceIptables } from '../../trace/iptables-tracer.js';
@@ -121,19 +121,67 @@ t.test('packet flows: internalTrafficPolicy Local and terminating endpoints', as
   ]);
 });
 
+t.test('packet flows: LoadBalancer VIP, source ranges, externalTrafficPolicy Local, health check port', async (t) => {
+  const VIP = '1.2.3.4';
+  const f = await synced(
+    snapshot(
+      // Source ranges: the external client's /25 and the node's own /24; endpoints: one here, one elsewhere.
+      [svc('ns5', 'svc5', '172.30.0.45', { nodePort: 3002, lbVIPs: [VIP], sourceRanges: ['203.0.113.0/25', '192.168.0.0/24'], etp: 'Local', healthCheckNodePort: 30000 }), [ep('10.180.0.5', { local: true }), ep('10.180.0.6')]],
+      [svc('ns6', 'svc6', '172.30.0.46', { lbVIPs: ['1.2.3.6'] }), [ep('10.180.0.6')]],
+    ),
+    { primaryIP: NODE_IP },
+  );
+  flows(t, f, [
+    { name: 'allowed source to the VIP: local endpoint only, source kept', src: EXTERNAL_CLIENT, dst: VIP, port: 80, dest: '10.180.0.5:80', masq: false },
+    { name: 'source outside the ranges: dropped', src: '203.0.113.200', dst: VIP, port: 80, dest: 'DROP', masq: false },
+    { name: 'a pod outside the ranges: dropped too (as kube-proxy)', src: POD, dst: VIP, port: 80, dest: 'DROP', masq: false },
+    { name: 'the node (in a range): short-circuit to every endpoint, masqueraded', src: NODE_IP, dst: VIP, port: 80, dest: '10.180.0.5:80, 10.180.0.6:80', masq: true },
+    { name: 'NodePorts are not subject to the source ranges', src: '203.0.113.200', dst: NODE_IP, port: 3002, dest: '10.180.0.5:80', masq: false },
+    { name: 'the VIP on another port', src: EXTERNAL_CLIENT, dst: VIP, port: 81, dest: '', masq: false },
+    { name: 'health check port accepted', src: '203.0.113.200', dst: NODE_IP, port: 30000, dest: 'ACCEPT', masq: false },
+    { name: 'no ranges: anyone, masqueraded (Cluster policy)', src: '203.0.113.200', dst: '1.2.3.6', port: 80, dest: '10.180.0.6:80', masq: true },
+  ]);
+});
+
+t.test('packet flows: nodePortAddresses picks which local addresses serve NodePorts', async (t) => {
+  const BRIDGE = '10.0.0.1'; // a local address that is not the primary one (a bridge's)
+  const snap = snapshot([svc('ns1', 'svc1', '172.30.0.41', { nodePort: 30080 }), [ep('10.180.0.1')]]);
+  const trace = (f: FakeIptables, dst: string) =>
+    traceIptables(f.dump(), { sourceIP: EXTERNAL_CLIENT, destIP: parseIPv4(dst), destPort: 30080, protocol: 'TCP' }, { nodeIPs: [NODE_IP], localAddrs: [BRIDGE] }).destination;
+  const all = await synced(snap);
+  t.equal(trace(all, NODE_IP), '10.180.0.1:80', 'default: the node IP');
+  t.equal(trace(all, BRIDGE), '10.180.0.1:80', 'default: every local address, the bridge too');
+  t.equal(trace(all, '127.0.0.1'), '10.180.0.1:80', 'default: 127.0.0.1 too (route_localnet)');
+  const primary = await synced(snap, { nodePortAddresses: [parseCidr(`${NODE_IP}/32`).cidr] });
+  t.equal(trace(primary, NODE_IP), '10.180.0.1:80', 'primary: the node IP');
+  t.equal(trace(primary, BRIDGE), '', 'primary: not the bridge address');
+  t.equal(trace(primary, '127.0.0.1'), 'DROP', 'primary: not localhost (not DNATed, so the martian-localhost rule drops it)');
+  const wide = await synced(snap, { nodePortAddresses: [parseCidr('10.0.0.0/8').cidr] });
+  t.equal(trace(wide, BRIDGE), '10.180.0.1:80', 'a CIDR: its local addresses');
+  t.equal(trace(wide, NODE_IP), '', 'a CIDR: not the addresses outside it');
+});
+
 t.test('a full sync installs the jumps once; re-syncing is idempotent', async (t) => {
   const { f, b } = setup();
   const snap = snapshot([svc('ns1', 'svc1', '172.30.0.41'), [ep('10.180.0.1')]]);
   await b.sync(snap, FULL);
-  t.equal(b.lastSync?.jumpsInserted, 10);
+  t.equal(b.lastSync?.jumpsInserted, 14);
   const pre = getChain(f.dump(), 'nat', 'PREROUTING')!.rules.map((r) => r.args);
   t.same(pre, ['-m comment --comment "kubernetes service portals" -j KUBE-SERVICES']);
   const fwd = getChain(f.dump(), 'filter', 'FORWARD')!.rules.map((r) => r.args);
   t.same(fwd, [
+    '-m conntrack --ctstate NEW -m comment --comment "kubernetes load balancer firewall" -j KUBE-PROXY-FIREWALL',
     '-m comment --comment "kubernetes forwarding rules" -j KUBE-FORWARD',
     '-m conntrack --ctstate NEW -m comment --comment "kubernetes service portals" -j KUBE-SERVICES',
     '-m conntrack --ctstate NEW -m comment --comment "kubernetes externally-visible service portals" -j KUBE-EXTERNAL-SERVICES',
   ]);
+  const input = getChain(f.dump(), 'filter', 'INPUT')!.rules.map((r) => r.args);
+  t.same(input, [
+    '-m conntrack --ctstate NEW -m comment --comment "kubernetes load balancer firewall" -j KUBE-PROXY-FIREWALL',
+    '-j KUBE-FIREWALL',
+    '-m comment --comment "kubernetes health check service ports" -j KUBE-NODEPORTS',
+    '-m conntrack --ctstate NEW -m comment --comment "kubernetes externally-visible service portals" -j KUBE-EXTERNAL-SERVICES',
+  ], 'INPUT: the load-balancer firewall first, then the health check ports before the external services');
   const before = f.dump();
   await b.sync(snap, FULL);
   t.equal(b.lastSync?.jumpsInserted, 0);

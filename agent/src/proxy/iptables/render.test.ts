@@ -1,6 +1,7 @@
 import t from 'tap';
 import { NodenetError } from '../../errors/errors.js';
 import { parseRestore } from '../../netfilter/iptables-parse.js';
+import { parseCidr, parseIPv4 } from '../../net/ip.js';
 import { ep, nodeConfig, snapshot, svc } from '../test-fixtures.js';
 import { formatProbability, masqueradeMark, renderIptables } from './render.js';
 
@@ -11,6 +12,8 @@ const FILTER_HEAD = `*filter
 :KUBE-EXTERNAL-SERVICES - [0:0]
 :KUBE-FORWARD - [0:0]
 :KUBE-FIREWALL - [0:0]
+:KUBE-NODEPORTS - [0:0]
+:KUBE-PROXY-FIREWALL - [0:0]
 :KUBE-PROXY-CANARY - [0:0]
 `;
 const FILTER_TAIL = `-A KUBE-FORWARD -m conntrack --ctstate INVALID -j DROP
@@ -38,8 +41,9 @@ const MANGLE = `*mangle
 COMMIT
 `;
 
-function full(p: { filter?: string; natChains?: string; services?: string; nodePorts?: string; rules?: string }): string {
-  return FILTER_HEAD + (p.filter ?? '') + FILTER_TAIL + NAT_HEAD + (p.natChains ?? '') + (p.services ?? '') + NODEPORTS_LAST + (p.nodePorts ?? '') + NAT_FIXED + (p.rules ?? '') + 'COMMIT\n' + MANGLE;
+/** filterEnd: rules of the filter chains written after KUBE-FIREWALL (KUBE-NODEPORTS, KUBE-PROXY-FIREWALL). */
+function full(p: { filter?: string; filterEnd?: string; natChains?: string; services?: string; nodePorts?: string; rules?: string }): string {
+  return FILTER_HEAD + (p.filter ?? '') + FILTER_TAIL.replace(/COMMIT\n$/, `${p.filterEnd ?? ''}COMMIT\n`) + NAT_HEAD + (p.natChains ?? '') + (p.services ?? '') + NODEPORTS_LAST + (p.nodePorts ?? '') + NAT_FIXED + (p.rules ?? '') + 'COMMIT\n' + MANGLE;
 }
 
 const FULL = { full: true } as const;
@@ -54,6 +58,8 @@ t.test('ClusterIP with one endpoint (golden, written out in full)', async (t) =>
 :KUBE-EXTERNAL-SERVICES - [0:0]
 :KUBE-FORWARD - [0:0]
 :KUBE-FIREWALL - [0:0]
+:KUBE-NODEPORTS - [0:0]
+:KUBE-PROXY-FIREWALL - [0:0]
 :KUBE-PROXY-CANARY - [0:0]
 -A KUBE-FORWARD -m conntrack --ctstate INVALID -j DROP
 -A KUBE-FORWARD -m comment --comment "kubernetes forwarding rules" -m mark --mark 0x4000/0x4000 -j ACCEPT
@@ -362,6 +368,8 @@ t.test('partial sync: only the changed Services’ chains, stale chains flushed 
 :KUBE-EXTERNAL-SERVICES - [0:0]
 :KUBE-FORWARD - [0:0]
 :KUBE-FIREWALL - [0:0]
+:KUBE-NODEPORTS - [0:0]
+:KUBE-PROXY-FIREWALL - [0:0]
 ${FILTER_TAIL}*nat
 :KUBE-SERVICES - [0:0]
 :KUBE-NODEPORTS - [0:0]
@@ -412,7 +420,7 @@ COMMIT
 COMMIT
 `,
   );
-  t.equal(r.unchangedTopLevel.length, 8, 'all eight top-level chains unchanged');
+  t.equal(r.unchangedTopLevel.length, 10, 'all ten top-level chains unchanged');
   t.same(r.topLevel, full.topLevel, 'their texts are carried forward for the next sync');
   t.same(r.topLevel, renderIptables(swapped, cfg, FULL).topLevel, 'reusing unchanged Services\' lines gives what a fresh render gives');
   t.equal(r.ruleCount, 4);
@@ -420,7 +428,7 @@ COMMIT
   // svc2 loses its endpoints: KUBE-SERVICES (nat) and KUBE-SERVICES (filter) change and are written whole.
   const empty = snapshot([svc('ns1', 'svc1', '172.30.0.41'), [ep('10.180.0.1')]], [svc('ns2', 'svc2', '172.30.0.42'), []]);
   const r2 = renderIptables(empty, cfg, { full: false, changed: new Set(['ns2/svc2']) }, r.natChains, r);
-  t.same([...r2.unchangedTopLevel].sort(), ['filter/KUBE-EXTERNAL-SERVICES', 'filter/KUBE-FIREWALL', 'filter/KUBE-FORWARD', 'nat/KUBE-MARK-MASQ', 'nat/KUBE-NODEPORTS', 'nat/KUBE-POSTROUTING']);
+  t.same([...r2.unchangedTopLevel].sort(), ['filter/KUBE-EXTERNAL-SERVICES', 'filter/KUBE-FIREWALL', 'filter/KUBE-FORWARD', 'filter/KUBE-NODEPORTS', 'filter/KUBE-PROXY-FIREWALL', 'nat/KUBE-MARK-MASQ', 'nat/KUBE-NODEPORTS', 'nat/KUBE-POSTROUTING']);
   t.match(r2.filter, /^\*filter\n:KUBE-SERVICES - \[0:0\]\n-A KUBE-SERVICES -m comment --comment "ns2\/svc2:p80 has no endpoints" .* -j REJECT\nCOMMIT\n$/);
   t.match(r2.nat, /:KUBE-SERVICES - \[0:0\]\n/);
   t.same(r2.topLevel, renderIptables(empty, cfg, FULL).topLevel, 'the same top level as a fresh render');
@@ -462,4 +470,78 @@ t.test('rendering is deterministic whatever the map and endpoint order', async (
   const a = snapshot([svc('ns2', 'b', '172.30.0.2'), [ep('10.180.0.2'), ep('10.180.0.10')]], [svc('ns1', 'a', '172.30.0.1'), [ep('10.180.0.1')]]);
   const b = snapshot([svc('ns1', 'a', '172.30.0.1'), [ep('10.180.0.1')]], [svc('ns2', 'b', '172.30.0.2'), [ep('10.180.0.10'), ep('10.180.0.2')]]);
   t.equal(renderIptables(a, cfg, FULL).text, renderIptables(b, cfg, FULL).text);
+});
+
+t.test('LoadBalancer with source ranges, externalTrafficPolicy Local and a health check NodePort (golden)', async (t) => {
+  const lb = svc('ns5', 'svc5', '172.30.0.45', { nodePort: 3002, lbVIPs: ['1.2.3.4'], sourceRanges: ['203.0.113.0/25', '192.168.0.0/24'], etp: 'Local', healthCheckNodePort: 30000 });
+  // The node's primary IP is in 192.168.0.0/24: the VIP itself is admitted as a source (a node reaching its own VIP).
+  const r = renderIptables(snapshot([lb, [ep('10.180.0.5', { local: true }), ep('10.180.0.6')]]), nodeConfig({ primaryIP: parseIPv4('192.168.0.2') }), FULL);
+  t.equal(
+    r.text,
+    full({
+      filterEnd: `-A KUBE-NODEPORTS -m comment --comment "ns5/svc5:p80 health check node port" -m tcp -p tcp --dport 30000 -j ACCEPT
+-A KUBE-PROXY-FIREWALL -m comment --comment "ns5/svc5:p80 traffic not accepted by KUBE-FW-NUKIZ6OKUXPJNT4C" -m tcp -p tcp -d 1.2.3.4 --dport 80 -j DROP
+`,
+      natChains: `:KUBE-EXT-NUKIZ6OKUXPJNT4C - [0:0]
+:KUBE-FW-NUKIZ6OKUXPJNT4C - [0:0]
+:KUBE-SVC-NUKIZ6OKUXPJNT4C - [0:0]
+:KUBE-SVL-NUKIZ6OKUXPJNT4C - [0:0]
+:KUBE-SEP-TGTSLJDSI6KB7NCB - [0:0]
+:KUBE-SEP-A4DKTHKFNECIAUSJ - [0:0]
+`,
+      services: `-A KUBE-SERVICES -m comment --comment "ns5/svc5:p80 cluster IP" -m tcp -p tcp -d 172.30.0.45 --dport 80 -j KUBE-SVC-NUKIZ6OKUXPJNT4C
+-A KUBE-SERVICES -m comment --comment "ns5/svc5:p80 loadbalancer IP" -m tcp -p tcp -d 1.2.3.4 --dport 80 -j KUBE-FW-NUKIZ6OKUXPJNT4C
+`,
+      nodePorts: `-A KUBE-NODEPORTS -m comment --comment ns5/svc5:p80 -m tcp -p tcp --dport 3002 -j KUBE-EXT-NUKIZ6OKUXPJNT4C
+`,
+      rules: `-A KUBE-EXT-NUKIZ6OKUXPJNT4C -m comment --comment "pod traffic for ns5/svc5:p80 external destinations" -s 10.0.0.0/8 -j KUBE-SVC-NUKIZ6OKUXPJNT4C
+-A KUBE-EXT-NUKIZ6OKUXPJNT4C -m comment --comment "masquerade LOCAL traffic for ns5/svc5:p80 external destinations" -m addrtype --src-type LOCAL -j KUBE-MARK-MASQ
+-A KUBE-EXT-NUKIZ6OKUXPJNT4C -m comment --comment "route LOCAL traffic for ns5/svc5:p80 external destinations" -m addrtype --src-type LOCAL -j KUBE-SVC-NUKIZ6OKUXPJNT4C
+-A KUBE-EXT-NUKIZ6OKUXPJNT4C -j KUBE-SVL-NUKIZ6OKUXPJNT4C
+-A KUBE-FW-NUKIZ6OKUXPJNT4C -m comment --comment "ns5/svc5:p80 loadbalancer IP" -s 203.0.113.0/25 -j KUBE-EXT-NUKIZ6OKUXPJNT4C
+-A KUBE-FW-NUKIZ6OKUXPJNT4C -m comment --comment "ns5/svc5:p80 loadbalancer IP" -s 192.168.0.0/24 -j KUBE-EXT-NUKIZ6OKUXPJNT4C
+-A KUBE-FW-NUKIZ6OKUXPJNT4C -m comment --comment "ns5/svc5:p80 loadbalancer IP" -s 1.2.3.4 -j KUBE-EXT-NUKIZ6OKUXPJNT4C
+-A KUBE-FW-NUKIZ6OKUXPJNT4C -m comment --comment "other traffic to ns5/svc5:p80 will be dropped by KUBE-PROXY-FIREWALL"
+-A KUBE-SVC-NUKIZ6OKUXPJNT4C -m comment --comment "ns5/svc5:p80 cluster IP" -m tcp -p tcp -d 172.30.0.45 --dport 80 ! -s 10.0.0.0/8 -j KUBE-MARK-MASQ
+-A KUBE-SVC-NUKIZ6OKUXPJNT4C -m comment --comment "ns5/svc5:p80 -> 10.180.0.5:80" -m statistic --mode random --probability 0.5000000000 -j KUBE-SEP-TGTSLJDSI6KB7NCB
+-A KUBE-SVC-NUKIZ6OKUXPJNT4C -m comment --comment "ns5/svc5:p80 -> 10.180.0.6:80" -j KUBE-SEP-A4DKTHKFNECIAUSJ
+-A KUBE-SVL-NUKIZ6OKUXPJNT4C -m comment --comment "ns5/svc5:p80 -> 10.180.0.5:80" -j KUBE-SEP-TGTSLJDSI6KB7NCB
+-A KUBE-SEP-TGTSLJDSI6KB7NCB -m comment --comment ns5/svc5:p80 -s 10.180.0.5 -j KUBE-MARK-MASQ
+-A KUBE-SEP-TGTSLJDSI6KB7NCB -m comment --comment ns5/svc5:p80 -m tcp -p tcp -j DNAT --to-destination 10.180.0.5:80
+-A KUBE-SEP-A4DKTHKFNECIAUSJ -m comment --comment ns5/svc5:p80 -s 10.180.0.6 -j KUBE-MARK-MASQ
+-A KUBE-SEP-A4DKTHKFNECIAUSJ -m comment --comment ns5/svc5:p80 -m tcp -p tcp -j DNAT --to-destination 10.180.0.6:80
+`,
+    }),
+  );
+  t.same([...r.natChains].sort(), ['KUBE-EXT-NUKIZ6OKUXPJNT4C', 'KUBE-FW-NUKIZ6OKUXPJNT4C', 'KUBE-SEP-A4DKTHKFNECIAUSJ', 'KUBE-SEP-TGTSLJDSI6KB7NCB', 'KUBE-SVC-NUKIZ6OKUXPJNT4C', 'KUBE-SVL-NUKIZ6OKUXPJNT4C']);
+  t.doesNotThrow(() => parseRestore(r.text), 'the output parses as restore input (the FW chain ends in a rule without a target)');
+  // Without the primary IP in a range, the VIP is not a source the firewall admits.
+  const r2 = renderIptables(snapshot([lb, [ep('10.180.0.5', { local: true })]]), nodeConfig({ primaryIP: parseIPv4('192.168.9.9') }), FULL);
+  t.notMatch(r2.nat, /-s 1\.2\.3\.4 /);
+});
+
+t.test('LoadBalancer without source ranges goes straight to EXT; without endpoints its VIP is rejected and no FW chain exists', async (t) => {
+  const r = renderIptables(snapshot([svc('ns5', 'svc5', '172.30.0.45', { lbVIPs: ['1.2.3.4', '1.2.3.5'] }), [ep('10.180.0.5')]]), cfg, FULL);
+  t.match(r.nat, '-A KUBE-SERVICES -m comment --comment "ns5/svc5:p80 loadbalancer IP" -m tcp -p tcp -d 1.2.3.4 --dport 80 -j KUBE-EXT-NUKIZ6OKUXPJNT4C\n-A KUBE-SERVICES -m comment --comment "ns5/svc5:p80 loadbalancer IP" -m tcp -p tcp -d 1.2.3.5 --dport 80 -j KUBE-EXT-NUKIZ6OKUXPJNT4C\n');
+  t.match(r.nat, '-A KUBE-EXT-NUKIZ6OKUXPJNT4C -m comment --comment "masquerade traffic for ns5/svc5:p80 external destinations" -j KUBE-MARK-MASQ\n');
+  t.notMatch(r.text, 'KUBE-FW-');
+  const none = renderIptables(snapshot([svc('ns5', 'svc5', '172.30.0.45', { lbVIPs: ['1.2.3.4'], sourceRanges: ['203.0.113.0/25'] }), []]), cfg, FULL);
+  t.match(none.filter, '-A KUBE-EXTERNAL-SERVICES -m comment --comment "ns5/svc5:p80 has no endpoints" -m tcp -p tcp -d 1.2.3.4 --dport 80 -j REJECT\n');
+  t.notMatch(none.text, /KUBE-FW-|KUBE-PROXY-FIREWALL -m/, 'without endpoints everyone gets the REJECT: no firewall rules');
+  // ETP Local and no local endpoint: the VIP drops what the EXT chain does not short-circuit.
+  const noLocal = renderIptables(snapshot([svc('ns5', 'svc5', '172.30.0.45', { lbVIPs: ['1.2.3.4'], etp: 'Local' }), [ep('10.180.0.6')]]), cfg, FULL);
+  t.match(noLocal.filter, '-A KUBE-EXTERNAL-SERVICES -m comment --comment "ns5/svc5:p80 has no local endpoints" -m tcp -p tcp -d 1.2.3.4 --dport 80 -j DROP\n');
+});
+
+t.test('nodePortAddresses: one `-d CIDR --dst-type LOCAL` rule per CIDR ends KUBE-SERVICES', async (t) => {
+  const snap = snapshot([svc('ns1', 'svc1', '172.30.0.41', { nodePort: 30080 }), [ep('10.180.0.1')]]);
+  const r = renderIptables(snap, nodeConfig({ nodePortAddresses: [parseCidr('192.168.0.2/32').cidr, parseCidr('127.0.0.0/8').cidr] }), FULL);
+  t.match(
+    r.nat,
+    `-A KUBE-SERVICES -m comment --comment "kubernetes service nodeports; NOTE: this must be the last rule in this chain" -d 192.168.0.2/32 -m addrtype --dst-type LOCAL -j KUBE-NODEPORTS
+-A KUBE-SERVICES -m comment --comment "kubernetes service nodeports; NOTE: this must be the last rule in this chain" -d 127.0.0.0/8 -m addrtype --dst-type LOCAL -j KUBE-NODEPORTS
+-A KUBE-NODEPORTS `,
+  );
+  t.notMatch(r.nat, /nodeports; NOTE: this must be the last rule in this chain" -m addrtype/, 'no rule for every local address');
+  t.equal(renderIptables(snap, nodeConfig({ nodePortAddresses: null }), FULL).text, renderIptables(snap, cfg, FULL).text, 'null is every local address, as absent');
 });

@@ -3,9 +3,17 @@
  * layout (pkg/proxy/iptables/proxier.go syncProxyRules). Pure.
  *
  * nat:
- *   PREROUTING, OUTPUT → P-SERVICES: one rule per ClusterIP (→ SVC or SVL) and
- *     external IP (→ EXT), then, last, `--dst-type LOCAL → P-NODEPORTS`.
+ *   PREROUTING, OUTPUT → P-SERVICES: one rule per ClusterIP (→ SVC or SVL),
+ *     external IP (→ EXT) and load-balancer VIP (→ FW with source ranges, else
+ *     EXT), then, last, `--dst-type LOCAL → P-NODEPORTS` (one rule per
+ *     nodePortAddresses CIDR, `-d CIDR --dst-type LOCAL`, when they are set:
+ *     the local addresses inside the CIDRs, read by the kernel at each packet,
+ *     where kube-proxy lists the matching addresses it found at sync time).
  *   P-NODEPORTS: one rule per NodePort → EXT.
+ *   P-FW-x: loadBalancerSourceRanges: `-s <range> → EXT` per range (and the
+ *     VIPs themselves when a range holds the node's primary IP); what falls
+ *     through keeps the VIP as destination and is dropped by filter
+ *     P-PROXY-FIREWALL.
  *   P-SVC-x (Cluster policy) / P-SVL-x (Local policy): masquerade off-cluster
  *     sources to the ClusterIP, optional ClientIP affinity (`recent --rcheck`),
  *     then one rule per endpoint, `statistic --probability 1/(n-i)` on all but
@@ -15,7 +23,9 @@
  *   P-SEP-x: hairpin masquerade (`-s <endpoint>`), then DNAT (and `recent --set`).
  *   POSTROUTING → P-POSTROUTING: MASQUERADE --random-fully what P-MARK-MASQ marked.
  * filter: P-SERVICES (REJECT ClusterIPs without endpoints, DROP with no local
- *   ones), P-EXTERNAL-SERVICES (the same for NodePorts and external IPs),
+ *   ones), P-EXTERNAL-SERVICES (the same for NodePorts, external IPs and LB
+ *   VIPs), P-NODEPORTS (ACCEPT health check NodePorts, from INPUT),
+ *   P-PROXY-FIREWALL (DROP VIP traffic not DNATed: outside the source ranges),
  *   P-FORWARD (accept marked / established), P-FIREWALL (martian localhost).
  * mangle/nat/filter: P-PROXY-CANARY, empty, on full syncs only: its absence
  *   tells the proxier someone flushed our rules.
@@ -42,6 +52,7 @@
  */
 import { ErrorCode, NodenetError } from '../../errors/errors.js';
 import { quoteArg } from '../../netfilter/iptables-types.js';
+import { cidrContains } from '../../net/ip.js';
 import { endpointString, spnString, type EndpointInfo, type ProxyNodeConfig, type ProxySnapshot, type SyncScope } from '../types.js';
 import { categorizeEndpoints, externallyAccessible, externalPolicyLocal, internalPolicyLocal } from '../categorize.js';
 import { endpointChain, fixedChains, isServiceChain, servicePortChain, type ChainName } from './chains.js';
@@ -75,6 +86,8 @@ export interface ServiceTop {
   readonly natNodePorts: readonly string[];
   readonly filterServices: readonly string[];
   readonly filterExternal: readonly string[];
+  readonly filterNodePorts: readonly string[];
+  readonly filterFirewall: readonly string[];
   readonly active: readonly string[];
 }
 
@@ -136,6 +149,8 @@ export function renderIptables(
 
   const filterServices: string[] = []; // P-SERVICES
   const filterExternal: string[] = []; // P-EXTERNAL-SERVICES
+  const filterNodePorts: string[] = []; // filter P-NODEPORTS (health check ports)
+  const filterFirewall: string[] = []; // P-PROXY-FIREWALL
   const natTop: string[] = []; // P-SERVICES
   const natNodePorts: string[] = [];
   const natChainDecls: string[] = [];
@@ -151,6 +166,8 @@ export function renderIptables(
     natNodePorts.push(...top.natNodePorts);
     filterServices.push(...top.filterServices);
     filterExternal.push(...top.filterExternal);
+    filterNodePorts.push(...top.filterNodePorts);
+    filterFirewall.push(...top.filterFirewall);
     for (const ch of top.active) active.add(ch);
     serviceTops.set(key, top);
   };
@@ -162,7 +179,15 @@ export function renderIptables(
       addTop(key, reuse);
       continue;
     }
-    const top = { natTop: [] as string[], natNodePorts: [] as string[], filterServices: [] as string[], filterExternal: [] as string[], active: [] as string[] };
+    const top = {
+      natTop: [] as string[],
+      natNodePorts: [] as string[],
+      filterServices: [] as string[],
+      filterExternal: [] as string[],
+      filterNodePorts: [] as string[],
+      filterFirewall: [] as string[],
+      active: [] as string[],
+    };
     const spn = spnString(svc.spn);
     const proto = svc.protocol.toLowerCase();
     const pm = ['-m', proto, '-p', proto];
@@ -172,6 +197,7 @@ export function renderIptables(
     const svcChain = servicePortChain(P, 'SVC', spn, svc.protocol);
     const svlChain = servicePortChain(P, 'SVL', spn, svc.protocol);
     const extChain = servicePortChain(P, 'EXT', spn, svc.protocol);
+    const fwChain = servicePortChain(P, 'FW', spn, svc.protocol);
     const usesSvc = cat.cluster.length > 0;
     const usesSvl = cat.local.length > 0;
 
@@ -182,6 +208,9 @@ export function renderIptables(
     const externalPolicyChain = etpLocal ? svlChain : svcChain;
     const hasExternal = cat.hasAny && (!etpLocal || cat.local.length > 0);
     const usesExt = cat.hasAny && externallyAccessible(svc);
+    // LB VIPs with source ranges go through the FW chain first (only with endpoints: without any, the REJECT is for everyone).
+    const usesFw = cat.hasAny && svc.loadBalancerVIPs.length > 0 && svc.loadBalancerSourceRanges.length > 0;
+    const lbChain = usesFw ? fwChain : extChain;
 
     // What filter does with packets nat did not DNAT: REJECT when the Service has no
     // endpoints at all, DROP when only the Local policy finds none on this node.
@@ -204,6 +233,16 @@ export function renderIptables(
         top.filterExternal.push(line('-A', F.externalServices, '-m', 'comment', '--comment', noEpComment, ...pm, '-d', eip, '--dport', String(svc.port), '-j', externalFilter));
       }
     }
+    for (const vip of svc.loadBalancerVIPs) {
+      const vipMatch = [...pm, '-d', vip, '--dport', String(svc.port)];
+      if (cat.hasAny) top.natTop.push(line('-A', F.services, '-m', 'comment', '--comment', c(`${spn} loadbalancer IP`), ...vipMatch, '-j', lbChain));
+      if (usesFw) top.filterFirewall.push(line('-A', F.proxyFirewall, '-m', 'comment', '--comment', c(`${spn} traffic not accepted by ${fwChain}`), ...vipMatch, '-j', 'DROP'));
+    }
+    if (externalFilter) {
+      for (const vip of svc.loadBalancerVIPs) {
+        top.filterExternal.push(line('-A', F.externalServices, '-m', 'comment', '--comment', noEpComment, ...pm, '-d', vip, '--dport', String(svc.port), '-j', externalFilter));
+      }
+    }
     if (svc.nodePort !== 0) {
       if (cat.hasAny) {
         top.natNodePorts.push(line('-A', F.nodePorts, '-m', 'comment', '--comment', c(spn), ...pm, '--dport', String(svc.nodePort), '-j', extChain));
@@ -213,8 +252,14 @@ export function renderIptables(
       }
     }
 
+    // No matter whether this node has local endpoints, the health check port must accept connections.
+    if (svc.healthCheckNodePort !== 0) {
+      top.filterNodePorts.push(line('-A', F.nodePorts, '-m', 'comment', '--comment', c(`${spn} health check node port`), '-m', 'tcp', '-p', 'tcp', '--dport', String(svc.healthCheckNodePort), '-j', 'ACCEPT'));
+    }
+
     // --- per-service chains: every one counts as active; only changed Services' are written.
     if (usesExt) top.active.push(extChain);
+    if (usesFw) top.active.push(fwChain);
     if (usesSvc) top.active.push(svcChain);
     if (usesSvl) top.active.push(svlChain);
     for (const ep of cat.allReachable) top.active.push(endpointChain(P, spn, svc.protocol, endpointString(ep)));
@@ -240,6 +285,19 @@ export function renderIptables(
         natChainRules.push(line('-A', extChain, '-m', 'comment', '--comment', c(`route LOCAL traffic for ${spn} external destinations`), '-m', 'addrtype', '--src-type', 'LOCAL', '-j', svcChain));
       }
       if (hasExternal) natChainRules.push(line('-A', extChain, '-j', externalPolicyChain));
+    }
+    if (usesFw) {
+      // Only VIP-style load balancers keep the client's address; behind a NodePort-style one these ranges never match.
+      declare(fwChain);
+      const fwComment = ['-m', 'comment', '--comment', c(`${spn} loadbalancer IP`)];
+      const primary = nodeConfig.primaryIP ?? null;
+      for (const range of svc.loadBalancerSourceRanges) natChainRules.push(line('-A', fwChain, ...fwComment, '-s', range, '-j', extChain));
+      // A VIP that is also a local address: the node's own request loops back with the VIP as source.
+      if (primary && svc.loadBalancerSourceRanges.some((r) => cidrContains(r, primary))) {
+        for (const vip of svc.loadBalancerVIPs) natChainRules.push(line('-A', fwChain, ...fwComment, '-s', vip, '-j', extChain));
+      }
+      // Whatever reaches the end was not DNATed: P-PROXY-FIREWALL drops it in filter.
+      natChainRules.push(line('-A', fwChain, '-m', 'comment', '--comment', c(`other traffic to ${spn} will be dropped by ${F.proxyFirewall}`)));
     }
     const dispatch = (chain: ChainName, eps: readonly EndpointInfo[]): void => {
       declare(chain);
@@ -271,8 +329,12 @@ export function renderIptables(
   const deleted = [...(existingChains ?? [])].filter((ch) => isServiceChain(P, ch) && !active.has(ch)).sort();
   for (const ch of deleted) natChainDecls.push(`:${ch} - [0:0]`);
 
-  // NOTE: this must be the last rule in P-SERVICES; NodePorts on any local address, 127.0.0.1 included.
-  natTop.push(line('-A', F.services, '-m', 'comment', '--comment', c('kubernetes service nodeports; NOTE: this must be the last rule in this chain'), '-m', 'addrtype', '--dst-type', 'LOCAL', '-j', F.nodePorts));
+  // NOTE: this must be the last rule in P-SERVICES. NodePorts on any local address, 127.0.0.1 included
+  // (route_localnet), or on the local addresses inside the nodePortAddresses CIDRs.
+  const lastComment = ['-m', 'comment', '--comment', c('kubernetes service nodeports; NOTE: this must be the last rule in this chain')];
+  const npCidrs = nodeConfig.nodePortAddresses ?? null;
+  if (npCidrs === null) natTop.push(line('-A', F.services, ...lastComment, '-m', 'addrtype', '--dst-type', 'LOCAL', '-j', F.nodePorts));
+  else for (const cidr of npCidrs) natTop.push(line('-A', F.services, ...lastComment, '-d', cidr, '-m', 'addrtype', '--dst-type', 'LOCAL', '-j', F.nodePorts));
 
   const canary = scope.full ? [`:${F.canary} - [0:0]`] : [];
 
@@ -310,6 +372,8 @@ export function renderIptables(
     top('filter', F.externalServices, filterExternal),
     top('filter', F.forward, forwardRules),
     top('filter', F.firewall, firewallRules),
+    top('filter', F.nodePorts, filterNodePorts),
+    top('filter', F.proxyFirewall, filterFirewall),
   ].filter((x) => x !== null);
   const natTopChains = [
     top('nat', F.services, natTop),

@@ -75,6 +75,12 @@ t.test('ignored: non-IPv4 address types and slices without a Service', async (t)
   const q = parseEndpointSlice(orphan);
   t.equal(q.kind, 'ignored');
   if (q.kind === 'ignored') t.match(q.reason, /kubernetes.io\/service-name/);
+  for (const label of ['service.kubernetes.io/service-proxy-name', 'service.kubernetes.io/headless']) {
+    const labelled = withField(slice(), 'metadata.labels', { 'kubernetes.io/service-name': 'a', [label]: 'x' });
+    const r = parseEndpointSlice(labelled);
+    t.equal(r.kind, 'ignored', `${label}: kube-proxy's informers exclude it`);
+    if (r.kind === 'ignored') t.match(r.reason, label);
+  }
 });
 
 t.test('every rejection names the field', async (t) => {

@@ -7,6 +7,9 @@
  * - the owning Service comes from the `kubernetes.io/service-name` label; a
  *   slice without it is ignored (not invalid: other controllers may publish
  *   slices for their own use);
+ * - a slice labelled `service.kubernetes.io/service-proxy-name` or
+ *   `service.kubernetes.io/headless` is ignored, as kube-proxy's informers
+ *   never list it;
  * - addressType IPv4 only; IPv6 and FQDN slices are ignored;
  * - conditions: ready nil → true ("consumers should interpret this unknown
  *   state as ready"), serving nil → defer to ready, terminating nil → false;
@@ -20,7 +23,7 @@
 import { InvalidObjectError } from '../../errors/errors.js';
 import { ipToInt, isIPv4, parseIPv4, type IPv4 } from '../../net/ip.js';
 import { spnKey, type EndpointInfo, type Protocol, type ServiceKey, type ServicePortName, type SpnKey } from '../types.js';
-import { isDNS1123Label, isDNS1123Subdomain, isObj, join, objectMeta, optArr, optBool, optObj, optInt, optStr, portNumber, protocolField, show } from './fields.js';
+import { excludedByLabels, isDNS1123Label, isDNS1123Subdomain, isObj, join, objectMeta, optArr, optBool, optObj, optInt, optStr, portNumber, protocolField, show } from './fields.js';
 
 export const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';
 /** The API's limit on addresses per endpoint. */
@@ -61,6 +64,9 @@ export function parseEndpointSlice(raw: unknown): ParsedEndpointSlice {
   if (!isObj(raw)) throw new InvalidObjectError('(root)', `must be a JSON object, got ${show(raw)}`);
   const { namespace, name } = objectMeta(raw, isDNS1123Subdomain, 'an RFC 1123 subdomain');
   const key = `${namespace}/${name}`;
+  // kube-proxy's informers exclude these labels for slices too (the slice controller copies them from the Service).
+  const excluded = excludedByLabels(raw);
+  if (excluded) return { kind: 'ignored', key, reason: excluded };
 
   const addressType = optStr(raw, 'addressType', '');
   if (!addressType) throw new InvalidObjectError('addressType', 'required value');

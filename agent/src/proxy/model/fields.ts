@@ -71,3 +71,28 @@ export function objectKey(o: unknown): string | null {
   if (typeof ns !== 'string' || typeof name !== 'string' || !ns || !name) return null;
   return `${ns}/${name}`;
 }
+
+/** A Service with this label (any value) is served by another proxy: kube-proxy excludes it from its informers. */
+export const LABEL_SERVICE_PROXY_NAME = 'service.kubernetes.io/service-proxy-name';
+/** Set on headless Services (and their EndpointSlices): kube-proxy excludes them from its informers. */
+export const LABEL_HEADLESS = 'service.kubernetes.io/headless';
+
+/**
+ * Why an object carrying kube-proxy's excluded labels gets no rules, or null.
+ * kube-proxy's informers list with `!service-proxy-name,!headless`, so it
+ * never sees such objects; nodenet's manifest source sees everything and
+ * drops them here (the API source asks the server for the same selector).
+ */
+export function excludedByLabels(raw: unknown): string | null {
+  const meta = isObj(raw) ? raw['metadata'] : undefined;
+  const labels = isObj(meta) ? meta['labels'] : undefined;
+  if (!isObj(labels)) return null;
+  const proxyName = labels[LABEL_SERVICE_PROXY_NAME];
+  if (proxyName !== undefined && proxyName !== null) {
+    return `labelled ${LABEL_SERVICE_PROXY_NAME}=${typeof proxyName === 'string' ? proxyName : show(proxyName)}: served by another proxy, no rules (kube-proxy's informers exclude it)`;
+  }
+  if (labels[LABEL_HEADLESS] !== undefined && labels[LABEL_HEADLESS] !== null) {
+    return `labelled ${LABEL_HEADLESS}: no rules (kube-proxy's informers exclude it)`;
+  }
+  return null;
+}

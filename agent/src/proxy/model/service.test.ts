@@ -8,6 +8,8 @@ function ok(p: ParsedService): Extract<ParsedService, { kind: 'service' }> {
   return p;
 }
 
+const lb = (): JsonObject => makeService({ name: 'lb', type: 'LoadBalancer', clusterIP: clusterIP(4), ports: [{ port: 80, nodePort: 30001 }] });
+
 const twoPorts = (): JsonObject =>
   makeService({
     name: 'web',
@@ -36,6 +38,9 @@ t.test('parses a NodePort Service into one ServicePortInfo per port with API def
       externalTrafficPolicy: 'Cluster',
       internalTrafficPolicy: 'Cluster',
       externalIPs: [],
+      loadBalancerVIPs: [],
+      loadBalancerSourceRanges: [],
+      healthCheckNodePort: 0,
     },
     {
       spn: { namespace: 'shop', name: 'web', port: 'dns', protocol: 'UDP' },
@@ -48,6 +53,9 @@ t.test('parses a NodePort Service into one ServicePortInfo per port with API def
       externalTrafficPolicy: 'Cluster',
       internalTrafficPolicy: 'Cluster',
       externalIPs: [],
+      loadBalancerVIPs: [],
+      loadBalancerSourceRanges: [],
+      healthCheckNodePort: 0,
     },
   ]);
 });
@@ -99,7 +107,11 @@ t.test('Services without proxy rules are ignored with a reason, not rejected', a
     ['headless without ports', withField(makeService({ name: 'h', clusterIP: 'None', ports: [] }), 'spec.ports', undefined), /headless/],
     ['unallocated', makeService({ name: 'u', clusterIP: '', ports: [{ port: 80 }] }), /no ClusterIP allocated/],
     ['ExternalName', withField(makeService({ name: 'x', type: 'ExternalName', clusterIP: '', ports: [] }), 'spec.externalName', 'example.com'), /ExternalName/],
-    ['LoadBalancer', makeService({ name: 'lb', type: 'LoadBalancer', clusterIP: clusterIP(4), ports: [{ port: 80, nodePort: 30001 }] }), /LoadBalancer/],
+    ['labelled for another proxy', withField(makeService({ name: 'o', clusterIP: clusterIP(4), ports: [{ port: 80 }] }), 'metadata.labels', { 'service.kubernetes.io/service-proxy-name': 'other' }), /service-proxy-name=other: served by another proxy/],
+    ['labelled for another proxy, empty value', withField(makeService({ name: 'o', clusterIP: clusterIP(4), ports: [{ port: 80 }] }), 'metadata.labels', { 'service.kubernetes.io/service-proxy-name': '' }), /service-proxy-name=: served by another proxy/],
+    ['labelled headless', withField(makeService({ name: 'hl', clusterIP: clusterIP(4), ports: [{ port: 80 }] }), 'metadata.labels', { 'service.kubernetes.io/headless': '' }), /service.kubernetes.io\/headless/],
+    // kube-proxy never sees such a Service, so even an invalid one is only ignored.
+    ['labelled and invalid', withField(withField(makeService({ name: 'o', clusterIP: clusterIP(4), ports: [{ port: 80 }] }), 'spec.ports[0].port', 0), 'metadata.labels', { 'service.kubernetes.io/service-proxy-name': 'x' }), /another proxy/],
     ['IPv6-only', makeService({ name: 'v6', clusterIP: 'fd00::1', ports: [{ port: 80 }] }), /IPv6/],
   ];
   for (const [what, obj, re] of cases) {
@@ -156,6 +168,18 @@ t.test('every rejection names the field', async (t) => {
     ['bad externalIP', withField(base, 'spec.externalIPs', ['192.168.77.250', 'foo']), 'spec.externalIPs[1]', /valid IP/],
     ['loopback externalIP', withField(base, 'spec.externalIPs', ['127.0.0.2']), 'spec.externalIPs[0]', /loopback/],
     ['externalIPs not an array', withField(base, 'spec.externalIPs', '1.2.3.4'), 'spec.externalIPs', /array/],
+    ['allocateLoadBalancerNodePorts on NodePort', withField(base, 'spec.allocateLoadBalancerNodePorts', false), 'spec.allocateLoadBalancerNodePorts', /only be used when `type` is 'LoadBalancer'/],
+    ['allocateLoadBalancerNodePorts not a bool', withField(lb(), 'spec.allocateLoadBalancerNodePorts', 'no'), 'spec.allocateLoadBalancerNodePorts', /boolean/],
+    ['source ranges on NodePort', withField(base, 'spec.loadBalancerSourceRanges', ['10.0.0.0/8']), 'spec.loadBalancerSourceRanges', /only be used when `type` is 'LoadBalancer'/],
+    ['bad source range', withField(lb(), 'spec.loadBalancerSourceRanges', ['10.0.0.0/8', '10.0.0.0/33']), 'spec.loadBalancerSourceRanges[1]', /list of IP ranges/],
+    ['source range not a string', withField(lb(), 'spec.loadBalancerSourceRanges', [8]), 'spec.loadBalancerSourceRanges[0]', /string/],
+    ['healthCheckNodePort with Cluster policy', withField(lb(), 'spec.healthCheckNodePort', 32000), 'spec.healthCheckNodePort', /externalTrafficPolicy` is 'Local'/],
+    ['healthCheckNodePort on NodePort', withField(withField(base, 'spec.externalTrafficPolicy', 'Local'), 'spec.healthCheckNodePort', 32000), 'spec.healthCheckNodePort', /`type` is 'LoadBalancer'/],
+    ['healthCheckNodePort out of range', withField(withField(lb(), 'spec.externalTrafficPolicy', 'Local'), 'spec.healthCheckNodePort', 70000), 'spec.healthCheckNodePort', /between 1 and 65535/],
+    ['bad ingress IP', withField(lb(), 'status', { loadBalancer: { ingress: [{ ip: '1.2.3.999' }] } }), 'status.loadBalancer.ingress[0].ip', /valid IP/],
+    ['bad ipMode', withField(lb(), 'status', { loadBalancer: { ingress: [{ ip: '1.2.3.4', ipMode: 'NAT' }] } }), 'status.loadBalancer.ingress[0].ipMode', /unsupported value "NAT"/],
+    ['ipMode without ip', withField(lb(), 'status', { loadBalancer: { ingress: [{ hostname: 'lb.example.com', ipMode: 'VIP' }] } }), 'status.loadBalancer.ingress[0].ipMode', /only be set when `ip` is set/],
+    ['ingress not an object', withField(lb(), 'status', { loadBalancer: { ingress: ['1.2.3.4'] } }), 'status.loadBalancer.ingress[0]', /object/],
   ];
   for (const [what, obj, field, re] of cases) {
     try {
@@ -191,4 +215,37 @@ t.test('parsing does not depend on unknown fields (status, annotations)', async 
   const extra: Json = { loadBalancer: {} };
   const b = ok(parseService(withField(withField(twoPorts(), 'status', extra), 'metadata.annotations', { x: 'y' })));
   t.same(a, b);
+});
+
+t.test('type LoadBalancer: ClusterIP and NodePorts as NodePort, plus the VIP-mode ingress IPs, source ranges and health check port', async (t) => {
+  let svc = withField(lb(), 'spec.externalTrafficPolicy', 'Local');
+  svc = withField(svc, 'spec.healthCheckNodePort', 32000);
+  svc = withField(svc, 'spec.loadBalancerSourceRanges', [' 203.0.113.7/24 ', '198.51.100.0/25', 'fd00::/64', '198.51.100.0/25']);
+  svc = withField(svc, 'status', {
+    loadBalancer: {
+      ingress: [{ ip: '192.0.2.10', ipMode: 'VIP' }, { ip: '192.0.2.11' }, { ip: '192.0.2.12', ipMode: 'Proxy' }, { hostname: 'lb.example.com' }, { ip: 'fd00::10' }, { ip: '192.0.2.10' }],
+    },
+  });
+  const p = ok(parseService(svc)).ports[0]!;
+  t.equal(p.serviceType, 'LoadBalancer');
+  t.equal(p.nodePort, 30001);
+  t.equal(p.externalTrafficPolicy, 'Local');
+  t.same(p.loadBalancerVIPs, ['192.0.2.10', '192.0.2.11'], 'VIP mode (explicit or defaulted) only, IPv4, deduplicated; ipMode Proxy and hostnames get no rules');
+  t.same(p.loadBalancerSourceRanges, ['203.0.113.0/24', '198.51.100.0/25'], 'trimmed (as kube-proxy), as networks, IPv6 left out, deduplicated');
+  t.equal(p.healthCheckNodePort, 32000);
+});
+
+t.test('allocateLoadBalancerNodePorts: false is only for the allocator; what the Service has is served', async (t) => {
+  const none = ok(parseService(withField(withField(lb(), 'spec.ports[0].nodePort', undefined), 'spec.allocateLoadBalancerNodePorts', false))).ports[0]!;
+  t.equal(none.nodePort, 0, 'no nodePort: no NodePort');
+  const asked = ok(parseService(withField(lb(), 'spec.allocateLoadBalancerNodePorts', false))).ports[0]!;
+  t.equal(asked.nodePort, 30001, 'a nodePort requested explicitly is kept by the API server, and served (as kube-proxy does)');
+});
+
+t.test('a LoadBalancer without status, or with Local policy but no health check port, is still served', async (t) => {
+  const p = ok(parseService(withField(lb(), 'spec.externalTrafficPolicy', 'Local'))).ports[0]!;
+  t.same([p.loadBalancerVIPs, p.healthCheckNodePort], [[], 0]);
+  // status is read whatever the type, as kube-proxy reads it
+  const cip = withField(makeService({ name: 'c', clusterIP: clusterIP(5), ports: [{ port: 80 }] }), 'status', { loadBalancer: { ingress: [{ ip: '192.0.2.20' }] } });
+  t.same(ok(parseService(cip)).ports[0]!.loadBalancerVIPs, ['192.0.2.20']);
 });

@@ -8,27 +8,41 @@
  * (`spec.ports[1].port`). Services a proxy has nothing to do for are not
  * errors: like kube-proxy's ShouldSkipService they come back as `ignored`
  * with a reason — headless (`clusterIP: None`), no ClusterIP allocated yet,
- * ExternalName, IPv6-only — and so are types nodenet does not implement
- * (LoadBalancer). Defaults are the API server's (protocol TCP, targetPort =
- * port, traffic policies Cluster, affinity timeout 10800 s), so a Service
- * written by hand for the embedded control plane parses the same as one
- * that went through a real API server.
+ * ExternalName, IPv6-only — and so are Services labelled for another proxy
+ * (`service.kubernetes.io/service-proxy-name`) or as headless
+ * (`service.kubernetes.io/headless`): kube-proxy's informers never list
+ * those (label selector `!service-proxy-name,!headless`), so they are judged
+ * before anything else and never rejected. Defaults are the API server's
+ * (protocol TCP, targetPort = port, traffic policies Cluster, affinity
+ * timeout 10800 s), so a Service written by hand for the embedded control
+ * plane parses the same as one that went through a real API server.
+ *
+ * type LoadBalancer is served as kube-proxy serves it (pkg/proxy/serviceport.go):
+ * ClusterIP and NodePorts as for NodePort, plus the `status.loadBalancer.ingress`
+ * IPs in VIP mode (`ipMode: Proxy` and hostname-only ingress get no rules:
+ * that load balancer proxies to the NodePorts itself), `loadBalancerSourceRanges`
+ * and, with externalTrafficPolicy Local, `healthCheckNodePort`. As in
+ * Kubernetes, `allocateLoadBalancerNodePorts: false` only tells the allocator
+ * not to pick NodePorts: a Service without `nodePort` values has none, and a
+ * nodePort the user asked for explicitly is still served.
  *
  * targetPort is validated and returned, but the proxy does not use it: as in
  * kube-proxy, the endpoint port comes from the EndpointSlice port whose name
  * equals the Service port's name (the slice controller resolved targetPort).
  */
 import { InvalidObjectError } from '../../errors/errors.js';
-import { isIPv4, parseIPv4, cidrContains, type IPv4 } from '../../net/ip.js';
+import { isIPv4, parseCidr, parseIPv4, cidrContains, type Cidr, type IPv4 } from '../../net/ip.js';
 import type { Protocol, ServiceKey, ServicePortInfo, ServiceType, TrafficPolicy } from '../types.js';
 import {
   isDNS1035Label,
   isDNS1123Label,
   isIanaSvcName,
+  excludedByLabels,
   isObj,
   join,
   objectMeta,
   optArr,
+  optBool,
   optInt,
   optObj,
   optStr,
@@ -65,6 +79,8 @@ export type ParsedService =
   | { readonly kind: 'ignored'; readonly key: ServiceKey; readonly reason: string };
 
 const SUPPORTED_TYPES = ['ClusterIP', 'NodePort', 'LoadBalancer', 'ExternalName'];
+export { LABEL_HEADLESS, LABEL_SERVICE_PROXY_NAME, excludedByLabels } from './fields.js';
+
 
 function isIPv6Like(s: string): boolean {
   return s.includes(':') && /^[0-9a-fA-F:.]+$/.test(s);
@@ -89,6 +105,8 @@ export function parseService(raw: unknown, opts: ServiceParseOptions = {}): Pars
   if (!isObj(raw)) throw new InvalidObjectError('(root)', `must be a JSON object, got ${show(raw)}`);
   const { namespace, name } = objectMeta(raw, isDNS1035Label, 'an RFC 1035 label (lowercase alphanumerics and "-", starting with a letter)');
   const key: ServiceKey = `${namespace}/${name}`;
+  const excluded = excludedByLabels(raw);
+  if (excluded) return { kind: 'ignored', key, reason: excluded };
   const spec = reqObj(raw, 'spec', '');
 
   const typeRaw = optStr(spec, 'type', 'spec') || 'ClusterIP';
@@ -96,8 +114,7 @@ export function parseService(raw: unknown, opts: ServiceParseOptions = {}): Pars
     throw new InvalidObjectError('spec.type', `unsupported value ${show(typeRaw)}: supported values: ${SUPPORTED_TYPES.map((t) => `"${t}"`).join(', ')}`);
   }
   if (typeRaw === 'ExternalName') return { kind: 'ignored', key, reason: 'type ExternalName is a DNS alias: no proxy rules' };
-  if (typeRaw === 'LoadBalancer') return { kind: 'ignored', key, reason: 'type LoadBalancer is not implemented by nodenet (use NodePort)' };
-  const type: ServiceType = typeRaw === 'NodePort' ? 'NodePort' : 'ClusterIP';
+  const type: ServiceType = typeRaw === 'NodePort' ? 'NodePort' : typeRaw === 'LoadBalancer' ? 'LoadBalancer' : 'ClusterIP';
 
   const clusterIP = clusterIPField(spec, key);
   if (typeof clusterIP !== 'string') return clusterIP;
@@ -118,13 +135,14 @@ export function parseService(raw: unknown, opts: ServiceParseOptions = {}): Pars
     if (!externalIPs.includes(v as IPv4)) externalIPs.push(parseIPv4(v));
   });
 
-  const externallyAccessible = type === 'NodePort' || externalIPsAll.length > 0;
+  const externallyAccessible = type === 'NodePort' || type === 'LoadBalancer' || externalIPsAll.length > 0;
   const etpRaw = optStr(spec, 'externalTrafficPolicy', 'spec') ?? '';
   if (etpRaw !== '' && !externallyAccessible) {
-    throw new InvalidObjectError('spec.externalTrafficPolicy', 'may only be set for externally-accessible services (type NodePort, or with externalIPs)');
+    throw new InvalidObjectError('spec.externalTrafficPolicy', 'may only be set for externally-accessible services (type NodePort or LoadBalancer, or with externalIPs)');
   }
   const externalTrafficPolicy = trafficPolicy(etpRaw, 'spec.externalTrafficPolicy');
   const internalTrafficPolicy = trafficPolicy(optStr(spec, 'internalTrafficPolicy', 'spec') ?? '', 'spec.internalTrafficPolicy');
+  const lb = loadBalancerFields(raw, spec, type, externalTrafficPolicy);
 
   const ports: ServicePortInfo[] = [];
   const targetPorts: (number | string)[] = [];
@@ -163,9 +181,74 @@ export function parseService(raw: unknown, opts: ServiceParseOptions = {}): Pars
       externalTrafficPolicy,
       internalTrafficPolicy,
       externalIPs,
+      ...lb,
     });
   });
   return { kind: 'service', key, ports, targetPorts };
+}
+
+const ONLY_LOAD_BALANCER = "forbidden: may only be used when `type` is 'LoadBalancer'";
+
+/**
+ * The LoadBalancer fields kube-proxy reads (newBaseServiceInfo), validated as
+ * the API server validates them: the VIP-mode ingress IPs, the source ranges
+ * (whitespace trimmed, as kube-proxy does: validation once let padding
+ * through) and the health check NodePort.
+ */
+function loadBalancerFields(
+  raw: Obj,
+  spec: Obj,
+  type: ServiceType,
+  etp: TrafficPolicy,
+): Pick<ServicePortInfo, 'loadBalancerVIPs' | 'loadBalancerSourceRanges' | 'healthCheckNodePort'> {
+  const allocate = optBool(spec, 'allocateLoadBalancerNodePorts', 'spec');
+  if (allocate !== undefined && type !== 'LoadBalancer') throw new InvalidObjectError('spec.allocateLoadBalancerNodePorts', ONLY_LOAD_BALANCER);
+
+  const rangesRaw = optArr(spec, 'loadBalancerSourceRanges', 'spec') ?? [];
+  if (rangesRaw.length > 0 && type !== 'LoadBalancer') throw new InvalidObjectError('spec.loadBalancerSourceRanges', ONLY_LOAD_BALANCER);
+  const loadBalancerSourceRanges: Cidr[] = [];
+  rangesRaw.forEach((v, i) => {
+    const f = `spec.loadBalancerSourceRanges[${i}]`;
+    if (typeof v !== 'string') throw new InvalidObjectError(f, `must be a string, got ${show(v)}`);
+    const r = v.trim();
+    if (r.includes(':') && /^[0-9a-fA-F:.]+\/\d{1,3}$/.test(r)) return; // IPv6: valid, not this IPv4 proxy's
+    let c: Cidr;
+    try {
+      c = parseCidr(r).cidr;
+    } catch {
+      throw new InvalidObjectError(f, `${show(v)} must be a list of IP ranges. For example, 10.240.0.0/24,10.250.0.0/24`);
+    }
+    if (!loadBalancerSourceRanges.includes(c)) loadBalancerSourceRanges.push(c);
+  });
+
+  const hc = optInt(spec, 'healthCheckNodePort', 'spec') ?? 0;
+  if (hc !== 0) {
+    if (type !== 'LoadBalancer' || etp !== 'Local') {
+      throw new InvalidObjectError('spec.healthCheckNodePort', "forbidden: may only be set when `type` is 'LoadBalancer' and `externalTrafficPolicy` is 'Local'");
+    }
+    portNumber(hc, 'spec.healthCheckNodePort');
+  }
+
+  // status.loadBalancer.ingress: read whatever the type (as kube-proxy does; the service controller clears it).
+  const status = optObj(raw, 'status', '');
+  const lbStatus = status ? optObj(status, 'loadBalancer', 'status') : undefined;
+  const ingress = lbStatus ? (optArr(lbStatus, 'ingress', 'status.loadBalancer') ?? []) : [];
+  const loadBalancerVIPs: IPv4[] = [];
+  ingress.forEach((ing, i) => {
+    const path = `status.loadBalancer.ingress[${i}]`;
+    if (!isObj(ing)) throw new InvalidObjectError(path, `must be an object, got ${show(ing)}`);
+    const ip = optStr(ing, 'ip', path) ?? '';
+    const mode = optStr(ing, 'ipMode', path);
+    if (mode !== undefined && mode !== 'VIP' && mode !== 'Proxy') {
+      throw new InvalidObjectError(join(path, 'ipMode'), `unsupported value ${show(mode)}: supported values: "Proxy", "VIP"`);
+    }
+    if (mode !== undefined && ip === '') throw new InvalidObjectError(join(path, 'ipMode'), 'forbidden: may only be set when `ip` is set');
+    if (ip === '' || isIPv6Like(ip)) return; // a hostname-only ingress, or IPv6: nothing for this proxy
+    if (!isIPv4(ip)) throw new InvalidObjectError(join(path, 'ip'), `${show(ip)} must be a valid IP address`);
+    if (mode === 'Proxy') return; // the load balancer proxies to the NodePorts: no rules for its IP (kube-proxy's IsVIPMode)
+    if (!loadBalancerVIPs.includes(ip as IPv4)) loadBalancerVIPs.push(parseIPv4(ip));
+  });
+  return { loadBalancerVIPs, loadBalancerSourceRanges, healthCheckNodePort: hc };
 }
 
 /** The Service's IPv4 ClusterIP, or an `ignored` result (headless, unallocated, IPv6-only). */

@@ -72,13 +72,15 @@ export interface ServicePortChains {
   readonly cluster: string;
   /** Endpoints for "Local" traffic policy. */
   readonly local: string;
-  /** Entry for NodePort and external IP traffic. */
+  /** Entry for NodePort, external IP and load-balancer VIP traffic. */
   readonly external: string;
+  /** loadBalancerSourceRanges of the VIPs (reached through @firewall-ips, before DNAT). */
+  readonly firewall: string;
 }
 
 export function servicePortChains(spn: ServicePortName): ServicePortChains {
   const base = hashedBase(spnPath(spn));
-  return { cluster: `service-${base}`, local: `local-${base}`, external: `external-${base}` };
+  return { cluster: `service-${base}`, local: `local-${base}`, external: `external-${base}`, firewall: `firewall-${base}` };
 }
 
 export interface EndpointObjects {

@@ -8,17 +8,17 @@ import t, { type Test } from 'tap';
 import { NftFake } from '../../netfilter/nft.fake.js';
 import type { NftTableState } from '../../netfilter/nft-state.js';
 import { traceNftables, type NftTracePacket } from '../../trace/nft-tracer.js';
-import type { ProxySnapshot } from '../types.js';
+import type { ProxyNodeConfig, ProxySnapshot } from '../types.js';
 import { renderNftables, type NftablesRenderOptions } from './render.js';
-import { CFG, NODE_IP, ep, snapshot, svc } from '../test-fixtures.js';
-import type { IPv4 } from '../../net/ip.js';
+import { CFG, NODE_IP, ep, nodeConfig, snapshot, svc } from '../test-fixtures.js';
+import { parseCidr, type IPv4 } from '../../net/ip.js';
 
 const POD = '10.0.1.1';
 const OUTSIDE = '203.0.113.9';
 
-async function table(snap: ProxySnapshot, opts: NftablesRenderOptions = {}): Promise<NftTableState> {
+async function table(snap: ProxySnapshot, opts: NftablesRenderOptions = {}, cfg: ProxyNodeConfig = CFG): Promise<NftTableState> {
   const f = new NftFake();
-  await f.apply(renderNftables(snap, CFG, { full: true }, undefined, opts).text);
+  await f.apply(renderNftables(snap, cfg, { full: true }, undefined, opts).text);
   return f.table('ip', 'kube-proxy')!;
 }
 
@@ -180,4 +180,52 @@ t.test('after a partial sync the table routes the new state', async (t) => {
     { name: 'svc2 NodePort gone', from: OUTSIDE, to: NODE_IP, port: 30002, dest: 'ACCEPT', masq: false },
     { name: 'svc3 now has an endpoint', from: POD, to: '172.30.0.43', dest: '10.180.0.9:80', masq: false },
   ]);
+});
+
+t.test('LoadBalancer: VIP with source ranges (checked before DNAT), externalTrafficPolicy Local', async (t) => {
+  const VIP = '1.2.3.4';
+  const st = await table(
+    snapshot(
+      [svc('ns5', 'svc5', '172.30.0.45', { nodePort: 3002, lbVIPs: [VIP], sourceRanges: ['203.0.113.0/25', '192.168.0.0/24'], etp: 'Local', healthCheckNodePort: 30000 }), [ep('10.180.0.5:80', { local: true }), ep('10.180.0.6:80')]],
+      [svc('ns6', 'svc6', '172.30.0.46', { lbVIPs: ['1.2.3.6'] }), [ep('10.180.0.6:80')]],
+      [svc('ns7', 'svc7', '172.30.0.47', { lbVIPs: ['1.2.3.7'], etp: 'Local' }), [ep('10.180.0.6:80')]],
+    ),
+    {},
+    nodeConfig({ primaryIP: NODE_IP }),
+  );
+  runFlows(t, st, [
+    { name: 'allowed source to the VIP: the local endpoint, source kept', from: OUTSIDE, to: VIP, dest: '10.180.0.5:80', masq: false },
+    { name: 'source outside the ranges: dropped', from: '203.0.113.200', to: VIP, dest: 'DROP', masq: false },
+    { name: 'a pod outside the ranges: dropped too (as kube-proxy)', from: POD, to: VIP, dest: 'DROP', masq: false },
+    { name: 'the node (its IP in a range): short-circuit to any endpoint, masqueraded', from: NODE_IP, to: VIP, dest: '10.180.0.5:80, 10.180.0.6:80', masq: true },
+    { name: 'the NodePort is not subject to the ranges', from: '203.0.113.200', to: NODE_IP, port: 3002, dest: '10.180.0.5:80', masq: false },
+    { name: 'ClusterIP not subject to the ranges', from: POD, to: '172.30.0.45', dest: '10.180.0.5:80, 10.180.0.6:80', masq: false },
+    { name: 'no ranges: anyone, masqueraded (Cluster policy)', from: '203.0.113.200', to: '1.2.3.6', dest: '10.180.0.6:80', masq: true },
+    { name: 'Local policy, no local endpoint: outside traffic to the VIP dropped', from: OUTSIDE, to: '1.2.3.7', dest: 'DROP', masq: false },
+    { name: 'Local policy, no local endpoint: a pod still short-circuits', from: POD, to: '1.2.3.7', dest: '10.180.0.6:80', masq: false },
+  ]);
+});
+
+t.test('nodePortAddresses and the service CIDR', async (t) => {
+  const BRIDGE = '10.0.0.1'; // another local address of the node (a bridge's)
+  const snap = snapshot([svc('ns1', 'svc1', '172.30.0.41', { nodePort: 30001 }), [ep('10.180.0.1:80')]], [svc('ns2', 'svc2', '172.30.0.42', { nodePort: 30002 }), []]);
+  const trace = (st: NftTableState, to: string, port: number, from = OUTSIDE) =>
+    traceNftables(st, { sourceIP: from as IPv4, protocol: 'TCP', destIP: to as IPv4, destPort: port }, { nodeIPs: [NODE_IP, BRIDGE] }).destination;
+  const all = await table(snap);
+  t.equal(trace(all, BRIDGE, 30001), '10.180.0.1:80', 'default: every local address but 127.0.0.0/8');
+  const primary = await table(snap, {}, nodeConfig({ nodePortAddresses: [parseCidr(`${NODE_IP}/32`).cidr] }));
+  t.equal(trace(primary, NODE_IP, 30001), '10.180.0.1:80', 'primary: the node IP');
+  t.equal(trace(primary, BRIDGE, 30001), 'ACCEPT', 'primary: not the bridge address');
+  t.equal(trace(primary, NODE_IP, 30002), 'REJECT', 'primary: a NodePort without endpoints is rejected');
+  t.equal(trace(primary, BRIDGE, 30002), 'ACCEPT', 'primary: ...only on the node IP');
+  t.equal(trace(primary, '127.0.0.1', 30001, NODE_IP), 'ACCEPT', 'never on localhost');
+
+  const plain = await table(snap);
+  const cidr = await table(snap, {}, nodeConfig({ serviceCIDRs: [parseCidr('172.30.0.0/16').cidr] }));
+  t.equal(trace(plain, '172.30.0.99', 80, POD), 'ACCEPT', 'without the service CIDR an unallocated ClusterIP is routed on');
+  t.equal(trace(cidr, '172.30.0.99', 80, POD), 'DROP', 'with it: dropped (from a pod)');
+  t.equal(trace(cidr, '172.30.0.99', 80, NODE_IP), 'DROP', 'with it: dropped (from the node)');
+  t.equal(trace(cidr, '172.30.0.41', 80, POD), '10.180.0.1:80', 'allocated ClusterIPs still work');
+  t.equal(trace(cidr, '172.30.0.41', 81, POD), 'REJECT', 'a wrong port of one is still rejected');
+  t.equal(trace(cidr, '10.180.0.1', 80, POD), 'ACCEPT', 'outside the service CIDR: untouched');
 });

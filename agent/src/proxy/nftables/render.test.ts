@@ -8,7 +8,8 @@
  */
 import t from 'tap';
 import { renderNftables, EMPTY_APPLIED } from './render.js';
-import { CFG, ep, snapshot, svc } from '../test-fixtures.js';
+import { CFG, ep, nodeConfig, snapshot, svc } from '../test-fixtures.js';
+import { parseCidr, parseIPv4 } from '../../net/ip.js';
 import { NftFake } from '../../netfilter/nft.fake.js';
 
 /** Strips the first newline and the common indentation of a template literal. */
@@ -24,6 +25,9 @@ const BASE = golden`
     add chain ip kube-proxy filter-prerouting
     delete chain ip kube-proxy filter-prerouting
     add chain ip kube-proxy filter-prerouting { type filter hook prerouting priority -110 ; }
+    add chain ip kube-proxy filter-output-pre-dnat
+    delete chain ip kube-proxy filter-output-pre-dnat
+    add chain ip kube-proxy filter-output-pre-dnat { type filter hook output priority -110 ; }
     add chain ip kube-proxy filter-input
     delete chain ip kube-proxy filter-input
     add chain ip kube-proxy filter-input { type filter hook input priority 0 ; }
@@ -51,6 +55,8 @@ const BASE = golden`
     flush chain ip kube-proxy nodeport-endpoints-check
     add chain ip kube-proxy cluster-ips-check
     flush chain ip kube-proxy cluster-ips-check
+    add chain ip kube-proxy firewall-check
+    flush chain ip kube-proxy firewall-check
     add chain ip kube-proxy reject-chain { comment "helper for @no-endpoint-services / @no-endpoint-nodeports" ; }
     flush chain ip kube-proxy reject-chain
     add chain ip kube-proxy mark-for-masquerade
@@ -67,6 +73,8 @@ const BASE = golden`
     flush map ip kube-proxy no-endpoint-services
     add map ip kube-proxy no-endpoint-nodeports { type inet_proto . inet_service : verdict ; comment "vmap to drop or reject packets to service nodeports with no endpoints" ; }
     flush map ip kube-proxy no-endpoint-nodeports
+    add map ip kube-proxy firewall-ips { type ipv4_addr . inet_proto . inet_service : verdict ; comment "destinations that are subject to LoadBalancerSourceRanges" ; }
+    flush map ip kube-proxy firewall-ips
     # hooks
     add rule ip kube-proxy filter-input ct state new jump nodeport-endpoints-check
     add rule ip kube-proxy filter-input ct state new jump service-endpoints-check
@@ -74,6 +82,8 @@ const BASE = golden`
     add rule ip kube-proxy filter-forward ct state new jump cluster-ips-check
     add rule ip kube-proxy filter-output ct state new jump service-endpoints-check
     add rule ip kube-proxy filter-output ct state new jump cluster-ips-check
+    add rule ip kube-proxy filter-prerouting ct state new jump firewall-check
+    add rule ip kube-proxy filter-output-pre-dnat ct state new jump firewall-check
     add rule ip kube-proxy nat-prerouting jump services
     add rule ip kube-proxy nat-output jump services
     add rule ip kube-proxy nat-postrouting jump masquerading
@@ -82,6 +92,7 @@ const BASE = golden`
     add rule ip kube-proxy services fib daddr type local ip daddr != 127.0.0.0/8 meta l4proto . th dport vmap @service-nodeports
     add rule ip kube-proxy service-endpoints-check ip daddr . meta l4proto . th dport vmap @no-endpoint-services
     add rule ip kube-proxy nodeport-endpoints-check ip daddr != 127.0.0.0/8 meta l4proto . th dport vmap @no-endpoint-nodeports
+    add rule ip kube-proxy firewall-check ip daddr . meta l4proto . th dport vmap @firewall-ips
     add rule ip kube-proxy reject-chain reject
     # traffic to a ClusterIP that no rule DNATed: a port the Service does not serve, or a ping
     add rule ip kube-proxy cluster-ips-check ip daddr @cluster-ips meta l4proto icmp reject comment "Reject ping to ClusterIPs"
@@ -360,7 +371,7 @@ const full = { full: true } as const;
 t.test('base: the fixed part alone (no Services)', async (t) => {
   const r = renderNftables(snapshot(), CFG, full);
   t.equal(r.text, BASE);
-  t.equal(r.ruleCount, 20);
+  t.equal(r.ruleCount, 23);
   t.equal(r.elementCount, 0);
 });
 
@@ -462,6 +473,92 @@ t.test('a Service with two ports renders two ServicePorts sharing one ClusterIP 
   t.equal(r.applied.services.get('ns1/web')!.chains.length, 4);
 });
 
+const LB_FIREWALL = golden`
+    # ns5/svc5
+    add chain ip kube-proxy service-HVFWP5L3-ns5/svc5/tcp/p80
+    flush chain ip kube-proxy service-HVFWP5L3-ns5/svc5/tcp/p80
+    add chain ip kube-proxy local-HVFWP5L3-ns5/svc5/tcp/p80
+    flush chain ip kube-proxy local-HVFWP5L3-ns5/svc5/tcp/p80
+    add chain ip kube-proxy external-HVFWP5L3-ns5/svc5/tcp/p80
+    flush chain ip kube-proxy external-HVFWP5L3-ns5/svc5/tcp/p80
+    add chain ip kube-proxy firewall-HVFWP5L3-ns5/svc5/tcp/p80
+    flush chain ip kube-proxy firewall-HVFWP5L3-ns5/svc5/tcp/p80
+    add chain ip kube-proxy endpoint-QR2OSYWX-ns5/svc5/tcp/p80__10.180.0.5/80
+    flush chain ip kube-proxy endpoint-QR2OSYWX-ns5/svc5/tcp/p80__10.180.0.5/80
+    add chain ip kube-proxy endpoint-WLGLN4N3-ns5/svc5/tcp/p80__10.180.0.6/80
+    flush chain ip kube-proxy endpoint-WLGLN4N3-ns5/svc5/tcp/p80__10.180.0.6/80
+    add rule ip kube-proxy service-HVFWP5L3-ns5/svc5/tcp/p80 ip daddr 172.30.0.45 ip saddr != 10.0.0.0/8 jump mark-for-masquerade
+    add rule ip kube-proxy service-HVFWP5L3-ns5/svc5/tcp/p80 numgen random mod 2 == 0 goto endpoint-QR2OSYWX-ns5/svc5/tcp/p80__10.180.0.5/80
+    add rule ip kube-proxy service-HVFWP5L3-ns5/svc5/tcp/p80 goto endpoint-WLGLN4N3-ns5/svc5/tcp/p80__10.180.0.6/80
+    add rule ip kube-proxy local-HVFWP5L3-ns5/svc5/tcp/p80 goto endpoint-QR2OSYWX-ns5/svc5/tcp/p80__10.180.0.5/80
+    add rule ip kube-proxy external-HVFWP5L3-ns5/svc5/tcp/p80 ip saddr 10.0.0.0/8 goto service-HVFWP5L3-ns5/svc5/tcp/p80 comment "short-circuit pod traffic"
+    add rule ip kube-proxy external-HVFWP5L3-ns5/svc5/tcp/p80 fib saddr type local jump mark-for-masquerade comment "masquerade local traffic"
+    add rule ip kube-proxy external-HVFWP5L3-ns5/svc5/tcp/p80 fib saddr type local goto service-HVFWP5L3-ns5/svc5/tcp/p80 comment "short-circuit local traffic"
+    add rule ip kube-proxy external-HVFWP5L3-ns5/svc5/tcp/p80 goto local-HVFWP5L3-ns5/svc5/tcp/p80
+    add rule ip kube-proxy firewall-HVFWP5L3-ns5/svc5/tcp/p80 ip saddr 203.0.113.0/25 return
+    add rule ip kube-proxy firewall-HVFWP5L3-ns5/svc5/tcp/p80 ip saddr 192.168.0.0/24 return
+    add rule ip kube-proxy firewall-HVFWP5L3-ns5/svc5/tcp/p80 ip saddr 1.2.3.4 return
+    add rule ip kube-proxy firewall-HVFWP5L3-ns5/svc5/tcp/p80 drop comment "ns5/svc5:p80 traffic not in loadBalancerSourceRanges"
+    add rule ip kube-proxy endpoint-QR2OSYWX-ns5/svc5/tcp/p80__10.180.0.5/80 ip saddr 10.180.0.5 jump mark-for-masquerade
+    add rule ip kube-proxy endpoint-QR2OSYWX-ns5/svc5/tcp/p80__10.180.0.5/80 meta l4proto tcp dnat to 10.180.0.5:80
+    add rule ip kube-proxy endpoint-WLGLN4N3-ns5/svc5/tcp/p80__10.180.0.6/80 ip saddr 10.180.0.6 jump mark-for-masquerade
+    add rule ip kube-proxy endpoint-WLGLN4N3-ns5/svc5/tcp/p80__10.180.0.6/80 meta l4proto tcp dnat to 10.180.0.6:80
+    # elements
+    add element ip kube-proxy cluster-ips { 172.30.0.45 }
+    add element ip kube-proxy service-ips { 172.30.0.45 . tcp . 80 comment "ns5/svc5:p80" : goto service-HVFWP5L3-ns5/svc5/tcp/p80 }
+    add element ip kube-proxy service-ips { 1.2.3.4 . tcp . 80 comment "ns5/svc5:p80" : goto external-HVFWP5L3-ns5/svc5/tcp/p80 }
+    add element ip kube-proxy service-nodeports { tcp . 3002 comment "ns5/svc5:p80" : goto external-HVFWP5L3-ns5/svc5/tcp/p80 }
+    add element ip kube-proxy firewall-ips { 1.2.3.4 . tcp . 80 comment "ns5/svc5:p80" : goto firewall-HVFWP5L3-ns5/svc5/tcp/p80 }
+`;
+
+t.test('full sync golden: LoadBalancer with source ranges, externalTrafficPolicy Local (kube-proxy\'s chain names)', async (t) => {
+  const lb = svc('ns5', 'svc5', '172.30.0.45', { nodePort: 3002, lbVIPs: ['1.2.3.4'], sourceRanges: ['203.0.113.0/25', '192.168.0.0/24'], etp: 'Local', healthCheckNodePort: 30000 });
+  // The node's primary IP is in 192.168.0.0/24, so the VIP is admitted as a source too.
+  const r = renderNftables(snapshot([lb, [ep('10.180.0.5:80', { local: true }), ep('10.180.0.6:80')]]), nodeConfig({ primaryIP: parseIPv4('192.168.0.2') }), full);
+  t.equal(r.text, BASE + LB_FIREWALL);
+  await new NftFake().apply(r.text);
+  // Without ranges: no firewall chain or element, the VIP goes straight to the external chain.
+  const open = renderNftables(snapshot([svc('ns5', 'svc5', '172.30.0.45', { lbVIPs: ['1.2.3.4'] }), [ep('10.180.0.5:80')]]), CFG, full).text;
+  t.notMatch(open, /firewall-\w{8}-|add element ip kube-proxy firewall-ips/);
+  t.match(open, /^add element ip kube-proxy service-ips \{ 1\.2\.3\.4 \. tcp \. 80 comment "ns5\/svc5:p80" : goto external-HVFWP5L3-ns5\/svc5\/tcp\/p80 \}$/m);
+  // No endpoints: the VIP is rejected for everyone, and the firewall element stays (kube-proxy keeps it too).
+  const none = renderNftables(snapshot([svc('ns5', 'svc5', '172.30.0.45', { lbVIPs: ['1.2.3.4'], sourceRanges: ['203.0.113.0/25'] }), []]), CFG, full).text;
+  t.match(none, /^add element ip kube-proxy no-endpoint-services \{ 1\.2\.3\.4 \. tcp \. 80 comment "ns5\/svc5:p80" : goto reject-chain \}$/m);
+  t.match(none, /^add element ip kube-proxy firewall-ips \{ 1\.2\.3\.4 \. tcp \. 80 comment "ns5\/svc5:p80" : goto firewall-HVFWP5L3-ns5\/svc5\/tcp\/p80 \}$/m);
+  await new NftFake().apply(none);
+});
+
+t.test('partial sync: source ranges removed take the firewall element and chain away', async (t) => {
+  const cfg = nodeConfig({ primaryIP: parseIPv4('192.168.0.2') });
+  const eps = [ep('10.180.0.5:80', { local: true })];
+  const a = renderNftables(snapshot([svc('ns5', 'svc5', '172.30.0.45', { lbVIPs: ['1.2.3.4'], sourceRanges: ['203.0.113.0/25'] }), eps]), cfg, full);
+  const f = new NftFake();
+  await f.apply(a.text);
+  const b = renderNftables(snapshot([svc('ns5', 'svc5', '172.30.0.45', { lbVIPs: ['1.2.3.4'] }), eps]), cfg, { full: false, changed: new Set(['ns5/svc5']) }, a.applied);
+  t.match(b.text, /^delete element ip kube-proxy firewall-ips \{ 1\.2\.3\.4 \. tcp \. 80 \}$/m);
+  t.match(b.text, /^delete chain ip kube-proxy firewall-HVFWP5L3-ns5\/svc5\/tcp\/p80$/m);
+  await f.apply(b.text);
+  t.equal(f.table('ip', 'kube-proxy')!.sets.get('firewall-ips')!.elements.size, 0);
+});
+
+t.test('nodePortAddresses: one NodePort rule per CIDR, never 127.0.0.0/8; service CIDRs: unallocated ClusterIPs dropped', async (t) => {
+  const cfg = nodeConfig({ nodePortAddresses: ['192.168.0.2/32', '127.0.0.0/8', '0.0.0.0/1'].map((c) => parseCidr(c).cidr), serviceCIDRs: [parseCidr('172.30.0.0/16').cidr] });
+  const r = renderNftables(snapshot(), cfg, full);
+  const lines = r.text.split('\n').filter((l) => / (services|nodeport-endpoints-check|cluster-ips-check) /.test(l) && l.startsWith('add rule'));
+  t.same(lines, [
+    'add rule ip kube-proxy services ip daddr . meta l4proto . th dport vmap @service-ips',
+    'add rule ip kube-proxy services fib daddr type local ip daddr 192.168.0.2 meta l4proto . th dport vmap @service-nodeports',
+    'add rule ip kube-proxy services fib daddr type local ip daddr 0.0.0.0/1 ip daddr != 127.0.0.0/8 meta l4proto . th dport vmap @service-nodeports',
+    'add rule ip kube-proxy nodeport-endpoints-check ip daddr 192.168.0.2 meta l4proto . th dport vmap @no-endpoint-nodeports',
+    'add rule ip kube-proxy nodeport-endpoints-check ip daddr 0.0.0.0/1 ip daddr != 127.0.0.0/8 meta l4proto . th dport vmap @no-endpoint-nodeports',
+    'add rule ip kube-proxy cluster-ips-check ip daddr @cluster-ips meta l4proto icmp reject comment "Reject ping to ClusterIPs"',
+    'add rule ip kube-proxy cluster-ips-check ip daddr @cluster-ips reject comment "Reject traffic to invalid ports of ClusterIPs"',
+    'add rule ip kube-proxy cluster-ips-check ip daddr 172.30.0.0/16 drop comment "Drop traffic to unallocated ClusterIPs"',
+  ]);
+  await new NftFake().apply(r.text);
+  t.equal(renderNftables(snapshot(), nodeConfig({ nodePortAddresses: null, serviceCIDRs: [] }), full).text, BASE, 'null and [] are the defaults');
+});
+
 t.test('partial sync golden: only the changed Services, their elements, and stale chains', async (t) => {
   const A = snapshot(
     [svc('ns1', 'svc1', '172.30.0.41'), [ep('10.180.0.1:80'), ep('10.180.0.2:80')]],
@@ -556,8 +653,10 @@ t.test('partial syncs converge to the same table as a full sync (seeded random c
   let staleDeleted = 0;
   let elementsChanged = 0;
   const makeSvc = (i: number) => {
-    const kind = rnd(5);
+    const kind = rnd(7);
     return svc(`ns${i % 3}`, `s${i}`, `172.30.1.${i + 1}`, {
+      ...(kind === 5 ? { nodePort: 30100 + i, lbVIPs: [`203.0.113.${i + 1}`], sourceRanges: rnd(2) ? ['198.51.100.0/24'] : ['198.51.100.0/24', '192.168.0.0/16'], etp: 'Local' as const } : {}),
+      ...(kind === 6 ? { lbVIPs: [`203.0.113.${i + 1}`, `203.0.113.${i + 101}`] } : {}),
       ...(kind === 1 ? { nodePort: 30100 + i } : {}),
       ...(kind === 2 ? { nodePort: 30100 + i, etp: 'Local' as const } : {}),
       ...(kind === 3 ? { affinity: 100 + rnd(3) } : {}),

@@ -9,9 +9,14 @@
  * - `services` dispatches with one verdict-map lookup,
  *   `ip daddr . meta l4proto . th dport vmap @service-ips`, plus
  *   `fib daddr type local ... vmap @service-nodeports` for NodePorts: the cost
- *   of finding a Service does not grow with the number of Services;
+ *   of finding a Service does not grow with the number of Services. With
+ *   nodePortAddresses the NodePort rule is one per CIDR (`fib daddr type local
+ *   ip daddr CIDR`: the local addresses inside it, as the kernel sees them at
+ *   each packet, where kube-proxy fills @nodeport-ips with the addresses it
+ *   found at sync time); 127.0.0.0/8 never serves NodePorts in this mode;
  * - per ServicePort: `service-<HASH>-ns/svc/proto/port` (Cluster policy),
  *   `local-...` (Local policy), `external-...` (NodePort / external IPs);
+ *   `firewall-...` (loadBalancerSourceRanges);
  *   per endpoint `endpoint-<HASH>-...__ip/port` (hairpin masquerade mark,
  *   affinity update, dnat) and, with ClientIP affinity, a dynamic set
  *   `affinity-...` with the affinity timeout;
@@ -20,7 +25,17 @@
  *   Local endpoints elsewhere exist) checked by the filter chains;
  * - @cluster-ips and `cluster-ips-check`: traffic to a ClusterIP that no rule
  *   DNATed (a port the Service does not serve, or a ping) is rejected at once.
- *   `clusterIPPing: 'drop'` renders the silent drop instead for ICMP.
+ *   `clusterIPPing: 'drop'` renders the silent drop instead for ICMP. With the
+ *   Service CIDRs known, traffic to an address in them that no Service has is
+ *   dropped there too (kube-proxy's "Drop traffic to unallocated ClusterIPs"),
+ *   instead of being routed on towards the default gateway;
+ * - LoadBalancer VIPs are elements of @service-ips like external IPs; with
+ *   loadBalancerSourceRanges they are also in @firewall-ips, looked up by
+ *   `firewall-check` before DNAT (from filter-prerouting and
+ *   filter-output-pre-dnat, priority dstnat-10): its per-service chain returns
+ *   for a source in the ranges (and for the VIPs, when a range holds the
+ *   node's primary IP) and drops the rest. kube-proxy writes one
+ *   `ip saddr != { ranges } drop`; a rule per range reads the same.
  *
  * Endpoint choice: kube-proxy writes `numgen random mod N vmap { 0 : goto a, ... }`,
  * one anonymous set per Service. Measured here, that made a 10k-Service load
@@ -43,6 +58,7 @@
  * returned `applied` after the transaction succeeded.
  */
 import { ErrorCode, NodenetError } from '../../errors/errors.js';
+import { cidrContains } from '../../net/ip.js';
 import type { EndpointInfo, ProxyNodeConfig, ProxySnapshot, ServicePortInfo, SyncScope } from '../types.js';
 import { spnString } from '../types.js';
 import { externallyAccessible, externalPolicyLocal, internalPolicyLocal, usesClusterEndpoints, usesLocalEndpoints } from '../categorize.js';
@@ -60,7 +76,7 @@ export interface NftablesRenderOptions {
 }
 
 /** The sets and maps whose elements nodenet manages. */
-export const ELEMENT_CONTAINERS = ['cluster-ips', 'service-ips', 'service-nodeports', 'no-endpoint-services', 'no-endpoint-nodeports'] as const;
+export const ELEMENT_CONTAINERS = ['cluster-ips', 'service-ips', 'service-nodeports', 'no-endpoint-services', 'no-endpoint-nodeports', 'firewall-ips'] as const;
 export type ElementContainer = (typeof ELEMENT_CONTAINERS)[number];
 
 export interface NftElement {
@@ -132,14 +148,17 @@ export const CH = {
   serviceEndpointsCheck: 'service-endpoints-check',
   nodeportEndpointsCheck: 'nodeport-endpoints-check',
   clusterIPsCheck: 'cluster-ips-check',
+  firewallCheck: 'firewall-check',
+  filterOutputPreDnat: 'filter-output-pre-dnat',
   rejectChain: 'reject-chain',
   markMasq: 'mark-for-masquerade',
   masquerading: 'masquerading',
 } as const;
 
 const BASE_CHAINS: readonly { name: string; spec: string }[] = [
-  // Pre-DNAT filtering (kube-proxy hangs LoadBalancerSourceRanges here); empty until nodenet has LoadBalancers.
+  // Pre-DNAT filtering: loadBalancerSourceRanges must see the VIP as destination.
   { name: CH.filterPrerouting, spec: 'type filter hook prerouting priority -110' },
+  { name: CH.filterOutputPreDnat, spec: 'type filter hook output priority -110' },
   // The checks run after DNAT: a packet that was DNATed to an endpoint no longer has a Service IP as destination.
   { name: CH.filterInput, spec: 'type filter hook input priority 0' },
   { name: CH.filterForward, spec: 'type filter hook forward priority 0' },
@@ -154,6 +173,7 @@ const REGULAR_CHAINS: readonly { name: string; comment?: string }[] = [
   { name: CH.serviceEndpointsCheck },
   { name: CH.nodeportEndpointsCheck },
   { name: CH.clusterIPsCheck },
+  { name: CH.firewallCheck },
   { name: CH.rejectChain, comment: 'helper for @no-endpoint-services / @no-endpoint-nodeports' },
   { name: CH.markMasq },
   { name: CH.masquerading },
@@ -167,7 +187,28 @@ const CONTAINER_DECLS: Readonly<Record<ElementContainer, string>> = {
     'map %T no-endpoint-services { type ipv4_addr . inet_proto . inet_service : verdict ; comment "vmap to drop or reject packets to services with no endpoints" ; }',
   'no-endpoint-nodeports':
     'map %T no-endpoint-nodeports { type inet_proto . inet_service : verdict ; comment "vmap to drop or reject packets to service nodeports with no endpoints" ; }',
+  'firewall-ips': 'map %T firewall-ips { type ipv4_addr . inet_proto . inet_service : verdict ; comment "destinations that are subject to LoadBalancerSourceRanges" ; }',
 };
+
+/** An address for a rule: a /32 as the bare IP (how nft lists it). */
+function nftAddr(cidr: string): string {
+  return cidr.endsWith('/32') ? cidr.slice(0, -3) : cidr;
+}
+
+/**
+ * The NodePort destination matches for nodePortAddresses: none when null
+ * (the caller writes its any-local-address rule); otherwise one per CIDR,
+ * skipping those inside 127.0.0.0/8 and excluding it from wider ones.
+ */
+function nodePortMatches(cidrs: readonly string[]): string[] {
+  const out: string[] = [];
+  for (const c of cidrs) {
+    const net = c.split('/')[0]!;
+    if (cidrContains('127.0.0.0/8', net)) continue; // no localhost NodePorts in nftables mode
+    out.push(`ip daddr ${nftAddr(c)}${cidrContains(c, '127.0.0.0') ? ' ip daddr != 127.0.0.0/8' : ''}`);
+  }
+  return out;
+}
 
 export function masqueradeMark(bit: number): string {
   return `0x${(2 ** bit).toString(16)}`;
@@ -201,11 +242,14 @@ function planServicePort(svc: ServicePortInfo, endpoints: readonly EndpointInfo[
   // No endpoints at all: reject. Endpoints exist but none for this policy (Local): drop.
   const internalVerdict = !cat.hasAny ? `goto ${CH.rejectChain}` : 'drop';
   const externalVerdict = !cat.hasAny ? `goto ${CH.rejectChain}` : 'drop';
+  // Source ranges apply whenever the Service has VIPs (kube-proxy), endpoints or not.
+  const usesFirewall = svc.loadBalancerVIPs.length > 0 && svc.loadBalancerSourceRanges.length > 0;
 
   // Chains first (declared in this order), rules filled below.
   if (usesClusterChain) chains.set(names.cluster, []);
   if (usesLocalChain) chains.set(names.local, []);
   if (usesExternalChain) chains.set(names.external, []);
+  if (usesFirewall) chains.set(names.firewall, []);
   for (const ep of cat.allReachable) chains.set(endpointObjects(spn, ep).chain, []);
 
   // Elements.
@@ -216,6 +260,11 @@ function planServicePort(svc: ServicePortInfo, endpoints: readonly EndpointInfo[
   for (const eip of svc.externalIPs) {
     if (cat.hasAny) elements.push({ container: 'service-ips', key: dest(eip, svc.port), el: { comment, value: `goto ${names.external}` } });
     if (!hasExternal) elements.push({ container: 'no-endpoint-services', key: dest(eip, svc.port), el: { comment, value: externalVerdict } });
+  }
+  for (const vip of svc.loadBalancerVIPs) {
+    if (cat.hasAny) elements.push({ container: 'service-ips', key: dest(vip, svc.port), el: { comment, value: `goto ${names.external}` } });
+    if (usesFirewall) elements.push({ container: 'firewall-ips', key: dest(vip, svc.port), el: { comment, value: `goto ${names.firewall}` } });
+    if (!hasExternal) elements.push({ container: 'no-endpoint-services', key: dest(vip, svc.port), el: { comment, value: externalVerdict } });
   }
   if (svc.nodePort !== 0) {
     const np = `${proto} . ${svc.nodePort}`;
@@ -242,6 +291,18 @@ function planServicePort(svc: ServicePortInfo, endpoints: readonly EndpointInfo[
       ext.push(`fib saddr type local goto ${names.cluster} comment "short-circuit local traffic"`);
     }
     if (hasExternal) ext.push(`goto ${externalPolicyChain}`);
+  }
+
+  if (usesFirewall) {
+    // Only VIP-style load balancers keep the client's address; behind a NodePort-style one these ranges never match.
+    const fw = chains.get(names.firewall)!;
+    for (const range of svc.loadBalancerSourceRanges) fw.push(`ip saddr ${nftAddr(range)} return`);
+    // A VIP that is also a local address: the node's own request loops back with the VIP as source.
+    const primary = cfg.primaryIP ?? null;
+    if (primary && svc.loadBalancerSourceRanges.some((r) => cidrContains(r, primary))) {
+      for (const vip of svc.loadBalancerVIPs) fw.push(`ip saddr ${vip} return`);
+    }
+    fw.push(`drop comment "${comment} traffic not in loadBalancerSourceRanges"`);
   }
 
   if (affinity !== null) {
@@ -306,7 +367,8 @@ function planService(ports: readonly ServicePortInfo[], snapshot: ProxySnapshot,
 }
 
 /** The fixed part of a full sync: table, base chains, fixed chains, sets, maps and their rules. */
-function renderFixed(T: string, mark: string, opts: NftablesRenderOptions, out: string[], rule: (chain: string, body: string) => void): void {
+function renderFixed(T: string, cfg: ProxyNodeConfig, opts: NftablesRenderOptions, out: string[], rule: (chain: string, body: string) => void): void {
+  const mark = masqueradeMark(cfg.masqueradeBit);
   out.push(`add table ${T} { comment "rules for kube-proxy" ; }`);
   out.push('# base chains: recreated, so that changed hook facts cannot wedge a sync');
   for (const b of BASE_CHAINS) out.push(`add chain ${T} ${b.name}`, `delete chain ${T} ${b.name}`, `add chain ${T} ${b.name} { ${b.spec} ; }`);
@@ -325,14 +387,20 @@ function renderFixed(T: string, mark: string, opts: NftablesRenderOptions, out: 
   rule(CH.filterForward, `ct state new jump ${CH.clusterIPsCheck}`);
   rule(CH.filterOutput, `ct state new jump ${CH.serviceEndpointsCheck}`);
   rule(CH.filterOutput, `ct state new jump ${CH.clusterIPsCheck}`);
+  rule(CH.filterPrerouting, `ct state new jump ${CH.firewallCheck}`);
+  rule(CH.filterOutputPreDnat, `ct state new jump ${CH.firewallCheck}`);
   rule(CH.natPrerouting, `jump ${CH.services}`);
   rule(CH.natOutput, `jump ${CH.services}`);
   rule(CH.natPostrouting, `jump ${CH.masquerading}`);
   out.push('# dispatch');
   rule(CH.services, 'ip daddr . meta l4proto . th dport vmap @service-ips');
-  rule(CH.services, 'fib daddr type local ip daddr != 127.0.0.0/8 meta l4proto . th dport vmap @service-nodeports');
+  const npCidrs = cfg.nodePortAddresses ?? null;
+  if (npCidrs === null) rule(CH.services, 'fib daddr type local ip daddr != 127.0.0.0/8 meta l4proto . th dport vmap @service-nodeports');
+  else for (const m of nodePortMatches(npCidrs)) rule(CH.services, `fib daddr type local ${m} meta l4proto . th dport vmap @service-nodeports`);
   rule(CH.serviceEndpointsCheck, 'ip daddr . meta l4proto . th dport vmap @no-endpoint-services');
-  rule(CH.nodeportEndpointsCheck, 'ip daddr != 127.0.0.0/8 meta l4proto . th dport vmap @no-endpoint-nodeports');
+  if (npCidrs === null) rule(CH.nodeportEndpointsCheck, 'ip daddr != 127.0.0.0/8 meta l4proto . th dport vmap @no-endpoint-nodeports');
+  else for (const m of nodePortMatches(npCidrs)) rule(CH.nodeportEndpointsCheck, `${m} meta l4proto . th dport vmap @no-endpoint-nodeports`);
+  rule(CH.firewallCheck, 'ip daddr . meta l4proto . th dport vmap @firewall-ips');
   rule(CH.rejectChain, 'reject');
   out.push('# traffic to a ClusterIP that no rule DNATed: a port the Service does not serve, or a ping');
   if ((opts.clusterIPPing ?? 'reject') === 'reject') {
@@ -341,6 +409,7 @@ function renderFixed(T: string, mark: string, opts: NftablesRenderOptions, out: 
     rule(CH.clusterIPsCheck, 'ip daddr @cluster-ips meta l4proto icmp drop comment "Drop ping to ClusterIPs silently"');
   }
   rule(CH.clusterIPsCheck, 'ip daddr @cluster-ips reject comment "Reject traffic to invalid ports of ClusterIPs"');
+  for (const c of cfg.serviceCIDRs ?? []) rule(CH.clusterIPsCheck, `ip daddr ${nftAddr(c)} drop comment "Drop traffic to unallocated ClusterIPs"`);
   out.push('# masquerading');
   rule(CH.markMasq, `mark set mark or ${mark}`);
   rule(CH.masquerading, `mark and ${mark} == 0 return`);
@@ -394,7 +463,7 @@ export function renderNftables(
     keys = [...k].sort();
   }
 
-  if (scope.full) renderFixed(T, masqueradeMark(cfg.masqueradeBit), opts, out, rule);
+  if (scope.full) renderFixed(T, cfg, opts, out, rule);
 
   // The new record starts from the old one for a partial sync, empty for a full one.
   const chains = new Set<string>(scope.full ? [] : prev.chains);
