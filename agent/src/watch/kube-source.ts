@@ -12,12 +12,13 @@
  * Nothing is applied before both lists arrived (SyncGroup); the Service and
  * EndpointSlice handlers each hear synced once, after both.
  */
-import { CoreV1Api, DiscoveryV1Api, KubeConfig, ListWatch, Watch, type KubernetesObject } from '@kubernetes/client-node';
+import { KubeConfig } from '@kubernetes/client-node';
 import { ErrorCode, NodenetError } from '../errors/errors.js';
 import type { Logger } from '../log/log.js';
 import type { EndpointSliceHandler, ServiceHandler } from '../proxy/handlers.js';
 import type { Clock } from '../reconcile/clock.js';
-import { Informer, SyncGroup, type BackoffOptions, type ListWatchLike } from './informer.js';
+import type { BackoffOptions } from './informer.js';
+import { ClusterWatch } from './cluster-watch.js';
 
 export const IN_CLUSTER = 'in-cluster';
 
@@ -57,59 +58,44 @@ export interface KubeSourceOptions {
 }
 
 export class KubeSource {
-  private readonly informers: Informer[] = [];
-  private readonly lastError = new Map<string, string>();
+  private readonly watch: ClusterWatch;
 
   constructor(o: KubeSourceOptions) {
-    const kc = o.kubeconfig;
-    const core = kc.makeApiClient(CoreV1Api);
-    const discovery = kc.makeApiClient(DiscoveryV1Api);
-    const watch = new Watch(kc);
-    const group = new SyncGroup();
-    const svc = group.join('services', {
-      add: (x) => o.services.onServiceAdd(x),
-      update: (p, c) => o.services.onServiceUpdate(p, c),
-      delete: (x) => o.services.onServiceDelete(x),
-    }, () => o.services.onServicesSynced());
-    const eps = group.join('endpointslices', {
-      add: (x) => o.slices.onEndpointSliceAdd(x),
-      update: (p, c) => o.slices.onEndpointSliceUpdate(p, c),
-      delete: (x) => o.slices.onEndpointSliceDelete(x),
-    }, () => {
-      o.slices.onEndpointSlicesSynced();
-      o.onSynced?.();
+    this.watch = new ClusterWatch({
+      kubeconfig: o.kubeconfig,
+      log: o.log,
+      clock: o.clock,
+      ...(o.backoff ? { backoff: o.backoff } : {}),
+      ...(o.silenceMs ? { silenceMs: o.silenceMs } : {}),
+      sources: [
+        {
+          kind: 'services',
+          labelSelector: PROXY_LABEL_SELECTOR,
+          handler: { add: (x) => o.services.onServiceAdd(x), update: (p, c) => o.services.onServiceUpdate(p, c), delete: (x) => o.services.onServiceDelete(x) },
+          synced: () => o.services.onServicesSynced(),
+        },
+        {
+          kind: 'endpointslices',
+          labelSelector: PROXY_LABEL_SELECTOR,
+          handler: { add: (x) => o.slices.onEndpointSliceAdd(x), update: (p, c) => o.slices.onEndpointSliceUpdate(p, c), delete: (x) => o.slices.onEndpointSliceDelete(x) },
+          synced: () => o.slices.onEndpointSlicesSynced(),
+        },
+      ],
+      ...(o.onSynced ? { onSynced: o.onSynced } : {}),
     });
-    const sources: [string, string, () => Promise<{ items: KubernetesObject[] }>, typeof svc][] = [
-      ['services', '/api/v1/services', () => core.listServiceForAllNamespaces({ labelSelector: PROXY_LABEL_SELECTOR }) as Promise<{ items: KubernetesObject[] }>, svc],
-      ['endpointslices', '/apis/discovery.k8s.io/v1/endpointslices', () => discovery.listEndpointSliceForAllNamespaces({ labelSelector: PROXY_LABEL_SELECTOR }) as Promise<{ items: KubernetesObject[] }>, eps],
-    ];
-    for (const [name, path, list, handler] of sources) {
-      const lw = new ListWatch<KubernetesObject>(path, watch, list as never, false, PROXY_LABEL_SELECTOR);
-      lw.on('error', (e: unknown) => this.lastError.set(name, e instanceof Error ? e.message : String(e)));
-      lw.on('connect', () => this.lastError.delete(name));
-      this.informers.push(new Informer({
-        name,
-        listWatch: lw as unknown as ListWatchLike,
-        handler,
-        clock: o.clock,
-        log: o.log,
-        ...(o.backoff ? { backoff: o.backoff } : {}),
-        ...(o.silenceMs ? { silenceMs: o.silenceMs } : {}),
-      }));
-    }
   }
 
   /** Starts both informers; resolves once each delivered its first list or is retrying. */
-  async start(): Promise<void> {
-    await Promise.all(this.informers.map((i) => i.start()));
+  start(): Promise<void> {
+    return this.watch.start();
   }
 
   /** The sources whose last list or watch failed, with why (the proxy status file). */
   errors(): Iterable<readonly [string, string]> {
-    return [...this.lastError].map(([k, v]) => [`watch ${k}`, v] as const);
+    return this.watch.errors();
   }
 
   stop(): void {
-    for (const i of this.informers) void i.stop();
+    this.watch.stop();
   }
 }
