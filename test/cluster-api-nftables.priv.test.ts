@@ -1,0 +1,4 @@
+/** The proxy driven by the API in nftables mode, with real packets: see cluster-api-suite.ts. Root only. */
+import { clusterApiSuite } from './cluster-api-suite.js';
+
+clusterApiSuite('nftables');

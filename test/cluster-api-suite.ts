@@ -1,0 +1,239 @@
+/**
+ * The proxy driven by the API, end to end, run once per proxy mode (the
+ * cluster-api-<mode>.priv.test.ts files). Real processes: `nodenet
+ * control-plane` in the lab's underlay namespace, two virtual nodes whose
+ * agents register their Nodes, take their pod CIDRs from node IPAM and
+ * watch Services and EndpointSlices with their own tokens, and the real
+ * kubectl. A stand-in kubelet (stand-in-kubelet.ts) runs the Pods the
+ * scheduler binds: real pod namespaces through the CNI shim, real servers,
+ * status posted as a kubelet would. The nodes route each other's pod
+ * CIDRs over the underlay (the overlay is the next issue's).
+ *
+ * Every case sends real packets from a client pod on n1 to the Service's
+ * ClusterIP and checks which Pods answer: `kubectl apply`, `kubectl scale`,
+ * a deleted Pod replaced, the control plane killed right after an
+ * acknowledged write, an agent restarted under an established connection,
+ * and a node whose Lease stops losing its endpoints.
+ */
+import t from 'tap';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Lab, LabControlPlane, VNode } from '../agent/src/lab/lab.js';
+import { newLab, runner, shOk } from '../agent/src/testing/lab.js';
+import { waitFor } from '../agent/src/testing/wait.js';
+import { proxyStatusFile, readProxyStatus } from '../agent/src/node/proxy-status.js';
+import { loadKubeConfig } from '../agent/src/watch/kube-source.js';
+import { StandInKubelet } from './stand-in-kubelet.js';
+import { spawn, type ChildProcess } from 'node:child_process';
+
+type Mode = 'iptables' | 'nftables';
+
+const MANIFEST = `apiVersion: v1
+kind: Service
+metadata:
+  name: web
+spec:
+  selector:
+    app: web
+  ports:
+  - name: http
+    port: 80
+    targetPort: 8080
+  - name: echo
+    port: 9090
+    targetPort: 9090
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 2
+  selector:
+    matchLabels:
+      app: web
+  template:
+    metadata:
+      labels:
+        app: web
+    spec:
+      containers:
+      - name: web
+        image: nodenet.invalid/serve
+`;
+
+export function clusterApiSuite(mode: Mode): void {
+  let lab: Lab;
+  let cp: LabControlPlane;
+  let n1: VNode, n2: VNode;
+  let kubelet: StandInKubelet;
+  let kubeconfig: string;
+  let client: { ns: string; ip: string };
+  let clusterIP = '';
+
+  const kubectl = async (...args: string[]) => {
+    const r = await runner.run(['kubectl', '--kubeconfig', kubeconfig, ...args], { allowFailure: true });
+    if (r.exitCode !== 0) throw new Error(`kubectl ${args.join(' ')}: ${r.stderr}`);
+    return r.stdout;
+  };
+
+  async function tcp(ip: string, port: number): Promise<string> {
+    const r = await shOk(['ip', 'netns', 'exec', client.ns, 'socat', '-t2', '-T3', '-', `TCP4:${ip}:${port},connect-timeout=3`]);
+    return (r.exitCode === 0 ? r.stdout : r.stderr).trim();
+  }
+
+  /** The Pod names that answer on the ClusterIP over n connections. */
+  async function answering(n = 24): Promise<string[]> {
+    const seen = new Set<string>();
+    for (let i = 0; i < n; i++) seen.add((await tcp(clusterIP, 80)).split(' ')[0] || '(none)');
+    return [...seen].sort();
+  }
+
+  /** The endpoints n1's agent applied for web:http ("ip:port", marked when not ready). */
+  const applied = () => readProxyStatus(proxyStatusFile(n1.runDir))?.applied['default/web:http'] ?? [];
+  const readyIPs = (pods: string[]) => pods.map((p) => [...kubelet.running.values()].find((r) => r.name === p)!.ip).map((ip) => `${ip}:8080`).sort();
+
+  /** What the cluster looked like, for a failure message. */
+  async function picture(): Promise<string> {
+    const pods = await runner.run(['kubectl', '--kubeconfig', kubeconfig, 'get', 'pods,endpointslices', '-o', 'wide'], { allowFailure: true });
+    const log = (await n1.exec(['tail', '-n', '8', n1.logFile], true)).stdout;
+    const nodes = await runner.run(['kubectl', '--kubeconfig', kubeconfig, 'get', 'nodes,leases', '-A', '-o', 'jsonpath={range .items[*]}{.metadata.name} {.spec.renewTime} {.status.conditions[?(@.type=="Ready")]} {.spec.taints}{"\\n"}{end}'], { allowFailure: true });
+    const cpLog = (await runner.run(['grep', '-h', 'lifecycle', `${lab.runRoot}/control-plane.log`], { allowFailure: true })).stdout.split('\n').slice(-6).join('\n');
+    return `\nnodes and leases:\n${nodes.stdout}${nodes.stderr}\nnode lifecycle log:\n${cpLog}\napplied: ${JSON.stringify(applied())}\nkubelet: ${JSON.stringify([...kubelet.running.values()].map((r) => `${r.name}@${r.node} ${r.ip}`))} errors ${JSON.stringify(kubelet.errors)}\n${pods.stdout}${pods.stderr}\nn1 log:\n${log}`;
+  }
+
+  async function waitOr(cond: () => boolean | Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
+    try {
+      await waitFor(cond, what, { timeoutMs, intervalMs: 100 });
+    } catch (e) {
+      throw new Error(`${e instanceof Error ? e.message : String(e)}${await picture()}`);
+    }
+  }
+
+  /**
+   * Waits until `count` Pods run on `nodes`, n1's rules hold exactly their endpoints as ready, and exactly
+   * they answer on the ClusterIP. Returns their names.
+   */
+  async function converged(count: number, nodes: readonly string[] = ['n1', 'n2'], what = 'the rules follow the Pods'): Promise<string[]> {
+    let pods: string[] = [];
+    await waitOr(() => {
+      pods = nodes.flatMap((n) => kubelet.on(n)).sort();
+      return pods.length === count && JSON.stringify([...applied()].filter((e) => !/\(/.test(e)).sort()) === JSON.stringify(readyIPs(pods));
+    }, `${what} (${count} Pods)`);
+    await waitOr(async () => JSON.stringify(await answering(8 * count)) === JSON.stringify(pods), `the Pods ${pods.join(', ')} answer`, 10_000);
+    return pods;
+  }
+
+  t.before(async () => {
+    lab = await newLab(mode === 'iptables' ? 'ai' : 'an');
+    cp = await lab.startControlPlane({ nodes: ['n1', 'n2'], args: ['--node-monitor-grace-period', '8s'] });
+    kubeconfig = (await cp.localAccess()).kubeconfig;
+    const cfg = { proxyMode: mode, proxyMinSyncMs: 100, nodeLeaseDurationSeconds: 4 };
+    n1 = await lab.addNode('n1', { clusterCIDR: '10.244.0.0/16', config: cfg });
+    n2 = await lab.addNode('n2', { clusterCIDR: '10.244.0.0/16', config: cfg });
+    await n1.startAgent();
+    await n2.startAgent();
+    // The nodes route each other's pod CIDR over the underlay (host-gw style; the VXLAN overlay is issue 10's).
+    const cidr = async (n: string) => (await kubectl('get', 'node', n, '-o', 'jsonpath={.spec.podCIDR}')).trim();
+    await n1.exec(['ip', 'route', 'add', await cidr('n2'), 'via', n2.underlayIP.split('/')[0]!]);
+    await n2.exec(['ip', 'route', 'add', await cidr('n1'), 'via', n1.underlayIP.split('/')[0]!]);
+    kubelet = new StandInKubelet(lab, loadKubeConfig(kubeconfig));
+    await kubelet.start();
+    const ns = await lab.addNetns('client');
+    const add = await n1.cni('ADD', { containerId: 'client', netns: ns.path, ifName: 'eth0' }, n1.cniConfig());
+    if (add.exitCode !== 0) throw new Error(`client CNI ADD: ${add.stdout}`);
+    client = { ns: ns.name, ip: (add.json as { ips: { address: string }[] }).ips[0]!.address.split('/')[0]! };
+  });
+  t.teardown(async () => {
+    kubelet?.stop();
+    await lab?.destroy();
+  });
+
+  t.test(`${mode}: nodes register, take pod CIDRs from node IPAM, and are Ready`, async (t) => {
+    const out = await kubectl('get', 'nodes', '-o', 'jsonpath={range .items[*]}{.metadata.name} {.spec.podCIDR} {.status.conditions[?(@.type=="Ready")].status}{"\\n"}{end}');
+    const lines = out.trim().split('\n').sort();
+    t.match(lines, [/^n1 10\.244\.\d+\.0\/24 True$/, /^n2 10\.244\.\d+\.0\/24 True$/]);
+    t.not(lines[0]!.split(' ')[1], lines[1]!.split(' ')[1], 'different pod CIDRs');
+  });
+
+  t.test(`${mode}: kubectl apply: the scheduler spreads the Pods, the endpoints follow, the ClusterIP answers from both`, async (t) => {
+    const r = await runner.run(['kubectl', '--kubeconfig', kubeconfig, 'apply', '-f', '-'], { input: MANIFEST });
+    t.match(r.stdout, /service\/web created\s+deployment.apps\/web created/);
+    clusterIP = (await kubectl('get', 'svc', 'web', '-o', 'jsonpath={.spec.clusterIP}')).trim();
+    t.match(clusterIP, /^10\.(9[6-9]|1[01]\d)\.\d+\.\d+$/, `ClusterIP ${clusterIP} from the service CIDR`);
+    await waitFor(() => kubelet.on('n1').length + kubelet.on('n2').length === 2, 'two Pods running', { timeoutMs: 30_000 });
+    t.same([kubelet.on('n1').length, kubelet.on('n2').length], [1, 1], 'one Pod on each node');
+    const pods = await converged(2);
+    t.equal(pods.length, 2);
+    t.match((await tcp(clusterIP, 80)), new RegExp(`^web-\\S+ `), 'a Pod answers');
+    await kubectl('rollout', 'status', 'deployment/web', '--timeout=30s');
+  });
+
+  t.test(`${mode}: kubectl scale changes the rules`, async (t) => {
+    await kubectl('scale', 'deployment/web', '--replicas=4');
+    t.equal((await converged(4)).length, 4, 'four Pods answer');
+    await kubectl('scale', 'deployment/web', '--replicas=2');
+    t.equal((await converged(2)).length, 2, 'back to two');
+  });
+
+  t.test(`${mode}: a deleted Pod is replaced and its endpoint follows`, async (t) => {
+    const before = await converged(2);
+    await kubectl('delete', 'pod', before[0]!, '--wait=false');
+    await waitOr(async () => {
+      const now = ['n1', 'n2'].flatMap((n) => kubelet.on(n));
+      return now.length === 2 && !now.includes(before[0]!);
+    }, 'the replacement running');
+    const after = await converged(2);
+    t.equal(after.length, 2);
+    t.notOk(after.includes(before[0]!), `${before[0]} is gone from the answers`);
+    t.ok(after.includes(before[1]!), `${before[1]} still answers`);
+  });
+
+  t.test(`${mode}: the control plane killed right after an acknowledged write: the agent catches up`, async (t) => {
+    await kubectl('scale', 'deployment/web', '--replicas=3');
+    await cp.stop('SIGKILL');
+    await sleep(500);
+    await cp.start();
+    t.equal((await converged(3)).length, 3, 'the write survived and the rules follow it');
+    await kubectl('scale', 'deployment/web', '--replicas=2');
+    t.equal((await converged(2)).length, 2, 'and the watch goes on after the restart');
+  });
+
+  t.test(`${mode}: an agent restarted under an established connection keeps it`, async (t) => {
+    await converged(2);
+    const conn: ChildProcess = spawn('ip', ['netns', 'exec', client.ns, 'socat', '-', `TCP4:${clusterIP}:9090`], { stdio: ['pipe', 'pipe', 'ignore'] });
+    let got = '';
+    conn.stdout!.on('data', (d: Buffer) => (got += d.toString()));
+    t.teardown(() => void conn.kill('SIGKILL'));
+    conn.stdin!.write('before\n');
+    await waitFor(() => got.includes('before'), 'the echo before the restart');
+    await n1.stopAgent('SIGKILL');
+    await n1.startAgent();
+    await converged(2, ['n1', 'n2'], 'the restarted agent resynced');
+    conn.stdin!.write('after\n');
+    await waitFor(() => got.includes('after'), 'the echo after the restart on the same connection');
+    t.equal(got, 'before\nafter\n', 'the same connection, both lines echoed');
+    t.equal(conn.exitCode, null, 'the connection is still open');
+  });
+
+  t.test(`${mode}: a node whose Lease stops loses its endpoints`, async (t) => {
+    await kubectl('scale', 'deployment/web', '--replicas=4');
+    await converged(4);
+    t.ok(kubelet.on('n2').length > 0, 'n2 runs Pods');
+    const onN1 = kubelet.on('n1');
+    // n2's agent dies; its Pods keep running but nothing renews its Lease.
+    kubelet.frozen.add('n2');
+    await n2.stopAgent('SIGKILL');
+    await waitOr(async () => (await kubectl('get', 'node', 'n2', '-o', 'jsonpath={.status.conditions[?(@.type=="Ready")].status}')).trim() === 'Unknown', 'n2 Ready=Unknown');
+    await waitOr(() => JSON.stringify(applied().filter((e) => !/\(/.test(e)).sort()) === JSON.stringify(readyIPs(onN1)), "n2's endpoints leave n1's rules");
+    const seen = await answering(16);
+    t.ok(seen.every((p) => onN1.includes(p)), `only n1's Pods answer: ${seen.join(', ')}`);
+    const events = await kubectl('get', 'events', '-A', '--field-selector', 'involvedObject.name=n2');
+    t.match(events, /NodeNotReady/, 'the Event says why');
+  });
+
+  t.test(`${mode}: kubectl delete: the Service's rules go`, async (t) => {
+    await kubectl('delete', 'svc', 'web');
+    await waitFor(() => !(readProxyStatus(proxyStatusFile(n1.runDir))?.applied['default/web:http']), 'the rules removed');
+    t.match(await tcp(clusterIP, 80), /Connection refused|timed out|No route|Network is unreachable|Connection timed out/, 'nothing answers on the old ClusterIP');
+  });
+}
