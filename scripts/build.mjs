@@ -1,19 +1,23 @@
 // Builds what runs outside the test loader:
-//   dist/nodenet.js        the agent and CLI (ESM, npm packages left external)
+//   dist/nodenet.js        the agent and CLI (ESM, npm packages left external), with dist/chunks/ it loads on demand
 //   dist/nodenet-cni.cjs   the CNI shim, one self-contained file for a small cold start
 //   dist/nodenet-pause     the pause holder (C, ~60 lines), PID 1 of every pod sandbox
 import { build } from 'esbuild';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, chmodSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, chmodSync, statSync, rmSync } from 'node:fs';
 
 const root = new URL('..', import.meta.url).pathname;
 mkdirSync(`${root}dist`, { recursive: true });
 
 const jobs = [];
 if (existsSync(`${root}agent/src/main.ts`)) {
+  // Split: what only some commands need (the API watch and client-node, whose import alone takes about
+  // 1.2 s here; the control plane and SQLite) is a chunk loaded by a dynamic import when it is used, so an
+  // agent without an API server, and every other command, starts without it.
+  rmSync(`${root}dist/chunks`, { recursive: true, force: true });
   jobs.push(build({
-    entryPoints: [`${root}agent/src/main.ts`],
-    outfile: `${root}dist/nodenet.js`,
+    entryPoints: { nodenet: `${root}agent/src/main.ts` },
+    outdir: `${root}dist`, splitting: true, chunkNames: 'chunks/[name]-[hash]',
     bundle: true, platform: 'node', target: 'node20', format: 'esm',
     packages: 'external', sourcemap: 'linked', logLevel: 'warning',
   }));

@@ -338,13 +338,15 @@ export class VNode {
     closeSync(out);
     this.agent = p;
     p.on('exit', () => { if (this.agent === p) this.agent = null; });
-    const deadline = Date.now() + 15_000;
+    // Ready in about 0.6 s on an idle machine (2 s on an API server: client-node's import); the margin is for
+    // a loaded one, where two suites each start a control plane and agents side by side.
+    const deadline = Date.now() + 30_000;
     while (Date.now() < deadline) {
       if (this.agent !== p) throw new Error(`agent of ${this.name} exited at start: ${this.agentStderr()}`);
       if (existsSync(`${this.runDir}/agent.ready`)) return;
       await sleep(25);
     }
-    throw new Error(`agent of ${this.name} not ready after 15 s: ${this.agentStderr()}`);
+    throw new Error(`agent of ${this.name} not ready after 30 s: ${this.agentStderr()}`);
   }
 
   agentStderr(): string {

@@ -36,10 +36,15 @@ import { realClock } from '../reconcile/clock.js';
 import { IpamAdapter } from '../sandbox/ipam-adapter.js';
 import { NftMasquerade } from '../sandbox/masquerade.js';
 import { DiskAttachmentStore } from '../sandbox/record-store.js';
-import { KubeSource, loadKubeConfig } from '../watch/kube-source.js';
-import { NodeRegistration } from '../watch/node-registration.js';
+import type { NodeRegistration } from '../watch/node-registration.js';
 import { ManifestSource } from '../watch/manifest-source.js';
-import { startControlPlane, type ControlPlaneOptions } from '../controlplane/control-plane.js';
+import type { ControlPlaneOptions } from '../controlplane/control-plane.js';
+
+// Loaded when used (a chunk of their own in dist/): client-node's import alone takes about 1.2 s, and
+// an agent without an API server, or any other command, does not need it.
+const kubeWatch = () => import('../watch/kube-source.js');
+const nodeRegistration = () => import('../watch/node-registration.js');
+const controlPlane = () => import('../controlplane/control-plane.js');
 import { Agent } from './agent.js';
 import { startHealthServer } from './health-server.js';
 import { ProxyHost, type ProxyHostDeps } from './proxy-host.js';
@@ -85,7 +90,8 @@ export async function composeAgent(given: AgentConfig, logger?: Logger): Promise
   let registration: NodeRegistration | null = null;
   if (cfg.kubeconfig) {
     try {
-      registration = new NodeRegistration({ kubeconfig: loadKubeConfig(cfg.kubeconfig), nodeName: cfg.nodeName, addresses: nodeAddresses(await node.listAddresses()), clock: realClock, log, leaseSeconds: cfg.nodeLeaseDurationSeconds, leaseMs: (cfg.nodeLeaseDurationSeconds * 1000) / 4 });
+      const [{ NodeRegistration: Registration }, { loadKubeConfig }] = await Promise.all([nodeRegistration(), kubeWatch()]);
+      registration = new Registration({ kubeconfig: loadKubeConfig(cfg.kubeconfig), nodeName: cfg.nodeName, addresses: nodeAddresses(await node.listAddresses()), clock: realClock, log, leaseSeconds: cfg.nodeLeaseDurationSeconds, leaseMs: (cfg.nodeLeaseDurationSeconds * 1000) / 4 });
       await registration.start();
       if (!cfg.podCIDR) {
         const fromApi = await registration.podCIDR();
@@ -223,6 +229,7 @@ export async function composeProxyHostDeps(o: ProxyComposeOptions): Promise<Omit
     removeOtherMode: () => removeProxyRules({ runner: o.runner, log: o.log, prefix: o.prefix, ...ns }, o.mode === 'iptables' ? 'nftables' : 'iptables'),
     startSource: o.kubeconfig
       ? async (h) => {
+          const { KubeSource, loadKubeConfig } = await kubeWatch();
           const src = new KubeSource({ kubeconfig: loadKubeConfig(o.kubeconfig!), services: h.services, slices: h.slices, log: o.log, clock: realClock, onSynced: h.onScan });
           await src.start();
           return src;
@@ -294,8 +301,9 @@ export function cliDeps() {
       await agent.start();
       return agent;
     },
-    startControlPlane: (a: Omit<ControlPlaneOptions, 'log' | 'clock'> & { readonly logLevel: string; readonly logFile?: string }) => {
+    startControlPlane: async (a: Omit<ControlPlaneOptions, 'log' | 'clock'> & { readonly logLevel: string; readonly logFile?: string }) => {
       const { logLevel, logFile, ...rest } = a;
+      const { startControlPlane } = await controlPlane();
       return startControlPlane({ ...rest, log: createLogger({ level: logLevel as LevelWithSilent, ...(logFile ? { destination: logFile } : {}) }) });
     },
     removeProxyRules: (o: { netns?: string; prefix: string }, mode: 'iptables' | 'nftables') => removeProxyRules({ ...o, runner, log: quiet }, mode),
