@@ -98,6 +98,7 @@ export class ProxyHost {
   private readonly health: ServiceHealthServer | null;
   readonly proxier: Proxier;
   private readonly log: Logger;
+  private stopped = false;
 
   private constructor(private readonly deps: ProxyHostDeps) {
     this.log = deps.log.child({ [F.subsys]: 'proxy-host', [F.mode]: deps.mode });
@@ -165,7 +166,8 @@ export class ProxyHost {
   }
 
   private writeStatus(): void {
-    if (!this.deps.statusFile) return;
+    // Not after stop(): a source's scan still in flight would write into a directory its owner may be removing.
+    if (!this.deps.statusFile || this.stopped) return;
     try {
       writeProxyStatus(this.deps.statusFile, this.status());
     } catch (err) {
@@ -178,6 +180,7 @@ export class ProxyHost {
     this.source?.stop();
     this.proxier.stop();
     await this.proxier.whenIdle();
+    this.stopped = true;
     await this.health?.close();
   }
 
