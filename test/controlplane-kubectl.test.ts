@@ -4,34 +4,14 @@
  * with the generated CA and bearer token. No root needed.
  */
 import t from 'tap';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
-import { startControlPlane, type ControlPlane } from '../agent/src/controlplane/control-plane.js';
+import { testControlPlane } from '../agent/src/testing/control-plane.js';
 import { waitFor } from '../agent/src/testing/wait.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'nn-cp-kubectl-'));
-let cp: ControlPlane;
-
-t.before(async () => {
-  cp = await startControlPlane({ dataDir: join(dir, 'data'), host: '127.0.0.1', port: 0, version: '0.1.0', nodes: ['n1'] });
-});
-t.teardown(async () => {
-  await cp?.stop();
-  rmSync(dir, { recursive: true, force: true });
-});
-
-async function kubectl(args: readonly string[], opts: { input?: string; kubeconfig?: string } = {}) {
-  const r = await execa('kubectl', [...args], { env: { KUBECONFIG: opts.kubeconfig ?? cp.kubeconfig }, reject: false, stripFinalNewline: false, ...(opts.input !== undefined ? { input: opts.input } : {}), timeout: 60_000 });
-  return { code: r.exitCode ?? -1, out: String(r.stdout), err: String(r.stderr) };
-}
-
-async function ok(args: readonly string[], opts: { input?: string; kubeconfig?: string } = {}): Promise<string> {
-  const r = await kubectl(args, opts);
-  if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')} exited ${r.code}: ${r.err}`);
-  return r.out;
-}
+const env = testControlPlane(t, 'nn-cp-kubectl-', { nodes: ['n1'] });
+const { dir, kubectl, ok } = env;
 
 function file(name: string, text: string): string {
   const p = join(dir, name);
@@ -201,7 +181,7 @@ t.test('a Deployment rolls out: kubectl rollout status, a new template, rollout 
 });
 
 t.test('get -w: the list, then the changes as they happen', async (t) => {
-  const w = execa('kubectl', ['get', 'svc', '-w', '--output-watch-events', '-o', 'custom-columns=EVENT:.type,NAME:.object.metadata.name'], { env: { KUBECONFIG: cp.kubeconfig }, reject: false, buffer: true });
+  const w = execa('kubectl', ['get', 'svc', '-w', '--output-watch-events', '-o', 'custom-columns=EVENT:.type,NAME:.object.metadata.name'], { env: { KUBECONFIG: env.cp.kubeconfig }, reject: false, buffer: true });
   let out = '';
   w.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   try {
@@ -338,11 +318,11 @@ t.test('deleting a namespace deletes what is in it', async (t) => {
 });
 
 t.test('tokens: none or a wrong one is 401; a node token may not write Services (403)', async (t) => {
-  const noTok = file('notoken.kubeconfig', (await import('node:fs')).readFileSync(cp.kubeconfig, 'utf8').replace(/token: .*/, 'token: wrong'));
+  const noTok = file('notoken.kubeconfig', (await import('node:fs')).readFileSync(env.cp.kubeconfig, 'utf8').replace(/token: .*/, 'token: wrong'));
   const r = await kubectl(['get', 'svc'], { kubeconfig: noTok });
   t.equal(r.code, 1);
   t.match(r.err, /Unauthorized|must be logged in/);
-  const nodeKc = cp.nodeKubeconfig('n1');
+  const nodeKc = env.cp.nodeKubeconfig('n1');
   t.match(await ok(['get', 'svc', '-o', 'name'], { kubeconfig: nodeKc }), /service\/web/, 'a node reads');
   const w = await kubectl(['delete', 'svc', 'web'], { kubeconfig: nodeKc });
   t.equal(w.code, 1);

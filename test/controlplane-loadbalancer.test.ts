@@ -5,34 +5,13 @@
  * externalTrafficPolicy Local it has a healthCheckNodePort. No root needed.
  */
 import t from 'tap';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { execa } from 'execa';
-import { startControlPlane, type ControlPlane } from '../agent/src/controlplane/control-plane.js';
+import { testControlPlane } from '../agent/src/testing/control-plane.js';
 import { waitFor } from '../agent/src/testing/wait.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'nn-cp-lb-'));
-let cp: ControlPlane;
-
-t.before(async () => {
-  cp = await startControlPlane({ dataDir: join(dir, 'data'), host: '127.0.0.1', port: 0, version: '0.1.0', nodePortRange: { from: 30000, to: 30099 }, loadBalancerPool: '192.0.2.240/29' });
-});
-t.teardown(async () => {
-  await cp?.stop();
-  rmSync(dir, { recursive: true, force: true });
-});
-
-async function kubectl(args: readonly string[]): Promise<{ code: number; out: string; err: string }> {
-  const r = await execa('kubectl', [...args], { env: { KUBECONFIG: cp.kubeconfig }, reject: false, stripFinalNewline: false, timeout: 60_000 });
-  return { code: r.exitCode ?? -1, out: String(r.stdout), err: String(r.stderr) };
-}
-
-async function ok(args: readonly string[]): Promise<string> {
-  const r = await kubectl(args);
-  if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')} exited ${r.code}: ${r.err}`);
-  return r.out;
-}
+const env = testControlPlane(t, 'nn-cp-lb-', { nodePortRange: { from: 30000, to: 30099 }, loadBalancerPool: '192.0.2.240/29' });
+const { dir, kubectl, ok } = env;
 
 const LB = `apiVersion: v1
 kind: Service

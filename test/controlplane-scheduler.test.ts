@@ -8,34 +8,13 @@
  * (discovery, 201, 409 for a bound Pod, 403 for a node's token).
  */
 import t from 'tap';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { execa } from 'execa';
-import { startControlPlane, type ControlPlane } from '../agent/src/controlplane/control-plane.js';
+import { testControlPlane } from '../agent/src/testing/control-plane.js';
 import { waitFor } from '../agent/src/testing/wait.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'nn-cp-sched-'));
-let cp: ControlPlane;
-
-t.before(async () => {
-  cp = await startControlPlane({ dataDir: join(dir, 'data'), host: '127.0.0.1', port: 0, version: '0.1.0', nodes: ['n1'] });
-});
-t.teardown(async () => {
-  await cp?.stop();
-  rmSync(dir, { recursive: true, force: true });
-});
-
-async function kubectl(args: readonly string[], opts: { input?: string; kubeconfig?: string } = {}) {
-  const r = await execa('kubectl', [...args], { env: { KUBECONFIG: opts.kubeconfig ?? cp.kubeconfig }, reject: false, stripFinalNewline: false, ...(opts.input !== undefined ? { input: opts.input } : {}), timeout: 60_000 });
-  return { code: r.exitCode ?? -1, out: String(r.stdout), err: String(r.stderr) };
-}
-
-async function ok(args: readonly string[], opts: { input?: string; kubeconfig?: string } = {}): Promise<string> {
-  const r = await kubectl(args, opts);
-  if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')} exited ${r.code}: ${r.err}`);
-  return r.out;
-}
+const env = testControlPlane(t, 'nn-cp-sched-', { nodes: ['n1'] });
+const { dir, kubectl, ok } = env;
 
 const NODES = ['n1', 'n2', 'n3'].map((n) => `apiVersion: v1\nkind: Node\nmetadata: {name: ${n}, labels: {pool: web}}\n`).join('---\n') + '---\napiVersion: v1\nkind: Node\nmetadata: {name: n4, labels: {pool: web}}\n';
 const DEPLOY = `apiVersion: apps/v1
@@ -114,7 +93,7 @@ t.test('the binding subresource: in discovery, 201 once, 409 for a bound Pod, 40
   const binding = join(dir, 'binding.json');
   writeFileSync(binding, JSON.stringify({ apiVersion: 'v1', kind: 'Binding', metadata: { name: 'manual' }, target: { apiVersion: 'v1', kind: 'Node', name: 'n3' } }));
   const path = '/api/v1/namespaces/default/pods/manual/binding';
-  const denied = await kubectl(['create', '--raw', path, '-f', binding], { kubeconfig: cp.nodeKubeconfig('n1') });
+  const denied = await kubectl(['create', '--raw', path, '-f', binding], { kubeconfig: env.cp.nodeKubeconfig('n1') });
   t.not(denied.code, 0);
   t.match(denied.err, /forbidden: User "system:node:n1" cannot create resource "pods"/, 'a node may not bind');
   t.equal(await ok(['get', 'pod', 'manual', '-o', 'jsonpath={.spec.nodeName}']), '', 'not bound by the refused request');
