@@ -47,7 +47,8 @@ const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 const STRING_FLAGS = ['services', 'slices', 'creates', 'concurrency', 'paced', 'qps', 'watchers', 'watch-writes', 'list-repeat', 'load-concurrency', 'log-level', 'out'];
 
-function int(flag: string, v: string, min: number, max: number): number {
+/** A whole number flag value in min..max. @throws FlagError naming the flag (bench/programming uses it too) */
+export function int(flag: string, v: string, min: number, max: number): number {
   if (!/^\d+$/.test(v)) throw new FlagError(`--${flag}: ${JSON.stringify(v)} is not a whole number`);
   const n = Number(v);
   if (n < min || n > max) throw new FlagError(`--${flag}: ${n} is outside ${min}..${max}`);

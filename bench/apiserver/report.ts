@@ -147,7 +147,8 @@ export function ratio(reference: number, ours: number): string {
   return r >= 1 ? `${f(r)}× inside` : `${f(1 / r)}× over`;
 }
 
-function table(head: readonly string[], rows: readonly (readonly string[])[]): string {
+/** A Markdown table: the first column left-aligned, the others right-aligned (bench/programming uses it too). */
+export function table(head: readonly string[], rows: readonly (readonly string[])[]): string {
   return [`| ${head.join(' | ')} |`, `|${head.map((_, i) => (i === 0 ? '---' : '---:')).join('|')}|`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
 }
 

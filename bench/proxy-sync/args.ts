@@ -49,14 +49,16 @@ function posInt(flag: string, v: string, min: number, max: number): number {
   return n;
 }
 
-function list(flag: string, v: string): string[] {
+/** A comma-separated list of distinct values. @throws FlagError naming the flag (bench/programming uses it too) */
+export function list(flag: string, v: string): string[] {
   const items = v.split(',').map((s) => s.trim()).filter(Boolean);
   if (items.length === 0) throw new FlagError(`--${flag} needs at least one value`);
   if (new Set(items).size !== items.length) throw new FlagError(`--${flag}: ${v} repeats a value`);
   return items;
 }
 
-function mode(flag: string, s: string): BenchMode {
+/** One of BENCH_MODES. @throws FlagError naming the flag */
+export function mode(flag: string, s: string): BenchMode {
   if (!isMode(s)) throw new FlagError(`--${flag}: unknown mode ${JSON.stringify(s)} (one of ${BENCH_MODES.join(', ')})`);
   return s;
 }
