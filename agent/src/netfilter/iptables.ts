@@ -69,7 +69,14 @@ export function restoreErrorLine(stderr: string): number | null {
   return m ? Number(m[1]) : null;
 }
 
-function opts(deps: IptablesDeps, extra: { input?: string; allowFailure?: boolean } = {}): { netns?: string; input?: string; allowFailure?: boolean } {
+/**
+ * A restore is the whole transaction: killed half way it is lost and the next full sync starts over, so a
+ * slow one must be let finish. iptables-nft-restore of 10,000 Services took 193 s here (bench:proxy), past
+ * the runner's default 120 s, and the agent retried it forever.
+ */
+export const RESTORE_TIMEOUT_MS = 15 * 60_000;
+
+function opts(deps: IptablesDeps, extra: { input?: string; allowFailure?: boolean; timeoutMs?: number } = {}): { netns?: string; input?: string; allowFailure?: boolean; timeoutMs?: number } {
   return { ...(deps.netns === undefined ? {} : { netns: deps.netns }), ...extra };
 }
 
@@ -128,7 +135,7 @@ export class ExecIptables implements Iptables {
   async restore(text: string, ro: RestoreOptions): Promise<void> {
     const argv = [this.cmds.restore, '--noflush', '-w', ...(ro.counters ? ['--counters'] : [])];
     const start = Date.now();
-    const r = await this.deps.runner.run(argv, opts(this.deps, { input: text, allowFailure: true }));
+    const r = await this.deps.runner.run(argv, opts(this.deps, { input: text, allowFailure: true, timeoutMs: RESTORE_TIMEOUT_MS }));
     if (r.exitCode === 0) {
       this.deps.log.trace({ [F.cmd]: argv.join(' '), [F.durationMs]: Date.now() - start }, `restored:\n${text}`);
       return;
