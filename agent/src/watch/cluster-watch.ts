@@ -18,6 +18,7 @@
 import { request as httpRequest, type RequestOptions } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { ListWatch, Watch, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+import { F } from '../log/fields.js';
 import type { Logger } from '../log/log.js';
 import type { Clock } from '../reconcile/clock.js';
 import { Informer, SyncGroup, type BackoffOptions, type ListWatchLike, type SourceHandler } from './informer.js';
@@ -118,8 +119,9 @@ export class ClusterWatch {
   private readonly informers: Informer[] = [];
   private readonly lastError = new Map<string, string>();
   private readonly group = new SyncGroup();
+  private startedAt = 0;
 
-  constructor(o: ClusterWatchOptions) {
+  constructor(private readonly o: ClusterWatchOptions) {
     const kc = o.kubeconfig;
     const watch = new Watch(kc);
     const names = new Set<string>();
@@ -130,7 +132,10 @@ export class ClusterWatch {
       const last = i === o.sources.length - 1;
       const handler = this.group.join(name, s.handler, () => {
         s.synced?.();
-        if (last) o.onSynced?.();
+        if (!last) return;
+        const counts = Object.fromEntries(this.informers.map((x) => [x.name, x.list().length]));
+        o.log.info({ [F.subsys]: 'watch', [F.count]: Object.values(counts).reduce((a, b) => a + b, 0), sources: counts, [F.durationMs]: Math.round(o.clock.now() - this.startedAt) }, 'initial lists synced');
+        o.onSynced?.();
       });
       const q = { ...(s.labelSelector ? { labelSelector: s.labelSelector } : {}), ...(s.fieldSelector ? { fieldSelector: s.fieldSelector } : {}) };
       const lw = new ListWatch<KubernetesObject>(WATCH_PATHS[s.kind], watch, () => listRaw(kc, WATCH_PATHS[s.kind], q) as never, false, s.labelSelector, s.fieldSelector);
@@ -150,6 +155,7 @@ export class ClusterWatch {
 
   /** Starts every informer; resolves once each delivered its first list or is retrying. */
   async start(): Promise<void> {
+    this.startedAt = this.o.clock.now();
     await Promise.all(this.informers.map((i) => i.start()));
   }
 
