@@ -92,13 +92,14 @@ t.test('list, watch, server down and back, 410: the handlers see each change onc
     lister = core2;
 
     // Stop watching, let the history be compacted past our resourceVersion, then come back: 410, relist.
+    const rv = Number(inf.resourceVersion);
     await inf.stop();
     events.length = 0;
     await core2.deleteNamespacedService({ namespace: 'default', name: 'b' });
     await core2.createNamespacedService({ namespace: 'default', body: svc('e') });
     await new Promise((r) => setTimeout(r, 800));
     await core2.createNamespacedService({ namespace: 'default', body: svc('f') }); // moves the revision the compaction keeps
-    await new Promise((r) => setTimeout(r, 500));
+    await waitFor(() => c2.store.compactedRev > rv, `compaction past our resourceVersion ${rv}`, { timeoutMs: 30_000 });
     await inf.start();
     await waitFor(() => events.includes('delete b') && events.includes('add e') && events.includes('add f'), 'the relist after the 410');
     t.same(events.filter((e) => !e.startsWith('update')).sort(), ['add e', 'add f', 'delete b'], 'the relist\'s difference, as adds and deletes');
