@@ -71,12 +71,17 @@ export class NodeRegistration {
     };
   }
 
+  /** Patches the Node's status (addresses, capacity, Ready now) with a strategic merge. */
+  private postStatus(): Promise<unknown> {
+    return this.core.patchNodeStatus({ name: this.o.nodeName, body: { status: this.statusNow() } }, setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch));
+  }
+
   /** Registers (or updates) the Node and starts renewing the Lease. */
   async start(): Promise<void> {
     const name = this.o.nodeName;
     try {
       await this.core.readNode({ name });
-      await this.core.patchNodeStatus({ name, body: { status: this.statusNow() } }, setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch));
+      await this.postStatus();
     } catch (e) {
       if (code(e) !== 404) throw e;
       await this.core.createNode({ body: { apiVersion: 'v1', kind: 'Node', metadata: { name, labels: { 'kubernetes.io/hostname': name, 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': process.arch === 'x64' ? 'amd64' : process.arch } }, status: this.statusNow() } });
@@ -101,8 +106,7 @@ export class NodeRegistration {
     // The node lifecycle controller judged this node lost (Ready Unknown): it is here, so say so again.
     this.reposting = true;
     this.o.log.info({ [F.subsys]: 'watch', [F.node]: this.o.nodeName, was: ready?.status ?? 'none', reason: ready?.reason }, 'Node not Ready on the API server; posting Ready');
-    void this.core
-      .patchNodeStatus({ name: this.o.nodeName, body: { status: this.statusNow() } }, setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch))
+    void this.postStatus()
       .then(() => this.readyReposts++)
       .catch((e: unknown) => this.o.log.warn({ [F.subsys]: 'watch', [F.node]: this.o.nodeName, [F.err]: e instanceof Error ? e.message : String(e) }, 'posting node status failed; retrying at the next change'))
       .finally(() => (this.reposting = false));

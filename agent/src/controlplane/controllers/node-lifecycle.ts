@@ -329,6 +329,10 @@ export class NodeLifecycleController {
         this.o.log.info(log, `node ${name} stopped posting status: conditions set to Unknown`);
         if (observed === 'True') (this.o.events ?? NO_EVENTS).event(node, 'Normal', 'NodeNotReady', `Node ${name} status is now: NodeNotReady`);
       }
+    } else {
+      // Not due yet (a timer may fire a millisecond early, or this sync came from another change): judge it
+      // again at its deadline, or a silent Node would never be.
+      this.armDeadline(name);
     }
     const ready = str(conditionOf(node, 'Ready')?.['status']) || undefined;
     node = await this.syncTaints(node, ready);
@@ -464,7 +468,13 @@ export class NodeLifecycleController {
   /** The taint manager's deletion: a DisruptionTarget condition, then a graceful delete of that very Pod. */
   private async evict(key: string): Promise<void> {
     const e = this.evictions.get(key);
-    if (!e || e.fireAt > this.o.clock.now()) return;
+    if (!e) return;
+    const early = e.fireAt - this.o.clock.now();
+    if (early > 0) {
+      // The timer fired before its time (timers run on the event loop's cached time): wait the rest.
+      this.evictions.set(key, { ...e, timer: this.o.clock.setTimeout(() => this.work.add(`evict/${key.slice('pods/'.length)}`), early) });
+      return;
+    }
     const pod = this.o.store.get(key)?.object;
     if (!pod || str(meta(pod)['uid']) !== e.uid || meta(pod)['deletionTimestamp']) {
       this.evictions.delete(key);

@@ -236,13 +236,14 @@ export class ReplicaSetController {
     const status: O = { replicas: active.length, fullyLabeledReplicas: fully, readyReplicas: ready, availableReplicas: available, observedGeneration: meta(rs)['generation'] };
     const cur = obj(rs['status']) ?? {};
     const same = ['replicas', 'fullyLabeledReplicas', 'readyReplicas', 'availableReplicas', 'observedGeneration'].every((k) => (cur[k] ?? 0) === (status[k] ?? 0));
+    if (minReady > 0 && available < ready) {
+      // Look again when the next Pod becomes available, also when nothing changed now (a timer that fired
+      // early, on the event loop's cached time, finds the same counts and must not be the last look).
+      this.work.addAfter(`replicasets.apps/${String(meta(rs)['namespace'])}/${String(meta(rs)['name'])}`, minReady * 1000);
+    }
     if (same) return;
     // kube-apiserver omits zero counts: so do we.
     for (const k of Object.keys(status)) if (status[k] === 0) delete status[k];
     await this.o.rest.update(RS, String(meta(rs)['namespace']), String(meta(rs)['name']), { ...structuredClone(rs), status }, { sub: 'status', fieldManager: 'replicaset-controller' });
-    if (minReady > 0 && available < ready) {
-      // Look again when the next Pod becomes available.
-      this.work.addAfter(`replicasets.apps/${String(meta(rs)['namespace'])}/${String(meta(rs)['name'])}`, minReady * 1000);
-    }
   }
 }
