@@ -104,9 +104,11 @@ export function servicesSuite(mode: Mode): void {
   }
 
   /** The endpoint names seen over n requests (first word of each answer), with counts. */
-  async function spread(n: number, one: () => Promise<string>): Promise<Map<string, number>> {
+  // Asks n times; when every backend is expected to answer, asks on (up to 48 times) until each has,
+  // so that random balancing (1 in 2^n to miss one of two) cannot fail a run.
+  async function spread(n: number, one: () => Promise<string>, until: readonly string[] = []): Promise<Map<string, number>> {
     const seen = new Map<string, number>();
-    for (let i = 0; i < n; i++) {
+    for (let i = 0; i < n || (i < 48 && until.some((u) => !seen.has(u))); i++) {
       const who = (await one()).split(' ')[0] || '(none)';
       seen.set(who, (seen.get(who) ?? 0) + 1);
     }
@@ -189,10 +191,10 @@ export function servicesSuite(mode: Mode): void {
 
   t.test(`${mode}: TCP and UDP to a ClusterIP reach every endpoint, from a pod and from the node itself`, async (t) => {
     const both = ['pod1', 'pod2'];
-    t.same(names(await spread(16, async () => (await tcp(client.ns, '10.96.0.10', 80)).out)), both, 'TCP from the client pod');
-    t.same(names(await spread(12, () => udp(client.ns, '10.96.0.10', 53))), both, 'UDP from the client pod');
-    t.same(names(await spread(16, async () => (await tcp(node.ns, '10.96.0.10', 80)).out)), both, 'TCP from the node');
-    t.same(names(await spread(12, () => udp(node.ns, '10.96.0.10', 53))), both, 'UDP from the node');
+    t.same(names(await spread(16, async () => (await tcp(client.ns, '10.96.0.10', 80)).out, both)), both, 'TCP from the client pod');
+    t.same(names(await spread(12, () => udp(client.ns, '10.96.0.10', 53), both)), both, 'UDP from the client pod');
+    t.same(names(await spread(16, async () => (await tcp(node.ns, '10.96.0.10', 80)).out, both)), both, 'TCP from the node');
+    t.same(names(await spread(12, () => udp(node.ns, '10.96.0.10', 53), both)), both, 'UDP from the node');
     // The client's own address reaches the backend (pod-to-Service traffic inside the cluster CIDR is not masqueraded).
     t.match((await tcp(client.ns, '10.96.0.10', 80)).out, new RegExp(`^pod[12] ${client.ip.replace(/\./g, '\\.')}$`));
   });
@@ -233,7 +235,7 @@ export function servicesSuite(mode: Mode): void {
       t.notMatch(out, new RegExp(`${EXT_IP.replace(/\./g, '\\.')}$`), `answer ${i}: ${out}`);
     }
     t.same([...seen].sort(), ['pod1', 'pod2']);
-    t.same(names(await spread(12, () => udp(ext.name, '192.168.77.11', 30053))), ['pod1', 'pod2'], 'UDP NodePort');
+    t.same(names(await spread(12, () => udp(ext.name, '192.168.77.11', 30053), ['pod1', 'pod2'])), ['pod1', 'pod2'], 'UDP NodePort');
   });
 
   t.test(`${mode}: externalTrafficPolicy Local preserves the client's source IP`, async (t) => {
@@ -260,14 +262,14 @@ export function servicesSuite(mode: Mode): void {
   });
 
   t.test(`${mode}: hairpin, a backend reaching itself through its own Service`, async (t) => {
-    const seen = await spread(16, async () => (await tcp(p1.ns, '10.96.0.10', 80)).out);
+    const seen = await spread(16, async () => (await tcp(p1.ns, '10.96.0.10', 80)).out, ['pod1', 'pod2']);
     t.same(names(seen), ['pod1', 'pod2'], JSON.stringify([...seen]));
   });
 
   t.test(`${mode}: after an endpoint is removed no new connection goes to it`, async (t) => {
     put('shrink.json', [makeService({ name: 'shrink', clusterIP: '10.96.0.15', ports: [{ port: 80, targetPort: 8080 }] }), slice('shrink', [{ port: 8080 }], [p1, p2])]);
     await waitApplied('default/shrink', [`${p1.ip}:8080`, `${p2.ip}:8080`]);
-    t.same(names(await spread(12, async () => (await tcp(client.ns, '10.96.0.15', 80)).out)), ['pod1', 'pod2']);
+    t.same(names(await spread(12, async () => (await tcp(client.ns, '10.96.0.15', 80)).out, ['pod1', 'pod2'])), ['pod1', 'pod2']);
     put('shrink.json', [makeService({ name: 'shrink', clusterIP: '10.96.0.15', ports: [{ port: 80, targetPort: 8080 }] }), slice('shrink', [{ port: 8080 }], [p2])]);
     await waitApplied('default/shrink', [`${p2.ip}:8080`]);
     t.same(names(await spread(16, async () => (await tcp(client.ns, '10.96.0.15', 80)).out)), ['pod2']);
@@ -295,7 +297,7 @@ export function servicesSuite(mode: Mode): void {
     t.match(rej, { kind: 'Service', field: 'spec.ports[0].port' });
     writeFileSync(`${manifests}/broken.json`, '{"kind": ');
     await waitFor(() => Object.keys(status()?.manifestErrors ?? {}).some((f) => f.endsWith('broken.json')), 'the agent to report broken.json');
-    t.same(names(await spread(8, async () => (await tcp(client.ns, '10.96.0.10', 80)).out)), ['pod1', 'pod2'], 'web unaffected');
+    t.same(names(await spread(8, async () => (await tcp(client.ns, '10.96.0.10', 80)).out, ['pod1', 'pod2'])), ['pod1', 'pod2'], 'web unaffected');
   });
 
   t.test(`${mode}: a LoadBalancer is served on its ingress IP (not an ipMode Proxy one), its ClusterIP and its NodePort`, async (t) => {
@@ -307,11 +309,11 @@ export function servicesSuite(mode: Mode): void {
     put('lb.json', [lb, slice('lb', [{ port: 8080 }], [p1, p2])]);
     await waitApplied('default/lb', [`${p1.ip}:8080`, `${p2.ip}:8080`]);
     const both = ['pod1', 'pod2'];
-    t.same(names(await spread(12, async () => (await tcp(ext.name, '203.0.113.10', 80)).out)), both, 'the VIP from the underlay host');
+    t.same(names(await spread(12, async () => (await tcp(ext.name, '203.0.113.10', 80)).out, both)), both, 'the VIP from the underlay host');
     t.notMatch((await tcp(ext.name, '203.0.113.10', 80)).out, new RegExp(`${EXT_IP.replace(/\./g, '\\.')}$`), 'Cluster policy: masqueraded');
-    t.same(names(await spread(8, async () => (await tcp(client.ns, '203.0.113.10', 80)).out)), both, 'the VIP from a pod');
-    t.same(names(await spread(8, async () => (await tcp(client.ns, '10.96.0.20', 80)).out)), both, 'its ClusterIP');
-    t.same(names(await spread(8, async () => (await tcp(ext.name, NODE_IP, 30090)).out)), both, 'its NodePort');
+    t.same(names(await spread(8, async () => (await tcp(client.ns, '203.0.113.10', 80)).out, both)), both, 'the VIP from a pod');
+    t.same(names(await spread(8, async () => (await tcp(client.ns, '10.96.0.20', 80)).out, both)), both, 'its ClusterIP');
+    t.same(names(await spread(8, async () => (await tcp(ext.name, NODE_IP, 30090)).out, both)), both, 'its NodePort');
     t.notMatch((await tcp(ext.name, '203.0.113.11', 80)).out, /^pod/, 'an ipMode Proxy ingress IP gets no rules');
   });
 
@@ -446,7 +448,7 @@ export function servicesSuite(mode: Mode): void {
     while (Date.now() < deadline && !((status()?.ready ?? false) && (status()?.syncs ?? 0) >= 1 && status()?.lastSync?.reason === 'first')) await sleep(50);
     t.equal(status()?.lastSync?.reason, 'first', 'the restarted agent ran its first (full) sync');
     t.ok(await roundTrip('after-restart'), 'the established connection survives the full resync');
-    t.same(names(await spread(8, async () => (await tcp(client.ns, '10.96.0.10', 80)).out)), ['pod1', 'pod2'], 'new connections too');
+    t.same(names(await spread(8, async () => (await tcp(client.ns, '10.96.0.10', 80)).out, ['pod1', 'pod2'])), ['pod1', 'pod2'], 'new connections too');
     conn.kill('SIGKILL');
   });
 }
