@@ -22,16 +22,20 @@ export const AGENT_USAGE = `usage: nodenet agent [--config FILE] [--node-name N]
                      [--proxy-prefix KUBE] [--cluster-ip-ping reject|drop] [--proxy-min-sync-ms MS] [--node-lease-duration-seconds S]
                      [--nodeport-addresses primary|CIDR,...] [--service-cluster-ip-range CIDR]
                      [--metrics-bind-address IP:PORT] [--healthz-bind-address IP:PORT]
+                     [--overlay vxlan|none] [--iface IF] [--run-pods true|false] [--kubelet-port 10250]
                      [--log-level fatal|error|warn|info|debug|trace|silent] [--log-file F]
 Runs the node agent until SIGTERM: the CNI service on a unix socket and, with a proxy mode, Service rules
 for the Services and EndpointSlices it watches on an API server (--kubeconfig: nodenet control-plane's
 nodes/<N>.kubeconfig, any cluster's, or in-cluster) or finds in a manifest directory (--manifests).
 /metrics and /status listen on --metrics-bind-address (default 127.0.0.1:10249), /healthz, /livez and
 /readyz on --healthz-bind-address (default 127.0.0.1:10256), as kube-proxy's; "" or 0 turns one off.
+On an API server, --overlay vxlan joins the pod network of every Node (flannel's vxlan backend, on --iface or
+the interface of the node's primary IP), and --run-pods runs the Pods bound to this node (the embedded kubelet,
+serving the API server's log requests on --kubelet-port).
 Flags override the config file's keys.`;
 
 const SPECS: FlagSpecs = Object.fromEntries([['config', { type: 'string' }], ...Object.keys(FLAG_KEYS).map((k) => [k, { type: 'string' }])]);
-const NUMERIC: ReadonlySet<keyof AgentConfig> = new Set(['mtu', 'proxyMinSyncMs', 'nodeLeaseDurationSeconds']);
+const NUMERIC: ReadonlySet<keyof AgentConfig> = new Set(['mtu', 'proxyMinSyncMs', 'nodeLeaseDurationSeconds', 'kubeletPort']);
 
 export function agentConfigFromArgs(argv: readonly string[]): AgentConfig {
   return agentConfigFrom(parseFlags(argv, SPECS).flags);

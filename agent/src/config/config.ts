@@ -56,6 +56,17 @@ export interface AgentConfig {
   readonly healthzBindAddress: string | null;
   /** On an API server: the node Lease's duration (s); it is renewed every quarter of it, as the kubelet's. */
   readonly nodeLeaseDurationSeconds: number;
+  /**
+   * The pod network between nodes: 'vxlan' (flannel's vxlan backend: a VXLAN device, and an FDB entry,
+   * a neighbour and a route per other Node, from their annotations; needs an API server) or 'none'.
+   */
+  readonly overlay: 'vxlan' | 'none';
+  /** The underlay interface the overlay runs on (flannel --iface); null: the one holding the node's primary IP. */
+  readonly underlayInterface: string | null;
+  /** Run the Pods bound to this node (the embedded kubelet, pods/); needs an API server. Off on a real cluster. */
+  readonly runPods: boolean;
+  /** Where the embedded kubelet serves the API server's log requests, on the node's primary IP (kubelet's 10250). */
+  readonly kubeletPort: number;
   readonly logLevel: LogLevel;
   /** A file for the agent's logs; stderr when null. */
   readonly logFile: string | null;
@@ -81,6 +92,10 @@ export const DEFAULTS: AgentConfig = {
   metricsBindAddress: '127.0.0.1:10249',
   healthzBindAddress: '127.0.0.1:10256',
   nodeLeaseDurationSeconds: 40,
+  overlay: 'none',
+  underlayInterface: null,
+  runPods: false,
+  kubeletPort: 10250,
   logLevel: 'info',
   logFile: null,
 };
@@ -157,6 +172,15 @@ function serviceCIDRField(o: JsonObject): Cidr | null {
   }
 }
 
+/** A boolean field: true/false, or the flag's "true"/"false". */
+function boolField(o: JsonObject, k: string): boolean | undefined {
+  const v = o[k];
+  if (v === undefined) return undefined;
+  if (v === true || v === 'true') return true;
+  if (v === false || v === 'false') return false;
+  throw bad(k, `must be true or false, got ${JSON.stringify(v)}`);
+}
+
 /** Parses a config object (from the file, merged with flags). Unknown keys are rejected so typos do not pass silently. */
 export function parseAgentConfig(raw: unknown): AgentConfig {
   const o = read.objectAt(raw, '');
@@ -183,6 +207,14 @@ export function parseAgentConfig(raw: unknown): AgentConfig {
   const kubeconfig = str(o, 'kubeconfig') ?? null;
   if (kubeconfig && manifestsDir) throw bad('kubeconfig', 'the proxy follows one source: a kubeconfig (an API server) or manifestsDir, not both');
   if (bridge.length > 15 || /[\s/]/.test(bridge)) throw bad('bridge', 'must be a valid interface name (at most 15 characters)');
+  const overlay = str(o, 'overlay') ?? DEFAULTS.overlay;
+  if (overlay !== 'vxlan' && overlay !== 'none') throw bad('overlay', `must be vxlan or none, got ${JSON.stringify(overlay)}`);
+  if (overlay === 'vxlan' && !kubeconfig) throw bad('overlay', 'vxlan follows the Node objects of an API server: it needs kubeconfig');
+  const underlayInterface = str(o, 'underlayInterface') ?? null;
+  if (underlayInterface !== null && (underlayInterface.length > 15 || /[\s/]/.test(underlayInterface))) throw bad('underlayInterface', 'must be a valid interface name (at most 15 characters)');
+  const runPods = boolField(o, 'runPods') ?? DEFAULTS.runPods;
+  if (runPods && !kubeconfig) throw bad('runPods', 'the embedded kubelet runs the Pods an API server binds to this node: it needs kubeconfig');
+  const kubeletPort = read.optInt(o, 'kubeletPort', '', { min: 1, max: 65535 }) ?? DEFAULTS.kubeletPort;
   return {
     nodeName: str(o, 'nodeName') ?? DEFAULTS.nodeName,
     podCIDR: cidr(o, 'podCIDR') ?? null,
@@ -203,6 +235,10 @@ export function parseAgentConfig(raw: unknown): AgentConfig {
     metricsBindAddress: bindAddress(o, 'metricsBindAddress'),
     healthzBindAddress: bindAddress(o, 'healthzBindAddress'),
     nodeLeaseDurationSeconds: leaseSeconds,
+    overlay,
+    underlayInterface,
+    runPods,
+    kubeletPort,
     logLevel: logLevel as LogLevel,
     logFile: str(o, 'logFile') ?? null,
   };
@@ -229,6 +265,10 @@ export const FLAG_KEYS: Readonly<Record<string, keyof AgentConfig>> = {
   'metrics-bind-address': 'metricsBindAddress',
   'healthz-bind-address': 'healthzBindAddress',
   'node-lease-duration-seconds': 'nodeLeaseDurationSeconds',
+  overlay: 'overlay',
+  iface: 'underlayInterface',
+  'run-pods': 'runPods',
+  'kubelet-port': 'kubeletPort',
   'log-level': 'logLevel',
   'log-file': 'logFile',
 };
