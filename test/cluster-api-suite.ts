@@ -4,10 +4,10 @@
  * control-plane` in the lab's underlay namespace, two virtual nodes whose
  * agents register their Nodes, take their pod CIDRs from node IPAM and
  * watch Services and EndpointSlices with their own tokens, and the real
- * kubectl. A stand-in kubelet (stand-in-kubelet.ts) runs the Pods the
- * scheduler binds: real pod namespaces through the CNI shim, real servers,
- * status posted as a kubelet would. The nodes route each other's pod
- * CIDRs over the underlay (the overlay is the next issue's).
+ * kubectl. Each agent runs the Pods the scheduler binds to its node (the
+ * embedded kubelet: pause holder, CNI ADD, `nodenet serve` as the
+ * container) and joins the VXLAN overlay, so endpoints on the other nodes
+ * are reached across it.
  *
  * Every case sends real packets from a client pod on n1 to the Service's
  * ClusterIP and checks which Pods answer: `kubectl apply`, `kubectl scale`,
@@ -21,8 +21,7 @@ import type { Lab, LabControlPlane, VNode } from '../agent/src/lab/lab.js';
 import { newLab, runner, shOk } from '../agent/src/testing/lab.js';
 import { waitFor } from '../agent/src/testing/wait.js';
 import { proxyStatusFile, readProxyStatus } from '../agent/src/node/proxy-status.js';
-import { loadKubeConfig } from '../agent/src/watch/kube-source.js';
-import { StandInKubelet } from './stand-in-kubelet.js';
+import { AGENT_JS } from '../agent/src/lab/lab.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 
 type Mode = 'iptables' | 'nftables';
@@ -56,16 +55,29 @@ spec:
       labels:
         app: web
     spec:
+      terminationGracePeriodSeconds: 1
       containers:
       - name: web
-        image: nodenet.invalid/serve
+        image: nodenet/host
+        command: ${JSON.stringify([process.execPath, AGENT_JS, 'serve', '--tcp', '8080,9090', '--http', '8081'])}
+        env: [{name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]
+        readinessProbe: {tcpSocket: {port: 8080}, periodSeconds: 1}
 `;
+
+interface ApiPod {
+  readonly name: string;
+  readonly node: string;
+  readonly ip: string;
+  readonly ready: boolean;
+}
 
 export function clusterApiSuite(mode: Mode): void {
   let lab: Lab;
   let cp: LabControlPlane;
-  let n1: VNode, n2: VNode;
-  let kubelet: StandInKubelet;
+  let n1: VNode, n2: VNode, n3: VNode;
+  /** The Pods the API shows running and ready, not being deleted (refreshed by pods()). */
+  let seenPods: ApiPod[] = [];
+  const NODES = ['n1', 'n2', 'n3'];
   let kubeconfig: string;
   let client: { ns: string; ip: string };
   let clusterIP = '';
@@ -90,15 +102,25 @@ export function clusterApiSuite(mode: Mode): void {
 
   /** The endpoints n1's agent applied for web:http ("ip:port", marked when not ready). */
   const applied = () => readProxyStatus(proxyStatusFile(n1.runDir))?.applied['default/web:http'] ?? [];
-  const readyIPs = (pods: string[]) => pods.map((p) => [...kubelet.running.values()].find((r) => r.name === p)!.ip).map((ip) => `${ip}:8080`).sort();
+  const readyIPs = (pods: string[]) => pods.map((p) => seenPods.find((r) => r.name === p)!.ip).map((ip) => `${ip}:8080`).sort();
+
+  /** Running, ready Pods of the web Deployment, as the API shows them. */
+  async function pods(): Promise<ApiPod[]> {
+    const o = JSON.parse(await kubectl('get', 'pods', '-l', 'app=web', '-o', 'json')) as { items: { metadata: { name: string; deletionTimestamp?: string }; spec: { nodeName?: string }; status: { podIP?: string; phase?: string; conditions?: { type: string; status: string }[] } }[] };
+    seenPods = o.items.filter((i) => !i.metadata.deletionTimestamp && i.status.phase === 'Running' && i.status.podIP).map((i) => ({
+      name: i.metadata.name, node: i.spec.nodeName ?? '', ip: i.status.podIP!, ready: i.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false,
+    }));
+    return seenPods;
+  }
+  const on = (node: string) => seenPods.filter((p) => p.node === node && p.ready).map((p) => p.name).sort();
 
   /** What the cluster looked like, for a failure message. */
   async function picture(): Promise<string> {
-    const pods = await runner.run(['kubectl', '--kubeconfig', kubeconfig, 'get', 'pods,endpointslices', '-o', 'wide'], { allowFailure: true });
+    const listing = await runner.run(['kubectl', '--kubeconfig', kubeconfig, 'get', 'pods,endpointslices', '-o', 'wide'], { allowFailure: true });
     const log = (await n1.exec(['tail', '-n', '8', n1.logFile], true)).stdout;
     const nodes = await runner.run(['kubectl', '--kubeconfig', kubeconfig, 'get', 'nodes,leases', '-A', '-o', 'jsonpath={range .items[*]}{.metadata.name} {.spec.renewTime} {.status.conditions[?(@.type=="Ready")]} {.spec.taints}{"\\n"}{end}'], { allowFailure: true });
     const cpLog = (await runner.run(['grep', '-h', 'lifecycle', `${lab.runRoot}/control-plane.log`], { allowFailure: true })).stdout.split('\n').slice(-6).join('\n');
-    return `\nnodes and leases:\n${nodes.stdout}${nodes.stderr}\nnode lifecycle log:\n${cpLog}\napplied: ${JSON.stringify(applied())}\nkubelet: ${JSON.stringify([...kubelet.running.values()].map((r) => `${r.name}@${r.node} ${r.ip}`))} errors ${JSON.stringify(kubelet.errors)}\n${pods.stdout}${pods.stderr}\nn1 log:\n${log}`;
+    return `\nnodes and leases:\n${nodes.stdout}${nodes.stderr}\nnode lifecycle log:\n${cpLog}\napplied: ${JSON.stringify(applied())}\npods seen: ${JSON.stringify(seenPods)}\n${listing.stdout}${listing.stderr}\nn1 log:\n${log}`;
   }
 
   async function waitOr(cond: () => boolean | Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
@@ -113,46 +135,40 @@ export function clusterApiSuite(mode: Mode): void {
    * Waits until `count` Pods run on `nodes`, n1's rules hold exactly their endpoints as ready, and exactly
    * they answer on the ClusterIP. Returns their names.
    */
-  async function converged(count: number, nodes: readonly string[] = ['n1', 'n2'], what = 'the rules follow the Pods'): Promise<string[]> {
-    let pods: string[] = [];
-    await waitOr(() => {
-      pods = nodes.flatMap((n) => kubelet.on(n)).sort();
-      return pods.length === count && JSON.stringify([...applied()].filter((e) => !/\(/.test(e)).sort()) === JSON.stringify(readyIPs(pods));
-    }, `${what} (${count} Pods)`);
-    await waitOr(async () => JSON.stringify(await answering(8 * count)) === JSON.stringify(pods), `the Pods ${pods.join(', ')} answer`, 10_000);
-    return pods;
+  async function converged(count: number, nodes: readonly string[] = NODES, what = 'the rules follow the Pods'): Promise<string[]> {
+    let names: string[] = [];
+    await waitOr(async () => {
+      await pods();
+      names = nodes.flatMap((n) => on(n)).sort();
+      return names.length === count && JSON.stringify([...applied()].filter((e) => !/\(/.test(e)).sort()) === JSON.stringify(readyIPs(names));
+    }, `${what} (${count} Pods)`, 60_000);
+    await waitOr(async () => JSON.stringify(await answering(8 * count)) === JSON.stringify(names), `the Pods ${names.join(', ')} answer`, 10_000);
+    return names;
   }
 
   t.before(async () => {
     lab = await newLab(mode === 'iptables' ? 'ai' : 'an');
-    cp = await lab.startControlPlane({ nodes: ['n1', 'n2'], args: ['--node-monitor-grace-period', '8s'] });
+    cp = await lab.startControlPlane({ nodes: NODES, args: ['--node-monitor-grace-period', '8s'] });
     kubeconfig = (await cp.localAccess()).kubeconfig;
-    const cfg = { proxyMode: mode, proxyMinSyncMs: 100, nodeLeaseDurationSeconds: 4 };
+    const cfg = { proxyMode: mode, proxyMinSyncMs: 100, nodeLeaseDurationSeconds: 4, overlay: 'vxlan', runPods: true };
     n1 = await lab.addNode('n1', { clusterCIDR: '10.244.0.0/16', config: cfg });
     n2 = await lab.addNode('n2', { clusterCIDR: '10.244.0.0/16', config: cfg });
-    await n1.startAgent();
-    await n2.startAgent();
-    // The nodes route each other's pod CIDR over the underlay (host-gw style; the VXLAN overlay is issue 10's).
-    const cidr = async (n: string) => (await kubectl('get', 'node', n, '-o', 'jsonpath={.spec.podCIDR}')).trim();
-    await n1.exec(['ip', 'route', 'add', await cidr('n2'), 'via', n2.underlayIP.split('/')[0]!]);
-    await n2.exec(['ip', 'route', 'add', await cidr('n1'), 'via', n1.underlayIP.split('/')[0]!]);
-    kubelet = new StandInKubelet(lab, loadKubeConfig(kubeconfig));
-    await kubelet.start();
+    n3 = await lab.addNode('n3', { clusterCIDR: '10.244.0.0/16', config: cfg });
+    await Promise.all([n1.startAgent(), n2.startAgent(), n3.startAgent()]);
     const ns = await lab.addNetns('client');
-    const add = await n1.cni('ADD', { containerId: 'client', netns: ns.path, ifName: 'eth0' }, n1.cniConfig());
+    const add = await n1.cni('ADD', { containerId: 'client', netns: ns.path, ifName: 'eth0' }, n1.cniConfig({ ipMasq: false }));
     if (add.exitCode !== 0) throw new Error(`client CNI ADD: ${add.stdout}`);
     client = { ns: ns.name, ip: (add.json as { ips: { address: string }[] }).ips[0]!.address.split('/')[0]! };
   });
   t.teardown(async () => {
-    kubelet?.stop();
     await lab?.destroy();
   });
 
   t.test(`${mode}: nodes register, take pod CIDRs from node IPAM, and are Ready`, async (t) => {
     const out = await kubectl('get', 'nodes', '-o', 'jsonpath={range .items[*]}{.metadata.name} {.spec.podCIDR} {.status.conditions[?(@.type=="Ready")].status}{"\\n"}{end}');
     const lines = out.trim().split('\n').sort();
-    t.match(lines, [/^n1 10\.244\.\d+\.0\/24 True$/, /^n2 10\.244\.\d+\.0\/24 True$/]);
-    t.not(lines[0]!.split(' ')[1], lines[1]!.split(' ')[1], 'different pod CIDRs');
+    t.match(lines, [/^n1 10\.244\.\d+\.0\/24 True$/, /^n2 10\.244\.\d+\.0\/24 True$/, /^n3 10\.244\.\d+\.0\/24 True$/]);
+    t.equal(new Set(lines.map((l) => l.split(' ')[1])).size, 3, 'different pod CIDRs');
   });
 
   t.test(`${mode}: kubectl apply: the scheduler spreads the Pods, the endpoints follow, the ClusterIP answers from both`, async (t) => {
@@ -160,10 +176,10 @@ export function clusterApiSuite(mode: Mode): void {
     t.match(r.stdout, /service\/web created\s+deployment.apps\/web created/);
     clusterIP = (await kubectl('get', 'svc', 'web', '-o', 'jsonpath={.spec.clusterIP}')).trim();
     t.match(clusterIP, /^10\.(9[6-9]|1[01]\d)\.\d+\.\d+$/, `ClusterIP ${clusterIP} from the service CIDR`);
-    await waitFor(() => kubelet.on('n1').length + kubelet.on('n2').length === 2, 'two Pods running', { timeoutMs: 30_000 });
-    t.same([kubelet.on('n1').length, kubelet.on('n2').length], [1, 1], 'one Pod on each node');
-    const pods = await converged(2);
-    t.equal(pods.length, 2);
+    const names = await converged(2);
+    t.equal(names.length, 2);
+    t.equal(new Set(seenPods.map((p) => p.node)).size, 2, `the scheduler put them on two nodes: ${JSON.stringify(seenPods.map((p) => p.node))}`);
+    t.ok(seenPods.some((p) => p.node !== 'n1'), 'an endpoint on a remote node, reached over the overlay');
     t.match((await tcp(clusterIP, 80)), new RegExp(`^web-\\S+ `), 'a Pod answers');
     await kubectl('rollout', 'status', 'deployment/web', '--timeout=30s');
   });
@@ -179,9 +195,10 @@ export function clusterApiSuite(mode: Mode): void {
     const before = await converged(2);
     await kubectl('delete', 'pod', before[0]!, '--wait=false');
     await waitOr(async () => {
-      const now = ['n1', 'n2'].flatMap((n) => kubelet.on(n));
+      await pods();
+      const now = NODES.flatMap((n) => on(n));
       return now.length === 2 && !now.includes(before[0]!);
-    }, 'the replacement running');
+    }, 'the replacement running', 60_000);
     const after = await converged(2);
     t.equal(after.length, 2);
     t.notOk(after.includes(before[0]!), `${before[0]} is gone from the answers`);
@@ -208,25 +225,24 @@ export function clusterApiSuite(mode: Mode): void {
     await waitFor(() => got.includes('before'), 'the echo before the restart');
     await n1.stopAgent('SIGKILL');
     await n1.startAgent();
-    await converged(2, ['n1', 'n2'], 'the restarted agent resynced');
+    await converged(2, NODES, 'the restarted agent resynced');
     conn.stdin!.write('after\n');
     await waitFor(() => got.includes('after'), 'the echo after the restart on the same connection');
-    t.equal(got, 'before\nafter\n', 'the same connection, both lines echoed');
+    t.match(got, /^web-\S+ 10\.244\.\d+\.\d+:\d+\nbefore\nafter\n$/, 'the same connection: the greeting, then both lines echoed');
     t.equal(conn.exitCode, null, 'the connection is still open');
   });
 
   t.test(`${mode}: a node whose Lease stops loses its endpoints`, async (t) => {
     await kubectl('scale', 'deployment/web', '--replicas=4');
     await converged(4);
-    t.ok(kubelet.on('n2').length > 0, 'n2 runs Pods');
-    const onN1 = kubelet.on('n1');
-    // n2's agent dies; its Pods keep running but nothing renews its Lease.
-    kubelet.frozen.add('n2');
+    t.ok(on('n2').length > 0, 'n2 runs Pods');
+    const others = [...on('n1'), ...on('n3')].sort();
+    // n2's agent dies; its Pods keep running (they outlive the agent) but nothing renews its Lease.
     await n2.stopAgent('SIGKILL');
     await waitOr(async () => (await kubectl('get', 'node', 'n2', '-o', 'jsonpath={.status.conditions[?(@.type=="Ready")].status}')).trim() === 'Unknown', 'n2 Ready=Unknown');
-    await waitOr(() => JSON.stringify(applied().filter((e) => !/\(/.test(e)).sort()) === JSON.stringify(readyIPs(onN1)), "n2's endpoints leave n1's rules");
+    await waitOr(() => JSON.stringify(applied().filter((e) => !/\(/.test(e)).sort()) === JSON.stringify(readyIPs(others)), "n2's endpoints leave n1's rules");
     const seen = await answering(16);
-    t.ok(seen.every((p) => onN1.includes(p)), `only n1's Pods answer: ${seen.join(', ')}`);
+    t.ok(seen.every((p) => others.includes(p)), `only n1's and n3's Pods answer: ${seen.join(', ')}`);
     const events = await kubectl('get', 'events', '-A', '--field-selector', 'involvedObject.name=n2');
     t.match(events, /NodeNotReady/, 'the Event says why');
   });

@@ -19,7 +19,7 @@ export type StartAgent = (cfg: AgentConfig) => Promise<RunningAgent>;
 
 export const AGENT_USAGE = `usage: nodenet agent [--config FILE] [--node-name N] [--pod-cidr CIDR] [--cluster-cidr CIDR] [--state-dir D] [--run-dir D]
                      [--cni-socket S] [--bridge B] [--mtu N] [--proxy-mode none|iptables|nftables] [--kubeconfig FILE|in-cluster | --manifests DIR]
-                     [--proxy-prefix KUBE] [--cluster-ip-ping reject|drop] [--proxy-min-sync-ms MS] [--node-lease-duration-seconds S]
+                     [--proxy-prefix KUBE] [--cluster-ip-ping reject|drop] [--proxy-min-sync-ms MS] [--proxy-sync-period-ms MS] [--node-lease-duration-seconds S]
                      [--nodeport-addresses primary|CIDR,...] [--service-cluster-ip-range CIDR]
                      [--metrics-bind-address IP:PORT] [--healthz-bind-address IP:PORT]
                      [--overlay vxlan|none] [--iface IF] [--run-pods true|false] [--kubelet-port 10250]
@@ -35,7 +35,7 @@ serving the API server's log requests on --kubelet-port).
 Flags override the config file's keys.`;
 
 const SPECS: FlagSpecs = Object.fromEntries([['config', { type: 'string' }], ...Object.keys(FLAG_KEYS).map((k) => [k, { type: 'string' }])]);
-const NUMERIC: ReadonlySet<keyof AgentConfig> = new Set(['mtu', 'proxyMinSyncMs', 'nodeLeaseDurationSeconds', 'kubeletPort']);
+const NUMERIC: ReadonlySet<keyof AgentConfig> = new Set(['mtu', 'proxyMinSyncMs', 'proxySyncPeriodMs', 'nodeLeaseDurationSeconds', 'kubeletPort']);
 
 export function agentConfigFromArgs(argv: readonly string[]): AgentConfig {
   return agentConfigFrom(parseFlags(argv, SPECS).flags);

@@ -16,6 +16,8 @@ function deps(over: Partial<CliDeps> = {}): CliDeps & { out: () => string; err: 
     startControlPlane: async () => { d.started++; return { url: 'https://127.0.0.1:6443', kubeconfig: '/d/admin.kubeconfig', stop: async () => undefined }; },
     removeProxyRules: async () => false,
     localAddresses: async () => [],
+    readNetwork: async () => { throw new Error('no nodes here'); },
+    labNodes: () => { throw new Error('no labs here'); },
     createLab: async () => { throw new Error('no labs here'); },
     cleanupLabs: async () => [],
     stdout: (s: string) => void (out += s),
@@ -29,7 +31,7 @@ function deps(over: Partial<CliDeps> = {}): CliDeps & { out: () => string; err: 
 }
 
 t.test('-h and --help on every command print its usage and exit 0', async (t) => {
-  for (const argv of [['agent', '-h'], ['control-plane', '-h'], ['help', 'control-plane'], ['pod', '--help'], ['pod', 'ls', '-h'], ['trace', '--help'], ['proxy', 'status', '-h'], ['demo', '-h'], ['lab', '--help'], ['lab', 'cleanup', '-h'], ['version', '-h'], ['help', 'trace'], ['--help']]) {
+  for (const argv of [['agent', '-h'], ['control-plane', '-h'], ['help', 'control-plane'], ['pod', '--help'], ['pod', 'ls', '-h'], ['trace', '--help'], ['proxy', 'status', '-h'], ['demo', '-h'], ['lab', '--help'], ['lab', 'cleanup', '-h'], ['lab', 'up', '-h'], ['serve', '-h'], ['version', '-h'], ['help', 'trace'], ['--help']]) {
     const d = deps();
     t.equal(await runCli(argv, d), 0, argv.join(' '));
     t.match(d.out(), /usage: nodenet/, `${argv.join(' ')}: usage printed`);
@@ -45,7 +47,9 @@ t.test('usage errors exit 2 and name the argument', async (t) => {
     [['pod', 'frobnicate'], /unknown pod subcommand "frobnicate"/],
     [['proxy', 'status', '-o', 'xml'], /-o "xml": expected table, json, yaml/],
     [['demo', '--proxy-mode', 'ipvs'], /--proxy-mode must be iptables or nftables/],
-    [['lab', 'up'], /unknown lab subcommand "up"/],
+    [['lab', 'frob'], /unknown lab subcommand "frob"/],
+    [['lab', 'up', '--nodes', '0'], /--nodes "0": a number of nodes/],
+    [['lab', 'exec', 'n1'], /exec needs a command after --/],
     [['control-plane', '--listen', '6443'], /--listen "6443": expected ADDR:PORT/],
     [['control-plane', '--listen', 'example.com:6443'], /"example.com" is not an IP address/],
     [['control-plane', '--listen', '127.0.0.1:70000'], /port 70000 is out of range/],

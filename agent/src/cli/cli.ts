@@ -18,6 +18,7 @@ import { FlagError } from './flags.js';
 import { labCommand, LAB_USAGE } from './lab-cmd.js';
 import { POD_USAGE, podCommand } from './pod-cmd.js';
 import { PROXY_USAGE, proxyCommand, type ProxyCmdDeps } from './proxy-cmd.js';
+import { SERVE_USAGE, serveCommand } from './serve-cmd.js';
 import { TRACE_USAGE, traceCommand, type TraceDeps } from './trace-cmd.js';
 
 export const VERSION = '0.1.0';
@@ -28,6 +29,8 @@ export interface CliDeps {
   readonly startControlPlane: ControlPlaneCmdDeps['startControlPlane'];
   readonly removeProxyRules: ProxyCmdDeps['removeRules'];
   readonly localAddresses: TraceDeps['localAddresses'];
+  readonly readNetwork: NonNullable<TraceDeps['readNetwork']>;
+  readonly labNodes: NonNullable<TraceDeps['labNodes']>;
   readonly createLab: (prefix: string) => Promise<Lab>;
   /** Removes what dead labs left (lab/leftovers.ts); returns what it removed, for the message. */
   readonly cleanupLabs: () => Promise<readonly string[]>;
@@ -47,6 +50,7 @@ commands:
   proxy     what the node's proxy applied (status); remove its rules (cleanup)
   demo      a virtual node with pods on cbr0 and a ClusterIP Service that takes TCP but never answers a ping
   lab       labs (virtual clusters out of network namespaces): cleanup of what dead ones left
+  serve     a small test server for pods (TCP/UDP/HTTP: who answered, client IP, echo, readiness, exit)
   version   print the version
 `;
 
@@ -58,6 +62,7 @@ const HELP: Readonly<Record<string, string>> = {
   proxy: PROXY_USAGE,
   demo: DEMO_USAGE,
   lab: LAB_USAGE,
+  serve: SERVE_USAGE,
   version: 'usage: nodenet version',
 };
 
@@ -79,6 +84,8 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<nu
         return await proxyCommand(rest, { removeRules: deps.removeProxyRules, stdout: deps.stdout, stderr: deps.stderr });
       case 'lab':
         return await labCommand(rest, deps);
+      case 'serve':
+        return await serveCommand(rest, { stdout: deps.stdout });
       case 'version':
       case '--version':
         if (rest.length && rest[0] !== '-h' && rest[0] !== '--help') throw new FlagError(`unexpected argument ${JSON.stringify(rest[0])}`);

@@ -1,75 +1,118 @@
 /**
- * `nodenet demo` (what `npm start` runs): one virtual node, built from network
- * namespaces, with its own agent; two pods wired through the real CNI shim;
- * traffic between them over cbr0; an app process killed and restarted while
- * its pod keeps its IP. Then Services: the agent's proxy (iptables mode by
- * default, --proxy-mode nftables) follows a manifest directory; a ClusterIP
- * Service over two web pods takes TCP connections and spreads them over
- * both, a ping to it is never answered, and `nodenet trace` shows the
- * packet's way through the live rules. Everything is removed on exit, also
- * on Ctrl-C. Later issues grow this into the multi-node demo.
+ * `nodenet demo` (what `npm start` runs): the seeds' story with real
+ * packets, on a 2-node lab built from network namespaces on this machine.
+ *
+ * The control plane (the API server with its controllers and scheduler)
+ * runs in the lab's underlay namespace; each node is a namespace with its
+ * own agent (CNI, the VXLAN overlay, the Service proxy, the embedded
+ * kubelet). One manifest goes in through the real kubectl: a Deployment
+ * of 3 replicas of `nodenet serve`, a ClusterIP and a NodePort Service.
+ * Then, step by step, with real output and a line of explanation each:
+ *   1. the API objects appearing in order, as `kubectl get -w` shows them;
+ *   2. the Pods' IPs and nodes; requests from a Pod on node1 to the
+ *      ClusterIP, answered by Pods on both nodes, with the source address
+ *      the backend saw (no NAT across nodes);
+ *   3. a ping to the ClusterIP that gets no answer, and the trace saying why;
+ *   4. the NodePort answering from the underlay;
+ *   5. a Pod deleted: the ReplicaSet replaces it, the endpoints and rules
+ *      follow, the next requests avoid it;
+ *   6. node1's agent stopped: an established connection keeps flowing (the
+ *      proxy is not on the data path), a new Service is not programmed on
+ *      node1 until the agent is back;
+ *   7. the proxy's rules flushed by hand, and the agent putting them back;
+ *   8. a cross-node request's whole path through `nodenet trace --lab`.
+ * Everything is removed on exit, also on Ctrl-C.
  */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Runner } from '../exec/runner.js';
-import type { Lab } from '../lab/lab.js';
-import { proxyStatusFile, readProxyStatus } from '../node/proxy-status.js';
-import { writeFileDurable } from '../state/durable.js';
+import { AGENT_JS, type Lab, type VNode } from '../lab/lab.js';
+import { CLUSTER_CIDR } from '../lab/plan.js';
+import { labNodes } from '../lab/nodes.js';
 import { FlagError, parseFlags } from './flags.js';
-import { localPods } from './pod-cmd.js';
 import { traceCommand, type TraceDeps } from './trace-cmd.js';
 
 export const DEMO_USAGE = `usage: nodenet demo [--keep] [--proxy-mode iptables|nftables]
-A virtual node with pods on cbr0 (traffic, an app restart that keeps its IP) and a ClusterIP Service that
-takes TCP connections but never answers a ping. --keep leaves it running until Ctrl-C.`;
+A 2-node cluster on this machine (network namespaces, the embedded control plane, one agent per node): a Deployment
+of 3 pods behind a ClusterIP and a NodePort Service, traffic across nodes over VXLAN, a ClusterIP that takes TCP
+but never answers a ping, self-healing, the agent off the data path, reconciliation, and nodenet trace across nodes.
+--keep leaves the cluster running until Ctrl-C (with a KUBECONFIG for kubectl).`;
 
 export interface DemoDeps {
   readonly runner: Runner;
   readonly createLab: (prefix: string) => Promise<Lab>;
   readonly localAddresses: TraceDeps['localAddresses'];
+  readonly readNetwork: NonNullable<TraceDeps['readNetwork']>;
   readonly stdout: (s: string) => void;
 }
 
-const SERVER = `require('http').createServer((q,r)=>r.end('hello from '+require('os').hostname()+' (pid '+process.pid+')\\n')).listen(8080)`;
-const CLIENT = (url: string) => `fetch(${JSON.stringify(url)}).then(r=>r.text()).then(t=>process.stdout.write(t),e=>{console.error(String(e.cause??e));process.exit(1)})`;
-
-/** The Service and its EndpointSlice, as a user would write them for the agent's manifest directory. */
-export function webManifest(clusterIP: string, endpoints: readonly { ip: string; node: string }[]): string {
-  return `apiVersion: v1
+/** The demo's one manifest: what a user would write for a real cluster, but for processes on the node's filesystem. */
+export function demoManifest(): string {
+  const serve = [process.execPath, AGENT_JS, 'serve', '--http', '8080', '--tcp', '9000'];
+  return `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: default}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      terminationGracePeriodSeconds: 2
+      containers:
+      - name: serve
+        image: nodenet/host
+        command: ${JSON.stringify(serve)}
+        env: [{name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]
+        ports: [{name: http, containerPort: 8080}, {name: echo, containerPort: 9000}]
+        readinessProbe: {httpGet: {path: /readyz, port: 8080}, periodSeconds: 1}
+---
+apiVersion: v1
 kind: Service
 metadata: {name: web, namespace: default}
 spec:
-  type: ClusterIP
-  clusterIP: ${clusterIP}
   selector: {app: web}
-  ports: [{name: http, protocol: TCP, port: 80, targetPort: 8080}]
+  ports: [{name: echo, port: 9000, targetPort: echo}, {name: http, port: 80, targetPort: http}]
 ---
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: web-1
-  namespace: default
-  labels: {kubernetes.io/service-name: web}
-addressType: IPv4
-ports: [{name: http, protocol: TCP, port: 8080}]
-endpoints:
-${endpoints.map((e) => `- addresses: [${e.ip}]\n  conditions: {ready: true}\n  nodeName: ${e.node}`).join('\n')}
+apiVersion: v1
+kind: Service
+metadata: {name: web-nodeport, namespace: default}
+spec:
+  type: NodePort
+  selector: {app: web}
+  ports: [{name: http, port: 80, targetPort: http, nodePort: 30080}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: client, namespace: default}
+spec:
+  nodeSelector: {kubernetes.io/hostname: node1}
+  terminationGracePeriodSeconds: 0
+  containers:
+  - {name: sleep, image: nodenet/host, command: [sleep, infinity]}
 `;
 }
 
-async function retry<T>(fn: () => Promise<T>, tries = 40, ms = 100): Promise<T> {
-  for (let i = 1; ; i++) {
-    try {
-      return await fn();
-    } catch (e) {
-      if (i >= tries) throw e;
-      await sleep(ms);
-    }
-  }
+const LATE = `apiVersion: v1
+kind: Service
+metadata: {name: late, namespace: default}
+spec:
+  selector: {app: web}
+  ports: [{name: echo, port: 9000, targetPort: echo}]
+`;
+
+interface PodRow {
+  readonly name: string;
+  readonly node: string;
+  readonly ip: string;
+  readonly ready: boolean;
+  readonly deleting: boolean;
 }
 
 export async function demoCommand(argv: readonly string[], deps: DemoDeps): Promise<number> {
   const p = parseFlags(argv, { keep: { type: 'boolean' }, 'proxy-mode': { type: 'string' } });
-  const say = (s: string) => deps.stdout(`${s}\n`);
+  const say = (s = '') => deps.stdout(`${s}\n`);
   if (p.help) {
     say(DEMO_USAGE);
     return 0;
@@ -78,11 +121,13 @@ export async function demoCommand(argv: readonly string[], deps: DemoDeps): Prom
   const mode = p.flags.get('proxy-mode') ?? 'iptables';
   if (mode !== 'iptables' && mode !== 'nftables') throw new FlagError(`--proxy-mode must be iptables or nftables, got ${JSON.stringify(mode)}`);
   const lab = await deps.createLab('demo');
+  const watchers: ChildProcess[] = [];
   let cleaned = false;
   const cleanup = async () => {
     if (cleaned) return;
     cleaned = true;
-    say('\ncleaning up: pods, agent, namespaces');
+    for (const w of watchers) w.kill('SIGKILL');
+    say('\ncleaning up: pods, agents, control plane, namespaces');
     await lab.destroy();
   };
   const onSignal = () => {
@@ -90,81 +135,225 @@ export async function demoCommand(argv: readonly string[], deps: DemoDeps): Prom
   };
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
+  const step = (n: number, title: string) => say(`\n== ${n}. ${title}`);
+  const explain = (s: string) => say(`   ${s}`);
+  const indent = (s: string) => s.trimEnd().split('\n').map((l) => `   | ${l}`).join('\n');
   try {
-    say('nodenet demo: pods and a Service on one virtual node\n');
-    const manifests = `${lab.runRoot}/manifests`;
-    const node = await lab.addNode('node1', {
-      podCIDR: '10.244.1.0/24',
-      clusterCIDR: '10.244.0.0/16',
-      config: { proxyMode: mode, manifestsDir: manifests, proxyMinSyncMs: 100, logLevel: 'info' },
-    });
-    await node.startAgent();
-    say(`node   ${node.name}: network namespace ${node.ns}, pod CIDR 10.244.1.0/24`);
-    say(`agent  pid ${node.agent?.pid}, CNI socket ${node.socket}`);
-    const pods = localPods(deps.runner, node.runDir);
-    const conf = node.cniConfig();
-    const web = await pods.create('web', conf);
-    const app = pods.startApp('web', [process.execPath, '-e', SERVER]);
-    const client = await pods.create('client', conf);
-    say(`pod    web     ${web.ip.padEnd(12)} pause pid ${web.sandbox.pid}, app pid ${app.pid} (an HTTP server on :8080)`);
-    say(`pod    client  ${client.ip.padEnd(12)} pause pid ${client.sandbox.pid}`);
-    say(`        (each pod: a pause process holding its netns; eth0 in the pod, its veth peer on cbr0 in ${node.ns})\n`);
-
-    const get = async () => (await pods.exec('client', [process.execPath, '-e', CLIENT(`http://${web.ip}:8080/`)])).stdout.trim();
-    say(`client → web   http://${web.ip}:8080/  ${await retry(get)}`);
-    const ping = await pods.exec('client', ['ping', '-c', '1', '-W', '1', '10.244.1.1'], { allowFailure: true });
-    say(`client → cbr0  ping 10.244.1.1 (the gateway): ${ping.exitCode === 0 ? 'reply' : 'no reply'}`);
-
-    say(`\nkilling web's app (pid ${app.pid}); pause still holds the pod's network namespace`);
-    pods.stopApp('web', app.pid, 'SIGKILL');
-    const down = await pods.exec('client', [process.execPath, '-e', CLIENT(`http://${web.ip}:8080/`)], { allowFailure: true });
-    say(`client → web   while the app is down: ${down.exitCode === 0 ? down.stdout.trim() : (down.stderr.trim().split('\n').pop() ?? 'failed')}`);
-    const app2 = pods.startApp('web', [process.execPath, '-e', SERVER]);
-    const again = pods.get('web');
-    say(`restarted web's app: pid ${app2.pid}, pod IP still ${again.ip}`);
-    say(`client → web   http://${again.ip}:8080/  ${await retry(get)}`);
-
-    // ---- Services ----
-    say(`\nServices (${mode} mode): a second web pod, and a ClusterIP Service 10.96.0.10:80 → both pods' :8080`);
-    const web2 = await pods.create('web2', conf);
-    pods.startApp('web2', [process.execPath, '-e', SERVER]);
-    say(`pod    web2    ${web2.ip.padEnd(12)} pause pid ${web2.sandbox.pid}`);
-    const manifest = webManifest('10.96.0.10', [again.ip, web2.ip].map((ip) => ({ ip, node: node.name })));
-    writeFileDurable(`${manifests}/web.yaml`, manifest, { mode: 0o644 });
-    say(`wrote ${manifests}/web.yaml (a Service and its EndpointSlice); the agent follows that directory`);
-    await retry(async () => {
-      if ((readProxyStatus(proxyStatusFile(node.runDir))?.applied['default/web:http']?.length ?? 0) !== 2) throw new Error('not applied yet');
-    }, 100);
-    const viaService = async () => (await pods.exec('client', [process.execPath, '-e', CLIENT('http://10.96.0.10/')])).stdout.trim();
-    // New connections until both backends answered (each picks an endpoint at random), at most 30.
-    const seen = new Map<string, number>();
-    for (let i = 0; i < 30 && (seen.size < 2 || i < 4); i++) {
-      const answer = await retry(viaService);
-      say(`client → 10.96.0.10:80  ${answer}`);
-      const who = /hello from (\S+)/.exec(answer)?.[1] ?? answer;
-      seen.set(who, (seen.get(who) ?? 0) + 1);
+    say(`nodenet demo: a 2-node cluster on this machine (${mode} mode)`);
+    const cp = await lab.startControlPlane({ nodes: ['node1', 'node2'], args: ['--log-level', 'warn'] });
+    const { kubeconfig } = await cp.localAccess();
+    const nodes: VNode[] = [];
+    for (const name of ['node1', 'node2']) {
+      nodes.push(await lab.addNode(name, {
+        clusterCIDR: CLUSTER_CIDR,
+        config: { overlay: 'vxlan', runPods: true, proxyMode: mode, proxyMinSyncMs: 100, proxySyncPeriodMs: 2000, logLevel: 'info' },
+      }));
     }
-    say(`        ${[...seen].map(([w, n]) => `${w} ×${n}`).join(', ')}: the kernel spread new connections over both endpoints`);
-    const t0 = performance.now();
-    const ping2 = await pods.exec('client', ['ping', '-n', '-c', '1', '-W', '2', '10.96.0.10'], { allowFailure: true });
-    const ms = Math.round(performance.now() - t0);
-    const icmpErr = /Destination \w+ Unreachable/.exec(ping2.stdout)?.[0];
-    say(
-      `client → ping 10.96.0.10: ${ping2.exitCode === 0 ? 'reply (unexpected!)' : icmpErr ? `no reply: ${icmpErr} after ${ms} ms (nftables rejects what no Service port claims)` : `no reply after ${ms} ms (the rules DNAT TCP/UDP/SCTP only; nobody owns the ClusterIP)`}`,
-    );
-    say(`\nnodenet trace --netns ${node.ns} ${client.ip} tcp 10.96.0.10 80`);
-    await traceCommand(['--netns', node.ns, client.ip, 'tcp', '10.96.0.10', '80'], {
-      runner: deps.runner,
-      localAddresses: deps.localAddresses,
-      stdout: (s) => deps.stdout(`${s.trimEnd().replace(/^/gm, '  ')}\n`),
+    await Promise.all(nodes.map((n) => n.startAgent()));
+    const node1 = nodes[0]!;
+    const kubectl = async (args: readonly string[], input?: string, allowFailure = false) =>
+      (await deps.runner.run(['kubectl', '--kubeconfig', kubeconfig, ...args], { allowFailure, ...(input === undefined ? {} : { input }) }));
+    say(`control plane: ${cp.url} (in the underlay namespace ${lab.ul}); kubectl reaches it on loopback`);
+    for (const n of nodes) say(`${n.name}: namespace ${n.ns}, underlay ${n.underlayIP}, agent pid ${n.agent?.pid}`);
+    say(indent((await kubectl(['get', 'nodes', '-o', 'wide'])).stdout));
+    explain('each agent registered its Node and renews its Lease; node IPAM gave each a pod CIDR;');
+    explain('the overlay published its VTEP on the Node (flannel\'s annotations) and every agent wrote routes to the other\'s pods.');
+
+    // ---- 1. the manifest through the API ----
+    step(1, 'kubectl apply: a Deployment of 3 `nodenet serve` pods, a ClusterIP and a NodePort Service');
+    const events: string[] = [];
+    const last = new Map<string, string>();
+    const t0 = Date.now();
+    for (const kind of ['deployments', 'replicasets', 'pods', 'endpointslices']) {
+      const w = spawn('kubectl', ['--kubeconfig', kubeconfig, 'get', kind, '--watch-only', '--output-watch-events', '--no-headers', '-o', 'wide'], { stdio: ['ignore', 'pipe', 'ignore'] });
+      watchers.push(w);
+      let buf = '';
+      w.stdout!.on('data', (d: Buffer) => {
+        buf += d.toString();
+        for (let i = buf.indexOf('\n'); i >= 0; i = buf.indexOf('\n')) {
+          const line = buf.slice(0, i).replace(/\s+/g, ' ').trim();
+          buf = buf.slice(i + 1);
+          // A row that only aged (or changed what the table does not show) is left out, as it tells nothing.
+          const key = line.split(' ').filter((c) => !/^(\d+m)?\d+s$|^\d+m$/.test(c)).join(' ').replace(/^(ADDED|MODIFIED) /, '');
+          const obj = `${kind}/${line.split(' ')[1]}`;
+          if (line && last.get(obj) !== key) {
+            last.set(obj, key);
+            events.push(`${((Date.now() - t0) / 1000).toFixed(1).padStart(5)}s ${kind.replace(/s$/, '').padEnd(13)} ${line}`);
+          }
+        }
+      });
+    }
+    await sleep(500); // the watches are open before the objects exist
+    say(indent((await kubectl(['apply', '-f', '-'], demoManifest())).stdout));
+    const pods = async (): Promise<PodRow[]> => {
+      const o = JSON.parse((await kubectl(['get', 'pods', '-l', 'app=web', '-o', 'json'])).stdout) as { items: { metadata: { name: string; deletionTimestamp?: string }; spec: { nodeName?: string }; status: { podIP?: string; conditions?: { type: string; status: string }[] } }[] };
+      return o.items.map((i) => ({
+        name: i.metadata.name, node: i.spec.nodeName ?? '', ip: i.status.podIP ?? '', deleting: !!i.metadata.deletionTimestamp,
+        ready: i.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false,
+      }));
+    };
+    const sliceIPs = async (svc: string): Promise<string[]> => {
+      const r = await kubectl(['get', 'endpointslices', '-l', `kubernetes.io/service-name=${svc}`, '-o', 'jsonpath={range .items[*].endpoints[?(@.conditions.ready==true)]}{.addresses[0]}{"\\n"}{end}']);
+      return r.stdout.split('\n').filter(Boolean).sort();
+    };
+    const until = async <T>(what: string, f: () => Promise<T | null | false>, ms = 60_000): Promise<T> => {
+      const end = Date.now() + ms;
+      for (;;) {
+        const v = await f().catch(() => null);
+        if (v) return v;
+        if (Date.now() > end) throw new Error(`demo: timed out waiting for ${what}`);
+        await sleep(200);
+      }
+    };
+    let web = await until('3 ready web pods and their endpoints', async () => {
+      const ps = (await pods()).filter((x) => !x.deleting);
+      if (ps.length !== 3 || !ps.every((x) => x.ready)) return null;
+      return (await sliceIPs('web')).length === 3 ? ps : null;
     });
+    await sleep(300);
+    say(indent(events.join('\n')));
+    explain('what `kubectl get -w` shows, in the order it happened: the Deployment controller made a ReplicaSet, the');
+    explain('ReplicaSet controller made 3 Pods, the scheduler bound each to a node, each node\'s kubelet started it');
+    explain('(pause holder, CNI ADD, the process) and reported its IP; the EndpointSlice controller published the ready ones.');
+    explain('Nothing talked to anything else: every component watched the API server and acted on what it saw.');
+
+    // ---- 2. pods, IPs, requests across nodes ----
+    step(2, 'the Pods, their IPs and nodes; requests from a Pod on node1 to the ClusterIP');
+    say(indent((await kubectl(['get', 'pods', '-o', 'wide'])).stdout));
+    const clusterIP = (await kubectl(['get', 'svc', 'web', '-o', 'jsonpath={.spec.clusterIP}'])).stdout.trim();
+    const client = await until('the client pod', async () => {
+      const o = JSON.parse((await kubectl(['get', 'pod', 'client', '-o', 'json'])).stdout) as { status: { podIP?: string; phase?: string } };
+      return o.status.phase === 'Running' && o.status.podIP ? o.status.podIP : null;
+    });
+    const clientNetns = podNetns(node1, 'default', 'client');
+    const inClient = (argv: readonly string[], allowFailure = true) => deps.runner.run(['nsenter', `--net=${clientNetns}`, '--', ...argv], { allowFailure });
+    const who = async (ip: string, port: number) => (await inClient(['socat', '-t1', '-T3', '-', `TCP4:${ip}:${port},connect-timeout=3`])).stdout.trim();
+    const nodeOf = (name: string) => web.find((x) => x.name === name)?.node ?? '?';
+    const ask = async (n: number, label: string) => {
+      const seen = new Map<string, number>();
+      for (let i = 0; i < n; i++) {
+        const a = await who(clusterIP, 9000);
+        const [name = '(no answer)', from = ''] = a.split(' ');
+        seen.set(name, (seen.get(name) ?? 0) + 1);
+        say(`   client (${client}, node1) → ${clusterIP}:9000  answered by ${name.padEnd(22)} on ${nodeOf(name).padEnd(5)}  it saw the client as ${from}`);
+      }
+      explain(`${label}: ${[...seen].map(([w, c]) => `${w} ×${c}`).join(', ')}`);
+      return seen;
+    };
+    await ask(8, 'new connections spread over the endpoints at random');
+    explain(`the backend saw ${client}, the client's own pod IP: pod-to-pod traffic is not NATed, across nodes too`);
+    explain('(node1 DNATs to the chosen pod; a pod on node2 is reached over the VXLAN device, encapsulated to node2\'s underlay IP).');
+
+    // ---- 3. ping ----
+    step(3, `ping ${clusterIP}: a ClusterIP takes connections but is not a host`);
+    const ping = await inClient(['ping', '-n', '-c', '1', '-W', '2', clusterIP]);
+    say(indent(ping.stdout.split('\n').filter((l) => /packets|Unreachable/.test(l)).join('\n')));
+    explain(mode === 'iptables'
+      ? 'no reply: the Service rules DNAT TCP and UDP to a port, ICMP matches none, and no interface owns the address.'
+      : 'refused at once: nftables mode rejects what no Service port claims (kube-proxy\'s behaviour); no interface owns the address.');
+    const trace = async (args: readonly string[]) => {
+      let out = '';
+      await traceCommand(['--lab', lab.tag, ...args], { runner: deps.runner, localAddresses: deps.localAddresses, readNetwork: deps.readNetwork, labNodes: () => labNodes(lab.runRoot), stdout: (s) => (out += s), stderr: (s) => (out += s) });
+      return out;
+    };
+    say(`   nodenet trace --lab ${lab.tag} ${client} icmp ${clusterIP}`);
+    say(indent(await trace([client, 'icmp', clusterIP])));
+
+    // ---- 4. NodePort ----
+    step(4, 'the NodePort, from a host on the underlay (outside the cluster)');
+    const ext = await lab.addUnderlayHost('ext', '192.168.77.200/24');
+    for (const n of nodes) {
+      const ip = n.underlayIP.split('/')[0]!;
+      const r = await deps.runner.run(['ip', 'netns', 'exec', ext.name, 'socat', '-t2', '-T3', '-', `TCP4:${ip}:30080,connect-timeout=3`], { input: 'GET /hostname HTTP/1.0\r\n\r\n', allowFailure: true });
+      say(`   192.168.77.200 → ${ip}:30080  ${r.stdout.trim().split('\n').pop() ?? '(no answer)'}`);
+    }
+    explain('every node answers on the NodePort, whichever node the pod runs on (externalTrafficPolicy Cluster: masqueraded).');
+
+    // ---- 5. self-healing ----
+    step(5, 'a Pod deleted: the ReplicaSet replaces it; the endpoints and the rules follow');
+    const victim = web.find((x) => x.node === 'node2') ?? web[0]!;
+    say(`   kubectl delete pod ${victim.name}  (on ${victim.node}, ${victim.ip})`);
+    await kubectl(['delete', 'pod', victim.name, '--wait=false']);
+    web = await until('the replacement pod', async () => {
+      const ps = (await pods()).filter((x) => !x.deleting && x.name !== victim.name);
+      if (ps.length !== 3 || !ps.every((x) => x.ready)) return null;
+      const ips = await sliceIPs('web');
+      return ips.length === 3 && !ips.includes(victim.ip) ? ps : null;
+    });
+    say(indent((await kubectl(['get', 'pods', '-l', 'app=web', '-o', 'wide'])).stdout));
+    explain(`endpoints now: ${(await sliceIPs('web')).join(', ')} (${victim.ip} gone)`);
+    await sleep(500);
+    const after = await ask(6, 'the next connections');
+    explain(after.has(victim.name) ? `(unexpected: ${victim.name} still answered)` : `${victim.name} is no longer chosen: the agents rewrote their rules from the new EndpointSlice`);
+
+    // ---- 6. the agent is not on the data path ----
+    step(6, 'node1\'s agent stopped: established connections keep flowing');
+    const session = spawn('nsenter', [`--net=${clientNetns}`, '--', 'socat', '-', `TCP4:${clusterIP}:9000`], { stdio: ['pipe', 'pipe', 'ignore'] });
+    watchers.push(session);
+    let got = '';
+    session.stdout!.on('data', (d: Buffer) => (got += d.toString()));
+    const echo = async (msg: string) => {
+      const mark = got.length;
+      session.stdin!.write(`${msg}\n`);
+      const end = Date.now() + 3000;
+      while (!got.slice(mark).includes(msg) && Date.now() < end) await sleep(50);
+      return got.slice(mark).includes(msg);
+    };
+    await until('the session greeting', async () => got.includes('\n'), 5000);
+    say(`   a TCP session from the client through ${clusterIP}:9000: ${got.trim()}`);
+    say(`   echo before: ${(await echo('hello')) ? 'answered' : 'no answer'}`);
+    await node1.stopAgent('SIGTERM');
+    say('   node1\'s agent stopped (SIGTERM)');
+    say(`   echo while it is down: ${(await echo('still there?')) ? 'answered' : 'no answer'}`);
+    explain('the kernel carries the connection (conntrack remembers its DNAT); the agent only writes rules.');
+    await kubectl(['apply', '-f', '-'], LATE);
+    const lateIP = await until('the late Service', async () => (await kubectl(['get', 'svc', 'late', '-o', 'jsonpath={.spec.clusterIP}'])).stdout.trim() || null);
+    await sleep(1500);
+    const lateDown = await who(lateIP, 9000);
+    say(`   a new Service "late" (${lateIP}) from node1 while its agent is down: ${lateDown ? lateDown : 'no answer (no rules for it on node1)'}`);
+    await node1.startAgent();
+    const lateUp = await until('late programmed on node1', async () => (await who(lateIP, 9000)) || null, 20_000);
+    say(`   node1's agent started again; late answers: ${lateUp}`);
+    say(`   the old session after the restart: ${(await echo('and now?')) ? 'answered' : 'no answer'}`);
+    session.stdin!.end();
+
+    // ---- 7. reconciliation ----
+    step(7, 'the proxy\'s rules removed by hand on node1; the agent puts them back');
+    const flush = mode === 'iptables' ? ['sh', '-c', 'iptables -w -t nat -F && iptables -w -t nat -X'] : ['nft', 'delete', 'table', 'ip', 'kube-proxy'];
+    say(`   ip netns exec ${node1.ns} ${flush.join(' ').replace(/^sh -c /, '')}`);
+    await node1.exec(flush);
+    const gone = Date.now();
+    const broken = await who(clusterIP, 9000);
+    say(`   right after: ${broken || 'no answer (the rules are gone)'}`);
+    const back = await until('the rules rewritten', async () => (await who(clusterIP, 9000)) || null, 20_000);
+    say(`   ${((Date.now() - gone) / 1000).toFixed(1)} s later: ${back}`);
+    explain('the agent\'s sync loop checks its canary chain every sync period (2 s here, kube-proxy\'s default 30 s);');
+    explain('it was gone, so the agent rewrote every rule from the Services it watches: watch, compare, act.');
+
+    // ---- 8. a cross-node path ----
+    step(8, 'a request\'s whole path across the nodes: nodenet trace --lab');
+    say(`   nodenet trace --lab ${lab.tag} ${client} tcp ${clusterIP} 9000`);
+    say(indent(await trace([client, 'tcp', clusterIP, '9000'])));
+    explain('the Service rules on node1 pick an endpoint; a local one is bridged on cbr0, a remote one goes out nodenet.1');
+    explain('(VXLAN: neighbour entry → VTEP MAC → FDB entry → node2\'s underlay IP) and node2 bridges it to the pod.');
 
     if (p.flags.has('keep')) {
-      say(`\nkept running. Try:\n  ip netns exec ${node.ns} ip -br link\n  ip netns exec ${node.ns} ${mode === 'iptables' ? 'iptables-save -t nat' : 'nft list table ip kube-proxy'}\n  node bin/nodenet.js trace --netns ${node.ns} ${client.ip} icmp 10.96.0.10\n  node bin/nodenet.js proxy status --run-dir ${node.runDir}\n  node bin/nodenet.js pod ls --run-dir ${node.runDir}\n  node bin/nodenet.js pod exec client --run-dir ${node.runDir} -- ip addr\nCtrl-C to clean up.`);
+      say(`\nkept running. Try:\n  export KUBECONFIG=${kubeconfig}\n  kubectl get nodes,pods,svc,endpointslices -o wide\n  ip netns exec ${node1.ns} ${mode === 'iptables' ? 'iptables-save -t nat' : 'nft list table ip kube-proxy'}\n  ip netns exec ${node1.ns} bridge fdb show dev nodenet.1\n  node bin/nodenet.js trace --lab ${lab.tag} ${client} tcp ${clusterIP} 9000\nCtrl-C to clean up.`);
       await new Promise(() => undefined);
     }
+    say('\ndone: every object went through the API server, every component watched it, and no packet passed through nodenet.');
     return 0;
   } finally {
     await cleanup();
   }
+}
+
+/** The network namespace of a Pod the node's kubelet runs (its record under <runDir>/kubelet/). */
+function podNetns(node: VNode, namespace: string, name: string): string {
+  const dir = `${node.runDir}/kubelet`;
+  for (const f of readdirSync(dir).filter((x) => x.endsWith('.json'))) {
+    const r = JSON.parse(readFileSync(`${dir}/${f}`, 'utf8')) as { namespace?: string; name?: string; sandbox?: { netns?: string } | null };
+    if (r.namespace === namespace && r.name === name && r.sandbox?.netns) return r.sandbox.netns;
+  }
+  throw new Error(`demo: no kubelet record of ${namespace}/${name} on ${node.name}`);
 }

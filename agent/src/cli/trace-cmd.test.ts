@@ -21,6 +21,7 @@ import { CLUSTER_CIDR, clusterIP, externalClientIP, makeEndpointSlice, makeServi
 import { traceIptables } from '../trace/iptables-tracer.js';
 import { traceNftables } from '../trace/nft-tracer.js';
 import { parseTraceArgs, traceCommand, type TraceReport } from './trace-cmd.js';
+import { overlayNode } from '../testing/node-networks.js';
 
 const NS = 'nn-trc-unit';
 const NS_PATH = `/run/netns/${NS}`;
@@ -294,8 +295,8 @@ t.test('iptables mode: the report', async (t) => {
   t.same(rep.localAddresses, ['127.0.0.1', NODE, GW], "the namespace's addresses");
 
   const icmp = await run(node(IPT_NODE), ['--netns', NS, CLIENT, 'icmp', WEB]);
-  t.equal(icmp.code, 2, 'icmp over iptables rules is a usage error');
-  t.match(icmp.err, /icmp is traced in nftables mode only/);
+  t.equal(icmp.code, 0, icmp.err);
+  t.match(icmp.out, /destination: ACCEPT \(not redirected: it goes on to 10\.96\.0\.10\)/, 'a ping to a ClusterIP: no rule matches ICMP, nothing redirects it');
 });
 
 t.test('iptables mode: a foreign rule the parser cannot read is left out, with a warning', async (t) => {
@@ -361,4 +362,39 @@ t.test('rules that cannot be read: exit 1', async (t) => {
   });
   t.equal(d.code, 1);
   t.match(d.err, /cannot list the namespace's addresses/);
+});
+
+t.test('--lab: the Service rules of the node the source is on, then each endpoint\'s path across the nodes', async (t) => {
+  const N2 = '/run/netns/nn-trc-n2';
+  const labNodes = (lab: string) => {
+    if (lab !== 'demo') throw new Error(`no lab ${lab}`);
+    return [{ name: 'n1', netns: NS_PATH, runDir: '/x/n1', clusterCIDR: '10.244.0.0/16' }, { name: 'n2', netns: N2, runDir: '/x/n2', clusterCIDR: '10.244.0.0/16' }];
+  };
+  const readNetwork = async (name: string, netns: string) => overlayNode(netns === NS_PATH ? 1 : 2);
+  const lab = async (argv: readonly string[]) => {
+    let out = '';
+    let err = '';
+    const runner = node(NFT_NODE);
+    const code = await traceCommand(argv, { runner, localAddresses, checkNetns, readNetwork, labNodes, stdout: (s) => (out += s), stderr: (s) => (err += s) });
+    return { code, out, err, runner };
+  };
+  const r = await lab(['--lab', 'demo', CLIENT, 'tcp', WEB, '80']);
+  t.equal(r.code, 0, r.err);
+  t.ok(r.runner.calls.every((c) => c.opts.netns === NS_PATH), 'the rules read on the source node (its pod CIDR holds the source)');
+  t.match(r.out, /trace 10\.244\.1\.5 -> 10\.96\.0\.10:80 \(tcp\) in node n1 \(nftables, table ip kube-proxy\)/);
+  t.match(r.out, new RegExp(`to ${podIP(1, 10).replace(/\./g, '\\.')}:\\npath:\\n {2}1\\. n1: route 10\\.244\\.1\\.0/24 dev cbr0: bridged on cbr0`), 'the local endpoint: the bridge');
+  t.match(r.out, new RegExp(`to ${podIP(2, 11).replace(/\./g, '\\.')}:\\npath:\\n {2}1\\. n1: route 10\\.244\\.2\\.0/24 via 10\\.244\\.2\\.0 dev nodenet\\.1 onlink; .*192\\.168\\.77\\.12 \\(node n2\\)\\n.*source is kept\\)\\n {2}2\\. n2: .*bridged on cbr0`), 'the remote one: VXLAN to n2, then its bridge');
+  const j = await lab(['--lab', 'demo', '--node', 'n1', '-o', 'json', CLIENT, 'icmp', WEB]);
+  t.equal(j.code, 0, j.err);
+  const rep = JSON.parse(j.out) as { node: string; service: { destination: string }; paths: unknown[] };
+  t.match(rep, { node: 'n1', service: { destination: 'REJECT' }, paths: [] }, 'a ping to a ClusterIP: rejected, no path');
+  t.match((await lab(['--lab', 'demo', '--node', 'n9', CLIENT, 'tcp', WEB, '80'])).err, /--node "n9": no such node \(n1, n2\)/);
+  t.match((await lab(['--lab', 'demo', '10.250.0.1', 'tcp', WEB, '80'])).err, /no node owns 10\.250\.0\.1.*--node/);
+  t.match((await lab(['--lab', 'nosuch', CLIENT, 'tcp', WEB, '80'])).err, /no lab nosuch/);
+  t.equal((await lab(['--lab', 'nosuch', CLIENT, 'tcp', WEB, '80'])).code, 1);
+  for (const [argv, msg] of [[['--lab', 'demo', '--netns', NS, CLIENT, 'tcp', WEB, '80'], /--lab and --netns: give one/], [['--node', 'n1', CLIENT, 'tcp', WEB, '80'], /--node needs --lab/]] as const) {
+    const x = await lab(argv);
+    t.equal(x.code, 2);
+    t.match(x.err, msg);
+  }
 });

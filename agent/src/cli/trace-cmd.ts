@@ -27,13 +27,19 @@ import { stringify as toYaml } from 'yaml';
 import { FlagError, OUTPUT_FLAGS, outputFormat, parseFlags, type FlagSpecs } from './flags.js';
 import { netnsFlag, prefixFlag } from './node-flags.js';
 import { readLiveRules, TraceReadError, TraceUsageError, type TraceMode } from '../trace/live.js';
+import { formatClusterTrace, traceCluster, type ClusterTrace, type ClusterTraceDeps } from '../trace/cluster.js';
+import type { LabNodeInfo } from '../lab/nodes.js';
 
 class HelpRequested extends Error {}
 
 export type { TraceReport };
 
-export const TRACE_USAGE = `usage: nodenet trace [--netns NAME|PATH] [--mode auto|iptables|nftables] [--prefix KUBE] [--from-node] [-o json|yaml] SRC tcp|udp|sctp|icmp DST [PORT]
-Traces a new connection's first packet through a node's live Service rules: the chains it visits, where it ends up, masquerade.`;
+export const TRACE_USAGE = `usage: nodenet trace [--netns NAME|PATH | --lab NAME [--node N]] [--mode auto|iptables|nftables] [--prefix KUBE] [--from-node] [-o json|yaml]
+                     SRC tcp|udp|sctp|icmp DST [PORT]
+Traces a new connection's first packet through a node's live Service rules: the chains it visits, where it ends up, masquerade.
+With --lab, across the lab's nodes: from the node SRC is on (or --node), through its Service rules, then for each endpoint
+the route, the local bridge or the VXLAN device (neighbour, FDB entry, remote underlay IP) and the remote node's bridge to
+the pod, with the masquerade decision at each hop.`;
 
 export interface TraceDeps {
   readonly runner: Runner;
@@ -43,6 +49,10 @@ export interface TraceDeps {
   readonly checkNetns?: (path: string) => void;
   readonly stdout?: (s: string) => void;
   readonly stderr?: (s: string) => void;
+  /** --lab: a node's links, addresses, routes and VXLAN entries (compose reads them over netlink in its namespace). */
+  readonly readNetwork?: ClusterTraceDeps['readNetwork'];
+  /** --lab NAME: the lab's nodes (lab/nodes.ts). */
+  readonly labNodes?: (lab: string) => readonly LabNodeInfo[];
 }
 
 export interface TraceArgs {
@@ -55,9 +65,13 @@ export interface TraceArgs {
   readonly fromNode: boolean;
   readonly output: 'text' | 'json' | 'yaml';
   readonly packet: NftTracePacket;
+  /** --lab NAME: trace across the lab's nodes. */
+  readonly lab?: string;
+  /** --node N (with --lab): the node the packet starts on. */
+  readonly node?: string;
 }
 
-const SPECS: FlagSpecs = { netns: { type: 'string' }, mode: { type: 'string' }, prefix: { type: 'string' }, 'from-node': { type: 'boolean' }, ...OUTPUT_FLAGS };
+const SPECS: FlagSpecs = { netns: { type: 'string' }, lab: { type: 'string' }, node: { type: 'string' }, mode: { type: 'string' }, prefix: { type: 'string' }, 'from-node': { type: 'boolean' }, ...OUTPUT_FLAGS };
 
 const PROTOCOLS: Readonly<Record<string, Protocol | 'ICMP'>> = { tcp: 'TCP', udp: 'UDP', sctp: 'SCTP', icmp: 'ICMP' };
 
@@ -72,6 +86,11 @@ export function parseTraceArgs(argv: readonly string[], checkNetns: (path: strin
   if (mode !== 'auto' && mode !== 'iptables' && mode !== 'nftables') throw new FlagError(`--mode ${JSON.stringify(mode)}: expected auto, iptables or nftables`);
   const prefix = prefixFlag(p);
 
+  const lab = p.flags.get('lab');
+  const node = p.flags.get('node');
+  if (lab !== undefined && p.flags.has('netns')) throw new FlagError('--lab and --netns: give one (--lab traces across the lab\'s nodes; --node picks where it starts)');
+  if (lab === '') throw new FlagError('--lab needs a lab name');
+  if (node !== undefined && lab === undefined) throw new FlagError('--node needs --lab (without it, --netns names the node)');
   const ns = netnsFlag(p, checkNetns);
   const netns = ns?.path;
   const netnsName = ns?.name;
@@ -94,7 +113,7 @@ export function parseTraceArgs(argv: readonly string[], checkNetns: (path: strin
     if (!(n >= 1 && n <= 65535)) throw new FlagError(`PORT ${JSON.stringify(port)}: expected a number from 1 to 65535`);
     packet = { sourceIP: parseIPv4(src), protocol, destIP: parseIPv4(dst), destPort: n };
   }
-  return { netns, netnsName, mode, prefix, fromNode: p.flags.has('from-node'), output, packet };
+  return { netns, netnsName, mode, prefix, fromNode: p.flags.has('from-node'), output, packet, ...(lab === undefined ? {} : { lab }), ...(node === undefined ? {} : { node }) };
 }
 
 function defaultCheckNetns(path: string): void {
@@ -117,6 +136,7 @@ export async function traceCommand(argv: readonly string[], deps: TraceDeps): Pr
     err(`nodenet trace: ${e.message}\n${TRACE_USAGE}\n`);
     return 2;
   }
+  if (args.lab !== undefined) return traceLab(args, deps, out, err);
   const live = { runner: deps.runner, ...(args.netns === undefined ? {} : { netns: args.netns }) };
   let rep: TraceReport;
   try {
@@ -139,5 +159,28 @@ export async function traceCommand(argv: readonly string[], deps: TraceDeps): Pr
     err(`nodenet trace: warning: ${n} foreign rule(s) not understood were left out of the trace, e.g. ${rep.skippedRules.slice(0, 3).join(' | ')}\n`);
   }
   out(args.output === 'json' ? `${JSON.stringify(rep, null, 2)}\n` : args.output === 'yaml' ? toYaml(rep) : formatTrace(rep, args.netnsName));
+  return 0;
+}
+
+/** `nodenet trace --lab NAME ...`: across the lab's nodes. */
+async function traceLab(args: TraceArgs, deps: TraceDeps, out: (s: string) => void, err: (s: string) => void): Promise<number> {
+  if (!deps.readNetwork || !deps.labNodes) throw new Error('traceCommand: --lab needs readNetwork and labNodes');
+  let rep: ClusterTrace;
+  try {
+    const nodes = deps.labNodes(args.lab!);
+    if (nodes.length === 0) throw new TraceReadError(`lab ${args.lab} has no nodes`);
+    rep = await traceCluster({ runner: deps.runner, readNetwork: deps.readNetwork }, nodes, {
+      packet: args.packet, mode: args.mode, prefix: args.prefix, clusterCIDR: nodes.find((n) => n.clusterCIDR)?.clusterCIDR ?? null,
+      ...(args.node === undefined ? {} : { node: args.node }),
+    });
+  } catch (e) {
+    if (e instanceof TraceUsageError) {
+      err(`nodenet trace: ${e.message}\n`);
+      return 2;
+    }
+    err(`nodenet trace: ${e instanceof Error ? e.message : String(e)}\n`);
+    return 1;
+  }
+  out(args.output === 'json' ? `${JSON.stringify(rep, null, 2)}\n` : args.output === 'yaml' ? toYaml(rep) : formatClusterTrace(rep));
   return 0;
 }

@@ -43,6 +43,11 @@ export interface AgentConfig {
   /** At least this long between two proxy syncs (kube-proxy --iptables-min-sync-period), ms. */
   readonly proxyMinSyncMs: number;
   /**
+   * At most this long between two proxy syncs (kube-proxy --iptables-sync-period / syncPeriod), ms: each
+   * checks the canary (rules flushed by someone else are rewritten) and drains what is pending.
+   */
+  readonly proxySyncPeriodMs: number;
+  /**
    * Which node addresses serve NodePorts (kube-proxy --nodeport-addresses):
    * CIDRs, or ['primary'] (the node's primary IP: see proxy/node-port-addresses.ts).
    * null: the mode's default (nftables: primary; iptables: every local address).
@@ -87,6 +92,7 @@ export const DEFAULTS: AgentConfig = {
   kubeconfig: null,
   clusterIPPing: 'reject',
   proxyMinSyncMs: 1000,
+  proxySyncPeriodMs: 30_000,
   nodePortAddresses: null,
   serviceCIDR: null,
   metricsBindAddress: '127.0.0.1:10249',
@@ -201,6 +207,8 @@ export function parseAgentConfig(raw: unknown): AgentConfig {
   const ping = str(o, 'clusterIPPing') ?? DEFAULTS.clusterIPPing;
   if (ping !== 'reject' && ping !== 'drop') throw bad('clusterIPPing', 'must be reject or drop');
   const minSyncRaw = read.optInt(o, 'proxyMinSyncMs', '', { min: 0, max: 600_000 }) ?? DEFAULTS.proxyMinSyncMs;
+  const syncPeriod = read.optInt(o, 'proxySyncPeriodMs', '', { min: 100, max: 3_600_000 }) ?? DEFAULTS.proxySyncPeriodMs;
+  if (syncPeriod < minSyncRaw) throw bad('proxySyncPeriodMs', `must be at least proxyMinSyncMs (${minSyncRaw}), got ${syncPeriod}`);
   const leaseSeconds = read.optInt(o, 'nodeLeaseDurationSeconds', '', { min: 4, max: 3600 }) ?? DEFAULTS.nodeLeaseDurationSeconds;
   const bridge = str(o, 'bridge') ?? DEFAULTS.bridge;
   const manifestsDir = str(o, 'manifestsDir') ?? null;
@@ -210,6 +218,9 @@ export function parseAgentConfig(raw: unknown): AgentConfig {
   const overlay = str(o, 'overlay') ?? DEFAULTS.overlay;
   if (overlay !== 'vxlan' && overlay !== 'none') throw bad('overlay', `must be vxlan or none, got ${JSON.stringify(overlay)}`);
   if (overlay === 'vxlan' && !kubeconfig) throw bad('overlay', 'vxlan follows the Node objects of an API server: it needs kubeconfig');
+  if (overlay === 'vxlan' && (o['clusterCIDR'] === undefined || o['clusterCIDR'] === null)) {
+    throw bad('clusterCIDR', 'overlay vxlan needs the cluster CIDR (--cluster-cidr, e.g. 10.244.0.0/16): traffic between pods keeps its source, the rest leaving it is masqueraded');
+  }
   const underlayInterface = str(o, 'underlayInterface') ?? null;
   if (underlayInterface !== null && (underlayInterface.length > 15 || /[\s/]/.test(underlayInterface))) throw bad('underlayInterface', 'must be a valid interface name (at most 15 characters)');
   const runPods = boolField(o, 'runPods') ?? DEFAULTS.runPods;
@@ -230,6 +241,7 @@ export function parseAgentConfig(raw: unknown): AgentConfig {
     kubeconfig,
     clusterIPPing: ping,
     proxyMinSyncMs: minSyncRaw,
+    proxySyncPeriodMs: syncPeriod,
     nodePortAddresses: nodePortAddressesField(o),
     serviceCIDR: serviceCIDRField(o),
     metricsBindAddress: bindAddress(o, 'metricsBindAddress'),
@@ -260,6 +272,7 @@ export const FLAG_KEYS: Readonly<Record<string, keyof AgentConfig>> = {
   kubeconfig: 'kubeconfig',
   'cluster-ip-ping': 'clusterIPPing',
   'proxy-min-sync-ms': 'proxyMinSyncMs',
+  'proxy-sync-period-ms': 'proxySyncPeriodMs',
   'nodeport-addresses': 'nodePortAddresses',
   'service-cluster-ip-range': 'serviceCIDR',
   'metrics-bind-address': 'metricsBindAddress',

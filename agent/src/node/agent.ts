@@ -16,8 +16,9 @@
  *    (needs the sandbox), which then keeps watching the queue;
  * 6. the Service proxy, when a proxy mode is set (its first sync waits for
  *    the source's initial lists);
- * 7. the ready marker (<runDir>/agent.ready).
- * stop() undoes 7 to 3, then closes the health server, and leaves every pod as it is: namespaces, veths,
+ * 7. the embedded kubelet, when runPods (it needs the CNI handler ready: its CNI ADDs are in-process);
+ * 8. the ready marker (<runDir>/agent.ready).
+ * stop() undoes 8 to 3 (the kubelet without stopping its Pods), then closes the health server, and leaves every pod as it is: namespaces, veths,
  * IPs and rules stay, and a restarted agent picks up from its state dir.
  */
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -28,6 +29,7 @@ import { F } from '../log/fields.js';
 import type { Logger } from '../log/log.js';
 import type { Clock } from '../reconcile/clock.js';
 import { SandboxCniHandler } from '../cniserver/sandbox-handler.js';
+import type { CniHandler } from '../cniserver/handler.js';
 import type { MasqueradeEntry, SandboxDeps } from '../sandbox/deps.js';
 import { masqueradeEntry } from '../sandbox/masquerade.js';
 import { Sandbox } from '../sandbox/sandbox.js';
@@ -60,6 +62,11 @@ export interface AgentDeps {
    * addresses (health-server.ts's startHealthServer); none when absent.
    */
   readonly serveHealth?: (o: HealthServerOptions) => Promise<HealthServer>;
+  /**
+   * Starts the embedded kubelet (pods/) on the agent's CNI handler, after the proxy; absent unless runPods.
+   * Its stop() leaves the Pods running.
+   */
+  readonly pods?: (cni: CniHandler) => Promise<{ stop(): Promise<void> }>;
   /** Closes what compose opened (netlink sockets, worker threads). */
   readonly close?: () => void | Promise<void>;
 }
@@ -71,6 +78,7 @@ export class Agent {
   private proxyHost: ProxyHost | null = null;
   private healthServer: HealthServer | null = null;
   private metrics: AgentMetrics | null = null;
+  private kubelet: { stop(): Promise<void> } | null = null;
   readonly log: Logger;
   private readonly readyFile: string;
 
@@ -129,6 +137,8 @@ export class Agent {
     if (deps.proxy) this.proxyHost = await ProxyHost.start({ ...deps.proxy, log: this.log, clock: deps.clock, ...(observe ? { observer: observe.proxy } : {}) });
 
     this.ready = true;
+    // The kubelet's first CNI ADDs need the handler ready.
+    if (deps.pods) this.kubelet = await deps.pods(handler);
     writeFileSync(this.readyFile, `${process.pid}\n`);
     this.log.info({ socket: cfg.cniSocket, podCIDR: cfg.podCIDR, replay }, 'agent ready');
   }
@@ -162,6 +172,8 @@ export class Agent {
   async stop(): Promise<void> {
     this.ready = false;
     rmSync(this.readyFile, { force: true });
+    await this.kubelet?.stop();
+    this.kubelet = null;
     await this.replayer?.stop();
     await this.proxyHost?.stop();
     await this.server?.close();

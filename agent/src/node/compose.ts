@@ -16,6 +16,8 @@ import { createLogger, silentLogger, type LevelWithSilent, type Logger } from '.
 import { Lab, uniqueTag } from '../lab/lab.js';
 import { applyLeftovers, LEGACY_LAB_ROOT, planLeftovers, readWorld } from '../lab/leftovers.js';
 import { labRoot } from '../lab/plan.js';
+import { labDir, labNodes } from '../lab/nodes.js';
+import type { NodeNetwork as TraceNetwork } from '../trace/path.js';
 import { parseCidr, parseIPNet, type Cidr, type IPv4 } from '../net/ip.js';
 import { ConntrackExecutor } from '../netfilter/conntrack.js';
 import { createIptables, detectBackend, ExecIptables } from '../netfilter/iptables.js';
@@ -31,13 +33,16 @@ import { IptablesBackend } from '../proxy/iptables/proxier.js';
 import { tableName } from '../proxy/nftables/names.js';
 import { NftablesBackend } from '../proxy/nftables/proxier.js';
 import type { ProxyBackend, ProxyNodeConfig } from '../proxy/types.js';
-import { parseNodePortAddresses, resolveNodePortAddresses, type NodeNetwork } from '../proxy/node-port-addresses.js';
+import { parseNodePortAddresses, primaryNodeIP, resolveNodePortAddresses, type NodeNetwork } from '../proxy/node-port-addresses.js';
+import type { CniHandler } from '../cniserver/handler.js';
+import { pausePath } from '../config/paths.js';
 import { realClock } from '../reconcile/clock.js';
 import { IpamAdapter } from '../sandbox/ipam-adapter.js';
 import { NftMasquerade } from '../sandbox/masquerade.js';
 import { DiskAttachmentStore } from '../sandbox/record-store.js';
 import type { NodeRegistration } from '../watch/node-registration.js';
 import { ManifestSource } from '../watch/manifest-source.js';
+import { removeVxlanOverlay, VxlanOverlay } from '../overlay/overlay.js';
 import type { ControlPlaneOptions } from '../controlplane/control-plane.js';
 
 // Loaded when used (a chunk of their own in dist/): client-node's import alone takes about 1.2 s, and
@@ -45,6 +50,9 @@ import type { ControlPlaneOptions } from '../controlplane/control-plane.js';
 const kubeWatch = () => import('../watch/kube-source.js');
 const nodeRegistration = () => import('../watch/node-registration.js');
 const controlPlane = () => import('../controlplane/control-plane.js');
+const embeddedKubelet = () => import('../pods/start.js');
+const clusterWatch = () => import('../watch/cluster-watch.js');
+const nodeAnnotations = () => import('../watch/node-annotations.js');
 import { Agent } from './agent.js';
 import { startHealthServer } from './health-server.js';
 import { ProxyHost, type ProxyHostDeps } from './proxy-host.js';
@@ -91,7 +99,7 @@ export async function composeAgent(given: AgentConfig, logger?: Logger): Promise
   if (cfg.kubeconfig) {
     try {
       const [{ NodeRegistration: Registration }, { loadKubeConfig }] = await Promise.all([nodeRegistration(), kubeWatch()]);
-      registration = new Registration({ kubeconfig: loadKubeConfig(cfg.kubeconfig), nodeName: cfg.nodeName, addresses: nodeAddresses(await node.listAddresses()), clock: realClock, log, leaseSeconds: cfg.nodeLeaseDurationSeconds, leaseMs: (cfg.nodeLeaseDurationSeconds * 1000) / 4 });
+      registration = new Registration({ kubeconfig: loadKubeConfig(cfg.kubeconfig), nodeName: cfg.nodeName, addresses: await internalIPs(node, cfg.bridge), clock: realClock, log, leaseSeconds: cfg.nodeLeaseDurationSeconds, leaseMs: (cfg.nodeLeaseDurationSeconds * 1000) / 4, ...(cfg.runPods ? { kubeletPort: cfg.kubeletPort } : {}) });
       await registration.start();
       if (!cfg.podCIDR) {
         const fromApi = await registration.podCIDR();
@@ -110,7 +118,13 @@ export async function composeAgent(given: AgentConfig, logger?: Logger): Promise
   const sets = new NetlinkNftSets();
   const masquerade = new NftMasquerade({ nft, sets, log: log.child({ [F.subsys]: 'masquerade' }) });
   const sysctl = new ProcSysctl();
+  let overlay: { readonly mtu: number; close(): Promise<void> } | null = null;
   try {
+    if (cfg.overlay === 'vxlan') {
+      // Before the Agent: the pods' default MTU is the VXLAN device's (underlay MTU - 50).
+      overlay = await composeOverlay(cfg, log, runner, nodeAddresses(await node.listAddresses())[0] ?? null);
+      if (cfg.mtu === null) cfg = { ...cfg, mtu: overlay.mtu };
+    }
     const proxy =
       cfg.proxyMode === 'none'
         ? null
@@ -124,6 +138,7 @@ export async function composeAgent(given: AgentConfig, logger?: Logger): Promise
             kubeconfig: cfg.kubeconfig,
             statusFile: proxyStatusFile(cfg.runDir),
             minSyncIntervalMs: cfg.proxyMinSyncMs,
+            maxSyncIntervalMs: cfg.proxySyncPeriodMs,
             nodeIPs: nodeAddresses(await node.listAddresses()),
             nodePortAddresses: cfg.nodePortAddresses,
             serviceCIDR: cfg.serviceCIDR,
@@ -149,7 +164,9 @@ export async function composeAgent(given: AgentConfig, logger?: Logger): Promise
       serveCni: startCniServer,
       serveHealth: startHealthServer,
       proxy,
+      ...(cfg.runPods && cfg.kubeconfig ? { pods: await kubeletStarter(cfg, node, log) } : {}),
       close: async () => {
+        await overlay?.close();
         registration?.stop();
         node.close();
         sets.close();
@@ -157,12 +174,80 @@ export async function composeAgent(given: AgentConfig, logger?: Logger): Promise
       },
     });
   } catch (e) {
+    await overlay?.close().catch(() => undefined);
     registration?.stop();
     node.close();
     sets.close();
     await deleter.close();
     throw e;
   }
+}
+
+/**
+ * The VXLAN overlay on real dependencies (its own netlink socket, nft, a
+ * watch of every Node, the patch of this node's annotations), set up and
+ * started; waits (at most 10 s) for its first sync so pods started right
+ * after the agent reach their peers. close() stops it and leaves the
+ * device and its entries in place.
+ */
+async function composeOverlay(cfg: AgentConfig, log: Logger, runner: Runner, nodeIP: string | null): Promise<{ readonly mtu: number; close(): Promise<void> }> {
+  if (!cfg.kubeconfig || !cfg.podCIDR || !cfg.clusterCIDR) throw new NodenetError(ErrorCode.InvalidConfig, 'overlay vxlan needs kubeconfig, clusterCIDR and a pod CIDR');
+  const [{ ClusterWatch }, { loadKubeConfig }, { nodeAnnotationPatcher }] = await Promise.all([clusterWatch(), kubeWatch(), nodeAnnotations()]);
+  const kc = loadKubeConfig(cfg.kubeconfig);
+  const nl = openNetlink();
+  const overlay = new VxlanOverlay({
+    nodeName: cfg.nodeName, podCIDR: cfg.podCIDR, clusterCIDR: cfg.clusterCIDR, netlink: nl, nft: new NftExecutor({ runner }),
+    underlayInterface: cfg.underlayInterface, nodeIP, publish: nodeAnnotationPatcher(kc, cfg.nodeName), clock: realClock, log,
+  });
+  let watch: InstanceType<typeof ClusterWatch> | null = null;
+  const close = async () => {
+    watch?.stop();
+    await overlay.stop();
+    nl.close();
+  };
+  try {
+    await overlay.setup();
+    watch = new ClusterWatch({ kubeconfig: kc, log, clock: realClock, sources: [{ kind: 'nodes', name: 'nodes (overlay)', handler: overlay.handler, synced: () => overlay.synced() }] });
+    await watch.start();
+    if (!(await overlay.whenFirstSynced(10_000))) log.warn({ [F.subsys]: 'overlay' }, 'no overlay sync within 10 s of the start (is the API server reachable?); going on');
+  } catch (e) {
+    await close();
+    throw e;
+  }
+  return { mtu: overlay.mtu, close };
+}
+
+/** Removes a node's overlay (kube-proxy --cleanup's counterpart): the VXLAN device, its entries, the masquerade table. Idempotent. */
+export async function removeOverlay(o: { readonly runner: Runner; readonly netns?: string }): Promise<void> {
+  const nl = openNetlink(o.netns ? toNetnsPath(o.netns) : undefined);
+  try {
+    await removeVxlanOverlay(nl, new NftExecutor({ runner: o.runner, ...(o.netns ? { netns: o.netns } : {}) }));
+  } finally {
+    nl.close();
+  }
+}
+
+/**
+ * The Node's InternalIPs: the primary IP first (the control plane dials the first one, e.g. for logs), and
+ * never the pod bridge's gateway address, which a restarted agent finds on cbr0 and which every node has.
+ */
+async function internalIPs(node: { listLinks(): Promise<NodeNetwork['links']>; listAddresses(): Promise<NodeNetwork['addresses']>; listRoutes(): Promise<NodeNetwork['routes']> }, bridge: string): Promise<IPv4[]> {
+  const net: NodeNetwork = { links: await node.listLinks(), addresses: await node.listAddresses(), routes: await node.listRoutes() };
+  const br = net.links.find((l) => l.name === bridge)?.index;
+  const ips = nodeAddresses(net.addresses.filter((a) => a.ifIndex !== br));
+  const primary = primaryNodeIP(net, bridge);
+  return primary ? [primary, ...ips.filter((ip) => ip !== primary)] : ips;
+}
+
+/** How the Agent starts the embedded kubelet (runPods): on the node's primary IP, with the agent's CNI handler. */
+async function kubeletStarter(cfg: AgentConfig, node: { listLinks(): Promise<NodeNetwork['links']>; listAddresses(): Promise<NodeNetwork['addresses']>; listRoutes(): Promise<NodeNetwork['routes']> }, log: Logger): Promise<(cni: CniHandler) => Promise<{ stop(): Promise<void> }>> {
+  const net: NodeNetwork = { links: await node.listLinks(), addresses: await node.listAddresses(), routes: await node.listRoutes() };
+  const hostIP = primaryNodeIP(net, cfg.bridge);
+  if (!hostIP) throw new NodenetError(ErrorCode.InvalidConfig, 'runPods: the node has no primary IPv4 address for the kubelet to serve on');
+  return async (cni) => {
+    const [{ startKubelet }, { loadKubeConfig }] = await Promise.all([embeddedKubelet(), kubeWatch()]);
+    return startKubelet({ kubeconfig: loadKubeConfig(cfg.kubeconfig!), nodeName: cfg.nodeName, hostIP, kubeletPort: cfg.kubeletPort, runDir: cfg.runDir, pauseBin: pausePath(), bridge: cfg.bridge, cni, clock: realClock, log });
+  };
 }
 
 export interface ProxyComposeOptions {
@@ -290,6 +375,20 @@ export async function localAddresses(netns?: string): Promise<string[]> {
   }
 }
 
+/** A node's network for `nodenet trace --lab`: links, addresses, routes, and the VXLAN devices' neighbour and FDB entries. */
+export async function readNetwork(name: string, netns: string): Promise<TraceNetwork> {
+  const nl = openNetlink(toNetnsPath(netns));
+  try {
+    const links = await nl.listLinks();
+    const vxlans = links.filter((l) => l.kind === 'vxlan');
+    const neighs = (await Promise.all(vxlans.map((l) => nl.listNeighs(l.name)))).flat();
+    const fdb = (await Promise.all(vxlans.map((l) => nl.listFdb(l.name)))).flat();
+    return { name, links, addresses: await nl.listAddresses(), routes: await nl.listRoutes(), neighs, fdb };
+  } finally {
+    nl.close();
+  }
+}
+
 /** What the `nodenet` command line runs on (main.ts hands it to cli/'s runCli, which checks its shape). */
 export function cliDeps() {
   const runner = new ExecaRunner();
@@ -308,6 +407,8 @@ export function cliDeps() {
     },
     removeProxyRules: (o: { netns?: string; prefix: string }, mode: 'iptables' | 'nftables') => removeProxyRules({ ...o, runner, log: quiet }, mode),
     localAddresses,
+    readNetwork,
+    labNodes: (lab: string) => labNodes(labDir(lab)),
     createLab: (prefix: string) => Lab.create(uniqueTag(prefix), { runner }),
     cleanupLabs: async () => applyLeftovers(runner, planLeftovers(await readWorld(runner, [labRoot(), LEGACY_LAB_ROOT]))),
     stdout: (s: string) => void process.stdout.write(s),

@@ -49,7 +49,8 @@ interface Pkt {
   sport: number;
 }
 
-export function traceIptables(dump: IptDump, packet: TracePacket, opts: IptablesTraceOptions): IptablesTraceResult {
+/** A ping is traced too: no rule nodenet writes matches ICMP (they say -p tcp/udp/sctp), which is the point. */
+export function traceIptables(dump: IptDump, packet: TracePacket | { readonly sourceIP: string; readonly protocol: 'ICMP'; readonly destIP: string }, opts: IptablesTraceOptions): IptablesTraceResult {
   const local = new Set<string>([...opts.nodeIPs, ...(opts.localAddrs ?? [])]);
   const isLocal = (ip: string): boolean => local.has(ip) || cidrContains('127.0.0.0/8', ip);
   const visited: string[] = [];
@@ -60,7 +61,7 @@ export function traceIptables(dump: IptDump, packet: TracePacket, opts: Iptables
   let explicitAccept = false;
   let ctDnat = false;
 
-  const pkt: Pkt = { src: packet.sourceIP, dst: packet.destIP, proto: packet.protocol.toLowerCase(), dport: packet.destPort, sport: 40000 };
+  const pkt: Pkt = { src: packet.sourceIP, dst: packet.destIP, proto: packet.protocol.toLowerCase(), dport: packet.protocol === 'ICMP' ? 0 : packet.destPort, sport: 40000 };
   const fromLocal = isLocal(pkt.src);
 
   const neg = <T>(m: Negatable<T> | null, test: (v: T) => boolean): boolean => (m === null ? true : test(m.value) !== m.negated);

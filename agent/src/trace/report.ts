@@ -7,7 +7,7 @@ import { BACKEND_COMMANDS } from '../netfilter/iptables.js';
 import type { TraceResult } from '../proxy/types.js';
 import { traceIptables } from './iptables-tracer.js';
 import { traceNftables, type NftTracePacket } from './nft-tracer.js';
-import { TraceUsageError, type LiveRules, type TraceMode } from './live.js';
+import type { LiveRules, TraceMode } from './live.js';
 
 /** What `--json` prints: the TraceResult (plus iptables' matched rules and verdict) and what it was traced over. */
 export interface TraceReport extends TraceResult {
@@ -35,10 +35,7 @@ export function traceLive(live: LiveRules, args: { readonly packet: NftTracePack
   const entry = local.has(pk.sourceIP) || pk.sourceIP.startsWith('127.') ? 'output' : 'prerouting';
   let r: TraceResult & { matched?: readonly string[] };
   if (live.mode === 'nftables') r = traceNftables(live.state, pk, { nodeIPs: [...local] });
-  else {
-    if (pk.protocol === 'ICMP') throw new TraceUsageError('icmp is traced in nftables mode only (the iptables rules match tcp, udp and sctp)');
-    r = traceIptables(live.dump, pk, { nodeIPs: [...local] });
-  }
+  else r = traceIptables(live.dump, pk, { nodeIPs: [...local] });
   // The iptables tracer leaves the destination empty when nothing decided it: the packet goes on, untouched.
   const destination = r.destination === '' ? 'ACCEPT' : r.destination;
   const endpoints = /^\d/.test(destination) ? destination.split(', ') : [];

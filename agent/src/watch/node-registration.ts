@@ -31,6 +31,8 @@ export interface NodeRegistrationOptions {
   readonly leaseMs?: number;
   /** The Lease's duration (s); default 40. */
   readonly leaseSeconds?: number;
+  /** Where this node's kubelet serves (status.daemonEndpoints.kubeletEndpoint.Port): set when the agent runs Pods. */
+  readonly kubeletPort?: number;
 }
 
 const LEASE_NS = 'kube-node-lease';
@@ -66,6 +68,7 @@ export class NodeRegistration {
     return {
       addresses: [...this.o.addresses.map((a) => ({ type: 'InternalIP', address: a })), { type: 'Hostname', address: this.o.nodeName }],
       ...(this.o.capacity ? { capacity: { ...this.o.capacity }, allocatable: { ...this.o.capacity } } : {}),
+      ...(this.o.kubeletPort ? { daemonEndpoints: { kubeletEndpoint: { Port: this.o.kubeletPort } } } : {}),
       conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'nodenet agent is posting ready status', lastHeartbeatTime: now, lastTransitionTime: now }],
       nodeInfo: { architecture: process.arch === 'x64' ? 'amd64' : process.arch, operatingSystem: 'linux', kernelVersion: '', osImage: '', containerRuntimeVersion: 'nodenet', kubeletVersion: 'nodenet', kubeProxyVersion: 'nodenet', bootID: '', machineID: '', systemUUID: '' },
     };

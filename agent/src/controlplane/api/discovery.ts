@@ -73,6 +73,7 @@ export function apiResourceList(group: string, version: string): Record<string, 
     for (const sub of r.subresources) {
       if (sub === 'status') resources.push({ name: `${r.resource}/status`, singularName: '', namespaced: r.namespaced, kind: r.kind, verbs: SUB_VERBS });
       else if (sub === 'binding') resources.push({ name: `${r.resource}/binding`, singularName: '', namespaced: r.namespaced, kind: 'Binding', verbs: ['create'] });
+      else if (sub === 'log') resources.push({ name: `${r.resource}/log`, singularName: '', namespaced: r.namespaced, kind: r.kind, verbs: ['get'] });
       else resources.push({ name: `${r.resource}/scale`, singularName: '', namespaced: r.namespaced, group: 'autoscaling', version: 'v1', kind: 'Scale', verbs: SUB_VERBS });
     }
   }
@@ -107,6 +108,8 @@ export function aggregated(core: boolean, apiVersion: 'apidiscovery.k8s.io/v2' |
                 ? { subresource: 'status', responseKind: { group: r.group, version: r.version, kind: r.kind }, verbs: SUB_VERBS }
                 : s === 'binding'
                   ? { subresource: 'binding', responseKind: { group: '', version: 'v1', kind: 'Binding' }, verbs: ['create'] }
+                  : s === 'log'
+                  ? { subresource: 'log', responseKind: { group: '', version: 'v1', kind: r.kind }, verbs: ['get'] }
                   : { subresource: 'scale', responseKind: { group: 'autoscaling', version: 'v1', kind: 'Scale' }, verbs: SUB_VERBS },
             );
           }

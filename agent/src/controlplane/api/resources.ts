@@ -21,9 +21,9 @@ export interface Resource {
   readonly verbs: readonly Verb[];
   /**
    * Subresources served: `status` (the spec is not written through it, the status only through it),
-   * `scale`, and a Pod's `binding` (create only: the scheduler's).
+   * `scale`, a Pod's `binding` (create only: the scheduler's) and its `log` (get only: proxied to the node's kubelet).
    */
-  readonly subresources: readonly ('status' | 'scale' | 'binding')[];
+  readonly subresources: readonly ('status' | 'scale' | 'binding' | 'log')[];
   /** client-node's model name, the root of the kind's schema. */
   readonly model: string;
   /** Fields a field selector may name (metadata.name and metadata.namespace always). */
@@ -65,7 +65,7 @@ export const RESOURCES: readonly Resource[] = [
   },
   {
     group: '', version: 'v1', resource: 'pods', kind: 'Pod', singular: 'pod', namespaced: true, shortNames: ['po'], categories: ['all'],
-    verbs: ALL, subresources: ['status', 'binding'], model: 'V1Pod',
+    verbs: ALL, subresources: ['status', 'binding', 'log'], model: 'V1Pod',
     fieldSelectors: ['metadata.name', 'metadata.namespace', 'spec.nodeName', 'spec.restartPolicy', 'spec.schedulerName', 'spec.serviceAccountName', 'spec.hostNetwork', 'status.phase', 'status.podIP', 'status.nominatedNodeName'],
     fields: (o) => ({
       ...metaFields(o),

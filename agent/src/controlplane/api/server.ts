@@ -32,6 +32,7 @@ import type { OpenApi } from './openapi.js';
 import { apiVersionOf, findResource, grOf, RESOURCES, type Resource } from './resources.js';
 import { parseRV, type DeleteOptions, type FieldValidation, type PatchType, type Rest, type WriteOptions } from './rest.js';
 import { toTable } from './table.js';
+import { proxyPodLog } from './pod-logs.js';
 
 export interface ApiServerOptions {
   readonly rest: Rest;
@@ -212,6 +213,12 @@ export class ApiServer {
         throw apiErrors.forbidden(user.name, verb, route.r, route.namespace, bodyName || undefined);
       }
       if (verb === 'watch') return await this.watch(req, res, route, url, user, done);
+      // A log is streamed from the node's kubelet (follow runs as long as the client reads): no request timer.
+      if (route.sub === 'log' && verb === 'get' && route.r.subresources.includes('log')) {
+        const s = this.o.rest.get(route.r, route.namespace, route.name);
+        const nodeName = (s.object['spec'] as { nodeName?: string } | undefined)?.nodeName;
+        return done(await proxyPodLog({ tokens: this.o.tokens, pod: s.object as KObject, node: nodeName ? (this.o.store.get(`nodes//${nodeName}`)?.object as KObject | undefined) : undefined, url, req, res }));
+      }
       const timer = setTimeout(() => {
         if (!res.headersSent) done(this.status(res, statusOf(apiErrors.timeout(this.timeoutMs / 1000))));
         res.destroy();
@@ -451,7 +458,11 @@ export class ApiServer {
     const prefix = r.namespaced && route.nsGiven ? route.namespace : undefined;
     const afterRev = rvParam === '' || rvParam === '0' ? store.rev : parseRV(rvParam);
 
-    res.writeHead(200, { 'Content-Type': JSON_TYPE, 'Transfer-Encoding': 'chunked', 'Cache-Control': 'no-cache, private' });
+    // kubectl get -w asks for Tables: each event's object is then a one-row Table (the column definitions in the first).
+    const table = this.wantsTable(req);
+    const includeObject = includeObjectOf(url);
+    let headersSent = false;
+    res.writeHead(200, { 'Content-Type': table ? TABLE_TYPE : JSON_TYPE, 'Transfer-Encoding': 'chunked', 'Cache-Control': 'no-cache, private' });
     res.flushHeaders(); // the client learns at once that its watch is open (client-node's informer waits for it)
     this.watches.set(user.name, count + 1);
     this.o.metrics?.watchOpened(r.resource);
@@ -473,6 +484,11 @@ export class ApiServer {
     res.on('close', finish);
     const write = (type: string, object: unknown): void => {
       if (closed) return;
+      if (table && type !== 'ERROR' && type !== 'BOOKMARK') {
+        const o = (typeof object === 'string' ? JSON.parse(object) : object) as KObject;
+        object = toTable(grOf(r), [o], { now: this.o.clock.now(), resourceVersion: String(o.metadata?.['resourceVersion'] ?? ''), includeObject, noHeaders: headersSent });
+        headersSent = true;
+      }
       res.write(`{"type":"${type}","object":${typeof object === 'string' ? object : JSON.stringify(object)}}\n`);
       if (res.writableLength > 16 * 1024 * 1024) {
         this.o.log.warn({ [F.user]: user.name, [F.resource]: grOf(r) }, 'watcher too slow; its watch is closed');

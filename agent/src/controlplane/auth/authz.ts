@@ -5,7 +5,7 @@
  * - the admin (`nodenet:admin`, group system:masters): everything;
  * - a node (`system:node:<name>`, group system:nodes), the way
  *   Kubernetes' Node authorizer and NodeRestriction limit a kubelet: it
- *   reads everything, and writes only its own Node (and its status), its
+ *   reads everything but Pods' logs, and writes only its own Node (and its status), its
  *   own Lease in kube-node-lease, Events, and the status of Pods bound to
  *   it (and deletes those Pods, to finish their graceful deletion). It
  *   never binds a Pod (`pods/binding` is the scheduler's, the admin's here).
@@ -60,6 +60,8 @@ const READ = new Set(['get', 'list', 'watch']);
 export function authorize(user: User, a: Attributes): boolean {
   if (user.groups.includes('system:masters')) return true;
   if (!user.node) return false;
+  // Logs can hold anything an app prints: a node reads no Pod's (its kubelet serves its own to the control plane).
+  if (a.gr === 'pods' && a.subresource === 'log') return false;
   if (READ.has(a.verb)) return true;
   const node = user.node;
   switch (a.gr) {

@@ -1,0 +1,643 @@
+/**
+ * pods/kubelet: the embedded kubelet. It runs the Pods the API server binds
+ * to this node, as pkg/kubelet's pod workers do, on nodenet's own runtime
+ * (pods/runtime.ts: a pause holder per Pod, processes joined to it).
+ *
+ * One worker per Pod (by uid), serialised: every event (the Pod changed on
+ * the watch, a container exited, a back-off or a retry is due, a probe
+ * flipped) only records what happened and kicks the worker, whose sync()
+ * looks at everything and acts:
+ * 1. a Pod with a deletionTimestamp (or gone from the API) is terminated:
+ *    SIGTERM to every container's process group, the grace period
+ *    (deletionGracePeriodSeconds), SIGKILL, CNI DEL (the IP is freed), the
+ *    pause holder stopped, the record removed, then the final delete with
+ *    gracePeriodSeconds 0 (uid precondition);
+ * 2. a spec nodenet cannot honour (pod-spec.ts) fails the Pod: a Warning
+ *    Event naming the fields, phase Failed, reason UnsupportedPodSpec;
+ * 3. the sandbox: pause, then CNI ADD through the agent's own CNI handler
+ *    (the code the shim reaches), ipMasq off (the overlay masquerades),
+ *    IPAM from the node's pod CIDR;
+ * 4. each container: started when it never ran; after an exit, started
+ *    again as the restart policy says, after the crash-loop back-off
+ *    (backoff.ts; waiting reason CrashLoopBackOff meanwhile); an image other
+ *    than nodenet/host waits with ErrImageNeverPull;
+ * 5. a Pod whose containers are all done for good (Succeeded, Failed)
+ *    gives its IP back and stops its sandbox;
+ * 6. the status (pod-status.ts), patched only when it differs from the
+ *    API server's.
+ * Probes (probe.ts, probe-exec.ts) run on timers per container run.
+ *
+ * Restart: start() adopts the records under <runDir>/kubelet/ whose pause
+ * holder still runs (pid and start time), with their containers' runs
+ * (a supervisor gone meanwhile is an exit, read from its exit file); a
+ * record whose holder is gone is cleaned (CNI DEL). Once the watch has
+ * synced, an adopted Pod the API no longer has is torn down, and Pods bound
+ * meanwhile start. stop() stops the timers and leaves every Pod running.
+ */
+import type { CniHandler } from '../cniserver/handler.js';
+import { F } from '../log/fields.js';
+import type { Logger } from '../log/log.js';
+import type { Clock } from '../reconcile/clock.js';
+import type { SandboxRef } from '../netns/pause-holder.js';
+import { afterRestart, restartAt, shouldRestart, type BackoffEntry, type BackoffOptions } from './backoff.js';
+import { describeProblems, imageProblem, planPod, resolveContainer, type ContainerPlan, type FieldValues, type PodPlan, type Problem } from './pod-spec.js';
+import { podPhase, podStatus, rfc3339, statusDiffers, type ContainerView, type PodView, type Terminated } from './pod-status.js';
+import { firstProbeAt, initialProbeState, nextProbeAt, observe, probeActive, type ProbeKind, type ProbeState } from './probe.js';
+import { runProbe, type ProbeOutcome } from './probe-exec.js';
+import type { PodRecord, PodRuntime, RunRecord } from './runtime.js';
+
+type O = Record<string, unknown>;
+const obj = (v: unknown): O | undefined => (v && typeof v === 'object' && !Array.isArray(v) ? (v as O) : undefined);
+const str = (v: unknown): string => (typeof v === 'string' ? v : '');
+
+/** What the kubelet writes to the API server (kubelet-api.ts over HTTPS; a fake in tests). */
+export interface KubeletApi {
+  /** A merge patch of the Pod's status subresource. */
+  patchPodStatus(namespace: string, name: string, status: O): Promise<void>;
+  /** The final delete: gracePeriodSeconds 0, the uid as precondition; gone already is success. */
+  deletePod(namespace: string, name: string, uid: string): Promise<void>;
+  createEvent(namespace: string, event: O): Promise<void>;
+  patchEvent(namespace: string, name: string, patch: O): Promise<void>;
+}
+
+export interface KubeletOptions {
+  readonly nodeName: string;
+  readonly hostIP: string;
+  readonly runtime: PodRuntime;
+  readonly cni: CniHandler;
+  /** The CNI network config of the node's pods (bridge, ipMasq false, host-local IPAM on the pod CIDR). */
+  readonly cniConfig: O;
+  readonly api: KubeletApi;
+  readonly clock: Clock;
+  readonly log: Logger;
+  /** How often running containers are looked at (ms; default 250). */
+  readonly pollMs?: number;
+  readonly backoff?: BackoffOptions;
+}
+
+interface Ctr {
+  readonly plan: ContainerPlan;
+  current: RunRecord | null;
+  last: Terminated | null;
+  previous: Terminated | null;
+  restartCount: number;
+  backoff: BackoffEntry | null;
+  waiting: { reason: string; message?: string } | null;
+  started: boolean;
+  probes: Record<ProbeKind, ProbeState>;
+  timers: unknown[];
+  /** Stop probing this run: it is being killed. */
+  killing: boolean;
+}
+
+interface PodState {
+  readonly uid: string;
+  namespace: string;
+  name: string;
+  pod: O | null;
+  /** Gone from the API (a watch DELETE, or absent from the synced list). */
+  deleted: boolean;
+  plan: PodPlan | null;
+  problems: readonly Problem[] | null;
+  sandbox: SandboxRef | null;
+  sandboxStart: string;
+  podIP: string | null;
+  startedAt: number | null;
+  ctrs: Map<string, Ctr>;
+  /** Containers are done for good and the sandbox is gone. */
+  finished: boolean;
+  lastPosted: string | null;
+  lastPostedRv: string;
+  busy: boolean;
+  again: boolean;
+  wake: unknown;
+  forgotten: boolean;
+}
+
+export interface LogTarget {
+  readonly file: string;
+  /** The run is still going: a follow waits for more. */
+  readonly live: () => boolean;
+}
+
+const CNI_IFNAME = 'eth0';
+
+export class Kubelet {
+  private readonly pods = new Map<string, PodState>();
+  private stopped = false;
+  private poller: unknown = null;
+  private events: Promise<void> = Promise.resolve();
+  private readonly seenEvents = new Map<string, { name: string; namespace: string; count: number; at: number }>();
+  private eventSeq = 0;
+  readonly log: Logger;
+
+  constructor(private readonly o: KubeletOptions) {
+    this.log = o.log.child({ [F.subsys]: 'kubelet' });
+  }
+
+  /** Adopts what the records say still runs, and starts watching the containers. */
+  async start(): Promise<void> {
+    for (const r of this.o.runtime.records()) {
+      const sb = this.o.runtime.adoptSandbox(r);
+      if (!sb) {
+        this.log.info({ [F.pod]: `${r.namespace}/${r.name}`, uid: r.uid }, 'pod sandbox gone while the agent was down; cleaning up');
+        await this.cniDel(r.uid, '').catch((e: unknown) => this.log.warn({ [F.err]: e }, 'CNI DEL of a dead sandbox failed'));
+        await this.o.runtime.stopSandbox(r.uid).catch(() => undefined);
+        this.o.runtime.remove(r.uid);
+        continue;
+      }
+      const p = this.newState(r.uid, r.namespace, r.name);
+      p.sandbox = sb;
+      p.sandboxStart = r.sandbox?.startTime ?? '';
+      p.podIP = r.podIP;
+      p.startedAt = r.startedAt;
+      p.adopted = r;
+      this.pods.set(r.uid, p);
+      this.log.info({ [F.pod]: `${r.namespace}/${r.name}`, uid: r.uid, containers: r.containers.map((c) => `${c.name}${c.current ? `:${c.current.pid}` : ''}`) }, 'adopted pod');
+    }
+    this.arm();
+  }
+
+  /** Stops timers and probes. Every Pod keeps running. */
+  stop(): void {
+    this.stopped = true;
+    if (this.poller !== null) this.o.clock.clearTimeout(this.poller);
+    this.poller = null;
+    for (const p of this.pods.values()) {
+      if (p.wake !== null) this.o.clock.clearTimeout(p.wake);
+      p.wake = null;
+      for (const c of p.ctrs.values()) this.clearProbes(c);
+    }
+  }
+
+  // --- the watch's handlers --------------------------------------------------------------------------------
+
+  onPod(pod: O): void {
+    const m = obj(pod['metadata']) ?? {};
+    const uid = str(m['uid']);
+    if (!uid) return;
+    let p = this.pods.get(uid);
+    if (!p) {
+      p = this.newState(uid, str(m['namespace']), str(m['name']));
+      this.pods.set(uid, p);
+    }
+    p.pod = pod;
+    this.kick(p);
+  }
+
+  onPodDeleted(pod: O): void {
+    const p = this.pods.get(str(obj(pod['metadata'])?.['uid']));
+    if (!p) return;
+    p.deleted = true;
+    this.kick(p);
+  }
+
+  /** The watch delivered its first list: adopted Pods it did not list are gone. */
+  onSynced(): void {
+    for (const p of this.pods.values()) {
+      if (!p.pod) p.deleted = true;
+      this.kick(p);
+    }
+  }
+
+  /** The file `kubectl logs` reads for a container (the latest run, or the one before it). */
+  logTarget(namespace: string, name: string, container: string, previous: boolean): { target: LogTarget } | { error: 'pod' | 'container' | 'waiting' | 'previous'; message: string } {
+    const p = [...this.pods.values()].find((x) => x.namespace === namespace && x.name === name && !x.forgotten);
+    if (!p) return { error: 'pod', message: `pods "${name}" not found on node ${this.o.nodeName}` };
+    const c = p.ctrs.get(container);
+    if (!c) {
+      const names = p.plan?.containers.map((x) => x.name) ?? [];
+      return { error: 'container', message: `container ${container} is not valid for pod ${name}${names.length ? `, choose one of: [${names.join(' ')}]` : ''}` };
+    }
+    const ran = c.current !== null || c.last !== null;
+    if (!ran) return { error: 'waiting', message: `container "${container}" in pod "${name}" is waiting to start: ${c.waiting?.reason ?? 'ContainerCreating'}` };
+    const latest = c.current?.run ?? c.restartCount;
+    const run = previous ? latest - 1 : latest;
+    const file = run >= 0 ? this.o.runtime.logPath(p.uid, container, run) : '';
+    if (previous && (run < 0 || !this.o.runtime.exists(file))) return { error: 'previous', message: `previous terminated container "${container}" in pod "${name}" not found` };
+    const cur = c.current;
+    return { target: { file, live: () => !previous && cur !== null && c.current === cur && !p.forgotten } };
+  }
+
+  /** For tests and status: the uids of the Pods this kubelet handles. */
+  podUids(): string[] {
+    return [...this.pods.values()].filter((p) => !p.forgotten).map((p) => p.uid);
+  }
+
+  // --- the worker ------------------------------------------------------------------------------------------
+
+  private newState(uid: string, namespace: string, name: string): PodState & { adopted?: PodRecord } {
+    return { uid, namespace, name, pod: null, deleted: false, plan: null, problems: null, sandbox: null, sandboxStart: '', podIP: null, startedAt: null, ctrs: new Map(), finished: false, lastPosted: null, lastPostedRv: '', busy: false, again: false, wake: null, forgotten: false };
+  }
+
+  private kick(p: PodState): void {
+    if (this.stopped || p.forgotten) return;
+    if (p.busy) {
+      p.again = true;
+      return;
+    }
+    p.busy = true;
+    void (async () => {
+      do {
+        p.again = false;
+        try {
+          await this.sync(p);
+        } catch (e) {
+          this.log.warn({ [F.pod]: `${p.namespace}/${p.name}`, [F.err]: e instanceof Error ? e.message : String(e) }, 'pod sync failed; retrying');
+          this.wakeAt(p, this.o.clock.now() + 2000);
+        }
+      } while (p.again && !this.stopped && !p.forgotten);
+      p.busy = false;
+    })();
+  }
+
+  private wakeAt(p: PodState, at: number): void {
+    if (this.stopped) return;
+    if (p.wake !== null) this.o.clock.clearTimeout(p.wake);
+    p.wake = this.o.clock.setTimeout(() => {
+      p.wake = null;
+      this.kick(p);
+    }, Math.max(0, at - this.o.clock.now()));
+  }
+
+  private async sync(p: PodState & { adopted?: PodRecord }): Promise<void> {
+    if (!p.pod && !p.deleted) return; // adopted, waiting for the watch
+    const key = `${p.namespace}/${p.name}`;
+    const meta = obj(p.pod?.['metadata']) ?? {};
+    if (p.deleted || meta['deletionTimestamp']) {
+      const dgp = meta['deletionGracePeriodSeconds'];
+      const grace = p.deleted ? Math.min(2, p.plan?.terminationGracePeriodSeconds ?? 2) : typeof dgp === 'number' ? dgp : (p.plan?.terminationGracePeriodSeconds ?? 30);
+      await this.terminate(p, grace);
+      if (!p.deleted) await this.o.api.deletePod(p.namespace, p.name, p.uid);
+      p.forgotten = true;
+      this.pods.delete(p.uid);
+      this.log.info({ [F.pod]: key }, 'pod terminated');
+      return;
+    }
+    const pod = p.pod!;
+    if (!p.plan && !p.problems) {
+      const r = planPod(pod);
+      if (r.ok) {
+        p.plan = r.plan;
+        for (const c of r.plan.containers) p.ctrs.set(c.name, this.newCtr(c));
+        if (p.adopted) this.restoreContainers(p, p.adopted);
+        delete p.adopted;
+      } else {
+        p.problems = r.problems;
+        this.event(p, 'Warning', 'UnsupportedPodSpec', describeProblems(r.problems));
+      }
+    }
+    const phaseNow = str(obj(pod['status'])?.['phase']);
+    if (p.problems) {
+      await this.postStatus(p);
+      return;
+    }
+    const plan = p.plan!;
+    if (!p.sandbox && !p.finished && phaseNow !== 'Succeeded' && phaseNow !== 'Failed') {
+      try {
+        await this.createSandbox(p);
+      } catch (e) {
+        const msg = e instanceof Error ? e.message : String(e);
+        this.event(p, 'Warning', 'FailedCreatePodSandBox', `Failed to create pod sandbox: ${msg}`);
+        this.log.warn({ [F.pod]: key, [F.err]: msg }, 'pod sandbox failed');
+        this.wakeAt(p, this.o.clock.now() + 5000);
+        await this.postStatus(p);
+        return;
+      }
+    }
+    const now = this.o.clock.now();
+    let nextWake: number | null = null;
+    if (p.sandbox) {
+      for (const c of p.ctrs.values()) {
+        const img = imageProblem(c.plan.image);
+        if (img) {
+          if (c.waiting?.reason !== img.reason) this.event(p, 'Warning', img.reason, img.message, c.plan.name);
+          c.waiting = img;
+          continue;
+        }
+        if (c.current) continue;
+        if (!c.last) {
+          await this.startRun(p, c, plan);
+          continue;
+        }
+        if (!shouldRestart(plan.restartPolicy, c.last.exitCode)) {
+          c.waiting = null;
+          continue;
+        }
+        const at = restartAt(c.backoff, c.last.startedAt, c.last.finishedAt, this.o.backoff);
+        if (at <= now) {
+          c.backoff = afterRestart(c.backoff, c.last.finishedAt - c.last.startedAt, now, this.o.backoff);
+          c.restartCount++;
+          await this.startRun(p, c, plan);
+        } else {
+          const secs = Math.round((c.backoff?.delayMs ?? 0) / 1000);
+          const message = `back-off ${secs}s restarting failed container=${c.plan.name} pod=${p.name}_${p.namespace}(${p.uid})`;
+          if (c.waiting?.reason !== 'CrashLoopBackOff') this.event(p, 'Warning', 'BackOff', 'Back-off restarting failed container', c.plan.name);
+          c.waiting = { reason: 'CrashLoopBackOff', message };
+          nextWake = nextWake === null ? at : Math.min(nextWake, at);
+        }
+      }
+    }
+    if (nextWake !== null) this.wakeAt(p, nextWake);
+    // Every container done for good: the Pod is finished, its IP goes back and its sandbox stops.
+    const phase = podPhase(this.view(p));
+    if ((phase === 'Succeeded' || phase === 'Failed') && p.sandbox) {
+      await this.cniDel(p.uid, p.sandbox.netnsPath);
+      await this.o.runtime.stopSandbox(p.uid);
+      p.sandbox = null;
+      p.finished = true;
+    }
+    this.save(p);
+    await this.postStatus(p);
+  }
+
+  private newCtr(plan: ContainerPlan): Ctr {
+    return { plan, current: null, last: null, previous: null, restartCount: 0, backoff: null, waiting: null, started: false, probes: { readiness: initialProbeState('readiness'), liveness: initialProbeState('liveness'), startup: initialProbeState('startup') }, timers: [], killing: false };
+  }
+
+  /** An adopted Pod's containers from its record: runs still going keep their probes; the others exited meanwhile. */
+  private restoreContainers(p: PodState, r: PodRecord): void {
+    for (const rc of r.containers) {
+      const c = p.ctrs.get(rc.name);
+      if (!c) continue;
+      c.last = rc.last;
+      c.previous = rc.previous;
+      c.restartCount = rc.restartCount;
+      c.backoff = rc.backoff;
+      if (rc.current) {
+        c.current = rc.current;
+        // Probes start over as after a kubelet restart: readiness must pass again, unless there is none.
+        c.started = !c.plan.startup;
+        this.armProbes(p, c, rc.current, true);
+        if (!this.o.runtime.running(rc.current)) this.exited(p, c, rc.current);
+      }
+    }
+  }
+
+  private async createSandbox(p: PodState): Promise<void> {
+    const hostname = p.plan?.hostname ?? p.name;
+    const { ref, startTime } = await this.o.runtime.startSandbox(p.uid, hostname);
+    try {
+      const out = await this.o.cni.add({ containerId: p.uid, netns: ref.netnsPath, ifName: CNI_IFNAME, args: '', path: '', config: new TextEncoder().encode(JSON.stringify(this.o.cniConfig)) });
+      const result = JSON.parse(new TextDecoder().decode(out)) as { ips?: { address?: string }[] };
+      const ip = result.ips?.[0]?.address?.split('/')[0];
+      if (!ip) throw new Error('CNI ADD gave no IP');
+      p.sandbox = ref;
+      p.sandboxStart = startTime;
+      p.podIP = ip;
+      p.startedAt ??= this.o.clock.now();
+      this.save(p);
+      this.log.info({ [F.pod]: `${p.namespace}/${p.name}`, [F.ip]: ip, pause: ref.pid }, 'pod sandbox ready');
+    } catch (e) {
+      await this.cniDel(p.uid, ref.netnsPath).catch(() => undefined);
+      await this.o.runtime.stopSandbox(p.uid).catch(() => undefined);
+      throw e;
+    }
+  }
+
+  private cniDel(uid: string, netns: string): Promise<void> {
+    return this.o.cni.del({ containerId: uid, netns, ifName: CNI_IFNAME, args: '', path: '', config: new TextEncoder().encode(JSON.stringify(this.o.cniConfig)) });
+  }
+
+  private fieldValues(p: PodState): FieldValues {
+    return {
+      'metadata.name': p.name,
+      'metadata.namespace': p.namespace,
+      'metadata.uid': p.uid,
+      'spec.nodeName': this.o.nodeName,
+      'status.podIP': p.podIP ?? '',
+      'status.hostIP': this.o.hostIP,
+    };
+  }
+
+  private async startRun(p: PodState, c: Ctr, plan: PodPlan): Promise<void> {
+    const { env, argv } = resolveContainer(c.plan, this.fieldValues(p), plan.hostname ?? p.name);
+    const now = this.o.clock.now();
+    c.waiting = null;
+    c.killing = false;
+    try {
+      const run = await this.o.runtime.startContainer(p.sandbox!, p.uid, c.plan.name, c.restartCount, argv, env, c.plan.workingDir, now);
+      c.current = run;
+      c.started = !c.plan.startup;
+      c.probes = { readiness: initialProbeState('readiness'), liveness: initialProbeState('liveness'), startup: initialProbeState('startup') };
+      this.armProbes(p, c, run, false);
+      this.event(p, 'Normal', 'Started', `Started container ${c.plan.name}`, c.plan.name);
+      this.log.info({ [F.pod]: `${p.namespace}/${p.name}`, container: c.plan.name, run: run.run, pid: run.pid }, 'container started');
+    } catch (e) {
+      const msg = e instanceof Error ? e.message : String(e);
+      this.event(p, 'Warning', 'Failed', `Error: ${msg}`, c.plan.name);
+      c.previous = c.last;
+      c.last = { exitCode: 128, reason: 'StartError', message: msg, startedAt: now, finishedAt: now };
+    }
+  }
+
+  /** A run ended: its termination is recorded, probes stop, the worker decides what next. */
+  private exited(p: PodState, c: Ctr, run: RunRecord): void {
+    if (c.current !== run) return;
+    const ex = this.o.runtime.exitOf(p.uid, c.plan.name, run);
+    const now = this.o.clock.now();
+    c.previous = c.last;
+    c.last = { exitCode: ex.exitCode, ...(ex.signal ? { signal: ex.signal } : {}), reason: ex.exitCode === 0 ? 'Completed' : 'Error', startedAt: run.startedAt, finishedAt: now };
+    c.current = null;
+    c.started = false;
+    c.killing = false;
+    this.clearProbes(c);
+    this.log.info({ [F.pod]: `${p.namespace}/${p.name}`, container: c.plan.name, run: run.run, exitCode: ex.exitCode }, 'container exited');
+    this.save(p);
+    this.kick(p);
+  }
+
+  /** Looks at every running container (the same way for the ones this process started and adopted ones). */
+  private arm(): void {
+    if (this.stopped) return;
+    this.poller = this.o.clock.setTimeout(() => {
+      this.poller = null;
+      for (const p of this.pods.values()) {
+        for (const c of p.ctrs.values()) if (c.current && !this.o.runtime.running(c.current)) this.exited(p, c, c.current);
+      }
+      this.arm();
+    }, this.o.pollMs ?? 250);
+  }
+
+  /** SIGTERM to a run's process group, SIGKILL after `graceSeconds` if it still runs. */
+  private kill(c: Ctr, graceSeconds: number): void {
+    const run = c.current;
+    if (!run) return;
+    c.killing = true;
+    this.o.runtime.signal(run, 'SIGTERM');
+    c.timers.push(this.o.clock.setTimeout(() => {
+      if (c.current === run && this.o.runtime.running(run)) this.o.runtime.signal(run, 'SIGKILL');
+    }, graceSeconds * 1000));
+  }
+
+  private async terminate(p: PodState, graceSeconds: number): Promise<void> {
+    const running = [...p.ctrs.values()].filter((c) => c.current);
+    for (const c of p.ctrs.values()) this.clearProbes(c);
+    if (running.length) {
+      this.event(p, 'Normal', 'Killing', `Stopping container ${running.map((c) => c.plan.name).join(', ')}`);
+      for (const c of running) this.o.runtime.signal(c.current!, 'SIGTERM');
+      const alive = () => running.filter((c) => c.current && this.o.runtime.running(c.current));
+      const deadline = this.o.clock.now() + graceSeconds * 1000;
+      while (alive().length && this.o.clock.now() < deadline) await this.sleep(100);
+      for (const c of alive()) this.o.runtime.signal(c.current!, 'SIGKILL');
+      const killDeadline = this.o.clock.now() + 5000;
+      while (alive().length && this.o.clock.now() < killDeadline) await this.sleep(50);
+      for (const c of running) if (c.current) this.exited(p, c, c.current);
+    }
+    if (p.sandbox || p.podIP) await this.cniDel(p.uid, p.sandbox?.netnsPath ?? '');
+    await this.o.runtime.stopSandbox(p.uid);
+    p.sandbox = null;
+    this.o.runtime.remove(p.uid);
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((r) => this.o.clock.setTimeout(r, ms));
+  }
+
+  // --- probes ----------------------------------------------------------------------------------------------
+
+  private clearProbes(c: Ctr): void {
+    for (const t of c.timers) this.o.clock.clearTimeout(t);
+    c.timers = [];
+  }
+
+  private armProbes(p: PodState, c: Ctr, run: RunRecord, adopted: boolean): void {
+    const kinds: [ProbeKind, ContainerPlan['readiness']][] = [['startup', c.plan.startup], ['readiness', c.plan.readiness], ['liveness', c.plan.liveness]];
+    for (const [kind, spec] of kinds) {
+      if (!spec) continue;
+      const first = adopted ? this.o.clock.now() : firstProbeAt(spec, run.startedAt);
+      this.schedule(p, c, run, kind, first);
+    }
+  }
+
+  private schedule(p: PodState, c: Ctr, run: RunRecord, kind: ProbeKind, at: number): void {
+    if (this.stopped) return;
+    const t = this.o.clock.setTimeout(() => {
+      c.timers = c.timers.filter((x) => x !== t);
+      void this.probeOnce(p, c, run, kind);
+    }, Math.max(0, at - this.o.clock.now()));
+    c.timers.push(t);
+  }
+
+  private async probeOnce(p: PodState, c: Ctr, run: RunRecord, kind: ProbeKind): Promise<void> {
+    const spec = kind === 'startup' ? c.plan.startup : kind === 'readiness' ? c.plan.readiness : c.plan.liveness;
+    if (!spec || c.current !== run || p.forgotten || this.stopped) return;
+    if (c.killing || !probeActive(kind, c.started) || !p.sandbox || !p.podIP) {
+      this.schedule(p, c, run, kind, nextProbeAt(spec, this.o.clock.now()));
+      return;
+    }
+    const { env } = resolveContainer(c.plan, this.fieldValues(p), p.plan?.hostname ?? p.name);
+    const out: ProbeOutcome = await runProbe(spec.action, { podIP: p.podIP, sandbox: p.sandbox, timeoutMs: spec.timeoutSeconds * 1000, env });
+    if (c.current !== run || p.forgotten || this.stopped) return;
+    const before = c.probes[kind];
+    const after = observe(spec, before, out.ok);
+    c.probes[kind] = after;
+    const label = kind === 'readiness' ? 'Readiness' : kind === 'liveness' ? 'Liveness' : 'Startup';
+    if (!out.ok) this.event(p, 'Warning', 'Unhealthy', `${label} probe failed: ${out.message}`, c.plan.name);
+    if (after.result !== before.result) {
+      this.log.info({ [F.pod]: `${p.namespace}/${p.name}`, container: c.plan.name, probe: kind, result: after.result }, 'probe result changed');
+      if (kind === 'startup' && after.result === 'Success') c.started = true;
+      if ((kind === 'liveness' || kind === 'startup') && after.result === 'Failure') {
+        const grace = spec.terminationGracePeriodSeconds ?? p.plan?.terminationGracePeriodSeconds ?? 30;
+        this.event(p, 'Normal', 'Killing', `Container ${c.plan.name} failed ${kind} probe, will be restarted`, c.plan.name);
+        this.kill(c, grace);
+      }
+      this.kick(p);
+    }
+    this.schedule(p, c, run, kind, nextProbeAt(spec, this.o.clock.now()));
+  }
+
+  // --- status ----------------------------------------------------------------------------------------------
+
+  private view(p: PodState): PodView {
+    const containers: ContainerView[] = (p.plan?.containers ?? []).map((cp) => {
+      const c = p.ctrs.get(cp.name)!;
+      const ranRun = c.current?.run ?? (c.last ? c.restartCount : null);
+      const containerID = ranRun === null ? '' : `nodenet://${p.uid}/${cp.name}/${ranRun}`;
+      const readiness = c.plan.readiness ? c.probes.readiness.result === 'Success' : true;
+      if (c.current) return { name: cp.name, image: cp.image, containerID, state: { running: { startedAt: c.current.startedAt } }, lastState: c.last, restartCount: c.restartCount, ready: c.started && readiness && !c.killing, started: c.started };
+      if (c.waiting) return { name: cp.name, image: cp.image, containerID, state: { waiting: c.waiting }, lastState: c.last, restartCount: c.restartCount, ready: false, started: false };
+      if (c.last) return { name: cp.name, image: cp.image, containerID, state: { terminated: c.last }, lastState: c.previous, restartCount: c.restartCount, ready: false, started: false };
+      return { name: cp.name, image: cp.image, containerID, state: { waiting: { reason: 'ContainerCreating' } }, lastState: null, restartCount: 0, ready: false, started: false };
+    });
+    const failed = p.problems ? { reason: 'UnsupportedPodSpec', message: describeProblems(p.problems) } : undefined;
+    const specContainers = (obj(p.pod?.['spec'])?.['containers'] as unknown[] | undefined) ?? [];
+    const rejected: ContainerView[] = p.problems
+      ? specContainers.map((x) => ({ name: str(obj(x)?.['name']), image: str(obj(x)?.['image']), containerID: '', state: { waiting: { reason: 'UnsupportedPodSpec' } }, lastState: null, restartCount: 0, ready: false, started: false }))
+      : [];
+    return { restartPolicy: p.plan?.restartPolicy ?? 'Never', podIP: p.podIP, hostIP: this.o.hostIP, startTime: p.startedAt ?? (p.problems ? this.o.clock.now() : null), containers: p.problems ? rejected : containers, ...(failed ? { failed } : {}) };
+  }
+
+  private async postStatus(p: PodState): Promise<void> {
+    if (!p.pod || p.deleted) return;
+    const apiStatus = p.pod['status'];
+    const want = podStatus(this.view(p), apiStatus, this.o.clock.now());
+    const json = JSON.stringify(want);
+    const rv = str(obj(p.pod['metadata'])?.['resourceVersion']);
+    if (!statusDiffers(want, apiStatus)) {
+      p.lastPosted = json;
+      p.lastPostedRv = rv;
+      return;
+    }
+    if (json === p.lastPosted && rv === p.lastPostedRv) return; // posted; the watch has not brought it back yet
+    await this.o.api.patchPodStatus(p.namespace, p.name, want);
+    p.lastPosted = json;
+    p.lastPostedRv = rv;
+  }
+
+  private save(p: PodState): void {
+    if (p.forgotten) return;
+    this.o.runtime.save({
+      version: 1,
+      uid: p.uid,
+      namespace: p.namespace,
+      name: p.name,
+      sandbox: p.sandbox ? { name: this.o.runtime.sandboxName(p.uid), pid: p.sandbox.pid, startTime: p.sandboxStart, netns: p.sandbox.netnsPath } : null,
+      podIP: p.podIP,
+      startedAt: p.startedAt ?? this.o.clock.now(),
+      containers: [...p.ctrs.values()].map((c) => ({ name: c.plan.name, current: c.current, last: c.last, previous: c.previous, restartCount: c.restartCount, backoff: c.backoff })),
+    });
+  }
+
+  // --- events ----------------------------------------------------------------------------------------------
+
+  /**
+   * A core/v1 Event about the Pod, from `kubelet` on this node; a repeat (same reason and message)
+   * within 10 minutes counts on the Event before it. Written in order, in the background; a failure
+   * is logged.
+   */
+  private event(p: PodState, type: 'Normal' | 'Warning', reason: string, message: string, container?: string): void {
+    const now = this.o.clock.now();
+    const key = `${p.uid}|${reason}|${message}|${container ?? ''}`;
+    const seen = this.seenEvents.get(key);
+    const ts = rfc3339(now);
+    this.events = this.events.then(async () => {
+      try {
+        if (seen && now - seen.at < 600_000) {
+          seen.count++;
+          await this.o.api.patchEvent(seen.namespace, seen.name, { count: seen.count, lastTimestamp: ts });
+          return;
+        }
+        const name = `${p.name}.${(BigInt(now) * 1_000_000n + BigInt(++this.eventSeq)).toString(16)}`;
+        this.seenEvents.set(key, { name, namespace: p.namespace, count: 1, at: now });
+        if (this.seenEvents.size > 4096) this.seenEvents.delete(this.seenEvents.keys().next().value!);
+        await this.o.api.createEvent(p.namespace, {
+          apiVersion: 'v1', kind: 'Event',
+          metadata: { name, namespace: p.namespace },
+          involvedObject: { kind: 'Pod', apiVersion: 'v1', namespace: p.namespace, name: p.name, uid: p.uid, ...(container ? { fieldPath: `spec.containers{${container}}` } : {}) },
+          reason, message, type,
+          source: { component: 'kubelet', host: this.o.nodeName },
+          reportingComponent: 'kubelet', reportingInstance: this.o.nodeName,
+          firstTimestamp: ts, lastTimestamp: ts, count: 1,
+        });
+      } catch (e) {
+        this.log.warn({ [F.pod]: `${p.namespace}/${p.name}`, [F.reason]: reason, [F.err]: e instanceof Error ? e.message : String(e) }, 'recording an event failed');
+      }
+    });
+  }
+
+  /** Resolves when the events recorded so far are written (tests, stop). */
+  flushEvents(): Promise<void> {
+    return this.events;
+  }
+}

@@ -1,0 +1,240 @@
+/**
+ * pods/runtime: the embedded kubelet's processes and records on the node.
+ *
+ * A Pod is a pause holder (netns/pause-holder.ts) with new net, IPC, UTS
+ * and pid namespaces (pause is the pod's PID 1: when it goes, the kernel
+ * kills every process of the pod, so nothing outlives its sandbox) and its
+ * netns bind-mounted for CNI. A container is its command run through
+ * `nsenter` into those namespaces, spawned detached (its own session and
+ * process group), so it survives the agent. Its stdout and stderr go
+ * straight to a file, one per run: `<runDir>/kubelet/<uid>/<container>/<run>.log`
+ * (the current and the previous run are kept, for `kubectl logs --previous`).
+ *
+ * Exit codes: a process the agent did not start (after an agent restart)
+ * cannot be wait()ed, so every container runs under a tiny supervisor, a
+ * POSIX sh that runs the command in the foreground and then writes its exit
+ * status (128+n for a signal, as a shell reports it) to `<run>.exit`:
+ * `trap : TERM INT HUP` keeps the supervisor alive through the SIGTERM sent
+ * to the process group (a trapped signal is reset to the default in the
+ * command it runs), so the status of the command is still recorded. A run
+ * whose supervisor is gone without a file was SIGKILLed: 137. The agent
+ * watches the supervisor's pid and start time (/proc/PID/stat: a reused pid
+ * is never taken for it) on a poll, the same way for processes it started
+ * and adopted ones. A shell costs ~1 ms and ~1 MiB per container; a Node
+ * supervisor would cost 40 ms and 40 MiB, a C one a build step.
+ *
+ * Records: `<runDir>/kubelet/<uid>.json`, one per Pod, written durably on
+ * every change: the Pod's namespace, name and uid, its sandbox (pause pid and
+ * start time, netns path), IP, and per container the run, pids, start times,
+ * restart count, the last termination, the back-off and the log paths.
+ */
+import { spawn } from 'node:child_process';
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { writeFileDurable } from '../state/durable.js';
+import { listSandboxes, startSandbox, stopSandbox, joinCommand, type SandboxRef } from '../netns/pause-holder.js';
+import { toNetnsPath } from '../netns/netns.js';
+import { childPids, isAlive, procStat } from '../netns/proc.js';
+import { ErrorCode, NodenetError } from '../errors/errors.js';
+import type { BackoffEntry } from './backoff.js';
+import type { Terminated } from './pod-status.js';
+
+/** One run of a container. */
+export interface RunRecord {
+  /** The run number: the container's restart count while it runs. */
+  readonly run: number;
+  /** nsenter's pid: the process group. */
+  readonly pgid: number;
+  /** The supervisor's host pid and /proc start time. */
+  readonly pid: number;
+  readonly procStart: string;
+  readonly startedAt: number;
+}
+
+export interface ContainerRecord {
+  readonly name: string;
+  readonly current: RunRecord | null;
+  /** The last run's end, when the container is not running (or has run before). */
+  readonly last: Terminated | null;
+  /** The termination before `last` (the lastState of a restarted container). */
+  readonly previous: Terminated | null;
+  readonly restartCount: number;
+  readonly backoff: BackoffEntry | null;
+}
+
+export interface PodRecord {
+  readonly version: 1;
+  readonly uid: string;
+  readonly namespace: string;
+  readonly name: string;
+  readonly sandbox: { readonly name: string; readonly pid: number; readonly startTime: string; readonly netns: string } | null;
+  readonly podIP: string | null;
+  readonly startedAt: number;
+  readonly containers: readonly ContainerRecord[];
+}
+
+const SUPERVISOR = 'f=$1; shift; trap : TERM INT HUP; "$@"; s=$?; echo "$s" > "$f.tmp" && mv -f "$f.tmp" "$f"';
+
+export class PodRuntime {
+  constructor(private readonly o: { readonly runDir: string; readonly pauseBin: string }) {}
+
+  get dir(): string {
+    return join(this.o.runDir, 'kubelet');
+  }
+
+  sandboxName(uid: string): string {
+    return `pod-${uid}`;
+  }
+
+  logPath(uid: string, container: string, run: number): string {
+    return join(this.dir, uid, container, `${run}.log`);
+  }
+
+  exitPath(uid: string, container: string, run: number): string {
+    return join(this.dir, uid, container, `${run}.exit`);
+  }
+
+  save(r: PodRecord): void {
+    mkdirSync(this.dir, { recursive: true, mode: 0o700 });
+    writeFileDurable(join(this.dir, `${r.uid}.json`), `${JSON.stringify(r)}\n`);
+  }
+
+  remove(uid: string): void {
+    rmSync(join(this.dir, `${uid}.json`), { force: true });
+    rmSync(join(this.dir, uid), { recursive: true, force: true });
+  }
+
+  /** Every record on disk (unreadable ones are skipped: they are not ours to act on). */
+  records(): PodRecord[] {
+    let names: string[] = [];
+    try { names = readdirSync(this.dir).filter((n) => n.endsWith('.json')); } catch { return []; }
+    const out: PodRecord[] = [];
+    for (const n of names) {
+      try {
+        const r = JSON.parse(readFileSync(join(this.dir, n), 'utf8')) as PodRecord;
+        if (r.version === 1 && typeof r.uid === 'string' && `${r.uid}.json` === n) out.push(r);
+      } catch { /* a torn or foreign file */ }
+    }
+    return out;
+  }
+
+  /** The live sandbox of a record (same pause pid and start time), or null. */
+  adoptSandbox(r: PodRecord): SandboxRef | null {
+    if (!r.sandbox) return null;
+    const sb = listSandboxes(this.o.runDir).find((s) => s.name === r.sandbox!.name);
+    if (!sb || !sb.alive || sb.pid !== r.sandbox.pid || !isAlive(sb.pid, r.sandbox.startTime)) return null;
+    return sb;
+  }
+
+  /** Starts the pod's sandbox (pause with its own net, IPC, UTS and pid namespaces) and sets its hostname. */
+  async startSandbox(uid: string, hostname: string): Promise<{ ref: SandboxRef; startTime: string }> {
+    const sb = await startSandbox({ name: this.sandboxName(uid), runDir: this.o.runDir, pauseBin: this.o.pauseBin, pidNamespace: true });
+    const { stop: _stop, ...ref } = sb;
+    try {
+      await runToEnd(['nsenter', `--uts=${ref.utsPath}`, '--', 'hostname', hostname.slice(0, 63)]);
+    } catch (e) {
+      await sb.stop({ graceMs: 0 });
+      throw e;
+    }
+    return { ref, startTime: procStat(ref.pid)?.startTime ?? '' };
+  }
+
+  async stopSandbox(uid: string): Promise<void> {
+    await stopSandbox(this.o.runDir, this.sandboxName(uid), { graceMs: 1000 });
+  }
+
+  /**
+   * Starts one run of a container inside the sandbox, detached, under the supervisor.
+   * Older runs' files but the previous one are removed.
+   */
+  async startContainer(sb: SandboxRef, uid: string, container: string, run: number, argv: readonly string[], env: Readonly<Record<string, string>>, cwd: string | null, nowMs: number): Promise<RunRecord> {
+    const dir = join(this.dir, uid, container);
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    for (const f of readdirSync(dir)) {
+      const n = Number(f.split('.')[0]);
+      if (Number.isInteger(n) && n < run - 1) rmSync(join(dir, f), { force: true });
+    }
+    const exitFile = this.exitPath(uid, container, run);
+    rmSync(exitFile, { force: true });
+    const out = openSync(this.logPath(uid, container, run), 'a', 0o600);
+    const [cmd, ...args] = joinCommand(sb, ['/bin/sh', '-c', SUPERVISOR, 'nodenet-run', exitFile, ...argv], { cwd: cwd ?? '/' });
+    let child;
+    try {
+      child = spawn(cmd!, args, { detached: true, stdio: ['ignore', out, out], env: { ...env } });
+    } finally {
+      closeSync(out);
+    }
+    child.on('error', () => undefined);
+    child.unref();
+    const pgid = child.pid;
+    if (!pgid) throw new NodenetError(ErrorCode.Pod, `could not start container ${container}: nsenter did not start`);
+    const starter = procStat(pgid);
+    // With a pid namespace nsenter forks: the supervisor is its child (found by parentage; its start time is fixed at the fork).
+    const deadline = Date.now() + 5000;
+    for (;;) {
+      const kids = childPids(pgid);
+      const kid = kids[0];
+      if (kid !== undefined) {
+        const st = procStat(kid);
+        if (st) return { run, pgid, pid: kid, procStart: st.startTime, startedAt: nowMs };
+      }
+      if (!isAlive(pgid) || Date.now() > deadline) {
+        // A command that is over before it was seen: the supervisor wrote its status, the run stands for it (nsenter's ids).
+        if (existsSync(exitFile) && starter) return { run, pgid, pid: pgid, procStart: starter.startTime, startedAt: nowMs };
+        // nsenter failed (a bad working directory, the sandbox gone): what it said is in the log.
+        const log = readTail(this.logPath(uid, container, run), 500);
+        throw new NodenetError(ErrorCode.Pod, `could not start container ${container}${log ? `: ${log.trim()}` : ''}`);
+      }
+      await new Promise((r) => setTimeout(r, 2));
+    }
+  }
+
+  /** Whether a run's supervisor still runs. */
+  running(r: RunRecord): boolean {
+    return isAlive(r.pid, r.procStart);
+  }
+
+  /** The exit of a run whose supervisor is gone: its recorded status, or 137 (SIGKILLed) when none was written. */
+  exitOf(uid: string, container: string, r: RunRecord): { exitCode: number; signal?: number } {
+    let code = NaN;
+    try { code = Number(readFileSync(this.exitPath(uid, container, r.run), 'utf8').trim()); } catch { /* killed before it could write */ }
+    if (!Number.isInteger(code)) return { exitCode: 137, signal: 9 };
+    return code > 128 && code < 160 ? { exitCode: code, signal: code - 128 } : { exitCode: code };
+  }
+
+  /** Sends a signal to a run's process group (nsenter, the supervisor, the command and what it started). */
+  signal(r: RunRecord, sig: NodeJS.Signals): void {
+    try { process.kill(-r.pgid, sig); } catch { /* the group is gone */ }
+    // The supervisor may have outlived nsenter in another group only if something moved it; signal it directly too.
+    if (sig === 'SIGKILL') try { process.kill(r.pid, sig); } catch { /* gone */ }
+  }
+
+  netnsOf(sb: SandboxRef): string {
+    return toNetnsPath(sb.netnsPath);
+  }
+
+  exists(file: string): boolean {
+    return existsSync(file);
+  }
+}
+
+function readTail(file: string, n: number): string {
+  try {
+    const t = readFileSync(file, 'utf8');
+    return t.slice(-n);
+  } catch {
+    return '';
+  }
+}
+
+/** Runs a short command to completion (set-up: hostname). @throws NodenetError(Pod) on failure */
+function runToEnd(argv: readonly string[]): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const [cmd, ...args] = argv;
+    const p = spawn(cmd!, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    p.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+    p.on('error', (e) => reject(new NodenetError(ErrorCode.Pod, `${argv.join(' ')}: ${e.message}`, { cause: e })));
+    p.on('exit', (code) => (code === 0 ? resolve() : reject(new NodenetError(ErrorCode.Pod, `${argv.join(' ')} exited ${code}: ${err.trim()}`))));
+  });
+}

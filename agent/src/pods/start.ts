@@ -1,0 +1,91 @@
+/**
+ * pods/start: the embedded kubelet put together for the agent (loaded by a
+ * dynamic import from node/compose.ts: it brings client-node): the Kubelet
+ * on the node's runtime and the agent's own CNI handler, fed by a watch of
+ * the Pods bound to this node (watch/cluster-watch.ts's boundPods), and its
+ * log server on the node's primary IP.
+ *
+ * Order: adopt the records first (the Pods that survived the agent), then
+ * the watch (once synced, the kubelet reconciles adopted and bound Pods),
+ * then the log server. stop() undoes it and leaves every Pod running.
+ */
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { CniHandler } from '../cniserver/handler.js';
+import { ErrorCode, NodenetError } from '../errors/errors.js';
+import type { Logger } from '../log/log.js';
+import type { Clock } from '../reconcile/clock.js';
+import { boundPods, ClusterWatch } from '../watch/cluster-watch.js';
+import { Kubelet } from './kubelet.js';
+import { kubeletApi } from './kubelet-api.js';
+import { startKubeletServer, type KubeletServer } from './kubelet-server.js';
+import { PodRuntime } from './runtime.js';
+
+export interface StartKubeletOptions {
+  readonly kubeconfig: KubeConfig;
+  readonly nodeName: string;
+  readonly hostIP: string;
+  readonly kubeletPort: number;
+  readonly runDir: string;
+  readonly pauseBin: string;
+  readonly bridge: string;
+  readonly cni: CniHandler;
+  readonly clock: Clock;
+  readonly log: Logger;
+}
+
+export interface RunningKubelet {
+  readonly kubelet: Kubelet;
+  readonly server: KubeletServer;
+  stop(): Promise<void>;
+}
+
+/** The CNI config of the kubelet's Pods: the node's bridge, the pod CIDR's host-local IPAM, no ipMasq (the overlay masquerades). */
+export function podNetworkConfig(bridge: string): Record<string, unknown> {
+  return { cniVersion: '1.1.0', name: 'nodenet', type: 'nodenet-cni', bridge, isGateway: true, isDefaultGateway: true, hairpinMode: true, ipMasq: false, ipam: { type: 'host-local' } };
+}
+
+export async function startKubelet(o: StartKubeletOptions): Promise<RunningKubelet> {
+  const token = o.kubeconfig.getCurrentUser()?.token;
+  if (!token) throw new NodenetError(ErrorCode.InvalidConfig, 'runPods: the kubeconfig has no token, which the kubelet\'s log server needs (the control plane authenticates to it with the node\'s token)');
+  const kubelet = new Kubelet({
+    nodeName: o.nodeName,
+    hostIP: o.hostIP,
+    runtime: new PodRuntime({ runDir: o.runDir, pauseBin: o.pauseBin }),
+    cni: o.cni,
+    cniConfig: podNetworkConfig(o.bridge),
+    api: kubeletApi(o.kubeconfig),
+    clock: o.clock,
+    log: o.log,
+  });
+  await kubelet.start();
+  const watch = new ClusterWatch({
+    kubeconfig: o.kubeconfig,
+    log: o.log,
+    clock: o.clock,
+    sources: [boundPods(o.nodeName, {
+      add: (p) => kubelet.onPod(p as unknown as Record<string, unknown>),
+      update: (_prev, p) => kubelet.onPod(p as unknown as Record<string, unknown>),
+      delete: (p) => kubelet.onPodDeleted(p as unknown as Record<string, unknown>),
+    }, () => kubelet.onSynced())],
+  });
+  let server: KubeletServer;
+  try {
+    await watch.start();
+    server = await startKubeletServer({ kubelet, host: o.hostIP, port: o.kubeletPort, token, log: kubelet.log });
+  } catch (e) {
+    watch.stop();
+    kubelet.stop();
+    throw new NodenetError(ErrorCode.InvalidConfig, `the kubelet cannot start: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+  }
+  kubelet.log.info({ address: `${o.hostIP}:${server.address.port}` }, 'kubelet serving');
+  return {
+    kubelet,
+    server,
+    async stop() {
+      watch.stop();
+      kubelet.stop();
+      await server.close();
+      await kubelet.flushEvents();
+    },
+  };
+}
