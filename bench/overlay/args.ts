@@ -1,0 +1,81 @@
+/**
+ * bench/overlay/args: the bench's command line, parsed and validated. Pure.
+ *
+ *   --duration 5            seconds of one iperf3 TCP run (quick: 2)
+ *   --repeat 3              iperf3 runs per case, interleaved across the cases (quick: 1); the median is reported
+ *   --streams 1             parallel TCP streams per run (iperf3 -P)
+ *   --omit 1                seconds iperf3 leaves out at the start of each run (slow start; iperf3 -O)
+ *   --pings 200             ICMP echoes per case for the RTT (quick: 50); 0 skips ping
+ *   --ping-interval-ms 5    between echoes (ping -i; below 200 ms needs root, which the bench has)
+ *   --rr 2000               TCP 1-byte request/response round trips per case (quick: 500); 0 skips them
+ *   --cases same-node,cross-node,underlay   which of the three paths to measure (the share needs the last two)
+ *   --quick                 smaller figures (well under a minute of measuring); any flag above overrides them
+ *   --out FILE              where the results JSON goes (default bench/overlay/results/<date>.json)
+ */
+import { FlagError, parseFlags } from '../../agent/src/cli/flags.js';
+import { int } from '../apiserver/args.js';
+import { list } from '../proxy-sync/args.js';
+
+/** The three paths: (a) over cbr0 on one node, (b) across nodes over nodenet.1, (c) node to node on eth0. */
+export const CASES = ['same-node', 'cross-node', 'underlay'] as const;
+export type CaseName = (typeof CASES)[number];
+
+export interface BenchArgs {
+  readonly durationS: number;
+  readonly repeat: number;
+  readonly streams: number;
+  readonly omitS: number;
+  /** 0: no ping. */
+  readonly pings: number;
+  readonly pingIntervalMs: number;
+  /** 0: no TCP request/response. */
+  readonly rr: number;
+  readonly cases: readonly CaseName[];
+  readonly quick: boolean;
+  /** null: the dated default (defaultOut). */
+  readonly out: string | null;
+}
+
+export const USAGE = 'usage: npm run bench:overlay -- [--quick] [--duration S] [--repeat N] [--streams P] [--omit S] [--pings N] ' +
+  '[--ping-interval-ms MS] [--rr N] [--cases same-node,cross-node,underlay] [--out FILE]';
+
+const FULL = { duration: 5, repeat: 3, pings: 200, rr: 2000 };
+const QUICK = { duration: 2, repeat: 1, pings: 50, rr: 500 };
+const STRING_FLAGS = ['duration', 'repeat', 'streams', 'omit', 'pings', 'ping-interval-ms', 'rr', 'cases', 'out'];
+
+/** Parses argv (without node and the script). @throws FlagError naming the flag */
+export function parseBenchArgs(argv: readonly string[]): BenchArgs {
+  const p = parseFlags(argv, { quick: { type: 'boolean' }, ...Object.fromEntries(STRING_FLAGS.map((f) => [f, { type: 'string' } as const])) });
+  if (p.positional.length || p.rest.length) throw new FlagError(`unexpected argument ${JSON.stringify(p.positional[0] ?? p.rest[0])}`);
+  if (p.help) throw new FlagError(USAGE);
+  const f = p.flags;
+  const quick = f.has('quick');
+  const d = quick ? QUICK : FULL;
+  const get = (k: string, dflt: number): string => f.get(k) ?? String(dflt);
+  const out = f.get('out') ?? null;
+  if (out === '') throw new FlagError('--out needs a file name');
+  const cases = list('cases', f.get('cases') ?? CASES.join(',')).map((c) => {
+    if (!(CASES as readonly string[]).includes(c)) throw new FlagError(`--cases: unknown case ${JSON.stringify(c)} (one of ${CASES.join(', ')})`);
+    return c as CaseName;
+  });
+  const durationS = int('duration', get('duration', d.duration), 1, 600);
+  const omitS = int('omit', get('omit', 1), 0, 60);
+  return {
+    durationS,
+    repeat: int('repeat', get('repeat', d.repeat), 1, 50),
+    streams: int('streams', get('streams', 1), 1, 64),
+    omitS,
+    pings: int('pings', get('pings', d.pings), 0, 100_000),
+    pingIntervalMs: int('ping-interval-ms', get('ping-interval-ms', 5), 1, 10_000),
+    rr: int('rr', get('rr', d.rr), 0, 1_000_000),
+    // The bench's own order, whatever order the flag gave: the table reads a, b, c.
+    cases: CASES.filter((c) => cases.includes(c)),
+    quick,
+    out,
+  };
+}
+
+/** The dated default results file, as the other benches name theirs: bench/overlay/results/YYYY-MM-DD.json (UTC). */
+export function defaultOut(now: Date): string {
+  return `bench/overlay/results/${now.toISOString().slice(0, 10)}.json`;
+}

@@ -1,0 +1,109 @@
+import t from 'tap';
+import { parseBenchArgs } from './args.js';
+import type { IperfRun } from './parse.js';
+import { cpuSecondsPerGB, formatCases, formatReport, gbps, perCpuShareOfUnderlay, shareOfUnderlay, summarizeLatency, summarizeThroughput, us, verdict, type BenchResult, type CaseResult } from './report.js';
+
+const run = (gbit: number, extra: Partial<IperfRun> = {}): IperfRun => ({
+  receivedBps: gbit * 1e9, sentBps: gbit * 1e9 * 1.01, seconds: 5, streams: 1, retransmits: 10, cpuSenderPct: 60, cpuReceiverPct: 80, congestion: 'cubic', pmtu: 1450, ...extra,
+});
+const lat = (p50: number, p99: number) => ({ n: 200, lost: 0, minUs: p50 / 2, p50Us: p50, p99Us: p99, maxUs: p99 * 2 });
+
+const cases: CaseResult[] = [
+  { name: 'same-node', fromIP: '10.244.0.2', toIP: '10.244.0.3', mtu: 1450, throughput: summarizeThroughput([run(20), run(22), run(21)], [1.9, 2, 1.95]), ping: lat(30, 55), rr: lat(60, 90), errors: [] },
+  { name: 'cross-node', fromIP: '10.244.0.2', toIP: '10.244.1.2', mtu: 1450, throughput: summarizeThroughput([run(9), run(8.5, { retransmits: 3 }), run(9.4)], [2, 2, 2]), ping: lat(80, 120), rr: { ...lat(110, 150), lost: 0 }, errors: [] },
+  { name: 'underlay', fromIP: '192.168.77.11', toIP: '192.168.77.12', mtu: 1500, throughput: summarizeThroughput([run(10), run(11), run(12)]), ping: { ...lat(50, 70), n: 198, lost: 2 }, rr: lat(90, 130), errors: [] },
+];
+
+t.test('throughput: the median run (nearest rank), its spread, medians of retransmits and CPU', async (t) => {
+  const s = cases[1]!.throughput!;
+  t.match(s, { medianGbps: 9, minGbps: 8.5, maxGbps: 9.4, retransmits: 10, cpuSenderPct: 60, cpuReceiverPct: 80, busyCpus: 2 });
+  t.equal(s.cpuSecondsPerGB, 1.4 / (9 / 8), 'the median run\'s: 1.4 CPUs at 9 Gbit/s');
+  t.equal(summarizeThroughput([run(1), run(3)]).medianGbps, 1, 'an even count takes the lower middle: a run that happened');
+  t.equal(summarizeThroughput([run(1, { retransmits: null, cpuSenderPct: null })]).retransmits, null, 'absent figures stay absent');
+  t.equal(summarizeThroughput([run(1)]).busyCpus, null, 'busy CPUs not measured');
+  t.throws(() => summarizeThroughput([]), RangeError);
+});
+
+t.test('latency: nearest-rank p50/p99 over every sample, lost = sent − answered', async (t) => {
+  const xs = Array.from({ length: 200 }, (_, i) => i + 1); // 1..200 µs
+  t.same(summarizeLatency(xs, 203), { n: 200, lost: 3, minUs: 1, p50Us: 100, p99Us: 198, maxUs: 200 });
+  t.match(summarizeLatency([]), { n: 0, lost: 0 }, 'no samples');
+  t.ok(Number.isNaN(summarizeLatency([]).p50Us));
+});
+
+t.test('CPU-seconds per GB: both ends\' iperf3 CPU over the received rate', async (t) => {
+  t.equal(cpuSecondsPerGB(run(8, { cpuSenderPct: 50, cpuReceiverPct: 50 })), 1, '1 CPU at 1 GB/s');
+  t.equal(cpuSecondsPerGB(run(8, { cpuReceiverPct: null })), null);
+  t.equal(cpuSecondsPerGB(run(0)), null, 'nothing received');
+  t.equal(perCpuShareOfUnderlay(cases, 'cross-node'), (100 * (1.4 / (11 / 8))) / (1.4 / (9 / 8)));
+  t.equal(perCpuShareOfUnderlay(cases.slice(0, 2), 'cross-node'), null);
+});
+
+t.test('share of the underlay: b / c medians; null without both', async (t) => {
+  t.equal(shareOfUnderlay(cases, 'cross-node'), (100 * 9) / 11);
+  t.equal(shareOfUnderlay(cases, 'same-node'), (100 * 21) / 11);
+  t.equal(shareOfUnderlay(cases.slice(0, 2), 'cross-node'), null, 'no underlay case');
+  t.equal(shareOfUnderlay([cases[2]!], 'cross-node'), null, 'no cross-node case');
+});
+
+t.test('verdict: against the goal (≥ 90%) and flannel\'s typical 80–95%', async (t) => {
+  t.equal(verdict(81.8), '82%: below nodenet\'s goal of ≥ 90%, inside flannel\'s typical 80–95%');
+  t.equal(verdict(92), '92%: meets nodenet\'s goal of ≥ 90%, inside flannel\'s typical 80–95%');
+  t.equal(verdict(67), '67%: below nodenet\'s goal of ≥ 90%, below flannel\'s typical 80–95%');
+  t.equal(verdict(97), '97%: meets nodenet\'s goal of ≥ 90%, above flannel\'s typical 80–95%');
+  t.match(verdict(null), /not measured/);
+});
+
+t.test('numbers', async (t) => {
+  t.same([gbps(8.964), gbps(13.44), gbps(NaN)], ['8.96', '13.4', '–']);
+  t.same([us(51), us(112.4), us(1415), us(Infinity)], ['51.0', '112', '1,415', '–']);
+});
+
+t.test('the cases table, in full', async (t) => {
+  t.equal(formatCases(cases), [
+    '| case | path | MTU | TCP Gbit/s, median (min–max) | retransmits | iperf3 CPU send / recv | CPU-s per GB | ping RTT p50 / p99 µs | TCP RR p50 / p99 µs | of the underlay |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| (a) pod → pod, one node | pod eth0 → veth → cbr0 → veth → pod | 1450 | 21.0 (20.0–22.0) | 10 | 60% / 80% | 0.53 | 30.0 / 55.0 | 60.0 / 90.0 | 191% |',
+    '| (b) pod → pod, across nodes | pod → cbr0 → nodenet.1 (VXLAN) → eth0 → underlay → eth0 → nodenet.1 → cbr0 → pod | 1450 | 9.00 (8.50–9.40) | 10 | 60% / 80% | 1.24 | 80.0 / 120 | 110 / 150 | 82% |',
+    '| (c) node → node, underlay | eth0 → veth → ul0 bridge → veth → eth0 (the reference) | 1500 | 11.0 (10.0–12.0) | 10 | 60% / 80% | 1.02 | 50.0 / 70.0 (2 lost) | 90.0 / 130 | 100% (reference) |',
+  ].join('\n'));
+});
+
+t.test('a case that failed shows dashes, and its errors under the table', async (t) => {
+  const broken: CaseResult = { name: 'cross-node', fromIP: '10.244.0.2', toIP: '10.244.1.2', mtu: null, throughput: null, ping: null, rr: null, errors: ['iperf3 run 1: iperf3: unable to connect to server: Connection refused'] };
+  const r: BenchResult = { meta: meta(), args: parseBenchArgs([]), mtus: { underlay: 1500, vxlan: null, bridge: null, pod: null }, cases: [cases[0]!, broken, cases[2]!], notes: ['the run stopped: boom'], totalWallMs: 1000 };
+  const text = formatReport(r);
+  t.match(text, '| (b) pod → pod, across nodes | pod → cbr0 → nodenet.1 (VXLAN) → eth0 → underlay → eth0 → nodenet.1 → cbr0 → pod | – | – | – | – | – | – | – | – |');
+  t.match(text, '**Overlay share of the underlay (b / c): not measured');
+  t.match(text, '- (b) pod → pod, across nodes: iperf3 run 1: iperf3: unable to connect to server: Connection refused\n- the run stopped: boom\n');
+  t.match(text, 'MTUs: underlay (nodes\' eth0) 1500, nodenet.1 –, cbr0 –, pods\' eth0 –.');
+});
+
+function meta(): BenchResult['meta'] {
+  return {
+    date: '2026-12-01T19:00:00.000Z', kernel: '6.18.44', cpus: 2, cpuModel: 'AMD EPYC', memTotalMiB: 24105, node: 'v20.20.2', iperf3: 'iperf 3.12', ping: 'ping from iputils 20221126',
+    commit: 'ea6e31c', loadavgBefore: [1, 0.5, 0.25], loadavgAfter: [1.5, 0.75, 0.3],
+  };
+}
+
+t.test('the whole report: setup, table, share against the references, latency added, busy CPUs, MTUs, machine', async (t) => {
+  const r: BenchResult = { meta: meta(), args: parseBenchArgs([]), mtus: { underlay: 1500, vxlan: 1450, bridge: 1450, pod: 1450 }, cases, notes: [], totalWallMs: 61_400 };
+  t.equal(formatReport(r), [
+    '## Throughput and latency over the VXLAN overlay',
+    '',
+    'Two virtual nodes (network namespaces on one underlay bridge), agents with overlay vxlan, pods through the real CNI shim. iperf3 TCP: 3 runs of 5 s per case (first 1 s left out, 1 stream), ' +
+      'interleaved across the cases. ping: 200 echoes every 5 ms. TCP RR: 2,000 1-byte round trips, Node at both ends.',
+    '',
+    formatCases(cases),
+    '',
+    '**Overlay share of the underlay (b / c): 82%: below nodenet\'s goal of ≥ 90%, inside flannel\'s typical 80–95%.** Reference: flannel users typically see 80–95% of the underlay over VXLAN; nodenet\'s goal here is ≥ 90%.',
+    'Per CPU (the underlay\'s CPU-seconds per GB over the overlay\'s, iperf3\'s own CPU at both ends, which includes the kernel\'s packet work in their context): 82%. ' +
+      'Every node of this lab shares the same cores, so both ends\' encapsulation, bridges and netfilter hooks are paid from one CPU budget.',
+    'Latency the overlay adds (b − c, ping p50): 30.0 µs; TCP RR p50: 20.0 µs.',
+    'The machine\'s busy CPUs during the throughput runs (median per run, of 2; iperf3 at both ends, the kernel\'s packet work and every other process): (a) 1.95, (b) 2.00.',
+    'MTUs: underlay (nodes\' eth0) 1500, nodenet.1 1450, cbr0 1450, pods\' eth0 1450.',
+    '',
+    'Machine: kernel 6.18.44, 2 cores (AMD EPYC), 24,105 MiB, Node v20.20.2, iperf 3.12, ping from iputils 20221126; commit ea6e31c; load average 1.00 0.50 0.25 before, 1.50 0.75 0.30 after; 61 s in all.',
+    '',
+  ].join('\n'));
+});

@@ -1,0 +1,249 @@
+/**
+ * bench/overlay/report: the results of one run, their summaries, and the
+ * Markdown the bench prints. Pure.
+ *
+ * Throughput is the median of the repeated iperf3 runs (nearest-rank, so a
+ * median is a run that happened), with the lowest and highest beside it;
+ * latency is the p50 and p99 of every sample (apiserver/stats).
+ *
+ * The reference: flannel users typically see 80–95% of the underlay's TCP
+ * throughput across nodes over VXLAN (the encapsulation: 50 bytes per
+ * packet, a second pass through the stack, UDP checksums); nodenet's goal
+ * is ≥ 90%. The share is case (b) / case (c), both medians, measured in the
+ * same run on the same lab, so the machine's speed at the time cancels out
+ * as far as it can.
+ */
+import { thousands } from '../apiserver/report.js';
+import { median, summarize } from '../apiserver/stats.js';
+import type { BenchArgs, CaseName } from './args.js';
+import type { IperfRun } from './parse.js';
+
+export const FLANNEL_SHARE_RANGE: readonly [number, number] = [80, 95];
+export const GOAL_SHARE_PCT = 90;
+
+export interface ThroughputSummary {
+  readonly runs: readonly IperfRun[];
+  /** Received Gbit/s. */
+  readonly medianGbps: number;
+  readonly minGbps: number;
+  readonly maxGbps: number;
+  /** Medians over the runs; null when iperf3 gave none. */
+  readonly retransmits: number | null;
+  readonly cpuSenderPct: number | null;
+  readonly cpuReceiverPct: number | null;
+  /**
+   * CPU-seconds per GB received: iperf3's own CPU at both ends (getrusage, which here includes the
+   * softirq packet work the kernel runs in their context: veth hands packets on in the sender's),
+   * over the received rate; median over the runs. Less sensitive to what else the machine runs than
+   * the throughput itself.
+   */
+  readonly cpuSecondsPerGB: number | null;
+  /** The whole machine's busy CPUs over each run (/proc/stat: iperf3, the kernel's packet work, everyone else), median; null when not measured. */
+  readonly busyCpus: number | null;
+}
+
+export interface LatencySummary {
+  readonly n: number;
+  /** Sent but not answered (ping only; 0 for TCP). */
+  readonly lost: number;
+  readonly minUs: number;
+  readonly p50Us: number;
+  readonly p99Us: number;
+  readonly maxUs: number;
+}
+
+export interface CaseResult {
+  readonly name: CaseName;
+  readonly fromIP: string;
+  readonly toIP: string;
+  /** The sender's interface MTU. */
+  readonly mtu: number | null;
+  readonly throughput: ThroughputSummary | null;
+  readonly ping: LatencySummary | null;
+  readonly rr: LatencySummary | null;
+  readonly errors: readonly string[];
+}
+
+export interface Mtus {
+  /** The nodes' eth0. */
+  readonly underlay: number | null;
+  readonly vxlan: number | null;
+  readonly bridge: number | null;
+  readonly pod: number | null;
+}
+
+export interface Meta {
+  readonly date: string;
+  readonly kernel: string;
+  readonly cpus: number;
+  readonly cpuModel: string;
+  readonly memTotalMiB: number;
+  readonly node: string;
+  readonly iperf3: string;
+  readonly ping: string;
+  readonly commit: string;
+  readonly loadavgBefore: readonly number[];
+  readonly loadavgAfter: readonly number[];
+}
+
+export interface BenchResult {
+  readonly meta: Meta;
+  readonly args: BenchArgs;
+  readonly mtus: Mtus;
+  readonly cases: readonly CaseResult[];
+  readonly notes: readonly string[];
+  readonly totalWallMs: number;
+}
+
+const medianOrNull = (xs: readonly (number | null)[]): number | null => {
+  const v = xs.filter((x): x is number => x !== null);
+  return v.length ? median(v) : null;
+};
+
+/** @throws RangeError for no runs (a case with none has no summary: null) */
+export function summarizeThroughput(runs: readonly IperfRun[], busyCpus: readonly number[] = []): ThroughputSummary {
+  if (runs.length === 0) throw new RangeError('summarizeThroughput: no runs');
+  const g = runs.map((r) => r.receivedBps / 1e9);
+  return {
+    runs,
+    medianGbps: median(g),
+    minGbps: Math.min(...g),
+    maxGbps: Math.max(...g),
+    retransmits: medianOrNull(runs.map((r) => r.retransmits)),
+    cpuSenderPct: medianOrNull(runs.map((r) => r.cpuSenderPct)),
+    cpuReceiverPct: medianOrNull(runs.map((r) => r.cpuReceiverPct)),
+    busyCpus: medianOrNull(busyCpus),
+    cpuSecondsPerGB: medianOrNull(runs.map(cpuSecondsPerGB)),
+  };
+}
+
+/** One run's CPU-seconds per GB received (both ends' iperf3 CPU); null without CPU figures. */
+export function cpuSecondsPerGB(r: IperfRun): number | null {
+  if (r.cpuSenderPct === null || r.cpuReceiverPct === null || !(r.receivedBps > 0)) return null;
+  return (r.cpuSenderPct + r.cpuReceiverPct) / 100 / (r.receivedBps / 8e9);
+}
+
+/** Samples in µs; `sent` the number of probes (lost = sent − samples). */
+export function summarizeLatency(samplesUs: readonly number[], sent = samplesUs.length): LatencySummary {
+  const s = summarize(samplesUs);
+  return { n: s.n, lost: Math.max(0, sent - s.n), minUs: s.min, p50Us: s.p50, p99Us: s.p99, maxUs: s.max };
+}
+
+/** The case's median throughput as a % of the underlay's (case c); null without both. */
+export function shareOfUnderlay(cases: readonly CaseResult[], name: CaseName): number | null {
+  const c = cases.find((x) => x.name === 'underlay')?.throughput;
+  const x = cases.find((y) => y.name === name)?.throughput;
+  if (!c || !x || !(c.medianGbps > 0)) return null;
+  return (100 * x.medianGbps) / c.medianGbps;
+}
+
+/** The underlay's CPU cost per GB as a % of the case's: the share the case would get with the same CPU; null without both. */
+export function perCpuShareOfUnderlay(cases: readonly CaseResult[], name: CaseName): number | null {
+  const c = cases.find((x) => x.name === 'underlay')?.throughput?.cpuSecondsPerGB ?? null;
+  const x = cases.find((y) => y.name === name)?.throughput?.cpuSecondsPerGB ?? null;
+  if (c === null || x === null || !(x > 0)) return null;
+  return (100 * c) / x;
+}
+
+export const CASE_LABELS: Readonly<Record<CaseName, { label: string; path: string }>> = {
+  'same-node': { label: '(a) pod → pod, one node', path: 'pod eth0 → veth → cbr0 → veth → pod' },
+  'cross-node': { label: '(b) pod → pod, across nodes', path: 'pod → cbr0 → nodenet.1 (VXLAN) → eth0 → underlay → eth0 → nodenet.1 → cbr0 → pod' },
+  underlay: { label: '(c) node → node, underlay', path: 'eth0 → veth → ul0 bridge → veth → eth0 (the reference)' },
+};
+
+// ---- numbers ----
+
+/** Gbit/s: two decimals below 10, one above. */
+export function gbps(x: number): string {
+  if (!Number.isFinite(x)) return '–';
+  return x < 10 ? x.toFixed(2) : x.toFixed(1);
+}
+
+/** µs: one decimal below 100, whole above (with separators). */
+export function us(x: number): string {
+  if (!Number.isFinite(x)) return '–';
+  return x < 100 ? x.toFixed(1) : thousands(x);
+}
+
+export function pct(x: number | null): string {
+  return x === null || !Number.isFinite(x) ? '–' : `${x.toFixed(0)}%`;
+}
+
+const pair = (l: LatencySummary | null) => (l && l.n > 0 ? `${us(l.p50Us)} / ${us(l.p99Us)}${l.lost ? ` (${l.lost} lost)` : ''}` : '–');
+
+/** The verdict on the share against the goal and flannel's range. */
+export function verdict(share: number | null): string {
+  if (share === null) return 'not measured (needs both the cross-node and the underlay case)';
+  const [lo, hi] = FLANNEL_SHARE_RANGE;
+  const where = share < lo ? `below flannel's typical ${lo}–${hi}%` : share > hi ? `above flannel's typical ${lo}–${hi}%` : `inside flannel's typical ${lo}–${hi}%`;
+  return `${pct(share)}: ${share >= GOAL_SHARE_PCT ? `meets nodenet's goal of ≥ ${GOAL_SHARE_PCT}%` : `below nodenet's goal of ≥ ${GOAL_SHARE_PCT}%`}, ${where}`;
+}
+
+// ---- the report ----
+
+/** A Markdown table: the first `left` columns left-aligned (names, paths), the figures right-aligned. */
+export function table(head: readonly string[], rows: readonly (readonly string[])[], left = 1): string {
+  return [`| ${head.join(' | ')} |`, `|${head.map((_, i) => (i < left ? '---' : '---:')).join('|')}|`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
+}
+
+export function formatCases(cases: readonly CaseResult[]): string {
+  const head = ['case', 'path', 'MTU', 'TCP Gbit/s, median (min–max)', 'retransmits', 'iperf3 CPU send / recv', 'CPU-s per GB', 'ping RTT p50 / p99 µs', 'TCP RR p50 / p99 µs', 'of the underlay'];
+  const rows = cases.map((c) => {
+    const t = c.throughput;
+    const share = c.name === 'underlay' ? (t ? '100% (reference)' : '–') : pct(shareOfUnderlay(cases, c.name));
+    return [
+      CASE_LABELS[c.name].label,
+      CASE_LABELS[c.name].path,
+      c.mtu === null ? '–' : String(c.mtu),
+      t ? `${gbps(t.medianGbps)} (${gbps(t.minGbps)}–${gbps(t.maxGbps)})` : '–',
+      t?.retransmits === null || t === null ? '–' : thousands(t.retransmits),
+      t && t.cpuSenderPct !== null && t.cpuReceiverPct !== null ? `${t.cpuSenderPct.toFixed(0)}% / ${t.cpuReceiverPct.toFixed(0)}%` : '–',
+      t?.cpuSecondsPerGB == null ? '–' : t.cpuSecondsPerGB.toFixed(2),
+      pair(c.ping),
+      pair(c.rr),
+      share,
+    ];
+  });
+  return table(head, rows, 2);
+}
+
+export function formatReport(r: BenchResult): string {
+  const a = r.args;
+  const m = r.meta;
+  const share = shareOfUnderlay(r.cases, 'cross-node');
+  const b = r.cases.find((c) => c.name === 'cross-node');
+  const c = r.cases.find((x) => x.name === 'underlay');
+  const lines: string[] = [];
+  lines.push('## Throughput and latency over the VXLAN overlay');
+  lines.push('');
+  lines.push(`Two virtual nodes (network namespaces on one underlay bridge), agents with overlay vxlan, pods through the real CNI shim. ` +
+    `iperf3 TCP: ${a.repeat} run${a.repeat > 1 ? 's' : ''} of ${a.durationS} s per case (first ${a.omitS} s left out, ${a.streams} stream${a.streams > 1 ? 's' : ''}), interleaved across the cases. ` +
+    (a.pings ? `ping: ${thousands(a.pings)} echoes every ${a.pingIntervalMs} ms. ` : '') +
+    (a.rr ? `TCP RR: ${thousands(a.rr)} 1-byte round trips, Node at both ends.` : ''));
+  lines.push('');
+  lines.push(formatCases(r.cases));
+  lines.push('');
+  lines.push(`**Overlay share of the underlay (b / c): ${verdict(share)}.** Reference: flannel users typically see ${FLANNEL_SHARE_RANGE[0]}–${FLANNEL_SHARE_RANGE[1]}% of the underlay over VXLAN; nodenet's goal here is ≥ ${GOAL_SHARE_PCT}%.`);
+  const perCpu = perCpuShareOfUnderlay(r.cases, 'cross-node');
+  if (perCpu !== null) {
+    lines.push(`Per CPU (the underlay's CPU-seconds per GB over the overlay's, iperf3's own CPU at both ends, which includes the kernel's packet work in their context): ${pct(perCpu)}. ` +
+      'Every node of this lab shares the same cores, so both ends\' encapsulation, bridges and netfilter hooks are paid from one CPU budget.');
+  }
+  if (b?.ping && c?.ping && b.ping.n && c.ping.n) {
+    lines.push(`Latency the overlay adds (b − c, ping p50): ${us(b.ping.p50Us - c.ping.p50Us)} µs${b.rr && c.rr && b.rr.n && c.rr.n ? `; TCP RR p50: ${us(b.rr.p50Us - c.rr.p50Us)} µs` : ''}.`);
+  }
+  const mt = r.mtus;
+  const mtu = (x: number | null) => (x === null ? '–' : String(x));
+  const busy = r.cases.filter((x) => x.throughput?.busyCpus != null).map((x) => `${CASE_LABELS[x.name].label.split(' ')[0]} ${x.throughput!.busyCpus!.toFixed(2)}`);
+  if (busy.length) lines.push(`The machine's busy CPUs during the throughput runs (median per run, of ${m.cpus}; iperf3 at both ends, the kernel's packet work and every other process): ${busy.join(', ')}.`);
+  lines.push(`MTUs: underlay (nodes' eth0) ${mtu(mt.underlay)}, nodenet.1 ${mtu(mt.vxlan)}, cbr0 ${mtu(mt.bridge)}, pods' eth0 ${mtu(mt.pod)}.`);
+  lines.push('');
+  lines.push(`Machine: kernel ${m.kernel}, ${m.cpus} cores (${m.cpuModel}), ${thousands(m.memTotalMiB)} MiB, Node ${m.node}, ${m.iperf3}, ${m.ping}; commit ${m.commit}; ` +
+    `load average ${m.loadavgBefore.map((x) => x.toFixed(2)).join(' ')} before, ${m.loadavgAfter.map((x) => x.toFixed(2)).join(' ')} after; ${(r.totalWallMs / 1000).toFixed(0)} s in all.`);
+  const errs = r.cases.flatMap((x) => x.errors.map((e) => `${CASE_LABELS[x.name].label}: ${e}`));
+  if (errs.length || r.notes.length) {
+    lines.push('');
+    for (const e of [...errs, ...r.notes]) lines.push(`- ${e}`);
+  }
+  return `${lines.join('\n')}\n`;
+}

@@ -1,0 +1,370 @@
+/**
+ * bench/overlay: TCP throughput and latency over nodenet's VXLAN overlay,
+ * side by side with the paths it is measured against, in one run on one lab.
+ *
+ *   npm run bench:overlay -- [--quick] [--duration 5] [--repeat 3] [--streams 1] [--pings 200] [--rr 2000] [--out FILE]
+ *
+ * The lab (lab/lab.ts; namespaces nn-bo*, removed at the end, on failure
+ * and on SIGINT): `nodenet control-plane` from dist/ (so `npm run build`
+ * first; the npm script does) in the underlay namespace, two nodes n1 and
+ * n2 whose agents run with overlay vxlan and no proxy, and three pods as
+ * plain namespaces wired through the nodes' real CNI shim (ipMasq false:
+ * the overlay masquerades): p1a and p1b on n1, p2 on n2. The cases:
+ *   (a) same-node:  p1a → p1b, over n1's cbr0;
+ *   (b) cross-node: p1a → p2, over nodenet.1 and the underlay;
+ *   (c) underlay:   n1 → n2 on their eth0 (the reference for (b)).
+ * The servers (iperf3 -s, and rr.child.ts's echo server) run inside the
+ * target pod's or node's namespace; nothing but the lab is in the root
+ * namespace. Per case: `iperf3 -J` TCP runs (--repeat of them, interleaved
+ * a, b, c, a, b, c, … so a slow spell of the machine hits every case),
+ * then ping RTT, then the TCP request/response round trip.
+ *
+ * A progress line per step on stderr; the Markdown report on stdout; the
+ * results JSON (with the machine) under bench/overlay/results/ (a dated
+ * file, or --out). Needs root and iperf3 (`apt-get install -y iperf3`).
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, release, totalmem } from 'node:os';
+import { dirname, isAbsolute, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { FlagError } from '../../agent/src/cli/flags.js';
+import { AGENT_JS, REPO, SHIM, type Lab, type VNode } from '../../agent/src/lab/lab.js';
+import { CLUSTER_CIDR } from '../../agent/src/lab/plan.js';
+import { newLab, runner } from '../../agent/src/testing/lab.js';
+import { parseProcStatTotals } from '../apiserver/proc.js';
+import { waitFor } from '../../agent/src/testing/wait.js';
+import { defaultOut, parseBenchArgs, type BenchArgs, type CaseName } from './args.js';
+import { parseIperf3Json, parseLinkMtus, parsePing, parseRrOutput, type IperfRun } from './parse.js';
+import { CASE_LABELS, formatReport, gbps, shareOfUnderlay, summarizeLatency, summarizeThroughput, us, type BenchResult, type CaseResult, type LatencySummary, type Meta, type Mtus } from './report.js';
+
+const TAG = '[bench:overlay]';
+const RR = join(dirname(fileURLToPath(import.meta.url)), 'rr.child.ts');
+const IPERF_PORT = 5201;
+const RR_PORT = 5202;
+
+const say = (s: string) => void process.stderr.write(`${TAG} ${s}\n`);
+const errText = (e: unknown) => (e instanceof Error ? e.message : String(e));
+const procStat = () => parseProcStatTotals(readFileSync('/proc/stat', 'utf8'));
+
+function firstLine(argv: string[]): string | null {
+  const r = spawnSync(argv[0]!, argv.slice(1), { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  if (r.error || r.status !== 0) return null;
+  return `${r.stdout}${r.stderr}`.split('\n')[0]!.trim();
+}
+
+/** One end of a case: a namespace and the address the other end reaches it on. */
+interface End {
+  readonly ns: string;
+  readonly nsPath: string;
+  readonly ip: string;
+}
+
+interface Case {
+  readonly name: CaseName;
+  readonly from: End;
+  readonly to: End;
+  /** The sender's interface (for its MTU). */
+  readonly fromIf: string;
+}
+
+/** What the run owns, for the SIGINT handler and the end. */
+interface Ctx {
+  lab: Lab | null;
+  creating: Promise<Lab> | null;
+  interrupted: boolean;
+  readonly servers: ChildProcess[];
+}
+
+const inNs = (nsPath: string, argv: readonly string[], timeoutMs = 60_000) => runner.run(argv, { netns: nsPath, allowFailure: true, timeoutMs });
+
+async function linkMtus(nsPath: string): Promise<Map<string, number>> {
+  const r = await inNs(nsPath, ['ip', '-j', 'link', 'show']);
+  return r.exitCode === 0 ? parseLinkMtus(r.stdout) : new Map();
+}
+
+/** The device the namespace's kernel routes `ip` through. */
+async function routeDev(nsPath: string, ip: string): Promise<string | null> {
+  const r = await inNs(nsPath, ['ip', '-j', 'route', 'get', ip]);
+  try {
+    const x = (JSON.parse(r.stdout) as { dev?: string }[])[0];
+    return x?.dev ?? null;
+  } catch {
+    return null;
+  }
+}
+
+async function txBytes(nsPath: string, dev: string): Promise<number | null> {
+  const r = await inNs(nsPath, ['ip', '-s', '-j', 'link', 'show', 'dev', dev]);
+  try {
+    const x = (JSON.parse(r.stdout) as { stats64?: { tx?: { bytes?: number } } }[])[0];
+    return x?.stats64?.tx?.bytes ?? null;
+  } catch {
+    return null;
+  }
+}
+
+async function addPod(lab: Lab, node: VNode, name: string): Promise<End> {
+  const ns = await lab.addNetns(name);
+  const add = await node.cni('ADD', { containerId: `bench-${name}`, netns: ns.path, ifName: 'eth0' }, node.cniConfig({ ipMasq: false }));
+  if (add.exitCode !== 0) throw new Error(`CNI ADD of ${name} on ${node.name}: ${add.stdout}${add.stderr}`);
+  const ip = (add.json as { ips?: { address?: string }[] } | null)?.ips?.[0]?.address?.split('/')[0];
+  if (!ip) throw new Error(`CNI ADD of ${name} on ${node.name} returned no IP: ${add.stdout}`);
+  return { ns: ns.name, nsPath: ns.path, ip };
+}
+
+/** Starts a long-running server inside a namespace; the run kills it at the end (and the lab's destroy kills what is left). */
+function serve(ctx: Ctx, nsPath: string, argv: readonly string[]): ChildProcess {
+  const p = spawn('nsenter', [`--net=${nsPath}`, '--', ...argv], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let err = '';
+  p.stderr!.on('data', (d: Buffer) => (err = `${err}${d.toString()}`.slice(-2000)));
+  p.on('exit', (code, sig) => {
+    if (!ctx.interrupted && code !== null && code !== 0) say(`  a server in ${nsPath} exited ${code ?? sig}: ${err.trim()}`);
+  });
+  ctx.servers.push(p);
+  return p;
+}
+
+async function listening(nsPath: string, port: number): Promise<void> {
+  await waitFor(async () => (await inNs(nsPath, ['ss', '-Hltn', `sport = :${port}`])).stdout.includes(`:${port}`), `a server on :${port} in ${nsPath}`, { timeoutMs: 20_000, intervalMs: 100 });
+}
+
+async function iperf(c: Case, args: BenchArgs): Promise<IperfRun> {
+  const argv = ['iperf3', '-c', c.to.ip, '-p', String(IPERF_PORT), '-t', String(args.durationS), '-O', String(args.omitS), '-P', String(args.streams), '-J', '--connect-timeout', '5000'];
+  const r = await inNs(c.from.nsPath, argv, (args.durationS + args.omitS + 30) * 1000);
+  try {
+    return parseIperf3Json(r.stdout);
+  } catch (e) {
+    throw new Error(`${errText(e)}${r.exitCode ? ` (exit ${r.exitCode}${r.stderr.trim() ? `: ${r.stderr.trim().slice(0, 300)}` : ''})` : ''}`);
+  }
+}
+
+async function ping(c: Case, args: BenchArgs): Promise<LatencySummary> {
+  const argv = ['ping', '-n', '-q', '-c', '3', '-i', '0.2', '-W', '2', c.to.ip]; // warm-up: neighbours, route caches
+  await inNs(c.from.nsPath, argv);
+  const r = await inNs(c.from.nsPath, ['ping', '-n', '-c', String(args.pings), '-i', (args.pingIntervalMs / 1000).toFixed(3), '-W', '2', c.to.ip], args.pings * args.pingIntervalMs + 60_000);
+  const p = parsePing(r.stdout);
+  return summarizeLatency(p.rttUs, p.transmitted);
+}
+
+async function rr(c: Case, args: BenchArgs): Promise<LatencySummary> {
+  const r = await inNs(c.from.nsPath, [process.execPath, ...process.execArgv, RR, 'client', c.to.ip, String(RR_PORT), String(args.rr)], 300_000);
+  if (r.exitCode !== 0) throw new Error(`rr client exited ${r.exitCode}: ${r.stderr.trim().slice(-300)}`);
+  return summarizeLatency(parseRrOutput(r.stdout));
+}
+
+interface Built {
+  readonly lab: Lab;
+  readonly cases: readonly Case[];
+  readonly mtus: Mtus;
+  readonly n1: VNode;
+}
+
+/** The lab, its agents, the pods, the overlay converged, the servers listening. */
+async function build(ctx: Ctx, args: BenchArgs): Promise<Built> {
+  say('lab: the control plane in the underlay namespace ...');
+  ctx.creating = newLab('bo');
+  const lab = await ctx.creating.finally(() => (ctx.creating = null));
+  ctx.lab = lab;
+  if (ctx.interrupted) throw new Error('interrupted');
+  await lab.startControlPlane({ nodes: ['n1', 'n2'] });
+  const opts = { clusterCIDR: CLUSTER_CIDR, config: { overlay: 'vxlan', proxyMode: 'none', logLevel: 'info' } };
+  const n1 = await lab.addNode('n1', opts);
+  const n2 = await lab.addNode('n2', opts);
+  say('lab: two nodes, agents with overlay vxlan ...');
+  await Promise.all([n1.startAgent(), n2.startAgent()]);
+  say('lab: three pods through the CNI shim (p1a and p1b on n1, p2 on n2) ...');
+  const p1a = await addPod(lab, n1, 'p1a');
+  const p1b = await addPod(lab, n1, 'p1b');
+  const p2 = await addPod(lab, n2, 'p2');
+  const node = (n: VNode): End => ({ ns: n.ns, nsPath: n.nsPath, ip: n.underlayIP.split('/')[0]! });
+  say(`lab: waiting for the overlay (n1 routes ${p2.ip} over nodenet.1, n2 routes ${p1a.ip}) ...`);
+  await waitFor(async () => (await routeDev(n1.nsPath, p2.ip)) === 'nodenet.1' && (await routeDev(n2.nsPath, p1a.ip)) === 'nodenet.1', 'the overlay routes on both nodes', { timeoutMs: 30_000, intervalMs: 100 });
+  await waitFor(async () => (await inNs(p1a.nsPath, ['ping', '-n', '-c', '1', '-W', '1', p2.ip])).exitCode === 0, `p1a reaches p2 (${p2.ip})`, { timeoutMs: 20_000, intervalMs: 200 });
+  const all: Case[] = [
+    { name: 'same-node', from: p1a, to: p1b, fromIf: 'eth0' },
+    { name: 'cross-node', from: p1a, to: p2, fromIf: 'eth0' },
+    { name: 'underlay', from: node(n1), to: node(n2), fromIf: 'eth0' },
+  ];
+  const cases = all.filter((c) => args.cases.includes(c.name));
+  // What each case claims it crosses, checked against the kernel's routes.
+  const want: Record<CaseName, string> = { 'same-node': 'cbr0', 'cross-node': 'nodenet.1', underlay: 'eth0' };
+  for (const c of cases) {
+    const dev = await routeDev(n1.nsPath, c.to.ip);
+    if (dev !== want[c.name]) throw new Error(`${c.name}: n1 routes ${c.to.ip} via ${dev ?? 'nothing'}, not ${want[c.name]}`);
+  }
+  const nodeMtus = await linkMtus(n1.nsPath);
+  const podMtus = await linkMtus(p1a.nsPath);
+  const mtus: Mtus = { underlay: nodeMtus.get('eth0') ?? null, vxlan: nodeMtus.get('nodenet.1') ?? null, bridge: nodeMtus.get('cbr0') ?? null, pod: podMtus.get('eth0') ?? null };
+  say(`MTUs: underlay eth0 ${mtus.underlay ?? '?'}, nodenet.1 ${mtus.vxlan ?? '?'}, cbr0 ${mtus.bridge ?? '?'}, pod eth0 ${mtus.pod ?? '?'}`);
+  say('servers: iperf3 -s and the TCP echo server in each target namespace ...');
+  for (const c of cases) {
+    serve(ctx, c.to.nsPath, ['iperf3', '-s', '-p', String(IPERF_PORT)]);
+    if (args.rr) serve(ctx, c.to.nsPath, [process.execPath, ...process.execArgv, RR, 'server', String(RR_PORT)]);
+  }
+  for (const c of cases) {
+    await listening(c.to.nsPath, IPERF_PORT);
+    if (args.rr) await listening(c.to.nsPath, RR_PORT);
+  }
+  return { lab, cases, mtus, n1 };
+}
+
+async function measure(b: Built, args: BenchArgs, notes: string[]): Promise<CaseResult[]> {
+  const runs = new Map<CaseName, IperfRun[]>(b.cases.map((c) => [c.name, []]));
+  const errors = new Map<CaseName, string[]>(b.cases.map((c) => [c.name, []]));
+  const busy = new Map<CaseName, number[]>(b.cases.map((c) => [c.name, []]));
+  const cross = b.cases.find((c) => c.name === 'cross-node');
+  const vx0 = cross ? await txBytes(b.n1.nsPath, 'nodenet.1') : null;
+  for (let i = 1; i <= args.repeat; i++) {
+    for (const c of b.cases) {
+      try {
+        const s0 = procStat();
+        const r = await iperf(c, args);
+        const s1 = procStat();
+        busy.get(c.name)!.push((s1.busyMs - s0.busyMs) / (s1.busyMs - s0.busyMs + s1.idleMs - s0.idleMs) * cpus().length);
+        runs.get(c.name)!.push(r);
+        say(`iperf3 ${c.name} run ${i}/${args.repeat}: ${gbps(r.receivedBps / 1e9)} Gbit/s, ${r.retransmits ?? '?'} retransmits, ` +
+          `CPU send ${r.cpuSenderPct?.toFixed(0) ?? '?'}% / recv ${r.cpuReceiverPct?.toFixed(0) ?? '?'}%, machine busy ${busy.get(c.name)!.at(-1)!.toFixed(2)} CPUs`);
+      } catch (e) {
+        errors.get(c.name)!.push(`iperf3 run ${i}: ${errText(e)}`);
+        say(`iperf3 ${c.name} run ${i}/${args.repeat}: ERROR ${errText(e)}`);
+      }
+    }
+  }
+  if (cross && vx0 !== null) {
+    // The cross-node bytes really went through the VXLAN device: its TX counter grew by at least what iperf3 sent.
+    const vx1 = await txBytes(b.n1.nsPath, 'nodenet.1');
+    const sent = runs.get('cross-node')!.reduce((a, r) => a + (r.sentBps * r.seconds) / 8, 0);
+    if (vx1 !== null) {
+      const note = `nodenet.1 on n1 sent ${(((vx1 - vx0) / 1e9)).toFixed(2)} GB during the throughput runs; iperf3's cross-node runs sent ${(sent / 1e9).toFixed(2)} GB (measured part)`;
+      say(note);
+      if (vx1 - vx0 < 0.9 * sent) notes.push(`${note}: less than iperf3 sent, so not all of it crossed the overlay`);
+    }
+  }
+  const out: CaseResult[] = [];
+  for (const c of b.cases) {
+    const errs = errors.get(c.name)!;
+    let pingS: LatencySummary | null = null;
+    let rrS: LatencySummary | null = null;
+    if (args.pings) {
+      try {
+        pingS = await ping(c, args);
+        say(`ping ${c.name}: p50 ${us(pingS.p50Us)} µs, p99 ${us(pingS.p99Us)} µs over ${pingS.n} replies${pingS.lost ? `, ${pingS.lost} lost` : ''}`);
+      } catch (e) {
+        errs.push(`ping: ${errText(e)}`);
+        say(`ping ${c.name}: ERROR ${errText(e)}`);
+      }
+    }
+    if (args.rr) {
+      try {
+        rrS = await rr(c, args);
+        say(`TCP RR ${c.name}: p50 ${us(rrS.p50Us)} µs, p99 ${us(rrS.p99Us)} µs over ${rrS.n} round trips`);
+      } catch (e) {
+        errs.push(`TCP RR: ${errText(e)}`);
+        say(`TCP RR ${c.name}: ERROR ${errText(e)}`);
+      }
+    }
+    const mtu = (await linkMtus(c.from.nsPath)).get(c.fromIf) ?? null;
+    const rs = runs.get(c.name)!;
+    out.push({ name: c.name, fromIP: c.from.ip, toIP: c.to.ip, mtu, throughput: rs.length ? summarizeThroughput(rs, busy.get(c.name)!) : null, ping: pingS, rr: rrS, errors: errs });
+  }
+  return out;
+}
+
+function machine(loadavgBefore: number[]): Meta {
+  const cpu = cpus();
+  const dirty = (firstLine(['git', '-C', REPO, 'status', '--porcelain']) ?? '') === '' ? '' : ' (with uncommitted changes)';
+  return {
+    date: new Date().toISOString(), kernel: release(), cpus: cpu.length, cpuModel: cpu[0]?.model.trim() ?? '?', memTotalMiB: totalmem() / 1048576, node: process.version,
+    iperf3: firstLine(['iperf3', '--version'])?.replace(/\s*\(.*\)$/, '') ?? 'unavailable', ping: firstLine(['ping', '-V']) ?? 'unavailable',
+    commit: `${firstLine(['git', '-C', REPO, 'rev-parse', '--short', 'HEAD']) ?? '?'}${dirty}`, loadavgBefore, loadavgAfter: loadavg(),
+  };
+}
+
+// ---- main ----
+
+async function main(): Promise<number> {
+  let args: BenchArgs;
+  try {
+    args = parseBenchArgs(process.argv.slice(2));
+  } catch (e) {
+    if (e instanceof FlagError) {
+      console.error(e.message);
+      return 2;
+    }
+    throw e;
+  }
+  if (process.getuid?.() !== 0) {
+    console.error('bench:overlay needs root (it builds network namespaces and runs agents in them)');
+    return 2;
+  }
+  if (firstLine(['iperf3', '--version']) === null) {
+    console.error('bench:overlay needs iperf3, which is not installed. On Debian or Ubuntu: apt-get install -y iperf3 (answer "no" to running it as a daemon; the bench starts its own servers inside the lab\'s namespaces)');
+    return 2;
+  }
+  if (args.pings && firstLine(['ping', '-V']) === null) {
+    console.error('bench:overlay needs ping for the RTT (or --pings 0). On Debian: apt-get install -y iputils-ping');
+    return 2;
+  }
+  for (const f of [AGENT_JS, SHIM]) {
+    if (spawnSync('test', ['-e', f]).status !== 0) {
+      console.error(`${f} is missing: run \`npm run build\` first (npm run bench:overlay does)`);
+      return 2;
+    }
+  }
+  const started = performance.now();
+  const out = args.out ? (isAbsolute(args.out) ? args.out : join(process.cwd(), args.out)) : join(REPO, defaultOut(new Date()));
+  const ctx: Ctx = { lab: null, creating: null, interrupted: false, servers: [] };
+  const killServers = () => {
+    for (const p of ctx.servers) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
+  };
+  // `on`, not `once`, and kept until the end: execa's signal-exit re-raises a signal that has no other
+  // listener, which would kill this process before the lab is gone.
+  const onSignal = (sig: NodeJS.Signals) => {
+    if (ctx.interrupted) return;
+    ctx.interrupted = true;
+    say(`${sig}: removing the lab`);
+    void (async () => {
+      killServers();
+      const made = ctx.lab ?? (ctx.creating ? await ctx.creating.catch(() => null) : null);
+      await made?.destroy().catch(() => undefined);
+    })().finally(() => process.exit(130));
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  const loadavgBefore = loadavg();
+  const notes: string[] = [];
+  let cases: CaseResult[] = [];
+  let mtus: Mtus = { underlay: null, vxlan: null, bridge: null, pod: null };
+  let failed: string | null = null;
+  try {
+    const b = await build(ctx, args);
+    mtus = b.mtus;
+    cases = await measure(b, args, notes);
+  } catch (e) {
+    failed = errText(e);
+    if (!ctx.interrupted) say(`ERROR: ${failed}`);
+  } finally {
+    if (!ctx.interrupted) {
+      killServers();
+      say('removing the lab ...');
+      await ctx.lab?.destroy();
+    }
+  }
+  // Interrupted: the handler is removing the lab and exits the process.
+  if (ctx.interrupted) await new Promise<never>(() => undefined);
+  process.off('SIGINT', onSignal);
+  process.off('SIGTERM', onSignal);
+  if (failed) notes.push(`the run stopped: ${failed}`);
+  const result: BenchResult = { meta: machine(loadavgBefore), args, mtus, cases, notes, totalWallMs: performance.now() - started };
+  const report = formatReport(result);
+  console.log(`\n${report}`);
+  mkdirSync(dirname(out), { recursive: true });
+  writeFileSync(out, `${JSON.stringify({ ...result, report }, null, 2)}\n`);
+  say(`results written to ${out}`);
+  const share = shareOfUnderlay(cases, 'cross-node');
+  if (share !== null) say(`overlay share of the underlay: ${share.toFixed(1)}% (${CASE_LABELS['cross-node'].label} / ${CASE_LABELS.underlay.label})`);
+  return failed || cases.some((c) => c.errors.length) ? 1 : 0;
+}
+
+process.exitCode = await main();
