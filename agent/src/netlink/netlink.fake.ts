@@ -525,6 +525,9 @@ class FakeNetlink implements NetlinkOps {
     parseIPv4(e.dst);
     const l = this.must(e.dev);
     if (ns.fdb.some((f) => f.ifIndex === l.index && f.mac === e.mac && f.dst === e.dst)) return;
+    // As the kernel's vxlan driver (measured): appending another destination to a unicast MAC that already
+    // has one changes nothing and reports no error; only the all-zeros MAC (flooding) takes several.
+    if (e.mac !== '00:00:00:00:00:00' && ns.fdb.some((f) => f.ifIndex === l.index && f.mac === e.mac)) return;
     ns.fdb.push({ ifIndex: l.index, mac: e.mac, dst: e.dst });
     this.log(`fdb append ${e.mac} dev ${e.dev} dst ${e.dst}`);
   }
