@@ -1,31 +1,172 @@
 /**
- * `nodenet lab`: labs, virtual clusters out of network namespaces (the demo
- * and the tests make them; a later issue adds `nodenet lab up`).
+ * `nodenet lab`: labs, virtual clusters out of network namespaces on this
+ * machine (lab/up.ts builds the ones that outlive the command; the demo and
+ * the tests make their own in-process).
+ *   nodenet lab up         a cluster: control plane, N nodes with their agents; returns once the Nodes are Ready
+ *   nodenet lab down       remove every trace of one
+ *   nodenet lab status     its nodes and pods (or every lab)
+ *   nodenet lab exec       a command in a node's or a pod's namespaces
  *   nodenet lab cleanup    remove what dead labs and crashed tests left
  */
-import { FlagError, parseFlags } from './flags.js';
+import { spawnSync } from 'node:child_process';
+import type { Runner } from '../exec/runner.js';
+import { labDown, labExecArgv, labNodeList, labStatus, labUp, listLabs } from '../lab/up.js';
+import { execTarget, labNameProblem, MAX_LAB_NODES } from '../lab/up-plan.js';
+import { FlagError, parseFlags, type FlagSpecs, type ParsedFlags } from './flags.js';
+import { formatTable } from './table.js';
+import { packageRoot } from '../config/paths.js';
 
-export const LAB_USAGE = `usage: nodenet lab cleanup
+export const LAB_USAGE = `usage: nodenet lab up [--name NAME] [--nodes N] [--proxy-mode iptables|nftables] [--overlay vxlan|none] [--run-pods true|false]
+       nodenet lab down [--name NAME]
+       nodenet lab status [--name NAME]
+       nodenet lab exec [--name NAME] NODE|POD -- CMD ARGS...
+       nodenet lab cleanup
+up: a cluster on this machine, out of network namespaces: an underlay bridge, the control plane (reached from here
+    on 127.0.0.1 through a relay), N nodes (default 2) with eth0 on the underlay and an agent each (the VXLAN overlay,
+    the embedded kubelet and the proxy, iptables by default). It keeps running after the command returns; a crashed
+    lab of that name is removed first. NAME (default "default"): a lowercase letter, then up to 9 letters or digits.
+down: removes every trace of the lab (processes, namespaces, pods, mounts, its run directory); idempotent.
+status: its nodes (underlay IP, pod CIDR, Ready, agent) and pods; without --name, every lab and the default's.
+exec: runs CMD in a node's network namespace (n1, n2, ...) or in a pod's namespaces (NAMESPACE/NAME, or NAME in
+    default); its exit code is passed through.
 cleanup: remove the namespaces, processes, mounts and directories of labs whose owner process is gone
 (and nn-* namespaces of crashed tests); a running lab or test is left alone.`;
 
-export async function labCommand(
-  argv: readonly string[],
-  deps: { readonly cleanupLabs: () => Promise<readonly string[]>; readonly stdout: (s: string) => void },
-): Promise<number> {
+export interface LabCmdDeps {
+  readonly runner: Runner;
+  readonly cleanupLabs: () => Promise<readonly string[]>;
+  readonly stdout: (s: string) => void;
+  readonly stderr?: (s: string) => void;
+}
+
+const NAME: FlagSpecs = { name: { type: 'string' } };
+const SPECS: Readonly<Record<string, FlagSpecs>> = {
+  up: { ...NAME, nodes: { type: 'string' }, 'proxy-mode': { type: 'string' }, overlay: { type: 'string' }, 'run-pods': { type: 'string' } },
+  down: NAME,
+  status: NAME,
+  exec: NAME,
+  cleanup: {},
+};
+
+export interface LabUpArgs {
+  readonly name: string;
+  readonly nodes: number;
+  readonly proxyMode: 'iptables' | 'nftables';
+  readonly overlay: 'vxlan' | 'none';
+  readonly runPods: boolean;
+}
+
+function noArgs(p: ParsedFlags): void {
+  if (p.positional.length || p.rest.length) throw new FlagError(`unexpected argument ${JSON.stringify([...p.positional, ...p.rest][0])}`);
+}
+
+/** --name, checked (pure). */
+export function labName(p: ParsedFlags): string {
+  const name = p.flags.get('name') ?? 'default';
+  const problem = labNameProblem(name);
+  if (problem) throw new FlagError(`--name: ${problem}`);
+  return name;
+}
+
+/** `lab up`'s flags (pure). */
+export function labUpArgs(p: ParsedFlags): LabUpArgs {
+  noArgs(p);
+  const nodes = p.flags.get('nodes') ?? '2';
+  if (!/^\d+$/.test(nodes) || Number(nodes) < 1 || Number(nodes) > MAX_LAB_NODES) throw new FlagError(`--nodes ${JSON.stringify(nodes)}: a number of nodes, 1..${MAX_LAB_NODES}`);
+  const proxyMode = p.flags.get('proxy-mode') ?? 'iptables';
+  if (proxyMode !== 'iptables' && proxyMode !== 'nftables') throw new FlagError(`--proxy-mode must be iptables or nftables, got ${JSON.stringify(proxyMode)}`);
+  const overlay = p.flags.get('overlay') ?? 'vxlan';
+  if (overlay !== 'vxlan' && overlay !== 'none') throw new FlagError(`--overlay must be vxlan or none, got ${JSON.stringify(overlay)}`);
+  const runPods = p.flags.get('run-pods') ?? 'true';
+  if (runPods !== 'true' && runPods !== 'false') throw new FlagError(`--run-pods must be true or false, got ${JSON.stringify(runPods)}`);
+  return { name: labName(p), nodes: Number(nodes), proxyMode, overlay, runPods: runPods === 'true' };
+}
+
+/** `lab exec`'s target and command (pure): exactly one target word, then `--` and the command. */
+export function labExecArgs(p: ParsedFlags): { name: string; target: string; cmd: readonly string[] } {
+  if (p.positional.length !== 1) throw new FlagError(p.positional.length ? `one target, got ${p.positional.map((w) => JSON.stringify(w)).join(' ')} (is the -- missing?)` : 'exec needs a target: a node or a pod');
+  if (!p.rest.length) throw new FlagError('exec needs a command after --');
+  return { name: labName(p), target: p.positional[0]!, cmd: p.rest };
+}
+
+export async function labCommand(argv: readonly string[], deps: LabCmdDeps): Promise<number> {
   const [sub, ...tail] = argv;
+  const say = (s: string) => deps.stdout(`${s}\n`);
   if (sub === undefined || sub === '-h' || sub === '--help') {
-    deps.stdout(`${LAB_USAGE}\n`);
+    say(LAB_USAGE);
     return sub === undefined ? 2 : 0;
   }
-  if (sub !== 'cleanup') throw new FlagError(`unknown lab subcommand ${JSON.stringify(sub)} (cleanup)`);
-  const p = parseFlags(tail, {});
+  const spec = SPECS[sub];
+  if (!spec) throw new FlagError(`unknown lab subcommand ${JSON.stringify(sub)} (up, down, status, exec, cleanup)`);
+  const p = parseFlags(tail, spec);
   if (p.help) {
-    deps.stdout(`${LAB_USAGE}\n`);
+    say(LAB_USAGE);
     return 0;
   }
-  if (p.positional.length || p.rest.length) throw new FlagError(`unexpected argument ${JSON.stringify([...p.positional, ...p.rest][0])}`);
-  const removed = await deps.cleanupLabs();
-  deps.stdout(removed.length ? `removed ${removed.length} leftover(s):\n${removed.map((r) => `  ${r}\n`).join('')}` : 'nothing left over\n');
-  return 0;
+  switch (sub) {
+    case 'up': {
+      const a = labUpArgs(p);
+      const rec = await labUp({ runner: deps.runner, ...a, say: (s) => say(`  ${s}`) });
+      say(`lab ${rec.name} is up: ${rec.nodes.length} node(s) Ready, proxy ${rec.proxyMode}, overlay ${rec.overlay}${rec.runPods ? ', pods run by the agents' : ''}.
+Use it with the real kubectl:
+  export KUBECONFIG=${rec.kubeconfig}
+  kubectl get nodes -o wide
+  kubectl run web --image=nodenet/host --command -- ${process.execPath} ${packageRoot()}bin/nodenet.js serve
+  kubectl expose pod web --port 80 --target-port 8080
+  kubectl get pods,services -o wide
+Look inside:
+  nodenet lab status${rec.name === 'default' ? '' : ` --name ${rec.name}`}
+  nodenet lab exec${rec.name === 'default' ? '' : ` --name ${rec.name}`} n1 -- ip -br addr
+  nodenet lab exec${rec.name === 'default' ? '' : ` --name ${rec.name}`} ${rec.nodes[rec.nodes.length - 1]} -- curl -s http://<the web Service's CLUSTER-IP>/hostname
+Remove it: nodenet lab down${rec.name === 'default' ? '' : ` --name ${rec.name}`}`);
+      return 0;
+    }
+    case 'down': {
+      noArgs(p);
+      const name = labName(p);
+      const removed = await labDown(deps.runner, name);
+      say(removed.length ? `lab ${name} removed:\n${removed.map((r) => `  ${r}`).join('\n')}` : `no lab ${name}: nothing to remove`);
+      return 0;
+    }
+    case 'status': {
+      noArgs(p);
+      // Without --name: every lab when there are several, then the default lab (or the only one `lab up` made).
+      const upLabs = listLabs().filter((l) => l.up || p.flags.has('name'));
+      const name = p.flags.has('name') ? labName(p) : (upLabs.find((l) => l.name === 'default') ?? (upLabs.length === 1 ? upLabs[0] : undefined))?.name;
+      if (!p.flags.has('name')) {
+        const labs = listLabs();
+        if (!labs.length) say('no labs (nodenet lab up makes one)');
+        else if (labs.length > 1 || !name) say(formatTable(['LAB', 'STATE', 'MADE BY', 'NODES', 'API'], labs.map((l) => [l.name, l.state, l.up ? 'lab up' : 'test/demo', l.up ? String(l.nodes) : '-', l.port ? `https://127.0.0.1:${l.port}` : '-'])));
+      }
+      if (!name) return 0;
+      const st = await labStatus(deps.runner, name);
+      say(`lab ${name}: ${st.state}, API https://127.0.0.1:${st.record.port}, KUBECONFIG=${st.record.kubeconfig}, proxy ${st.record.proxyMode}, overlay ${st.record.overlay}`);
+      if (st.apiError) say(`the API did not answer: ${st.apiError}`);
+      say(`\n${formatTable(['NODE', 'UNDERLAY IP', 'POD CIDR', 'STATUS', 'AGENT'], st.nodes.map((n) => [n.name, n.internalIP, n.podCIDR, n.ready, n.agent])).trimEnd()}`);
+      say(`\n${st.pods.length ? formatTable(['POD', 'NODE', 'IP', 'PHASE'], st.pods.map((r) => [r.pod, r.node, r.ip, r.phase])).trimEnd() : 'no pods'}`);
+      const dead = st.processes.filter((x) => !x.alive);
+      if (dead.length) say(`\nnot running: ${dead.map((x) => `${x.role} (pid ${x.pid})`).join(', ')}`);
+      return 0;
+    }
+    case 'exec': {
+      const a = labExecArgs(p);
+      let target;
+      try {
+        target = execTarget(a.target, labNodeList(a.name));
+      } catch (e) {
+        if (e instanceof RangeError) throw new FlagError(e.message);
+        throw e;
+      }
+      const [cmd, ...args] = labExecArgv(a.name, target, a.cmd);
+      const r = spawnSync(cmd!, args, { stdio: 'inherit' });
+      if (r.error) throw r.error;
+      return r.status ?? 128 + (r.signal ? ({ SIGHUP: 1, SIGINT: 2, SIGKILL: 9, SIGTERM: 15 } as Record<string, number>)[r.signal] ?? 0 : 0);
+    }
+    default: {
+      noArgs(p);
+      const removed = await deps.cleanupLabs();
+      say(removed.length ? `removed ${removed.length} leftover(s):\n${removed.map((r) => `  ${r}`).join('\n')}` : 'nothing left over');
+      return 0;
+    }
+  }
 }

@@ -128,10 +128,10 @@ export class Lab {
    * get their tokens and kubeconfigs. kubectl reaches it from the underlay
    * namespace (LabControlPlane.kubectl).
    */
-  async startControlPlane(opts: { nodes: readonly string[]; args?: readonly string[] }): Promise<LabControlPlane> {
+  async startControlPlane(opts: { nodes: readonly string[]; args?: readonly string[]; detached?: boolean }): Promise<LabControlPlane> {
     if (this.controlPlane) throw new Error('the lab already has a control plane');
     const cp = new LabControlPlane(this, opts.nodes, opts.args ?? []);
-    await cp.start();
+    await cp.start({ detached: opts.detached === true });
     this.controlPlane = cp;
     return cp;
   }
@@ -173,15 +173,24 @@ export class LabControlPlane {
     return this.proc !== null;
   }
 
-  /** Starts it (again: the same data directory) and waits until it answers /readyz. */
-  async start(): Promise<void> {
+  /** Its pid while it runs (nsenter execs node: the control plane's own). */
+  get pid(): number | null {
+    return this.proc?.pid ?? null;
+  }
+
+  /**
+   * Starts it (again: the same data directory) and waits until it answers /readyz.
+   * `detached`: in a session of its own and not waited for by this process, so it outlives it (`nodenet lab up`).
+   */
+  async start(opts: { detached?: boolean } = {}): Promise<void> {
     if (this.proc) throw new Error('control plane already running');
     mkdirSync(this.dataDir, { recursive: true, mode: 0o700 });
     const out = openSync(this.stderrFile, 'a');
     const p = spawn('nsenter', [`--net=/var/run/netns/${this.lab.ul}`, '--', process.execPath, AGENT_JS, 'control-plane',
       '--data-dir', this.dataDir, '--listen', `${UNDERLAY_GATEWAY}:6443`, '--host', UNDERLAY_GATEWAY,
-      ...(this.nodes.length ? ['--node', this.nodes.join(',')] : []), '--log-level', 'info', '--log-file', `${this.lab.runRoot}/control-plane.log`, ...this.args], { stdio: ['ignore', out, out] });
+      ...(this.nodes.length ? ['--node', this.nodes.join(',')] : []), '--log-level', 'info', '--log-file', `${this.lab.runRoot}/control-plane.log`, ...this.args], { stdio: ['ignore', out, out], detached: opts.detached === true });
     closeSync(out);
+    if (opts.detached) p.unref();
     this.proc = p;
     p.on('exit', () => { if (this.proc === p) this.proc = null; });
     const deadline = Date.now() + 30_000;
@@ -221,15 +230,8 @@ export class LabControlPlane {
    */
   async localAccess(): Promise<{ url: string; kubeconfig: string }> {
     if (this.local) return { url: this.local.url, kubeconfig: this.local.kubeconfig };
-    const sock = `${this.lab.runRoot}/api.sock`;
-    rmSync(sock, { force: true });
-    const relayJs = `const net = require('node:net'); net.createServer((c) => { const u = net.connect(6443, ${JSON.stringify(UNDERLAY_GATEWAY)}); const end = () => { c.destroy(); u.destroy(); }; c.on('error', end); u.on('error', end); c.on('close', end); u.on('close', end); c.pipe(u).pipe(c); }).listen(${JSON.stringify(sock)});`;
-    this.relay = spawn('nsenter', [`--net=/var/run/netns/${this.lab.ul}`, '--', process.execPath, '-e', relayJs], { stdio: 'ignore' });
-    const deadline = Date.now() + 10_000;
-    while (!existsSync(sock)) {
-      if (Date.now() > deadline) throw new Error('the control plane relay did not start');
-      await sleep(25);
-    }
+    const sock = this.apiSocket;
+    this.relay = await this.startSocketRelay();
     const sockets = new Set<Socket>();
     const server = createServer((c) => {
       const u = connect(sock);
@@ -247,6 +249,31 @@ export class LabControlPlane {
     return { url, kubeconfig };
   }
 
+  /** The unix socket the relay in the underlay namespace listens on (localAccess, `nodenet lab up`). */
+  get apiSocket(): string {
+    return `${this.lab.runRoot}/api.sock`;
+  }
+
+  /**
+   * Starts the relay in the underlay namespace: a unix socket in the lab's run directory that dials the
+   * API server; resolves once the socket exists. `detached`: it outlives this process.
+   */
+  async startSocketRelay(opts: { detached?: boolean } = {}): Promise<ChildProcess> {
+    const sock = this.apiSocket;
+    rmSync(sock, { force: true });
+    const relay = spawn('nsenter', [`--net=/var/run/netns/${this.lab.ul}`, '--', process.execPath, '-e', relayScript({ unix: sock }, { host: UNDERLAY_GATEWAY, port: 6443 })], { stdio: 'ignore', detached: opts.detached === true });
+    if (opts.detached) relay.unref();
+    const deadline = Date.now() + 10_000;
+    while (!existsSync(sock)) {
+      if (Date.now() > deadline || relay.exitCode !== null) {
+        relay.kill('SIGKILL');
+        throw new Error('the control plane relay did not start');
+      }
+      await sleep(25);
+    }
+    return relay;
+  }
+
   /** Closes the loopback listener and the relay. */
   closeLocalAccess(): void {
     if (this.local) {
@@ -262,6 +289,19 @@ export class LabControlPlane {
   kubectl(args: readonly string[], allowFailure = false, input?: string): Promise<RunResult> {
     return this.lab.runner.run(['nsenter', `--net=/var/run/netns/${this.lab.ul}`, '--', 'kubectl', '--kubeconfig', this.kubeconfig, ...args], { allowFailure, ...(input === undefined ? {} : { input }) });
   }
+}
+
+/**
+ * A relay's program for `node -e` (it needs nothing but node:net): accepts on `from` and pipes each
+ * connection to `to`. `from` is a unix socket, or a TCP address (port 0 picks a free one; then `portFile`
+ * receives the port once it listens, written whole: a temporary file renamed).
+ */
+export function relayScript(from: { unix: string } | { host: string; port: number; portFile?: string }, to: { unix: string } | { host: string; port: number }): string {
+  const dial = 'unix' in to ? `net.connect(${JSON.stringify(to.unix)})` : `net.connect(${to.port}, ${JSON.stringify(to.host)})`;
+  const listen = 'unix' in from ? `${JSON.stringify(from.unix)}` : `${from.port}, ${JSON.stringify(from.host)}`;
+  const portFile = 'unix' in from ? undefined : from.portFile;
+  const onListen = portFile ? `, function () { const f = ${JSON.stringify(portFile)}; require('node:fs').writeFileSync(f + '.tmp', String(this.address().port)); require('node:fs').renameSync(f + '.tmp', f); }` : '';
+  return `const net = require('node:net'); process.title = 'nodenet-relay'; net.createServer((c) => { const u = ${dial}; const end = () => { c.destroy(); u.destroy(); }; c.on('error', end); u.on('error', end); c.on('close', end); u.on('close', end); c.pipe(u).pipe(c); }).listen(${listen}${onListen});`;
 }
 
 /** Kills every process inside the named namespace (they survive `ip netns del`), then deletes it. */
@@ -322,8 +362,16 @@ export class VNode {
     };
   }
 
-  /** Starts the agent inside the node namespace and waits until its CNI socket answers. */
-  async startAgent(): Promise<void> {
+  /** The agent's pid while it runs (nsenter execs node: the agent's own). */
+  get agentPid(): number | null {
+    return this.agent?.pid ?? null;
+  }
+
+  /**
+   * Starts the agent inside the node namespace and waits until its CNI socket answers.
+   * `detached`: in a session of its own and not waited for by this process, so it outlives it (`nodenet lab up`).
+   */
+  async startAgent(opts: { detached?: boolean } = {}): Promise<void> {
     if (this.agent) throw new Error(`agent of ${this.name} already running`);
     const cfg = `${this.dir}/agent.json`;
     rmSync(`${this.runDir}/agent.ready`, { force: true });
@@ -334,8 +382,10 @@ export class VNode {
     const p = spawn('nsenter', [`--net=${this.nsPath}`, '--', process.execPath, ...(this.opts.agentNodeArgs ?? []), AGENT_JS, 'agent', '--config', cfg], {
       stdio: ['ignore', out, out],
       env: { ...process.env, ...this.opts.agentEnv },
+      detached: opts.detached === true,
     });
     closeSync(out);
+    if (opts.detached) p.unref();
     this.agent = p;
     p.on('exit', () => { if (this.agent === p) this.agent = null; });
     // Ready in about 0.6 s on an idle machine (2 s on an API server: client-node's import); the margin is for

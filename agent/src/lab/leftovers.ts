@@ -11,16 +11,18 @@
  *   the pid of a live process (root tests name theirs nn-<word>-<pid>...).
  * A live owner's lab (a concurrent `npm test`, a user's `demo --keep`) and a
  * live test's scratch namespace are never touched. The plan is pure and
- * tested; applying it kills the processes inside the namespaces (they
- * survive `ip netns del`) and the pause holders recorded in the lab's run
- * directories, unmounts what is mounted under them, then deletes.
+ * tested; applying it kills the processes a lab recorded (processes.json:
+ * `nodenet lab up`'s loopback relay runs outside the lab's namespaces), the
+ * processes inside the namespaces (they survive `ip netns del`) and the
+ * pause holders recorded in the lab's run directories, unmounts what is
+ * mounted under them, then deletes.
  */
 import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Runner } from '../exec/runner.js';
 import { listSandboxes, stopSandbox } from '../netns/pause-holder.js';
 import { isAlive } from '../netns/proc.js';
-import { ownerAlive, readOwner, type LabOwner } from './owner.js';
+import { killRecorded, ownerAlive, readOwner, type LabOwner } from './owner.js';
 
 export const NS_PREFIX = 'nn-';
 export const LEGACY_LAB_ROOT = '/run/nodenet-test';
@@ -80,6 +82,7 @@ export async function readWorld(runner: Runner, roots: readonly string[]): Promi
 /** Removes what the plan names; returns a line per thing removed. */
 export async function applyLeftovers(runner: Runner, plan: LeftoverPlan): Promise<string[]> {
   const done: string[] = [];
+  for (const dir of plan.labDirs) for (const p of killRecorded(dir)) done.push(`process ${p.pid} (${p.role})`);
   for (const ns of plan.namespaces) {
     const pids = (await runner.run(['ip', 'netns', 'pids', ns], { allowFailure: true })).stdout.split('\n').filter(Boolean);
     for (const pid of pids) {

@@ -3,6 +3,12 @@
  * the pid and the start time (/proc/PID/stat field 22) of the process that
  * made it, so a pid recycled by an unrelated process is not taken for the
  * owner. lab/leftovers.ts removes a lab only when its owner is gone.
+ *
+ * `processes.json` lists what a lab started that must go with it, each with
+ * its pid and start time: `nodenet lab up`'s detached control plane, agents
+ * and relays (the loopback relay runs in the root namespace, where killing
+ * the lab's namespaces' processes would never reach it). Removing a lab
+ * kills the recorded processes that still run, never a recycled pid.
  */
 import { readJsonFile } from '../state/read.js';
 import { isAlive, procStat } from '../netns/proc.js';
@@ -46,4 +52,48 @@ export function readOwner(dir: string): LabOwner | null {
 /** Whether the process that wrote the record still runs. */
 export function ownerAlive(o: LabOwner): boolean {
   return isAlive(o.pid, o.startTime);
+}
+
+export interface LabProcess {
+  /** What it is: 'control-plane', 'agent n1', 'relay'... */
+  readonly role: string;
+  readonly pid: number;
+  readonly startTime: string;
+}
+
+export const PROCESSES_FILE = 'processes.json';
+
+/** The processes recorded in a lab directory (none when the file is missing or unreadable). */
+export function readProcesses(dir: string): LabProcess[] {
+  try {
+    return readJsonFile(`${dir}/${PROCESSES_FILE}`, (r) =>
+      r.objects('processes').map((e) => ({ role: e.string('role'), pid: e.int('pid', { min: 1 }), startTime: e.string('startTime') })),
+    );
+  } catch {
+    return [];
+  }
+}
+
+/** Adds a running process to the lab's record (durably, before anything waits on it). @throws when it is not running. */
+export function recordProcess(dir: string, role: string, pid: number): LabProcess {
+  const st = procStat(pid);
+  if (!st) throw new Error(`${role}: process ${pid} is not running`);
+  const p: LabProcess = { role, pid, startTime: st.startTime };
+  writeFileDurable(`${dir}/${PROCESSES_FILE}`, `${JSON.stringify({ processes: [...readProcesses(dir), p] }, null, 2)}\n`);
+  return p;
+}
+
+/** SIGKILLs the recorded processes that still run (same pid and start time); returns them. */
+export function killRecorded(dir: string): LabProcess[] {
+  const killed: LabProcess[] = [];
+  for (const p of readProcesses(dir)) {
+    if (!isAlive(p.pid, p.startTime)) continue;
+    try {
+      process.kill(p.pid, 'SIGKILL');
+      killed.push(p);
+    } catch {
+      /* gone meanwhile */
+    }
+  }
+  return killed;
 }

@@ -1,0 +1,306 @@
+/**
+ * lab/up: labs that outlive the command that made them: `nodenet lab up`,
+ * `down`, `status` and `exec`. The tests and the demo build labs in-process
+ * with the Lab class; this builds the same lab with it, but starts every
+ * long-running process detached (its own session, stdio to files), so that
+ * the cluster keeps running after `lab up` returns to the shell:
+ * - the control plane, in the underlay namespace (Lab.startControlPlane);
+ * - the relay in the underlay namespace from a unix socket in the run
+ *   directory to the API server, and the loopback relay in the root
+ *   namespace on 127.0.0.1:<a free port> to that socket (the same two hops
+ *   as LabControlPlane.localAccess, each a process of its own here);
+ * - one agent per node (VNode.startAgent), with the overlay, the embedded
+ *   kubelet and the proxy.
+ * Each is recorded in processes.json as it starts, and the control plane
+ * becomes the lab's owner (see lab/up-plan.ts for the rule). lab.json holds
+ * what `status` and `exec` need: the nodes, the port, the kubeconfig.
+ *
+ * The only things in the root namespace are the loopback listener and the
+ * files under the run directory; `down` removes every trace and is
+ * idempotent, on a running, half-made or crashed lab alike.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ErrorCode, NodenetError } from '../errors/errors.js';
+import type { Runner } from '../exec/runner.js';
+import { isAlive } from '../netns/proc.js';
+import { writeFileDurable } from '../state/durable.js';
+import { readJsonFile } from '../state/read.js';
+import { pausePath } from '../config/paths.js';
+import { PodRuntime } from '../pods/runtime.js';
+import { Lab, relayScript } from './lab.js';
+import { applyLeftovers } from './leftovers.js';
+import { labDir } from './nodes.js';
+import { ownerAlive, readOwner, readProcesses, recordProcess, writeOwner, type LabProcess } from './owner.js';
+import { CLUSTER_CIDR, labRoot } from './plan.js';
+import { allReady, labCondition, labNameProblem, labNamespaces, labNodeNames, nodeRows, podRows, upAction, type ExecTarget, type LabCondition, type NodeRow, type PodRow } from './up-plan.js';
+
+export const LAB_RECORD = 'lab.json';
+
+/** What `lab up` leaves in lab.json. */
+export interface LabRecord {
+  readonly name: string;
+  readonly nodes: readonly string[];
+  /** The loopback relay's port: the API server at https://127.0.0.1:<port>. */
+  readonly port: number;
+  /** The admin kubeconfig for the loopback URL. */
+  readonly kubeconfig: string;
+  readonly proxyMode: string;
+  readonly overlay: string;
+  readonly runPods: boolean;
+  readonly createdAt: string;
+}
+
+export interface LabUpOptions {
+  readonly runner: Runner;
+  readonly name: string;
+  readonly nodes: number;
+  readonly proxyMode: 'iptables' | 'nftables';
+  readonly overlay: 'vxlan' | 'none';
+  readonly runPods: boolean;
+  /** Default labRoot(). */
+  readonly root?: string;
+  /** Progress lines. */
+  readonly say: (line: string) => void;
+  /** How long to wait for every Node to be Ready (default 120 s). */
+  readonly readyTimeoutMs?: number;
+}
+
+function checkName(name: string): void {
+  const p = labNameProblem(name);
+  if (p) throw new NodenetError(ErrorCode.InvalidConfig, p);
+}
+
+export function readLabRecord(dir: string): LabRecord | null {
+  try {
+    return readJsonFile(`${dir}/${LAB_RECORD}`, (r) => ({
+      name: r.string('name'),
+      nodes: r.stringArray('nodes'),
+      port: r.int('port', { min: 1, max: 65535 }),
+      kubeconfig: r.string('kubeconfig'),
+      proxyMode: r.string('proxyMode'),
+      overlay: r.string('overlay'),
+      runPods: r.bool('runPods'),
+      createdAt: r.string('createdAt'),
+    }));
+  } catch {
+    return null;
+  }
+}
+
+/** The state of the lab named `name` under `root`. */
+export function labState(name: string, root = labRoot()): LabCondition {
+  const dir = labDir(name, root);
+  return labCondition(existsSync(dir), readOwner(dir), ownerAlive);
+}
+
+async function waitForFile(file: string, what: string, alive: () => boolean, timeoutMs = 10_000): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return readFileSync(file, 'utf8');
+    } catch {
+      /* not yet */
+    }
+    if (!alive()) throw new Error(`${what} exited at start`);
+    if (Date.now() > deadline) throw new Error(`${what} did not start in ${timeoutMs / 1000} s`);
+    await sleep(25);
+  }
+}
+
+async function kubectlJson(runner: Runner, kubeconfig: string, args: readonly string[]): Promise<unknown> {
+  const r = await runner.run(['kubectl', '--kubeconfig', kubeconfig, ...args, '-o', 'json'], { allowFailure: true });
+  if (r.exitCode !== 0) throw new NodenetError(ErrorCode.NotAvailable, `kubectl ${args.join(' ')}: ${r.stderr.trim() || `exit ${r.exitCode}`}`);
+  return JSON.parse(r.stdout) as unknown;
+}
+
+/**
+ * Builds the lab and returns once every Node is Ready. A crashed lab of the
+ * same name is removed first; a running one is refused. On failure,
+ * everything made so far is removed and the error says what failed, with
+ * the tail of the failing process's output.
+ */
+export async function labUp(o: LabUpOptions): Promise<LabRecord> {
+  checkName(o.name);
+  const nodes = labNodeNames(o.nodes);
+  const root = o.root ?? labRoot();
+  const cond = labState(o.name, root);
+  const action = upAction(cond);
+  if (action === 'refuse' && cond.state === 'running') {
+    throw new NodenetError(ErrorCode.AlreadyExists, `lab ${o.name} is already up (its control plane is pid ${cond.owner.pid}): use it (export KUBECONFIG=${labDir(o.name, root)}/kubeconfig), or nodenet lab down --name ${o.name}`);
+  }
+  if (action === 'clean-then-create' && cond.state === 'crashed') {
+    const removed = await labDown(o.runner, o.name, root);
+    o.say(`removed what the crashed lab ${o.name} left (${cond.why}): ${removed.length} item(s)`);
+  } else {
+    // No lab directory, but namespaces of that name (a crash before the directory was made): not ours to keep.
+    await labDown(o.runner, o.name, root);
+  }
+  const lab = await Lab.create(o.name, { runner: o.runner, root });
+  const dir = lab.runRoot;
+  try {
+    o.say(`control plane in ${lab.ul} (https://192.168.77.1:6443)...`);
+    const cp = await lab.startControlPlane({ nodes, detached: true });
+    // From here the lab belongs to its control plane: this command exits, the lab stays.
+    writeOwner(dir, { tag: o.name, namespacePrefix: `nn-${o.name}-` }, cp.pid!);
+    recordProcess(dir, 'control-plane', cp.pid!);
+    const nsRelay = await cp.startSocketRelay({ detached: true });
+    recordProcess(dir, 'relay (underlay)', nsRelay.pid!);
+    const portFile = `${dir}/loopback.port`;
+    const local = spawn(process.execPath, ['-e', relayScript({ host: '127.0.0.1', port: 0, portFile }, { unix: cp.apiSocket })], { detached: true, stdio: 'ignore' });
+    local.unref();
+    recordProcess(dir, 'relay (loopback)', local.pid!);
+    const port = Number(await waitForFile(portFile, 'the loopback relay', () => local.exitCode === null));
+    const url = `https://127.0.0.1:${port}`;
+    const kubeconfig = `${dir}/kubeconfig`;
+    writeFileSync(kubeconfig, readFileSync(cp.kubeconfig, 'utf8').replace(cp.url, url), { mode: 0o600 });
+    o.say(`API server on ${url}`);
+    for (const n of nodes) {
+      const config = { proxyMode: o.proxyMode, overlay: o.overlay, runPods: o.runPods };
+      const node = await lab.addNode(n, { clusterCIDR: CLUSTER_CIDR, config });
+      o.say(`node ${n}: ${node.ns}, eth0 ${node.underlayIP}, agent starting...`);
+      try {
+        await node.startAgent({ detached: true });
+      } catch (e) {
+        const log = tail(node.logFile, 15);
+        throw new Error(`the agent of ${n} did not start (config ${JSON.stringify(config)}): ${(e as Error).message}${log ? `\nlast lines of ${node.logFile}:\n${log}` : ''}`, { cause: e });
+      }
+      recordProcess(dir, `agent ${n}`, node.agentPid!);
+    }
+    const rec: LabRecord = { name: o.name, nodes, port, kubeconfig, proxyMode: o.proxyMode, overlay: o.overlay, runPods: o.runPods, createdAt: new Date().toISOString() };
+    writeFileDurable(`${dir}/${LAB_RECORD}`, `${JSON.stringify(rec, null, 2)}\n`);
+    o.say('waiting for every Node to be Ready...');
+    const deadline = Date.now() + (o.readyTimeoutMs ?? 120_000);
+    let rows: NodeRow[] = [];
+    let lastErr = '';
+    while (!allReady(rows, nodes.length)) {
+      if (Date.now() > deadline) throw new Error(`the Nodes are not all Ready after ${(o.readyTimeoutMs ?? 120_000) / 1000} s: ${JSON.stringify(rows)} ${lastErr}`);
+      for (const p of readProcesses(dir)) if (!isAlive(p.pid, p.startTime)) throw new Error(`${p.role} (pid ${p.pid}) exited while the Nodes came up`);
+      await sleep(300);
+      try {
+        rows = nodeRows(await kubectlJson(o.runner, kubeconfig, ['get', 'nodes']));
+      } catch (e) {
+        lastErr = (e as Error).message;
+      }
+    }
+    return rec;
+  } catch (e) {
+    await labDown(o.runner, o.name, root).catch(() => undefined);
+    if (e instanceof NodenetError) throw e;
+    throw new NodenetError(ErrorCode.NotAvailable, `lab ${o.name} did not come up, and what was made is removed again: ${(e as Error).message}`, { cause: e });
+  }
+}
+
+function tail(file: string, lines: number): string {
+  try {
+    return readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
+  } catch {
+    return '';
+  }
+}
+
+/**
+ * Removes every trace of the lab: its recorded processes (control plane,
+ * agents, relays), every process in its namespaces, the pod sandboxes under
+ * its nodes, the mounts under its run directory, its namespaces and the run
+ * directory. Idempotent. Returns a line per thing removed.
+ */
+export async function labDown(runner: Runner, name: string, root = labRoot()): Promise<string[]> {
+  checkName(name);
+  const dir = labDir(name, root);
+  const all = (await runner.run(['ip', 'netns', 'list'], { allowFailure: true })).stdout.split('\n').map((l) => l.split(' ')[0] ?? '').filter(Boolean);
+  return applyLeftovers(runner, { labDirs: existsSync(dir) ? [dir] : [], namespaces: labNamespaces(all, name) });
+}
+
+export interface LabSummary {
+  readonly name: string;
+  readonly state: LabCondition['state'];
+  /** Made by `lab up` (else by a test or the demo, in-process). */
+  readonly up: boolean;
+  readonly nodes: number;
+  readonly port: number | null;
+}
+
+/** Every lab under `root`. */
+export function listLabs(root = labRoot()): LabSummary[] {
+  let names: string[] = [];
+  try {
+    names = readdirSync(root, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name).sort();
+  } catch {
+    return [];
+  }
+  return names.map((name) => {
+    const dir = join(root, name);
+    const rec = readLabRecord(dir);
+    return { name, state: labCondition(true, readOwner(dir), ownerAlive).state, up: rec !== null, nodes: rec?.nodes.length ?? 0, port: rec?.port ?? null };
+  });
+}
+
+export interface LabStatus {
+  readonly record: LabRecord;
+  readonly state: LabCondition['state'];
+  readonly nodes: readonly (NodeRow & { readonly agent: string })[];
+  readonly pods: readonly PodRow[];
+  readonly processes: readonly (LabProcess & { readonly alive: boolean })[];
+  /** Why the API could not be asked, when it could not. */
+  readonly apiError: string | null;
+}
+
+function upRecord(name: string, root: string): { dir: string; record: LabRecord } {
+  checkName(name);
+  const dir = labDir(name, root);
+  const record = readLabRecord(dir);
+  if (!record) throw new NodenetError(ErrorCode.NotFound, `no lab ${name} made by nodenet lab up (no ${dir}/${LAB_RECORD})`);
+  return { dir, record };
+}
+
+/** The lab's Nodes and Pods from the API (through the loopback kubeconfig) and its processes. */
+export async function labStatus(runner: Runner, name: string, root = labRoot()): Promise<LabStatus> {
+  const { dir, record } = upRecord(name, root);
+  const processes = readProcesses(dir).map((p) => ({ ...p, alive: isAlive(p.pid, p.startTime) }));
+  const agentOf = (n: string) => {
+    const p = processes.find((x) => x.role === `agent ${n}`);
+    return p ? `${p.pid} ${p.alive ? 'running' : 'dead'}` : '-';
+  };
+  let nodes: NodeRow[] = [];
+  let pods: PodRow[] = [];
+  let apiError: string | null = null;
+  try {
+    nodes = nodeRows(await kubectlJson(runner, record.kubeconfig, ['get', 'nodes']));
+    pods = podRows(await kubectlJson(runner, record.kubeconfig, ['get', 'pods', '-A']));
+  } catch (e) {
+    apiError = (e as Error).message;
+  }
+  const seen = new Set(nodes.map((n) => n.name));
+  const rows = [...nodes, ...record.nodes.filter((n) => !seen.has(n)).map((n) => ({ name: n, internalIP: '-', podCIDR: '-', ready: 'Unknown' }))];
+  return { record, state: labState(name, root).state, nodes: rows.map((n) => ({ ...n, agent: agentOf(n.name) })), pods, processes, apiError };
+}
+
+/**
+ * The argv that runs `cmd` in a node's namespace (nsenter --net) or in a
+ * pod's (nsenter --target <pause pid> --net --uts --ipc), the pod found by
+ * the embedded kubelet's record under its node's run directory.
+ */
+export function labExecArgv(name: string, target: ExecTarget, cmd: readonly string[], root = labRoot()): string[] {
+  const { dir, record } = upRecord(name, root);
+  if (target.kind === 'node') {
+    if (!record.nodes.includes(target.node)) throw new NodenetError(ErrorCode.NotFound, `lab ${name} has no node ${target.node} (${record.nodes.join(', ')})`);
+    return ['nsenter', `--net=/var/run/netns/nn-${name}-${target.node}`, '--', ...cmd];
+  }
+  for (const n of record.nodes) {
+    const runtime = new PodRuntime({ runDir: `${dir}/${n}/run`, pauseBin: pausePath() });
+    for (const r of runtime.records()) {
+      if (r.namespace !== target.namespace || r.name !== target.name) continue;
+      if (!r.sandbox || !isAlive(r.sandbox.pid, r.sandbox.startTime)) throw new NodenetError(ErrorCode.NotFound, `pod ${target.namespace}/${target.name} on ${n} has no running sandbox`);
+      return ['nsenter', `--target=${r.sandbox.pid}`, '--net', '--uts', '--ipc', '--', ...cmd];
+    }
+  }
+  throw new NodenetError(ErrorCode.NotFound, `no pod ${target.namespace}/${target.name} runs on the nodes of lab ${name} (no kubelet record under ${dir}/<node>/run/kubelet)`);
+}
+
+/** The lab's node names, from lab.json. */
+export function labNodeList(name: string, root = labRoot()): readonly string[] {
+  return upRecord(name, root).record.nodes;
+}

@@ -1,0 +1,155 @@
+/**
+ * `nodenet lab up|status|exec|down` as a user runs them: the real CLI from
+ * dist/ (npm run build first), the real kubectl with the KUBECONFIG `up`
+ * prints. Two labs of different names run side by side; a running lab is
+ * not built twice; a crashed one (its control plane and agents SIGKILLed)
+ * is removed by the next `up` of its name; `down` leaves nothing behind:
+ * no namespace of the lab, no process it recorded (nor a pod's pause), no
+ * run directory, no loopback listener. Lab names are unique to this run
+ * (t<pid>a, t<pid>b), so a user's lab is never touched; teardown downs
+ * both, also when a case fails.
+ */
+import t, { type Test } from 'tap';
+import { existsSync, readFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import { REPO } from '../agent/src/lab/lab.js';
+import { readProcesses, type LabProcess } from '../agent/src/lab/owner.js';
+import { labRoot } from '../agent/src/lab/plan.js';
+import { isAlive } from '../agent/src/netns/proc.js';
+import { runner } from '../agent/src/testing/lab.js';
+import { waitFor } from '../agent/src/testing/wait.js';
+
+const base = `t${process.pid.toString(36)}`;
+const A = `${base}a`;
+const B = `${base}b`;
+const dirOf = (name: string) => `${labRoot()}/${name}`;
+
+const nodenet = (...args: string[]) => runner.run([process.execPath, `${REPO}bin/nodenet.js`, ...args], { allowFailure: true, timeoutMs: 240_000 });
+const kubectl = (kubeconfig: string, ...args: string[]) => runner.run(['kubectl', '--kubeconfig', kubeconfig, ...args], { allowFailure: true, timeoutMs: 60_000 });
+
+async function namespacesOf(name: string): Promise<string[]> {
+  return (await runner.run(['ip', 'netns', 'list'])).stdout.split('\n').map((l) => l.split(' ')[0] ?? '').filter((n) => n.startsWith(`nn-${name}-`));
+}
+
+function portOpen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const c = connect(port, '127.0.0.1');
+    c.once('connect', () => { c.destroy(); resolve(true); });
+    c.once('error', () => resolve(false));
+  });
+}
+
+async function readyNodes(kubeconfig: string): Promise<string[]> {
+  const r = await kubectl(kubeconfig, 'get', 'nodes', '-o', 'jsonpath={range .items[*]}{.metadata.name}={.status.conditions[?(@.type=="Ready")].status}{"\\n"}{end}');
+  return r.stdout.split('\n').filter((l) => l.endsWith('=True')).map((l) => l.split('=')[0]!).sort();
+}
+
+/** What a removed lab must not leave, checked against what it had recorded. */
+async function assertGone(t: Test, name: string, recorded: readonly LabProcess[], port: number): Promise<void> {
+  t.same(await namespacesOf(name), [], `no namespace nn-${name}-*`);
+  t.equal(existsSync(dirOf(name)), false, 'no run directory');
+  t.same(recorded.filter((p) => isAlive(p.pid, p.startTime)).map((p) => p.role), [], 'no recorded process runs');
+  t.equal(await portOpen(port), false, `nothing listens on 127.0.0.1:${port}`);
+  const mounts = (await runner.run(['findmnt', '-rn', '-o', 'TARGET'])).stdout.split('\n').filter((m) => m.startsWith(`${dirOf(name)}/`));
+  t.same(mounts, [], 'no mount under the run directory');
+}
+
+t.teardown(async () => {
+  await nodenet('lab', 'down', '--name', A);
+  await nodenet('lab', 'down', '--name', B);
+});
+
+let kcA = '';
+let portA = 0;
+
+t.test('lab up: a 2-node cluster, Ready, used with the printed KUBECONFIG', async (t) => {
+  const up = await nodenet('lab', 'up', '--name', A, '--nodes', '2');
+  t.equal(up.exitCode, 0, `${up.stdout}${up.stderr}`);
+  const m = /export KUBECONFIG=(\S+)/.exec(up.stdout);
+  t.ok(m, 'it prints the KUBECONFIG to use');
+  kcA = m![1]!;
+  t.equal(kcA, `${dirOf(A)}/kubeconfig`);
+  t.match(readFileSync(kcA, 'utf8'), /server: https:\/\/127\.0\.0\.1:\d+/, 'on loopback');
+  portA = Number(/127\.0\.0\.1:(\d+)/.exec(readFileSync(kcA, 'utf8'))![1]);
+  t.same(await readyNodes(kcA), ['n1', 'n2'], 'kubectl get nodes: 2 Ready nodes');
+  const again = await nodenet('lab', 'up', '--name', A);
+  t.equal(again.exitCode, 1, 'a running lab is not built twice');
+  t.match(again.stderr, new RegExp(`lab ${A} is already up`));
+});
+
+t.test('lab status and lab exec on a node; exit codes pass through', async (t) => {
+  const st = await nodenet('lab', 'status', '--name', A);
+  t.equal(st.exitCode, 0, st.stderr);
+  t.match(st.stdout, /n1\s+192\.168\.77\.11\s+10\.244\.\d+\.0\/24\s+Ready\s+\d+ running/);
+  t.match(st.stdout, /n2\s+192\.168\.77\.12\s+10\.244\.\d+\.0\/24\s+Ready\s+\d+ running/);
+  const ex = await nodenet('lab', 'exec', '--name', A, 'n1', '--', 'ip', '-br', 'addr');
+  t.equal(ex.exitCode, 0, ex.stderr);
+  t.match(ex.stdout, /eth0\S*\s+UP\s+192\.168\.77\.11\/24/, "n1's own namespace");
+  t.equal((await nodenet('lab', 'exec', '--name', A, 'n2', '--', 'sh', '-c', 'exit 7')).exitCode, 7);
+  const none = await nodenet('lab', 'exec', '--name', A, 'n9/x', '--', 'true');
+  t.equal(none.exitCode, 1);
+  t.match(none.stderr, /no pod n9\/x/);
+});
+
+t.test('a pod run by the cluster: lab exec enters its namespaces, status lists it', async (t) => {
+  const run = await kubectl(kcA, 'run', 'web', '--image=nodenet/host', '--command', '--', process.execPath, `${REPO}bin/nodenet.js`, 'serve', '--udp', '');
+  t.equal(run.exitCode, 0, run.stderr);
+  let ip = '';
+  await waitFor(async () => {
+    const r = await kubectl(kcA, 'get', 'pod', 'web', '-o', 'jsonpath={.status.phase} {.status.podIP}');
+    [, ip = ''] = r.stdout.split(' ');
+    return r.stdout.startsWith('Running ') && ip !== '';
+  }, 'the pod web to run', { timeoutMs: 60_000, intervalMs: 250 });
+  const ex = await nodenet('lab', 'exec', '--name', A, 'default/web', '--', 'hostname');
+  t.equal(ex.exitCode, 0, ex.stderr);
+  t.equal(ex.stdout.trim(), 'web', "the pod's UTS namespace");
+  const addr = await nodenet('lab', 'exec', '--name', A, 'web', '--', 'ip', '-br', '-4', 'addr', 'show', 'eth0');
+  t.match(addr.stdout, new RegExp(`${ip.replace(/\./g, '\\.')}/24`), "the pod's network namespace");
+  t.match((await nodenet('lab', 'status', '--name', A)).stdout, new RegExp(`default/web\\s+n\\d\\s+${ip.replace(/\./g, '\\.')}\\s+Running`));
+});
+
+t.test('a second lab of another name runs beside the first; a crashed one is replaced by the next up', async (t) => {
+  const up = await nodenet('lab', 'up', '--name', B, '--nodes', '1');
+  t.equal(up.exitCode, 0, `${up.stdout}${up.stderr}`);
+  const kcB = /export KUBECONFIG=(\S+)/.exec(up.stdout)![1]!;
+  const portB = Number(/127\.0\.0\.1:(\d+)/.exec(readFileSync(kcB, 'utf8'))![1]);
+  t.not(portB, portA, 'each lab has its own loopback port');
+  t.same(await readyNodes(kcB), ['n1']);
+  t.same(await readyNodes(kcA), ['n1', 'n2'], 'the first lab is untouched');
+  const all = await nodenet('lab', 'status');
+  t.match(all.stdout, new RegExp(`${A}\\s+running\\s+lab up\\s+2`));
+  t.match(all.stdout, new RegExp(`${B}\\s+running\\s+lab up\\s+1`));
+
+  // The crash: the control plane and the agent die at once; the relays and the namespaces stay behind.
+  const before = readProcesses(dirOf(B));
+  for (const p of before.filter((x) => x.role === 'control-plane' || x.role.startsWith('agent '))) process.kill(p.pid, 'SIGKILL');
+  await waitFor(() => before.filter((x) => x.role === 'control-plane').every((p) => !isAlive(p.pid, p.startTime)), 'the control plane to die');
+  t.match((await nodenet('lab', 'status', '--name', B)).stdout, new RegExp(`lab ${B}: crashed`));
+  const again = await nodenet('lab', 'up', '--name', B, '--nodes', '1');
+  t.equal(again.exitCode, 0, `${again.stdout}${again.stderr}`);
+  t.match(again.stdout, new RegExp(`removed what the crashed lab ${B} left`), 'up says it removed the crashed lab');
+  t.same(before.filter((p) => isAlive(p.pid, p.startTime)).map((p) => p.role), [], "the crashed lab's relays are gone too");
+  t.same(await readyNodes(kcB), ['n1'], 'the new lab answers on the same kubeconfig path');
+  t.same(await readyNodes(kcA), ['n1', 'n2']);
+
+  const recordedB = readProcesses(dirOf(B));
+  const newPortB = Number(/127\.0\.0\.1:(\d+)/.exec(readFileSync(kcB, 'utf8'))![1]);
+  const down = await nodenet('lab', 'down', '--name', B);
+  t.equal(down.exitCode, 0, down.stderr);
+  await assertGone(t, B, recordedB, newPortB);
+  t.same(await readyNodes(kcA), ['n1', 'n2'], 'downing one lab leaves the other');
+});
+
+t.test('lab down removes every trace, pods included, and is idempotent', async (t) => {
+  const recorded = readProcesses(dirOf(A));
+  const pods = (await runner.run(['sh', '-c', `cat ${dirOf(A)}/*/run/kubelet/*.json 2>/dev/null || true`])).stdout;
+  const pausePids = [...pods.matchAll(/"sandbox":\{"name":"[^"]+","pid":(\d+),"startTime":"(\d+)"/g)].map((m) => ({ role: 'pause', pid: Number(m[1]), startTime: m[2]! }));
+  t.ok(pausePids.length >= 1, 'the pod web had a pause holder');
+  const down = await nodenet('lab', 'down', '--name', A);
+  t.equal(down.exitCode, 0, down.stderr);
+  t.match(down.stdout, new RegExp(`lab ${A} removed`));
+  await assertGone(t, A, [...recorded, ...pausePids], portA);
+  const again = await nodenet('lab', 'down', '--name', A);
+  t.equal(again.exitCode, 0);
+  t.match(again.stdout, new RegExp(`no lab ${A}: nothing to remove`));
+});
