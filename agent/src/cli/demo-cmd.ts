@@ -122,19 +122,30 @@ export async function demoCommand(argv: readonly string[], deps: DemoDeps): Prom
   if (mode !== 'iptables' && mode !== 'nftables') throw new FlagError(`--proxy-mode must be iptables or nftables, got ${JSON.stringify(mode)}`);
   const lab = await deps.createLab('demo');
   const watchers: ChildProcess[] = [];
-  let cleaned = false;
-  const cleanup = async () => {
-    if (cleaned) return;
-    cleaned = true;
-    for (const w of watchers) w.kill('SIGKILL');
-    say('\ncleaning up: pods, agents, control plane, namespaces');
-    await lab.destroy();
+  // One cleanup, whoever asks first (the end of the demo, a signal, a reader gone): the others wait for it.
+  let cleaning: Promise<void> | null = null;
+  const cleanup = (): Promise<void> => {
+    cleaning ??= (async () => {
+      for (const w of watchers) w.kill('SIGKILL');
+      try {
+        say('\ncleaning up: pods, agents, control plane, namespaces');
+      } catch {
+        // stdout is gone
+      }
+      await lab.destroy();
+    })();
+    return cleaning;
   };
   const onSignal = () => {
     void cleanup().then(() => process.exit(130));
   };
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
+  // A reader that goes away (`npm start | head`) must not leave the lab behind: EPIPE cleans up and exits.
+  const onPipe = (e: NodeJS.ErrnoException) => {
+    if (e.code === 'EPIPE') void cleanup().catch(() => undefined).then(() => process.exit(141));
+  };
+  process.stdout.on('error', onPipe);
   const step = (n: number, title: string) => say(`\n== ${n}. ${title}`);
   const explain = (s: string) => say(`   ${s}`);
   const indent = (s: string) => s.trimEnd().split('\n').map((l) => `   | ${l}`).join('\n');
