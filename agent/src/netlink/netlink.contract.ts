@@ -197,7 +197,11 @@ export function netlinkContract(t: Tap, makeEnv: (t: Tap) => Promise<ContractEnv
     await node.appendFdb({ dev: 'vxlan0', mac, dst: '192.168.50.3' });
     t.same((await node.listFdb('vxlan0')).map((f) => [f.mac, f.dst, f.permanent]), [[mac, '192.168.50.3', true]], 'one fdb entry after two appends');
     await node.appendFdb({ dev: 'vxlan0', mac, dst: '192.168.50.4' });
-    t.same((await node.listFdb('vxlan0')).map((f) => f.dst), ['192.168.50.3'], 'another destination appended to a unicast MAC changes nothing (the overlay deletes the old one first)');
+    t.same((await node.listFdb('vxlan0')).map((f) => f.dst), ['192.168.50.3'], 'another destination appended to a unicast MAC changes nothing');
+    await node.replaceFdb({ dev: 'vxlan0', mac, dst: '192.168.50.4' });
+    await node.replaceFdb({ dev: 'vxlan0', mac, dst: '192.168.50.4' });
+    t.same((await node.listFdb('vxlan0')).map((f) => [f.mac, f.dst]), [[mac, '192.168.50.4']], 'replace moves the entry to the new destination in one request (twice: the same)');
+    await node.replaceFdb({ dev: 'vxlan0', mac, dst: '192.168.50.3' });
     await node.addNeigh({ dev: 'vxlan0', ip: '10.244.2.0', mac, permanent: true });
     await node.addNeigh({ dev: 'vxlan0', ip: '10.244.2.0', mac, permanent: true });
     t.same((await node.listNeighs('vxlan0')).map((n) => [n.ip, n.mac, n.permanent]), [['10.244.2.0', mac, true]]);

@@ -532,6 +532,17 @@ class FakeNetlink implements NetlinkOps {
     this.log(`fdb append ${e.mac} dev ${e.dev} dst ${e.dst}`);
   }
 
+  async replaceFdb(e: { dev: string; mac: string; dst: string }): Promise<void> {
+    const ns = this.enter(`replaceFdb ${e.mac} dev ${e.dev}`);
+    checkMac('replaceFdb', e.mac);
+    parseIPv4(e.dst);
+    const l = this.must(e.dev);
+    if (ns.fdb.length === 1 + ns.fdb.filter((f) => !(f.ifIndex === l.index && f.mac === e.mac)).length && ns.fdb.some((f) => f.ifIndex === l.index && f.mac === e.mac && f.dst === e.dst)) return;
+    ns.fdb = ns.fdb.filter((f) => !(f.ifIndex === l.index && f.mac === e.mac));
+    ns.fdb.push({ ifIndex: l.index, mac: e.mac, dst: e.dst });
+    this.log(`fdb replace ${e.mac} dev ${e.dev} dst ${e.dst}`);
+  }
+
   async delFdb(e: { dev: string; mac: string; dst?: string }): Promise<void> {
     const ns = this.enter(`delFdb ${e.mac} dev ${e.dev}`);
     const l = ns.byName(e.dev);

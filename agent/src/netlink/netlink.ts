@@ -434,6 +434,13 @@ export class NetlinkHandle implements NetlinkOps {
     await this.req(`appendFdb ${e.mac} dev ${e.dev} dst ${e.dst}`, (s) => s.newNeighbor(data, attrs, { flags: CREATE_APPEND }));
   }
 
+  async replaceFdb(e: { dev: string; mac: string; dst: string }): Promise<void> {
+    const l = await this.linkOrThrow(e.dev);
+    const data: rt.Neighbor = { family: AF_BRIDGE, ifindex: l.index, state: { permanent: true }, flags: { self: true } };
+    const attrs: rt.NeighborAttrs = { lladdr: macToBuffer(e.mac), dst: ipToBuffer(e.dst) };
+    await this.req(`replaceFdb ${e.mac} dev ${e.dev} dst ${e.dst}`, (s) => s.newNeighbor(data, attrs, { flags: CREATE_REPLACE }));
+  }
+
   async delFdb(e: { dev: string; mac: string; dst?: string }): Promise<void> {
     const l = await this.getLink(e.dev);
     if (!l) return;

@@ -200,6 +200,12 @@ export interface NetlinkOps {
 
   /** `bridge fdb append MAC dev DEV dst IP` (vxlan devices). Idempotent. */
   appendFdb(e: { dev: string; mac: string; dst: string }): Promise<void>;
+  /**
+   * `bridge fdb replace MAC dev DEV dst IP` (vxlan devices): the MAC's entry points at dst afterwards, created
+   * or its destination replaced in one request (an append to a unicast MAC that has a destination changes
+   * nothing). Idempotent.
+   */
+  replaceFdb(e: { dev: string; mac: string; dst: string }): Promise<void>;
   /** Deletes the entry for mac (and dst if given). Idempotent. */
   delFdb(e: { dev: string; mac: string; dst?: string }): Promise<void>;
   /** Static fdb entries of a device (NTF_SELF). */

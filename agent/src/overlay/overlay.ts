@@ -291,6 +291,7 @@ export class VxlanOverlay {
       case 'delRoute': return nl.delRoute({ dst: op.dst, dev, ...(op.gw ? { gw: op.gw } : {}) });
       case 'addNeigh': return nl.addNeigh({ dev, ip: op.ip, mac: op.mac, permanent: true });
       case 'appendFdb': return nl.appendFdb({ dev, mac: op.mac, dst: op.dst });
+      case 'replaceFdb': return nl.replaceFdb({ dev, mac: op.mac, dst: op.dst });
       case 'addRoute': return nl.addRoute({ dst: op.dst, gw: op.gw, dev, onlink: true });
       case 'delFdb': return nl.delFdb({ dev, mac: op.mac, ...(op.dst ? { dst: op.dst } : {}) });
       case 'delNeigh': return nl.delNeigh({ dev, ip: op.ip });

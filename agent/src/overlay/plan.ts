@@ -48,6 +48,7 @@ export type OverlayOp =
   | { readonly op: 'delRoute'; readonly dst: string; readonly gw?: string; readonly node?: string }
   | { readonly op: 'addNeigh'; readonly ip: string; readonly mac: string; readonly node: string }
   | { readonly op: 'appendFdb'; readonly mac: string; readonly dst: string; readonly node: string }
+  | { readonly op: 'replaceFdb'; readonly mac: string; readonly dst: string; readonly node: string }
   | { readonly op: 'addRoute'; readonly dst: string; readonly gw: string; readonly node: string }
   | { readonly op: 'delFdb'; readonly mac: string; readonly dst?: string; readonly node?: string }
   | { readonly op: 'delNeigh'; readonly ip: string; readonly node?: string };
@@ -63,6 +64,7 @@ export function describeOp(o: OverlayOp, dev: string): string {
     case 'delRoute': return `route del ${o.dst}${o.gw ? ` via ${o.gw}` : ''} dev ${dev}`;
     case 'addNeigh': return `neigh replace ${o.ip} lladdr ${o.mac} dev ${dev} nud permanent`;
     case 'appendFdb': return `fdb append ${o.mac} dev ${dev} dst ${o.dst}`;
+    case 'replaceFdb': return `fdb replace ${o.mac} dev ${dev} dst ${o.dst}`;
     case 'addRoute': return `route replace ${o.dst} via ${o.gw} dev ${dev} onlink`;
     case 'delFdb': return `fdb del ${o.mac} dev ${dev}${o.dst ? ` dst ${o.dst}` : ''}`;
     case 'delNeigh': return `neigh del ${o.ip} dev ${dev}`;
@@ -106,15 +108,11 @@ export function planOverlay(leases: readonly Lease[], cur: DeviceState): Overlay
   }
   for (const [key, l] of wantFdb) {
     if (haveFdb.has(key)) continue;
-    // The MAC's entry with another destination goes first: an append to an existing unicast entry does nothing.
-    for (const f of cur.fdb) {
-      const k = `${f.mac}|${f.dst ?? ''}`;
-      if (f.ifIndex === dev && f.mac === l.vtepMac && !wantFdb.has(k) && !fdbGone.has(k)) {
-        fdbGone.add(k);
-        ops.push({ op: 'delFdb', mac: f.mac, ...(f.dst ? { dst: f.dst } : {}), node: l.node });
-      }
-    }
-    ops.push({ op: 'appendFdb', mac: l.vtepMac, dst: l.publicIP, node: l.node });
+    // The MAC has an entry with another destination (a new public IP): replaced in place, in one request, so
+    // the peer is never without one (an append to a unicast entry that has a destination changes nothing).
+    const old = cur.fdb.filter((f) => f.ifIndex === dev && f.mac === l.vtepMac && !wantFdb.has(`${f.mac}|${f.dst ?? ''}`));
+    for (const f of old) fdbGone.add(`${f.mac}|${f.dst ?? ''}`);
+    ops.push({ op: old.length ? 'replaceFdb' : 'appendFdb', mac: l.vtepMac, dst: l.publicIP, node: l.node });
   }
   // 3. Routes, last of what is added.
   for (const [dst, l] of wantRoute) {
