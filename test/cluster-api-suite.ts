@@ -148,7 +148,7 @@ export function clusterApiSuite(mode: Mode): void {
 
   t.before(async () => {
     lab = await newLab(mode === 'iptables' ? 'ai' : 'an');
-    cp = await lab.startControlPlane({ nodes: NODES, args: ['--node-monitor-grace-period', '8s'] });
+    cp = await lab.startControlPlane({ nodes: NODES, args: ['--node-monitor-grace-period', '8s', '--orphan-pod-quarantine', '2s'] });
     kubeconfig = (await cp.localAccess()).kubeconfig;
     const cfg = { proxyMode: mode, proxyMinSyncMs: 100, nodeLeaseDurationSeconds: 4, overlay: 'vxlan', runPods: true };
     n1 = await lab.addNode('n1', { clusterCIDR: '10.244.0.0/16', config: cfg });
@@ -245,6 +245,21 @@ export function clusterApiSuite(mode: Mode): void {
     t.ok(seen.every((p) => others.includes(p)), `only n1's and n3's Pods answer: ${seen.join(', ')}`);
     const events = await kubectl('get', 'events', '-A', '--field-selector', 'involvedObject.name=n2');
     t.match(events, /NodeNotReady/, 'the Event says why');
+  });
+
+  t.test(`${mode}: a Node deleted: the pod GC deletes its Pods, they are replaced on the others, its overlay entries go`, async (t) => {
+    // n2's agent is down since the case before: a Node that is gone for good.
+    const cidr = (await kubectl('get', 'node', 'n2', '-o', 'jsonpath={.spec.podCIDR}')).trim();
+    t.match(cidr, /^10\.244\.\d+\.0\/24$/);
+    t.match(await n1.exec(['ip', 'route', 'show', 'dev', 'nodenet.1']).then((r) => r.stdout), new RegExp(`^${cidr.replace(/[./]/g, '\\$&')} via`, 'm'), "n1 routes n2's pods over the overlay");
+    await kubectl('delete', 'node', 'n2');
+    const names = await converged(4, ['n1', 'n3'], "n2's Pods replaced on n1 and n3");
+    t.equal(names.length, 4);
+    t.notOk(seenPods.some((p) => p.node === 'n2'), 'no Pod of the API is bound to n2 any more');
+    const events = await kubectl('get', 'events', '--field-selector', 'reason=PodGCOrphaned');
+    t.match(events, /node n2 no longer exists/, 'the Event says why');
+    await waitOr(async () => !(await n1.exec(['ip', 'route', 'show', 'dev', 'nodenet.1'])).stdout.includes(cidr), "n2's route gone from n1");
+    t.notMatch((await n1.exec(['bridge', 'fdb', 'show', 'dev', 'nodenet.1'])).stdout, new RegExp(n2.underlayIP.split('/')[0]!.replace(/\./g, '\\.')), "and its FDB entry");
   });
 
   t.test(`${mode}: kubectl delete: the Service's rules go`, async (t) => {

@@ -8,13 +8,14 @@ import { DEFAULT_NODE_PORT_RANGE, DEFAULT_SERVICE_CIDR, parsePortRange } from '.
 import { DEFAULT_CLUSTER_CIDR, DEFAULT_NODE_MASK } from '../controlplane/controllers/node-ipam.js';
 import { parseLoadBalancerPool } from '../controlplane/controllers/loadbalancer.js';
 import { DEFAULT_NODE_MONITOR_GRACE_PERIOD_MS } from '../controlplane/controllers/node-lifecycle.js';
+import { DEFAULT_ORPHAN_QUARANTINE_MS } from '../controlplane/controllers/pod-gc.js';
 import { parseCidr } from '../net/ip.js';
 import { FlagError, parseFlags, type FlagSpecs } from './flags.js';
 
 export const CONTROL_PLANE_USAGE = `usage: nodenet control-plane [--data-dir D] [--listen ADDR:PORT] [--node N[,N...]] [--host SAN[,SAN...]]
                              [--insecure-http] [--history-seconds S] [--service-cidr CIDR] [--service-node-port-range FROM-TO]
                              [--cluster-cidr CIDR] [--node-cidr-mask-size N] [--node-monitor-grace-period D]
-                             [--load-balancer-ip-pool CIDR|START-END[,...]]
+                             [--orphan-pod-quarantine D] [--load-balancer-ip-pool CIDR|START-END[,...]]
                              [--log-level L] [--log-file F]
 Serves the Kubernetes API (core/v1 Namespaces, Nodes, Pods, Services, Events; EndpointSlices; Deployments,
 ReplicaSets; Leases) from a SQLite database in the data directory, for kubectl and the agents.
@@ -29,6 +30,8 @@ ReplicaSets; Leases) from a SQLite database in the data directory, for kubectl a
   --node-cidr-mask-size N  ... of this size (default 24)
   --node-monitor-grace-period D  a Node whose Lease is not renewed for this long becomes Ready=Unknown, tainted
                       unreachable, its Pods not ready (seconds, or a duration such as 40s, 1m30s, 500ms; default 40s)
+  --orphan-pod-quarantine D  the Pods of a Node that is gone are deleted once it has been gone this long
+                      (the pod GC; upstream's fixed 40s is the default)
   --load-balancer-ip-pool CIDR|START-END[,...]  LoadBalancer Services get their EXTERNAL-IP from here (a CIDR
                       without its network and broadcast addresses); without a pool they stay <pending>
   --history-seconds S how long watch history is kept for resuming watchers (default 300); older resourceVersions get 410
@@ -47,6 +50,7 @@ export interface ControlPlaneArgs {
   readonly clusterCIDR: string;
   readonly nodeCIDRMaskSize: number;
   readonly nodeMonitorGracePeriodMs: number;
+  readonly orphanPodQuarantineMs: number;
   readonly loadBalancerPool?: string;
   readonly logLevel: string;
   readonly logFile?: string;
@@ -64,6 +68,7 @@ const SPECS: FlagSpecs = {
   'cluster-cidr': { type: 'string' },
   'node-cidr-mask-size': { type: 'string' },
   'node-monitor-grace-period': { type: 'string' },
+  'orphan-pod-quarantine': { type: 'string' },
   'load-balancer-ip-pool': { type: 'string' },
   'log-level': { type: 'string' },
   'log-file': { type: 'string' },
@@ -133,6 +138,9 @@ export function controlPlaneArgs(flags: ReadonlyMap<string, string>): ControlPla
   const graceText = flags.get('node-monitor-grace-period') ?? `${DEFAULT_NODE_MONITOR_GRACE_PERIOD_MS / 1000}s`;
   const nodeMonitorGracePeriodMs = parseDurationMs(graceText);
   if (nodeMonitorGracePeriodMs === null || nodeMonitorGracePeriodMs <= 0) throw new FlagError(`--node-monitor-grace-period ${JSON.stringify(graceText)}: a duration more than 0, in seconds (40) or with a unit (40s, 1m30s, 500ms)`);
+  const quarantineText = flags.get('orphan-pod-quarantine') ?? `${DEFAULT_ORPHAN_QUARANTINE_MS / 1000}s`;
+  const orphanPodQuarantineMs = parseDurationMs(quarantineText);
+  if (orphanPodQuarantineMs === null) throw new FlagError(`--orphan-pod-quarantine ${JSON.stringify(quarantineText)}: a duration, in seconds (40) or with a unit (40s, 1m30s, 500ms)`);
   const loadBalancerPool = flags.get('load-balancer-ip-pool');
   if (loadBalancerPool !== undefined) {
     try {
@@ -154,6 +162,7 @@ export function controlPlaneArgs(flags: ReadonlyMap<string, string>): ControlPla
     clusterCIDR,
     nodeCIDRMaskSize,
     nodeMonitorGracePeriodMs,
+    orphanPodQuarantineMs,
     ...(loadBalancerPool !== undefined ? { loadBalancerPool } : {}),
     logLevel,
     ...(logFile ? { logFile } : {}),

@@ -29,6 +29,7 @@ import { loadSchemas } from './api/schema.js';
 import { ApiMetrics } from './api/metrics.js';
 import { GarbageCollector } from './gc/garbage-collector.js';
 import { NodeIpam } from './controllers/node-ipam.js';
+import { PodGarbageCollector, POD_GC_COMPONENT } from './controllers/pod-gc.js';
 import { EndpointSliceController } from './controllers/endpointslice.js';
 import { ReplicaSetController } from './controllers/replicaset.js';
 import { DeploymentController } from './controllers/deployment.js';
@@ -69,6 +70,8 @@ export interface ControlPlaneOptions {
   readonly nodeCIDRMaskSize?: number;
   /** How long a Node may go without renewing its Lease or posting a heartbeat before it is Ready=Unknown (ms; default 40 s). */
   readonly nodeMonitorGracePeriodMs?: number;
+  /** The pod GC deletes the Pods of a Node gone this long (default 40 s, upstream's quarantine). */
+  readonly orphanPodQuarantineMs?: number;
   /** LoadBalancer Services' ingress IPs come from here (CIDR or START-END, comma-separated); none: they stay pending. */
   readonly loadBalancerPool?: string;
 }
@@ -229,6 +232,8 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
   loadBalancers.start();
   const gc = new GarbageCollector({ rest, store, clock, log: log.child({ [F.subsys]: 'controlplane/gc' }) });
   gc.start();
+  const podGc = new PodGarbageCollector({ rest, store, clock, log: log.child({ [F.subsys]: 'controlplane/pod-gc' }), events: events.recorder(POD_GC_COMPONENT), ...(o.orphanPodQuarantineMs !== undefined ? { quarantineMs: o.orphanPodQuarantineMs } : {}) });
+  podGc.start();
   const metrics = new ApiMetrics(() => store.counts());
   const server = new ApiServer({ rest, store, tokens, metrics, anonymousAdmin: o.insecureHttp === true, log: log.child({ [F.subsys]: 'controlplane/api' }), clock, openapi: new OpenApi(schemas), version: o.version, ...(pki ? { tls: { cert: pki.cert, key: pki.key } } : {}) });
   let addr;
@@ -236,6 +241,7 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
     addr = await server.listen(o.port, o.host);
   } catch (e) {
     gc.stop();
+    podGc.stop();
     loadBalancers.stop();
     lifecycle.stop();
     scheduler.stop();
@@ -264,6 +270,7 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
     async stop() {
       await server.close();
       gc.stop();
+      podGc.stop();
       loadBalancers.stop();
       lifecycle.stop();
       scheduler.stop();
