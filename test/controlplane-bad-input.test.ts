@@ -55,6 +55,12 @@ function call(method: string, path: string, body?: string | Buffer, headers: Rec
 }
 
 const SVCS = '/api/v1/namespaces/default/services';
+const PB = { 'Content-Type': 'application/vnd.kubernetes.protobuf' };
+/** A length-delimited protobuf field (numbers under 16, payloads under 128 bytes), and a body: the magic, then a runtime.Unknown of a v1 kind. */
+const pbLen = (num: number, b: Buffer) => Buffer.concat([Buffer.from([(num << 3) | 2, b.length]), b]);
+const pb = (kind: string, raw: Buffer) => Buffer.concat([Buffer.from([0x6b, 0x38, 0x73, 0x00]), pbLen(1, Buffer.concat([pbLen(1, Buffer.from('v1')), pbLen(2, Buffer.from(kind))])), pbLen(2, raw)]);
+/** A Service `pbx` with one port: metadata{name=1}=1, spec{ports=1{port=3}}=2. */
+const pbSvc = (port: number) => Buffer.concat([pbLen(1, pbLen(1, Buffer.from('pbx'))), pbLen(2, pbLen(1, Buffer.from([3 << 3, port])))]);
 const svc = (name: string, extra: Record<string, unknown> = {}) => JSON.stringify({ apiVersion: 'v1', kind: 'Service', metadata: { name }, spec: { ports: [{ port: 80 }] }, ...extra });
 
 function isStatus(t: Test, r: Reply, code: number, reason: string, message?: RegExp): void {
@@ -87,7 +93,13 @@ t.test('each bad request gets its Status and stores nothing', async (t) => {
     ['a path traversal in a name (GET)', () => call('GET', `${SVCS}/..%2F..%2Fnamespaces`), 404, 'NotFound'],
     ['a path traversal in a name (create)', () => call('POST', SVCS, svc('../../etc')), 422, 'Invalid', /metadata\.name: Invalid value: "\.\.\/\.\.\/etc"/],
     ['a name in the body unlike the path (PUT)', () => call('PUT', `${SVCS}/a`, svc('b')), 400, 'BadRequest', /does not match/],
-    ['protobuf', () => call('POST', SVCS, Buffer.from([0x6b, 0x38, 0x73, 0x00]), { 'Content-Type': 'application/vnd.kubernetes.protobuf' }), 415, 'UnsupportedMediaType'],
+    ['protobuf: not the magic', () => call('POST', SVCS, Buffer.from('{}'), PB), 400, 'BadRequest', /does not start with the magic/],
+    ['protobuf: the magic alone', () => call('POST', SVCS, Buffer.from([0x6b, 0x38, 0x73, 0x00]), PB), 400, 'BadRequest', /names no kind/],
+    ['protobuf: truncated', () => call('POST', SVCS, pb('Service', pbSvc(80)).subarray(0, 20), PB), 400, 'BadRequest', /past the end|truncated/],
+    ['protobuf: a field nodenet does not know', () => call('POST', SVCS, pb('Service', Buffer.concat([pbSvc(80), pbLen(2, pbLen(6, Buffer.from('x')))])), PB), 400, 'BadRequest', /k8s\.io\.api\.core\.v1\.ServiceSpec has no field 6/],
+    ['protobuf: a Pod posted to services', () => call('POST', SVCS, pb('Pod', pbLen(1, pbLen(1, Buffer.from('p')))), PB), 400, 'BadRequest', /Kind=Pod, but this URL takes v1, Kind=Service/],
+    ['protobuf: an invalid port (the JSON path validates)', () => call('POST', SVCS, pb('Service', pbSvc(0)), PB), 422, 'Invalid', /spec\.ports\[0\]\.port: Invalid value: 0/],
+    ['protobuf: a patch', () => call('PATCH', `${SVCS}/a`, pb('Service', pbSvc(80)), PB), 415, 'UnsupportedMediaType', /bodies are read for create, update and delete/],
     ['an unknown patch type', () => call('PATCH', `${SVCS}/a`, '{}', { 'Content-Type': 'text/plain' }), 415, 'UnsupportedMediaType'],
     ['a bad resourceVersion', () => call('GET', `${SVCS}?watch=1&resourceVersion=abc`), 400, 'BadRequest'],
     ['a bad limit', () => call('GET', `${SVCS}?limit=-3`), 400, 'BadRequest'],

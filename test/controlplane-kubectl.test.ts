@@ -330,3 +330,54 @@ t.test('tokens: none or a wrong one is 401; a node token may not write Services 
   t.match(await ok(['get', '--raw', '/metrics']), /apiserver_request_total\{verb="LIST",group="",version="v1",resource="services"/);
   t.match(await ok(['get', '--raw', '/readyz']), /^ok/);
 });
+
+// kubectl create <generator> sends protobuf bodies (client-go's default for built-in kinds); the server decodes them into
+// the JSON they stand for, which then goes the JSON path. run, expose, create -f, label, annotate, patch, scale, edit,
+// replace, set and rollout restart send JSON (checked with kubectl -v=8).
+t.test('kubectl create deployment|namespace|service: protobuf bodies, stored as their JSON would be', async (t) => {
+  t.match(await ok(['create', 'namespace', 'pb-proto']), /^namespace\/pb-proto created$/m);
+  t.match(await ok(['create', 'namespace', 'pb-json', '--dry-run=client', '-o', 'json']).then((j) => ok(['create', '-f', '-'], { input: j })), /namespace\/pb-json created/);
+  t.equal(await ok(['get', 'ns', 'pb-proto', '-o', 'jsonpath={.status.phase} {.spec.finalizers}']), 'Active ["kubernetes"]');
+  type Obj = { metadata: { labels?: unknown; managedFields?: { manager: string }[] }; spec: Record<string, unknown> };
+  const get = async (kind: string, ns: string, name: string) => JSON.parse(await ok(['get', kind, name, '-n', ns, '-o', 'json', '--show-managed-fields'])) as Obj;
+
+  // The same generator twice: once as protobuf, once as its --dry-run=client JSON through create -f.
+  const gens: [string, string[]][] = [
+    ['deployment', ['deployment', 'web', '--image=nodenet/host', '--', 'sleep', '1000']],
+    ['deployment', ['deployment', 'w3', '--image=nodenet/host', '--replicas=3', '--port=8080']],
+    ['service', ['service', 'clusterip', 'c1', '--tcp=80:8080', '--tcp=443']],
+    ['service', ['service', 'nodeport', 'n1', '--tcp=80:8080']],
+    ['service', ['service', 'loadbalancer', 'lb1', '--tcp=80:8080']],
+    ['service', ['service', 'externalname', 'x1', '--external-name=x.example.com']],
+  ];
+  for (const [kind, args] of gens) {
+    const name = kind === 'deployment' ? args[1]! : args[2]!;
+    t.match(await ok(['create', '-n', 'pb-proto', ...args]), new RegExp(`^${kind === 'deployment' ? 'deployment\\.apps' : 'service'}/${name} created$`, 'm'), `create ${args.join(' ')}`);
+    const json = await ok(['create', '-n', 'pb-json', '--dry-run=client', '-o', 'json', ...args]);
+    await ok(['create', '-f', '-'], { input: json });
+    const [a, b] = [await get(kind, 'pb-proto', name), await get(kind, 'pb-json', name)];
+    // Allocated per object: the ClusterIPs and NodePorts differ; everything else must be the same.
+    const norm = (o: Obj) => JSON.parse(JSON.stringify(o.spec).replace(/"clusterIPs?":(\["[^"]*"\]|"[^"]*")/g, '"clusterIP":"-"').replace(/"nodePort":\d+/g, '"nodePort":0')) as unknown;
+    t.strictSame(norm(a), norm(b), `${kind} ${name}: the protobuf body's spec is the JSON body's`);
+    t.strictSame(a.metadata.labels, b.metadata.labels, `${kind} ${name}: labels`);
+    t.ok(a.metadata.managedFields?.some((m) => m.manager === 'kubectl-create'), `${kind} ${name}: kubectl-create's managed fields`);
+  }
+  const w3 = await get('deployment', 'pb-proto', 'w3');
+  t.match(w3.spec, { replicas: 3, template: { spec: { containers: [{ name: 'host', image: 'nodenet/host', ports: [{ containerPort: 8080, protocol: 'TCP' }] }] } }, strategy: { type: 'RollingUpdate' } }, 'defaults applied');
+  t.match(await ok(['get', 'svc', 'c1', '-n', 'pb-proto', '-o', 'jsonpath={.spec.clusterIP} {.spec.ports[*].targetPort}']), /^10\.\d+\.\d+\.\d+ 8080 443$/, 'a ClusterIP allocated; the targetPort defaulted to the port');
+  const np = Number(await ok(['get', 'svc', 'n1', '-n', 'pb-proto', '-o', 'jsonpath={.spec.ports[0].nodePort}']));
+  t.ok(np >= 30000 && np <= 32767, `NodePort ${np}`);
+  t.equal(await ok(['get', 'svc', 'x1', '-n', 'pb-proto', '-o', 'jsonpath={.spec.type} {.spec.externalName}']), 'ExternalName x.example.com');
+
+  // Errors come back as from a JSON body; a server-side dry run stores nothing.
+  const taken = await kubectl(['create', 'service', 'nodeport', 'n2', '-n', 'pb-proto', '--tcp=80', `--node-port=${np}`]);
+  t.equal(taken.code, 1);
+  t.match(taken.err, new RegExp(`spec.ports\\[0\\].nodePort: Invalid value: ${np}: provided port is already allocated`));
+  t.match(await ok(['create', 'deployment', 'dry', '-n', 'pb-proto', '--image=a', '--dry-run=server']), /deployment\.apps\/dry created \(server dry run\)/);
+  t.match((await kubectl(['get', 'deploy', 'dry', '-n', 'pb-proto'])).err, /not found/);
+  const dup = await kubectl(['create', 'namespace', 'pb-proto']);
+  t.match(dup.err, /namespaces "pb-proto" already exists/);
+
+  await ok(['delete', 'ns', 'pb-proto', 'pb-json']);
+  await waitFor(async () => (await kubectl(['get', 'ns', 'pb-proto'])).code !== 0 && (await kubectl(['get', 'ns', 'pb-json'])).code !== 0, 'the namespaces gone', { timeoutMs: 20_000 });
+});

@@ -33,6 +33,7 @@ import { apiVersionOf, findResource, grOf, RESOURCES, type Resource } from './re
 import { parseRV, type DeleteOptions, type FieldValidation, type PatchType, type Rest, type WriteOptions } from './rest.js';
 import { toTable } from './table.js';
 import { proxyPodLog } from './pod-logs.js';
+import { decodeProtobufBody, PROTOBUF_TYPE, type Expected as ProtobufExpected } from './protobuf.js';
 
 export interface ApiServerOptions {
   readonly rest: Rest;
@@ -206,7 +207,7 @@ export class ApiServer {
       const scope = route.r.namespaced ? (route.nsGiven ? (route.name ? 'resource' : 'namespace') : 'cluster') : route.name ? 'resource' : 'cluster';
       labels = { group, version, resource: route.r.resource, subresource: route.sub, scope };
       verb = this.verbOf(method, route, watch);
-      const body = ['POST', 'PUT', 'PATCH'].includes(method) || (method === 'DELETE' && Number(req.headers['content-length'] ?? 0) > 0) ? await this.readBody(req) : undefined;
+      const body = ['POST', 'PUT', 'PATCH'].includes(method) || (method === 'DELETE' && Number(req.headers['content-length'] ?? 0) > 0) ? await this.readBody(req, protobufKind(method, route)) : undefined;
       const bodyName = verb === 'create' && !route.sub ? String((body?.value as KObject | undefined)?.metadata?.['name'] ?? '') : route.name;
       const pod = route.r.resource === 'pods' && route.name ? this.o.store.get(this.o.rest.key(route.r, route.namespace, route.name)) : undefined;
       if (!authorize(user, { verb, gr: resource, namespace: route.namespace, name: bodyName, subresource: route.sub, boundNode: (pod?.object['spec'] as { nodeName?: string } | undefined)?.nodeName })) {
@@ -529,7 +530,8 @@ export class ApiServer {
     void req;
   }
 
-  private async readBody(req: IncomingMessage): Promise<{ value: unknown; type: string }> {
+  /** `protobufAs`: the kind a protobuf body must be here (undefined: protobuf is refused, as for patches). */
+  private async readBody(req: IncomingMessage, protobufAs?: ProtobufExpected): Promise<{ value: unknown; type: string }> {
     const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
     if (Number(req.headers['content-length'] ?? 0) > this.maxBody) throw apiErrors.tooLarge(this.maxBody);
     const chunks: Buffer[] = [];
@@ -539,10 +541,12 @@ export class ApiServer {
       if (size > this.maxBody) throw apiErrors.tooLarge(this.maxBody);
       chunks.push(c);
     }
-    const text = Buffer.concat(chunks).toString('utf8');
-    if (type === 'application/vnd.kubernetes.protobuf') {
-      throw new NodenetError(ErrorCode.UnsupportedMediaType, 'this server reads JSON and YAML bodies, not protobuf: run kubectl with --output or use `kubectl apply -f`/`create -f` (client-go sends protobuf only for `kubectl create <generator>`)');
+    if (type === PROTOBUF_TYPE) {
+      // Decoded into the JSON object it stands for, which then goes the JSON path (validation, defaults, admission).
+      if (!protobufAs) throw new NodenetError(ErrorCode.UnsupportedMediaType, `${PROTOBUF_TYPE} bodies are read for create, update and delete; a patch is application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json or application/apply-patch+yaml`);
+      return { value: decodeProtobufBody(Buffer.concat(chunks), protobufAs), type };
     }
+    const text = Buffer.concat(chunks).toString('utf8');
     const known = ['application/json', 'application/yaml', 'application/strategic-merge-patch+json', 'application/merge-patch+json', 'application/json-patch+json', 'application/apply-patch+yaml', ''];
     if (!known.includes(type)) throw apiErrors.unsupportedMedia(type);
     try {
@@ -573,6 +577,15 @@ export class ApiServer {
     return code;
   }
 
+}
+
+/** The kind a protobuf body must be for this method and path; undefined where none is read (patches). */
+function protobufKind(method: string, route: Route): ProtobufExpected | undefined {
+  if (method === 'PATCH') return undefined;
+  if (method === 'DELETE') return { apiVersion: 'v1', kind: 'DeleteOptions' };
+  if (route.sub === 'binding') return { apiVersion: 'v1', kind: 'Binding' };
+  if (route.sub === 'scale') return { apiVersion: 'autoscaling/v1', kind: 'Scale' };
+  return { apiVersion: apiVersionOf(route.r), kind: route.r.kind };
 }
 
 /** kube-apiserver's verb label: GET, LIST, WATCH, POST, PUT, PATCH, APPLY, DELETE, DELETECOLLECTION. */
