@@ -111,8 +111,8 @@ export async function labCommand(argv: readonly string[], deps: LabCmdDeps): Pro
 Use it with the real kubectl:
   export KUBECONFIG=${rec.kubeconfig}
   kubectl get nodes -o wide
-  kubectl run web --image=nodenet/host --command -- ${process.execPath} ${packageRoot()}bin/nodenet.js serve
-  kubectl expose pod web --port 80 --target-port 8080
+  kubectl create deployment web --image=nodenet/host --replicas=2 -- ${process.execPath} ${packageRoot()}bin/nodenet.js serve
+  kubectl expose deployment web --port 80 --target-port 8080
   kubectl get pods,services -o wide
 Look inside:
   nodenet lab status${rec.name === 'default' ? '' : ` --name ${rec.name}`}
