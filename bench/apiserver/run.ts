@@ -27,8 +27,8 @@ import { closeSync, fdatasyncSync, mkdirSync, mkdtempSync, openSync, readFileSyn
 import { cpus, loadavg, release, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { FlagError } from '../../agent/src/cli/flags.js';
-import { parseBenchArgs, type BenchArgs } from './args.js';
+import { benchArgs } from '../start.js';
+import { parseBenchArgs } from './args.js';
 import { ApiClient, closedLoop, openLoop, openWatch, outcomeOf, type Outcome } from './http-client.js';
 import { parseKubeconfig, type ApiTarget } from './kubeconfig.js';
 import { parseWatchLine } from './ndjson.js';
@@ -311,16 +311,8 @@ async function watchCase(s: Server, writer: ApiClient, watchers: number, writes:
 // ---- main ----
 
 async function main(): Promise<number> {
-  let args: BenchArgs;
-  try {
-    args = parseBenchArgs(process.argv.slice(2));
-  } catch (e) {
-    if (e instanceof FlagError) {
-      console.error(e.message);
-      return 2;
-    }
-    throw e;
-  }
+  const args = benchArgs(parseBenchArgs);
+  if (args === 2) return 2;
   const started = performance.now();
   const dataDir = mkdtempSync('/tmp/nn-bench-apiserver-');
   let server: Server | null = null;

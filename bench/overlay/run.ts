@@ -28,7 +28,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, release, totalmem } from 'node:os';
 import { dirname, isAbsolute, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { FlagError } from '../../agent/src/cli/flags.js';
+import { benchArgs, isRoot } from '../start.js';
 import { AGENT_JS, REPO, SHIM, type Lab, type VNode } from '../../agent/src/lab/lab.js';
 import { CLUSTER_CIDR } from '../../agent/src/lab/plan.js';
 import { newLab, runner } from '../../agent/src/testing/lab.js';
@@ -284,20 +284,9 @@ function machine(loadavgBefore: number[]): Meta {
 // ---- main ----
 
 async function main(): Promise<number> {
-  let args: BenchArgs;
-  try {
-    args = parseBenchArgs(process.argv.slice(2));
-  } catch (e) {
-    if (e instanceof FlagError) {
-      console.error(e.message);
-      return 2;
-    }
-    throw e;
-  }
-  if (process.getuid?.() !== 0) {
-    console.error('bench:overlay needs root (it builds network namespaces and runs agents in them)');
-    return 2;
-  }
+  const args = benchArgs(parseBenchArgs);
+  if (args === 2) return 2;
+  if (!isRoot('bench:overlay', 'it builds network namespaces and runs agents in them')) return 2;
   if (firstLine(['iperf3', '--version']) === null) {
     console.error('bench:overlay needs iperf3, which is not installed. On Debian or Ubuntu: apt-get install -y iperf3 (answer "no" to running it as a daemon; the bench starts its own servers inside the lab\'s namespaces)');
     return 2;

@@ -31,7 +31,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync
 import { cpus, loadavg, release, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { FlagError } from '../../agent/src/cli/flags.js';
+import { benchArgs, isRoot } from '../start.js';
 import { AGENT_JS, type Lab, type VNode } from '../../agent/src/lab/lab.js';
 import { CLUSTER_CIDR } from '../../agent/src/lab/plan.js';
 import { newLab, runner } from '../../agent/src/testing/lab.js';
@@ -368,20 +368,9 @@ function keepLogs(lab: Lab, node: VNode | null, dir: string): void {
 // ---- main ----
 
 async function main(): Promise<number> {
-  let args: BenchArgs;
-  try {
-    args = parseBenchArgs(process.argv.slice(2));
-  } catch (e) {
-    if (e instanceof FlagError) {
-      console.error(e.message);
-      return 2;
-    }
-    throw e;
-  }
-  if (process.getuid?.() !== 0) {
-    console.error('bench:programming needs root (it builds network namespaces and runs agents in them)');
-    return 2;
-  }
+  const args = benchArgs(parseBenchArgs);
+  if (args === 2) return 2;
+  if (!isRoot('bench:programming', 'it builds network namespaces and runs agents in them')) return 2;
   const started = performance.now();
   const work = mkdtempSync('/tmp/nn-bench-programming-');
   mkdirSync(join(work, 'bin'));

@@ -19,7 +19,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { FlagError } from '../../agent/src/cli/flags.js';
+import { benchArgs, isRoot } from '../start.js';
 import { removeNetns } from '../../agent/src/netns/scratch-netns.js';
 import { caseNetns, parseBenchArgs, type BenchArgs, type BenchMode, type CaseSpec } from './args.js';
 import { runCase } from './case.js';
@@ -84,26 +84,15 @@ function progress(r: CaseResult): string {
 }
 
 async function main(): Promise<number> {
-  let args: BenchArgs;
-  try {
-    args = parseBenchArgs(process.argv.slice(2));
-  } catch (e) {
-    if (e instanceof FlagError) {
-      console.error(e.message);
-      return 2;
-    }
-    throw e;
-  }
+  const args = benchArgs(parseBenchArgs);
+  if (args === 2) return 2;
   if (args.case) {
     const r = await runCase(args.case, { repeat: args.repeat, capS: args.capS, restart: args.restart });
     process.stdout.write(`${RESULT_MARK}${JSON.stringify(r)}\n`);
     return r.error ? 1 : 0;
   }
 
-  if (process.getuid?.() !== 0) {
-    console.error('bench:proxy needs root (it creates network namespaces and programs netfilter inside them)');
-    return 2;
-  }
+  if (!isRoot('bench:proxy', 'it creates network namespaces and programs netfilter inside them')) return 2;
   process.on('SIGINT', () => {
     interrupted = true;
     current?.kill('SIGINT'); // the child removes its namespace and exits; runChild's close handler removes it again

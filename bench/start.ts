@@ -1,0 +1,26 @@
+/**
+ * bench/start: what every bench's main() begins with. Its arguments parsed
+ * (a FlagError is printed and gives exit code 2, as the CLI does), and, for
+ * the benches that build namespaces, a check that it runs as root.
+ */
+import { FlagError } from '../agent/src/cli/flags.js';
+
+/** The parsed arguments, or the exit code 2 after printing why they are wrong. */
+export function benchArgs<T>(parse: (argv: readonly string[]) => T, argv: readonly string[] = process.argv.slice(2)): T | 2 {
+  try {
+    return parse(argv);
+  } catch (e) {
+    if (e instanceof FlagError) {
+      console.error(e.message);
+      return 2;
+    }
+    throw e;
+  }
+}
+
+/** Whether this process is root; says why the bench needs it when not. */
+export function isRoot(bench: string, why: string): boolean {
+  if (process.getuid?.() === 0) return true;
+  console.error(`${bench} needs root (${why})`);
+  return false;
+}
