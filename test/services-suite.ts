@@ -1,60 +1,121 @@
 /**
- * Services end to end, one suite run once per proxy mode (the
- * services-<mode>.priv.test.ts files): a virtual node whose agent runs the
- * proxy in that mode and follows a manifest directory; pods made through the
- * real CNI shim; backends serving TCP and UDP with socat (each answers its
- * name and the peer address it saw); a client pod; a host on the underlay.
- * Every case sends real packets and checks what arrived where.
+ * Services end to end, one suite run per proxy mode and per source of the
+ * cluster state, with real packets; backends serving TCP and UDP with socat
+ * (each answers its name and the peer address it saw); a client pod; hosts
+ * on the underlay. Every case sends real packets and checks what arrived
+ * where.
+ *
+ * Two sources of the same Services and EndpointSlices:
+ * - 'manifests' (services-<mode>.priv.test.ts): one virtual node whose agent
+ *   follows a manifest directory (files put and removed), every pod on it;
+ *   the source for machines without an API server.
+ * - 'api' (services-api-<mode>.priv.test.ts): `nodenet control-plane` and
+ *   three nodes whose agents watch it and join the VXLAN overlay; the client
+ *   on n1, pod1 on n2, pod2 on n3, so every endpoint is on a remote node and
+ *   the traffic crosses the overlay. The cases' objects go through the API
+ *   with the real kubectl (`apply -f -`, `delete -f -`, the status
+ *   subresource for the load balancer's status), as a user writes
+ *   selectorless Services and their EndpointSlices. The API server validates
+ *   and allocates: the fixed ClusterIPs are requested inside its service CIDR
+ *   (10.96.0.0/12), the NodePorts inside its range, and the invalid objects
+ *   are refused by it with a Status.
+ * The cases are the same; where a case depends on which node is "local"
+ * (externalTrafficPolicy Local, health check node ports), it asks each node
+ * what its own endpoints make it answer.
  *
  * LoadBalancer VIPs come from 203.0.113.0/24: the underlay hosts route that
- * range to the node, as a load balancer in front of it would deliver
+ * range to n1, as a load balancer in front of the cluster would deliver
  * traffic with the destination unchanged (routes inside the lab's own
- * namespaces only).
+ * namespaces only). Through the API these Services carry a
+ * loadBalancerClass of that load balancer (the suite), which writes their
+ * status; the control plane's own load-balancer controller leaves them alone.
  */
 import { waitFor } from '../agent/src/testing/wait.js';
 import t from 'tap';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Lab, VNode } from '../agent/src/lab/lab.js';
+import type { Lab, LabControlPlane, VNode } from '../agent/src/lab/lab.js';
 import { newLab, shOk } from '../agent/src/testing/lab.js';
 import { makeEndpointSlice, makeService, withField, type EndpointSpec, type JsonObject } from '../agent/src/testing/addresses.js';
 import { proxyStatusFile, readProxyStatus, type ProxyStatus } from '../agent/src/node/proxy-status.js';
+import { DEFAULT_SERVICE_CIDR } from '../agent/src/controlplane/alloc/service-allocator.js';
+import { MANAGED_BY } from '../agent/src/controlplane/controllers/endpointslice.js';
 import { stringify as stringifyYaml } from 'yaml';
 
 type Mode = 'iptables' | 'nftables';
+/** Where the agents read the Services and EndpointSlices the cases write. */
+export type Source = 'manifests' | 'api';
 interface Pod {
   name: string;
   ns: string;
   ip: string;
+  /** The node whose CNI made it (its endpoints' nodeName). */
+  node: VNode;
 }
 
 const EXT_IP = '192.168.77.200';
 /** A second client on the underlay, outside the source ranges the firewall case allows. */
 const EXT2_IP = '192.168.77.201';
+/** n1's underlay address: the underlay hosts' NodePort target and LoadBalancer next hop. */
 const NODE_IP = '192.168.77.11';
-/** The node's bridge (pod gateway) address: a local address that is not the primary one. */
-const CBR0_IP = '10.244.1.1';
 const LB_RANGE = '203.0.113.0/24';
 /** An address in the service CIDR no Service has; the underlay gateway holds it, so a packet routed on gets an answer. */
 const UNALLOCATED = '10.96.0.99';
+const CLUSTER_CIDR = '10.244.0.0/16';
+/** Through the API: the load balancer in front of the lab is the suite itself (it routes the VIPs and writes the status). */
+const LB_CLASS = 'example.com/lab-underlay-lb';
+/** Through the API: who writes the EndpointSlices of the suite's selectorless Services. */
+const SLICE_MANAGER = 'services-suite.nodenet.io';
 
-export function servicesSuite(mode: Mode): void {
+const ipOf = (n: VNode): string => n.underlayIP.split('/')[0]!;
+const esc = (s: string): string => s.replace(/\./g, '\\.');
+
+/**
+ * An object as a user sends it to the API: without the stored fields (uid, resourceVersion) and the
+ * status (written through the status subresource, by whoever owns it); a Service without a selector,
+ * so that its endpoints are the slices written next to it (the EndpointSlice controller would manage
+ * slices of a selector's Pods); a slice labelled as written by the suite, not the controller.
+ */
+function apiForm(o: JsonObject): { object: JsonObject; status: JsonObject | null } {
+  const c = structuredClone(o);
+  const meta = c['metadata'] as JsonObject;
+  delete meta['uid'];
+  delete meta['resourceVersion'];
+  const status = (c['status'] ?? null) as JsonObject | null;
+  delete c['status'];
+  if (c['kind'] === 'Service') {
+    const spec = c['spec'] as JsonObject;
+    delete spec['selector'];
+    if (spec['type'] === 'LoadBalancer') spec['loadBalancerClass'] = LB_CLASS;
+  } else if (c['kind'] === 'EndpointSlice') {
+    (meta['labels'] as JsonObject)[MANAGED_BY] = SLICE_MANAGER;
+  }
+  return { object: c, status };
+}
+
+export function servicesSuite(mode: Mode, source: Source = 'manifests'): void {
+  const api = source === 'api';
   let lab: Lab;
-  let node: VNode;
+  let cp: LabControlPlane | null = null;
+  /** Every node; n1 holds the client, its address is NODE_IP and its status file is the one read. */
+  let nodes: VNode[] = [];
+  let n1: VNode;
   let manifests: string;
   let p1: Pod, p2: Pod, client: Pod;
   let ext: { name: string };
   let ext2: { name: string };
   const holders: ChildProcess[] = [];
+  /** Through the API: the objects each put() wrote, for remove(). */
+  const units = new Map<string, JsonObject[]>();
 
-  /** Pod namespace + CNI ADD through the shim, as a runtime does. */
-  async function pod(name: string): Promise<Pod> {
+  /** Pod namespace + CNI ADD through the shim on its node, as a runtime does (the overlay masquerades on API nodes). */
+  async function pod(name: string, node: VNode): Promise<Pod> {
     const ns = await lab.addNetns(name);
-    const r = await node.cni('ADD', { containerId: `ctr-${name}`, netns: ns.path, ifName: 'eth0' }, node.cniConfig());
+    const r = await node.cni('ADD', { containerId: `ctr-${name}`, netns: ns.path, ifName: 'eth0' }, node.cniConfig(api ? { ipMasq: false } : {}));
     if (r.exitCode !== 0) throw new Error(`CNI ADD ${name}: ${r.stdout}${r.stderr}`);
     const ip = (r.json as { ips: { address: string }[] }).ips[0]!.address.split('/')[0]!;
-    return { name, ns: ns.name, ip };
+    return { name, ns: ns.name, ip, node };
   }
 
   function serve(p: Pod): void {
@@ -90,10 +151,20 @@ export function servicesSuite(mode: Mode): void {
     return { code, body: lines.join('\n') };
   }
 
-  /** The node's ruleset as text (iptables-save, or our nft table). */
-  async function ruleset(): Promise<string> {
-    const r = mode === 'iptables' ? await node.exec(['iptables-save'], true) : await node.exec(['nft', 'list', 'table', 'ip', 'kube-proxy'], true);
+  /** A node's ruleset as text (iptables-save, or our nft table). */
+  async function ruleset(n: VNode = n1): Promise<string> {
+    const r = mode === 'iptables' ? await n.exec(['iptables-save'], true) : await n.exec(['nft', 'list', 'table', 'ip', 'kube-proxy'], true);
     return r.stdout;
+  }
+
+  /**
+   * Waits until every node's rules hold a load balancer's VIP. Through the API the VIP comes in a second
+   * write (the status), after the endpoints; a SYN sent before it is programmed leaves a conntrack entry
+   * without NAT, and a client that picks the same source port again (socat in a fresh namespace does)
+   * would match it until it expires.
+   */
+  async function waitVIP(vip: string): Promise<void> {
+    for (const n of nodes) await waitFor(async () => (await ruleset(n)).includes(vip), `${n.name}'s rules to hold ${vip}`, { timeoutMs: 15_000, intervalMs: 100 });
   }
 
   /** Waits until the status file lists `key` as ignored; returns the reason. */
@@ -116,29 +187,60 @@ export function servicesSuite(mode: Mode): void {
   }
   const names = (m: Map<string, number>) => [...m.keys()].sort();
 
-  function put(file: string, objects: JsonObject[]): void {
-    // YAML files hold one document per object, as users write them for kubectl apply.
-    const text = file.endsWith('.yaml') ? objects.map((o) => stringifyYaml(o)).join('---\n') : JSON.stringify(objects);
-    writeFileSync(`${manifests}/.${file}.tmp`, text);
-    renameSync(`${manifests}/.${file}.tmp`, `${manifests}/${file}`);
+  /** kubectl against the lab's control plane (API source); throws with its stderr on failure. */
+  async function kubectl(args: readonly string[], input?: string): Promise<string> {
+    const r = await cp!.kubectl(args, true, input);
+    if (r.exitCode !== 0) throw new Error(`kubectl ${args.join(' ')}: ${r.stderr}`);
+    return r.stdout;
   }
 
-  const status = (): ProxyStatus | null => readProxyStatus(proxyStatusFile(node.runDir));
+  /**
+   * Writes a unit of objects: a manifest file (YAML files hold one document per object, as users write
+   * them for kubectl apply), or through the API one `kubectl apply`, then each status through the status
+   * subresource, as the load balancer writes it.
+   */
+  async function put(unit: string, objects: JsonObject[]): Promise<void> {
+    if (api) {
+      const forms = objects.map(apiForm);
+      await kubectl(['apply', '-f', '-'], unit.endsWith('.yaml') ? forms.map((f) => stringifyYaml(f.object)).join('---\n') : forms.map((f) => JSON.stringify(f.object)).join('\n'));
+      for (const f of forms) {
+        const name = String((f.object['metadata'] as JsonObject)['name']);
+        if (f.status) await kubectl(['patch', 'service', name, '--subresource=status', '--type=merge', '-p', JSON.stringify({ status: f.status })]);
+      }
+      units.set(unit, forms.map((f) => f.object));
+      return;
+    }
+    const text = unit.endsWith('.yaml') ? objects.map((o) => stringifyYaml(o)).join('---\n') : JSON.stringify(objects);
+    writeFileSync(`${manifests}/.${unit}.tmp`, text);
+    renameSync(`${manifests}/.${unit}.tmp`, `${manifests}/${unit}`);
+  }
 
-  /** Waits until the agent reports `spn` applied with exactly these endpoints ("ip:port"). */
+  /** Removes what put(unit) wrote: the file, or the objects through the API. */
+  async function remove(unit: string): Promise<void> {
+    if (!api) return rmSync(`${manifests}/${unit}`);
+    await kubectl(['delete', '-f', '-'], (units.get(unit) ?? []).map((o) => JSON.stringify(o)).join('\n'));
+    units.delete(unit);
+  }
+
+  const status = (n: VNode = n1): ProxyStatus | null => readProxyStatus(proxyStatusFile(n.runDir));
+
+  /** Waits until every node's agent reports `spn` applied with exactly these endpoints ("ip:port"). */
   async function waitApplied(spn: string, endpoints: string[]): Promise<void> {
     const want = JSON.stringify([...endpoints].sort());
-    const deadline = Date.now() + 10_000;
-    while (Date.now() < deadline) {
-      const s = status();
-      if (s && JSON.stringify(s.applied[spn] ?? null) === want) return;
-      await sleep(50);
+    for (const n of nodes) {
+      const deadline = Date.now() + 15_000;
+      for (;;) {
+        const s = status(n);
+        if (s && JSON.stringify(s.applied[spn] ?? null) === want) break;
+        if (Date.now() > deadline) throw new Error(`${spn} never applied on ${n.name} with ${want}; status: ${JSON.stringify(status(n)?.applied[spn])}`);
+        await sleep(50);
+      }
     }
-    throw new Error(`${spn} never applied with ${want}; status: ${JSON.stringify(status()?.applied[spn])}`);
   }
 
+  /** A slice of these pods, each endpoint on its pod's node unless `extra` says otherwise. */
   const slice = (service: string, ports: { name?: string; port: number; protocol?: 'TCP' | 'UDP' }[], pods: Pod[], extra: Partial<EndpointSpec> = {}) =>
-    makeEndpointSlice({ service, ports, endpoints: pods.map((p) => ({ ip: p.ip, nodeName: 'n1', ...extra })) });
+    makeEndpointSlice({ service, ports, endpoints: pods.map((p) => ({ ip: p.ip, nodeName: p.node.name, ...extra })) });
 
   const WEB_PORTS = [
     { name: 'http', port: 8080 },
@@ -158,16 +260,25 @@ export function servicesSuite(mode: Mode): void {
   ];
 
   t.before(async () => {
-    lab = await newLab(mode === 'iptables' ? 'si' : 'sn');
-    manifests = `${lab.runRoot}/manifests`;
-    mkdirSync(manifests, { recursive: true });
-    node = await lab.addNode('n1', {
-      podCIDR: '10.244.1.0/24',
-      clusterCIDR: '10.244.0.0/16',
-      config: { proxyMode: mode, manifestsDir: manifests, proxyMinSyncMs: 100, serviceCIDR: '10.96.0.0/16' },
-    });
-    await node.startAgent();
-    [p1, p2, client] = [await pod('pod1'), await pod('pod2'), await pod('client')];
+    if (api) {
+      lab = await newLab(mode === 'iptables' ? 'ei' : 'en');
+      cp = await lab.startControlPlane({ nodes: ['n1', 'n2', 'n3'] });
+      // The agents are told the API server's service CIDR (nftables mode drops what no Service in it has).
+      const config = { proxyMode: mode, proxyMinSyncMs: 100, overlay: 'vxlan', serviceCIDR: DEFAULT_SERVICE_CIDR };
+      for (const name of ['n1', 'n2', 'n3']) nodes.push(await lab.addNode(name, { clusterCIDR: CLUSTER_CIDR, config }));
+      await Promise.all(nodes.map((n) => n.startAgent()));
+    } else {
+      lab = await newLab(mode === 'iptables' ? 'si' : 'sn');
+      manifests = `${lab.runRoot}/manifests`;
+      mkdirSync(manifests, { recursive: true });
+      nodes = [await lab.addNode('n1', { podCIDR: '10.244.1.0/24', clusterCIDR: CLUSTER_CIDR, config: { proxyMode: mode, manifestsDir: manifests, proxyMinSyncMs: 100, serviceCIDR: '10.96.0.0/16' } })];
+      await nodes[0]!.startAgent();
+    }
+    n1 = nodes[0]!;
+    // Through the API the backends are on the other nodes: every endpoint is remote to the client.
+    p1 = await pod('pod1', nodes[1] ?? n1);
+    p2 = await pod('pod2', nodes[2] ?? n1);
+    client = await pod('client', n1);
     ext = await lab.addUnderlayHost('ext', `${EXT_IP}/24`);
     ext2 = await lab.addUnderlayHost('ext2', `${EXT2_IP}/24`);
     for (const h of [ext, ext2]) await shOk(['ip', '-n', h.name, 'route', 'add', LB_RANGE, 'via', NODE_IP]);
@@ -175,13 +286,10 @@ export function servicesSuite(mode: Mode): void {
     serve(p1);
     serve(p2);
     for (const p of [p1, p2]) {
-      const deadline = Date.now() + 5000;
-      while (!(await tcp(client.ns, p.ip, 8080)).out.startsWith(p.name)) {
-        if (Date.now() > deadline) throw new Error(`${p.name} does not serve on ${p.ip}:8080`);
-        await sleep(50);
-      }
+      // Across the overlay once every agent routes the others' pod CIDRs.
+      await waitFor(async () => (await tcp(client.ns, p.ip, 8080)).out.startsWith(p.name), `${p.name} serving on ${p.ip}:8080 to the client`, { timeoutMs: 30_000, intervalMs: 50 });
     }
-    put('web.json', webObjects([p1, p2]));
+    await put('web.json', webObjects([p1, p2]));
     await waitApplied('default/web:http', [`${p1.ip}:8080`, `${p2.ip}:8080`]);
   });
   t.teardown(async () => {
@@ -193,10 +301,10 @@ export function servicesSuite(mode: Mode): void {
     const both = ['pod1', 'pod2'];
     t.same(names(await spread(16, async () => (await tcp(client.ns, '10.96.0.10', 80)).out, both)), both, 'TCP from the client pod');
     t.same(names(await spread(12, () => udp(client.ns, '10.96.0.10', 53), both)), both, 'UDP from the client pod');
-    t.same(names(await spread(16, async () => (await tcp(node.ns, '10.96.0.10', 80)).out, both)), both, 'TCP from the node');
-    t.same(names(await spread(12, () => udp(node.ns, '10.96.0.10', 53), both)), both, 'UDP from the node');
+    t.same(names(await spread(16, async () => (await tcp(n1.ns, '10.96.0.10', 80)).out, both)), both, 'TCP from the node');
+    t.same(names(await spread(12, () => udp(n1.ns, '10.96.0.10', 53), both)), both, 'UDP from the node');
     // The client's own address reaches the backend (pod-to-Service traffic inside the cluster CIDR is not masqueraded).
-    t.match((await tcp(client.ns, '10.96.0.10', 80)).out, new RegExp(`^pod[12] ${client.ip.replace(/\./g, '\\.')}$`));
+    t.match((await tcp(client.ns, '10.96.0.10', 80)).out, new RegExp(`^pod[12] ${esc(client.ip)}$`));
   });
 
   t.test(`${mode}: a ping to a ClusterIP gets no reply`, async (t) => {
@@ -217,7 +325,7 @@ export function servicesSuite(mode: Mode): void {
   });
 
   t.test(`${mode}: a Service with no endpoints refuses at once`, async (t) => {
-    put('empty.json', [makeService({ name: 'empty', clusterIP: '10.96.0.12', ports: [{ port: 80, targetPort: 8080 }] }), makeEndpointSlice({ service: 'empty', ports: [{ port: 8080 }], endpoints: [] })]);
+    await put('empty.json', [makeService({ name: 'empty', clusterIP: '10.96.0.12', ports: [{ port: 80, targetPort: 8080 }] }), makeEndpointSlice({ service: 'empty', ports: [{ port: 8080 }], endpoints: [] })]);
     await waitApplied('default/empty', []);
     const r = await tcp(client.ns, '10.96.0.12', 80);
     t.match(r.out, /Connection refused/);
@@ -229,29 +337,35 @@ export function servicesSuite(mode: Mode): void {
   t.test(`${mode}: NodePort from a host on the underlay reaches every endpoint, masqueraded`, async (t) => {
     const seen = new Set<string>();
     for (let i = 0; i < 16; i++) {
-      const { out } = await tcp(ext.name, '192.168.77.11', 30080);
+      const { out } = await tcp(ext.name, NODE_IP, 30080);
       seen.add(out.split(' ')[0]!);
       // Cluster policy: the backend sees the node (masqueraded), not the external client.
-      t.notMatch(out, new RegExp(`${EXT_IP.replace(/\./g, '\\.')}$`), `answer ${i}: ${out}`);
+      t.notMatch(out, new RegExp(`${esc(EXT_IP)}$`), `answer ${i}: ${out}`);
     }
     t.same([...seen].sort(), ['pod1', 'pod2']);
-    t.same(names(await spread(12, () => udp(ext.name, '192.168.77.11', 30053), ['pod1', 'pod2'])), ['pod1', 'pod2'], 'UDP NodePort');
+    t.same(names(await spread(12, () => udp(ext.name, NODE_IP, 30053), ['pod1', 'pod2'])), ['pod1', 'pod2'], 'UDP NodePort');
   });
 
-  t.test(`${mode}: externalTrafficPolicy Local preserves the client's source IP`, async (t) => {
-    put('local.json', [
+  t.test(`${mode}: externalTrafficPolicy Local preserves the client's source IP on the endpoint's node, and drops elsewhere`, async (t) => {
+    await put('local.json', [
       makeService({ name: 'local', type: 'NodePort', clusterIP: '10.96.0.13', externalTrafficPolicy: 'Local', ports: [{ port: 80, targetPort: 8080, nodePort: 30081 }] }),
       slice('local', [{ port: 8080 }], [p1]),
     ]);
     await waitApplied('default/local', [`${p1.ip}:8080`]);
     for (let i = 0; i < 4; i++) {
-      const { out } = await tcp(ext.name, '192.168.77.11', 30081);
-      t.match(out, new RegExp(`^pod1 ${EXT_IP.replace(/\./g, '\\.')}$`), `answer ${i}: ${out}`);
+      const { out } = await tcp(ext.name, ipOf(p1.node), 30081);
+      t.match(out, new RegExp(`^pod1 ${esc(EXT_IP)}$`), `${p1.node.name}, answer ${i}: ${out}`);
+    }
+    // Through the API pod1 is on n2: n1 and n3 have no local endpoint and drop outside traffic to the NodePort.
+    for (const n of nodes.filter((x) => x !== p1.node)) {
+      const r = await tcp(ext.name, ipOf(n), 30081);
+      t.notMatch(r.out, /^pod/, `${n.name} has no local endpoint: no answer (${r.out})`);
+      t.notMatch(r.out, /Connection refused/, `${n.name}: dropped, not refused`);
     }
   });
 
   t.test(`${mode}: ClientIP affinity sticks to one endpoint`, async (t) => {
-    put('sticky.yaml', [
+    await put('sticky.yaml', [
       makeService({ name: 'sticky', clusterIP: '10.96.0.11', affinityTimeoutSeconds: 60, ports: [{ port: 80, targetPort: 8080 }] }),
       slice('sticky', [{ port: 8080 }], [p1, p2]),
     ]);
@@ -267,10 +381,10 @@ export function servicesSuite(mode: Mode): void {
   });
 
   t.test(`${mode}: after an endpoint is removed no new connection goes to it`, async (t) => {
-    put('shrink.json', [makeService({ name: 'shrink', clusterIP: '10.96.0.15', ports: [{ port: 80, targetPort: 8080 }] }), slice('shrink', [{ port: 8080 }], [p1, p2])]);
+    await put('shrink.json', [makeService({ name: 'shrink', clusterIP: '10.96.0.15', ports: [{ port: 80, targetPort: 8080 }] }), slice('shrink', [{ port: 8080 }], [p1, p2])]);
     await waitApplied('default/shrink', [`${p1.ip}:8080`, `${p2.ip}:8080`]);
     t.same(names(await spread(12, async () => (await tcp(client.ns, '10.96.0.15', 80)).out, ['pod1', 'pod2'])), ['pod1', 'pod2']);
-    put('shrink.json', [makeService({ name: 'shrink', clusterIP: '10.96.0.15', ports: [{ port: 80, targetPort: 8080 }] }), slice('shrink', [{ port: 8080 }], [p2])]);
+    await put('shrink.json', [makeService({ name: 'shrink', clusterIP: '10.96.0.15', ports: [{ port: 80, targetPort: 8080 }] }), slice('shrink', [{ port: 8080 }], [p2])]);
     await waitApplied('default/shrink', [`${p2.ip}:8080`]);
     t.same(names(await spread(16, async () => (await tcp(client.ns, '10.96.0.15', 80)).out)), ['pod2']);
   });
@@ -278,11 +392,11 @@ export function servicesSuite(mode: Mode): void {
   t.test(`${mode}: a UDP client keeps working after its endpoint is replaced (conntrack cleanup)`, async (t) => {
     const svc = makeService({ name: 'udp1', clusterIP: '10.96.0.14', ports: [{ port: 53, targetPort: 5353, protocol: 'UDP' }] });
     const udpPort = [{ port: 5353, protocol: 'UDP' as const }];
-    put('udp1.json', [svc, slice('udp1', udpPort, [p1])]);
+    await put('udp1.json', [svc, slice('udp1', udpPort, [p1])]);
     await waitApplied('default/udp1', [`${p1.ip}:5353`]);
     // The same 5-tuple every time: one conntrack entry, as a long-lived UDP client (a resolver) has.
     for (let i = 0; i < 3; i++) t.match(await udp(client.ns, '10.96.0.14', 53, 40053), /^pod1 /, `before, request ${i}`);
-    put('udp1.json', [svc, slice('udp1', udpPort, [p2])]);
+    await put('udp1.json', [svc, slice('udp1', udpPort, [p2])]);
     await waitApplied('default/udp1', [`${p2.ip}:5353`]);
     // Without the cleanup the existing entry would keep sending this flow to pod1.
     for (let i = 0; i < 3; i++) t.match(await udp(client.ns, '10.96.0.14', 53, 40053), /^pod2 /, `after, request ${i}`);
@@ -290,13 +404,29 @@ export function servicesSuite(mode: Mode): void {
 
   t.test(`${mode}: an invalid Service is rejected naming the field; the others keep working`, async (t) => {
     const bad = withField(makeService({ name: 'bad', clusterIP: '10.96.0.17', ports: [{ port: 80 }] }), 'spec.ports[0].port', 70000);
-    put('bad.json', [bad]);
-    const deadline = Date.now() + 10_000;
-    while (Date.now() < deadline && !(status()?.rejected ?? []).some((r) => r.key === 'default/bad')) await sleep(50);
-    const rej = (status()?.rejected ?? []).find((r) => r.key === 'default/bad');
-    t.match(rej, { kind: 'Service', field: 'spec.ports[0].port' });
-    writeFileSync(`${manifests}/broken.json`, '{"kind": ');
-    await waitFor(() => Object.keys(status()?.manifestErrors ?? {}).some((f) => f.endsWith('broken.json')), 'the agent to report broken.json');
+    if (api) {
+      // The API server refuses it (422, a Status naming the field); it is never stored, so no agent hears of it.
+      const r = await cp!.kubectl(['apply', '-f', '-'], true, JSON.stringify(apiForm(bad).object));
+      t.not(r.exitCode, 0, 'kubectl apply fails');
+      t.match(r.stderr, /The Service "bad" is invalid: .*spec\.ports\[0\]\.port: Invalid value: 70000/, r.stderr);
+      t.match((await cp!.kubectl(['get', 'service', 'bad'], true)).stderr, /NotFound/, 'not stored');
+      // A malformed body is refused as a bad request, and changes nothing either.
+      const file = `${lab.runRoot}/broken.json`;
+      writeFileSync(file, '{"kind": ');
+      const raw = await cp!.kubectl(['create', '--raw', '/api/v1/namespaces/default/services', '-f', file], true);
+      t.not(raw.exitCode, 0, 'the malformed document is refused');
+      t.match(raw.stderr, /BadRequest/, raw.stderr);
+      for (const n of nodes) {
+        t.notOk(status(n)?.applied['default/bad'], `${n.name}: nothing applied for it`);
+        t.notOk((status(n)?.rejected ?? []).some((x) => x.key === 'default/bad'), `${n.name}: nothing for its agent to reject`);
+      }
+    } else {
+      await put('bad.json', [bad]);
+      await waitFor(() => (status()?.rejected ?? []).some((r) => r.key === 'default/bad'), 'the agent to reject default/bad');
+      t.match((status()?.rejected ?? []).find((r) => r.key === 'default/bad'), { kind: 'Service', field: 'spec.ports[0].port' });
+      writeFileSync(`${manifests}/broken.json`, '{"kind": ');
+      await waitFor(() => Object.keys(status()?.manifestErrors ?? {}).some((f) => f.endsWith('broken.json')), 'the agent to report broken.json');
+    }
     t.same(names(await spread(8, async () => (await tcp(client.ns, '10.96.0.10', 80)).out, ['pod1', 'pod2'])), ['pod1', 'pod2'], 'web unaffected');
   });
 
@@ -306,11 +436,12 @@ export function servicesSuite(mode: Mode): void {
       'status',
       { loadBalancer: { ingress: [{ ip: '203.0.113.10', ipMode: 'VIP' }, { ip: '203.0.113.11', ipMode: 'Proxy' }] } },
     );
-    put('lb.json', [lb, slice('lb', [{ port: 8080 }], [p1, p2])]);
+    await put('lb.json', [lb, slice('lb', [{ port: 8080 }], [p1, p2])]);
     await waitApplied('default/lb', [`${p1.ip}:8080`, `${p2.ip}:8080`]);
+    await waitVIP('203.0.113.10');
     const both = ['pod1', 'pod2'];
     t.same(names(await spread(12, async () => (await tcp(ext.name, '203.0.113.10', 80)).out, both)), both, 'the VIP from the underlay host');
-    t.notMatch((await tcp(ext.name, '203.0.113.10', 80)).out, new RegExp(`${EXT_IP.replace(/\./g, '\\.')}$`), 'Cluster policy: masqueraded');
+    t.notMatch((await tcp(ext.name, '203.0.113.10', 80)).out, new RegExp(`${esc(EXT_IP)}$`), 'Cluster policy: masqueraded');
     t.same(names(await spread(8, async () => (await tcp(client.ns, '203.0.113.10', 80)).out, both)), both, 'the VIP from a pod');
     t.same(names(await spread(8, async () => (await tcp(client.ns, '10.96.0.20', 80)).out, both)), both, 'its ClusterIP');
     t.same(names(await spread(8, async () => (await tcp(ext.name, NODE_IP, 30090)).out, both)), both, 'its NodePort');
@@ -323,8 +454,9 @@ export function servicesSuite(mode: Mode): void {
       'status',
       { loadBalancer: { ingress: [{ ip: '203.0.113.12' }] } },
     );
-    put('lbfw.json', [fw, slice('lbfw', [{ port: 8080 }], [p1])]);
+    await put('lbfw.json', [fw, slice('lbfw', [{ port: 8080 }], [p1])]);
     await waitApplied('default/lbfw', [`${p1.ip}:8080`]);
+    await waitVIP('203.0.113.12');
     t.match((await tcp(ext.name, '203.0.113.12', 80)).out, /^pod1 /, `${EXT_IP} is in the ranges`);
     const blocked = await tcp(ext2.name, '203.0.113.12', 80);
     t.notMatch(blocked.out, /^pod1/, `${EXT2_IP} is not: no answer (${blocked.out})`);
@@ -339,79 +471,106 @@ export function servicesSuite(mode: Mode): void {
       'status',
       { loadBalancer: { ingress: [{ ip: '203.0.113.13' }] } },
     );
-    put('lbnonp.json', [lb, slice('lbnonp', [{ port: 8080 }], [p1])]);
+    await put('lbnonp.json', [lb, slice('lbnonp', [{ port: 8080 }], [p1])]);
     await waitApplied('default/lbnonp', [`${p1.ip}:8080`]);
+    await waitVIP('203.0.113.13');
+    if (api) t.equal((await kubectl(['get', 'service', 'lbnonp', '-o', 'jsonpath={.spec.ports[0].nodePort}'])).trim(), '', 'the API server allocated none');
     t.match((await tcp(ext.name, '203.0.113.13', 80)).out, /^pod1 /, 'the VIP');
     t.match(await ruleset(), /default\/lbnonp/, 'the Service has rules');
     // The NodePort dispatch: KUBE-NODEPORTS rules, or the @service-nodeports map's elements.
     const nodePorts =
       mode === 'iptables'
         ? (await ruleset()).split('\n').filter((l) => l.startsWith('-A KUBE-NODEPORTS ')).join('\n')
-        : (await node.exec(['nft', 'list', 'map', 'ip', 'kube-proxy', 'service-nodeports'], true)).stdout;
+        : (await n1.exec(['nft', 'list', 'map', 'ip', 'kube-proxy', 'service-nodeports'], true)).stdout;
     t.match(nodePorts, /default\/web/, 'the NodePort dispatch as listed holds the other Services');
     t.notMatch(nodePorts, /default\/lbnonp/, 'but nothing of this one');
   });
 
   t.test(`${mode}: externalTrafficPolicy Local: the healthCheckNodePort answers 200 with local endpoints and 503 without`, async (t) => {
-    const svc = (eps: Pod[], nodeName: string) => {
-      const s = withField(
+    const VIP = '203.0.113.14';
+    const svc = (extra: Partial<EndpointSpec> = {}) => [
+      withField(
         withField(makeService({ name: 'lblocal', type: 'LoadBalancer', clusterIP: '10.96.0.23', externalTrafficPolicy: 'Local', ports: [{ port: 80, targetPort: 8080, nodePort: 30093 }] }), 'spec.healthCheckNodePort', 32100),
         'status',
-        { loadBalancer: { ingress: [{ ip: '203.0.113.14' }] } },
-      );
-      return [s, slice('lblocal', [{ port: 8080 }], eps, { nodeName })];
-    };
-    put('lblocal.json', svc([p1, p2], 'n1'));
+        { loadBalancer: { ingress: [{ ip: VIP }] } },
+      ),
+      slice('lblocal', [{ port: 8080 }], [p1, p2], extra),
+    ];
+    const health = (n: VNode, path = '/') => httpGet(ext.name, `http://${ipOf(n)}:32100${path}`);
+    const body = (localEndpoints: number) => ({ service: { namespace: 'default', name: 'lblocal' }, localEndpoints, serviceProxyHealthy: true });
+    /** The load balancer sends the VIP to one node (as to one that passes its health check). */
+    const vipVia = (n: VNode) => shOk(['ip', '-n', ext.name, 'route', 'replace', `${VIP}/32`, 'via', ipOf(n)]);
+    t.teardown(() => shOk(['ip', '-n', ext.name, 'route', 'del', `${VIP}/32`]).then(() => undefined));
+    await put('lblocal.json', svc());
     await waitApplied('default/lblocal', [`${p1.ip}:8080`, `${p2.ip}:8080`]);
-    let r = await httpGet(ext.name, `http://${NODE_IP}:32100/healthz`);
-    for (let i = 0; i < 20 && r.code === 0; i++) {
-      await sleep(100); // the server opens right after the sync
-      r = await httpGet(ext.name, `http://${NODE_IP}:32100/healthz`);
+    await waitVIP(VIP);
+    // Every node answers for its own endpoints: with manifests n1 holds both; through the API n2 and n3 one each, n1 none.
+    for (const n of nodes) {
+      const local = [p1, p2].filter((p) => p.node === n).length;
+      // The server opens right after the sync.
+      await waitFor(async () => (await health(n, '/healthz')).code !== 0, `${n.name}'s health check server`);
+      const r = await health(n, '/healthz');
+      t.equal(r.code, local > 0 ? 200 : 503, `${n.name} with ${local} local endpoints: ${r.body}`);
+      t.same(JSON.parse(r.body || 'null'), body(local), `${n.name}: its local endpoints`);
     }
-    t.equal(r.code, 200, `with local endpoints: ${r.body}`);
-    t.same(JSON.parse(r.body || 'null'), { service: { namespace: 'default', name: 'lblocal' }, localEndpoints: 2, serviceProxyHealthy: true });
-    t.match((await tcp(ext.name, '203.0.113.14', 80)).out, new RegExp(`^pod[12] ${EXT_IP.replace(/\./g, '\\.')}$`), 'Local policy keeps the client\'s source IP on the VIP');
+    const home = p1.node;
+    const homeNames = [p1, p2].filter((p) => p.node === home).map((p) => p.name).join('|');
+    await vipVia(home);
+    t.match((await tcp(ext.name, VIP, 80)).out, new RegExp(`^(${homeNames}) ${esc(EXT_IP)}$`), `Local policy keeps the client's source IP on the VIP via ${home.name}`);
 
-    // The same endpoints, now on another node: none local.
-    put('lblocal.json', svc([p1, p2], 'n2'));
-    await waitFor(async () => (await httpGet(ext.name, `http://${NODE_IP}:32100/`)).code === 503, 'the health check to turn 503');
-    r = await httpGet(ext.name, `http://${NODE_IP}:32100/`);
-    t.same(JSON.parse(r.body || 'null'), { service: { namespace: 'default', name: 'lblocal' }, localEndpoints: 0, serviceProxyHealthy: true }, 'no local endpoint: 503');
-    const dropped = await tcp(ext.name, '203.0.113.14', 80);
-    t.notMatch(dropped.out, /^pod/, 'outside traffic to the VIP is dropped without a local endpoint');
+    if (!api) {
+      // The same endpoints, now on another node: none local.
+      await put('lblocal.json', svc({ nodeName: 'n2' }));
+      await waitFor(async () => (await health(n1)).code === 503, 'the health check to turn 503');
+      t.same(JSON.parse((await health(n1)).body || 'null'), body(0), 'no local endpoint: 503');
+    }
+    // n1 has no local endpoint now (through the API: never had).
+    await vipVia(n1);
+    const dropped = await tcp(ext.name, VIP, 80);
+    t.notMatch(dropped.out, /^pod/, `outside traffic to the VIP via n1 is dropped without a local endpoint (${dropped.out})`);
 
-    rmSync(`${manifests}/lblocal.json`);
-    await waitFor(async () => (await httpGet(ext.name, `http://${NODE_IP}:32100/`)).code === 0, 'the health check server to close with its Service');
+    await remove('lblocal.json');
+    for (const n of nodes) await waitFor(async () => (await health(n)).code === 0, `${n.name}'s health check server to close with its Service`);
     t.pass('closed with the Service');
   });
 
   t.test(`${mode}: a Service labelled service.kubernetes.io/service-proxy-name gets no rules`, async (t) => {
     const other = withField(makeService({ name: 'other', type: 'NodePort', clusterIP: '10.96.0.25', ports: [{ port: 80, targetPort: 8080, nodePort: 30095 }] }), 'metadata.labels', { 'service.kubernetes.io/service-proxy-name': 'someone-else' });
-    put('other.json', [other, slice('other', [{ port: 8080 }], [p1])]);
-    t.match(await waitIgnored('default/other'), /service-proxy-name=someone-else/);
-    t.notOk(status()?.applied['default/other'], 'not applied');
+    await put('other.json', [other, slice('other', [{ port: 8080 }], [p1])]);
+    if (api) {
+      // The agents' informers select it away (kube-proxy's label selector): they never hear of it. A Service
+      // written after it and applied shows they have seen everything before it.
+      await put('after-other.json', [makeService({ name: 'after-other', clusterIP: '10.96.0.26', ports: [{ port: 80, targetPort: 8080 }] }), slice('after-other', [{ port: 8080 }], [p1])]);
+      await waitApplied('default/after-other', [`${p1.ip}:8080`]);
+      for (const n of nodes) t.notOk(status(n)?.ignored.some((i) => i.key === 'default/other'), `${n.name}: not even listed`);
+    } else {
+      t.match(await waitIgnored('default/other'), /service-proxy-name=someone-else/);
+    }
+    for (const n of nodes) t.notOk(status(n)?.applied['default/other'], `${n.name}: not applied`);
     t.notMatch((await tcp(client.ns, '10.96.0.25', 80)).out, /^pod/, 'its ClusterIP does not answer');
     t.notMatch((await tcp(ext.name, NODE_IP, 30095)).out, /^pod/, 'nor its NodePort');
     t.notMatch(await ruleset(), /default\/other/, 'nothing of it in the ruleset');
   });
 
   t.test(`${mode}: NodePorts on the bridge address and on 127.0.0.1: only iptables mode serves them by default`, async (t) => {
+    // n1's bridge (the client's gateway): a local address that is not the primary one.
+    const cbr0 = client.ip.replace(/\.\d+$/, '.1');
     t.match((await tcp(client.ns, NODE_IP, 30080)).out, /^pod[12] /, 'the node IP serves NodePorts in both modes');
-    const bridge = await tcp(client.ns, CBR0_IP, 30080);
-    const local = await tcp(node.ns, '127.0.0.1', 30080);
+    const bridge = await tcp(client.ns, cbr0, 30080);
+    const local = await tcp(n1.ns, '127.0.0.1', 30080);
     if (mode === 'nftables') {
       // nftables mode's default is the node's primary IP (eth0's, which holds the default route).
-      t.match(bridge.out, /Connection refused/, `not on cbr0's ${CBR0_IP}: ${bridge.out}`);
+      t.match(bridge.out, /Connection refused/, `not on cbr0's ${cbr0}: ${bridge.out}`);
       t.match(local.out, /Connection refused/, `not on 127.0.0.1: ${local.out}`);
     } else {
       // kube-proxy's iptables default: every local address, 127.0.0.1 included (route_localnet).
-      t.match(bridge.out, /^pod[12] /, `on cbr0's ${CBR0_IP} too`);
+      t.match(bridge.out, /^pod[12] /, `on cbr0's ${cbr0} too`);
       t.match(local.out, /^pod[12] /, 'and on 127.0.0.1');
     }
   });
 
   t.test(`${mode}: an address in the service CIDR that no Service has`, async (t) => {
-    const r = await tcp(node.ns, UNALLOCATED, 80);
+    const r = await tcp(n1.ns, UNALLOCATED, 80);
     if (mode === 'nftables') {
       // Dropped at the node: the gateway, which holds the address, never sees it.
       t.notMatch(r.out, /Connection refused/, r.out);
@@ -423,7 +582,7 @@ export function servicesSuite(mode: Mode): void {
   });
 
   t.test(`${mode}: the agent killed and restarted keeps established connections and the rules`, async (t) => {
-    put('echo.json', [makeService({ name: 'echo', clusterIP: '10.96.0.16', ports: [{ port: 90, targetPort: 9090 }] }), slice('echo', [{ port: 9090 }], [p1])]);
+    await put('echo.json', [makeService({ name: 'echo', clusterIP: '10.96.0.16', ports: [{ port: 90, targetPort: 9090 }] }), slice('echo', [{ port: 9090 }], [p1])]);
     await waitApplied('default/echo', [`${p1.ip}:9090`]);
     // A long-lived connection through the ClusterIP: socat in the client pod, fed line by line.
     const conn = spawn('ip', ['netns', 'exec', client.ns, 'socat', '-', 'TCP4:10.96.0.16:90'], { stdio: ['pipe', 'pipe', 'pipe'] });
@@ -440,12 +599,12 @@ export function servicesSuite(mode: Mode): void {
       return false;
     };
     t.ok(await roundTrip('before'), 'echo before the crash');
-    await node.stopAgent('SIGKILL');
+    // The client's node: its agent made the connection's NAT (its endpoint is remote through the API).
+    await n1.stopAgent('SIGKILL');
     t.ok(await roundTrip('while-down'), 'the kernel keeps forwarding while no agent runs');
-    rmSync(proxyStatusFile(node.runDir), { force: true });
-    await node.startAgent();
-    const deadline = Date.now() + 10_000;
-    while (Date.now() < deadline && !((status()?.ready ?? false) && (status()?.syncs ?? 0) >= 1 && status()?.lastSync?.reason === 'first')) await sleep(50);
+    rmSync(proxyStatusFile(n1.runDir), { force: true });
+    await n1.startAgent();
+    await waitFor(() => (status()?.ready ?? false) && (status()?.syncs ?? 0) >= 1 && status()?.lastSync?.reason === 'first', 'the restarted agent\'s first sync', { timeoutMs: 15_000, intervalMs: 50 }).catch(() => undefined);
     t.equal(status()?.lastSync?.reason, 'first', 'the restarted agent ran its first (full) sync');
     t.ok(await roundTrip('after-restart'), 'the established connection survives the full resync');
     t.same(names(await spread(8, async () => (await tcp(client.ns, '10.96.0.10', 80)).out, ['pod1', 'pod2'])), ['pod1', 'pod2'], 'new connections too');

@@ -147,19 +147,24 @@ export async function traceCommand(argv: readonly string[], deps: TraceDeps): Pr
     const local = args.fromNode && !addrs.includes(args.packet.sourceIP) ? [...addrs, args.packet.sourceIP] : addrs;
     rep = traceLive(rules, args, local);
   } catch (e) {
-    if (e instanceof TraceUsageError) {
-      err(`nodenet trace: ${e.message}\n`);
-      return 2;
-    }
-    err(`nodenet trace: ${e instanceof Error ? e.message : String(e)}\n`);
-    return 1;
+    return failed(e, err);
   }
   if (rep.skippedRules?.length) {
     const n = rep.skippedRules.length;
     err(`nodenet trace: warning: ${n} foreign rule(s) not understood were left out of the trace, e.g. ${rep.skippedRules.slice(0, 3).join(' | ')}\n`);
   }
-  out(args.output === 'json' ? `${JSON.stringify(rep, null, 2)}\n` : args.output === 'yaml' ? toYaml(rep) : formatTrace(rep, args.netnsName));
+  out(render(args.output, rep, () => formatTrace(rep, args.netnsName)));
   return 0;
+}
+
+/** A trace that could not be made: a usage error (exit 2) or the rules unreadable (exit 1), said on stderr. */
+function failed(e: unknown, err: (s: string) => void): 1 | 2 {
+  err(`nodenet trace: ${e instanceof Error ? e.message : String(e)}\n`);
+  return e instanceof TraceUsageError ? 2 : 1;
+}
+
+function render(output: TraceArgs['output'], rep: unknown, text: () => string): string {
+  return output === 'json' ? `${JSON.stringify(rep, null, 2)}\n` : output === 'yaml' ? toYaml(rep) : text();
 }
 
 /** `nodenet trace --lab NAME ...`: across the lab's nodes. */
@@ -174,13 +179,8 @@ async function traceLab(args: TraceArgs, deps: TraceDeps, out: (s: string) => vo
       ...(args.node === undefined ? {} : { node: args.node }),
     });
   } catch (e) {
-    if (e instanceof TraceUsageError) {
-      err(`nodenet trace: ${e.message}\n`);
-      return 2;
-    }
-    err(`nodenet trace: ${e instanceof Error ? e.message : String(e)}\n`);
-    return 1;
+    return failed(e, err);
   }
-  out(args.output === 'json' ? `${JSON.stringify(rep, null, 2)}\n` : args.output === 'yaml' ? toYaml(rep) : formatClusterTrace(rep));
+  out(render(args.output, rep, () => formatClusterTrace(rep)));
   return 0;
 }
