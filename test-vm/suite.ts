@@ -1,0 +1,40 @@
+/**
+ * test-vm/suite: what a VM suite is. One file per suite in test-vm/suites/,
+ * exporting `suite` (or `suites`, for one body run in several modes): the
+ * runner on the host reads `vms` and the timeouts, and every VM of the run
+ * calls `run` with its own context inside the guest. Whatever `run`
+ * returns (a line of details) is a pass; a throw is a fail with its message.
+ * The guest prints the result line; the run passes when every VM passed.
+ */
+export interface GuestContext {
+  readonly suite: string;
+  /** This VM's number, 1-based; VM1 usually drives the suite. */
+  readonly vm: number;
+  /** How many VMs the run has. */
+  readonly vms: number;
+  /** VM n's underlay address, without the prefix. */
+  ip(n: number): string;
+  /** The run's shared directory (read-write in every VM): hand files between VMs here. */
+  readonly share: string;
+  /** The repository (read-only) and its dist/ (the run's snapshot). */
+  readonly repo: string;
+  readonly dist: string;
+  /** A progress line on the serial console (kept and printed when the run fails). */
+  log(msg: string): void;
+}
+
+export interface VmSuite {
+  readonly name: string;
+  /** 2 (a direct cable) or 3 (the runner's switch). */
+  readonly vms: number;
+  /** Seconds each qemu may run, per accelerator; the runner kills it then. */
+  readonly timeoutSec: { readonly kvm: number; readonly tcg: number };
+  /** Memory per VM (default 1024). */
+  readonly memoryMiB?: number;
+  run(ctx: GuestContext): Promise<string>;
+}
+
+/** The suites a suite module exports. */
+export function suitesOf(mod: { suite?: VmSuite; suites?: readonly VmSuite[] }): VmSuite[] {
+  return [...(mod.suite ? [mod.suite] : []), ...(mod.suites ?? [])];
+}

@@ -1,0 +1,140 @@
+/**
+ * The overlay across VMs, in iptables and nftables modes: `nodenet
+ * control-plane` on VM1, the node agent on every VM (VXLAN over the VMs'
+ * virtio NICs, the embedded kubelet, the Service proxy), one `nodenet serve`
+ * Pod bound to each VM, a ClusterIP Service over them, and a client pod on
+ * VM1 made by a CNI ADD through the real shim. Real packets from the client:
+ * TCP, UDP and ping to every remote Pod with its source IP kept, and TCP and
+ * UDP through the ClusterIP reaching every Pod. The other VMs check that
+ * their own agent applied the Service's endpoints, then wait for VM1's word.
+ */
+import type { GuestContext, VmSuite } from '../suite.js';
+import { AGENT_JS, NODE, applied, awaitShared, cniPod, listPods, nodeKubeconfig, publish, readyNodes, sh, shOk, startAgent, startControlPlane, tail, waitFor, type PodView } from '../guest/node.js';
+
+type Mode = 'iptables' | 'nftables';
+
+const SLOW = 240_000;
+
+function agentConfig(mode: Mode, kubeconfig: string): Record<string, unknown> {
+  return { kubeconfig, clusterCIDR: '10.244.0.0/16', proxyMode: mode, proxyMinSyncMs: 100, overlay: 'vxlan', runPods: true };
+}
+
+function webPod(node: string): Record<string, unknown> {
+  return {
+    apiVersion: 'v1', kind: 'Pod',
+    metadata: { name: `web-${node}`, labels: { app: 'web' } },
+    spec: {
+      nodeName: node, terminationGracePeriodSeconds: 1,
+      containers: [{
+        name: 'web', image: 'nodenet/host',
+        command: [NODE, AGENT_JS, 'serve', '--tcp', '9000', '--udp', '9001', '--http', '8080'],
+        env: [{ name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }],
+        readinessProbe: { tcpSocket: { port: 9000 }, periodSeconds: 1 },
+      }],
+    },
+  };
+}
+
+const SERVICE = {
+  apiVersion: 'v1', kind: 'Service', metadata: { name: 'web' },
+  spec: { selector: { app: 'web' }, ports: [{ name: 'tcp', port: 80, targetPort: 9000, protocol: 'TCP' }, { name: 'udp', port: 53, targetPort: 9001, protocol: 'UDP' }] },
+};
+
+async function inNs(ns: string, argv: string[]): Promise<string> {
+  const r = await shOk(['ip', 'netns', 'exec', ns, ...argv]);
+  return (r.exitCode === 0 ? r.stdout : `ERROR(${r.exitCode}) ${r.stderr}`).trim();
+}
+const tcp = (ns: string, ip: string, port: number) => inNs(ns, ['socat', '-t2', '-T5', '-', `TCP4:${ip}:${port},connect-timeout=5`]);
+const udp = (ns: string, ip: string, port: number) => inNs(ns, ['bash', '-c', `echo hi | socat -t5 -T5 - UDP4:${ip}:${port}`]);
+
+function expectAnswer(what: string, got: string, pod: string, clientIP: string): void {
+  const m = /^(\S+) (\d+\.\d+\.\d+\.\d+):\d+/.exec(got);
+  if (!m) throw new Error(`${what}: no answer: ${got}`);
+  if (m[1] !== pod) throw new Error(`${what}: answered by ${m[1]}, expected ${pod}`);
+  if (m[2] !== clientIP) throw new Error(`${what}: the pod saw the client as ${m[2]}, not ${clientIP}: the source was not kept`);
+}
+
+async function driver(ctx: GuestContext, mode: Mode): Promise<string> {
+  const nodes = Array.from({ length: ctx.vms }, (_, i) => `vm${i + 1}`);
+  const { api, dataDir } = await startControlPlane(ctx, nodes, SLOW);
+  ctx.log('control plane ready');
+  for (const n of nodes) publish(ctx, `kubeconfig-${n}`, await sh(['cat', `${dataDir}/nodes/${n}.kubeconfig`]).then((r) => r.stdout));
+  const agent = await startAgent(ctx, agentConfig(mode, `${dataDir}/nodes/vm1.kubeconfig`), SLOW);
+  ctx.log('agent ready');
+  try {
+    await waitFor(async () => (await readyNodes(api)).length === nodes.length, `${nodes.length} Nodes Ready with pod CIDRs`, { timeoutMs: SLOW, intervalMs: 500 });
+    ctx.log(`nodes Ready: ${(await readyNodes(api)).join(' ')}`);
+    await api.json('POST', '/api/v1/namespaces/default/services', SERVICE);
+    for (const n of nodes) await api.json('POST', '/api/v1/namespaces/default/pods', webPod(n));
+    let pods: PodView[] = [];
+    await waitFor(async () => (pods = await listPods(api, 'app=web')).filter((p) => p.ready && p.ip).length === nodes.length, 'every web Pod Running and Ready', { timeoutMs: SLOW, intervalMs: 500 });
+    ctx.log(`pods: ${pods.map((p) => `${p.name}@${p.node}=${p.ip}`).join(' ')}`);
+    const svc = await api.json<{ spec: { clusterIP: string } }>('GET', '/api/v1/namespaces/default/services/web');
+    const clusterIP = svc.spec.clusterIP;
+    const want = pods.map((p) => `${p.ip}:9000`).sort();
+    await waitFor(() => JSON.stringify(applied(agent.runDir, 'default/web:tcp').sort()) === JSON.stringify(want), `vm1's rules hold ${want.join(', ')}`, { timeoutMs: SLOW, intervalMs: 250 });
+    publish(ctx, 'service', JSON.stringify({ clusterIP, endpoints: want }));
+    const client = await cniPod(agent, 'client');
+    ctx.log(`client pod ${client.ip}, ClusterIP ${clusterIP}`);
+    const checks: string[] = [];
+    for (const p of pods.filter((x) => x.node !== 'vm1')) {
+      expectAnswer(`TCP to ${p.name} (${p.node})`, await tcp(client.ns, p.ip, 9000), p.name, client.ip);
+      expectAnswer(`UDP to ${p.name} (${p.node})`, await udp(client.ns, p.ip, 9001), p.name, client.ip);
+      const ping = await inNs(client.ns, ['ping', '-c', '2', '-W', '5', p.ip]);
+      if (!/ 0% packet loss/.test(ping)) throw new Error(`ping ${p.name} (${p.ip} on ${p.node}): ${ping}`);
+      checks.push(p.node);
+    }
+    ctx.log(`pod to pod across VMs (TCP, UDP, ping, source kept) to ${checks.join(', ')}`);
+    const seen = new Set<string>();
+    for (let i = 0; i < 12 * nodes.length && seen.size < nodes.length; i++) {
+      const got = await tcp(client.ns, clusterIP, 80);
+      const m = /^(\S+) (\d+\.\d+\.\d+\.\d+):\d+/.exec(got);
+      if (!m) throw new Error(`TCP to the ClusterIP ${clusterIP}:80: ${got}`);
+      if (m[2] !== client.ip) throw new Error(`through the ClusterIP ${m[1]} saw the client as ${m[2]}, not ${client.ip}`);
+      seen.add(m[1]!);
+    }
+    if (seen.size !== nodes.length) throw new Error(`the ClusterIP reached only ${[...seen].join(', ')} of ${pods.map((p) => p.name).join(', ')}`);
+    const u = await udp(client.ns, clusterIP, 53);
+    if (!/^web-vm\d+ /.test(u)) throw new Error(`UDP to the ClusterIP ${clusterIP}:53: ${u}`);
+    ctx.log(`ClusterIP ${clusterIP}: TCP reached ${[...seen].sort().join(', ')}; UDP answered by ${u.split(' ')[0]}`);
+    const others = await Promise.all(nodes.slice(1).map((n) => awaitShared(ctx, `checked-${n}`, SLOW)));
+    publish(ctx, 'done', 'pass');
+    return `${mode}: ${nodes.length} VMs; pod to pod across VMs TCP/UDP/ping with the source kept (${checks.join(',')}); ClusterIP ${clusterIP} TCP reached ${seen.size}/${nodes.length} Pods, UDP answered; ${others.join('; ')}`;
+  } catch (e) {
+    ctx.log(`vm1 agent log:\n${tail(agent.logFile, 30)}\ncontrol plane log:\n${tail('/var/log/nodenet-control-plane.log', 15)}`);
+    publish(ctx, 'done', 'fail');
+    throw e;
+  }
+}
+
+async function worker(ctx: GuestContext, mode: Mode): Promise<string> {
+  const kc = await nodeKubeconfig(ctx, SLOW);
+  const agent = await startAgent(ctx, agentConfig(mode, kc), SLOW);
+  ctx.log('agent ready');
+  const svc = JSON.parse(await awaitShared(ctx, 'service', 2 * SLOW)) as { clusterIP: string; endpoints: string[] };
+  try {
+    await waitFor(() => JSON.stringify(applied(agent.runDir, 'default/web:tcp').sort()) === JSON.stringify(svc.endpoints), `vm${ctx.vm}'s rules hold ${svc.endpoints.join(', ')}`, { timeoutMs: SLOW, intervalMs: 250 });
+    const tables = mode === 'nftables' ? (await sh(['nft', 'list', 'table', 'ip', 'kube-proxy'])).stdout : (await sh(['iptables-save', '-t', 'nat'])).stdout;
+    if (!tables.includes(svc.clusterIP)) throw new Error(`vm${ctx.vm}'s ${mode} rules do not name ${svc.clusterIP}`);
+    const vx = (await sh(['ip', '-d', 'link', 'show', 'nodenet.1'])).stdout;
+    if (!/vxlan id 1 .*dstport 8472/.test(vx)) throw new Error(`nodenet.1 is not the VXLAN device: ${vx}`);
+  } catch (e) {
+    ctx.log(`vm${ctx.vm} agent log:\n${tail(agent.logFile, 30)}`);
+    publish(ctx, `checked-vm${ctx.vm}`, `vm${ctx.vm} FAILED`);
+    throw e;
+  }
+  publish(ctx, `checked-vm${ctx.vm}`, `vm${ctx.vm} applied ${svc.endpoints.length} endpoints in ${mode}`);
+  const done = await awaitShared(ctx, 'done', 2 * SLOW);
+  if (done !== 'pass') throw new Error('vm1 reported a failure');
+  return `agent applied ${svc.endpoints.length} endpoints of ${svc.clusterIP} in ${mode}, VXLAN up`;
+}
+
+function overlaySuite(mode: Mode, vms: number): VmSuite {
+  return {
+    name: `overlay-${mode}`, vms,
+    timeoutSec: { kvm: 300, tcg: 600 },
+    run: (ctx) => (ctx.vm === 1 ? driver(ctx, mode) : worker(ctx, mode)),
+  };
+}
+
+export const suites: VmSuite[] = [overlaySuite('iptables', 3), overlaySuite('nftables', 2)];
