@@ -71,8 +71,8 @@ t.test('a bad --log-level (or any invalid config) exits 1 with the field named, 
   t.match(d.err(), /^nodenet agent: config logLevel: must be one of fatal, error, warn, info, debug, trace, silent, got "verbose"\n$/);
   t.equal(d.started, 0);
   const e = deps();
-  t.equal(await runCli(['agent', '--proxy-mode', 'ipvs'], e), 1);
-  t.match(e.err(), /config proxyMode: ipvs is not available yet/);
+  t.equal(await runCli(['agent', '--proxy-mode', 'ipvs', '--ipvs-scheduler', 'fastest'], e), 1);
+  t.match(e.err(), /config ipvsScheduler: must be one of the kernel's IPVS schedulers \(rr, wrr, lc/);
 });
 
 t.test('a command that fails for a reason exits 1 with its message', async (t) => {

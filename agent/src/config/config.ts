@@ -11,8 +11,9 @@ import { parseCidr, type Cidr } from '../net/ip.js';
 import { fieldReaders, type JsonObject } from '../json/read.js';
 import { validatePrefix } from '../proxy/iptables/chains.js';
 import { parseNodePortAddresses } from '../proxy/node-port-addresses.js';
+import { KNOWN_SCHEDULERS } from '../netfilter/ipvs-types.js';
 
-export type ProxyMode = 'iptables' | 'nftables' | 'none';
+export type ProxyMode = 'iptables' | 'nftables' | 'ipvs' | 'none';
 
 /** pino's levels, and silent. */
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -40,6 +41,12 @@ export interface AgentConfig {
   readonly kubeconfig: string | null;
   /** nftables mode: a ping to a ClusterIP is rejected at once ('reject', kube-proxy's behaviour) or silently dropped ('drop'). */
   readonly clusterIPPing: 'reject' | 'drop';
+  /** IPVS mode: the virtual services' scheduler (kube-proxy --ipvs-scheduler): rr, lc, sh, mh, ... as the kernel has them. */
+  readonly ipvsScheduler: string;
+  /** IPVS mode: KUBE-IPVS-FILTER, rejecting traffic to a VIP on kube-ipvs0 that is not a service port (a ping included). */
+  readonly ipvsFilter: boolean;
+  /** IPVS mode: arp_ignore=1 / arp_announce=2, so the node does not answer ARP for the VIPs (kube-proxy --ipvs-strict-arp). */
+  readonly ipvsStrictARP: boolean;
   /** At least this long between two proxy syncs (kube-proxy --iptables-min-sync-period), ms. */
   readonly proxyMinSyncMs: number;
   /**
@@ -91,6 +98,9 @@ export const DEFAULTS: AgentConfig = {
   manifestsDir: null,
   kubeconfig: null,
   clusterIPPing: 'reject',
+  ipvsScheduler: 'rr',
+  ipvsFilter: true,
+  ipvsStrictARP: false,
   proxyMinSyncMs: 1000,
   proxySyncPeriodMs: 30_000,
   nodePortAddresses: null,
@@ -194,8 +204,9 @@ export function parseAgentConfig(raw: unknown): AgentConfig {
   const runDir = str(o, 'runDir') ?? DEFAULTS.runDir;
   const mtu = read.optInt(o, 'mtu', '', { min: 576, max: 65535 }) ?? null;
   const mode = str(o, 'proxyMode') ?? DEFAULTS.proxyMode;
-  if (mode === 'ipvs') throw bad('proxyMode', 'ipvs is not available yet (this kernel has no IP_VS; the IPVS mode comes with the test-vm/ VMs); use iptables, nftables or none');
-  if (!['iptables', 'nftables', 'none'].includes(mode)) throw bad('proxyMode', `must be iptables, nftables or none, got ${JSON.stringify(mode)}`);
+  if (!['iptables', 'nftables', 'ipvs', 'none'].includes(mode)) throw bad('proxyMode', `must be iptables, nftables, ipvs or none, got ${JSON.stringify(mode)}`);
+  const scheduler = str(o, 'ipvsScheduler') ?? DEFAULTS.ipvsScheduler;
+  if (!KNOWN_SCHEDULERS.includes(scheduler)) throw bad('ipvsScheduler', `must be one of the kernel's IPVS schedulers (${KNOWN_SCHEDULERS.join(', ')}), got ${JSON.stringify(scheduler)}`);
   const logLevel = str(o, 'logLevel') ?? DEFAULTS.logLevel;
   if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) throw bad('logLevel', `must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(logLevel)}`);
   const prefix = str(o, 'proxyPrefix') ?? DEFAULTS.proxyPrefix;
@@ -240,6 +251,9 @@ export function parseAgentConfig(raw: unknown): AgentConfig {
     manifestsDir,
     kubeconfig,
     clusterIPPing: ping,
+    ipvsScheduler: scheduler,
+    ipvsFilter: boolField(o, 'ipvsFilter') ?? DEFAULTS.ipvsFilter,
+    ipvsStrictARP: boolField(o, 'ipvsStrictARP') ?? DEFAULTS.ipvsStrictARP,
     proxyMinSyncMs: minSyncRaw,
     proxySyncPeriodMs: syncPeriod,
     nodePortAddresses: nodePortAddressesField(o),
@@ -271,6 +285,9 @@ export const FLAG_KEYS: Readonly<Record<string, keyof AgentConfig>> = {
   manifests: 'manifestsDir',
   kubeconfig: 'kubeconfig',
   'cluster-ip-ping': 'clusterIPPing',
+  'ipvs-scheduler': 'ipvsScheduler',
+  'ipvs-filter': 'ipvsFilter',
+  'ipvs-strict-arp': 'ipvsStrictARP',
   'proxy-min-sync-ms': 'proxyMinSyncMs',
   'proxy-sync-period-ms': 'proxySyncPeriodMs',
   'nodeport-addresses': 'nodePortAddresses',

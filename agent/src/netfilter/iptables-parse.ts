@@ -89,6 +89,15 @@ export interface IptRule {
   readonly target: IptTarget | null;
   /** -g instead of -j. */
   readonly goto: boolean;
+  /** `-m set [!] --match-set NAME dst,dst` (IPVS mode), in order; absent when the rule has none. */
+  readonly matchSets?: readonly SetMatch[];
+}
+
+export interface SetMatch {
+  readonly name: string;
+  /** "dst", "dst,dst", "dst,dst,src", ... one per dimension of the set. */
+  readonly flags: readonly ('src' | 'dst')[];
+  readonly negated: boolean;
 }
 
 export interface IptChain {
@@ -167,7 +176,7 @@ export function tokenize(line: string, lineNo = 0): string[] {
 // ---------------------------------------------------------------- rules
 
 const PROTO_MODULES = new Set(['tcp', 'udp', 'sctp']);
-const KNOWN_MODULES = new Set(['tcp', 'udp', 'sctp', 'comment', 'statistic', 'recent', 'addrtype', 'mark', 'conntrack']);
+const KNOWN_MODULES = new Set(['tcp', 'udp', 'sctp', 'comment', 'statistic', 'recent', 'addrtype', 'mark', 'conntrack', 'set']);
 const ADDR_TYPES = new Set(['UNSPEC', 'UNICAST', 'LOCAL', 'BROADCAST', 'ANYCAST', 'MULTICAST', 'BLACKHOLE', 'UNREACHABLE', 'PROHIBIT', 'THROW', 'NAT', 'XRESOLVE']);
 const CT_STATES = new Set(['INVALID', 'NEW', 'ESTABLISHED', 'RELATED', 'UNTRACKED', 'SNAT', 'DNAT']);
 const REJECT_WITH = new Set([
@@ -357,6 +366,13 @@ export function parseRuleArgs(chain: string, tokens: readonly string[], line = 0
       r.mark = { value: parseMark(value(tok), line, 'mark'), negated: neg };
       continue;
     }
+    if (has('set') && tok === '--match-set') {
+      const name = value(tok);
+      const flags = value(tok).split(',');
+      if (flags.some((f) => f !== 'src' && f !== 'dst') || flags.length > 6) throw new IptablesParseError(line, `set match: bad flags \`${flags.join(',')}'`);
+      r.matchSets = [...(r.matchSets ?? []), { name, flags: flags as ('src' | 'dst')[], negated: neg }];
+      continue;
+    }
     if (has('conntrack') && tok === '--ctstate') {
       const x = v(tok);
       const states = x.value.split(',');
@@ -475,6 +491,7 @@ export function ruleSignature(r: IptRule): string {
     ['dsttype', n(r.dstType)],
     ['mark', n(r.mark, (m) => `${hex(m.value)}/${hex(m.mask)}`)],
     ['ctstate', n(r.ctstate, (s) => [...s].sort().join(','))],
+    ['set', r.matchSets ? r.matchSets.map((m) => `${m.negated ? '!' : ''}${m.name}:${m.flags.join(',')}`).join(';') : null],
     [r.goto ? 'g' : 'j', r.target ? targetSignature(r.target) : null],
   ];
   return parts.filter(([, v]) => v !== null).map(([k, v]) => `${k}=${v}`).join(' ');

@@ -250,6 +250,21 @@ class FakeNetlink implements NetlinkOps {
     return view(l);
   }
 
+  async ensureDummy(name: string): Promise<LinkInfo> {
+    const op = `ensureDummy ${name}`;
+    const ns = this.enter(op);
+    checkName(op, name);
+    const l = ns.byName(name);
+    if (l) {
+      if (l.kind !== 'dummy') throw new NodenetError(ErrorCode.LinkExists, `${op}: a link of kind ${l.kind ?? 'none'} has that name`);
+      return view(l);
+    }
+    const made: FLink = { index: ns.allocIndex(), name, mac: this.kernel.newMac(), mtu: 1500, up: false, promisc: false, kind: 'dummy', hairpin: false };
+    ns.links.set(made.index, made);
+    this.log(`link add ${name} type dummy`);
+    return view(made);
+  }
+
   async createVeth(spec: VethSpec): Promise<void> {
     const op = `createVeth ${spec.name}/${spec.peerName}`;
     const ns = this.enter(op);

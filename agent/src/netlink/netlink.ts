@@ -181,6 +181,22 @@ export class NetlinkHandle implements NetlinkOps {
     return this.linkOrThrow(name);
   }
 
+  async ensureDummy(name: string): Promise<LinkInfo> {
+    const link = await this.getLink(name);
+    if (link) {
+      if (link.kind !== 'dummy') throw new NodenetError(ErrorCode.LinkExists, `ensureDummy ${name}: a link of kind ${link.kind ?? 'none'} has that name`);
+      return link;
+    }
+    try {
+      await this.req(`ensureDummy ${name}`, (s) => s.newLink({}, { ifname: name, linkinfo: encodeLinkInfo({ kind: 'dummy' }) }, { flags: CREATE_EXCL }));
+    } catch (e) {
+      if (errnoOf(e) !== 'EEXIST') throw e; // lost a race with another creator: fine if it is a dummy
+    }
+    const made = await this.linkOrThrow(name);
+    if (made.kind !== 'dummy') throw new NodenetError(ErrorCode.LinkExists, `ensureDummy ${name}: a non-dummy link took the name`);
+    return made;
+  }
+
   async createVeth(spec: VethSpec): Promise<void> {
     const op = `createVeth ${spec.name}/${spec.peerName}`;
     let peerFd: number | undefined;

@@ -144,6 +144,13 @@ export interface NetlinkOps {
    */
   ensureBridge(name: string, opts?: BridgeOptions): Promise<LinkInfo>;
   /**
+   * Idempotent: creates a dummy device (RTM_NEWLINK kind dummy) if missing, left as it is otherwise (IPVS
+   * mode's kube-ipvs0, which kube-proxy leaves down: the addresses on it are local either way).
+   * @throws NodenetError(LinkExists) if `name` exists and is not a dummy device.
+   * @throws NetlinkError(EOPNOTSUPP) on a kernel without the dummy driver.
+   */
+  ensureDummy(name: string): Promise<LinkInfo>;
+  /**
    * Creates a veth pair in one request; the peer is created inside spec.peerNetns under its final name,
    * with the master, the host end's up flag and the MACs the spec gives; the peer is left down.
    * Not idempotent.

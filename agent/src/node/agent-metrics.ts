@@ -126,7 +126,7 @@ export class AgentMetrics {
     if (o.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
   }
 
-  private proxyMetrics(mode: 'iptables' | 'nftables', registers: Registry[]): ProxierObserver {
+  private proxyMetrics(mode: 'iptables' | 'nftables' | 'ipvs', registers: Registry[]): ProxierObserver {
     const { clock, pendingChanges } = this.o;
     const health = this.health;
     const duration = new Histogram({ name: 'kubeproxy_sync_proxy_rules_duration_seconds', help: 'SyncProxyRules latency in seconds', buckets: [...SYNC_BUCKETS], registers });
@@ -156,7 +156,7 @@ export class AgentMetrics {
       },
     });
     const failures =
-      mode === 'iptables'
+      mode !== 'nftables' // IPVS mode counts its iptables-restore failures there too, as kube-proxy does
         ? new Counter({ name: 'kubeproxy_sync_proxy_rules_iptables_restore_failures_total', help: 'Cumulative proxy iptables restore failures', registers })
         : new Counter({ name: 'kubeproxy_sync_proxy_rules_nftables_sync_failures_total', help: 'Cumulative proxy nftables sync failures', registers });
     const written = new Gauge({ name: 'nodenet_sync_proxy_rules_last_written', help: 'Rules (nftables: rules plus set and map elements) the last successful sync wrote, when the backend counts them.', labelNames: ['mode'], registers });

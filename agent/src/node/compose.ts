@@ -6,6 +6,7 @@
  * commands), so each runs on fakes in a unit test.
  */
 import { createHash } from 'node:crypto';
+import { release } from 'node:os';
 import { startCniServer } from '../cniserver/server.js';
 import { ErrorCode, NodenetError } from '../errors/errors.js';
 import type { AgentConfig } from '../config/config.js';
@@ -23,6 +24,12 @@ import { ConntrackExecutor } from '../netfilter/conntrack.js';
 import { createIptables, detectBackend, ExecIptables } from '../netfilter/iptables.js';
 import { NetlinkNftSets } from '../netfilter/nft-sets.js';
 import { NftExecutor } from '../netfilter/nft.js';
+import { IpsetExecutor } from '../netfilter/ipset.js';
+import { GenlIpvs } from '../netfilter/ipvs-genl.js';
+import type { Ipvs } from '../netfilter/ipvs-types.js';
+import { IpvsBackend } from '../proxy/ipvs/proxier.js';
+import { DUMMY_DEVICE, ipvsNames, isOurSet } from '../proxy/ipvs/names.js';
+import { ipvsOwnedChains } from '../proxy/ipvs/render.js';
 import { ThreadedLinkDeleter } from '../netlink/link-deleter.js';
 import { openNetlink } from '../netlink/netlink.js';
 import type { AddressInfo } from '../netlink/ops.js';
@@ -134,6 +141,7 @@ export async function composeAgent(given: AgentConfig, logger?: Logger): Promise
             clusterCIDR: cfg.clusterCIDR,
             prefix: cfg.proxyPrefix,
             clusterIPPing: cfg.clusterIPPing,
+            ipvs: { scheduler: cfg.ipvsScheduler, filter: cfg.ipvsFilter, strictARP: cfg.ipvsStrictARP },
             manifestsDir: cfg.manifestsDir,
             kubeconfig: cfg.kubeconfig,
             statusFile: proxyStatusFile(cfg.runDir),
@@ -251,7 +259,9 @@ async function kubeletStarter(cfg: AgentConfig, node: { listLinks(): Promise<Nod
 }
 
 export interface ProxyComposeOptions {
-  readonly mode: 'iptables' | 'nftables';
+  readonly mode: 'iptables' | 'nftables' | 'ipvs';
+  /** IPVS mode's options (scheduler rr, filter on, strict ARP off when absent). */
+  readonly ipvs?: { readonly scheduler?: string; readonly filter?: boolean; readonly strictARP?: boolean };
   readonly nodeName: string;
   readonly clusterCIDR: AgentConfig['clusterCIDR'];
   readonly prefix: string;
@@ -286,8 +296,13 @@ export async function composeProxyHostDeps(o: ProxyComposeOptions): Promise<Omit
   } finally {
     nl.close();
   }
-  const nodeIPs = o.nodeIPs ?? nodeAddresses(net.addresses);
-  const nodePorts = resolveNodePortAddresses(o.nodePortAddresses ? parseNodePortAddresses(o.nodePortAddresses) : null, o.mode, net, { bridge: o.bridge ?? 'cbr0' });
+  // The VIPs IPVS mode put on kube-ipvs0 are local addresses, not the node's.
+  const dummy = net.links.find((l) => l.name === DUMMY_DEVICE)?.index;
+  const vips = new Set(net.addresses.filter((a) => a.ifIndex === dummy).map((a) => parseIPNet(a.address).ip as string));
+  net = { ...net, addresses: net.addresses.filter((a) => a.ifIndex !== dummy) };
+  const nodeIPs = (o.nodeIPs ?? nodeAddresses(net.addresses)).filter((ip) => !vips.has(ip));
+  // IPVS mode serves NodePorts on every node address by default, as kube-proxy's does (never on 127.0.0.1: IPVS cannot).
+  const nodePorts = resolveNodePortAddresses(o.nodePortAddresses ? parseNodePortAddresses(o.nodePortAddresses) : null, o.mode === 'nftables' ? 'nftables' : 'iptables', net, { bridge: o.bridge ?? 'cbr0' });
   for (const w of nodePorts.warnings) o.log.warn(w);
   o.log.info(nodePorts.description);
   const nodeConfig: ProxyNodeConfig = {
@@ -303,7 +318,9 @@ export async function composeProxyHostDeps(o: ProxyComposeOptions): Promise<Omit
   const backend: ProxyBackend =
     o.mode === 'iptables'
       ? new IptablesBackend({ iptables: await createIptables({ runner: o.runner, log: o.log, prefix: o.prefix, ...ns }), nodeConfig, log: o.log })
-      : new NftablesBackend({ nft: new NftExecutor({ runner: o.runner, ...ns }), nodeConfig, log: o.log, options: { clusterIPPing: o.clusterIPPing } });
+      : o.mode === 'ipvs'
+        ? await composeIpvsBackend(o, nodeConfig)
+        : new NftablesBackend({ nft: new NftExecutor({ runner: o.runner, ...ns }), nodeConfig, log: o.log, options: { clusterIPPing: o.clusterIPPing } });
   const manifestsDir = o.manifestsDir;
   return {
     mode: o.mode,
@@ -311,7 +328,13 @@ export async function composeProxyHostDeps(o: ProxyComposeOptions): Promise<Omit
     backend,
     conntrack: new ConntrackExecutor({ runner: o.runner, ...ns }),
     sysctl: new ProcSysctl(o.netns ? toNetnsPath(o.netns) : undefined),
-    removeOtherMode: () => removeProxyRules({ runner: o.runner, log: o.log, prefix: o.prefix, ...ns }, o.mode === 'iptables' ? 'nftables' : 'iptables'),
+    removeOtherMode: async () => {
+      let any = false;
+      for (const m of (['iptables', 'nftables', 'ipvs'] as const).filter((x) => x !== o.mode)) {
+        if (await removeProxyRules({ runner: o.runner, log: o.log, prefix: o.prefix, ...ns }, m)) any = true;
+      }
+      return any;
+    },
     startSource: o.kubeconfig
       ? async (h) => {
           const { KubeSource, loadKubeConfig } = await kubeWatch();
@@ -333,6 +356,33 @@ export async function composeProxyHostDeps(o: ProxyComposeOptions): Promise<Omit
   };
 }
 
+/**
+ * IPVS mode on real dependencies: the kernel's IPVS family over generic
+ * netlink (loaded with `modprobe ip_vs` first, where modules exist), ipset,
+ * iptables, a netlink handle for kube-ipvs0, the sysctls, all in the node's
+ * namespace. The sockets live as long as the process.
+ * @throws NodenetError(NotAvailable) "this kernel has no IPVS ..." when it has none.
+ */
+async function composeIpvsBackend(o: ProxyComposeOptions, nodeConfig: ProxyNodeConfig): Promise<IpvsBackend> {
+  const ns = o.netns ? { netns: o.netns } : {};
+  ipvsNames(o.prefix); // a prefix too long for the set names fails before anything is opened
+  for (const mod of ['ip_vs', `ip_vs_${o.ipvs?.scheduler ?? 'rr'}`]) await o.runner.run(['modprobe', mod], { allowFailure: true }).catch(() => undefined);
+  const nsPath = o.netns ? toNetnsPath(o.netns) : undefined;
+  const ipvs = await GenlIpvs.open(nsPath);
+  o.log.info({ [F.mode]: 'ipvs' }, `IPVS ${ipvs.version ?? '(version unknown)'} over generic netlink`);
+  return new IpvsBackend({
+    ipvs,
+    ipset: new IpsetExecutor({ runner: o.runner, ...ns }),
+    iptables: await createIptables({ runner: o.runner, log: o.log, prefix: o.prefix, ...ns }),
+    netlink: openNetlink(nsPath),
+    sysctl: new ProcSysctl(nsPath),
+    kernelRelease: release(),
+    nodeConfig,
+    log: o.log,
+    options: o.ipvs ?? {},
+  });
+}
+
 /** A proxy host on real dependencies, started (the tests run one against a node's namespace). */
 export async function startProxyHost(o: ProxyComposeOptions): Promise<ProxyHost> {
   return ProxyHost.start({ ...(await composeProxyHostDeps(o)), log: o.log, clock: realClock });
@@ -346,7 +396,7 @@ export async function startProxyHost(o: ProxyComposeOptions): Promise<ProxyHost>
  */
 export async function removeProxyRules(
   o: { readonly runner: Runner; readonly log: Logger; readonly netns?: string; readonly prefix: string },
-  mode: 'iptables' | 'nftables',
+  mode: 'iptables' | 'nftables' | 'ipvs',
 ): Promise<boolean> {
   const ns = o.netns ? { netns: o.netns } : {};
   const nodeConfig: ProxyNodeConfig = { nodeName: '', nodeIPs: [], clusterCIDR: null, prefix: o.prefix, masqueradeBit: 14 };
@@ -355,9 +405,41 @@ export async function removeProxyRules(
     const deps = { runner: o.runner, log: o.log, ...ns };
     const iptables = new ExecIptables(deps, await detectBackend(deps));
     const nat = await iptables.listChains('nat');
-    if (![...nat].some((c) => isOwnedChain(o.prefix, c))) return false;
+    // IPVS mode shares KUBE-SERVICES, KUBE-POSTROUTING and KUBE-MARK-MASQ: only a chain IPVS mode does not have says iptables mode.
+    const shared = new Set(o.prefix.length <= 5 ? ipvsOwnedChains(ipvsNames(o.prefix)).nat : []);
+    if (![...nat].some((c) => isOwnedChain(o.prefix, c) && !shared.has(c))) return false;
     await new IptablesBackend({ iptables, nodeConfig, log: o.log }).cleanup();
     return true;
+  }
+  if (mode === 'ipvs') {
+    if (o.prefix.length > 5) return false; // no IPVS mode can have run with this prefix
+    const names = ipvsNames(o.prefix);
+    const nl = openNetlink(o.netns ? toNetnsPath(o.netns) : undefined);
+    try {
+      const deps = { runner: o.runner, log: o.log, ...ns };
+      const iptables = new ExecIptables(deps, await detectBackend(deps));
+      const ipset = new IpsetExecutor({ runner: o.runner, ...ns });
+      const nat = await iptables.listChains('nat');
+      const hasDevice = (await nl.getLink(DUMMY_DEVICE)) !== null;
+      const hasChains = nat.has(names.nat.nodePort) || nat.has(names.nat.loadBalancer);
+      const hasSets = await ipset.list((n) => isOurSet(names, n)).then((m) => m.size > 0, () => false);
+      if (!hasDevice && !hasChains && !hasSets) return false;
+      let ipvs: Ipvs;
+      try {
+        ipvs = await GenlIpvs.open(o.netns ? toNetnsPath(o.netns) : undefined);
+      } catch {
+        // No IPVS in this kernel: no virtual services to remove either.
+        ipvs = { kind: 'genl', list: async () => [], listDests: async () => null, apply: async () => undefined, flush: async () => undefined, close: () => undefined };
+      }
+      try {
+        await new IpvsBackend({ ipvs, ipset, iptables, netlink: nl, sysctl: new ProcSysctl(), kernelRelease: release(), nodeConfig, log: o.log }).cleanup();
+      } finally {
+        ipvs.close();
+      }
+      return true;
+    } finally {
+      nl.close();
+    }
   }
   const nft = new NftExecutor({ runner: o.runner, ...ns });
   if (!(await nft.tableExists('ip', tableName(o.prefix)))) return false;

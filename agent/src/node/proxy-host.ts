@@ -66,7 +66,7 @@ export interface ProxySourceHandlers {
 }
 
 export interface ProxyHostDeps {
-  readonly mode: 'iptables' | 'nftables';
+  readonly mode: 'iptables' | 'nftables' | 'ipvs';
   readonly nodeConfig: ProxyNodeConfig;
   readonly backend: ProxyBackend;
   readonly conntrack: Conntrack;
@@ -74,7 +74,7 @@ export interface ProxyHostDeps {
   readonly sysctl: Sysctl;
   readonly clock: Clock;
   readonly log: Logger;
-  /** Removes the other mode's rules of the same prefix; true when there were any. */
+  /** Removes the other modes' rules of the same prefix; true when there were any. */
   readonly removeOtherMode: () => Promise<boolean>;
   /** Starts the Service source; null when none is configured. */
   readonly startSource: ((h: ProxySourceHandlers) => Promise<ProxySource>) | null;
@@ -133,7 +133,7 @@ export class ProxyHost {
   static async start(deps: ProxyHostDeps): Promise<ProxyHost> {
     const host = new ProxyHost(deps);
     for (const [k, v] of NODE_SYSCTLS) await deps.sysctl.set(k, v);
-    const other = deps.mode === 'iptables' ? 'nftables' : 'iptables';
+    const other = (['iptables', 'nftables', 'ipvs'] as const).filter((m) => m !== deps.mode).join(' or ');
     try {
       if (await deps.removeOtherMode()) host.log.info(`removed the ${other}-mode rules a previous run left`);
     } catch (err) {

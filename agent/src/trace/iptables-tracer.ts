@@ -20,7 +20,8 @@
  * Test infrastructure: pure, no I/O.
  */
 import { cidrContains, isIPv4 } from '../net/ip.js';
-import type { IptDump, IptRule, Negatable } from '../netfilter/iptables-parse.js';
+import type { IptDump, IptRule, Negatable, SetMatch } from '../netfilter/iptables-parse.js';
+import { entryParts, type IpsetState } from '../netfilter/ipset-parse.js';
 import type { IptablesTable } from '../netfilter/iptables-types.js';
 import type { TracePacket, TraceResult } from '../proxy/types.js';
 
@@ -29,6 +30,8 @@ export interface IptablesTraceOptions {
   readonly nodeIPs: readonly string[];
   /** Further local addresses (e.g. a bridge's gateway); 127.0.0.0/8 is always local. */
   readonly localAddrs?: readonly string[];
+  /** The ipsets `-m set --match-set` rules look in (IPVS mode, from `ipset save`); a set not here never matches. */
+  readonly ipsets?: ReadonlyMap<string, IpsetState>;
 }
 
 export interface IptablesTraceResult extends TraceResult {
@@ -83,6 +86,7 @@ export function traceIptables(dump: IptDump, packet: TracePacket | { readonly so
     if (!neg(r.mark, (m) => ((mark & m.mask) >>> 0) === m.value)) return false;
     if (!neg(r.ctstate, (states) => states.includes('NEW') || (ctDnat && states.includes('DNAT')))) return false;
     if (r.recent && r.recent.mode !== 'set') return false; // no history: rcheck/update/remove never match
+    for (const m of r.matchSets ?? []) if (setHas(opts.ipsets?.get(m.name), m, pkt) === m.negated) return false;
     return true;
   };
 
@@ -161,4 +165,24 @@ export function traceIptables(dump: IptDump, packet: TracePacket | { readonly so
 
   const destination = verdict !== 'ACCEPT' ? verdict : dnat.length ? dnat.join(', ') : explicitAccept ? 'ACCEPT' : '';
   return { visited, matched, destination, masquerade, verdict };
+}
+
+/** Whether the packet's element (picked by the match's src/dst flags) is a member of the set. */
+function setHas(set: IpsetState | undefined, m: SetMatch, pkt: Pkt): boolean {
+  if (!set) return false;
+  const ip = (i: number): string => (m.flags[i] === 'src' ? pkt.src : pkt.dst);
+  const port = (i: number): number => (m.flags[i] === 'src' ? pkt.sport : pkt.dport);
+  if (!['tcp', 'udp', 'sctp'].includes(pkt.proto) && set.type !== 'hash:ip') return false;
+  switch (set.type) {
+    case 'hash:ip': return set.entries.has(ip(0));
+    case 'bitmap:port': return set.entries.has(String(port(0)));
+    case 'hash:ip,port': return set.entries.has(`${ip(0)},${pkt.proto}:${port(1)}`);
+    case 'hash:ip,port,ip': return set.entries.has(`${ip(0)},${pkt.proto}:${port(1)},${ip(2)}`);
+    case 'hash:ip,port,net':
+      for (const e of set.entries) {
+        const p = entryParts(set.type, e);
+        if (p.ip === ip(0) && p.proto === pkt.proto && p.port === port(1) && p.net && cidrContains(p.net, ip(2))) return true;
+      }
+      return false;
+  }
 }
