@@ -18,10 +18,11 @@ export interface RunningAgent {
 export type StartAgent = (cfg: AgentConfig) => Promise<RunningAgent>;
 
 export const AGENT_USAGE = `usage: nodenet agent [--config FILE] [--node-name N] [--pod-cidr CIDR] [--cluster-cidr CIDR] [--state-dir D] [--run-dir D]
-                     [--cni-socket S] [--bridge B] [--mtu N] [--proxy-mode none|iptables|nftables] [--kubeconfig FILE|in-cluster | --manifests DIR]
+                     [--cni-socket S] [--bridge B] [--mtu N] [--proxy-mode none|iptables|nftables|ipvs] [--kubeconfig FILE|in-cluster | --manifests DIR]
                      [--proxy-prefix KUBE] [--cluster-ip-ping reject|drop] [--proxy-min-sync-ms MS] [--proxy-sync-period-ms MS] [--node-lease-duration-seconds S]
                      [--nodeport-addresses primary|CIDR,...] [--service-cluster-ip-range CIDR]
                      [--metrics-bind-address IP:PORT] [--healthz-bind-address IP:PORT]
+                     [--ipvs-scheduler rr|lc|sh|mh|...] [--ipvs-filter true|false] [--ipvs-strict-arp true|false]
                      [--overlay vxlan|none] [--iface IF] [--run-pods true|false] [--kubelet-port 10250]
                      [--log-level fatal|error|warn|info|debug|trace|silent] [--log-file F]
 Runs the node agent until SIGTERM: the CNI service on a unix socket and, with a proxy mode, Service rules
