@@ -136,7 +136,7 @@ t.test('usage errors: exit 2, the message names the bad argument, nothing is run
     [['--netns', NS, CLIENT, 'icmp', WEB, '80'], /unexpected argument "80": icmp \(a ping\) has no port/],
     [['--netns', 'nn-nosuch', CLIENT, 'tcp', WEB, '80'], /--netns "nn-nosuch": no network namespace at \/run\/netns\/nn-nosuch/],
     [['--netns', 'run/netns/x', CLIENT, 'tcp', WEB, '80'], /--netns "run\/netns\/x": a path must be absolute/],
-    [['--netns', NS, '--mode', 'ipvs', CLIENT, 'tcp', WEB, '80'], /--mode "ipvs": expected auto, iptables or nftables/],
+    [['--netns', NS, '--mode', 'bpf', CLIENT, 'tcp', WEB, '80'], /--mode "bpf": expected auto, iptables, nftables or ipvs/],
     [['--netns', NS, '--prefix', 'kube', CLIENT, 'tcp', WEB, '80'], /--prefix: proxy chain prefix "kube" must be 1-7 characters/],
     [['--netns', NS, '--verbose', CLIENT, 'tcp', WEB, '80'], /unknown flag --verbose/],
     [['--netns', NS, CLIENT, 'tcp', WEB, '80', '--', 'x'], /unexpected arguments after --/],

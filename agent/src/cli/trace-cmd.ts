@@ -3,7 +3,7 @@
  * packet-flow tracers of testing/ (the ones the renderers' tests use) over
  * the live rules of a node's network namespace.
  *
- *   nodenet trace [--netns NAME|PATH] [--mode auto|iptables|nftables]
+ *   nodenet trace [--netns NAME|PATH] [--mode auto|iptables|nftables|ipvs]
  *                 [--prefix KUBE] [--from-node] [--json] SRC PROTO DST [PORT]
  *
  * The trace is of the first packet of a new connection. A packet whose
@@ -34,7 +34,7 @@ class HelpRequested extends Error {}
 
 export type { TraceReport };
 
-export const TRACE_USAGE = `usage: nodenet trace [--netns NAME|PATH | --lab NAME [--node N]] [--mode auto|iptables|nftables] [--prefix KUBE] [--from-node] [-o json|yaml]
+export const TRACE_USAGE = `usage: nodenet trace [--netns NAME|PATH | --lab NAME [--node N]] [--mode auto|iptables|nftables|ipvs] [--prefix KUBE] [--from-node] [-o json|yaml]
                      SRC tcp|udp|sctp|icmp DST [PORT]
 Traces a new connection's first packet through a node's live Service rules: the chains it visits, where it ends up, masquerade.
 With --lab, across the lab's nodes: from the node SRC is on (or --node), through its Service rules, then for each endpoint
@@ -83,7 +83,7 @@ export function parseTraceArgs(argv: readonly string[], checkNetns: (path: strin
   if (p.rest.length) throw new FlagError(`unexpected arguments after --: ${p.rest.join(' ')}`);
 
   const mode = p.flags.get('mode') ?? 'auto';
-  if (mode !== 'auto' && mode !== 'iptables' && mode !== 'nftables') throw new FlagError(`--mode ${JSON.stringify(mode)}: expected auto, iptables or nftables`);
+  if (mode !== 'auto' && mode !== 'iptables' && mode !== 'nftables' && mode !== 'ipvs') throw new FlagError(`--mode ${JSON.stringify(mode)}: expected auto, iptables, nftables or ipvs`);
   const prefix = prefixFlag(p);
 
   const lab = p.flags.get('lab');

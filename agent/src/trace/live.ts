@@ -12,6 +12,10 @@
  *     and create the table as a side effect). When our SERVICES chain is not
  *     there, the other backend is looked at too. Only the nat and filter
  *     tables are kept: the tracer walks those;
+ *   - IPVS mode: the same iptables dump (told from iptables mode by our
+ *     IPVS-FILTER chain in filter, declared whether the filter is on or
+ *     off), then `ipset save` (our sets only), `ipvsadm -Ln` and
+ *     `ip -j addr show dev kube-ipvs0`;
  *
  * iptables-parse.ts knows the matches nodenet writes, not every module a
  * foreign ruleset may use (physdev, set, ...). A foreign rule it cannot parse
@@ -28,8 +32,12 @@ import { parseNftListing } from '../netfilter/nft-listing.js';
 import type { NftTableState } from '../netfilter/nft-state.js';
 import { fixedChains } from '../proxy/iptables/chains.js';
 import { tableName } from '../proxy/nftables/names.js';
+import { parseIpsetSave, type IpsetState } from '../netfilter/ipset-parse.js';
+import { parseIpvsadmList } from '../netfilter/ipvsadm-parse.js';
+import type { VirtualServerState } from '../netfilter/ipvs-types.js';
+import { DUMMY_DEVICE, ipvsNames, isOurSet } from '../proxy/ipvs/names.js';
 
-export type TraceMode = 'iptables' | 'nftables';
+export type TraceMode = 'iptables' | 'nftables' | 'ipvs';
 
 export interface LiveDeps {
   readonly runner: Runner;
@@ -52,7 +60,20 @@ export interface NftablesLive {
   readonly state: NftTableState;
 }
 
-export type LiveRules = IptablesLive | NftablesLive;
+export interface IpvsLive {
+  readonly mode: 'ipvs';
+  readonly backend: IptablesBackendKind;
+  readonly dump: IptDump;
+  readonly skipped: readonly string[];
+  /** Our sets (`ipset save`), by name. */
+  readonly ipsets: ReadonlyMap<string, IpsetState>;
+  /** `ipvsadm -Ln`. */
+  readonly services: readonly VirtualServerState[];
+  /** The addresses on kube-ipvs0 (`ip -j addr show dev kube-ipvs0`), empty when the device is missing. */
+  readonly vips: readonly string[];
+}
+
+export type LiveRules = IptablesLive | NftablesLive | IpvsLive;
 
 /** The rules could not be read, or nodenet's rules are not there: `nodenet trace` exits 1. */
 export class TraceReadError extends Error {
@@ -184,14 +205,93 @@ export async function readLiveRules(deps: LiveDeps, mode: 'auto' | TraceMode, pr
     if ('found' in p) return p.found;
     throw new TraceReadError(`${p.missing} in ${where}`);
   }
+  if (mode === 'ipvs') {
+    const p = await probeIptables(deps, prefix);
+    if (!('found' in p)) throw new TraceReadError(`${p.missing} in ${where}`);
+    const filter = ipvsFilterChain(prefix);
+    if (!isIpvsDump(p.found.dump, prefix)) throw new TraceReadError(`no ${filter ?? 'IPVS-FILTER'} chain in the filter table in ${where}: these are not IPVS mode's rules (try --mode iptables)`);
+    return readIpvs(deps, p.found, prefix);
+  }
   const [n, i] = await Promise.all([probeNftables(deps, prefix), probeIptables(deps, prefix)]);
   if ('found' in n && 'found' in i) {
+    const ipvs = isIpvsDump(i.found.dump, prefix);
     throw new TraceUsageError(
-      `both nftables rules (table ${n.found.table}) and iptables rules (${fixedChains(prefix).services} in nat, ${BACKEND_COMMANDS[i.found.backend].save}) ` +
-        `are present in ${where}; say which to trace with --mode nftables or --mode iptables`,
+      `both nftables rules (table ${n.found.table}) and ${ipvs ? 'IPVS mode' : 'iptables'} rules (${fixedChains(prefix).services} in nat, ${BACKEND_COMMANDS[i.found.backend].save}) ` +
+        `are present in ${where}; say which to trace with --mode nftables or --mode ${ipvs ? 'ipvs' : 'iptables'}`,
     );
   }
   if ('found' in n) return n.found;
-  if ('found' in i) return i.found;
+  if ('found' in i) return isIpvsDump(i.found.dump, prefix) ? readIpvs(deps, i.found, prefix) : i.found;
   throw new TraceReadError(`no nodenet Service rules in ${where}: ${n.missing}; ${i.missing}`);
+}
+
+/** The IPVS-FILTER chain's name for this prefix, or null when the prefix is too long for IPVS mode. */
+function ipvsFilterChain(prefix: string): string | null {
+  try {
+    return ipvsNames(prefix).filter.ipvsFilter;
+  } catch {
+    return null;
+  }
+}
+
+/** IPVS mode's rules: our IPVS-FILTER chain is declared in filter (also with --ipvs-filter=false). Pure. */
+export function isIpvsDump(dump: IptDump, prefix: string): boolean {
+  const c = ipvsFilterChain(prefix);
+  return c !== null && dump.tables.get('filter')?.chains.has(c) === true;
+}
+
+/** The addresses of `ip -j addr show dev DEV` output (IPv4, without prefix length). Pure. */
+export function parseIpAddrJson(text: string): string[] {
+  const links = JSON.parse(text) as { addr_info?: { family?: string; local?: string }[] }[];
+  const out: string[] = [];
+  for (const l of Array.isArray(links) ? links : []) for (const a of l.addr_info ?? []) if (a.family === 'inet' && typeof a.local === 'string') out.push(a.local);
+  return out;
+}
+
+async function readTool(deps: LiveDeps, argv: readonly string[]): Promise<RunResult> {
+  try {
+    return await deps.runner.run([...argv], runOpts(deps, true));
+  } catch (e) {
+    throw new TraceReadError(`cannot run \`${argv.join(' ')}\`: ${errText(e)}`, { cause: e });
+  }
+}
+
+function toolFailed(argv: readonly string[], r: RunResult): TraceReadError {
+  return new TraceReadError(`\`${argv.join(' ')}\` exited ${r.exitCode}${r.stderr.trim() ? `: ${r.stderr.trim().split('\n')[0]}` : ''}`);
+}
+
+/** IPVS mode's other state, next to its iptables dump: sets, the IPVS table, kube-ipvs0's addresses. All read-only. */
+async function readIpvs(deps: LiveDeps, ipt: IptablesLive, prefix: string): Promise<IpvsLive> {
+  const names = ipvsNames(prefix);
+  const setArgv = ['ipset', 'save'];
+  const vsArgv = ['ipvsadm', '-L', '-n'];
+  const addrArgv = ['ip', '-j', 'addr', 'show', 'dev', DUMMY_DEVICE];
+  const [sets, table, addrs] = await Promise.all([readTool(deps, setArgv), readTool(deps, vsArgv), readTool(deps, addrArgv)]);
+  if (sets.exitCode !== 0) throw toolFailed(setArgv, sets);
+  if (table.exitCode !== 0) throw toolFailed(vsArgv, table);
+  let ipsets: Map<string, IpsetState>;
+  let services: VirtualServerState[];
+  let vips: string[];
+  try {
+    ipsets = parseIpsetSave(sets.stdout, (n) => isOurSet(names, n));
+  } catch (e) {
+    throw new TraceReadError(`cannot parse \`ipset save\`: ${errText(e)}`, { cause: e });
+  }
+  try {
+    services = parseIpvsadmList(table.stdout);
+  } catch (e) {
+    throw new TraceReadError(`cannot parse \`ipvsadm -Ln\`: ${errText(e)}`, { cause: e });
+  }
+  if (addrs.exitCode !== 0) {
+    // No kube-ipvs0: no VIP is local (the trace shows it); any other failure is one.
+    if (!/does not exist/i.test(addrs.stderr)) throw toolFailed(addrArgv, addrs);
+    vips = [];
+  } else {
+    try {
+      vips = parseIpAddrJson(addrs.stdout);
+    } catch (e) {
+      throw new TraceReadError(`cannot parse \`${addrArgv.join(' ')}\`: ${errText(e)}`, { cause: e });
+    }
+  }
+  return { mode: 'ipvs', backend: ipt.backend, dump: ipt.dump, skipped: ipt.skipped, ipsets, services, vips };
 }
