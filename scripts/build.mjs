@@ -4,7 +4,7 @@
 //   dist/nodenet-pause     the pause holder (C, ~60 lines), PID 1 of every pod sandbox
 import { build } from 'esbuild';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, chmodSync, statSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, chmodSync, statSync, rmSync, readFileSync } from 'node:fs';
 
 const root = new URL('..', import.meta.url).pathname;
 mkdirSync(`${root}dist`, { recursive: true });
@@ -14,12 +14,19 @@ if (existsSync(`${root}agent/src/main.ts`)) {
   // Split: what only some commands need (the API watch and client-node, whose import alone takes about
   // 1.2 s here; the control plane and SQLite) is a chunk loaded by a dynamic import when it is used, so an
   // agent without an API server, and every other command, starts without it.
+  // client-node (with its own dependencies) is bundled into its chunk, not left external: node resolves and
+  // loads its ~840 files (760 of client-node) one by one otherwise, most of its import time (and minutes under qemu TCG, where the
+  // agent waited for it); the other packages stay external (native addons, few files).
+  const { dependencies } = JSON.parse(readFileSync(`${root}package.json`, 'utf8'));
+  const agentExternal = Object.keys(dependencies).filter((d) => d !== '@kubernetes/client-node').flatMap((d) => [d, `${d}/*`]);
   rmSync(`${root}dist/chunks`, { recursive: true, force: true });
   jobs.push(build({
     entryPoints: { nodenet: `${root}agent/src/main.ts` },
     outdir: `${root}dist`, splitting: true, chunkNames: 'chunks/[name]-[hash]',
     bundle: true, platform: 'node', target: 'node20', format: 'esm',
-    packages: 'external', sourcemap: 'linked', logLevel: 'warning',
+    external: agentExternal, sourcemap: 'linked', logLevel: 'warning',
+    // CommonJS code bundled into ESM calls require() for node's builtins: give every chunk a real one.
+    banner: { js: "import { createRequire as __nodenetCreateRequire } from 'node:module'; const require = __nodenetCreateRequire(import.meta.url);" },
   }));
 }
 if (existsSync(`${root}cni/src/main.ts`)) {

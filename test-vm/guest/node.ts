@@ -85,11 +85,16 @@ export async function startAgent(ctx: GuestContext, config: Record<string, unkno
   const socket = `${runDir}/cni.sock`;
   const cfg = { nodeName: `vm${ctx.vm}`, stateDir: `${dir}/state`, runDir, cniSocket: socket, logFile, logLevel: 'debug', ...config };
   writeFileSync(`${dir}/agent.json`, JSON.stringify(cfg, null, 2));
+  const spawnedAt = new Date().toISOString();
   const proc = spawnLogged([NODE, AGENT_JS, 'agent', '--config', `${dir}/agent.json`], '/var/log/nodenet-agent.stderr');
   await waitFor(() => {
     if (proc.exitCode !== null) throw new Error(`agent exited: ${tail('/var/log/nodenet-agent.stderr')}`);
     return existsSync(`${runDir}/agent.ready`);
   }, 'agent.ready', { timeoutMs, intervalMs: 100 });
+  // The start's timeline, kept in the run directory on the host: when it was spawned, then the agent's own log lines up to ready.
+  try {
+    writeFileSync(`${ctx.share}/agent-start-vm${ctx.vm}.log`, `${JSON.stringify({ time: spawnedAt, msg: 'agent spawned (guest)' })}\n${readFileSync(logFile, 'utf8')}`);
+  } catch { /* diagnostics only */ }
   return { proc, runDir, logFile, socket };
 }
 

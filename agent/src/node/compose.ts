@@ -330,8 +330,11 @@ export async function composeProxyHostDeps(o: ProxyComposeOptions): Promise<Omit
     sysctl: new ProcSysctl(o.netns ? toNetnsPath(o.netns) : undefined),
     removeOtherMode: async () => {
       let any = false;
+      // The iptables and IPVS checks both read the nat table: one `iptables -V` and one save for both.
+      const rulesDeps = { runner: o.runner, log: o.log, prefix: o.prefix, ...ns };
+      const nat = natProbe(rulesDeps);
       for (const m of (['iptables', 'nftables', 'ipvs'] as const).filter((x) => x !== o.mode)) {
-        if (await removeProxyRules({ runner: o.runner, log: o.log, prefix: o.prefix, ...ns }, m)) any = true;
+        if (await removeProxyRules(rulesDeps, m, nat)) any = true;
       }
       return any;
     },
@@ -388,26 +391,47 @@ export async function startProxyHost(o: ProxyComposeOptions): Promise<ProxyHost>
   return ProxyHost.start({ ...(await composeProxyHostDeps(o)), log: o.log, clock: realClock });
 }
 
+/** The backend `iptables` uses and its nat table's chains, read once for several removeProxyRules checks. */
+export interface NatProbe {
+  read(): Promise<{ readonly iptables: ExecIptables; readonly nat: ReadonlySet<string> }>;
+  /** The nat table changed (a removal ran): the next read() reads it again. */
+  invalidate(): void;
+}
+
+function natProbe(deps: { readonly runner: Runner; readonly log: Logger; readonly netns?: string }): NatProbe {
+  let read: Promise<{ iptables: ExecIptables; nat: ReadonlySet<string> }> | null = null;
+  return {
+    read: () =>
+      (read ??= (async () => {
+        const iptables = new ExecIptables(deps, await detectBackend(deps));
+        return { iptables, nat: await iptables.listChains('nat') };
+      })()),
+    invalidate: () => {
+      read = null;
+    },
+  };
+}
+
 /**
  * Removes one mode's rules of `prefix` from a namespace (kube-proxy
  * --cleanup): iptables mode's chains and jumps in the backend `iptables`
  * uses, or nftables mode's table. Returns whether there was anything to
- * remove. Idempotent.
+ * remove. Idempotent. `nat` shares the nat table's read between calls (one per call when absent).
  */
 export async function removeProxyRules(
   o: { readonly runner: Runner; readonly log: Logger; readonly netns?: string; readonly prefix: string },
   mode: 'iptables' | 'nftables' | 'ipvs',
+  nat: NatProbe = natProbe(o),
 ): Promise<boolean> {
   const ns = o.netns ? { netns: o.netns } : {};
   const nodeConfig: ProxyNodeConfig = { nodeName: '', nodeIPs: [], clusterCIDR: null, prefix: o.prefix, masqueradeBit: 14 };
   if (mode === 'iptables') {
     // No mixing check here: stale chains are what we came to remove.
-    const deps = { runner: o.runner, log: o.log, ...ns };
-    const iptables = new ExecIptables(deps, await detectBackend(deps));
-    const nat = await iptables.listChains('nat');
+    const { iptables, nat: chains } = await nat.read();
     // IPVS mode shares KUBE-SERVICES, KUBE-POSTROUTING and KUBE-MARK-MASQ: only a chain IPVS mode does not have says iptables mode.
     const shared = new Set(o.prefix.length <= 5 ? ipvsOwnedChains(ipvsNames(o.prefix)).nat : []);
-    if (![...nat].some((c) => isOwnedChain(o.prefix, c) && !shared.has(c))) return false;
+    if (![...chains].some((c) => isOwnedChain(o.prefix, c) && !shared.has(c))) return false;
+    nat.invalidate();
     await new IptablesBackend({ iptables, nodeConfig, log: o.log }).cleanup();
     return true;
   }
@@ -416,14 +440,16 @@ export async function removeProxyRules(
     const names = ipvsNames(o.prefix);
     const nl = openNetlink(o.netns ? toNetnsPath(o.netns) : undefined);
     try {
-      const deps = { runner: o.runner, log: o.log, ...ns };
-      const iptables = new ExecIptables(deps, await detectBackend(deps));
       const ipset = new IpsetExecutor({ runner: o.runner, ...ns });
-      const nat = await iptables.listChains('nat');
-      const hasDevice = (await nl.getLink(DUMMY_DEVICE)) !== null;
-      const hasChains = nat.has(names.nat.nodePort) || nat.has(names.nat.loadBalancer);
-      const hasSets = await ipset.list((n) => isOurSet(names, n)).then((m) => m.size > 0, () => false);
+      // Read-only checks, side by side (each a process to wait for).
+      const [{ iptables, nat: chains }, hasDevice, hasSets] = await Promise.all([
+        nat.read(),
+        nl.getLink(DUMMY_DEVICE).then((l) => l !== null),
+        ipset.list((n) => isOurSet(names, n)).then((m) => m.size > 0, () => false),
+      ]);
+      const hasChains = chains.has(names.nat.nodePort) || chains.has(names.nat.loadBalancer);
       if (!hasDevice && !hasChains && !hasSets) return false;
+      nat.invalidate();
       let ipvs: Ipvs;
       try {
         ipvs = await GenlIpvs.open(o.netns ? toNetnsPath(o.netns) : undefined);
