@@ -21,7 +21,7 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 
 export interface AgentConfig {
   readonly nodeName: string;
-  /** This node's pod CIDR, used by IPAM when a CNI config gives no subnet. A later issue takes it from the Node object. */
+  /** This node's pod CIDR, used by IPAM when a CNI config gives no subnet; on an API server, when none is configured, it comes from the Node's spec.podCIDR (node IPAM). */
   readonly podCIDR: Cidr | null;
   readonly clusterCIDR: Cidr | null;
   /** Durable state: IPAM reservations, attachment records. */

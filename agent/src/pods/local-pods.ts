@@ -9,7 +9,7 @@
  * and is started again keeps the pod's IP, because pause holds the netns.
  *
  * State: <runDir>/pods/<name>.json. This is the `nodenet pod` CLI's engine and
- * the embedded-mode kubelet's base (a later issue).
+ * a sibling of the embedded kubelet (pods/kubelet.ts), which runs the Pods an API server binds.
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
