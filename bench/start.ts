@@ -3,7 +3,7 @@
  * (a FlagError is printed and gives exit code 2, as the CLI does), and, for
  * the benches that build namespaces, a check that it runs as root.
  */
-import { FlagError } from '../agent/src/cli/flags.js';
+import { FlagError, parseFlags } from '../agent/src/cli/flags.js';
 
 /** The parsed arguments, or the exit code 2 after printing why they are wrong. */
 export function benchArgs<T>(parse: (argv: readonly string[]) => T, argv: readonly string[] = process.argv.slice(2)): T | 2 {
@@ -23,4 +23,15 @@ export function isRoot(bench: string, why: string): boolean {
   if (process.getuid?.() === 0) return true;
   console.error(`${bench} needs root (${why})`);
   return false;
+}
+
+/**
+ * A bench's flags: `--quick` and the named string flags; anything else, a
+ * positional argument or `-h` is a FlagError (for -h, the usage).
+ */
+export function benchFlags(argv: readonly string[], stringFlags: readonly string[], usage: string): { readonly flags: ReadonlyMap<string, string>; readonly quick: boolean } {
+  const p = parseFlags(argv, { quick: { type: 'boolean' }, ...Object.fromEntries(stringFlags.map((f) => [f, { type: 'string' } as const])) });
+  if (p.positional.length || p.rest.length) throw new FlagError(`unexpected argument ${JSON.stringify(p.positional[0] ?? p.rest[0])}`);
+  if (p.help) throw new FlagError(usage);
+  return { flags: p.flags, quick: p.flags.has('quick') };
 }

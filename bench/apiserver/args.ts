@@ -15,7 +15,8 @@
  *   --log-level info        the server's log level (`nodenet control-plane`'s default: one line per request, to a file)
  *   --out FILE              also write the results as JSON to FILE
  */
-import { FlagError, parseFlags } from '../../agent/src/cli/flags.js';
+import { FlagError } from '../../agent/src/cli/flags.js';
+import { benchFlags } from '../start.js';
 
 export interface BenchArgs {
   readonly quick: boolean;
@@ -64,11 +65,7 @@ function ints(flag: string, v: string, min: number, max: number): number[] {
 
 /** Parses argv (without node and the script). @throws FlagError naming the flag */
 export function parseBenchArgs(argv: readonly string[]): BenchArgs {
-  const p = parseFlags(argv, { quick: { type: 'boolean' }, ...Object.fromEntries(STRING_FLAGS.map((f) => [f, { type: 'string' } as const])) });
-  if (p.positional.length || p.rest.length) throw new FlagError(`unexpected argument ${JSON.stringify(p.positional[0] ?? p.rest[0])}`);
-  if (p.help) throw new FlagError(USAGE);
-  const f = p.flags;
-  const quick = f.has('quick');
+  const { flags: f, quick } = benchFlags(argv, STRING_FLAGS, USAGE);
   const d = quick ? QUICK : FULL;
   const get = (k: string, dflt: number | string): string => f.get(k) ?? String(dflt);
   const logLevel = get('log-level', 'info');

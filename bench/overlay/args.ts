@@ -12,7 +12,8 @@
  *   --quick                 smaller figures (well under a minute of measuring); any flag above overrides them
  *   --out FILE              where the results JSON goes (default bench/overlay/results/<date>.json)
  */
-import { FlagError, parseFlags } from '../../agent/src/cli/flags.js';
+import { FlagError } from '../../agent/src/cli/flags.js';
+import { benchFlags } from '../start.js';
 import { int } from '../apiserver/args.js';
 import { list } from '../proxy-sync/args.js';
 
@@ -45,11 +46,7 @@ const STRING_FLAGS = ['duration', 'repeat', 'streams', 'omit', 'pings', 'ping-in
 
 /** Parses argv (without node and the script). @throws FlagError naming the flag */
 export function parseBenchArgs(argv: readonly string[]): BenchArgs {
-  const p = parseFlags(argv, { quick: { type: 'boolean' }, ...Object.fromEntries(STRING_FLAGS.map((f) => [f, { type: 'string' } as const])) });
-  if (p.positional.length || p.rest.length) throw new FlagError(`unexpected argument ${JSON.stringify(p.positional[0] ?? p.rest[0])}`);
-  if (p.help) throw new FlagError(USAGE);
-  const f = p.flags;
-  const quick = f.has('quick');
+  const { flags: f, quick } = benchFlags(argv, STRING_FLAGS, USAGE);
   const d = quick ? QUICK : FULL;
   const get = (k: string, dflt: number): string => f.get(k) ?? String(dflt);
   const out = f.get('out') ?? null;

@@ -15,7 +15,8 @@
  *   --cpu-prof DIR              profile the big case's agent (node --cpu-prof, a .cpuprofile per mode under DIR)
  *   --keep-logs DIR             copy each case's agent and control-plane logs to DIR/<mode>-<N>/ before its lab goes
  */
-import { FlagError, parseFlags } from '../../agent/src/cli/flags.js';
+import { FlagError } from '../../agent/src/cli/flags.js';
+import { benchFlags } from '../start.js';
 import { int } from '../apiserver/args.js';
 import { MAX_SERVICES, list, mode, type BenchMode } from '../proxy-sync/args.js';
 
@@ -43,11 +44,7 @@ const STRING_FLAGS = ['modes', 'services', 'small', 'changes', 'min-sync-ms', 'l
 
 /** Parses argv (without node and the script). @throws FlagError naming the flag */
 export function parseBenchArgs(argv: readonly string[]): BenchArgs {
-  const p = parseFlags(argv, { quick: { type: 'boolean' }, ...Object.fromEntries(STRING_FLAGS.map((f) => [f, { type: 'string' } as const])) });
-  if (p.positional.length || p.rest.length) throw new FlagError(`unexpected argument ${JSON.stringify(p.positional[0] ?? p.rest[0])}`);
-  if (p.help) throw new FlagError(USAGE);
-  const f = p.flags;
-  const quick = f.has('quick');
+  const { flags: f, quick } = benchFlags(argv, STRING_FLAGS, USAGE);
   const d = quick ? QUICK : FULL;
   const get = (k: string, dflt: number): string => f.get(k) ?? String(dflt);
   const services = int('services', get('services', d.services), 1, MAX_SERVICES);
