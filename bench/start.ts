@@ -3,6 +3,7 @@
  * (a FlagError is printed and gives exit code 2, as the CLI does), and, for
  * the benches that build namespaces, a check that it runs as root.
  */
+import { cpus, loadavg, release, totalmem } from 'node:os';
 import { FlagError, parseFlags } from '../agent/src/cli/flags.js';
 
 /** The parsed arguments, or the exit code 2 after printing why they are wrong. */
@@ -34,4 +35,25 @@ export function benchFlags(argv: readonly string[], stringFlags: readonly string
   if (p.positional.length || p.rest.length) throw new FlagError(`unexpected argument ${JSON.stringify(p.positional[0] ?? p.rest[0])}`);
   if (p.help) throw new FlagError(usage);
   return { flags: p.flags, quick: p.flags.has('quick') };
+}
+
+/** The machine a bench ran on, the fields every bench's results share. */
+export interface MachineMeta {
+  readonly date: string;
+  readonly kernel: string;
+  readonly cpus: number;
+  readonly cpuModel: string;
+  readonly memTotalMiB: number;
+  readonly node: string;
+  readonly loadavgBefore: readonly number[];
+  readonly loadavgAfter: readonly number[];
+}
+
+/** This machine, now (the load average after the run; before, as the bench took it). */
+export function machineMeta(loadavgBefore: readonly number[]): MachineMeta {
+  const cpu = cpus();
+  return {
+    date: new Date().toISOString(), kernel: release(), cpus: cpu.length, cpuModel: cpu[0]?.model.trim() ?? '?', memTotalMiB: totalmem() / 1048576, node: process.version,
+    loadavgBefore, loadavgAfter: loadavg(),
+  };
 }

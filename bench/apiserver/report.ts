@@ -15,6 +15,7 @@
  * A ratio "N× inside" is reference / nodenet: how many times over nodenet
  * would have to slow down to reach the reference.
  */
+import type { MachineMeta } from '../start.js';
 import type { Summary } from './stats.js';
 
 export interface CreateCase {
@@ -88,19 +89,11 @@ export interface MemoryPoints {
   readonly endHwmMiB: number;
 }
 
-export interface Meta {
-  readonly date: string;
-  readonly node: string;
-  readonly kernel: string;
-  readonly cpus: number;
-  readonly cpuModel: string;
-  readonly memTotalMiB: number;
+export interface Meta extends MachineMeta {
   readonly dataDirFs: string;
   /** 4 KiB write + fdatasync in the data directory: the floor of one durable commit. */
   readonly fsyncMs: Summary;
   readonly serverLogLevel: string;
-  readonly loadavgBefore: readonly number[];
-  readonly loadavgAfter: readonly number[];
   /** CPUs' worth of time the rest of the machine used during the run, on average (machine busy − server − client): other processes, and kernel threads (some of them working for the bench: the journal, loopback softirqs). */
   readonly otherCpus: number;
   readonly quick: boolean;

@@ -24,10 +24,10 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { closeSync, fdatasyncSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
-import { cpus, loadavg, release, totalmem } from 'node:os';
+import { loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { benchArgs } from '../start.js';
+import { benchArgs, machineMeta } from '../start.js';
 import { parseBenchArgs } from './args.js';
 import { ApiClient, closedLoop, openLoop, openWatch, outcomeOf, type Outcome } from './http-client.js';
 import { parseKubeconfig, type ApiTarget } from './kubeconfig.js';
@@ -405,11 +405,10 @@ async function main(): Promise<number> {
     const memory: MemoryPoints = { idleMiB: idle.rss, afterLoadMiB: afterLoad.rss, afterAllMiB: end.rss, endHwmMiB: end.hwm };
     if (!lists.some((l) => l.peakRssMiB !== null)) notes.add('/proc/<pid>/clear_refs could not be written: list peaks are not measured (VmHWM at the end is the peak of the whole run).');
     else notes.add('VmHWM is reset before each list row, so "VmHWM at the end" is the peak since the last list row, not of the whole run.');
-    const cpu = cpus();
     const meta: Meta = {
-      date: new Date().toISOString(), node: process.version, kernel: release(), cpus: cpu.length, cpuModel: cpu[0]?.model.trim() ?? '?',
-      memTotalMiB: totalmem() / 1048576, dataDirFs: mount ? `${mount.fsType} (${mount.device}, mounted on ${mount.mountPoint})` : 'unknown', fsyncMs: fsync,
-      serverLogLevel: args.logLevel, loadavgBefore, loadavgAfter: loadavg(), otherCpus, quick: args.quick,
+      ...machineMeta(loadavgBefore),
+      dataDirFs: mount ? `${mount.fsType} (${mount.device}, mounted on ${mount.mountPoint})` : 'unknown', fsyncMs: fsync,
+      serverLogLevel: args.logLevel, otherCpus, quick: args.quick,
     };
     const result: BenchResult = { meta, creates, load, watches, lists, memory, notes: [...notes], totalWallMs: performance.now() - started };
     const report = formatReport(result);

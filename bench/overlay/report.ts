@@ -13,6 +13,7 @@
  * same run on the same lab, so the machine's speed at the time cancels out
  * as far as it can.
  */
+import type { MachineMeta } from '../start.js';
 import { thousands } from '../apiserver/report.js';
 import { median, summarize } from '../apiserver/stats.js';
 import type { BenchArgs, CaseName } from './args.js';
@@ -72,18 +73,10 @@ export interface Mtus {
   readonly pod: number | null;
 }
 
-export interface Meta {
-  readonly date: string;
-  readonly kernel: string;
-  readonly cpus: number;
-  readonly cpuModel: string;
-  readonly memTotalMiB: number;
-  readonly node: string;
+export interface Meta extends MachineMeta {
   readonly iperf3: string;
   readonly ping: string;
   readonly commit: string;
-  readonly loadavgBefore: readonly number[];
-  readonly loadavgAfter: readonly number[];
 }
 
 export interface BenchResult {

@@ -25,10 +25,10 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg, release, totalmem } from 'node:os';
+import { cpus, loadavg } from 'node:os';
 import { dirname, isAbsolute, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { benchArgs, isRoot } from '../start.js';
+import { benchArgs, isRoot, machineMeta } from '../start.js';
 import { AGENT_JS, REPO, SHIM, type Lab, type VNode } from '../../agent/src/lab/lab.js';
 import { CLUSTER_CIDR } from '../../agent/src/lab/plan.js';
 import { newLab, runner } from '../../agent/src/testing/lab.js';
@@ -272,12 +272,11 @@ async function measure(b: Built, args: BenchArgs, notes: string[]): Promise<Case
 }
 
 function machine(loadavgBefore: number[]): Meta {
-  const cpu = cpus();
   const dirty = (firstLine(['git', '-C', REPO, 'status', '--porcelain']) ?? '') === '' ? '' : ' (with uncommitted changes)';
   return {
-    date: new Date().toISOString(), kernel: release(), cpus: cpu.length, cpuModel: cpu[0]?.model.trim() ?? '?', memTotalMiB: totalmem() / 1048576, node: process.version,
+    ...machineMeta(loadavgBefore),
     iperf3: firstLine(['iperf3', '--version'])?.replace(/\s*\(.*\)$/, '') ?? 'unavailable', ping: firstLine(['ping', '-V']) ?? 'unavailable',
-    commit: `${firstLine(['git', '-C', REPO, 'rev-parse', '--short', 'HEAD']) ?? '?'}${dirty}`, loadavgBefore, loadavgAfter: loadavg(),
+    commit: `${firstLine(['git', '-C', REPO, 'rev-parse', '--short', 'HEAD']) ?? '?'}${dirty}`,
   };
 }
 

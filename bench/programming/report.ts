@@ -23,6 +23,7 @@
  *   own sync times at this run's N.
  * A ratio "N× inside" is reference / ours (apiserver/report's ratio).
  */
+import type { MachineMeta } from '../start.js';
 import { formatReferences, ms, ratio, table, thousands, type ReferenceRow } from '../apiserver/report.js';
 import { summarize, type Summary } from '../apiserver/stats.js';
 import type { BenchArgs } from './args.js';
@@ -126,19 +127,11 @@ export interface CaseResult {
   readonly error: string | null;
 }
 
-export interface Meta {
-  readonly date: string;
-  readonly kernel: string;
-  readonly cpus: number;
-  readonly cpuModel: string;
-  readonly memTotalMiB: number;
-  readonly node: string;
+export interface Meta extends MachineMeta {
   readonly nft: string;
   readonly iptables: string;
   readonly iptablesLegacy: string;
   readonly commit: string;
-  readonly loadavgBefore: readonly number[];
-  readonly loadavgAfter: readonly number[];
 }
 
 /** What a fresh agent pays before it does anything (wall ms, medians). */

@@ -28,10 +28,10 @@
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg, release, totalmem } from 'node:os';
+import { loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { benchArgs, isRoot } from '../start.js';
+import { benchArgs, isRoot, machineMeta } from '../start.js';
 import { AGENT_JS, type Lab, type VNode } from '../../agent/src/lab/lab.js';
 import { CLUSTER_CIDR } from '../../agent/src/lab/plan.js';
 import { newLab, runner } from '../../agent/src/testing/lab.js';
@@ -405,12 +405,10 @@ async function main(): Promise<number> {
     }
     // Interrupted: the handler is removing the labs and exits the process; wait for it here, not in `finally`.
     if (ctx.interrupted) await new Promise<never>(() => undefined);
-    const cpu = cpus();
     const dirty = firstLine(['git', 'status', '--porcelain']) === '' ? '' : ' (with uncommitted changes)';
     const meta: Meta = {
-      date: new Date().toISOString(), kernel: release(), cpus: cpu.length, cpuModel: cpu[0]?.model.trim() ?? '?', memTotalMiB: totalmem() / 1048576, node: process.version,
+      ...machineMeta(loadavgBefore),
       nft: firstLine(['nft', '--version']), iptables, iptablesLegacy: firstLine(['iptables-legacy', '-V']), commit: `${firstLine(['git', 'rev-parse', '--short', 'HEAD'])}${dirty}`,
-      loadavgBefore, loadavgAfter: loadavg(),
     };
     const result: BenchResult = { meta, args, startup, cases, notes: [...ctx.notes], totalWallMs: performance.now() - started };
     const report = formatReport(result);
