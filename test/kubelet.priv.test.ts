@@ -47,7 +47,7 @@ function pod(name: string, spec: Record<string, unknown>, labels: Record<string,
   return { apiVersion: 'v1', kind: 'Pod', metadata: { name, labels }, spec: { nodeName: 'n1', terminationGracePeriodSeconds: 5, ...spec } };
 }
 const host = (name: string, command: string[], extra: Record<string, unknown> = {}) => ({ name, image: 'nodenet/host', command, ...extra });
-const listen = (reply: string) => ['socat', 'TCP4-LISTEN:8080,reuseaddr,fork', `SYSTEM:${reply}`];
+const listen = (reply: string) => ['socat', '-t10', 'TCP4-LISTEN:8080,reuseaddr,fork', `SYSTEM:${reply}`];
 
 async function apply(...objs: Record<string, unknown>[]): Promise<void> {
   const r = await cp.kubectl(['apply', '-f', '-'], true, objs.map((o) => JSON.stringify(o)).join('\n'));
@@ -81,7 +81,7 @@ t.before(async () => {
     { name: 'GREETING', value: 'hello-$(MY_NAME)' },
   ];
   await apply(
-    pod('web', { containers: [host('web', ['sh', '-c', 'echo started $MY_NAME in $(pwd); echo to-stderr >&2; exec socat TCP4-LISTEN:8080,reuseaddr,fork SYSTEM:"echo \\$MY_NAME \\$MY_NS \\$MY_IP \\$NODE \\$HOST_IP \\$GREETING"'], { env, workingDir: '/tmp', readinessProbe: { tcpSocket: { port: 8080 }, periodSeconds: 1 } })] }),
+    pod('web', { containers: [host('web', ['sh', '-c', 'echo started $MY_NAME in $(pwd); echo to-stderr >&2; exec socat -t10 TCP4-LISTEN:8080,reuseaddr,fork SYSTEM:"echo \\$MY_NAME \\$MY_NS \\$MY_IP \\$NODE \\$HOST_IP \\$GREETING"'], { env, workingDir: '/tmp', readinessProbe: { tcpSocket: { port: 8080 }, periodSeconds: 1 } })] }),
     pod('crash', { restartPolicy: 'Always', containers: [host('crash', ['sh', '-c', 'echo run $(date +%s%N); exit 3'])] }),
     pod('once', { restartPolicy: 'Never', containers: [host('once', ['sh', '-c', 'exit 0'])] }),
     pod('rd', { containers: [host('rd', listen('echo rd'), { readinessProbe: { exec: { command: ['test', '-f', marker('ready')] }, periodSeconds: 1 } })] }, { app: 'rd' }),

@@ -61,7 +61,7 @@ async function tcp(from: Pod, ip: string, port: number): Promise<string> {
 
 function serve(ns: string): void {
   for (const argv of [
-    ['socat', 'TCP4-LISTEN:8080,reuseaddr,fork', 'SYSTEM:echo tcp $SOCAT_PEERADDR'],
+    ['socat', '-t10', 'TCP4-LISTEN:8080,reuseaddr,fork', 'SYSTEM:echo tcp $SOCAT_PEERADDR'],
     ['socat', 'UDP4-RECVFROM:8081,fork', 'SYSTEM:echo udp $SOCAT_PEERADDR'],
     ['socat', 'TCP4-LISTEN:9090,reuseaddr,fork', 'EXEC:cat'],
   ]) {
@@ -156,7 +156,7 @@ t.test('MTU: pods get 1450; the largest DF payload crosses nodes, one byte more 
 
 t.test('a pod reaching a host on the underlay is masqueraded to its node\'s IP', async (t) => {
   const host = await lab.addUnderlayHost('h', '192.168.77.200/24');
-  const srv = spawn('ip', ['netns', 'exec', host.name, 'socat', 'TCP4-LISTEN:8080,reuseaddr,fork', 'SYSTEM:echo tcp $SOCAT_PEERADDR'], { stdio: 'ignore', detached: true });
+  const srv = spawn('ip', ['netns', 'exec', host.name, 'socat', '-t10', 'TCP4-LISTEN:8080,reuseaddr,fork', 'SYSTEM:echo tcp $SOCAT_PEERADDR'], { stdio: 'ignore', detached: true });
   spawned.push(srv);
   await waitFor(async () => (await inNs(host.name, ['ss', '-ltn'])).stdout.includes(':8080'), 'the host listens');
   for (const p of pods) t.equal(await tcp(p, '192.168.77.200', 8080), `tcp ${p.node.underlayIP.split('/')[0]}`, `${p.node.name}'s pod seen as its node`);

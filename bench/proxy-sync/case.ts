@@ -22,7 +22,7 @@
  * the case asserts the fake saw no call.
  */
 import { execFileSync } from 'node:child_process';
-import { ExecaRunner } from '../../agent/src/exec/runner.js';
+import { SpawnRunner } from '../../agent/src/exec/runner.js';
 import { createLogger, type Logger } from '../../agent/src/log/log.js';
 import { FakeConntrack } from '../../agent/src/netfilter/conntrack.fake.js';
 import { createIptables, type ExecIptables } from '../../agent/src/netfilter/iptables.js';
@@ -159,7 +159,7 @@ export async function runCase(spec: CaseSpec, opts: CaseOptions): Promise<CaseRe
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
 
-  const timing = new TimingRunner(new ExecaRunner());
+  const timing = new TimingRunner(new SpawnRunner());
   const runner = new CappedRunner(timing, Date.now() + opts.capS * 1000);
   let r: {
     -readonly [K in keyof CaseResult]: CaseResult[K];

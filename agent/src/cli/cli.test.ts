@@ -46,7 +46,7 @@ t.test('usage errors exit 2 and name the argument', async (t) => {
     [['pod', 'ls', '--json=false'], /flag --json takes no value/],
     [['pod', 'frobnicate'], /unknown pod subcommand "frobnicate"/],
     [['proxy', 'status', '-o', 'xml'], /-o "xml": expected table, json, yaml/],
-    [['demo', '--proxy-mode', 'ipvs'], /--proxy-mode must be iptables or nftables/],
+    [['demo', '--proxy-mode', 'userspace'], /--proxy-mode must be iptables, nftables or ipvs/],
     [['lab', 'frob'], /unknown lab subcommand "frob"/],
     [['lab', 'up', '--nodes', '0'], /--nodes "0": a number of nodes/],
     [['lab', 'exec', 'n1'], /exec needs a command after --/],

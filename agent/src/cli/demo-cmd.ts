@@ -30,14 +30,17 @@ import type { Runner } from '../exec/runner.js';
 import { AGENT_JS, type Lab, type VNode } from '../lab/lab.js';
 import { CLUSTER_CIDR } from '../lab/plan.js';
 import { labNodes } from '../lab/nodes.js';
+import { requireIpvs, type IpvsProbeDeps } from '../netfilter/ipvs-probe.js';
 import { FlagError, parseFlags } from './flags.js';
+import { proxyModeFlag } from './lab-cmd.js';
 import { traceCommand, type TraceDeps } from './trace-cmd.js';
 
-export const DEMO_USAGE = `usage: nodenet demo [--keep] [--proxy-mode iptables|nftables]
+export const DEMO_USAGE = `usage: nodenet demo [--keep] [--proxy-mode iptables|nftables|ipvs]
 A 2-node cluster on this machine (network namespaces, the embedded control plane, one agent per node): a Deployment
 of 3 pods behind a ClusterIP and a NodePort Service, traffic across nodes over VXLAN, a ClusterIP that takes TCP
 but never answers a ping, self-healing, the agent off the data path, reconciliation, and nodenet trace across nodes.
---keep leaves the cluster running until Ctrl-C (with a KUBECONFIG for kubectl).`;
+--keep leaves the cluster running until Ctrl-C (with a KUBECONFIG for kubectl). --proxy-mode ipvs needs a kernel with
+IPVS (the test-vm/ VMs or your own): without one, the demo refuses before it makes anything.`;
 
 export interface DemoDeps {
   readonly runner: Runner;
@@ -45,6 +48,8 @@ export interface DemoDeps {
   readonly localAddresses: TraceDeps['localAddresses'];
   readonly readNetwork: NonNullable<TraceDeps['readNetwork']>;
   readonly stdout: (s: string) => void;
+  /** How --proxy-mode ipvs looks for IPVS (default: the real /proc/net/ip_vs); a seam for tests. */
+  readonly ipvsExists?: IpvsProbeDeps['exists'];
 }
 
 /** The demo's one manifest: what a user would write for a real cluster, but for processes on the node's filesystem. */
@@ -118,8 +123,9 @@ export async function demoCommand(argv: readonly string[], deps: DemoDeps): Prom
     return 0;
   }
   if (p.positional.length || p.rest.length) throw new FlagError(`unexpected argument ${JSON.stringify([...p.positional, ...p.rest][0])}`);
-  const mode = p.flags.get('proxy-mode') ?? 'iptables';
-  if (mode !== 'iptables' && mode !== 'nftables') throw new FlagError(`--proxy-mode must be iptables or nftables, got ${JSON.stringify(mode)}`);
+  const mode = proxyModeFlag(p);
+  // Without IPVS both agents would refuse to start: say so before a namespace is made.
+  if (mode === 'ipvs') await requireIpvs('demo --proxy-mode ipvs', { runner: deps.runner, ...(deps.ipvsExists ? { exists: deps.ipvsExists } : {}) });
   const lab = await deps.createLab('demo');
   const watchers: ChildProcess[] = [];
   // One cleanup, whoever asks first (the end of the demo, a signal, a reader gone): the others wait for it.
@@ -259,9 +265,21 @@ export async function demoCommand(argv: readonly string[], deps: DemoDeps): Prom
     step(3, `ping ${clusterIP}: a ClusterIP takes connections but is not a host`);
     const ping = await inClient(['ping', '-n', '-c', '1', '-W', '2', clusterIP]);
     say(indent(ping.stdout.split('\n').filter((l) => /packets|Unreachable/.test(l)).join('\n')));
-    explain(mode === 'iptables'
-      ? 'no reply: the Service rules DNAT TCP and UDP to a port, ICMP matches none, and no interface owns the address.'
-      : 'refused at once: nftables mode rejects what no Service port claims (kube-proxy\'s behaviour); no interface owns the address.');
+    if (mode !== 'ipvs') {
+      explain(mode === 'iptables'
+        ? 'no reply: the Service rules DNAT TCP and UDP to a port, ICMP matches none, and no interface owns the address.'
+        : 'refused at once: nftables mode rejects what no Service port claims (kube-proxy\'s behaviour); no interface owns the address.');
+    } else {
+      explain('refused at once: in IPVS mode the ClusterIP is an address of node1 (kube-ipvs0 holds every VIP), so the ping');
+      explain('goes to node1 itself, and KUBE-IPVS-FILTER rejects what no virtual server takes (kube-proxy\'s behaviour;');
+      explain('with ipvsFilter off, node1 would answer the ping itself).');
+      for (const argv of [['ip', '-4', '-br', 'addr', 'show', 'dev', 'kube-ipvs0'], ['ipvsadm', '-Ln', '-t', `${clusterIP}:9000`]]) {
+        say(`   ip netns exec ${node1.ns} ${argv.join(' ')}`);
+        const r = await node1.exec(argv, true);
+        say(indent(r.exitCode === 0 ? r.stdout : `(exit ${r.exitCode}) ${r.stderr}`));
+      }
+      explain('the virtual server for TCP 9000 with one NAT (Masq) real server per ready pod; none takes ICMP.');
+    }
     const trace = async (args: readonly string[]) => {
       let out = '';
       await traceCommand(['--lab', lab.tag, ...args], { runner: deps.runner, localAddresses: deps.localAddresses, readNetwork: deps.readNetwork, labNodes: () => labNodes(lab.runRoot), stdout: (s) => (out += s), stderr: (s) => (out += s) });
@@ -316,7 +334,9 @@ export async function demoCommand(argv: readonly string[], deps: DemoDeps): Prom
     await node1.stopAgent('SIGTERM');
     say('   node1\'s agent stopped (SIGTERM)');
     say(`   echo while it is down: ${(await echo('still there?')) ? 'answered' : 'no answer'}`);
-    explain('the kernel carries the connection (conntrack remembers its DNAT); the agent only writes rules.');
+    explain(mode === 'ipvs'
+      ? 'the kernel carries the connection (IPVS\'s connection table remembers its real server); the agent only writes rules.'
+      : 'the kernel carries the connection (conntrack remembers its DNAT); the agent only writes rules.');
     await kubectl(['apply', '-f', '-'], LATE);
     const lateIP = await until('the late Service', async () => (await kubectl(['get', 'svc', 'late', '-o', 'jsonpath={.spec.clusterIP}'])).stdout.trim() || null);
     await sleep(1500);
@@ -330,16 +350,26 @@ export async function demoCommand(argv: readonly string[], deps: DemoDeps): Prom
 
     // ---- 7. reconciliation ----
     step(7, 'the proxy\'s rules removed by hand on node1; the agent puts them back');
-    const flush = mode === 'iptables' ? ['sh', '-c', 'iptables -w -t nat -F && iptables -w -t nat -X'] : ['nft', 'delete', 'table', 'ip', 'kube-proxy'];
-    say(`   ip netns exec ${node1.ns} ${flush.join(' ').replace(/^sh -c /, '')}`);
-    await node1.exec(flush);
+    // IPVS mode: the virtual servers and kube-ipvs0 with the VIPs (the canary the agent checks is the device and chains).
+    const flushes = mode === 'iptables' ? [['sh', '-c', 'iptables -w -t nat -F && iptables -w -t nat -X']]
+      : mode === 'nftables' ? [['nft', 'delete', 'table', 'ip', 'kube-proxy']]
+        : [['ipvsadm', '-C'], ['ip', 'link', 'del', 'kube-ipvs0']];
+    for (const flush of flushes) {
+      say(`   ip netns exec ${node1.ns} ${flush.join(' ').replace(/^sh -c /, '')}`);
+      await node1.exec(flush);
+    }
     const gone = Date.now();
     const broken = await who(clusterIP, 9000);
     say(`   right after: ${broken || 'no answer (the rules are gone)'}`);
     const back = await until('the rules rewritten', async () => (await who(clusterIP, 9000)) || null, 20_000);
     say(`   ${((Date.now() - gone) / 1000).toFixed(1)} s later: ${back}`);
-    explain('the agent\'s sync loop checks its canary chain every sync period (2 s here, kube-proxy\'s default 30 s);');
-    explain('it was gone, so the agent rewrote every rule from the Services it watches: watch, compare, act.');
+    if (mode === 'ipvs') {
+      explain('the agent\'s sync loop checks its canary chains and kube-ipvs0 every sync period (2 s here, kube-proxy\'s default 30 s);');
+      explain('kube-ipvs0 was gone, so the agent made it again with the VIPs and rewrote the IPVS table from the Services it watches.');
+    } else {
+      explain('the agent\'s sync loop checks its canary chain every sync period (2 s here, kube-proxy\'s default 30 s);');
+      explain('it was gone, so the agent rewrote every rule from the Services it watches: watch, compare, act.');
+    }
 
     // ---- 8. a cross-node path ----
     step(8, 'a request\'s whole path across the nodes: nodenet trace --lab');
@@ -349,7 +379,7 @@ export async function demoCommand(argv: readonly string[], deps: DemoDeps): Prom
     explain('(VXLAN: neighbour entry → VTEP MAC → FDB entry → node2\'s underlay IP) and node2 bridges it to the pod.');
 
     if (p.flags.has('keep')) {
-      say(`\nkept running. Try:\n  export KUBECONFIG=${kubeconfig}\n  kubectl get nodes,pods,svc,endpointslices -o wide\n  ip netns exec ${node1.ns} ${mode === 'iptables' ? 'iptables-save -t nat' : 'nft list table ip kube-proxy'}\n  ip netns exec ${node1.ns} bridge fdb show dev nodenet.1\n  node bin/nodenet.js trace --lab ${lab.tag} ${client} tcp ${clusterIP} 9000\nCtrl-C to clean up.`);
+      say(`\nkept running. Try:\n  export KUBECONFIG=${kubeconfig}\n  kubectl get nodes,pods,svc,endpointslices -o wide\n  ip netns exec ${node1.ns} ${mode === 'iptables' ? 'iptables-save -t nat' : mode === 'nftables' ? 'nft list table ip kube-proxy' : `ipvsadm -Ln -t ${clusterIP}:9000`}\n  ip netns exec ${node1.ns} bridge fdb show dev nodenet.1\n  node bin/nodenet.js trace --lab ${lab.tag} ${client} tcp ${clusterIP} 9000\nCtrl-C to clean up.`);
       await new Promise(() => undefined);
     }
     say('\ndone: every object went through the API server, every component watched it, and no packet passed through nodenet.');

@@ -3,14 +3,21 @@
  * command, usage errors naming the flag.
  */
 import t from 'tap';
+import { existsSync } from 'node:fs';
+import { ErrorCode } from '../errors/errors.js';
+import { FakeRunner } from '../exec/runner.fake.js';
+import { SpawnRunner, type Runner } from '../exec/runner.js';
+import { IPVS_PROC_FILE } from '../netfilter/ipvs-probe.js';
+import { NO_IPVS_MESSAGE } from '../netfilter/ipvs-types.js';
 import { parseFlags } from './flags.js';
-import { labExecArgs, labName, labUpArgs } from './lab-cmd.js';
+import { labCommand, labExecArgs, labName, labUpArgs, LAB_USAGE, type LabCmdDeps } from './lab-cmd.js';
 
 const UP = { name: { type: 'string' }, nodes: { type: 'string' }, 'proxy-mode': { type: 'string' }, overlay: { type: 'string' }, 'run-pods': { type: 'string' } } as const;
 
 t.test('lab up: the full cluster by default', async (t) => {
   t.same(labUpArgs(parseFlags([], UP)), { name: 'default', nodes: 2, proxyMode: 'iptables', overlay: 'vxlan', runPods: true });
   t.same(labUpArgs(parseFlags(['--name', 'b2', '--nodes', '3', '--proxy-mode', 'nftables', '--overlay', 'none', '--run-pods', 'false'], UP)), { name: 'b2', nodes: 3, proxyMode: 'nftables', overlay: 'none', runPods: false });
+  t.same(labUpArgs(parseFlags(['--proxy-mode', 'ipvs'], UP)), { name: 'default', nodes: 2, proxyMode: 'ipvs', overlay: 'vxlan', runPods: true }, 'ipvs is a mode like the others');
 });
 
 t.test('lab up: bad flags are usage errors', async (t) => {
@@ -18,7 +25,8 @@ t.test('lab up: bad flags are usage errors', async (t) => {
     [['--nodes', '0'], /--nodes "0"/],
     [['--nodes', 'two'], /--nodes "two"/],
     [['--nodes', '21'], /1\.\.20/],
-    [['--proxy-mode', 'ipvs'], /--proxy-mode must be iptables or nftables/],
+    [['--proxy-mode', 'userspace'], /^--proxy-mode must be iptables, nftables or ipvs, got "userspace"$/],
+    [['--proxy-mode', 'IPVS'], /--proxy-mode must be iptables, nftables or ipvs/],
     [['--overlay', 'geneve'], /--overlay must be vxlan or none/],
     [['--run-pods', 'yes'], /--run-pods must be true or false/],
     [['--name', 'My-Lab'], /--name: lab name "My-Lab"/],
@@ -35,4 +43,63 @@ t.test('lab exec: one target, then the command after --', async (t) => {
   t.throws(() => labExecArgs(parseFlags(['--', 'ls'], spec)), /needs a target/);
   t.throws(() => labExecArgs(parseFlags(['n1', 'ls', '--', 'x'], spec)), /one target, got "n1" "ls" \(is the -- missing\?\)/);
   t.equal(labName(parseFlags([], spec)), 'default');
+});
+
+/** labCommand's deps with this runner; cleanupLabs must not be reached. */
+function deps(runner: Runner, out: string[], ipvsExists?: (p: string) => boolean): LabCmdDeps {
+  return {
+    runner,
+    cleanupLabs: async () => {
+      throw new Error('cleanupLabs is not lab up\'s');
+    },
+    stdout: (s) => void out.push(s),
+    ...(ipvsExists ? { ipvsExists } : {}),
+  };
+}
+
+t.test('lab up --proxy-mode ipvs on a kernel without IPVS: refused before anything is made', async (t) => {
+  // Only modprobe has a handler: any other command (ip netns, nsenter, the control plane...) would fail the test.
+  const runner = new FakeRunner().on((argv) => (argv.join(' ') === 'modprobe ip_vs' ? { stdout: '', stderr: 'modprobe: FATAL: Module ip_vs not found in directory /lib/modules/6.18.0\n', exitCode: 1 } : undefined));
+  const out: string[] = [];
+  await t.rejects(labCommand(['up', '--proxy-mode', 'ipvs', '--name', 'zz'], deps(runner, out, () => false)), {
+    name: 'NodenetError',
+    code: ErrorCode.NotAvailable,
+    message: `lab up --proxy-mode ipvs: ${NO_IPVS_MESSAGE}; no /proc/net/ip_vs, and modprobe ip_vs exited 1: modprobe: FATAL: Module ip_vs not found in directory /lib/modules/6.18.0`,
+  });
+  t.same(runner.calls.map((c) => c.argv.join(' ')), ['modprobe ip_vs'], 'the probe ran, nothing else');
+  t.same(out, [], 'no progress line: nothing was started');
+});
+
+t.test('lab up in the other modes does not look for IPVS', async (t) => {
+  for (const mode of ['iptables', 'nftables']) {
+    const runner = new FakeRunner(); // no handler at all: the first command lab up runs fails, and it must not be modprobe
+    let looked = false;
+    await t.rejects(labCommand(['up', '--proxy-mode', mode, '--name', 'zz'], deps(runner, [], () => (looked = true))), /FakeRunner: no handler for ip netns list/, mode);
+    t.equal(looked, false, `${mode}: no IPVS probe`);
+    t.notOk(runner.calls.some((c) => c.argv[0] === 'modprobe'), `${mode}: no modprobe`);
+  }
+});
+
+const HAS_IPVS = existsSync(IPVS_PROC_FILE) && `this kernel has IPVS (${IPVS_PROC_FILE} exists): the refusal cannot be checked here`;
+
+t.test('lab up --proxy-mode ipvs on this host, for real: refused (this kernel has no IPVS)', { skip: HAS_IPVS }, async (t) => {
+  // The real modprobe and /proc; anything else lab up would run is refused, so nothing can be made even if the probe said yes.
+  const real = new SpawnRunner();
+  const ran: string[] = [];
+  const runner: Runner = {
+    run: async (argv, opts) => {
+      ran.push(argv.join(' '));
+      if (argv[0] !== 'modprobe') throw new Error(`lab up went on to ${argv.join(' ')}`);
+      return real.run(argv, opts);
+    },
+  };
+  const out: string[] = [];
+  await t.rejects(labCommand(['up', '--proxy-mode', 'ipvs', '--name', 'zz'], deps(runner, out)), { code: ErrorCode.NotAvailable, message: /^lab up --proxy-mode ipvs: this kernel has no IPVS/ });
+  t.same(ran, ['modprobe ip_vs']);
+  t.same(out, []);
+});
+
+t.test('the usage lists ipvs and says it needs IPVS', async (t) => {
+  t.match(LAB_USAGE, /--proxy-mode iptables\|nftables\|ipvs/);
+  t.match(LAB_USAGE, /ipvs needs a kernel with IPVS/);
 });

@@ -11,12 +11,13 @@
 import { spawnSync } from 'node:child_process';
 import type { Runner } from '../exec/runner.js';
 import { labDown, labExecArgv, labNodeList, labStatus, labUp, listLabs } from '../lab/up.js';
-import { execTarget, labNameProblem, MAX_LAB_NODES } from '../lab/up-plan.js';
+import { execTarget, labNameProblem, MAX_LAB_NODES, proxyModeProblem, type LabProxyMode } from '../lab/up-plan.js';
+import type { IpvsProbeDeps } from '../netfilter/ipvs-probe.js';
 import { FlagError, parseFlags, type FlagSpecs, type ParsedFlags } from './flags.js';
 import { formatTable } from './table.js';
 import { packageRoot } from '../config/paths.js';
 
-export const LAB_USAGE = `usage: nodenet lab up [--name NAME] [--nodes N] [--proxy-mode iptables|nftables] [--overlay vxlan|none] [--run-pods true|false]
+export const LAB_USAGE = `usage: nodenet lab up [--name NAME] [--nodes N] [--proxy-mode iptables|nftables|ipvs] [--overlay vxlan|none] [--run-pods true|false]
        nodenet lab down [--name NAME]
        nodenet lab status [--name NAME]
        nodenet lab exec [--name NAME] NODE|POD -- CMD ARGS...
@@ -24,7 +25,8 @@ export const LAB_USAGE = `usage: nodenet lab up [--name NAME] [--nodes N] [--pro
 up: a cluster on this machine, out of network namespaces: an underlay bridge, the control plane (reached from here
     on 127.0.0.1 through a relay), N nodes (default 2) with eth0 on the underlay and an agent each (the VXLAN overlay,
     the embedded kubelet and the proxy, iptables by default). It keeps running after the command returns; a crashed
-    lab of that name is removed first. NAME (default "default"): a lowercase letter, then up to 9 letters or digits.
+    lab of that name is removed first. ipvs needs a kernel with IPVS (the test-vm/ VMs or your own): without one,
+    up refuses before it makes anything. NAME (default "default"): a lowercase letter, then up to 9 letters or digits.
 down: removes every trace of the lab (processes, namespaces, pods, mounts, its run directory); idempotent.
 status: its nodes (underlay IP, pod CIDR, Ready, agent) and pods; without --name, every lab and the default's.
 exec: runs CMD in a node's network namespace (n1, n2, ...) or in a pod's namespaces (NAMESPACE/NAME, or NAME in
@@ -37,6 +39,8 @@ export interface LabCmdDeps {
   readonly cleanupLabs: () => Promise<readonly string[]>;
   readonly stdout: (s: string) => void;
   readonly stderr?: (s: string) => void;
+  /** How `up --proxy-mode ipvs` looks for IPVS (default: the real /proc/net/ip_vs); a seam for tests. */
+  readonly ipvsExists?: IpvsProbeDeps['exists'];
 }
 
 const NAME: FlagSpecs = { name: { type: 'string' } };
@@ -51,7 +55,7 @@ const SPECS: Readonly<Record<string, FlagSpecs>> = {
 export interface LabUpArgs {
   readonly name: string;
   readonly nodes: number;
-  readonly proxyMode: 'iptables' | 'nftables';
+  readonly proxyMode: LabProxyMode;
   readonly overlay: 'vxlan' | 'none';
   readonly runPods: boolean;
 }
@@ -68,13 +72,20 @@ export function labName(p: ParsedFlags): string {
   return name;
 }
 
+/** --proxy-mode (pure): iptables (the default), nftables or ipvs; `demo` takes the same. */
+export function proxyModeFlag(p: ParsedFlags): LabProxyMode {
+  const mode = p.flags.get('proxy-mode') ?? 'iptables';
+  const problem = proxyModeProblem(mode);
+  if (problem) throw new FlagError(problem);
+  return mode as LabProxyMode;
+}
+
 /** `lab up`'s flags (pure). */
 export function labUpArgs(p: ParsedFlags): LabUpArgs {
   noArgs(p);
   const nodes = p.flags.get('nodes') ?? '2';
   if (!/^\d+$/.test(nodes) || Number(nodes) < 1 || Number(nodes) > MAX_LAB_NODES) throw new FlagError(`--nodes ${JSON.stringify(nodes)}: a number of nodes, 1..${MAX_LAB_NODES}`);
-  const proxyMode = p.flags.get('proxy-mode') ?? 'iptables';
-  if (proxyMode !== 'iptables' && proxyMode !== 'nftables') throw new FlagError(`--proxy-mode must be iptables or nftables, got ${JSON.stringify(proxyMode)}`);
+  const proxyMode = proxyModeFlag(p);
   const overlay = p.flags.get('overlay') ?? 'vxlan';
   if (overlay !== 'vxlan' && overlay !== 'none') throw new FlagError(`--overlay must be vxlan or none, got ${JSON.stringify(overlay)}`);
   const runPods = p.flags.get('run-pods') ?? 'true';
@@ -106,7 +117,7 @@ export async function labCommand(argv: readonly string[], deps: LabCmdDeps): Pro
   switch (sub) {
     case 'up': {
       const a = labUpArgs(p);
-      const rec = await labUp({ runner: deps.runner, ...a, say: (s) => say(`  ${s}`) });
+      const rec = await labUp({ runner: deps.runner, ...a, say: (s) => say(`  ${s}`), ...(deps.ipvsExists ? { ipvsExists: deps.ipvsExists } : {}) });
       say(`lab ${rec.name} is up: ${rec.nodes.length} node(s) Ready, proxy ${rec.proxyMode}, overlay ${rec.overlay}${rec.runPods ? ', pods run by the agents' : ''}.
 Use it with the real kubectl:
   export KUBECONFIG=${rec.kubeconfig}

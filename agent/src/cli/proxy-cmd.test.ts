@@ -5,7 +5,7 @@ import { silentLogger } from '../log/log.js';
 import { startHealthServer, type HealthSource } from '../node/health-server.js';
 import type { ProxyStatus } from '../node/proxy-status.js';
 import { FlagError } from './flags.js';
-import { formatProxyStatus, proxyCommand, statusUrl, type ProxyCmdDeps } from './proxy-cmd.js';
+import { formatProxyStatus, proxyCommand, PROXY_USAGE, statusUrl, type ProxyCmdDeps } from './proxy-cmd.js';
 
 const STATUS: ProxyStatus = {
   mode: 'nftables',
@@ -111,19 +111,28 @@ t.test('status falls back to <run-dir>/proxy-status.json, with a note, only when
   t.match(out, /^mode: nftables\nsyncs: 3\n/);
 });
 
-t.test('cleanup removes both modes with the prefix, in the named namespace', async (t) => {
+t.test('cleanup removes every mode (iptables, nftables, ipvs) with the prefix, in the named namespace', async (t) => {
   const calls: string[] = [];
   let out = '';
   const code = await proxyCommand(['cleanup', '--netns', '/proc/self/ns/net', '--prefix', 'NN'], {
     removeRules: async (o, mode) => {
       calls.push(`${mode} ${o.prefix} ${o.netns}`);
-      return mode === 'nftables';
+      return mode !== 'iptables';
     },
     stdout: (s) => (out += s),
   });
   t.equal(code, 0);
-  t.same(calls, ['iptables NN /proc/self/ns/net', 'nftables NN /proc/self/ns/net']);
-  t.equal(out, 'iptables: nothing to remove (/proc/self/ns/net, prefix NN)\nnftables: rules removed (/proc/self/ns/net, prefix NN)\n');
+  t.same(calls, ['iptables NN /proc/self/ns/net', 'nftables NN /proc/self/ns/net', 'ipvs NN /proc/self/ns/net']);
+  t.equal(out, 'iptables: nothing to remove (/proc/self/ns/net, prefix NN)\nnftables: rules removed (/proc/self/ns/net, prefix NN)\nipvs: rules removed (/proc/self/ns/net, prefix NN)\n');
+  t.match(PROXY_USAGE, /cleanup: remove every proxy mode's rules .*IPVS mode's kube-ipvs0, ipsets, chains and virtual servers/s);
+});
+
+t.test('cleanup without --netns: this namespace, the default prefix, IPVS mode included', async (t) => {
+  const calls: string[] = [];
+  let out = '';
+  t.equal(await proxyCommand(['cleanup'], { removeRules: async (o, mode) => (calls.push(`${mode} ${o.prefix} ${o.netns ?? '-'}`), false), stdout: (s) => (out += s) }), 0);
+  t.same(calls, ['iptables KUBE -', 'nftables KUBE -', 'ipvs KUBE -']);
+  t.match(out, /^ipvs: nothing to remove \(this network namespace, prefix KUBE\)$/m);
 });
 
 t.test('statusUrl: where the agent is asked', async (t) => {

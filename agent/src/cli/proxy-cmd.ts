@@ -10,9 +10,11 @@
  * source of truth (`nodenet trace` reads the live rules). The agent runs in
  * its node's network namespace, so in a lab run this there (`ip netns exec`).
  * cleanup is kube-proxy's --cleanup:
- * it removes both modes' rules of one prefix from a namespace, for a node
- * that stops running the proxy or switches modes by hand. The agent itself
- * removes the other mode's rules when it starts.
+ * it removes every mode's rules of one prefix from a namespace (iptables
+ * mode's chains, nftables mode's table, IPVS mode's virtual servers,
+ * ipsets, chains and kube-ipvs0), for a node that stops running the proxy
+ * or switches modes by hand. The agent itself removes the other modes'
+ * rules when it starts.
  */
 import { readFileSync } from 'node:fs';
 import { get as httpGet } from 'node:http';
@@ -29,7 +31,7 @@ import { formatTable } from './table.js';
 
 export interface ProxyCmdDeps {
   /** Removes one mode's rules from a namespace; true when there were any (compose's removeProxyRules). */
-  readonly removeRules: (o: { netns?: string; prefix: string }, mode: 'iptables' | 'nftables') => Promise<boolean>;
+  readonly removeRules: (o: { netns?: string; prefix: string }, mode: CleanupMode) => Promise<boolean>;
   readonly stdout: (s: string) => void;
   /** Notes that are not the output (falling back to the status file); dropped when absent. */
   readonly stderr?: (s: string) => void;
@@ -39,6 +41,10 @@ export interface ProxyCmdDeps {
   readonly httpGet?: (url: string, timeoutMs: number) => Promise<{ readonly status: number; readonly body: string }>;
 }
 
+/** The modes cleanup removes, in this order (the agent's own order when it removes the other modes' rules). */
+export const CLEANUP_MODES = ['iptables', 'nftables', 'ipvs'] as const;
+export type CleanupMode = (typeof CLEANUP_MODES)[number];
+
 /** How long status waits for the agent before falling back to the file. */
 const AGENT_TIMEOUT_MS = 3000;
 
@@ -47,7 +53,9 @@ export const PROXY_USAGE = `usage: nodenet proxy status [--agent URL | --metrics
 status: what the node's proxy applied (Services and endpoints, last sync, rejected objects), asked of the
   running agent at --agent (http://IP:PORT), --metrics-bind-address, the agent config's (--config) or
   127.0.0.1:10249; when none answers, read from <run-dir>/proxy-status.json (default /run/nodenet).
-cleanup: remove both proxy modes' rules from a namespace (kube-proxy --cleanup).`;
+cleanup: remove every proxy mode's rules from a namespace (kube-proxy --cleanup): iptables mode's chains,
+  nftables mode's table, IPVS mode's kube-ipvs0, ipsets, chains and virtual servers (on a kernel without IPVS
+  there are no virtual servers; the rest is removed all the same).`;
 
 /** Formats a status file for people: one line per Service port, then the last sync and any problems. */
 export function formatProxyStatus(st: ProxyStatus): string {
@@ -115,7 +123,7 @@ export async function proxyCommand(argv: readonly string[], deps: ProxyCmdDeps):
   const netns = ns?.path;
   const prefix = prefixFlag(p);
   const where = ns?.name ?? 'this network namespace';
-  for (const mode of ['iptables', 'nftables'] as const) {
+  for (const mode of CLEANUP_MODES) {
     const removed = await deps.removeRules({ prefix, ...(netns ? { netns } : {}) }, mode);
     out(`${mode}: ${removed ? 'rules removed' : 'nothing to remove'} (${where}, prefix ${prefix})\n`);
   }

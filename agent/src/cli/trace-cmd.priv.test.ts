@@ -1,7 +1,7 @@
 /**
  * Root test: `nodenet trace` over rules the real backends wrote into a
  * scratch namespace (nn-trc-<pid>), read back with the real tools
- * (iptables-save, nft list table, ip addr) through the ExecaRunner.
+ * (iptables-save, nft list table, ip addr) through the SpawnRunner.
  * A Service with two endpoints must trace to both, one without endpoints to
  * REJECT, in both modes; with both modes' rules present, auto-detection
  * refuses to guess. The namespace is removed in teardown; the root
@@ -9,7 +9,7 @@
  */
 import t, { type Test } from 'tap';
 import { execFileSync } from 'node:child_process';
-import { ExecaRunner } from '../exec/runner.js';
+import { SpawnRunner } from '../exec/runner.js';
 import { localAddresses } from '../node/compose.js';
 import { silentLogger } from '../log/log.js';
 import { removeNetns } from '../netns/scratch-netns.js';
@@ -22,7 +22,7 @@ import type { ProxyNodeConfig } from '../proxy/types.js';
 import { CLUSTER_CIDR, clusterIP, externalClientIP, makeEndpointSlice, makeService, nodeIP, nodeName, podGateway, podIP } from '../testing/addresses.js';
 import { traceCommand, type TraceReport } from './trace-cmd.js';
 
-const runner = new ExecaRunner();
+const runner = new SpawnRunner();
 const log = silentLogger();
 const NS = `nn-trc-${process.pid}`;
 const NS_PATH = `/run/netns/${NS}`;

@@ -6,7 +6,8 @@
  * under `nsenter --net=PATH --` because `ip -n` takes names only.
  * Spawning costs 20-50 ms here: callers batch, and keep spawns off hot paths.
  */
-import { execa } from 'execa';
+import { spawn } from 'node:child_process';
+import { constants as osConstants } from 'node:os';
 import { ErrorCode, NodenetError } from '../errors/errors.js';
 
 export interface RunOptions {
@@ -50,29 +51,61 @@ export function failureMessage(argv: readonly string[], r: { exitCode: number; s
   return `${cmd} exited ${r.exitCode}: ${r.stderr.trim().slice(0, 2000)}`;
 }
 
-export class ExecaRunner implements Runner {
-  async run(argv: readonly string[], opts: RunOptions = {}): Promise<RunResult> {
+/**
+ * The runner on node's own child_process: execa spent about 7.5 ms of the agent's CPU per spawn here
+ * (its stream and abort plumbing) against 2-3 ms for a bare spawn, and 15 times that in an emulated VM,
+ * where it was a quarter of the agent's start.
+ */
+export class SpawnRunner implements Runner {
+  run(argv: readonly string[], opts: RunOptions = {}): Promise<RunResult> {
     const full = wrapNetns(argv, opts.netns);
     const [cmd, ...args] = full;
-    if (!cmd) throw new NodenetError(ErrorCode.Exec, 'empty command');
+    if (!cmd) return Promise.reject(new NodenetError(ErrorCode.Exec, 'empty command'));
     const timeoutMs = opts.timeoutMs ?? 120_000;
-    const r = await execa(cmd, args, {
-      input: opts.input ?? '',
-      reject: false,
-      timeout: timeoutMs,
-      env: opts.env ?? {},
-      stripFinalNewline: false,
+    const input = opts.input ?? '';
+    return new Promise((resolve, reject) => {
+      let stdout = '';
+      let stderr = '';
+      let timedOut = false;
+      let notFound = false;
+      let settled = false;
+      const child = spawn(cmd, args, {
+        stdio: [input ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+        env: opts.env ? { ...process.env, ...opts.env } : process.env,
+      });
+      const timer = setTimeout(() => {
+        timedOut = true;
+        child.kill('SIGKILL');
+      }, timeoutMs);
+      child.stdout!.setEncoding('utf8');
+      child.stderr!.setEncoding('utf8');
+      child.stdout!.on('data', (d: string) => (stdout += d));
+      child.stderr!.on('data', (d: string) => (stderr += d));
+      if (input) {
+        // A command that exits without reading all of its input (EPIPE) is judged by its exit status.
+        child.stdin!.on('error', () => undefined);
+        child.stdin!.end(input);
+      }
+      const finish = (code: number | null, sig: NodeJS.Signals | null): void => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        const signal = sig ?? undefined;
+        const exitCode = typeof code === 'number' ? code : notFound ? 127 : signal ? 128 + (osConstants.signals[signal] ?? 9) : 128 + 9;
+        const res: RunResult = { stdout, stderr, exitCode, ...(signal ? { signal } : {}) };
+        if (exitCode === 0 && !signal) return resolve(res);
+        const msg = failureMessage(full, { exitCode, stderr, signal, timedOut, notFound }, timeoutMs);
+        if (!opts.allowFailure) return reject(new NodenetError(ErrorCode.Exec, msg, { details: stderr.slice(0, 4000) }));
+        // A caller that inspects failures still learns why from stderr.
+        resolve(notFound || signal ? { ...res, stderr: stderr || `${msg}\n` } : res);
+      };
+      child.on('error', (e: NodeJS.ErrnoException) => {
+        if (e.code === 'ENOENT') notFound = true;
+        else stderr += `${e.message}\n`;
+        // spawn failed: no 'close' follows when the process never started.
+        if (child.pid === undefined) finish(null, null);
+      });
+      child.on('close', finish);
     });
-    const notFound = r.code === 'ENOENT';
-    const signal = typeof r.signal === 'string' ? r.signal : undefined;
-    const exitCode = typeof r.exitCode === 'number' ? r.exitCode : notFound ? 127 : 128 + 9;
-    const res: RunResult = { stdout: String(r.stdout ?? ''), stderr: String(r.stderr ?? ''), exitCode, ...(signal ? { signal } : {}) };
-    if (exitCode !== 0 || signal) {
-      const msg = failureMessage(full, { exitCode, stderr: res.stderr, signal, timedOut: r.timedOut, notFound }, timeoutMs);
-      if (!opts.allowFailure) throw new NodenetError(ErrorCode.Exec, msg, { details: res.stderr.slice(0, 4000) });
-      // A caller that inspects failures still learns why from stderr.
-      if (notFound || signal) return { ...res, stderr: res.stderr || `${msg}\n` };
-    }
-    return res;
   }
 }

@@ -22,6 +22,16 @@ import type { LabOwner } from './owner.js';
 export const LAB_NAME_RE = /^[a-z][a-z0-9]{0,9}$/;
 export const MAX_LAB_NODES = 20;
 
+/** The proxy modes a lab (and the demo) runs its agents in; ipvs needs a kernel with IPVS (netfilter/ipvs-probe.ts). */
+export const LAB_PROXY_MODES = ['iptables', 'nftables', 'ipvs'] as const;
+export type LabProxyMode = (typeof LAB_PROXY_MODES)[number];
+
+/** @returns the problem with a --proxy-mode value, or null when it is one of LAB_PROXY_MODES. */
+export function proxyModeProblem(mode: string): string | null {
+  if ((LAB_PROXY_MODES as readonly string[]).includes(mode)) return null;
+  return `--proxy-mode must be iptables, nftables or ipvs, got ${JSON.stringify(mode)}`;
+}
+
 /** @returns the problem with a lab name, or null when it is fine. */
 export function labNameProblem(name: string): string | null {
   if (LAB_NAME_RE.test(name)) return null;

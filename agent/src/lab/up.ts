@@ -25,6 +25,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ErrorCode, NodenetError } from '../errors/errors.js';
 import type { Runner } from '../exec/runner.js';
+import { requireIpvs, type IpvsProbeDeps } from '../netfilter/ipvs-probe.js';
 import { isAlive } from '../netns/proc.js';
 import { writeFileDurable } from '../state/durable.js';
 import { readJsonFile } from '../state/read.js';
@@ -35,7 +36,7 @@ import { applyLeftovers } from './leftovers.js';
 import { labDir } from './nodes.js';
 import { ownerAlive, readOwner, readProcesses, recordProcess, writeOwner, type LabProcess } from './owner.js';
 import { CLUSTER_CIDR, labRoot } from './plan.js';
-import { allReady, labCondition, labNameProblem, labNamespaces, labNodeNames, nodeRows, podRows, upAction, type ExecTarget, type LabCondition, type NodeRow, type PodRow } from './up-plan.js';
+import { allReady, labCondition, labNameProblem, labNamespaces, labNodeNames, nodeRows, podRows, upAction, type ExecTarget, type LabCondition, type LabProxyMode, type NodeRow, type PodRow } from './up-plan.js';
 
 export const LAB_RECORD = 'lab.json';
 
@@ -57,9 +58,11 @@ export interface LabUpOptions {
   readonly runner: Runner;
   readonly name: string;
   readonly nodes: number;
-  readonly proxyMode: 'iptables' | 'nftables';
+  readonly proxyMode: LabProxyMode;
   readonly overlay: 'vxlan' | 'none';
   readonly runPods: boolean;
+  /** How ipvs mode looks for IPVS before anything is made (default: the real /proc/net/ip_vs); a seam for tests. */
+  readonly ipvsExists?: IpvsProbeDeps['exists'];
   /** Default labRoot(). */
   readonly root?: string;
   /** Progress lines. */
@@ -118,13 +121,16 @@ async function kubectlJson(runner: Runner, kubeconfig: string, args: readonly st
 
 /**
  * Builds the lab and returns once every Node is Ready. A crashed lab of the
- * same name is removed first; a running one is refused. On failure,
+ * same name is removed first; a running one is refused. In ipvs mode a
+ * kernel without IPVS is refused before anything is touched (else every
+ * agent would refuse to start, one by one). On failure,
  * everything made so far is removed and the error says what failed, with
  * the tail of the failing process's output.
  */
 export async function labUp(o: LabUpOptions): Promise<LabRecord> {
   checkName(o.name);
   const nodes = labNodeNames(o.nodes);
+  if (o.proxyMode === 'ipvs') await requireIpvs('lab up --proxy-mode ipvs', { runner: o.runner, ...(o.ipvsExists ? { exists: o.ipvsExists } : {}) });
   const root = o.root ?? labRoot();
   const cond = labState(o.name, root);
   const action = upAction(cond);

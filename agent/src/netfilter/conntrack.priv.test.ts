@@ -5,11 +5,11 @@
  * ConntrackExecutor, and the table is listed to see exactly which went.
  */
 import t from 'tap';
-import { ExecaRunner } from '../exec/runner.js';
+import { SpawnRunner } from '../exec/runner.js';
 import { parseIPv4 } from '../net/ip.js';
 import { ConntrackExecutor } from './conntrack.js';
 
-const runner = new ExecaRunner();
+const runner = new SpawnRunner();
 const ns = `nn-ct-${process.pid}-${Math.floor(Math.random() * 1e6).toString(36)}`;
 const nsPath = `/var/run/netns/${ns}`;
 const ip = parseIPv4;

@@ -8,14 +8,15 @@
  * every other call it serves, and an ADD's IP reservation could not start
  * its file work until its veth existed. Each worker holds
  * its own rtnetlink socket; a thread starts in its creator's namespaces, so
- * the workers, made when the agent starts (outside any setns swap), act in
- * the agent's own (node) namespace. A few workers let deletions overlap in
+ * the workers, made outside any setns swap (the first when the agent starts, the others from the event loop
+ * when a burst needs them), act in the agent's own (node) namespace. A few workers let deletions overlap in
  * the kernel as they do for separate plugin processes.
  *
  * Workers are never terminate()d (that can abort the process while one owns
  * a socket, MEASURED.md): close() asks each to close its socket and exit.
  */
 import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { LinkNotFoundError } from '../errors/errors.js';
 import { NetlinkError } from './netlink-error.js';
@@ -72,30 +73,41 @@ export class ThreadedLinkDeleter implements LinkDeleter {
   private seq = 0;
   private closed = false;
 
-  constructor(threads = 4) {
-    const netlink = createRequire(import.meta.url).resolve('netlink');
-    for (let i = 0; i < threads; i++) {
-      const w = new Worker(WORKER, { eval: true, workerData: { netlink } });
-      w.unref();
-      const slot = { w, busy: 0 };
-      w.on('message', (m: { id: number; ok: boolean; message?: string }) => {
-        slot.busy--;
-        if (slot.busy === 0 && !this.closed) w.unref();
-        const p = this.pending.get(m.id);
-        if (!p) return;
-        this.pending.delete(m.id);
-        if (m.ok) p.resolve();
-        else if (p.link !== null && /ENODEV/.test(m.message ?? '')) p.reject(new LinkNotFoundError(p.link));
-        else p.reject(new NetlinkError(p.op, /\b(E[A-Z0-9]+)\b/.exec(m.message ?? '')?.[1], { details: m.message ?? '' }));
-      });
-      w.on('error', (e) => {
-        for (const [id, p] of this.pending) {
-          this.pending.delete(id);
-          p.reject(new NetlinkError(p.op, undefined, { cause: e }));
-        }
-      });
-      this.workers.push(slot);
-    }
+  private readonly netlinkRt: string;
+
+  /**
+   * One worker starts now; more (up to `threads`) when a request finds every one busy. A worker costs
+   * about 80 ms of CPU to start here (and seconds in an emulated VM): an agent that never deletes links
+   * in bursts never pays for four.
+   */
+  constructor(private readonly threads = 4) {
+    // Only the rtnetlink part of the package (not its nl80211, WireGuard and genl tables).
+    this.netlinkRt = join(dirname(createRequire(import.meta.url).resolve('netlink')), 'rt', 'rt.js');
+    this.spawnWorker();
+  }
+
+  private spawnWorker(): { w: Worker; busy: number } {
+    const w = new Worker(WORKER, { eval: true, workerData: { netlink: this.netlinkRt } });
+    w.unref();
+    const slot = { w, busy: 0 };
+    w.on('message', (m: { id: number; ok: boolean; message?: string }) => {
+      slot.busy--;
+      if (slot.busy === 0 && !this.closed) w.unref();
+      const p = this.pending.get(m.id);
+      if (!p) return;
+      this.pending.delete(m.id);
+      if (m.ok) p.resolve();
+      else if (p.link !== null && /ENODEV/.test(m.message ?? '')) p.reject(new LinkNotFoundError(p.link));
+      else p.reject(new NetlinkError(p.op, /\b(E[A-Z0-9]+)\b/.exec(m.message ?? '')?.[1], { details: m.message ?? '' }));
+    });
+    w.on('error', (e) => {
+      for (const [id, p] of this.pending) {
+        this.pending.delete(id);
+        p.reject(new NetlinkError(p.op, undefined, { cause: e }));
+      }
+    });
+    this.workers.push(slot);
+    return slot;
   }
 
   delete(name: string): Promise<void> {
@@ -108,7 +120,8 @@ export class ThreadedLinkDeleter implements LinkDeleter {
 
   private send(op: string, link: string | null, msg: object): Promise<void> {
     if (this.closed) return Promise.reject(new NetlinkError(op, 'EBADF', { details: 'link workers closed' }));
-    const slot = this.workers.reduce((a, b) => (b.busy < a.busy ? b : a));
+    let slot = this.workers.reduce((a, b) => (b.busy < a.busy ? b : a));
+    if (slot.busy > 0 && this.workers.length < this.threads) slot = this.spawnWorker();
     const id = ++this.seq;
     return new Promise<void>((resolve, reject) => {
       this.pending.set(id, { op, link, resolve, reject });

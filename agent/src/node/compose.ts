@@ -10,7 +10,7 @@ import { release } from 'node:os';
 import { startCniServer } from '../cniserver/server.js';
 import { ErrorCode, NodenetError } from '../errors/errors.js';
 import type { AgentConfig } from '../config/config.js';
-import { ExecaRunner, type Runner } from '../exec/runner.js';
+import { SpawnRunner, type Runner } from '../exec/runner.js';
 import { createDiskIpam } from '../ipam/ipam.js';
 import { F } from '../log/fields.js';
 import { createLogger, silentLogger, type LevelWithSilent, type Logger } from '../log/log.js';
@@ -32,7 +32,7 @@ import { DUMMY_DEVICE, ipvsNames, isOurSet } from '../proxy/ipvs/names.js';
 import { ipvsOwnedChains } from '../proxy/ipvs/render.js';
 import { ThreadedLinkDeleter } from '../netlink/link-deleter.js';
 import { openNetlink } from '../netlink/netlink.js';
-import type { AddressInfo } from '../netlink/ops.js';
+import type { AddressInfo, NetlinkOps } from '../netlink/ops.js';
 import { toNetnsPath } from '../netns/netns.js';
 import { ProcSysctl } from '../netns/sysctl.js';
 import { isOwnedChain } from '../proxy/iptables/chains.js';
@@ -97,7 +97,7 @@ export async function composeAgent(given: AgentConfig, logger?: Logger): Promise
   const base = logger ?? agentLogger(cfg);
   // The Agent adds the node field to its own logger; what is built here gets it from this one.
   const log = base.child({ [F.node]: cfg.nodeName });
-  const runner = new ExecaRunner();
+  const runner = new SpawnRunner();
   const deleter = new ThreadedLinkDeleter();
   const node = openNetlink(undefined, { deleter });
   // On an API server the agent registers its Node and renews its Lease, as a kubelet does, and takes its pod
@@ -372,18 +372,27 @@ async function composeIpvsBackend(o: ProxyComposeOptions, nodeConfig: ProxyNodeC
   for (const mod of ['ip_vs', `ip_vs_${o.ipvs?.scheduler ?? 'rr'}`]) await o.runner.run(['modprobe', mod], { allowFailure: true }).catch(() => undefined);
   const nsPath = o.netns ? toNetnsPath(o.netns) : undefined;
   const ipvs = await GenlIpvs.open(nsPath);
+  const netlink = openNetlink(nsPath);
   o.log.info({ [F.mode]: 'ipvs' }, `IPVS ${ipvs.version ?? '(version unknown)'} over generic netlink`);
   return new IpvsBackend({
     ipvs,
     ipset: new IpsetExecutor({ runner: o.runner, ...ns }),
     iptables: await createIptables({ runner: o.runner, log: o.log, prefix: o.prefix, ...ns }),
-    netlink: openNetlink(nsPath),
+    netlink,
     sysctl: new ProcSysctl(nsPath),
     kernelRelease: release(),
     nodeConfig,
     log: o.log,
     options: o.ipvs ?? {},
+    // Every sync reads the node's addresses, as kube-proxy's IPVS mode does (the start's list misses the pod bridge's).
+    currentNodeIPs: async () => nodeAddresses(await ipvsNodeAddresses(netlink)),
   });
+}
+
+/** The node's addresses but kube-ipvs0's (the VIPs there are not the node's). */
+async function ipvsNodeAddresses(nl: Pick<NetlinkOps, 'listLinks' | 'listAddresses'>): Promise<AddressInfo[]> {
+  const dummy = (await nl.listLinks()).find((l) => l.name === DUMMY_DEVICE)?.index;
+  return (await nl.listAddresses()).filter((a) => a.ifIndex !== dummy);
 }
 
 /** A proxy host on real dependencies, started (the tests run one against a node's namespace). */
@@ -499,7 +508,7 @@ export async function readNetwork(name: string, netns: string): Promise<TraceNet
 
 /** What the `nodenet` command line runs on (main.ts hands it to cli/'s runCli, which checks its shape). */
 export function cliDeps() {
-  const runner = new ExecaRunner();
+  const runner = new SpawnRunner();
   const quiet = silentLogger();
   return {
     runner,
@@ -513,7 +522,7 @@ export function cliDeps() {
       const { startControlPlane } = await controlPlane();
       return startControlPlane({ ...rest, log: createLogger({ level: logLevel as LevelWithSilent, ...(logFile ? { destination: logFile } : {}) }) });
     },
-    removeProxyRules: (o: { netns?: string; prefix: string }, mode: 'iptables' | 'nftables') => removeProxyRules({ ...o, runner, log: quiet }, mode),
+    removeProxyRules: (o: { netns?: string; prefix: string }, mode: 'iptables' | 'nftables' | 'ipvs') => removeProxyRules({ ...o, runner, log: quiet }, mode),
     localAddresses,
     readNetwork,
     labNodes: (lab: string) => labNodes(labDir(lab)),

@@ -7,7 +7,7 @@
 import t from 'tap';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { ExecaRunner } from '../exec/runner.js';
+import { SpawnRunner } from '../exec/runner.js';
 import { silentLogger } from '../log/log.js';
 import { parseCidr } from '../net/ip.js';
 import { makeEndpointSlice, makeService } from '../testing/addresses.js';
@@ -15,7 +15,7 @@ import { removeProxyRules, startProxyHost } from './compose.js';
 import type { ProxyHost } from './proxy-host.js';
 import { readProxyStatus, type ProxyStatus } from './proxy-status.js';
 
-const runner = new ExecaRunner();
+const runner = new SpawnRunner();
 const NS = `nn-phost-${process.pid}`;
 const NSPATH = `/var/run/netns/${NS}`;
 const dir = mkdtempSync(`${tmpdir()}/nn-phost-`);

@@ -182,6 +182,7 @@ export class ProxyHost {
     await this.proxier.whenIdle();
     this.stopped = true;
     await this.health?.close();
+    this.deps.backend.close?.();
   }
 
   /** Removes this mode's rules (kube-proxy --cleanup). */

@@ -169,4 +169,6 @@ export interface ProxyBackend {
    * elements, or IPVS entries) the last successful sync wrote; null if unknown.
    */
   lastSyncRuleCount?(): number | null;
+  /** Releases what the backend holds open (IPVS mode's netlink sockets); the rules stay. Optional, idempotent. */
+  close?(): void;
 }

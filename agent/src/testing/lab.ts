@@ -2,10 +2,10 @@
  * testing/lab: what root tests and benchmarks use to build labs on real
  * dependencies (product code gets them from node/compose.ts).
  */
-import { ExecaRunner, type RunResult } from '../exec/runner.js';
+import { SpawnRunner, type RunResult } from '../exec/runner.js';
 import { Lab, uniqueTag } from '../lab/lab.js';
 
-export const runner = new ExecaRunner();
+export const runner = new SpawnRunner();
 
 export async function sh(argv: readonly string[], input?: string): Promise<RunResult> {
   return runner.run(argv, input === undefined ? {} : { input });

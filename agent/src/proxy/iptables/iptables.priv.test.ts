@@ -14,7 +14,7 @@ import t, { type Test } from 'tap';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ErrorCode, NodenetError } from '../../errors/errors.js';
-import { ExecaRunner } from '../../exec/runner.js';
+import { SpawnRunner } from '../../exec/runner.js';
 import { silentLogger } from '../../log/log.js';
 import { parseCidr, parseIPv4 } from '../../net/ip.js';
 import { removeNetns } from '../../netns/scratch-netns.js';
@@ -28,7 +28,7 @@ import { ep, nodeConfig, snapshot, svc } from '../test-fixtures.js';
 import { IptablesBackend } from './proxier.js';
 
 const log = silentLogger();
-const runner = new ExecaRunner();
+const runner = new SpawnRunner();
 const BACKENDS: readonly IptablesBackendKind[] = ['nft', 'legacy'];
 
 function rootFirewall(): string {
@@ -237,7 +237,7 @@ async function lab(t: Test, backend: IptablesBackendKind): Promise<Lab> {
   });
   const servers = pods.slice(0, 2);
   servers.forEach((pod, i) => {
-    const p = spawn('ip', ['netns', 'exec', pod, 'socat', 'TCP-LISTEN:8080,fork,reuseaddr', `SYSTEM:echo pod-${'ab'[i]} $SOCAT_PEERADDR`], { stdio: 'ignore' });
+    const p = spawn('ip', ['netns', 'exec', pod, 'socat', '-t10', 'TCP-LISTEN:8080,fork,reuseaddr', `SYSTEM:echo pod-${'ab'[i]} $SOCAT_PEERADDR`], { stdio: 'ignore' });
     t.teardown(() => {
       p.kill('SIGKILL');
     });

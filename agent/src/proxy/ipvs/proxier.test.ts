@@ -8,6 +8,7 @@ import { FakeNetlinkKernel } from '../../netlink/netlink.fake.js';
 import { FakeSysctl } from '../../netns/sysctl.fake.js';
 import { CFG, ep, snapshot, svc } from '../test-fixtures.js';
 import { IpvsBackend } from './proxier.js';
+import { parseIPv4 } from '../../net/ip.js';
 
 const SYSCTLS = {
   'net.ipv4.vs.conntrack': '0', 'net.ipv4.vs.conn_reuse_mode': '1', 'net.ipv4.vs.expire_nodest_conn': '0', 'net.ipv4.vs.expire_quiescent_template': '0',
@@ -154,4 +155,42 @@ t.test('canary: flushed rules or a deleted kube-ipvs0 force a full sync; cleanup
   t.notOk(nat.some((c) => c.startsWith('KUBE-')), 'no chain of ours left');
   await f.backend.cleanup();
   t.pass('cleanup is idempotent');
+});
+
+t.test('NodePorts follow the node addresses read at every sync (a new bridge address): a full sync then, none otherwise', async (t) => {
+  const ipvs = new FakeIpvs();
+  const kernel = new FakeNetlinkKernel();
+  let nodeIPs = ['192.168.1.10'];
+  const backend = new IpvsBackend({
+    ipvs, ipset: new FakeIpset(), iptables: new FakeIptables(), netlink: kernel.open(), sysctl: new FakeSysctl(SYSCTLS),
+    kernelRelease: '6.1.0-57-amd64', nodeConfig: CFG, log: silentLogger(),
+    currentNodeIPs: async () => nodeIPs.map(parseIPv4),
+  });
+  const NP = svc('ns1', 'np', '172.30.0.43', { nodePort: 30080 });
+  const snap = snapshot([NP, [ep('10.180.0.1')]]);
+  await backend.sync(snap, { full: true });
+  const nodePortVS = () => ipvs.dump().split('\n').filter((l) => /:30080 /.test(l)).map((l) => l.split(' ')[0]);
+  t.same(nodePortVS(), ['TCP/192.168.1.10:30080'], 'the read address, not the configured one');
+  await backend.sync(snap, { full: false, changed: new Set() });
+  t.equal(backend.lastSync?.full, false, 'the same addresses: a partial sync stays partial');
+  nodeIPs = ['192.168.1.10', '10.244.1.1'];
+  await backend.sync(snap, { full: false, changed: new Set() });
+  t.equal(backend.lastSync?.full, true, 'a new address: a full sync');
+  t.same(nodePortVS(), ['TCP/10.244.1.1:30080', 'TCP/192.168.1.10:30080'], 'a virtual server on it too');
+  nodeIPs = ['10.244.1.1'];
+  await backend.sync(snap, { full: false, changed: new Set() });
+  t.same(nodePortVS(), ['TCP/10.244.1.1:30080'], 'one gone: its virtual server too');
+});
+
+t.test('close releases the IPVS and netlink sockets, the kernel tables stay', async (t) => {
+  const f = setup();
+  await f.backend.sync(snapshot([WEB, [ep('10.180.0.1')]]), { full: true });
+  let closed = 0;
+  const ipvsClose = f.ipvs.close.bind(f.ipvs);
+  f.ipvs.close = () => { closed++; ipvsClose(); };
+  const nlClose = f.netlink.close.bind(f.netlink);
+  f.netlink.close = () => { closed++; nlClose(); };
+  f.backend.close();
+  t.equal(closed, 2, 'both closed');
+  t.match(f.ipvs.dump(), /TCP\/172\.30\.0\.41:80/, 'the virtual server is still there');
 });

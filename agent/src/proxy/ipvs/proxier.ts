@@ -40,6 +40,7 @@ import type { Sysctl } from '../../netns/sysctl.js';
 import type { ProxyBackend, ProxyNodeConfig, ProxySnapshot, SyncScope } from '../types.js';
 import { diffAddresses, diffIpvs, diffSets, type DrainingServer } from './diff.js';
 import { DUMMY_DEVICE, ipvsNames, isOurSet, type IpvsNames } from './names.js';
+import type { IPv4 } from '../../net/ip.js';
 import { ipvsSysctls, planIpvs, type IpvsOptions, type IpvsPlan } from './plan.js';
 import { ipvsBuiltinJumps, ipvsOwnedChains, renderIpvsIptables } from './render.js';
 
@@ -47,7 +48,7 @@ export interface IpvsBackendDeps {
   readonly ipvs: Ipvs;
   readonly ipset: Ipset;
   readonly iptables: Iptables;
-  readonly netlink: Pick<NetlinkOps, 'ensureDummy' | 'getLink' | 'listAddresses' | 'addAddress' | 'delAddress' | 'deleteLink'>;
+  readonly netlink: Pick<NetlinkOps, 'ensureDummy' | 'getLink' | 'listAddresses' | 'addAddress' | 'delAddress' | 'deleteLink' | 'close'>;
   /** The node namespace's sysctls. */
   readonly sysctl: Sysctl;
   /** `uname -r`: conn_reuse_mode depends on it. */
@@ -56,6 +57,12 @@ export interface IpvsBackendDeps {
   readonly log: Logger;
   readonly options?: IpvsOptions;
   readonly now?: () => number;
+  /**
+   * The node's addresses now (kube-proxy's NodeIPs: every local address but kube-ipvs0's, loopback and
+   * link-local), read at every sync: the NodePort virtual servers follow addresses that come and go (the pod
+   * bridge's appears with the first pod). Absent: nodeConfig.nodeIPs, fixed.
+   */
+  readonly currentNodeIPs?: () => Promise<readonly IPv4[]>;
 }
 
 export interface IpvsSyncStats {
@@ -89,6 +96,7 @@ export class IpvsBackend implements ProxyBackend {
   private setUp = false;
   private last: IpvsSyncStats | null = null;
   private lastConflicts = '';
+  private lastNodeIPs: string | null = null;
 
   constructor(private readonly deps: IpvsBackendDeps) {
     this.names = ipvsNames(deps.nodeConfig.prefix); // validates the prefix now
@@ -105,6 +113,12 @@ export class IpvsBackend implements ProxyBackend {
     return [...this.draining.keys()].sort();
   }
 
+  /** Closes the IPVS and netlink sockets (the agent stopping); the kernel's tables stay. */
+  close(): void {
+    this.deps.ipvs.close();
+    this.deps.netlink.close();
+  }
+
   lastSyncRuleCount(): number | null {
     return this.last ? this.last.virtualServers + this.last.realServers : null;
   }
@@ -117,12 +131,17 @@ export class IpvsBackend implements ProxyBackend {
 
   async sync(snapshot: ProxySnapshot, scope: SyncScope): Promise<void> {
     const start = this.now();
-    const full = scope.full || this.applied === null;
-    if (!scope.full && full) this.log.info('partial sync requested but no applied state is known; doing a full sync');
+    const nodeIPs = this.deps.currentNodeIPs ? [...new Set(await this.deps.currentNodeIPs())].sort() : null;
+    const nodeConfig = nodeIPs ? { ...this.deps.nodeConfig, nodeIPs } : this.deps.nodeConfig;
+    // Other node addresses change every NodePort: a full sync.
+    const ipsChanged = nodeIPs !== null && this.lastNodeIPs !== null && nodeIPs.join(',') !== this.lastNodeIPs;
+    if (ipsChanged) this.log.info({ [F.ip]: nodeIPs.join(',') }, `node addresses changed (were ${this.lastNodeIPs}): a full sync`);
+    const full = scope.full || this.applied === null || ipsChanged;
+    if (!scope.full && !ipsChanged && full) this.log.info('partial sync requested but no applied state is known; doing a full sync');
     const prev = this.applied;
     this.applied = null; // until this sync succeeds
     try {
-      const plan = planIpvs(snapshot, this.deps.nodeConfig, this.deps.options ?? {});
+      const plan = planIpvs(snapshot, nodeConfig, this.deps.options ?? {});
       const conflicts = plan.conflicts.join('\n');
       if (conflicts && conflicts !== this.lastConflicts) this.log.warn({ [F.count]: plan.conflicts.length }, `virtual services claimed twice (the first Service keeps each):\n${conflicts}`);
       this.lastConflicts = conflicts;
@@ -135,7 +154,7 @@ export class IpvsBackend implements ProxyBackend {
       const sets = new Map<string, IpsetState>([...plan.sets.values()].map((s) => [s.name, { name: s.name, type: s.type, entries: s.entries }]));
 
       // 2. iptables
-      const rules = renderIpvsIptables(plan, this.deps.nodeConfig);
+      const rules = renderIpvsIptables(plan, nodeConfig);
       const writeRules = full || !prev || prev.iptablesText !== rules.text;
       if (writeRules) await this.deps.iptables.restore(rules.text, { noflush: true });
       if (full) await this.deps.iptables.ensureJumps(ipvsBuiltinJumps(this.names));
@@ -148,7 +167,7 @@ export class IpvsBackend implements ProxyBackend {
       // 4. IPVS
       let current: Map<VsKey, VirtualServerState>;
       let keys: Set<VsKey> | null;
-      if (full || !prev || scope.full) {
+      if (full || !prev) {
         current = new Map((await this.deps.ipvs.list()).map((v) => [vsKey(v), v]));
         keys = null;
       } else {
@@ -180,6 +199,7 @@ export class IpvsBackend implements ProxyBackend {
       for (const a of addrs.del) await this.deps.netlink.delAddress(plan.device, a);
 
       this.applied = { services, byService: plan.byService, sets, addresses: [...plan.addresses], iptablesText: rules.text };
+      if (nodeIPs) this.lastNodeIPs = nodeIPs.join(',');
       let realServers = 0;
       for (const s of plan.services.values()) realServers += s.dests.length;
       this.last = {

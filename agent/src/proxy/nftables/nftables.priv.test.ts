@@ -7,7 +7,7 @@
  * Ends with a timing (reported, not asserted) of a 10,000-Service load.
  */
 import t, { type Test } from 'tap';
-import { ExecaRunner } from '../../exec/runner.js';
+import { SpawnRunner } from '../../exec/runner.js';
 import { silentLogger } from '../../log/log.js';
 import { intToIp, ipToInt, type IPv4 } from '../../net/ip.js';
 import { NftExecutor, type NftTableInfo } from '../../netfilter/nft.js';
@@ -20,7 +20,7 @@ import { NftablesBackend } from './proxier.js';
 import { renderNftables } from './render.js';
 import { CFG, NODE_IP, ep, snapshot, svc } from '../test-fixtures.js';
 
-const runner = new ExecaRunner();
+const runner = new SpawnRunner();
 const NS = `nn-nft-${process.pid}`;
 const NS_PATH = `/var/run/netns/${NS}`;
 

@@ -14,7 +14,7 @@
 import t from 'tap';
 import { spawn } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ExecaRunner, type RunResult } from '../../exec/runner.js';
+import { SpawnRunner, type RunResult } from '../../exec/runner.js';
 import { silentLogger } from '../../log/log.js';
 import { parseCidr, parseIPv4 } from '../../net/ip.js';
 import { NftExecutor } from '../../netfilter/nft.js';
@@ -22,7 +22,7 @@ import type { ProxyNodeConfig } from '../types.js';
 import { NftablesBackend } from './proxier.js';
 import { ep, snapshot, svc } from '../test-fixtures.js';
 
-const runner = new ExecaRunner();
+const runner = new SpawnRunner();
 const tag = `nn-nftp-${process.pid}`;
 const NODE = `${tag}-node`;
 /** The node's uplink (its "eth0" side): where its default route points, as on a real node. */
@@ -97,7 +97,7 @@ async function build(): Promise<void> {
     await sh(['ip', '-n', p.ns, '-batch', '-'], `addr add ${p.ip}/24 dev eth0\nlink set eth0 up\nroute add default via ${NODE_IP}\n`);
   }
   for (const p of [P1, P2]) {
-    const child = spawn('ip', ['netns', 'exec', p.ns, 'socat', 'TCP-LISTEN:8080,reuseaddr,fork', `SYSTEM:echo ${p.name}`], { stdio: 'ignore' });
+    const child = spawn('ip', ['netns', 'exec', p.ns, 'socat', '-t10', 'TCP-LISTEN:8080,reuseaddr,fork', `SYSTEM:echo ${p.name}`], { stdio: 'ignore' });
     child.unref();
   }
   await waitListening(P1);
