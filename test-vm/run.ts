@@ -8,7 +8,7 @@
  * console. A failed suite's serial logs are printed and kept; everything
  * of a passing run is removed.
  *
- *   node --import tsx test-vm/run.ts [--accel auto|kvm|tcg] [--suite a,b] [--keep] [--list]
+ *   node --import tsx test-vm/run.ts [--accel auto|kvm|tcg] [--suite a,b | --all] [--keep] [--list]
  *
  * Runs live in $NODENET_VM_RUN_ROOT (default /tmp/nodenet-test-vm)/<tag>, with owner.json (lab/owner.ts) and
  * processes.json: at start, leftovers whose owner died are killed and removed, never a live run's.
@@ -31,23 +31,33 @@ const QEMU = 'qemu-system-x86_64';
 /** The provisioning files the image is built from (build-image.sh hashes the same list). */
 const IMAGE_PROVISION = ['node.sh', 'packages.sh', 'packages.txt', 'system.sh'];
 
-interface Options { accel: 'auto' | Accel; suites: string[] | null; keep: boolean; list: boolean }
+interface Options { accel: 'auto' | Accel; suites: string[] | null; all: boolean; keep: boolean; list: boolean }
 
 function parseArgs(argv: readonly string[]): Options {
-  const o: Options = { accel: 'auto', suites: null, keep: false, list: false };
+  const o: Options = { accel: 'auto', suites: null, all: false, keep: false, list: false };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     const val = () => { const v = argv[++i]; if (v === undefined) throw new Error(`${a} needs a value`); return v; };
     if (a === '--accel') { const v = val(); if (v !== 'auto' && v !== 'kvm' && v !== 'tcg') throw new Error(`--accel ${v}: auto, kvm or tcg`); o.accel = v; }
     else if (a === '--suite') o.suites = val().split(',').filter(Boolean);
+    else if (a === '--all') o.all = true;
     else if (a === '--keep') o.keep = true;
     else if (a === '--list') o.list = true;
-    else throw new Error(`unknown argument ${a}\nusage: test-vm/run.ts [--accel auto|kvm|tcg] [--suite a,b] [--keep] [--list]`);
+    else throw new Error(`unknown argument ${a}\nusage: test-vm/run.ts [--accel auto|kvm|tcg] [--suite a,b | --all] [--keep] [--list]`);
   }
   return o;
 }
 
 const say = (s: string) => process.stdout.write(`test-vm: ${s}\n`);
+/**
+ * How much the guests stretch their timeouts (never their pass conditions): 5 under TCG alone; .ci/run, whose VMs
+ * share the CPUs with npm test at idle priority, asks for more with NODENET_VM_TIME_SCALE.
+ */
+function timeScale(): number {
+  const v = Number(process.env['NODENET_VM_TIME_SCALE'] ?? 5);
+  if (!Number.isFinite(v) || v < 1) throw new Error(`NODENET_VM_TIME_SCALE must be a number >= 1, got ${process.env['NODENET_VM_TIME_SCALE']}`);
+  return v;
+}
 
 async function loadSuites(): Promise<{ file: string; suite: VmSuite }[]> {
   const out: { file: string; suite: VmSuite }[] = [];
@@ -126,12 +136,17 @@ function ensureImage(): { dir: string; seconds: number; cached: boolean } {
 /** dist/ as it is now, plus the bundled guest side: what every VM of this run mounts over /nodenet/dist. */
 async function snapshotDist(runDir: string): Promise<string> {
   const dist = `${runDir}/dist`;
-  if (!existsSync(`${REPO}dist/nodenet.js`)) throw new Error('dist/nodenet.js is missing: npm run build first');
-  cpSync(`${REPO}dist`, dist, { recursive: true, filter: (src) => !src.endsWith('.map') });
+  // NODENET_VM_DIST: a copy of dist/ to take instead (.ci/run rebuilds dist/ for npm test while the VMs start).
+  const from = process.env['NODENET_VM_DIST'] ?? `${REPO}dist`;
+  if (!existsSync(`${from}/nodenet.js`)) throw new Error(`${from}/nodenet.js is missing: npm run build first`);
+  cpSync(from, dist, { recursive: true, filter: (src) => !src.endsWith('.map') });
   mkdirSync(`${dist}/vm`, { recursive: true });
   await build({
     entryPoints: [`${HERE}guest/main.ts`], outfile: `${dist}/vm/guest.mjs`,
-    bundle: true, platform: 'node', target: 'node20', format: 'esm', packages: 'external', logLevel: 'warning',
+    bundle: true, platform: 'node', target: 'node20', format: 'esm', logLevel: 'warning',
+    // One file over 9p, not node_modules' thousands; tap's place is taken by the subset the suites use.
+    external: ['better-sqlite3', 'koffi', 'netlink'], alias: { tap: `${HERE}guest/tap-lite.ts` },
+    banner: { js: "import { createRequire as __nodenetCreateRequire } from 'node:module'; const require = __nodenetCreateRequire(import.meta.url);" },
   });
   copyFileSync(`${HERE}guest/boot.sh`, `${dist}/vm/boot.sh`);
   cpSync(`${HERE}provision`, `${dist}/vm/provision`, { recursive: true });
@@ -174,7 +189,8 @@ async function runSuite(s: { file: string; suite: VmSuite }, image: string, dist
   mkdirSync(share, { recursive: true });
   const { nics, switchSockets } = cables(suite.vms, dir);
   const sw = switchSockets.length ? startSwitch(switchSockets) : null;
-  const timeoutSec = suite.timeoutSec[accel];
+  // A stretched run (NODENET_VM_TIME_SCALE above the default 5) gets its qemu limit stretched alike.
+  const timeoutSec = Math.round(suite.timeoutSec[accel] * Math.max(1, timeScale() / 5));
   const t0 = Date.now();
   const vms: Vm[] = [];
   try {
@@ -185,7 +201,7 @@ async function runSuite(s: { file: string; suite: VmSuite }, image: string, dist
         index: i, kernel: `${image}/vmlinuz`, initrd: `${image}/initrd.img`, rootfs: `${image}/rootfs.ext4`, serialLog: log,
         accel, memoryMiB: suite.memoryMiB ?? 1024, cpus: 2, nic: nics[i - 1]!,
         shares: [{ tag: 'repo', path: REPO.replace(/\/$/, ''), readonly: true }, { tag: 'dist', path: dist, readonly: true }, { tag: 'share', path: share, readonly: false }],
-        append: [`nodenet.suite=${suite.name}`, `nodenet.file=${s.file}`, `nodenet.vm=${i}`, `nodenet.vms=${suite.vms}`, `nodenet.ip=${vmIP(i)}/${VM_PREFIX}`],
+        append: [`nodenet.suite=${suite.name}`, `nodenet.file=${s.file}`, `nodenet.vm=${i}`, `nodenet.vms=${suite.vms}`, `nodenet.ip=${vmIP(i)}/${VM_PREFIX}`, `nodenet.timescale=${timeScale()}`],
       });
       const out = openSync(`${dir}/vm${i}.qemu.log`, 'a');
       // `timeout` kills qemu even if this process dies; detached: its own process group, killed as one.
@@ -243,14 +259,14 @@ async function main(): Promise<number> {
   const opts = parseArgs(process.argv.slice(2));
   const all = await loadSuites();
   if (opts.list) {
-    for (const s of all) say(`${s.suite.name} (${s.suite.vms} VMs, test-vm/suites/${s.file}.ts)`);
+    for (const s of all) say(`${s.suite.name} (${s.suite.vms} VMs, test-vm/suites/${s.file}.ts)${s.suite.extra ? ': extra, run by --all or --suite' : ''}`);
     return 0;
   }
   const chosen = opts.suites ? opts.suites.map((n) => {
     const s = all.find((x) => x.suite.name === n);
     if (!s) throw new Error(`no suite ${n}: ${all.map((x) => x.suite.name).join(', ')}`);
     return s;
-  }) : all;
+  }) : opts.all ? all : all.filter((s) => !s.suite.extra);
   for (const tool of [QEMU, 'timeout']) {
     if (spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0) throw new Error(`${tool} is missing (apt-get install -y qemu-system-x86 debootstrap e2fsprogs cpio busybox-static)`);
   }
@@ -263,11 +279,11 @@ async function main(): Promise<number> {
   const total0 = Date.now();
   let failed = 0;
   try {
+    const dist = await snapshotDist(runDir);
     const img = ensureImage();
     const acc = opts.accel === 'auto' ? detectAccel(img.dir, runDir) : { accel: opts.accel, why: 'asked for' };
     const accel = acc.accel;
     say(`image ${img.dir} (${img.cached ? 'cached' : 'built'}, ${img.seconds.toFixed(1)} s); accel ${accel}: ${acc.why}`);
-    const dist = await snapshotDist(runDir);
     for (const s of chosen) {
       say(`suite ${s.suite.name}: ${s.suite.vms} VMs ...`);
       const r = await runSuite(s, img.dir, dist, runDir, accel);

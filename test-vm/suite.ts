@@ -29,6 +29,11 @@ export interface VmSuite {
   readonly vms: number;
   /** Seconds each qemu may run, per accelerator; the runner kills it then. */
   readonly timeoutSec: { readonly kvm: number; readonly tcg: number };
+  /**
+   * Not in the default set (`npm run test:vm`, CI): run by `--all` or by name. For what the default set or
+   * `npm test` already covers, whose minutes under TCG CI's budget cannot spare.
+   */
+  readonly extra?: true;
   /** Memory per VM (default 1024). */
   readonly memoryMiB?: number;
   run(ctx: GuestContext): Promise<string>;

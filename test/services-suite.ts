@@ -43,7 +43,12 @@ import { DEFAULT_SERVICE_CIDR } from '../agent/src/controlplane/alloc/service-al
 import { MANAGED_BY } from '../agent/src/controlplane/controllers/endpointslice.js';
 import { stringify as stringifyYaml } from 'yaml';
 
-type Mode = 'iptables' | 'nftables';
+export type Mode = 'iptables' | 'nftables' | 'ipvs';
+/**
+ * Timeouts (never the pass conditions) stretch by NODENET_TEST_TIME_SCALE: inside an emulated VM
+ * (test-vm/, qemu TCG) everything takes several times longer.
+ */
+const SCALE = Number(process.env['NODENET_TEST_TIME_SCALE']) || 1;
 /** Where the agents read the Services and EndpointSlices the cases write. */
 export type Source = 'manifests' | 'api';
 interface Pod {
@@ -120,7 +125,9 @@ export function servicesSuite(mode: Mode, source: Source = 'manifests'): void {
 
   function serve(p: Pod): void {
     // Each answers "<pod> <peer address it saw>", so the tests see both the endpoint chosen and the source IP.
-    spawn('ip', ['netns', 'exec', p.ns, 'socat', 'TCP4-LISTEN:8080,reuseaddr,fork', `SYSTEM:echo ${p.name} $SOCAT_PEERADDR`], { stdio: 'ignore', detached: true }).unref();
+    // -t10: a client that closes its side at once (stdin empty) must not end the answer before its shell has
+    // run (socat's default 0.5 s is not enough on a loaded machine, an emulated VM above all).
+    spawn('ip', ['netns', 'exec', p.ns, 'socat', '-t10', 'TCP4-LISTEN:8080,reuseaddr,fork', `SYSTEM:echo ${p.name} $SOCAT_PEERADDR`], { stdio: 'ignore', detached: true }).unref();
     // UDP: one socket answering every datagram from the port it arrived on (socat's RECVFROM,fork children
     // sometimes left a datagram unanswered).
     const udpServer = `const s = require('node:dgram').createSocket('udp4'); s.on('message', (m, r) => s.send('${p.name} ' + r.address + '\\n', r.port, r.address)); s.bind(5353);`;
@@ -132,14 +139,19 @@ export function servicesSuite(mode: Mode, source: Source = 'manifests'): void {
   /** One TCP request: the first line the server sent, or the error socat printed; and how long it took. */
   async function tcp(ns: string, ip: string, port: number): Promise<{ out: string; ms: number }> {
     const t0 = performance.now();
-    const r = await shOk(['ip', 'netns', 'exec', ns, 'socat', '-t2', '-T3', '-', `TCP4:${ip}:${port},connect-timeout=3`]);
-    return { out: (r.exitCode === 0 ? r.stdout : r.stderr).trim(), ms: performance.now() - t0 };
+    // -T: how long an established connection may stay silent (the server forks a shell to answer: slow in an emulated VM).
+    // -t: how long the answer may take once our side is closed (stdin is empty).
+    const r = await shOk(['ip', 'netns', 'exec', ns, 'socat', `-t${2 * SCALE}`, `-T${3 * SCALE}`, '-', `TCP4:${ip}:${port},connect-timeout=3`]);
+    const ms = performance.now() - t0;
+    const out = (r.exitCode === 0 ? r.stdout : r.stderr).trim();
+    // Connected, then nothing: say so with what it took, for the failure message.
+    return { out: out || `(nothing: exit ${r.exitCode} after ${Math.round(ms)} ms)`, ms };
   }
 
   /** One UDP request (optionally from a fixed source port): the reply line, or '' when none came. */
   async function udp(ns: string, ip: string, port: number, sourcePort?: number): Promise<string> {
     const addr = `UDP4:${ip}:${port}${sourcePort ? `,sourceport=${sourcePort},reuseaddr` : ''}`;
-    const r = await shOk(['ip', 'netns', 'exec', ns, 'socat', '-t0.5', '-T2', '-', addr], 'q\n');
+    const r = await shOk(['ip', 'netns', 'exec', ns, 'socat', `-t${0.5 * SCALE}`, `-T${2 * SCALE}`, '-', addr], 'q\n');
     return r.stdout.trim();
   }
 
@@ -151,10 +163,20 @@ export function servicesSuite(mode: Mode, source: Source = 'manifests'): void {
     return { code, body: lines.join('\n') };
   }
 
-  /** A node's ruleset as text (iptables-save, or our nft table). */
+  /** A node's ruleset as text (iptables-save; our nft table; in IPVS mode the virtual servers, then iptables-save). */
   async function ruleset(n: VNode = n1): Promise<string> {
+    if (mode === 'ipvs') return `${(await n.exec(['ipvsadm', '-Ln'], true)).stdout}\n${(await n.exec(['iptables-save'], true)).stdout}`;
     const r = mode === 'iptables' ? await n.exec(['iptables-save'], true) : await n.exec(['nft', 'list', 'table', 'ip', 'kube-proxy'], true);
     return r.stdout;
+  }
+
+  /**
+   * Whether a node's rules serve a Service: its name in the iptables comments or the nft table; in IPVS mode
+   * (whose virtual servers carry no names) a virtual server on its ClusterIP.
+   */
+  async function hasRules(name: string, clusterIP: string, n: VNode = n1): Promise<boolean> {
+    if (mode !== 'ipvs') return (await ruleset(n)).includes(`default/${name}`);
+    return new RegExp(`^(TCP|UDP|SCTP)\\s+${esc(clusterIP)}:`, 'm').test((await n.exec(['ipvsadm', '-Ln'], true)).stdout);
   }
 
   /**
@@ -164,7 +186,7 @@ export function servicesSuite(mode: Mode, source: Source = 'manifests'): void {
    * would match it until it expires.
    */
   async function waitVIP(vip: string): Promise<void> {
-    for (const n of nodes) await waitFor(async () => (await ruleset(n)).includes(vip), `${n.name}'s rules to hold ${vip}`, { timeoutMs: 15_000, intervalMs: 100 });
+    for (const n of nodes) await waitFor(async () => (await ruleset(n)).includes(vip), `${n.name}'s rules to hold ${vip}`, { timeoutMs: 15_000 * SCALE, intervalMs: 100 });
   }
 
   /** Waits until the status file lists `key` as ignored; returns the reason. */
@@ -180,7 +202,9 @@ export function servicesSuite(mode: Mode, source: Source = 'manifests'): void {
   async function spread(n: number, one: () => Promise<string>, until: readonly string[] = []): Promise<Map<string, number>> {
     const seen = new Map<string, number>();
     for (let i = 0; i < n || (i < 48 && until.some((u) => !seen.has(u))); i++) {
-      const who = (await one()).split(' ')[0] || '(none)';
+      const answer = await one();
+      // An answer is "<pod> <peer>"; anything else (nothing came, an error) is kept whole for the failure message.
+      const who = answer.startsWith('(') ? answer : answer.split(' ')[0] || '(none)';
       seen.set(who, (seen.get(who) ?? 0) + 1);
     }
     return seen;
@@ -228,7 +252,7 @@ export function servicesSuite(mode: Mode, source: Source = 'manifests'): void {
   async function waitApplied(spn: string, endpoints: string[]): Promise<void> {
     const want = JSON.stringify([...endpoints].sort());
     for (const n of nodes) {
-      const deadline = Date.now() + 15_000;
+      const deadline = Date.now() + 15_000 * SCALE;
       for (;;) {
         const s = status(n);
         if (s && JSON.stringify(s.applied[spn] ?? null) === want) break;
@@ -261,14 +285,14 @@ export function servicesSuite(mode: Mode, source: Source = 'manifests'): void {
 
   t.before(async () => {
     if (api) {
-      lab = await newLab(mode === 'iptables' ? 'ei' : 'en');
+      lab = await newLab({ iptables: 'ei', nftables: 'en', ipvs: 'ev' }[mode]);
       cp = await lab.startControlPlane({ nodes: ['n1', 'n2', 'n3'] });
       // The agents are told the API server's service CIDR (nftables mode drops what no Service in it has).
       const config = { proxyMode: mode, proxyMinSyncMs: 100, overlay: 'vxlan', serviceCIDR: DEFAULT_SERVICE_CIDR };
       for (const name of ['n1', 'n2', 'n3']) nodes.push(await lab.addNode(name, { clusterCIDR: CLUSTER_CIDR, config }));
       await Promise.all(nodes.map((n) => n.startAgent()));
     } else {
-      lab = await newLab(mode === 'iptables' ? 'si' : 'sn');
+      lab = await newLab({ iptables: 'si', nftables: 'sn', ipvs: 'sv' }[mode]);
       manifests = `${lab.runRoot}/manifests`;
       mkdirSync(manifests, { recursive: true });
       nodes = [await lab.addNode('n1', { podCIDR: '10.244.1.0/24', clusterCIDR: CLUSTER_CIDR, config: { proxyMode: mode, manifestsDir: manifests, proxyMinSyncMs: 100, serviceCIDR: '10.96.0.0/16' } })];
@@ -287,7 +311,7 @@ export function servicesSuite(mode: Mode, source: Source = 'manifests'): void {
     serve(p2);
     for (const p of [p1, p2]) {
       // Across the overlay once every agent routes the others' pod CIDRs.
-      await waitFor(async () => (await tcp(client.ns, p.ip, 8080)).out.startsWith(p.name), `${p.name} serving on ${p.ip}:8080 to the client`, { timeoutMs: 30_000, intervalMs: 50 });
+      await waitFor(async () => (await tcp(client.ns, p.ip, 8080)).out.startsWith(p.name), `${p.name} serving on ${p.ip}:8080 to the client`, { timeoutMs: 30_000 * SCALE, intervalMs: 50 });
     }
     await put('web.json', webObjects([p1, p2]));
     await waitApplied('default/web:http', [`${p1.ip}:8080`, `${p2.ip}:8080`]);
@@ -313,10 +337,11 @@ export function servicesSuite(mode: Mode, source: Source = 'manifests'): void {
     const ms = performance.now() - t0;
     t.not(r.exitCode, 0);
     t.notMatch(r.stdout, /bytes from/, 'no echo reply');
-    if (mode === 'nftables') {
-      // kube-proxy's nftables mode rejects traffic to a ClusterIP it does not serve: the ping fails at once.
+    if (mode === 'nftables' || mode === 'ipvs') {
+      // kube-proxy's nftables mode rejects traffic to a ClusterIP it does not serve; in IPVS mode the ClusterIP
+      // is a local address (kube-ipvs0) and KUBE-IPVS-FILTER rejects what is not a service port: the ping fails at once.
       t.match(r.stdout, /Destination Port Unreachable/);
-      t.ok(ms < 1500, `rejected in ${Math.round(ms)} ms`);
+      t.ok(ms < 1500 * SCALE, `rejected in ${Math.round(ms)} ms`);
     } else {
       // iptables mode only DNATs TCP/UDP/SCTP: the ICMP echo is routed on to the node's gateway and lost.
       t.match(r.stdout, /100% packet loss/);
@@ -328,8 +353,9 @@ export function servicesSuite(mode: Mode, source: Source = 'manifests'): void {
     await put('empty.json', [makeService({ name: 'empty', clusterIP: '10.96.0.12', ports: [{ port: 80, targetPort: 8080 }] }), makeEndpointSlice({ service: 'empty', ports: [{ port: 8080 }], endpoints: [] })]);
     await waitApplied('default/empty', []);
     const r = await tcp(client.ns, '10.96.0.12', 80);
+    // IPVS: a virtual server without real servers answers ICMP port unreachable (ip_vs_leave), seen as refused.
     t.match(r.out, /Connection refused/);
-    t.ok(r.ms < 1500, `refused in ${Math.round(r.ms)} ms`);
+    t.ok(r.ms < 1500 * SCALE, `refused in ${Math.round(r.ms)} ms`);
     const u = await udp(client.ns, '10.96.0.12', 80);
     t.equal(u, '', 'no UDP answer either');
   });
@@ -476,14 +502,21 @@ export function servicesSuite(mode: Mode, source: Source = 'manifests'): void {
     await waitVIP('203.0.113.13');
     if (api) t.equal((await kubectl(['get', 'service', 'lbnonp', '-o', 'jsonpath={.spec.ports[0].nodePort}'])).trim(), '', 'the API server allocated none');
     t.match((await tcp(ext.name, '203.0.113.13', 80)).out, /^pod1 /, 'the VIP');
-    t.match(await ruleset(), /default\/lbnonp/, 'the Service has rules');
-    // The NodePort dispatch: KUBE-NODEPORTS rules, or the @service-nodeports map's elements.
-    const nodePorts =
-      mode === 'iptables'
-        ? (await ruleset()).split('\n').filter((l) => l.startsWith('-A KUBE-NODEPORTS ')).join('\n')
-        : (await n1.exec(['nft', 'list', 'map', 'ip', 'kube-proxy', 'service-nodeports'], true)).stdout;
-    t.match(nodePorts, /default\/web/, 'the NodePort dispatch as listed holds the other Services');
-    t.notMatch(nodePorts, /default\/lbnonp/, 'but nothing of this one');
+    t.ok(await hasRules('lbnonp', '10.96.0.22'), 'the Service has rules');
+    if (mode === 'ipvs') {
+      // The virtual servers on the node IP are the NodePorts: web's, and none more than the Services written so far have.
+      const ports = [...(await n1.exec(['ipvsadm', '-Ln'], true)).stdout.matchAll(new RegExp(`^(?:TCP|UDP)\\s+${esc(NODE_IP)}:(\\d+)`, 'gm'))].map((m) => Number(m[1]));
+      t.ok(ports.includes(30080), `the NodePort virtual servers hold the other Services: ${ports.join(', ')}`);
+      t.same(ports.filter((p) => ![30080, 30053, 30081, 30090, 30091].includes(p)), [], 'but nothing of this one');
+    } else {
+      // The NodePort dispatch: KUBE-NODEPORTS rules, or the @service-nodeports map's elements.
+      const nodePorts =
+        mode === 'iptables'
+          ? (await ruleset()).split('\n').filter((l) => l.startsWith('-A KUBE-NODEPORTS ')).join('\n')
+          : (await n1.exec(['nft', 'list', 'map', 'ip', 'kube-proxy', 'service-nodeports'], true)).stdout;
+      t.match(nodePorts, /default\/web/, 'the NodePort dispatch as listed holds the other Services');
+      t.notMatch(nodePorts, /default\/lbnonp/, 'but nothing of this one');
+    }
   });
 
   t.test(`${mode}: externalTrafficPolicy Local: the healthCheckNodePort answers 200 with local endpoints and 503 without`, async (t) => {
@@ -549,10 +582,10 @@ export function servicesSuite(mode: Mode, source: Source = 'manifests'): void {
     for (const n of nodes) t.notOk(status(n)?.applied['default/other'], `${n.name}: not applied`);
     t.notMatch((await tcp(client.ns, '10.96.0.25', 80)).out, /^pod/, 'its ClusterIP does not answer');
     t.notMatch((await tcp(ext.name, NODE_IP, 30095)).out, /^pod/, 'nor its NodePort');
-    t.notMatch(await ruleset(), /default\/other/, 'nothing of it in the ruleset');
+    t.notOk(await hasRules('other', '10.96.0.25'), 'nothing of it in the ruleset');
   });
 
-  t.test(`${mode}: NodePorts on the bridge address and on 127.0.0.1: only iptables mode serves them by default`, async (t) => {
+  t.test(`${mode}: NodePorts on the bridge address and on 127.0.0.1: iptables mode serves both, IPVS mode the bridge's, nftables mode neither by default`, async (t) => {
     // n1's bridge (the client's gateway): a local address that is not the primary one.
     const cbr0 = client.ip.replace(/\.\d+$/, '.1');
     t.match((await tcp(client.ns, NODE_IP, 30080)).out, /^pod[12] /, 'the node IP serves NodePorts in both modes');
@@ -561,6 +594,10 @@ export function servicesSuite(mode: Mode, source: Source = 'manifests'): void {
     if (mode === 'nftables') {
       // nftables mode's default is the node's primary IP (eth0's, which holds the default route).
       t.match(bridge.out, /Connection refused/, `not on cbr0's ${cbr0}: ${bridge.out}`);
+      t.match(local.out, /Connection refused/, `not on 127.0.0.1: ${local.out}`);
+    } else if (mode === 'ipvs') {
+      // kube-proxy's IPVS default: a virtual server on every node address (cbr0's too), never on 127.0.0.1 (IPVS cannot).
+      t.match(bridge.out, /^pod[12] /, `on cbr0's ${cbr0} too`);
       t.match(local.out, /Connection refused/, `not on 127.0.0.1: ${local.out}`);
     } else {
       // kube-proxy's iptables default: every local address, 127.0.0.1 included (route_localnet).
@@ -576,7 +613,7 @@ export function servicesSuite(mode: Mode, source: Source = 'manifests'): void {
       t.notMatch(r.out, /Connection refused/, r.out);
       t.ok(r.ms >= 2500, `dropped: waited ${Math.round(r.ms)} ms`);
     } else {
-      // iptables mode routes it on; the gateway holds it and refuses.
+      // iptables and IPVS modes route it on (it is not on kube-ipvs0, so KUBE-IPVS-FILTER leaves it); the gateway holds it and refuses.
       t.match(r.out, /Connection refused/, r.out);
     }
   });
@@ -604,10 +641,34 @@ export function servicesSuite(mode: Mode, source: Source = 'manifests'): void {
     t.ok(await roundTrip('while-down'), 'the kernel keeps forwarding while no agent runs');
     rmSync(proxyStatusFile(n1.runDir), { force: true });
     await n1.startAgent();
-    await waitFor(() => (status()?.ready ?? false) && (status()?.syncs ?? 0) >= 1 && status()?.lastSync?.reason === 'first', 'the restarted agent\'s first sync', { timeoutMs: 15_000, intervalMs: 50 }).catch(() => undefined);
+    await waitFor(() => (status()?.ready ?? false) && (status()?.syncs ?? 0) >= 1 && status()?.lastSync?.reason === 'first', 'the restarted agent\'s first sync', { timeoutMs: 15_000 * SCALE, intervalMs: 50 }).catch(() => undefined);
     t.equal(status()?.lastSync?.reason, 'first', 'the restarted agent ran its first (full) sync');
     t.ok(await roundTrip('after-restart'), 'the established connection survives the full resync');
     t.same(names(await spread(8, async () => (await tcp(client.ns, '10.96.0.10', 80)).out, ['pod1', 'pod2'])), ['pod1', 'pod2'], 'new connections too');
     conn.kill('SIGKILL');
   });
+
+  if (mode === 'ipvs') {
+    t.test('ipvs: KUBE-IPVS-FILTER keeps the node off its ClusterIPs; --ipvs-filter false shows what it prevents', async (t) => {
+      // A server of the node's own (not a Service) on a port no Service has.
+      const own = spawn('ip', ['netns', 'exec', n1.ns, 'socat', '-t10', 'TCP4-LISTEN:2222,reuseaddr,fork', 'SYSTEM:echo node-itself $SOCAT_PEERADDR'], { stdio: 'ignore' });
+      holders.push(own);
+      await waitFor(async () => (await tcp(n1.ns, '127.0.0.1', 2222)).out.startsWith('node-itself'), "the node's own server");
+      const ping = () => shOk(['ip', 'netns', 'exec', client.ns, 'ping', '-n', '-c1', '-W2', '10.96.0.10']);
+      t.match((await tcp(client.ns, '10.96.0.10', 2222)).out, /Connection refused/, 'filter on: the node port behind the ClusterIP is rejected');
+      t.match((await ping()).stdout, /Destination Port Unreachable/, 'filter on: the ping is rejected');
+      await n1.stopAgent('SIGTERM');
+      (n1.opts.config as Record<string, unknown>)['ipvsFilter'] = false;
+      rmSync(proxyStatusFile(n1.runDir), { force: true });
+      await n1.startAgent();
+      await waitFor(() => (status()?.syncs ?? 0) >= 1, 'the first sync without the filter', { timeoutMs: 15_000 * SCALE });
+      t.notMatch((await n1.exec(['iptables-save', '-t', 'filter'], true)).stdout, /KUBE-IPVS-FILTER.*REJECT/, 'no REJECT in KUBE-IPVS-FILTER');
+      const answered = await ping();
+      t.equal(answered.exitCode, 0, 'filter off: the node answers a ping to a ClusterIP (it sits on kube-ipvs0)');
+      t.match(answered.stdout, /bytes from 10\.96\.0\.10/);
+      t.match((await tcp(client.ns, '10.96.0.10', 2222)).out, new RegExp(`^node-itself ${esc(client.ip)}$`), "filter off: a pod reaches the node's own server through the ClusterIP");
+      t.same(names(await spread(8, async () => (await tcp(client.ns, '10.96.0.10', 80)).out, ['pod1', 'pod2'])), ['pod1', 'pod2'], 'the Service itself is unchanged');
+      own.kill('SIGKILL');
+    });
+  }
 }

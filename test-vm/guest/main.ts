@@ -28,6 +28,8 @@ async function main(): Promise<void> {
   const name = param(cmdline, 'suite');
   const vm = Number(param(cmdline, 'vm'));
   const vms = Number(param(cmdline, 'vms'));
+  // The suites' timeouts stretch by this (the runner's NODENET_VM_TIME_SCALE); their pass conditions do not.
+  process.env['NODENET_TEST_TIME_SCALE'] = param(cmdline, 'timescale');
   const t0 = Date.now();
   const ctx: GuestContext = {
     suite: name, vm, vms,

@@ -8,12 +8,12 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, writeFileSync, copyFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { parse as parseYaml } from 'yaml';
-import { ExecaRunner, type RunResult } from '../../agent/src/exec/runner.js';
+import { SpawnRunner, type RunResult } from '../../agent/src/exec/runner.js';
 import { waitFor } from '../../agent/src/testing/wait.js';
 import type { GuestContext } from '../suite.js';
 
 export { waitFor };
-export const runner = new ExecaRunner();
+export const runner = new SpawnRunner();
 export const NODE = process.execPath;
 export const AGENT_JS = '/nodenet/dist/nodenet.js';
 export const SHIM = '/nodenet/dist/nodenet-cni.cjs';

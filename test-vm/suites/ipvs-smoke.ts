@@ -77,7 +77,7 @@ async function realServers(ctx: GuestContext): Promise<string> {
 }
 
 export const suite: VmSuite = {
-  name: 'ipvs-smoke', vms: 2,
+  name: 'ipvs-smoke', vms: 2, extra: true,
   timeoutSec: { kvm: 180, tcg: 420 },
   run: async (ctx) => {
     if (ctx.vm !== 1) return realServers(ctx);

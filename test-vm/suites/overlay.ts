@@ -1,5 +1,5 @@
 /**
- * The overlay across VMs, in iptables and nftables modes: `nodenet
+ * The overlay across VMs, in IPVS mode (and in iptables and nftables modes, extra suites): `nodenet
  * control-plane` on VM1, the node agent on every VM (VXLAN over the VMs'
  * virtio NICs, the embedded kubelet, the Service proxy), one `nodenet serve`
  * Pod bound to each VM, a ClusterIP Service over them, and a client pod on
@@ -11,9 +11,10 @@
 import type { GuestContext, VmSuite } from '../suite.js';
 import { AGENT_JS, NODE, applied, awaitShared, cniPod, listPods, nodeKubeconfig, publish, readyNodes, sh, shOk, startAgent, startControlPlane, tail, waitFor, type PodView } from '../guest/node.js';
 
-type Mode = 'iptables' | 'nftables';
+type Mode = 'iptables' | 'nftables' | 'ipvs';
 
-const SLOW = 240_000;
+/** The suite's long waits, stretched with the others' (NODENET_TEST_TIME_SCALE, 5 by default under TCG). */
+const SLOW = 48_000 * (Number(process.env['NODENET_TEST_TIME_SCALE']) || 5);
 
 function agentConfig(mode: Mode, kubeconfig: string): Record<string, unknown> {
   return { kubeconfig, clusterCIDR: '10.244.0.0/16', proxyMode: mode, proxyMinSyncMs: 100, overlay: 'vxlan', runPods: true };
@@ -114,8 +115,15 @@ async function worker(ctx: GuestContext, mode: Mode): Promise<string> {
   const svc = JSON.parse(await awaitShared(ctx, 'service', 2 * SLOW)) as { clusterIP: string; endpoints: string[] };
   try {
     await waitFor(() => JSON.stringify(applied(agent.runDir, 'default/web:tcp').sort()) === JSON.stringify(svc.endpoints), `vm${ctx.vm}'s rules hold ${svc.endpoints.join(', ')}`, { timeoutMs: SLOW, intervalMs: 250 });
-    const tables = mode === 'nftables' ? (await sh(['nft', 'list', 'table', 'ip', 'kube-proxy'])).stdout : (await sh(['iptables-save', '-t', 'nat'])).stdout;
+    const tables = mode === 'nftables' ? (await sh(['nft', 'list', 'table', 'ip', 'kube-proxy'])).stdout
+      : mode === 'ipvs' ? (await sh(['ipvsadm', '-Ln'])).stdout : (await sh(['iptables-save', '-t', 'nat'])).stdout;
     if (!tables.includes(svc.clusterIP)) throw new Error(`vm${ctx.vm}'s ${mode} rules do not name ${svc.clusterIP}`);
+    if (mode === 'ipvs') {
+      // Both real servers, one on each VM: the remote one is reached over VXLAN, NATed by this VM's IPVS.
+      for (const e of svc.endpoints) if (!tables.includes(e)) throw new Error(`vm${ctx.vm}'s virtual server ${svc.clusterIP}:80 has no real server ${e}:\n${tables}`);
+      const dummy = (await sh(['ip', '-br', 'addr', 'show', 'dev', 'kube-ipvs0'])).stdout;
+      if (!dummy.includes(`${svc.clusterIP}/32`)) throw new Error(`kube-ipvs0 does not hold ${svc.clusterIP}/32: ${dummy}`);
+    }
     const vx = (await sh(['ip', '-d', 'link', 'show', 'nodenet.1'])).stdout;
     if (!/vxlan id 1 .*dstport 8472/.test(vx)) throw new Error(`nodenet.1 is not the VXLAN device: ${vx}`);
   } catch (e) {
@@ -129,12 +137,14 @@ async function worker(ctx: GuestContext, mode: Mode): Promise<string> {
   return `agent applied ${svc.endpoints.length} endpoints of ${svc.clusterIP} in ${mode}, VXLAN up`;
 }
 
-function overlaySuite(mode: Mode, vms: number): VmSuite {
+function overlaySuite(mode: Mode, vms: number, extra = false): VmSuite {
   return {
-    name: `overlay-${mode}`, vms,
+    name: `overlay-${mode}`, vms, ...(extra ? { extra: true as const } : {}),
     timeoutSec: { kvm: 300, tcg: 600 },
     run: (ctx) => (ctx.vm === 1 ? driver(ctx, mode) : worker(ctx, mode)),
   };
 }
 
-export const suites: VmSuite[] = [overlaySuite('iptables', 3), overlaySuite('nftables', 2)];
+// In the default set: IPVS mode (the mode only VMs can test). iptables and nftables across nodes run in `npm test`
+// (namespaces on the host's kernel) and on this kernel in the services suite; their VM runs are extra.
+export const suites: VmSuite[] = [overlaySuite('ipvs', 2), overlaySuite('iptables', 3, true), overlaySuite('nftables', 2, true)];

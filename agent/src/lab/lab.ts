@@ -21,7 +21,7 @@
  * spawns `ip` freely.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, rmSync, existsSync, writeFileSync, openSync, closeSync, readFileSync, readdirSync } from 'node:fs';
+import { mkdirSync, rmSync, existsSync, writeFileSync, openSync, closeSync, readFileSync, readdirSync, cpSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import type { Runner, RunResult } from '../exec/runner.js';
@@ -145,6 +145,15 @@ export class Lab {
     this.extraNetns = [];
     const mounts = (await this.sh.ok(['findmnt', '-rn', '-o', 'TARGET'])).stdout.split('\n').filter((m) => m.startsWith(this.runRoot));
     for (const m of mounts.reverse()) await this.sh.ok(['umount', '-l', m]);
+    // NODENET_LAB_KEEP_LOGS=DIR: the agents' logs outlive the lab there (test-vm keeps them in the run's share).
+    const keep = process.env['NODENET_LAB_KEEP_LOGS'];
+    if (keep) {
+      for (const n of this.nodes) {
+        for (const f of ['agent.log', 'agent.stderr']) {
+          try { cpSync(`${n.dir}/${f}`, `${keep}/${this.tag}/${n.name}.${f}`); } catch { /* none written */ }
+        }
+      }
+    }
     rmSync(this.runRoot, { recursive: true, force: true });
   }
 }
@@ -390,13 +399,15 @@ export class VNode {
     p.on('exit', () => { if (this.agent === p) this.agent = null; });
     // Ready in about 0.6 s on an idle machine (2 s on an API server: client-node's import); the margin is for
     // a loaded one, where two suites each start a control plane and agents side by side.
-    const deadline = Date.now() + 30_000;
+    // NODENET_TEST_TIME_SCALE stretches it inside an emulated VM (test-vm/).
+    const limitMs = 30_000 * (Number(process.env['NODENET_TEST_TIME_SCALE']) || 1);
+    const deadline = Date.now() + limitMs;
     while (Date.now() < deadline) {
       if (this.agent !== p) throw new Error(`agent of ${this.name} exited at start: ${this.agentStderr()}`);
       if (existsSync(`${this.runDir}/agent.ready`)) return;
       await sleep(25);
     }
-    throw new Error(`agent of ${this.name} not ready after 30 s: ${this.agentStderr()}`);
+    throw new Error(`agent of ${this.name} not ready after ${limitMs / 1000} s: ${this.agentStderr()}`);
   }
 
   agentStderr(): string {

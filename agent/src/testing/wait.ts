@@ -5,11 +5,15 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 
+/** Default timeouts stretch by NODENET_TEST_TIME_SCALE (an emulated VM: test-vm/ under qemu TCG). */
+export const timeScale = (): number => Number(process.env['NODENET_TEST_TIME_SCALE']) || 1;
+
 export async function waitFor(cond: () => boolean | Promise<boolean>, what: string, opts: { timeoutMs?: number; intervalMs?: number } = {}): Promise<void> {
-  const deadline = Date.now() + (opts.timeoutMs ?? 10_000);
+  const timeoutMs = opts.timeoutMs ?? 10_000 * timeScale();
+  const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (await cond()) return;
-    if (Date.now() > deadline) throw new Error(`timed out after ${opts.timeoutMs ?? 10_000} ms waiting for ${what}`);
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await sleep(opts.intervalMs ?? 20);
   }
 }
