@@ -351,7 +351,9 @@ export async function demoCommand(argv: readonly string[], deps: DemoDeps): Prom
     // ---- 7. reconciliation ----
     step(7, 'the proxy\'s rules removed by hand on node1; the agent puts them back');
     // IPVS mode: the virtual servers and kube-ipvs0 with the VIPs (the canary the agent checks is the device and chains).
-    const flushes = mode === 'iptables' ? [['sh', '-c', 'iptables -w -t nat -F && iptables -w -t nat -X']]
+    // iptables: the whole nat table replaced by an empty one in one commit. `-F` then `-X` are two commits, and
+    // the agent's canary check between them can put a rule back that the -X then trips on (chain busy).
+    const flushes = mode === 'iptables' ? [['sh', '-c', "printf '*nat\\nCOMMIT\\n' | iptables-restore -w"]]
       : mode === 'nftables' ? [['nft', 'delete', 'table', 'ip', 'kube-proxy']]
         : [['ipvsadm', '-C'], ['ip', 'link', 'del', 'kube-ipvs0']];
     for (const flush of flushes) {

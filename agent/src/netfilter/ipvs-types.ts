@@ -80,7 +80,7 @@ export type IpvsOp =
  */
 export interface Ipvs {
   /** 'genl' (netlink) or 'ipvsadm' (batches through the tool), for logs and stats. */
-  readonly kind: 'genl' | 'ipvsadm' | 'fake';
+  readonly kind: 'genl' | 'ipvsadm' | 'hybrid' | 'fake';
   /**
    * Every virtual service with its real servers and their connection counters.
    * @throws NodenetError(NotAvailable) when the kernel has no IPVS.

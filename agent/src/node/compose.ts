@@ -26,6 +26,8 @@ import { NetlinkNftSets } from '../netfilter/nft-sets.js';
 import { NftExecutor } from '../netfilter/nft.js';
 import { IpsetExecutor } from '../netfilter/ipset.js';
 import { GenlIpvs } from '../netfilter/ipvs-genl.js';
+import { BULK_OPS, HybridIpvs } from '../netfilter/ipvs-hybrid.js';
+import { IpvsadmExecutor } from '../netfilter/ipvsadm.js';
 import type { Ipvs } from '../netfilter/ipvs-types.js';
 import { IpvsBackend } from '../proxy/ipvs/proxier.js';
 import { DUMMY_DEVICE, ipvsNames, isOurSet } from '../proxy/ipvs/names.js';
@@ -371,9 +373,12 @@ async function composeIpvsBackend(o: ProxyComposeOptions, nodeConfig: ProxyNodeC
   ipvsNames(o.prefix); // a prefix too long for the set names fails before anything is opened
   for (const mod of ['ip_vs', `ip_vs_${o.ipvs?.scheduler ?? 'rr'}`]) await o.runner.run(['modprobe', mod], { allowFailure: true }).catch(() => undefined);
   const nsPath = o.netns ? toNetnsPath(o.netns) : undefined;
-  const ipvs = await GenlIpvs.open(nsPath);
+  const genl = await GenlIpvs.open(nsPath);
+  // Each call on the path measured faster (netfilter/ipvs-hybrid.ts): small batches and one service's real servers
+  // over genl, bulk batches and whole-table lists through ipvsadm.
+  const ipvs = new HybridIpvs(genl, new IpvsadmExecutor({ runner: o.runner, ...ns }));
   const netlink = openNetlink(nsPath);
-  o.log.info({ [F.mode]: 'ipvs' }, `IPVS ${ipvs.version ?? '(version unknown)'} over generic netlink`);
+  o.log.info({ [F.mode]: 'ipvs' }, `IPVS ${genl.version ?? '(version unknown)'} over generic netlink, ipvsadm -R for batches of ${BULK_OPS}+ ops and full lists`);
   return new IpvsBackend({
     ipvs,
     ipset: new IpsetExecutor({ runner: o.runner, ...ns }),
