@@ -150,8 +150,18 @@ export function servicesSuite(mode: Mode, source: Source = 'manifests'): void {
 
   /** One UDP request (optionally from a fixed source port): the reply line, or '' when none came. */
   async function udp(ns: string, ip: string, port: number, sourcePort?: number): Promise<string> {
-    const addr = `UDP4:${ip}:${port}${sourcePort ? `,sourceport=${sourcePort},reuseaddr` : ''}`;
-    const r = await shOk(['ip', 'netns', 'exec', ns, 'socat', `-t${0.5 * SCALE}`, `-T${2 * SCALE}`, '-', addr], 'q\n');
+    if (sourcePort) {
+      // A fixed source port (one 5-tuple, one conntrack entry): socat, which waits its -t whether an answer came or not.
+      const addr = `UDP4:${ip}:${port},sourceport=${sourcePort},reuseaddr`;
+      const r = await shOk(['ip', 'netns', 'exec', ns, 'socat', `-t${0.5 * SCALE}`, `-T${2 * SCALE}`, '-', addr], 'q\n');
+      return r.stdout.trim();
+    }
+    // bash's /dev/udp (a connected socket) and head, which reads a whole datagram (bash's own read takes one byte of
+    // it): it returns with the first answer, or nothing on a timeout or an ICMP port unreachable; so waiting longer on
+    // a slow machine costs nothing when the answer comes.
+    const wait = Math.min(2 * SCALE, 10);
+    const script = `exec 3<>/dev/udp/${ip}/${port} && printf 'q\\n' >&3 && timeout ${wait} head -n1 <&3`;
+    const r = await shOk(['ip', 'netns', 'exec', ns, 'bash', '-c', script]);
     return r.stdout.trim();
   }
 
