@@ -350,12 +350,12 @@ export async function demoCommand(argv: readonly string[], deps: DemoDeps): Prom
 
     // ---- 7. reconciliation ----
     step(7, 'the proxy\'s rules removed by hand on node1; the agent puts them back');
-    // IPVS mode: the virtual servers and kube-ipvs0 with the VIPs (the canary the agent checks is the device and chains).
+    // IPVS mode: the virtual servers (the agent checks one it wrote, besides its chains and kube-ipvs0).
     // iptables: the whole nat table replaced by an empty one in one commit. `-F` then `-X` are two commits, and
     // the agent's canary check between them can put a rule back that the -X then trips on (chain busy).
     const flushes = mode === 'iptables' ? [['sh', '-c', "printf '*nat\\nCOMMIT\\n' | iptables-restore -w"]]
       : mode === 'nftables' ? [['nft', 'delete', 'table', 'ip', 'kube-proxy']]
-        : [['ipvsadm', '-C'], ['ip', 'link', 'del', 'kube-ipvs0']];
+        : [['ipvsadm', '-C']];
     for (const flush of flushes) {
       say(`   ip netns exec ${node1.ns} ${flush.join(' ').replace(/^sh -c /, '')}`);
       await node1.exec(flush);
@@ -366,8 +366,8 @@ export async function demoCommand(argv: readonly string[], deps: DemoDeps): Prom
     const back = await until('the rules rewritten', async () => (await who(clusterIP, 9000)) || null, 20_000);
     say(`   ${((Date.now() - gone) / 1000).toFixed(1)} s later: ${back}`);
     if (mode === 'ipvs') {
-      explain('the agent\'s sync loop checks its canary chains and kube-ipvs0 every sync period (2 s here, kube-proxy\'s default 30 s);');
-      explain('kube-ipvs0 was gone, so the agent made it again with the VIPs and rewrote the IPVS table from the Services it watches.');
+      explain('the agent\'s sync loop checks its canary chains, kube-ipvs0 and one of its virtual servers every sync period (2 s here,');
+      explain('kube-proxy\'s default 30 s); the table was empty, so the agent rewrote it from the Services it watches: watch, compare, act.');
     } else {
       explain('the agent\'s sync loop checks its canary chain every sync period (2 s here, kube-proxy\'s default 30 s);');
       explain('it was gone, so the agent rewrote every rule from the Services it watches: watch, compare, act.');

@@ -194,3 +194,15 @@ t.test('close releases the IPVS and netlink sockets, the kernel tables stay', as
   t.equal(closed, 2, 'both closed');
   t.match(f.ipvs.dump(), /TCP\/172\.30\.0\.41:80/, 'the virtual server is still there');
 });
+
+t.test('an IPVS table cleared by hand (ipvsadm -C) is noticed at the next canary check and rewritten by the full sync', async (t) => {
+  const f = setup();
+  const snap = snapshot([WEB, [ep('10.180.0.1')]], [DNS, [ep('10.180.0.3:5353')]]);
+  await f.backend.sync(snap, { full: true });
+  t.equal(await f.backend.canaryMissing(), false, 'all there');
+  await f.ipvs.flush();
+  t.equal(await f.backend.canaryMissing(), true, 'the table is empty: a full sync is due');
+  await f.backend.sync(snap, { full: true });
+  t.match(f.ipvs.dump(), /TCP\/172\.30\.0\.41:80[\s\S]*UDP\/172\.30\.0\.42:53/, 'rewritten');
+  t.equal(await f.backend.canaryMissing(), false);
+});

@@ -236,6 +236,14 @@ export class IpvsBackend implements ProxyBackend {
       if (!dev) this.setUp = false;
       return true;
     }
+    // The IPVS table has no canary of its own: one virtual server this instance wrote stands for it (one genl
+    // dump), so a table cleared by hand (`ipvsadm -C`) is rewritten at the next check, not at the next full sync.
+    const sentinel = this.applied?.services.values().next().value;
+    if (sentinel && (await this.deps.ipvs.listDests(sentinel)) === null) {
+      this.log.warn({ [F.endpoint]: vsKey(sentinel) }, `virtual server ${vsKey(sentinel)} missing: the IPVS table was cleared; forcing a full sync`);
+      this.applied = null;
+      return true;
+    }
     await this.reapDrained();
     return false;
   }
