@@ -30,7 +30,7 @@
  * loadBalancerClass of that load balancer (the suite), which writes their
  * status; the control plane's own load-balancer controller leaves them alone.
  */
-import { waitFor } from '../agent/src/testing/wait.js';
+import { timeScale, waitFor } from '../agent/src/testing/wait.js';
 import t from 'tap';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
@@ -48,7 +48,7 @@ export type Mode = 'iptables' | 'nftables' | 'ipvs';
  * Timeouts (never the pass conditions) stretch by NODENET_TEST_TIME_SCALE: inside an emulated VM
  * (test-vm/, qemu TCG) everything takes several times longer.
  */
-const SCALE = Number(process.env['NODENET_TEST_TIME_SCALE']) || 1;
+const SCALE = timeScale();
 /** Where the agents read the Services and EndpointSlices the cases write. */
 export type Source = 'manifests' | 'api';
 interface Pod {

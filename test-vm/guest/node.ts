@@ -9,10 +9,10 @@ import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, w
 import { request } from 'node:https';
 import { parse as parseYaml } from 'yaml';
 import { SpawnRunner, type RunResult } from '../../agent/src/exec/runner.js';
-import { waitFor } from '../../agent/src/testing/wait.js';
+import { timeScale, waitFor } from '../../agent/src/testing/wait.js';
 import type { GuestContext } from '../suite.js';
 
-export { waitFor };
+export { timeScale, waitFor };
 export const runner = new SpawnRunner();
 export const NODE = process.execPath;
 export const AGENT_JS = '/nodenet/dist/nodenet.js';

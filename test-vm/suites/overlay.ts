@@ -9,12 +9,12 @@
  * their own agent applied the Service's endpoints, then wait for VM1's word.
  */
 import type { GuestContext, VmSuite } from '../suite.js';
-import { AGENT_JS, NODE, applied, awaitShared, cniPod, listPods, nodeKubeconfig, publish, readyNodes, sh, shOk, startAgent, startControlPlane, tail, waitFor, type PodView } from '../guest/node.js';
+import { AGENT_JS, NODE, applied, awaitShared, cniPod, listPods, nodeKubeconfig, publish, readyNodes, sh, shOk, startAgent, startControlPlane, tail, timeScale, waitFor, type PodView } from '../guest/node.js';
 
 type Mode = 'iptables' | 'nftables' | 'ipvs';
 
-/** The suite's long waits, stretched with the others' (NODENET_TEST_TIME_SCALE, 5 by default under TCG). */
-const SLOW = 48_000 * (Number(process.env['NODENET_TEST_TIME_SCALE']) || 5);
+/** The suite's long waits, stretched with the others' (the guest sets NODENET_TEST_TIME_SCALE: 5 by default under TCG). */
+const SLOW = 48_000 * timeScale();
 
 function agentConfig(mode: Mode, kubeconfig: string): Record<string, unknown> {
   return { kubeconfig, clusterCIDR: '10.244.0.0/16', proxyMode: mode, proxyMinSyncMs: 100, overlay: 'vxlan', runPods: true };

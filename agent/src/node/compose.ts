@@ -298,10 +298,9 @@ export async function composeProxyHostDeps(o: ProxyComposeOptions): Promise<Omit
   } finally {
     nl.close();
   }
-  // The VIPs IPVS mode put on kube-ipvs0 are local addresses, not the node's.
-  const dummy = net.links.find((l) => l.name === DUMMY_DEVICE)?.index;
-  const vips = new Set(net.addresses.filter((a) => a.ifIndex === dummy).map((a) => parseIPNet(a.address).ip as string));
-  net = { ...net, addresses: net.addresses.filter((a) => a.ifIndex !== dummy) };
+  const split = splitDummyAddresses(net.links, net.addresses);
+  const vips = new Set(split.vips.map((a) => parseIPNet(a.address).ip as string));
+  net = { ...net, addresses: split.node };
   const nodeIPs = (o.nodeIPs ?? nodeAddresses(net.addresses)).filter((ip) => !vips.has(ip));
   // IPVS mode serves NodePorts on every node address by default, as kube-proxy's does (never on 127.0.0.1: IPVS cannot).
   const nodePorts = resolveNodePortAddresses(o.nodePortAddresses ? parseNodePortAddresses(o.nodePortAddresses) : null, o.mode === 'nftables' ? 'nftables' : 'iptables', net, { bridge: o.bridge ?? 'cbr0' });
@@ -394,10 +393,15 @@ async function composeIpvsBackend(o: ProxyComposeOptions, nodeConfig: ProxyNodeC
   });
 }
 
-/** The node's addresses but kube-ipvs0's (the VIPs there are not the node's). */
+/** The VIPs IPVS mode puts on kube-ipvs0 are local addresses, not the node's: the two apart. */
+function splitDummyAddresses(links: readonly { name: string; index: number }[], addresses: readonly AddressInfo[]): { node: AddressInfo[]; vips: AddressInfo[] } {
+  const dummy = links.find((l) => l.name === DUMMY_DEVICE)?.index;
+  return { node: addresses.filter((a) => a.ifIndex !== dummy), vips: addresses.filter((a) => a.ifIndex === dummy) };
+}
+
+/** The node's addresses but kube-ipvs0's, read now. */
 async function ipvsNodeAddresses(nl: Pick<NetlinkOps, 'listLinks' | 'listAddresses'>): Promise<AddressInfo[]> {
-  const dummy = (await nl.listLinks()).find((l) => l.name === DUMMY_DEVICE)?.index;
-  return (await nl.listAddresses()).filter((a) => a.ifIndex !== dummy);
+  return splitDummyAddresses(await nl.listLinks(), await nl.listAddresses()).node;
 }
 
 /** A proxy host on real dependencies, started (the tests run one against a node's namespace). */
