@@ -2,13 +2,14 @@
 //   dist/nodenet.js        the agent and CLI (ESM, npm packages left external), with dist/chunks/ it loads on demand
 //   dist/nodenet-cni.cjs   the CNI shim, one self-contained file for a small cold start
 //   dist/nodenet-pause     the pause holder (C, ~60 lines), PID 1 of every pod sandbox
+//   dist/nodenet-bench-tcp the lookup benchmark's native TCP client and server (C)
 import { build } from 'esbuild';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, chmodSync, statSync, rmSync, readFileSync } from 'node:fs';
 
 const root = new URL('..', import.meta.url).pathname;
 /** Packages with native addons: node loads their .node files, so they cannot be bundled. */
-const NATIVE = ['better-sqlite3', 'koffi', 'netlink'];
+const NATIVE = ['better-sqlite3', 'koffi', 'netlink', '@resvg/resvg-js'];
 mkdirSync(`${root}dist`, { recursive: true });
 
 const jobs = [];
@@ -48,4 +49,11 @@ const pauseSrc = `${root}agent/src/netns/pause.c`;
 const pauseBin = `${root}dist/nodenet-pause`;
 if (existsSync(pauseSrc) && (!existsSync(pauseBin) || statSync(pauseBin).mtimeMs < statSync(pauseSrc).mtimeMs)) {
   execFileSync('cc', ['-O2', '-Wall', '-o', pauseBin, pauseSrc], { stdio: 'inherit' });
+}
+
+// dist/nodenet-bench-tcp: the rule-lookup benchmark's native client and server (bench/lookup/tcp.c).
+const benchSrc = `${root}bench/lookup/tcp.c`;
+const benchBin = `${root}dist/nodenet-bench-tcp`;
+if (existsSync(benchSrc) && (!existsSync(benchBin) || statSync(benchBin).mtimeMs < statSync(benchSrc).mtimeMs)) {
+  execFileSync('cc', ['-O2', '-Wall', '-o', benchBin, benchSrc], { stdio: 'inherit' });
 }

@@ -31,10 +31,10 @@ const QEMU = 'qemu-system-x86_64';
 /** The provisioning files the image is built from (build-image.sh hashes the same list). */
 const IMAGE_PROVISION = ['node.sh', 'packages.sh', 'packages.txt', 'system.sh'];
 
-interface Options { accel: 'auto' | Accel; suites: string[] | null; all: boolean; keep: boolean; list: boolean }
+interface Options { accel: 'auto' | Accel; suites: string[] | null; all: boolean; keep: boolean; list: boolean; params: string[]; shareOut: string | null; timeoutSec: number | null }
 
 function parseArgs(argv: readonly string[]): Options {
-  const o: Options = { accel: 'auto', suites: null, all: false, keep: false, list: false };
+  const o: Options = { accel: 'auto', suites: null, all: false, keep: false, list: false, params: [], shareOut: null, timeoutSec: null };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     const val = () => { const v = argv[++i]; if (v === undefined) throw new Error(`${a} needs a value`); return v; };
@@ -43,11 +43,19 @@ function parseArgs(argv: readonly string[]): Options {
     else if (a === '--all') o.all = true;
     else if (a === '--keep') o.keep = true;
     else if (a === '--list') o.list = true;
-    else throw new Error(`unknown argument ${a}\nusage: test-vm/run.ts [--accel auto|kvm|tcg] [--suite a,b | --all] [--keep] [--list]`);
+    else if (a === '--param') {
+      // A suite's parameter (GuestContext.params), on the guests' kernel command line: no spaces.
+      const v = val();
+      if (!/^[a-z][a-z0-9-]*=[^\s]+$/.test(v)) throw new Error(`--param ${v}: expected key=value, without spaces`);
+      o.params.push(v);
+    } else if (a === '--share-out') o.shareOut = val();
+    else if (a === '--timeout') { const v = Number(val()); if (!Number.isInteger(v) || v < 10) throw new Error('--timeout: whole seconds, at least 10'); o.timeoutSec = v; }
+    else throw new Error(`unknown argument ${a}\nusage: ${USAGE}`);
   }
   return o;
 }
 
+const USAGE = 'test-vm/run.ts [--accel auto|kvm|tcg] [--suite a,b | --all] [--keep] [--list] [--param key=value ...] [--share-out DIR] [--timeout S]';
 const say = (s: string) => process.stdout.write(`test-vm: ${s}\n`);
 /**
  * How much the guests stretch their timeouts (never their pass conditions): 5 under TCG alone; .ci/run, whose VMs
@@ -182,7 +190,7 @@ function startSwitch(sockets: readonly string[]): { close(): void } {
 
 interface Vm { index: number; proc: ChildProcess; log: string; exited: boolean }
 
-async function runSuite(s: { file: string; suite: VmSuite }, image: string, dist: string, runDir: string, accel: Accel): Promise<{ pass: boolean; seconds: number; results: (VmResult | null)[]; dir: string }> {
+async function runSuite(s: { file: string; suite: VmSuite }, image: string, dist: string, runDir: string, accel: Accel, opts: Options): Promise<{ pass: boolean; seconds: number; results: (VmResult | null)[]; dir: string }> {
   const { suite } = s;
   const dir = `${runDir}/${suite.name}`;
   const share = `${dir}/share`;
@@ -190,7 +198,7 @@ async function runSuite(s: { file: string; suite: VmSuite }, image: string, dist
   const { nics, switchSockets } = cables(suite.vms, dir);
   const sw = switchSockets.length ? startSwitch(switchSockets) : null;
   // A stretched run (NODENET_VM_TIME_SCALE above the default 5) gets its qemu limit stretched alike.
-  const timeoutSec = Math.round(suite.timeoutSec[accel] * Math.max(1, timeScale() / 5));
+  const timeoutSec = opts.timeoutSec ?? Math.round(suite.timeoutSec[accel] * Math.max(1, timeScale() / 5));
   const t0 = Date.now();
   const vms: Vm[] = [];
   try {
@@ -201,7 +209,7 @@ async function runSuite(s: { file: string; suite: VmSuite }, image: string, dist
         index: i, kernel: `${image}/vmlinuz`, initrd: `${image}/initrd.img`, rootfs: `${image}/rootfs.ext4`, serialLog: log,
         accel, memoryMiB: suite.memoryMiB ?? 1024, cpus: 2, nic: nics[i - 1]!,
         shares: [{ tag: 'repo', path: REPO.replace(/\/$/, ''), readonly: true }, { tag: 'dist', path: dist, readonly: true }, { tag: 'share', path: share, readonly: false }],
-        append: [`nodenet.suite=${suite.name}`, `nodenet.file=${s.file}`, `nodenet.vm=${i}`, `nodenet.vms=${suite.vms}`, `nodenet.ip=${vmIP(i)}/${VM_PREFIX}`, `nodenet.timescale=${timeScale()}`],
+        append: [`nodenet.suite=${suite.name}`, `nodenet.file=${s.file}`, `nodenet.vm=${i}`, `nodenet.vms=${suite.vms}`, `nodenet.ip=${vmIP(i)}/${VM_PREFIX}`, `nodenet.timescale=${timeScale()}`, `nodenet.param.accel=${accel}`, ...opts.params.map((p) => `nodenet.param.${p}`)],
       });
       const out = openSync(`${dir}/vm${i}.qemu.log`, 'a');
       // `timeout` kills qemu even if this process dies; detached: its own process group, killed as one.
@@ -286,7 +294,9 @@ async function main(): Promise<number> {
     say(`image ${img.dir} (${img.cached ? 'cached' : 'built'}, ${img.seconds.toFixed(1)} s); accel ${accel}: ${acc.why}`);
     for (const s of chosen) {
       say(`suite ${s.suite.name}: ${s.suite.vms} VMs ...`);
-      const r = await runSuite(s, img.dir, dist, runDir, accel);
+      const r = await runSuite(s, img.dir, dist, runDir, accel, opts);
+      // --share-out: what the suite left in its share (results, logs), kept past the run.
+      if (opts.shareOut) cpSync(`${r.dir}/share`, `${opts.shareOut}/${s.suite.name}`, { recursive: true });
       r.results.forEach((x, i) => say(`  vm${i + 1}: ${x ? `${x.pass ? 'pass' : 'FAIL'} ${x.details}` : 'no result line (killed or crashed)'}`));
       say(`suite ${s.suite.name}: ${r.pass ? 'PASS' : 'FAIL'} in ${r.seconds.toFixed(1)} s (${accel})`);
       if (!r.pass) {

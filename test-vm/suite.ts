@@ -19,6 +19,8 @@ export interface GuestContext {
   /** The repository (read-only) and its dist/ (the run's snapshot). */
   readonly repo: string;
   readonly dist: string;
+  /** The run's `--param key=value` pairs (nodenet.param.key=value on the kernel command line). */
+  readonly params: ReadonlyMap<string, string>;
   /** A progress line on the serial console (kept and printed when the run fails). */
   log(msg: string): void;
 }

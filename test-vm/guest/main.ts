@@ -34,6 +34,7 @@ async function main(): Promise<void> {
   const ctx: GuestContext = {
     suite: name, vm, vms,
     ip: (n) => `192.168.100.${10 + n}`,
+    params: new Map([...cmdline.matchAll(/(?:^|\s)nodenet\.param\.([a-z][a-z0-9-]*)=(\S+)/g)].map((m) => [m[1]!, m[2]!] as [string, string])),
     share: '/vmshare', repo: '/nodenet', dist: '/nodenet/dist',
     log: (msg) => process.stdout.write(`[vm${vm} ${((Date.now() - t0) / 1000).toFixed(1)}s] ${msg}\n`),
   };

@@ -11,6 +11,7 @@ import type { Runner } from '../exec/runner.js';
 import { isNodenetError } from '../errors/errors.js';
 import type { Lab } from '../lab/lab.js';
 import { AGENT_USAGE, agentCommand, type RunningAgent } from './agent-cmd.js';
+import { BENCH_USAGE, benchCommand } from './bench-cmd.js';
 import { CONTROL_PLANE_USAGE, controlPlaneCommand, type ControlPlaneCmdDeps } from './control-plane-cmd.js';
 import { DEMO_USAGE, demoCommand } from './demo-cmd.js';
 import { CommandError } from './errors.js';
@@ -51,6 +52,7 @@ commands:
   demo      a virtual node with pods on cbr0 and a ClusterIP Service that takes TCP but never answers a ping
   lab       labs (virtual clusters out of network namespaces): cleanup of what dead ones left
   serve     a small test server for pods (TCP/UDP/HTTP: who answered, client IP, echo, readiness, exit)
+  bench     benchmarks: lookup (the cost of finding a Service against the number of Services, per proxy mode)
   version   print the version
 `;
 
@@ -63,6 +65,7 @@ const HELP: Readonly<Record<string, string>> = {
   demo: DEMO_USAGE,
   lab: LAB_USAGE,
   serve: SERVE_USAGE,
+  bench: BENCH_USAGE,
   version: 'usage: nodenet version',
 };
 
@@ -86,6 +89,8 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<nu
         return await labCommand(rest, deps);
       case 'serve':
         return await serveCommand(rest, { stdout: deps.stdout });
+      case 'bench':
+        return await benchCommand(rest, deps);
       case 'version':
       case '--version':
         if (rest.length && rest[0] !== '-h' && rest[0] !== '--help') throw new FlagError(`unexpected argument ${JSON.stringify(rest[0])}`);

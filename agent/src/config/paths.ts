@@ -4,8 +4,8 @@ import { fileURLToPath } from 'node:url';
 export function distDir(): string {
   const here = fileURLToPath(new URL('.', import.meta.url));
   if (here.endsWith('/dist/')) return here;
-  // A bundle one level down (test-vm's guest side, dist/vm/).
-  if (here.endsWith('/dist/vm/')) return fileURLToPath(new URL('../', import.meta.url));
+  // A bundle one level down (test-vm's guest side, dist/vm/; a chunk the bundle loads on demand, dist/chunks/).
+  if (here.endsWith('/dist/vm/') || here.endsWith('/dist/chunks/')) return fileURLToPath(new URL('../', import.meta.url));
   return fileURLToPath(new URL('../../../dist/', import.meta.url));
 }
 export const shimPath = (): string => `${distDir()}nodenet-cni.cjs`;
