@@ -13,7 +13,11 @@ import { categorizeEndpoints, type EndpointCategories } from '../categorize.js';
 import type { EndpointInfo, ServicePortInfo } from '../types.js';
 
 export function sortEndpoints(eps: readonly EndpointInfo[]): EndpointInfo[] {
-  return [...eps].sort((a, b) => ipToInt(a.ip) - ipToInt(b.ip) || a.port - b.port);
+  if (eps.length < 2) return [...eps];
+  // Each address parsed once, not once per comparison.
+  const keyed = eps.map((ep) => ({ ep, ip: ipToInt(ep.ip) }));
+  keyed.sort((a, b) => a.ip - b.ip || a.ep.port - b.ep.port);
+  return keyed.map((k) => k.ep);
 }
 
 /** categorizeEndpoints with every list in nftables order. */

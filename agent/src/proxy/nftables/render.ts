@@ -345,6 +345,8 @@ function affinitySetDecl(t: string, name: string, timeout: number): string {
   return `add set ${t} ${name} { type ipv4_addr ; flags dynamic,timeout ; timeout ${timeout}s ; }`;
 }
 
+const EMPTY_KEYS: ReadonlySet<string> = new Set();
+
 const EMPTY_CONTRIBUTION: ServiceContribution = { chains: [], affinitySets: new Map(), elements: [] };
 
 /** A Service's plan: its ports' chains (with rules, in order), affinity sets and elements. */
@@ -445,23 +447,31 @@ export function renderNftables(
     ruleCount++;
   };
 
-  // The snapshot's ServicePorts grouped by Service, in a stable order.
+  // The ServicePorts of the Services this sync looks at, grouped by Service
+  // (ports in spnString order). A partial sync groups only those: at 30,000
+  // Services, grouping and sorting them all was most of a one-Service render.
   const byService = new Map<string, ServicePortInfo[]>();
-  for (const name of [...snapshot.services.keys()].sort()) {
-    const svc = snapshot.services.get(name)!;
+  const k = new Set<string>(scope.full ? [] : scope.changed);
+  const present = new Set<string>();
+  for (const svc of snapshot.services.values()) {
     const key = `${svc.spn.namespace}/${svc.spn.name}`;
+    if (!scope.full) {
+      present.add(key);
+      if (!prev.services.has(key)) k.add(key);
+      else if (!k.has(key)) continue;
+    }
     const list = byService.get(key);
     if (list) list.push(svc);
     else byService.set(key, [svc]);
   }
-  let keys: string[];
-  if (scope.full) keys = [...byService.keys()].sort();
-  else {
-    const k = new Set(scope.changed);
-    for (const s of byService.keys()) if (!prev.services.has(s)) k.add(s);
-    for (const s of prev.services.keys()) if (!byService.has(s)) k.add(s);
-    keys = [...k].sort();
-  }
+  if (!scope.full) for (const s of prev.services.keys()) if (!present.has(s)) k.add(s);
+  const bySpn = (a: ServicePortInfo, b: ServicePortInfo) => {
+    const x = spnString(a.spn);
+    const y = spnString(b.spn);
+    return x < y ? -1 : x > y ? 1 : 0;
+  };
+  for (const list of byService.values()) if (list.length > 1) list.sort(bySpn);
+  const keys = scope.full ? [...byService.keys()].sort() : [...k].sort();
 
   if (scope.full) renderFixed(T, cfg, opts, out, rule);
 
@@ -475,9 +485,13 @@ export function renderNftables(
   const staleChains = new Set<string>();
   const staleSets = new Map<string, number>();
   const adds: string[] = [];
+  // A full sync writes the elements grouped by container (in ELEMENT_CONTAINERS order).
+  const addsBy = new Map<ElementContainer, string[]>(ELEMENT_CONTAINERS.map((c) => [c, []]));
   const dels: string[] = [];
   const addElement = (e: ElementEntry) => {
-    adds.push(`add element ${T} ${e.container} { ${elementText(e.key, e.el)} }`);
+    const line = `add element ${T} ${e.container} { ${elementText(e.key, e.el)} }`;
+    if (scope.full) addsBy.get(e.container)!.push(line);
+    else adds.push(line);
     elementCount++;
   };
   const delElement = (container: ElementContainer, key: string) => {
@@ -513,8 +527,9 @@ export function renderNftables(
     // Elements: what the Service no longer has goes, a changed value is
     // delete + add. Two Services claiming one key (say the same external
     // IP:port) is a user error: the one that had it keeps it.
-    const neuKeys = new Set(neu.elements.map((e) => `${e.container} ${e.key}`));
-    const oldKeys = new Set(old.elements.map((e) => `${e.container} ${e.key}`));
+    // (Nothing to diff against when the Service had no elements: the common case of a full sync.)
+    const neuKeys = old.elements.length ? new Set(neu.elements.map((e) => `${e.container} ${e.key}`)) : EMPTY_KEYS;
+    const oldKeys = old.elements.length ? new Set(old.elements.map((e) => `${e.container} ${e.key}`)) : EMPTY_KEYS;
     for (const e of old.elements) {
       if (neuKeys.has(`${e.container} ${e.key}`)) continue;
       const m = elements.get(e.container)!;
@@ -551,8 +566,10 @@ export function renderNftables(
   if (dels.length) out.push('# elements removed or changed', ...dels);
   if (scope.full) {
     // Full: all elements, grouped by container (the containers were flushed).
-    const grouped = ELEMENT_CONTAINERS.flatMap((c) => adds.filter((a) => a.startsWith(`add element ${T} ${c} {`)));
-    if (grouped.length) out.push('# elements', ...grouped);
+    if (elementCount) {
+      out.push('# elements');
+      for (const c of ELEMENT_CONTAINERS) for (const a of addsBy.get(c)!) out.push(a);
+    }
   } else if (adds.length) out.push('# elements added or changed', ...adds);
 
   // Stale per-service objects: flush every stale chain first (stale chains may
