@@ -9,7 +9,7 @@ import { MAX_SERVICES } from './workload.js';
 
 export const LOOKUP_USAGE = `usage: nodenet bench lookup [--modes iptables-legacy,nftables,ipvs] [--sizes 100,1000,5000,10000,30000]
                             [--count 20000] [--seconds 3] [--warmup 200] [--rtt 1000] [--changes 3]
-                            [--vm-modes MODES] [--vm-sizes SIZES] [--out DIR] [--no-chart]
+                            [--vm-modes MODES] [--vm-sizes SIZES] [--include FILE.json] [--out DIR] [--no-chart]
 How the cost of finding a Service grows with the number of Services, per proxy mode, with real packets:
 for each mode and size, one virtual node (a network namespace with its own agent) programs N ClusterIP
 Services of 2 endpoints each through its real proxy, then a client pod times new connections (a native
@@ -18,7 +18,9 @@ one matched last, and one established connection's round trip. Also the full syn
 change's sync and the agent's RSS. Modes: iptables (the system's iptables), iptables-legacy, nftables,
 ipvs. IPVS needs a kernel with IPVS: without one (this machine) it runs in a qemu VM of Debian's kernel
 (test-vm/), together with --vm-modes (default: the other modes asked for) on that same kernel, at
---vm-sizes (default --sizes). Writes lookup-<date>.json, .svg and .png to --out (default bench/results/).
+--vm-sizes (default --sizes). --include adds the runs of an earlier result file (e.g. a long VM run) to this
+one's table and chart; --modes none runs nothing new. Writes lookup-<date>.json, .svg and .png to --out
+(default bench/results/).
 Needs root; everything it builds is in its own nn-* namespaces, removed at the end.`;
 
 export interface LookupArgs {
@@ -34,9 +36,11 @@ export interface LookupArgs {
   readonly vmSizes: readonly number[] | null;
   readonly out: string | null;
   readonly chart: boolean;
+  /** Earlier result files whose runs join this one's. */
+  readonly include: readonly string[];
 }
 
-const STRING_FLAGS = ['modes', 'sizes', 'count', 'seconds', 'warmup', 'rtt', 'changes', 'vm-modes', 'vm-sizes', 'out'];
+const STRING_FLAGS = ['modes', 'sizes', 'count', 'seconds', 'warmup', 'rtt', 'changes', 'vm-modes', 'vm-sizes', 'out', 'include'];
 
 function int(flag: string, v: string, min: number, max: number): number {
   if (!/^\d+$/.test(v)) throw new FlagError(`--${flag}: ${JSON.stringify(v)} is not a whole number`);
@@ -67,7 +71,7 @@ export function parseLookupArgs(argv: readonly string[]): LookupArgs {
   if (out === '') throw new FlagError('--out needs a directory');
   const vmModes = f.has('vm-modes') ? modes('vm-modes', f.get('vm-modes')!) : null;
   return {
-    modes: modes('modes', f.get('modes') ?? 'iptables-legacy,nftables,ipvs'),
+    modes: f.get('modes') === 'none' ? [] : modes('modes', f.get('modes') ?? 'iptables-legacy,nftables,ipvs'),
     sizes: sizes('sizes', f.get('sizes') ?? '100,1000,5000,10000,30000'),
     count: int('count', f.get('count') ?? '20000', 10, 10_000_000),
     seconds,
@@ -78,5 +82,6 @@ export function parseLookupArgs(argv: readonly string[]): LookupArgs {
     vmSizes: f.has('vm-sizes') ? sizes('vm-sizes', f.get('vm-sizes')!) : null,
     out,
     chart: !f.has('no-chart'),
+    include: f.has('include') ? list('include', f.get('include')!) : [],
   };
 }

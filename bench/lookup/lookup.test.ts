@@ -6,7 +6,7 @@ import { chartSpec } from './chart.js';
 import { modeLabel } from './modes.js';
 import { kubeServicesOrder, parseClientOutput } from './parse.js';
 import { bar, elapsed } from './progress.js';
-import { chartRows, formatTable, median, SCHEMA, shapeLines, type LookupDocument, type Machine } from './report.js';
+import { chartRows, formatTable, median, parseDocument, SCHEMA, shapeLines, type LookupDocument, type Machine } from './report.js';
 import { percentile, summarize } from './stats.js';
 import { changeTargets, chunk, FILE_CHUNK, fileName, fileOf, manifestFiles } from './workload.js';
 
@@ -105,6 +105,8 @@ t.test('the flags: defaults, lists sorted, bad values refused naming the flag', 
   t.same(a.vmModes, ['nftables', 'ipvs'], 'the VM always runs IPVS');
   t.equal(a.chart, false);
   t.equal(a.seconds, 0.5);
+  t.same(parseLookupArgs(['--modes', 'none', '--include', 'a.json,b.json']).modes, [], '--modes none: only the included runs');
+  t.same(parseLookupArgs(['--include', 'a.json,b.json']).include, ['a.json', 'b.json']);
   t.throws(() => parseLookupArgs(['--modes', 'ebpf']), { constructor: FlagError, message: /--modes: unknown mode "ebpf"/ });
   t.throws(() => parseLookupArgs(['--sizes', '0']), /--sizes: 0 is outside/);
   t.throws(() => parseLookupArgs(['--sizes', '10,10']), /repeats/);
@@ -179,4 +181,13 @@ t.test('the progress bar', async (t) => {
   t.equal(bar(2, 4, 8), '[####····]');
   t.equal(bar(9, 4, 8), '[########]');
   t.equal(elapsed(61_500), '1:01');
+});
+
+t.test('an earlier result file joins a run only when it is one', async (t) => {
+  const back = parseDocument(JSON.parse(JSON.stringify(doc)) as unknown, 'x.json');
+  t.equal(back.runs.length, 2);
+  t.same(back.runs[1]!.machine, vm);
+  t.throws(() => parseDocument({ schema: 'other' }, 'x.json'), /x\.json is not a nodenet\.bench\.lookup\/v1 result file/);
+  t.throws(() => parseDocument({ schema: SCHEMA, runs: [{}] }, 'x.json'), /runs must be a list/);
+  t.same(parseDocument({ schema: SCHEMA, runs: [] }, 'x.json').missing, [], 'missing defaults to none');
 });

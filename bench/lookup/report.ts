@@ -34,6 +34,14 @@ export interface LookupDocument {
   readonly missing: readonly string[];
 }
 
+/** An earlier result file (--include), checked for the fields this module reads. @throws naming what is wrong */
+export function parseDocument(v: unknown, file: string): LookupDocument {
+  const d = v as Partial<LookupDocument> | null;
+  if (!d || typeof d !== 'object' || d.schema !== SCHEMA) throw new Error(`${file} is not a ${SCHEMA} result file`);
+  if (!Array.isArray(d.runs) || d.runs.some((r) => !r || typeof r !== 'object' || !r.machine || !Array.isArray(r.results))) throw new Error(`${file}: runs must be a list of { machine, results }`);
+  return { ...d, missing: Array.isArray(d.missing) ? d.missing : [] } as LookupDocument;
+}
+
 /** The published figures the benchmark compares with. */
 export const REFERENCE = [
   'KEP-3866 (kube-proxy nftables): first-packet p99 at 30,000 Services about 0.72 ms in iptables mode, about 0.04 ms in nftables mode.',

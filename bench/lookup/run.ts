@@ -17,7 +17,7 @@ import type { CaseResult } from './case.js';
 import { describeMachine, measure } from './measure.js';
 import type { LookupMode } from './modes.js';
 import { Progress } from './progress.js';
-import { chartRows, formatMachines, formatTable, REFERENCE, SCHEMA, shapeLines, type LookupDocument, type Machine, type RunSet } from './report.js';
+import { chartRows, formatMachines, formatTable, parseDocument, REFERENCE, SCHEMA, shapeLines, type LookupDocument, type Machine, type RunSet } from './report.js';
 
 export interface LookupDeps {
   readonly runner: Runner;
@@ -108,6 +108,15 @@ export async function runLookup(a: LookupArgs, d: LookupDeps): Promise<number> {
     process.removeListener('SIGTERM', onSig);
   }
 
+  for (const file of a.include) {
+    try {
+      const earlier = parseDocument(JSON.parse(readFileSync(file, 'utf8')) as unknown, file);
+      runs.push(...earlier.runs);
+      missing.push(...earlier.missing);
+    } catch (e) {
+      missing.push(`--include ${file}: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  }
   const doc: LookupDocument = {
     schema: SCHEMA, date: started.toISOString(), command: `nodenet bench lookup ${d.argv.join(' ')}`.trim(),
     args: { ...a }, runs, missing,
