@@ -3,11 +3,13 @@
  * lab of one virtual node (lab/lab.ts: a network namespace with its own
  * agent process, pods wired to its cbr0 by the real CNI shim).
  *
- *   1. the agent starts with an empty manifest directory; the client pod and
- *      two server pods (nodenet-bench-tcp serve 8080) are made through CNI;
- *   2. the agent stops; N Services (2 endpoints each: the two servers) are
- *      written as manifests; a fresh agent starts and programs them all:
- *      its full sync time (the proxier's own figure) and then its RSS;
+ *   1. N Services (2 endpoints each: the two server pods, at the addresses
+ *      the IPAM will give them) are written as manifests; a fresh agent
+ *      starts and programs them all: its full sync time (the proxier's own
+ *      figure) and then its RSS;
+ *   2. the client pod and two server pods (nodenet-bench-tcp serve 8080) are
+ *      made through CNI (if their addresses are not the ones foreseen, the
+ *      manifests are rewritten and the agent follows);
  *   3. one-endpoint changes, each to one Service in the middle of the list:
  *      the partial sync's time;
  *   4. the data path, from the client pod: new connections to the Service
@@ -22,7 +24,7 @@
  * namespace; the lab is destroyed in `finally`.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Runner } from '../../agent/src/exec/runner.js';
 import { Lab, uniqueTag, type VNode } from '../../agent/src/lab/lab.js';
@@ -130,7 +132,22 @@ export async function runCase(mode: LookupMode, services: number, o: CaseOptions
       config: { proxyMode: proxyMode(mode), manifestsDir: manifests, proxyMinSyncMs: 100, proxySyncPeriodMs: 3_600_000, serviceCIDR: '10.96.0.0/12', logLevel: 'info' },
       ...(mode === 'iptables-legacy' && o.legacyBin ? { agentEnv: { PATH: `${o.legacyBin}:${process.env['PATH'] ?? '/usr/sbin:/usr/bin:/sbin:/bin'}` } } : {}),
     });
+    // The pods' addresses as the IPAM will give them (the first free ones after the gateway, in order), so the
+    // manifests exist before the agent's first start and its first sync is the fresh full sync measured (one agent
+    // start per case: under qemu TCG each costs half a minute). Checked once the pods exist; rewritten if not so.
+    let eps: Endpoints = { a: '10.244.1.3', b: '10.244.1.4' };
+    await node.exec(['sysctl', '-q', '-w', 'net.netfilter.nf_conntrack_tcp_timeout_close=1'], true);
+    o.progress('full sync');
+    for (const [name, text] of manifestFiles(services, eps)) writeAtomic(manifests, name, text);
+    const t0 = performance.now();
     await node.startAgent();
+    const full = await waitStatus(node, `the full sync of ${services} Services`, (s) => s.lastSync?.scope === 'full' && s.lastSync.ok && Object.keys(s.applied).length >= services, syncLimitMs);
+    r.agentReadyMs = performance.now() - t0;
+    r.fullSyncMs = full.lastSync!.durationMs;
+    r.rules = full.lastSync!.ruleCount;
+    r.rssMiB = node.agentPid ? rssOf(node.agentPid) : null;
+
+    o.progress('pods');
     const pods: { ns: string; ip: string }[] = [];
     for (const name of ['client', 'srv-a', 'srv-b']) {
       const ns = await lab.addNetns(name);
@@ -140,28 +157,18 @@ export async function runCase(mode: LookupMode, services: number, o: CaseOptions
     }
     const [client, a, b] = pods as [{ ns: string; ip: string }, { ns: string; ip: string }, { ns: string; ip: string }];
     for (const p of [a, b]) servers.push(spawn('ip', ['netns', 'exec', p.ns, benchTcpPath(), 'serve', '8080'], { stdio: 'ignore' }));
-    const eps: Endpoints = { a: a.ip, b: b.ip };
-    await node.stopAgent();
-
-    // Conntrack in the node namespace: closed connections leave the table after 1 s.
-    await node.exec(['sysctl', '-q', '-w', 'net.netfilter.nf_conntrack_tcp_timeout_close=1'], true);
+    let syncs = (await waitStatus(node, 'the status', () => true, 10_000 * scale)).syncs;
+    if (a.ip !== eps.a || b.ip !== eps.b) {
+      eps = { a: a.ip, b: b.ip };
+      for (const [name, text] of manifestFiles(services, eps)) writeAtomic(manifests, name, text);
+      const s = await waitStatus(node, 'the sync of the pods\' real addresses', (x) => x.syncs > syncs && x.lastSync?.ok === true && (x.applied[`lookup/lk-${services}`]?.[0] ?? '').startsWith(`${eps.a}:`), syncLimitMs);
+      syncs = s.syncs;
+    }
     const max = await node.exec(['sysctl', '-n', 'net.netfilter.nf_conntrack_max'], true);
     r.conntrackMax = max.exitCode === 0 ? Number(max.stdout.trim()) : null;
 
-    o.progress('full sync');
-    for (const [name, text] of manifestFiles(services, eps)) writeAtomic(manifests, name, text);
-    rmSync(proxyStatusFile(node.runDir), { force: true });
-    const t0 = performance.now();
-    await node.startAgent();
-    const full = await waitStatus(node, `the full sync of ${services} Services`, (s) => s.lastSync?.scope === 'full' && s.lastSync.ok && Object.keys(s.applied).length >= services, syncLimitMs);
-    r.agentReadyMs = performance.now() - t0;
-    r.fullSyncMs = full.lastSync!.durationMs;
-    r.rules = full.lastSync!.ruleCount;
-    r.rssMiB = node.agentPid ? rssOf(node.agentPid) : null;
-
     o.progress('one-endpoint changes');
     const override = new Map<number, readonly string[]>();
-    let syncs = full.syncs;
     let k = 0;
     for (const n of changeTargets(services, o.changes)) {
       override.set(n, [eps.a, `10.244.1.${200 + (k++ % 50)}`]);
