@@ -198,7 +198,6 @@ export async function runCase(mode: LookupMode, services: number, o: CaseOptions
       const run = parseClientOutput(out.stdout);
       if (run.connect.count === 0) throw new Error(`no connection to ${position} Service ${t.ip}:${SERVICE_PORT} succeeded (errno ${run.firstErrno})`);
       r.targets = [...r.targets, { position, clusterIP: t.ip, rank: t.rank, run }];
-      await sleep(1500); // the closed connections' conntrack entries expire (1 s) before the next run
     }
     return r;
   } catch (e) {

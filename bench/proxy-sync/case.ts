@@ -15,6 +15,8 @@
  *      then the kernel is checked to hold the new endpoints, not the old ones;
  *   4. unless skipped: a new backend and Proxier (an agent restart) fed the
  *      same state, over the rules already in the kernel: a second full sync.
+ *   then, in iptables modes, the restore floor: a no-op restore and an
+ *      unchanged commit against the table the case built (report.ts);
  * The namespace is deleted in `finally` and on SIGINT/SIGTERM.
  *
  * Conntrack: FakeConntrack. Every Service here is TCP and conntrack cleanup
@@ -142,6 +144,24 @@ async function kernelHasEndpoint(mode: Mode, ip: string, iptNat: string | null, 
   return nftChains.some((c) => c.endsWith(`__${ip}/${TARGET_PORT}`));
 }
 
+/**
+ * The kernel's floor for the table this case built (iptables modes): a restore that reads the nat
+ * table and commits nothing, and one that commits it unchanged (-F of the empty canary chain), each
+ * the best of three. With iptables-legacy no sync can cost less than the second.
+ */
+async function restoreFloor(ipt: ExecIptables): Promise<{ noopMs: number; replaceMs: number }> {
+  const best = async (text: string): Promise<number> => {
+    let min = Infinity;
+    for (let i = 0; i < 3; i++) {
+      const t0 = performance.now();
+      await ipt.restore(text, { noflush: true });
+      min = Math.min(min, performance.now() - t0);
+    }
+    return min;
+  };
+  return { noopMs: await best('*nat\nCOMMIT\n'), replaceMs: await best(`*nat\n-F ${NODE_CONFIG.prefix}-PROXY-CANARY\nCOMMIT\n`) };
+}
+
 function rss(): { rssMiB: number; heapUsedMiB: number } {
   const m = process.memoryUsage();
   return { rssMiB: m.rss / MiB, heapUsedMiB: m.heapUsed / MiB };
@@ -177,6 +197,7 @@ export async function runCase(spec: CaseSpec, opts: CaseOptions): Promise<CaseRe
     rssMiB: null,
     heapUsedMiB: null,
     changes: [],
+    restoreFloor: null,
     restart: null,
     restartSkipped: null,
     capped: false,
@@ -238,6 +259,7 @@ export async function runCase(spec: CaseSpec, opts: CaseOptions): Promise<CaseRe
       if (await kernelHasEndpoint(mode, removed, nat, after)) return fail(`after the changes the kernel still sends to the replaced endpoint ${removed}`);
     }
     if (conntrack.calls.length) return fail(`conntrack was called ${conntrack.calls.length} times for TCP-only Services`);
+    if (mode.ipt) r.restoreFloor = await restoreFloor(mode.ipt);
 
     // 3. restart: a new backend and Proxier over the rules in the kernel
     const left = runner.deadline - Date.now();

@@ -11,7 +11,7 @@ function result(o: Partial<CaseResult> = {}): CaseResult {
     mode: 'nftables', services: 10000, netns: 'nn-bps-1-nftables-10000', iptablesBackend: null, feedMs: 300,
     full: sync({ wallMs: 2410.4, durationMs: 2400.2, renderMs: 900, applyMs: 1500 }), rules: 72002, elements: 21000,
     kernelEndpointChains: 20000, rssBaselineMiB: 95, rssMiB: 310.6, heapUsedMiB: 150,
-    changes: [change(60), change(40), change(50)], restart: sync({ durationMs: 2500 }), restartSkipped: null, capped: false, error: null,
+    changes: [change(60), change(40), change(50)], restoreFloor: null, restart: sync({ durationMs: 2500 }), restartSkipped: null, capped: false, error: null,
     ...o,
   };
 }
@@ -33,15 +33,15 @@ t.test('the table: one row per case, the columns the issue asks for', async (t) 
     full: sync({ ok: false, durationMs: 600000, wallMs: 600000, error: 'killed' }), changes: [], restart: null, capped: true,
     rssMiB: null, error: 'full sync failed: killed',
   });
-  const skipped = result({ mode: 'iptables-legacy', iptablesBackend: 'legacy', services: 1000, rules: 8309, elements: null, restart: null, restartSkipped: '--no-restart',
+  const skipped = result({ mode: 'iptables-legacy', iptablesBackend: 'legacy', services: 1000, rules: 8309, elements: null, restart: null, restartSkipped: '--no-restart', restoreFloor: { noopMs: 31.2, replaceMs: 8.04 },
     changes: [change(5), sync({ ok: false, scope: 'partial', error: 'boom' })] });
   const text = formatTable([result(), ipt, skipped], 600);
   t.equal(text, [
-    '| mode | Services | rules/elements | full sync (ms) | one-endpoint change p50/max (ms) | restart full sync (ms) | RSS (MiB) |',
-    '|---|---:|---:|---:|---:|---:|---:|',
-    '| nftables | 10,000 | 72,002 + 21,000 | 2,400 | 50 / 60 | 2,500 | 311 |',
-    '| iptables (nft) | 30,000 | 250,000 | > 600,000 (capped) | capped | – | – |',
-    '| iptables (legacy) | 1,000 | 8,309 | 2,400 | 5.0 / 5.0 (1 failed) | skipped | 311 |',
+    '| mode | Services | rules/elements | full sync (ms) | one-endpoint change p50/max (ms) | restart full sync (ms) | restore floor no-op / replace (ms) | RSS (MiB) |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|',
+    '| nftables | 10,000 | 72,002 + 21,000 | 2,400 | 50 / 60 | 2,500 | – | 311 |',
+    '| iptables (nft) | 30,000 | 250,000 | > 600,000 (capped) | capped | – | – | – |',
+    '| iptables (legacy) | 1,000 | 8,309 | 2,400 | 5.0 / 5.0 (1 failed) | skipped | 31 / 8.0 | 311 |',
   ].join('\n'));
 });
 
@@ -69,6 +69,10 @@ t.test('targets: both modes at 10k under 200 ms per change (every repeat), nftab
 t.test('parseCaseResult: accepts what a child prints, names the bad field otherwise', async (t) => {
   const r = result({ mode: 'iptables', iptablesBackend: 'legacy' });
   t.same(parseCaseResult(JSON.parse(JSON.stringify(r))), r);
+  const floored = result({ mode: 'iptables-legacy', iptablesBackend: 'legacy', restoreFloor: { noopMs: 900, replaceMs: 1800 } });
+  t.same(parseCaseResult(JSON.parse(JSON.stringify(floored))), floored, 'the restore floor crosses the boundary');
+  const { restoreFloor: _drop, ...older } = r;
+  t.same(parseCaseResult(JSON.parse(JSON.stringify(older))), r, 'a result from before the floor was measured: null');
   t.same(parseCaseResult(JSON.parse(JSON.stringify(result({ full: null, restart: null })))), result({ full: null, restart: null }));
   const bad = (path: (o: Record<string, unknown>) => void): unknown => {
     const o = JSON.parse(JSON.stringify(r)) as Record<string, unknown>;
@@ -83,6 +87,7 @@ t.test('parseCaseResult: accepts what a child prints, names the bad field otherw
   t.throws(() => parseCaseResult(bad((o) => ((o['changes'] as Record<string, unknown>[])[1]!['wallMs'] = null))), /result\.changes\[1\]\.wallMs: expected a number/);
   t.throws(() => parseCaseResult(bad((o) => ((o['full'] as Record<string, unknown>)['scope'] = 'some'))), /result\.full\.scope/);
   t.throws(() => parseCaseResult(bad((o) => delete o['capped'])), /result\.capped: expected a boolean/);
+  t.throws(() => parseCaseResult(bad((o) => (o['restoreFloor'] = { noopMs: 1 }))), /result\.restoreFloor\.replaceMs: expected a number/);
 });
 
 t.test('splitLine: the commands a sync ran, and the rest', async (t) => {

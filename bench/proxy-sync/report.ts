@@ -48,12 +48,24 @@ export interface CaseResult {
   readonly rssMiB: number | null;
   readonly heapUsedMiB: number | null;
   readonly changes: readonly SyncMeasure[];
+  /**
+   * iptables modes: the kernel's floor for the nat table the case built, measured after the changes.
+   * noopMs: `*nat COMMIT` through iptables-restore --noflush (reads the whole table, commits nothing);
+   * replaceMs: the same plus `-F` of the empty canary chain, which makes it commit: one whole-table
+   * replace, the least any change costs with iptables-legacy. null in nftables mode or when not measured.
+   */
+  readonly restoreFloor: RestoreFloor | null;
   /** A second full sync by a new Proxier and backend over the rules already in the kernel (agent restart). */
   readonly restart: SyncMeasure | null;
   readonly restartSkipped: string | null;
   /** The case hit --cap-s: a sync was killed or later steps skipped. */
   readonly capped: boolean;
   readonly error: string | null;
+}
+
+export interface RestoreFloor {
+  readonly noopMs: number;
+  readonly replaceMs: number;
 }
 
 // ---- validation at the process boundary ----
@@ -106,6 +118,12 @@ function parseSync(x: unknown, path: string): SyncMeasure {
   };
 }
 
+function parseFloor(x: unknown, path: string): RestoreFloor | null {
+  if (x === null || x === undefined) return null; // undefined: results written before the floor was measured
+  if (!isObj(x)) throw new TypeError(`${path}: expected an object or null`);
+  return { noopMs: field(x, 'noopMs', isNum, 'a number', path), replaceMs: field(x, 'replaceMs', isNum, 'a number', path) };
+}
+
 /** Checks a case result read back from a child process's JSON. Throws TypeError naming the bad field. */
 export function parseCaseResult(x: unknown): CaseResult {
   const p = 'result';
@@ -128,6 +146,7 @@ export function parseCaseResult(x: unknown): CaseResult {
     rssMiB: field(x, 'rssMiB', isNumOrNull, 'a number or null', p),
     heapUsedMiB: field(x, 'heapUsedMiB', isNumOrNull, 'a number or null', p),
     changes: ch.map((c, i) => parseSync(c, `${p}.changes[${i}]`)),
+    restoreFloor: parseFloor(x['restoreFloor'], `${p}.restoreFloor`),
     restart,
     restartSkipped: field(x, 'restartSkipped', isStrOrNull, 'a string or null', p),
     capped: field(x, 'capped', isBool, 'a boolean', p),
@@ -174,7 +193,7 @@ function changeDurations(r: CaseResult): number[] {
   return r.changes.filter((c) => c.ok).map((c) => c.durationMs ?? c.wallMs);
 }
 
-export const TABLE_HEAD = ['mode', 'Services', 'rules/elements', 'full sync (ms)', 'one-endpoint change p50/max (ms)', 'restart full sync (ms)', 'RSS (MiB)'];
+export const TABLE_HEAD = ['mode', 'Services', 'rules/elements', 'full sync (ms)', 'one-endpoint change p50/max (ms)', 'restart full sync (ms)', 'restore floor no-op / replace (ms)', 'RSS (MiB)'];
 
 /** One Markdown row per case, in the order given. */
 export function formatTable(results: readonly CaseResult[], capS: number): string {
@@ -185,7 +204,8 @@ export function formatTable(results: readonly CaseResult[], capS: number): strin
     const change = r.changes.length === 0 ? (r.capped ? 'capped' : '–') : `${ms(median(d))} / ${ms(max(d))}${failed ? ` (${failed} failed)` : ''}`;
     const restart = r.restart ? syncCell(r.restart, r.capped, capS) : r.restartSkipped ? 'skipped' : '–';
     const rss = r.rssMiB === null ? '–' : r.rssMiB.toFixed(0);
-    return [modeLabel(r), thousands(r.services), rules, syncCell(r.full, r.capped, capS), change, restart, rss];
+    const floor = r.restoreFloor === null ? '–' : `${ms(r.restoreFloor.noopMs)} / ${ms(r.restoreFloor.replaceMs)}`;
+    return [modeLabel(r), thousands(r.services), rules, syncCell(r.full, r.capped, capS), change, restart, floor, rss];
   });
   return [`| ${TABLE_HEAD.join(' | ')} |`, `|${TABLE_HEAD.map((_, i) => (i === 0 ? '---' : '---:')).join('|')}|`, ...rows.map((c) => `| ${c.join(' | ')} |`)].join('\n');
 }

@@ -40,7 +40,7 @@ function version(argv: string[]): string {
 function lostCase(spec: CaseSpec, why: string): CaseResult {
   return {
     mode: spec.mode, services: spec.services, netns: spec.netns, iptablesBackend: null, feedMs: 0, full: null, rules: null, elements: null,
-    kernelEndpointChains: null, rssBaselineMiB: 0, rssMiB: null, heapUsedMiB: null, changes: [], restart: null, restartSkipped: null, capped: false, error: why,
+    kernelEndpointChains: null, rssBaselineMiB: 0, rssMiB: null, heapUsedMiB: null, changes: [], restoreFloor: null, restart: null, restartSkipped: null, capped: false, error: why,
   };
 }
 
@@ -78,7 +78,8 @@ function progress(r: CaseResult): string {
   const change = r.changes.map((c) => ms(c.durationMs ?? c.wallMs)).join(', ');
   const split = r.full?.renderMs != null ? ` (render ${ms(r.full.renderMs)}, apply ${ms(r.full.applyMs ?? NaN)})` : '';
   return `${modeLabel(r)} ${r.services}: full ${r.full ? ms(r.full.wallMs) : '–'} ms wall${split}; changes ${change || '–'} ms; ` +
-    `restart ${r.restart ? ms(r.restart.wallMs) : r.restartSkipped ?? '–'}; RSS ${r.rssMiB?.toFixed(0) ?? '–'} MiB${r.error ? `; ERROR ${r.error}` : ''}` +
+    `restart ${r.restart ? ms(r.restart.wallMs) : r.restartSkipped ?? '–'}; ` +
+    `${r.restoreFloor ? `restore floor ${ms(r.restoreFloor.noopMs)} no-op / ${ms(r.restoreFloor.replaceMs)} replace ms; ` : ''}RSS ${r.rssMiB?.toFixed(0) ?? '–'} MiB${r.error ? `; ERROR ${r.error}` : ''}` +
     (r.full ? `\n    full:   ${splitLine(r.full)}` : '') +
     r.changes.map((c, i) => `\n    change ${i + 1}: ${splitLine(c)}${c.renderMs != null ? ` (backend: render ${ms(c.renderMs)}, apply ${ms(c.applyMs ?? NaN)})` : ''}`).join('');
 }

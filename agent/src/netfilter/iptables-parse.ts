@@ -127,7 +127,9 @@ export type RestoreOp =
   | { readonly op: 'new'; readonly line: number; readonly chain: string }
   | { readonly op: 'delete-chain'; readonly line: number; readonly chain: string | null }
   | { readonly op: 'flush'; readonly line: number; readonly chain: string | null }
-  | { readonly op: 'policy'; readonly line: number; readonly chain: string; readonly policy: string };
+  | { readonly op: 'policy'; readonly line: number; readonly chain: string; readonly policy: string }
+  /** `-S CHAIN` (or -L): lists the chain, fails when it does not exist, changes nothing. */
+  | { readonly op: 'list'; readonly line: number; readonly chain: string };
 
 export interface RestoreBlock {
   readonly table: IptablesTable;
@@ -602,6 +604,10 @@ export function parseRestore(text: string): RestoreBlock[] {
       case '-F': case '--flush':
         if (rest.length) throw new IptablesParseError(lineNo, `Bad argument \`${rest[0]}'`);
         cur.ops.push({ op: 'flush', line: lineNo, chain: chainArg === undefined ? null : chainName() });
+        break;
+      case '-S': case '--list-rules': case '-L': case '--list':
+        if (rest.length) throw new IptablesParseError(lineNo, `Bad argument \`${rest[0]}'`);
+        cur.ops.push({ op: 'list', line: lineNo, chain: chainName() });
         break;
       case '-P': case '--policy': {
         const c = chainName();

@@ -109,3 +109,16 @@ t.test('save prints iptables-save text that restores to the same state; flushEve
   f.flushEverything();
   t.same([...(await f.listChains('nat'))], ['PREROUTING', 'INPUT', 'OUTPUT', 'POSTROUTING']);
 });
+
+t.test('-S CHAIN in restore input: fails when the chain is missing, changes nothing when it is there', async (t) => {
+  const f = new FakeIptables();
+  await f.restore('*nat\n:KUBE-PROXY-CANARY - [0:0]\nCOMMIT\n', { noflush: true });
+  const before = f.dump();
+  await f.restore('*nat\n-S KUBE-PROXY-CANARY\nCOMMIT\n', { noflush: true });
+  t.same(f.dump(), before);
+  f.replaceTable('nat');
+  const err = await f.restore('*nat\n-S KUBE-PROXY-CANARY\n:KUBE-SERVICES - [0:0]\nCOMMIT\n', { noflush: true }).then(() => null, (e: unknown) => e);
+  t.ok(err instanceof IptablesRestoreError);
+  t.equal((err as IptablesRestoreError).line, 2, 'the -S line is blamed');
+  t.notOk(f.dump().tables.get('nat')!.chains.has('KUBE-SERVICES'), 'nothing of the failed block applied');
+});

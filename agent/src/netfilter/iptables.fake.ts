@@ -98,6 +98,11 @@ export class FakeIptables implements Iptables {
     for (const t of IPTABLES_TABLES) this.tables.set(t, emptyTable(t));
   }
 
+  /** What `printf '*nat\nCOMMIT\n' | iptables-restore` (without --noflush) leaves of one table: empty built-in chains. */
+  replaceTable(t: IptablesTable): void {
+    this.tables.set(t, emptyTable(t));
+  }
+
   /** A deep snapshot of the current state, for the tracer and assertions. */
   dump(): IptDump {
     const tables = new Map<IptablesTable, IptTableDump>();
@@ -270,6 +275,9 @@ export class FakeIptables implements Iptables {
         case 'flush':
           if (op.chain === null) for (const c of t.values()) c.rules = [];
           else need(op.chain, op.line).rules = [];
+          break;
+        case 'list':
+          need(op.chain, op.line);
           break;
         case 'policy': {
           const c = need(op.chain, op.line);

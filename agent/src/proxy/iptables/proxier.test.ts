@@ -3,7 +3,7 @@ import { ErrorCode, NodenetError } from '../../errors/errors.js';
 import { silentLogger } from '../../log/log.js';
 import { parseCidr, parseIPv4 } from '../../net/ip.js';
 import { FakeIptables } from '../../netfilter/iptables.fake.js';
-import { getChain } from '../../netfilter/iptables-parse.js';
+import { formatDump, getChain } from '../../netfilter/iptables-parse.js';
 import { traceIptables } from '../../trace/iptables-tracer.js';
 import type { Protocol, ProxySnapshot } from '../types.js';
 import { EXTERNAL_CLIENT, NODE_IP, ep, nodeConfig, snapshot, svc } from '../test-fixtures.js';
@@ -182,10 +182,16 @@ t.test('a full sync installs the jumps once; re-syncing is idempotent', async (t
     '-m comment --comment "kubernetes health check service ports" -j KUBE-NODEPORTS',
     '-m conntrack --ctstate NEW -m comment --comment "kubernetes externally-visible service portals" -j KUBE-EXTERNAL-SERVICES',
   ], 'INPUT: the load-balancer firewall first, then the health check ports before the external services');
-  const before = f.dump();
+  t.equal(f.calls.restore, 1, 'the jumps went in with the ruleset: one restore');
+  t.equal(f.calls.ensureJumps, 0, 'no separate jump check');
+  t.equal(f.calls.save, 2, 'one iptables-save each of nat and filter');
+  t.match(f.restores[0]!, /-I FORWARD 1 -m conntrack --ctstate NEW -m comment --comment "kubernetes load balancer firewall" -j KUBE-PROXY-FIREWALL\nCOMMIT\n\*nat\n/, 'filter jumps last in their block');
+  t.match(f.restores[0]!, /-I POSTROUTING 1 -m comment --comment "kubernetes postrouting rules" -j KUBE-POSTROUTING\nCOMMIT\n\*mangle\n/, 'nat jumps last in theirs');
+  const before = formatDump(f.dump());
   await b.sync(snap, FULL);
   t.equal(b.lastSync?.jumpsInserted, 0);
-  t.same(f.dump(), before, 'a second full sync of the same snapshot changes nothing');
+  t.notMatch(f.restores.at(-1)!, / -I (INPUT|FORWARD|OUTPUT|PREROUTING|POSTROUTING) /, 'nothing inserted the second time');
+  t.equal(formatDump(f.dump()), before, 'a second full sync of the same snapshot changes nothing');
   t.same([...b.appliedChains!].sort(), ['KUBE-SEP-SXIVWICOYRO3J4NJ', 'KUBE-SVC-XPGD46QRK7WJZT7O']);
 });
 
@@ -196,16 +202,19 @@ t.test('partial sync rewrites only changed Services and deletes their stale chai
   const s3 = svc('ns3', 'svc3', '172.30.0.43');
   await b.sync(snapshot([s1, [ep('10.180.0.1')]], [s2, [ep('10.180.0.2')]], [s3, [ep('10.180.0.3')]]), FULL);
   const listsBefore = f.calls.listChains;
+  const savesBefore = f.calls.save;
   const jumpsBefore = f.calls.ensureJumps;
   // svc2's endpoint moves, svc3 is deleted.
   await b.sync(snapshot([s1, [ep('10.180.0.1')]], [s2, [ep('10.180.0.9')]]), { full: false, changed: new Set(['ns2/svc2', 'ns3/svc3']) });
   t.equal(f.calls.listChains, listsBefore, 'no listing on a partial sync');
+  t.equal(f.calls.save, savesBefore, 'no save on a partial sync');
   t.equal(f.calls.ensureJumps, jumpsBefore, 'no jump checks on a partial sync');
   t.equal(b.lastSync?.full, false);
   t.equal(b.lastSync?.deletedChains, 3, "svc2's old SEP, svc3's SVC and SEP");
   const last = f.restores.at(-1)!;
   t.notMatch(last, 'KUBE-SVC-XPGD46QRK7WJZT7O - [0:0]', 'svc1 untouched');
-  t.notMatch(last, 'PROXY-CANARY', 'no canary on a partial sync');
+  t.notMatch(last, ':KUBE-PROXY-CANARY', 'no canary declared on a partial sync');
+  t.match(last, /^\*filter\n-S KUBE-PROXY-CANARY\n[^]*\*nat\n-S KUBE-PROXY-CANARY\n/, 'each block first checks that its canary is there');
   t.match(last, ':KUBE-SVC-GNZBNJ2PO5MGZ6GT - [0:0]');
   const nat = [...(await f.listChains('nat'))].filter((c) => /-(SVC|SEP)-/.test(c)).sort();
   t.same(nat, [...b.appliedChains!].sort(), 'kernel and applied state agree');
@@ -250,7 +259,46 @@ t.test('canary: present after a full sync, missing after an external flush; the 
   f.flushEverything();
   t.equal(await b.canaryMissing(), true);
   await b.sync(snap, FULL);
-  t.same(f.dump(), good, 'identical state again, jumps included');
+  t.equal(formatDump(f.dump()), formatDump(good), 'identical state again, jumps included');
+});
+
+t.test('canary: the periodic check reads mangle only; a flushed nat or filter is caught by the next partial sync, which goes full at once', async (t) => {
+  for (const table of ['nat', 'filter'] as const) {
+    const { f, b } = setup();
+    const s1 = svc('ns1', 'svc1', '172.30.0.41');
+    const s2 = svc('ns2', 'svc2', '172.30.0.42');
+    const snap = snapshot([s1, [ep('10.180.0.1')]], [s2, [ep('10.180.0.2')]]);
+    await b.sync(snap, FULL);
+    const good = formatDump(f.dump());
+    const checks = f.calls.chainExists;
+    t.equal(await b.canaryMissing(), false);
+    t.equal(f.calls.chainExists, checks + 1, 'one chain check: mangle');
+    // What the demo does: the whole table replaced by an empty one (`printf '*nat\nCOMMIT\n' | iptables-restore`).
+    f.replaceTable(table);
+    t.equal(await b.canaryMissing(), false, `${table} flushed, mangle's canary still there`);
+    // The periodic sync (no change at all) and a one-endpoint change both repair it.
+    await b.sync(snap, { full: false, changed: new Set() });
+    t.equal(b.lastSync?.full, true, `${table}: the partial sync noticed the flush and synced in full`);
+    t.equal(b.lastSync?.jumpsInserted, table === 'nat' ? 3 : 11);
+    t.equal(formatDump(f.dump()), good, `${table}: everything back`);
+    f.replaceTable(table);
+    await b.sync(snapshot([s1, [ep('10.180.0.1')]], [s2, [ep('10.180.0.9')]]), { full: false, changed: new Set(['ns2/svc2']) });
+    t.equal(b.lastSync?.full, true);
+    flows(t, f, [
+      { name: `${table} flushed, then a change: svc1 works`, src: POD, dst: '172.30.0.41', port: 80, dest: '10.180.0.1:80', masq: false },
+      { name: `${table} flushed, then a change: svc2 at its new endpoint`, src: POD, dst: '172.30.0.42', port: 80, dest: '10.180.0.9:80', masq: false },
+    ]);
+  }
+});
+
+t.test('a partial sync failing for another reason is not turned into a full one', async (t) => {
+  const { f, b } = setup();
+  const snap = snapshot([svc('ns1', 'svc1', '172.30.0.41'), [ep('10.180.0.1')]]);
+  await b.sync(snap, FULL);
+  f.failNextRestore('iptables-restore: line 3 failed');
+  const err = await b.sync(snap, { full: false, changed: new Set(['ns1/svc1']) }).then(() => null, (e: unknown) => e);
+  t.ok(err instanceof NodenetError && err.code === ErrorCode.RuleApply, 'the error is reported');
+  t.equal(b.appliedChains, null, 'and the next sync will be full');
 });
 
 t.test('cleanup removes every chain and jump of ours and nothing else; twice is fine', async (t) => {

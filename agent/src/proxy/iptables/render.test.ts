@@ -1,9 +1,11 @@
 import t from 'tap';
 import { NodenetError } from '../../errors/errors.js';
-import { parseRestore } from '../../netfilter/iptables-parse.js';
+import { FakeIptables } from '../../netfilter/iptables.fake.js';
+import { getChain, parseRestore } from '../../netfilter/iptables-parse.js';
 import { parseCidr, parseIPv4 } from '../../net/ip.js';
 import { ep, nodeConfig, snapshot, svc } from '../test-fixtures.js';
-import { formatProbability, masqueradeMark, renderIptables } from './render.js';
+import { builtinJumps } from './jumps.js';
+import { LARGE_CLUSTER_ENDPOINTS, formatProbability, masqueradeMark, renderIptables } from './render.js';
 
 // The parts every full render shares, spelled out once. The first golden below
 // is written out in full; the others splice their Service-specific lines in.
@@ -364,6 +366,7 @@ t.test('partial sync: only the changed Services’ chains, stale chains flushed 
   t.equal(
     r.text,
     `*filter
+-S KUBE-PROXY-CANARY
 :KUBE-SERVICES - [0:0]
 :KUBE-EXTERNAL-SERVICES - [0:0]
 :KUBE-FORWARD - [0:0]
@@ -371,6 +374,7 @@ t.test('partial sync: only the changed Services’ chains, stale chains flushed 
 :KUBE-NODEPORTS - [0:0]
 :KUBE-PROXY-FIREWALL - [0:0]
 ${FILTER_TAIL}*nat
+-S KUBE-PROXY-CANARY
 :KUBE-SERVICES - [0:0]
 :KUBE-NODEPORTS - [0:0]
 :KUBE-POSTROUTING - [0:0]
@@ -407,8 +411,10 @@ t.test('partial sync with the previous top-level chains: unchanged ones are left
   t.equal(
     r.text,
     `*filter
+-S KUBE-PROXY-CANARY
 COMMIT
 *nat
+-S KUBE-PROXY-CANARY
 :KUBE-SVC-GNZBNJ2PO5MGZ6GT - [0:0]
 :KUBE-SEP-2GOKER2KF7NAANZN - [0:0]
 :KUBE-SEP-RS4RBKLTHTF2IUXJ - [0:0]
@@ -429,7 +435,7 @@ COMMIT
   const empty = snapshot([svc('ns1', 'svc1', '172.30.0.41'), [ep('10.180.0.1')]], [svc('ns2', 'svc2', '172.30.0.42'), []]);
   const r2 = renderIptables(empty, cfg, { full: false, changed: new Set(['ns2/svc2']) }, r.natChains, r);
   t.same([...r2.unchangedTopLevel].sort(), ['filter/KUBE-EXTERNAL-SERVICES', 'filter/KUBE-FIREWALL', 'filter/KUBE-FORWARD', 'filter/KUBE-NODEPORTS', 'filter/KUBE-PROXY-FIREWALL', 'nat/KUBE-MARK-MASQ', 'nat/KUBE-NODEPORTS', 'nat/KUBE-POSTROUTING']);
-  t.match(r2.filter, /^\*filter\n:KUBE-SERVICES - \[0:0\]\n-A KUBE-SERVICES -m comment --comment "ns2\/svc2:p80 has no endpoints" .* -j REJECT\nCOMMIT\n$/);
+  t.match(r2.filter, /^\*filter\n-S KUBE-PROXY-CANARY\n:KUBE-SERVICES - \[0:0\]\n-A KUBE-SERVICES -m comment --comment "ns2\/svc2:p80 has no endpoints" .* -j REJECT\nCOMMIT\n$/);
   t.match(r2.nat, /:KUBE-SERVICES - \[0:0\]\n/);
   t.same(r2.topLevel, renderIptables(empty, cfg, FULL).topLevel, 'the same top level as a fresh render');
   t.match(r2.nat, /-A KUBE-SERVICES .*172\.30\.0\.41 .*\n-A KUBE-SERVICES .*nodeports/, 'the changed chain is written whole, other Services included');
@@ -544,4 +550,36 @@ t.test('nodePortAddresses: one `-d CIDR --dst-type LOCAL` rule per CIDR ends KUB
   );
   t.notMatch(r.nat, /nodeports; NOTE: this must be the last rule in this chain" -m addrtype/, 'no rule for every local address');
   t.equal(renderIptables(snap, nodeConfig({ nodePortAddresses: null }), FULL).text, renderIptables(snap, cfg, FULL).text, 'null is every local address, as absent');
+});
+
+t.test('jumps passed in go last in their table\'s block, after the chains they target', async (t) => {
+  const snap = snapshot([svc('ns1', 'svc1', '172.30.0.41'), [ep('10.180.0.1')]]);
+  const jumps = builtinJumps('KUBE').filter((j) => (j.table === 'nat' && j.builtinChain === 'PREROUTING') || (j.table === 'filter' && j.builtinChain === 'OUTPUT' && j.target === 'KUBE-FIREWALL'));
+  const r = renderIptables(snap, cfg, FULL, undefined, undefined, { jumps });
+  t.match(r.filter, /:KUBE-FIREWALL - \[0:0\]\n[^]*\n-I OUTPUT 1 -j KUBE-FIREWALL\nCOMMIT\n$/);
+  t.match(r.nat, /:KUBE-SERVICES - \[0:0\]\n[^]*\n-I PREROUTING 1 -m comment --comment "kubernetes service portals" -j KUBE-SERVICES\nCOMMIT\n$/);
+  t.equal(r.ruleCount, renderIptables(snap, cfg, FULL).ruleCount, 'jump inserts are not counted as rules');
+  const f = new FakeIptables();
+  await f.restore(r.text, { noflush: true });
+  t.same(getChain(f.dump(), 'nat', 'PREROUTING')!.rules.map((x) => x.target), [{ kind: 'chain', chain: 'KUBE-SERVICES' }], 'the fake accepts it');
+});
+
+t.test('large cluster mode: above 1,000 endpoints the per-endpoint rules carry no comment (kube-proxy)', async (t) => {
+  const many = (n: number) => Array.from({ length: n }, (_, i) => ep(`10.180.${i >> 8}.${i & 255}`));
+  const small = renderIptables(snapshot([svc('ns1', 'svc1', '172.30.0.41'), many(LARGE_CLUSTER_ENDPOINTS)]), cfg, FULL);
+  t.match(small.nat, '-m comment --comment "ns1/svc1:p80 -> 10.180.0.0:80" -m statistic', 'at the threshold: comments');
+  t.match(small.nat, /-A KUBE-SEP-\S+ -m comment --comment ns1\/svc1:p80 -s 10\.180\.0\.0 -j KUBE-MARK-MASQ/);
+  const large = renderIptables(snapshot([svc('ns1', 'svc1', '172.30.0.41'), many(LARGE_CLUSTER_ENDPOINTS + 1)]), cfg, FULL);
+  t.notMatch(large.nat, '-> 10.180.', 'no SVC → SEP comments');
+  t.match(large.nat, /-A KUBE-SVC-\S+ -m statistic --mode random --probability 0\.0009990010 -j KUBE-SEP-/);
+  t.match(large.nat, /-A KUBE-SEP-\S+ -s 10\.180\.0\.0 -j KUBE-MARK-MASQ\n-A KUBE-SEP-\S+ -m tcp -p tcp -j DNAT --to-destination 10\.180\.0\.0:80\n/);
+  t.match(large.nat, '-A KUBE-SERVICES -m comment --comment "ns1/svc1:p80 cluster IP"', 'the dispatch rules keep theirs');
+  t.match(large.nat, /-A KUBE-SVC-\S+ -m comment --comment "ns1\/svc1:p80 cluster IP" .* -j KUBE-MARK-MASQ/, 'and so does the masquerade rule');
+  const f = new FakeIptables();
+  await f.restore(large.text, { noflush: true });
+  const nat = f.dump().tables.get('nat')!;
+  const svcChain = [...nat.chains.values()].find((c) => c.name.startsWith('KUBE-SVC-'))!;
+  const seps = svcChain.rules.flatMap((r) => (r.target?.kind === 'chain' && r.target.chain.startsWith('KUBE-SEP-') ? [r.target.chain] : []));
+  t.equal(new Set(seps).size, LARGE_CLUSTER_ENDPOINTS + 1, 'the fake accepts it: one SVC rule per endpoint');
+  t.ok(seps.every((c) => nat.chains.get(c)!.rules.some((r) => r.target?.kind === 'DNAT')), 'each to a SEP chain that DNATs');
 });

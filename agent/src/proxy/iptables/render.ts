@@ -27,8 +27,14 @@
  *   VIPs), P-NODEPORTS (ACCEPT health check NodePorts, from INPUT),
  *   P-PROXY-FIREWALL (DROP VIP traffic not DNATed: outside the source ranges),
  *   P-FORWARD (accept marked / established), P-FIREWALL (martian localhost).
- * mangle/nat/filter: P-PROXY-CANARY, empty, on full syncs only: its absence
- *   tells the proxier someone flushed our rules.
+ * mangle/nat/filter: P-PROXY-CANARY, empty, declared on full syncs: its
+ *   absence tells the proxier someone flushed our rules. The periodic check
+ *   reads mangle's only (kube-proxy's Monitor: the smallest table); a partial
+ *   sync's filter and nat blocks open with `-S P-PROXY-CANARY`, which fails the
+ *   restore when that table was flushed and commits nothing by itself.
+ * Above LARGE_CLUSTER_ENDPOINTS endpoints the per-endpoint rules carry no
+ *   comment (kube-proxy's large cluster mode). A full sync may also carry the
+ *   missing jumps from built-in chains (extras.jumps), last in their block.
  *
  * Applied with --noflush: each declared chain (`:C - [0:0]`) is flushed and
  * rewritten, undeclared chains are left alone. A partial sync (KEP-3453)
@@ -51,11 +57,12 @@
  * by "ip:port" (kube-proxy's string order).
  */
 import { ErrorCode, NodenetError } from '../../errors/errors.js';
-import { quoteArg } from '../../netfilter/iptables-types.js';
+import { quoteArg, type JumpRule } from '../../netfilter/iptables-types.js';
+import { jumpInsertLine } from '../../netfilter/iptables-jumps.js';
 import { cidrContains } from '../../net/ip.js';
 import { endpointString, spnString, type EndpointInfo, type ProxyNodeConfig, type ProxySnapshot, type SyncScope } from '../types.js';
 import { categorizeEndpoints, externallyAccessible, externalPolicyLocal, internalPolicyLocal } from '../categorize.js';
-import { endpointChain, fixedChains, isServiceChain, servicePortChain, type ChainName } from './chains.js';
+import { endpointChain, fixedChains, isServiceChain, servicePortChains, type ChainName } from './chains.js';
 
 export interface IptablesRender {
   /** The `*filter ... COMMIT` block. */
@@ -66,7 +73,7 @@ export interface IptablesRender {
   readonly mangle: string;
   /** Full iptables-restore --noflush input: filter, nat, mangle. */
   readonly text: string;
-  /** `-A` lines written (filter + nat). */
+  /** `-A` lines written (filter + nat), jump inserts not counted. */
   readonly ruleCount: number;
   /** Per-service and per-endpoint nat chains that exist once this is applied (written now or kept). */
   readonly natChains: ReadonlySet<string>;
@@ -91,6 +98,24 @@ export interface ServiceTop {
   readonly active: readonly string[];
 }
 
+/** Beyond the ruleset itself. */
+export interface RenderExtras {
+  /**
+   * Jumps from built-in chains to insert in this same input (full syncs: the ones an
+   * iptables-save showed missing), at the end of their table's block, after the chains they
+   * target are declared: one restore, one table replace, instead of a second restore.
+   */
+  readonly jumps?: readonly JumpRule[];
+}
+
+/**
+ * kube-proxy's largeClusterEndpointsThreshold: above this many endpoints the per-endpoint rules
+ * (SVC → SEP, and the SEP chains' own) carry no comment. At 30,000 Services × 2 endpoints that
+ * is 180,000 comment matches of 256 bytes each that iptables-restore parses and the kernel
+ * copies on every table replace.
+ */
+export const LARGE_CLUSTER_ENDPOINTS = 1000;
+
 /** What a partial render may reuse from the last applied one. */
 export interface IptablesPrevious {
   readonly topLevel: ReadonlyMap<string, string>;
@@ -99,6 +124,17 @@ export interface IptablesPrevious {
 
 /** kube-proxy's computeProbability: 1/n as "%0.10f" (Go rounds the exact binary value half-to-even). */
 export function formatProbability(n: number): string {
+  const hit = probabilities.get(n);
+  if (hit !== undefined) return hit;
+  const p = computeProbability(n);
+  if (probabilities.size < 10_000) probabilities.set(n, p);
+  return p;
+}
+
+/** formatProbability per denominator: 60,000 toFixed(100)+BigInt rounds cost 140 ms per render at 30,000 Services. */
+const probabilities = new Map<number, string>();
+
+function computeProbability(n: number): string {
   if (!Number.isInteger(n) || n < 1) throw new RangeError(`probability denominator ${n}`);
   const exact = (1 / n).toFixed(100); // exact for any n we meet: 1/n has < 100 significant fraction digits
   const [ip = '0', frac = ''] = exact.split('.');
@@ -118,6 +154,7 @@ export function masqueradeMark(bit: number): string {
   return `0x${(2 ** bit).toString(16)}`;
 }
 
+const NONE: readonly string[] = Object.freeze([]);
 const c = (s: string): string => quoteArg(s);
 const line = (...words: string[]): string => words.join(' ');
 
@@ -141,6 +178,7 @@ export function renderIptables(
   scope: SyncScope,
   existingChains?: ReadonlySet<string>,
   previous?: IptablesPrevious,
+  extras: RenderExtras = {},
 ): IptablesRender {
   const P = nodeConfig.prefix;
   const F = fixedChains(P);
@@ -158,10 +196,29 @@ export function renderIptables(
   const active = new Set<string>();
   const serviceTops = new Map<string, ServiceTop>();
 
-  const services = [...snapshot.services.entries()].sort(byString(([, s]) => `${spnString(s.spn)}/${s.protocol}`));
+  // Sort keys computed once per Service, not twice per comparison.
+  const services = [...snapshot.services.entries()]
+    .map((e) => ({ e, k: `${spnString(e[1].spn)}/${e[1].protocol}` }))
+    .sort((a, b) => (a.k < b.k ? -1 : a.k > b.k ? 1 : 0))
+    .map((x) => x.e);
+  let totalEndpoints = 0;
+  for (const [key] of services) totalEndpoints += snapshot.endpoints.get(key)?.length ?? 0;
+  const largeCluster = totalEndpoints > LARGE_CLUSTER_ENDPOINTS;
+  /** A per-endpoint rule's comment, left out in a large cluster (kube-proxy's appendServiceCommentLocked). */
+  const epComment = (text: string): string[] => (largeCluster ? [] : ['-m', 'comment', '--comment', c(text)]);
 
   /** Adds one Service port's top-level lines and active chains, in Service order. */
-  const addTop = (key: string, top: ServiceTop): void => {
+  const addTop = (key: string, t: ServiceTop): void => {
+    // Kept until the next sync (a partial one reuses it): most lists are empty, so share one empty array.
+    const top: ServiceTop = {
+      natTop: t.natTop.length ? t.natTop : NONE,
+      natNodePorts: t.natNodePorts.length ? t.natNodePorts : NONE,
+      filterServices: t.filterServices.length ? t.filterServices : NONE,
+      filterExternal: t.filterExternal.length ? t.filterExternal : NONE,
+      filterNodePorts: t.filterNodePorts.length ? t.filterNodePorts : NONE,
+      filterFirewall: t.filterFirewall.length ? t.filterFirewall : NONE,
+      active: t.active,
+    };
     natTop.push(...top.natTop);
     natNodePorts.push(...top.natNodePorts);
     filterServices.push(...top.filterServices);
@@ -194,10 +251,16 @@ export function renderIptables(
     const endpoints = [...(snapshot.endpoints.get(key) ?? [])].sort(byString(endpointString));
     const cat = categorizeEndpoints(endpoints, svc);
 
-    const svcChain = servicePortChain(P, 'SVC', spn, svc.protocol);
-    const svlChain = servicePortChain(P, 'SVL', spn, svc.protocol);
-    const extChain = servicePortChain(P, 'EXT', spn, svc.protocol);
-    const fwChain = servicePortChain(P, 'FW', spn, svc.protocol);
+    const { SVC: svcChain, SVL: svlChain, EXT: extChain, FW: fwChain } = servicePortChains(P, spn, svc.protocol);
+    const sepNames = new Map<EndpointInfo, ChainName>();
+    const sepOf = (ep: EndpointInfo): ChainName => {
+      let n = sepNames.get(ep);
+      if (n === undefined) {
+        n = endpointChain(P, spn, svc.protocol, endpointString(ep));
+        sepNames.set(ep, n);
+      }
+      return n;
+    };
     const usesSvc = cat.cluster.length > 0;
     const usesSvl = cat.local.length > 0;
 
@@ -262,7 +325,7 @@ export function renderIptables(
     if (usesFw) top.active.push(fwChain);
     if (usesSvc) top.active.push(svcChain);
     if (usesSvl) top.active.push(svlChain);
-    for (const ep of cat.allReachable) top.active.push(endpointChain(P, spn, svc.protocol, endpointString(ep)));
+    for (const ep of cat.allReachable) top.active.push(sepOf(ep));
     addTop(key, top);
     if (!write) continue;
 
@@ -304,24 +367,24 @@ export function renderIptables(
       if (chain === internalChain) natChainRules.push(...internalMasq);
       if (svc.affinityTimeoutSeconds !== null) {
         for (const ep of eps) {
-          const sep = endpointChain(P, spn, svc.protocol, endpointString(ep));
-          natChainRules.push(line('-A', chain, '-m', 'comment', '--comment', c(`${spn} -> ${endpointString(ep)}`), '-m', 'recent', '--name', sep, '--rcheck', '--seconds', String(svc.affinityTimeoutSeconds), '--reap', '-j', sep));
+          const sep = sepOf(ep);
+          natChainRules.push(line('-A', chain, ...epComment(`${spn} -> ${endpointString(ep)}`), '-m', 'recent', '--name', sep, '--rcheck', '--seconds', String(svc.affinityTimeoutSeconds), '--reap', '-j', sep));
         }
       }
       eps.forEach((ep, i) => {
-        const sep = endpointChain(P, spn, svc.protocol, endpointString(ep));
+        const sep = sepOf(ep);
         const stat = i < eps.length - 1 ? ['-m', 'statistic', '--mode', 'random', '--probability', formatProbability(eps.length - i)] : [];
-        natChainRules.push(line('-A', chain, '-m', 'comment', '--comment', c(`${spn} -> ${endpointString(ep)}`), ...stat, '-j', sep));
+        natChainRules.push(line('-A', chain, ...epComment(`${spn} -> ${endpointString(ep)}`), ...stat, '-j', sep));
       });
     };
     if (usesSvc) dispatch(svcChain, cat.cluster);
     if (usesSvl) dispatch(svlChain, cat.local);
     for (const ep of cat.allReachable) {
-      const sep = endpointChain(P, spn, svc.protocol, endpointString(ep));
+      const sep = sepOf(ep);
       declare(sep);
-      natChainRules.push(line('-A', sep, '-m', 'comment', '--comment', c(spn), '-s', ep.ip, '-j', F.markMasq));
+      natChainRules.push(line('-A', sep, ...epComment(spn), '-s', ep.ip, '-j', F.markMasq));
       const affinity = svc.affinityTimeoutSeconds !== null ? ['-m', 'recent', '--name', sep, '--set'] : [];
-      natChainRules.push(line('-A', sep, '-m', 'comment', '--comment', c(spn), ...affinity, ...pm, '-j', 'DNAT', '--to-destination', endpointString(ep)));
+      natChainRules.push(line('-A', sep, ...epComment(spn), ...affinity, ...pm, '-j', 'DNAT', '--to-destination', endpointString(ep)));
     }
   }
 
@@ -337,6 +400,12 @@ export function renderIptables(
   else for (const cidr of npCidrs) natTop.push(line('-A', F.services, ...lastComment, '-d', cidr, '-m', 'addrtype', '--dst-type', 'LOCAL', '-j', F.nodePorts));
 
   const canary = scope.full ? [`:${F.canary} - [0:0]`] : [];
+  // A partial sync trusts that the kernel still holds what the last sync wrote. `-S CANARY` first in
+  // each block makes the restore fail (before anything of that table is committed) when someone
+  // flushed the table, and it commits nothing by itself; the proxier then syncs in full. This is how
+  // a flushed nat or filter table is noticed while the periodic canary check reads only mangle's.
+  const canaryCheck = scope.full ? [] : [`-S ${F.canary}`];
+  const jumpLines = (t: 'filter' | 'nat'): string[] => (extras.jumps ?? []).filter((j) => j.table === t).map(jumpInsertLine);
 
   const forwardRules = [
     line('-A', F.forward, '-m', 'conntrack', '--ctstate', 'INVALID', '-j', 'DROP'),
@@ -383,18 +452,20 @@ export function renderIptables(
   ].filter((x) => x !== null);
 
   const filterAll = filterTop.flatMap((x) => x.rules);
-  const filter = ['*filter', ...filterTop.map((x) => `:${x.chain} - [0:0]`), ...canary, ...filterAll, 'COMMIT', ''].join('\n');
+  const filter = ['*filter', ...canaryCheck, ...filterTop.map((x) => `:${x.chain} - [0:0]`), ...canary, ...filterAll, ...jumpLines('filter'), 'COMMIT', ''].join('\n');
 
   // Rule order as kube-proxy writes it: P-SERVICES, P-NODEPORTS, P-MARK-MASQ, P-POSTROUTING, then per-service chains.
   const natRules = (chain: string) => natTopChains.find((x) => x.chain === chain)?.rules ?? [];
   const natAll = [...natRules(F.services), ...natRules(F.nodePorts), ...natRules(F.markMasq), ...natRules(F.postrouting), ...natChainRules];
   const nat = [
     '*nat',
+    ...canaryCheck,
     ...natTopChains.map((x) => `:${x.chain} - [0:0]`),
     ...canary,
     ...natChainDecls,
     ...natAll,
     ...deleted.map((ch) => `-X ${ch}`),
+    ...jumpLines('nat'),
     'COMMIT',
     '',
   ].join('\n');
