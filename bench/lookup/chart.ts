@@ -15,7 +15,7 @@ export function chartSpec(rows: readonly ChartRow[], title: string): Record<stri
     data: { values: rows },
     background: 'white',
     facet: {
-      row: { field: 'machine', type: 'nominal', title: null, header: { labelFontSize: 12, labelFontWeight: 'bold' } },
+      row: { field: 'machine', type: 'nominal', title: null, sort: { field: 'machineOrder', op: 'min' }, header: { labelFontSize: 12, labelFontWeight: 'bold' } },
       column: { field: 'stat', type: 'nominal', title: null, sort: ['p50', 'p99'], header: { labelFontSize: 12, labelExpr: "'connect ' + datum.value" } },
     },
     spec: {
@@ -23,10 +23,10 @@ export function chartSpec(rows: readonly ChartRow[], title: string): Record<stri
       height: 240,
       mark: { type: 'line', point: true, strokeWidth: 2 },
       encoding: {
-        x: { field: 'services', type: 'quantitative', scale: { type: 'log' }, title: 'Services', axis: { format: '~s' } },
+        x: { field: 'services', type: 'quantitative', scale: { type: 'log', nice: false }, title: 'Services', axis: { format: '~s' } },
         y: { field: 'latencyUs', type: 'quantitative', title: 'µs', scale: { zero: true } },
         color: { field: 'mode', type: 'nominal', title: 'mode', scale: { scheme: 'tableau10' } },
-        strokeDash: { field: 'target', type: 'nominal', title: 'connection to', sort: ['last Service', 'first Service'], scale: { range: [[1, 0], [5, 4]] } },
+        strokeDash: { field: 'target', type: 'nominal', title: 'connection to', sort: ['last Service', 'first Service'], scale: { range: [[1, 0], [5, 4]] }, legend: null },
         tooltip: [{ field: 'mode' }, { field: 'services' }, { field: 'target' }, { field: 'stat' }, { field: 'latencyUs', format: '.1f' }],
       },
     },

@@ -95,8 +95,9 @@ export function formatMachines(doc: LookupDocument): string {
 }
 
 export interface ChartRow {
-  /** The facet row: which machine and kernel. */
+  /** The facet row: which machine and kernel, and its place (this machine first). */
   readonly machine: string;
+  readonly machineOrder: number;
   readonly mode: string;
   readonly services: number;
   /** 'p50' or 'p99'. */
@@ -114,13 +115,13 @@ export function machineTitle(m: Machine): string {
 /** The chart's data: connect latency p50 and p99 to the first and the last Service, per mode and N. */
 export function chartRows(doc: LookupDocument): ChartRow[] {
   const out: ChartRow[] = [];
-  for (const set of doc.runs) {
+  for (const [order, set] of doc.runs.entries()) {
     for (const r of set.results) {
       if (r.error) continue;
       for (const t of r.targets) {
         for (const stat of ['p50', 'p99'] as const) {
           const v = t.run.connect[stat];
-          if (Number.isFinite(v)) out.push({ machine: machineTitle(set.machine), mode: label(r, set.machine).replace(/ \(VM\)$/, ''), services: r.services, stat, target: `${t.position} Service`, latencyUs: v });
+          if (Number.isFinite(v)) out.push({ machine: machineTitle(set.machine), machineOrder: (set.machine.where === 'vm' ? 1000 : 0) + order, mode: label(r, set.machine).replace(/ \(VM\)$/, ''), services: r.services, stat, target: `${t.position} Service`, latencyUs: v });
         }
       }
     }
