@@ -13,8 +13,10 @@ import { ErrorCode, NodenetError } from '../errors/errors.js';
 import type { Runner } from '../exec/runner.js';
 import { parseNftJsonNames, parseNftJsonTable, parseNftJsonTables, type NftNames, type NftTableInfo } from './nft-json.js';
 import type { NftFamily } from './nft-state.js';
+import { NftNetlink, type NetlinkApplyResult } from './nft-netlink/apply.js';
 
 export type { NftNames, NftTableInfo } from './nft-json.js';
+export type { NetlinkApplyResult } from './nft-netlink/apply.js';
 
 export interface Nft {
   /**
@@ -24,6 +26,15 @@ export interface Nft {
    * @throws NodenetError(NN_ERR_RULE_APPLY) with the failing lines in `details`.
    */
   apply(script: string): Promise<void>;
+  /**
+   * Applies `script` like apply(), but as nodenet's own nf_tables netlink
+   * batch (netfilter/nft-netlink/), without nft's dump of every chain, when
+   * every line is one the encoder knows. Returns `applied: false` having
+   * sent nothing when one is not (the caller then uses apply()). Optional:
+   * executors without it always go through apply().
+   * @throws NodenetError(NN_ERR_RULE_APPLY) as apply() does.
+   */
+  applyViaNetlink?(script: string): Promise<NetlinkApplyResult>;
   /** The table's chains, sets and maps (with elements), or null when the table does not exist. Read-only. */
   listTable(family: NftFamily, name: string): Promise<NftTableInfo | null>;
   /**
@@ -50,7 +61,7 @@ export interface Nft {
  * Builds the error for a failed script: nft's first error line, and the
  * script lines around each line it names (at most `maxSites` places).
  */
-export function nftApplyError(script: string, stderr: string, exitCode: number, maxSites = 3): NodenetError {
+export function nftApplyError(script: string, stderr: string, exitCode: number, maxSites = 3, what = 'nft -f'): NodenetError {
   const lines = script.split('\n');
   const errLines = stderr.split('\n').filter((l) => /Error:/.test(l));
   const first = (errLines[0] || stderr.trim().split('\n')[0] || `nft exited ${exitCode}`).trim();
@@ -65,7 +76,7 @@ export function nftApplyError(script: string, stderr: string, exitCode: number, 
   });
   const details = [stderr.trim().slice(0, 4000), ...blocks].join('\n\n');
   const where = uniq.length ? ` at line ${uniq[0]} of ${lines.length}` : '';
-  return new NodenetError(ErrorCode.RuleApply, `nft -f failed${where}: ${first}`, { details });
+  return new NodenetError(ErrorCode.RuleApply, `${what} failed${where}: ${first}`, { details });
 }
 
 export interface NftExecutorDeps {
@@ -73,12 +84,25 @@ export interface NftExecutorDeps {
   /** Run every nft command inside this network namespace (a path such as /var/run/netns/X). */
   readonly netns?: string;
   readonly timeoutMs?: number;
+  /**
+   * Offer applyViaNetlink; false: every script goes through `nft -f`.
+   * Default: true unless the environment has NODENET_NFT_NETLINK=0 (the switch for comparing the two paths).
+   */
+  readonly netlinkBatch?: boolean;
 }
 
 const NOT_FOUND = /No such file or directory/;
 
 export class NftExecutor implements Nft {
-  constructor(private readonly deps: NftExecutorDeps) {}
+  readonly applyViaNetlink?: (script: string) => Promise<NetlinkApplyResult>;
+
+  constructor(private readonly deps: NftExecutorDeps) {
+    if (deps.netlinkBatch ?? process.env['NODENET_NFT_NETLINK'] !== '0') {
+      const nl = new NftNetlink(deps.netns !== undefined ? { netns: deps.netns } : {});
+      // Synchronous underneath (the kernel answers within sendto); async to match apply().
+      this.applyViaNetlink = async (script) => nl.apply(script);
+    }
+  }
 
   private run(argv: string[], input?: string) {
     return this.deps.runner.run(['nft', ...argv], {
