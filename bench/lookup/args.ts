@@ -3,7 +3,7 @@
  * validated. Pure.
  */
 import { FlagError, parseFlags } from '../../agent/src/cli/flags.js';
-import { list } from '../proxy-sync/args.js';
+import { list, posInt as int } from '../proxy-sync/args.js';
 import { LOOKUP_MODES, type LookupMode } from './modes.js';
 import { MAX_SERVICES } from './workload.js';
 
@@ -41,13 +41,6 @@ export interface LookupArgs {
 }
 
 const STRING_FLAGS = ['modes', 'sizes', 'count', 'seconds', 'warmup', 'rtt', 'changes', 'vm-modes', 'vm-sizes', 'out', 'include'];
-
-function int(flag: string, v: string, min: number, max: number): number {
-  if (!/^\d+$/.test(v)) throw new FlagError(`--${flag}: ${JSON.stringify(v)} is not a whole number`);
-  const n = Number(v);
-  if (n < min || n > max) throw new FlagError(`--${flag}: ${n} is outside ${min}..${max}`);
-  return n;
-}
 
 function modes(flag: string, v: string): LookupMode[] {
   return list(flag, v).map((m) => {

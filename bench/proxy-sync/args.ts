@@ -42,7 +42,8 @@ function isMode(s: string): s is BenchMode {
   return (BENCH_MODES as readonly string[]).includes(s);
 }
 
-function posInt(flag: string, v: string, min: number, max: number): number {
+/** A whole number in min..max. @throws FlagError naming the flag (bench/lookup uses it too) */
+export function posInt(flag: string, v: string, min: number, max: number): number {
   if (!/^\d+$/.test(v)) throw new FlagError(`--${flag}: ${JSON.stringify(v)} is not a whole number`);
   const n = Number(v);
   if (n < min || n > max) throw new FlagError(`--${flag}: ${n} is outside ${min}..${max}`);
