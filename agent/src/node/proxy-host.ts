@@ -41,7 +41,7 @@ import { Proxier, type ProxierObserver } from '../proxy/proxier.js';
 import { ServiceHealthServer } from '../proxy/healthcheck.js';
 import type { ProxyBackend, ProxyNodeConfig, ProxySnapshot } from '../proxy/types.js';
 import type { Clock } from '../reconcile/clock.js';
-import { describeApplied, writeProxyStatus, type ProxyStatus } from './proxy-status.js';
+import { AppliedCache, describeApplied, writeProxyStatus, type ProxyStatus } from './proxy-status.js';
 
 export const NODE_SYSCTLS: readonly (readonly [string, string])[] = [
   ['net.ipv4.ip_forward', '1'],
@@ -103,6 +103,8 @@ export const LARGE_SYNC_SERVICE_PORTS = 5000;
 export class ProxyHost {
   private source: ProxySource | null = null;
   private applied: ProxySnapshot | null = null;
+  /** The status's per-endpoint-list text, reused across syncs (a partial sync changes few lists). */
+  private readonly appliedCache = new AppliedCache();
   /** kube-proxy's service health server, driven after every successful sync. */
   private readonly health: ServiceHealthServer | null;
   readonly proxier: Proxier;
@@ -168,7 +170,7 @@ export class ProxyHost {
       syncs: p.syncCount,
       ready: p.ready,
       lastSync: p.lastSync,
-      applied: describeApplied(this.applied),
+      applied: describeApplied(this.applied, this.appliedCache),
       rejected: p.rejected(),
       ignored: p.ignored(),
       manifestErrors: Object.fromEntries(this.source?.errors() ?? []),
@@ -179,7 +181,7 @@ export class ProxyHost {
     // Not after stop(): a source's scan still in flight would write into a directory its owner may be removing.
     if (!this.deps.statusFile || this.stopped) return;
     try {
-      writeProxyStatus(this.deps.statusFile, this.status());
+      writeProxyStatus(this.deps.statusFile, this.status(), { snapshot: this.applied, cache: this.appliedCache });
     } catch (err) {
       this.log.warn({ [F.err]: err }, 'cannot write the proxy status file');
     }

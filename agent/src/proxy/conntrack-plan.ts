@@ -51,6 +51,8 @@ function minus(a: ConntrackTarget[], b: ConntrackTarget[]): ConntrackTarget[] {
   return a.filter((t) => !ids.has(targetId(t)));
 }
 
+const isUDPKey = (k: SpnKey): boolean => k.endsWith('/UDP');
+
 /**
  * The conntrack work after applying `svc` and `eps` (results of the same
  * sync); `services`/`endpoints` are the applied state after them.
@@ -61,10 +63,12 @@ export function planConntrackCleanup(
   services: ReadonlyMap<SpnKey, ServicePortInfo>,
   endpoints: ReadonlyMap<SpnKey, readonly EndpointInfo[]>,
 ): ConntrackAction[] {
+  // Only UDP ports have conntrack work, and an spnKey names its protocol: a full sync at 30,000 TCP
+  // Services skips them all here instead of mapping every change.
   const svcPrev = new Map<SpnKey, ServicePortInfo | null>();
-  for (const c of svc.portChanges) svcPrev.set(c.key, c.prev);
+  for (const c of svc.portChanges) if (isUDPKey(c.key)) svcPrev.set(c.key, c.prev);
   const epPrev = new Map<SpnKey, readonly EndpointInfo[]>();
-  for (const c of eps.portChanges) epPrev.set(c.key, c.prev);
+  for (const c of eps.portChanges) if (isUDPKey(c.key)) epPrev.set(c.key, c.prev);
   const prevInfo = (k: SpnKey): ServicePortInfo | null => (svcPrev.has(k) ? svcPrev.get(k)! : services.get(k) ?? null);
   const prevEps = (k: SpnKey): readonly EndpointInfo[] => (epPrev.has(k) ? epPrev.get(k)! : endpoints.get(k) ?? []);
 

@@ -32,13 +32,13 @@ import type { Logger } from '../log/log.js';
 import type { Conntrack } from '../netfilter/conntrack.js';
 import type { Clock } from '../reconcile/clock.js';
 import { describeAction, planConntrackCleanup, type ConntrackAction } from './conntrack-plan.js';
-import { EndpointsChangeTracker, EndpointsMap } from './endpoints-map.js';
+import { EndpointsChangeTracker, EndpointsMap, type UpdateEndpointsMapResult } from './endpoints-map.js';
 import { ObjectAdmission, type EndpointSliceHandler, type Ignored, type Rejection, type ServiceHandler } from './handlers.js';
 import type { PortRange } from './model/service.js';
-import { ServiceChangeTracker, ServicePortMap } from './service-map.js';
-import { buildSnapshot } from './snapshot.js';
+import { ServiceChangeTracker, ServicePortMap, type UpdateServiceMapResult } from './service-map.js';
+import { SnapshotTracker } from './snapshot.js';
 import { BoundedFrequencyRunner } from '../reconcile/sync-runner.js';
-import type { ProxyBackend, ProxyNodeConfig, ProxySnapshot, ServiceKey, SyncScope } from './types.js';
+import type { ProxyBackend, ProxyNodeConfig, ProxySnapshot, ServiceKey, SpnKey, SyncScope } from './types.js';
 
 export interface ProxierDeps {
   readonly backend: ProxyBackend;
@@ -123,6 +123,12 @@ export interface SyncStats {
   readonly conntrackActions: number;
 }
 
+/** The spnKeys a sync's map updates touched. */
+function* changedPorts(svc: UpdateServiceMapResult, eps: UpdateEndpointsMapResult): Iterable<SpnKey> {
+  for (const c of svc.portChanges) yield c.key;
+  for (const c of eps.portChanges) yield c.key;
+}
+
 export class Proxier implements ServiceHandler, EndpointSliceHandler {
   private readonly log: Logger;
   private readonly admission: ObjectAdmission;
@@ -130,6 +136,8 @@ export class Proxier implements ServiceHandler, EndpointSliceHandler {
   private readonly endpointsChanges: EndpointsChangeTracker;
   private readonly serviceMap = new ServicePortMap();
   private readonly endpointsMap = new EndpointsMap();
+  /** The maps as a snapshot, kept current per change (a partial sync must not rebuild 30,000 entries). */
+  private readonly snapshots = new SnapshotTracker();
   private readonly runner: BoundedFrequencyRunner;
 
   private servicesSynced = false;
@@ -282,7 +290,8 @@ export class Proxier implements ServiceHandler, EndpointSliceHandler {
     const startedAt = clock.now();
     const svcResult = this.serviceMap.apply(this.serviceChanges.drain());
     const epResult = this.endpointsMap.apply(this.endpointsChanges.drain());
-    const triggerTimes = [...this.unsyncedTriggerTimes, ...[...this.triggerTimes.values()].flat()];
+    const triggerTimes = this.unsyncedTriggerTimes;
+    for (const list of this.triggerTimes.values()) for (const t of list) triggerTimes.push(t);
     this.unsyncedTriggerTimes = [];
     this.triggerTimes.clear();
     for (const k of svcResult.changedServices) this.pendingChanged.add(k);
@@ -293,9 +302,11 @@ export class Proxier implements ServiceHandler, EndpointSliceHandler {
 
     const reason = await this.chooseScope(startedAt);
     const scope: SyncScope = reason === 'partial' ? { full: false, changed: new Set(this.pendingChanged) } : { full: true };
-    const snapshot = buildSnapshot(this.serviceMap.view(), this.endpointsMap.view());
-    let endpointCount = 0;
-    for (const eps of snapshot.endpoints.values()) endpointCount += eps.length;
+    // A full sync rebuilds the snapshot from the maps; a partial one updates the last at the ports that changed.
+    const snapshot = scope.full
+      ? this.snapshots.rebuild(this.serviceMap.view(), this.endpointsMap.view())
+      : this.snapshots.update(changedPorts(svcResult, epResult), this.serviceMap.view(), this.endpointsMap.view());
+    const endpointCount = this.snapshots.endpointCount;
     const base = {
       startedAt,
       scope: scope.full ? ('full' as const) : ('partial' as const),
@@ -391,7 +402,7 @@ export class Proxier implements ServiceHandler, EndpointSliceHandler {
 
   /** The applied state as a snapshot (what the last sync rendered, plus nothing pending). */
   snapshot(): ProxySnapshot {
-    return buildSnapshot(this.serviceMap.view(), this.endpointsMap.view());
+    return this.snapshots.current();
   }
 
   /** Objects rejected as invalid, with the offending field. */

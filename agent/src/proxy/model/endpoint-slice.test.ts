@@ -1,7 +1,8 @@
 import t from 'tap';
 import { InvalidObjectError } from '../../errors/errors.js';
 import { makeEndpointSlice, nodeName, podIP, withField, type JsonObject } from '../../testing/addresses.js';
-import { mergeSlices, parseEndpointSlice, type EndpointSliceInfo, type ParsedEndpointSlice } from './endpoint-slice.js';
+import { ipToInt, parseIPv4 } from '../../net/ip.js';
+import { compareEndpoints, mergeSlices, parseEndpointSlice, type EndpointSliceInfo, type ParsedEndpointSlice } from './endpoint-slice.js';
 
 function info(p: ParsedEndpointSlice): EndpointSliceInfo {
   if (p.kind !== 'slice') throw new Error(`expected a slice, got ignored: ${p.reason}`);
@@ -170,4 +171,15 @@ t.test('mergeSlices: no ports or no endpoints give no entry', async (t) => {
   const a = info(parseEndpointSlice(makeEndpointSlice({ service: 's', ports: [], endpoints: [{ ip: podIP(1, 1) }] })));
   const b = info(parseEndpointSlice(makeEndpointSlice({ service: 's', name: 's-2', ports: [{ port: 80 }], endpoints: [] })));
   t.equal(mergeSlices([a, b], 'node-1').size, 0);
+});
+
+t.test('compareEndpoints orders by the numeric IP, then port, as ipToInt does', async (t) => {
+  const ips = ['0.0.0.0', '9.255.255.255', '10.0.0.1', '10.0.0.10', '10.0.0.2', '10.244.1.2', '192.168.0.1', '255.255.255.255', '1.2.3.4', '100.0.0.0'];
+  for (const a of ips) {
+    for (const b of ips) {
+      const want = Math.sign(ipToInt(a) - ipToInt(b));
+      t.equal(Math.sign(compareEndpoints({ ip: parseIPv4(a), port: 80 }, { ip: parseIPv4(b), port: 80 })), want, `${a} vs ${b}`);
+    }
+  }
+  t.ok(compareEndpoints({ ip: parseIPv4('10.0.0.1'), port: 80 }, { ip: parseIPv4('10.0.0.1'), port: 8080 }) < 0, 'same IP: by port');
 });

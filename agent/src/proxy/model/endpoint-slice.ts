@@ -21,7 +21,7 @@
  *   the ready copy, then serving, then local.
  */
 import { InvalidObjectError } from '../../errors/errors.js';
-import { ipToInt, isIPv4, parseIPv4, type IPv4 } from '../../net/ip.js';
+import { isIPv4, parseIPv4, type IPv4 } from '../../net/ip.js';
 import { spnKey, type EndpointInfo, type Protocol, type ServiceKey, type ServicePortName, type SpnKey } from '../types.js';
 import { excludedByLabels, isDNS1123Label, isDNS1123Subdomain, isObj, join, objectMeta, optArr, optBool, optObj, optInt, optStr, portNumber, protocolField, show } from './fields.js';
 
@@ -133,7 +133,21 @@ function rank(e: EndpointInfo): number {
 }
 
 export function compareEndpoints(a: Pick<EndpointInfo, 'ip' | 'port'>, b: Pick<EndpointInfo, 'ip' | 'port'>): number {
-  return ipToInt(a.ip) - ipToInt(b.ip) || a.port - b.port;
+  return (a.ip === b.ip ? 0 : dottedQuadInt(a.ip) - dottedQuadInt(b.ip)) || a.port - b.port;
+}
+
+/** ipToInt for an address parseIPv4 already accepted: one pass over the characters, no regex (mergeSlices sorts with it at 30,000 Services). */
+function dottedQuadInt(ip: IPv4): number {
+  let n = 0;
+  let octet = 0;
+  for (let i = 0; i < ip.length; i++) {
+    const c = ip.charCodeAt(i);
+    if (c === 46) {
+      n = n * 256 + octet;
+      octet = 0;
+    } else octet = octet * 10 + (c - 48);
+  }
+  return n * 256 + octet;
 }
 
 /**
@@ -169,7 +183,8 @@ export function mergeSlices(slices: Iterable<EndpointSliceInfo>, nodeName: strin
   }
   const out = new Map<SpnKey, readonly EndpointInfo[]>();
   for (const k of [...byPort.keys()].sort()) {
-    const list = [...byPort.get(k)!.values()].sort(compareEndpoints);
+    const list = [...byPort.get(k)!.values()];
+    if (list.length > 1) list.sort(compareEndpoints);
     if (list.length > 0) out.set(k, list);
   }
   return out;
