@@ -638,7 +638,8 @@ export function servicesSuite(mode: Mode, source: Source = 'manifests'): void {
     conn.stdout.on('data', (d: Buffer) => (got += d.toString()));
     const roundTrip = async (line: string): Promise<boolean> => {
       conn.stdin.write(`${line}\n`);
-      const deadline = Date.now() + 3000;
+      // Stretched like every other wait here: in a loaded emulated VM socat and the echo server's fork take seconds.
+      const deadline = Date.now() + 3000 * SCALE;
       while (Date.now() < deadline) {
         if (got.includes(line)) return true;
         await sleep(20);
