@@ -13,6 +13,7 @@
  */
 import type { GuestContext, VmSuite } from '../suite.js';
 import { collect } from '../guest/tap-lite.js';
+import { lookupSmoke } from './lookup.js';
 import type { Mode } from '../../test/services-suite.js';
 
 const MODES: readonly Mode[] = ['ipvs', 'iptables', 'nftables'];
@@ -24,13 +25,18 @@ async function run(ctx: GuestContext): Promise<string> {
   // there `tap` is the real one, which would start a test run of its own.
   const { servicesSuite } = await import('../../test/services-suite.js');
   const harnesses = MODES.map((mode) => collect(mode, () => servicesSuite(mode), (line) => ctx.log(`[${mode}] ${line}`)));
+  // The rule-lookup benchmark's small IPVS run (suites/lookup.ts) shares this VM: one boot fewer in CI.
+  const lookup = lookupSmoke(ctx).then((details) => ({ ok: true, details }), (e: unknown) => ({ ok: false, details: e instanceof Error ? e.message : String(e) }));
   const results = await Promise.all(harnesses.map((h) => h.run()));
+  const smoke = await lookup;
   const summary = results.map((r) => `${r.name} ${r.tests - new Set(r.failures.map((f) => f.split(':')[0])).size}/${r.tests} tests, ${r.passed} assertions`).join('; ');
   const failed = results.filter((r) => r.failed > 0);
-  if (failed.length > 0) {
-    throw new Error(`${failed.map((r) => `${r.name}: ${r.failed} failures, first: ${r.failures[0]?.split('\n')[0]}`).join('; ')} (${summary})`);
+  if (failed.length > 0 || !smoke.ok) {
+    const why = failed.map((r) => `${r.name}: ${r.failed} failures, first: ${r.failures[0]?.split('\n')[0]}`);
+    if (!smoke.ok) why.push(`lookup smoke: ${smoke.details}`);
+    throw new Error(`${why.join('; ')} (${summary})`);
   }
-  return summary;
+  return `${summary}; lookup smoke: ${smoke.details}`;
 }
 
 export const suite: VmSuite = {
