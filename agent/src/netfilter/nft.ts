@@ -13,10 +13,10 @@ import { ErrorCode, NodenetError } from '../errors/errors.js';
 import type { Runner } from '../exec/runner.js';
 import { parseNftJsonNames, parseNftJsonTable, parseNftJsonTables, type NftNames, type NftTableInfo } from './nft-json.js';
 import type { NftFamily } from './nft-state.js';
-import { NftNetlink, type NetlinkApplyResult } from './nft-netlink/apply.js';
+import { NftNetlink, type NetlinkApplyResult, type NftNetlinkApplyOptions } from './nft-netlink/apply.js';
 
 export type { NftNames, NftTableInfo } from './nft-json.js';
-export type { NetlinkApplyResult } from './nft-netlink/apply.js';
+export type { NetlinkApplyResult, NftNetlinkApplyOptions } from './nft-netlink/apply.js';
 
 export interface Nft {
   /**
@@ -34,7 +34,7 @@ export interface Nft {
    * executors without it always go through apply().
    * @throws NodenetError(NN_ERR_RULE_APPLY) as apply() does.
    */
-  applyViaNetlink?(script: string): Promise<NetlinkApplyResult>;
+  applyViaNetlink?(script: string, opts?: NftNetlinkApplyOptions): Promise<NetlinkApplyResult>;
   /** The table's chains, sets and maps (with elements), or null when the table does not exist. Read-only. */
   listTable(family: NftFamily, name: string): Promise<NftTableInfo | null>;
   /**
@@ -94,13 +94,13 @@ export interface NftExecutorDeps {
 const NOT_FOUND = /No such file or directory/;
 
 export class NftExecutor implements Nft {
-  readonly applyViaNetlink?: (script: string) => Promise<NetlinkApplyResult>;
+  readonly applyViaNetlink?: (script: string, opts?: NftNetlinkApplyOptions) => Promise<NetlinkApplyResult>;
 
   constructor(private readonly deps: NftExecutorDeps) {
     if (deps.netlinkBatch ?? process.env['NODENET_NFT_NETLINK'] !== '0') {
       const nl = new NftNetlink(deps.netns !== undefined ? { netns: deps.netns } : {});
       // Synchronous underneath (the kernel answers within sendto); async to match apply().
-      this.applyViaNetlink = async (script) => nl.apply(script);
+      this.applyViaNetlink = async (script, opts) => nl.apply(script, opts);
     }
   }
 

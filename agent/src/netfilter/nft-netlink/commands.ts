@@ -1,11 +1,14 @@
 /**
- * netfilter/nft-netlink/commands: the `nft -f` lines of a partial proxy sync,
- * as typed commands the encoder (encode.ts) turns into nf_tables netlink
- * messages.
+ * netfilter/nft-netlink/commands: the `nft -f` lines of a proxy sync (partial
+ * or full), as typed commands the encoder (encode.ts) turns into nf_tables
+ * netlink messages.
  *
  * Narrow on purpose: exactly the command and rule shapes the nftables
- * proxier's partial render writes (proxy/nftables/render.ts), one command per
- * line. Any line outside them makes the whole script `unsupported`, and the
+ * proxier's render writes (proxy/nftables/render.ts), one command per line:
+ * a full sync adds the table with its comment, base chains (type, hook,
+ * priority), chains with comments, the named sets and verdict maps, their
+ * flushes, and the fixed rules (ct state, vmap dispatch, fib daddr, reject,
+ * the masquerade mark, masquerade fully-random). Any line outside them makes the whole script `unsupported`, and the
  * caller applies it with `nft -f` instead: a construct we do not know is never
  * guessed at. The expressions chosen for each shape are the ones nft 1.0.6
  * generates for it (checked with `nft --debug=netlink` and the bytes it
@@ -13,7 +16,6 @@
  *
  * Pure: no I/O.
  */
-import { isIPv4 } from '../../net/ip.js';
 
 /** A verdict of a rule or map element. */
 export type NlVerdict =
@@ -31,7 +33,18 @@ export type NlMatch =
   /** `numgen random mod N == V`. */
   | { readonly kind: 'numgen'; readonly mod: number; readonly value: number }
   /** `meta l4proto PROTO`. */
-  | { readonly kind: 'l4proto'; readonly proto: number };
+  | { readonly kind: 'l4proto'; readonly proto: number }
+  /** `ct state new`. */
+  | { readonly kind: 'ct-state-new' }
+  /** `fib daddr type local`. */
+  | { readonly kind: 'fib-daddr-local' }
+  /** `mark and MASK == 0`. */
+  | { readonly kind: 'mark-and-zero'; readonly mask: number };
+
+/** The key of a verdict-map dispatch: `ip daddr . meta l4proto . th dport` or `meta l4proto . th dport`. */
+export type NlVmapKey = 'daddr-proto-port' | 'proto-port';
+/** The key types of the render's named sets and maps. */
+export type NlSetKey = 'ipv4' | 'ipv4-proto-port' | 'proto-port';
 
 /** The statement that ends a rule. */
 export type NlStatement =
@@ -39,7 +52,15 @@ export type NlStatement =
   /** `update @SET { ip saddr }`. */
   | { readonly kind: 'update-saddr'; readonly set: string }
   /** `dnat to IP:PORT` (after a `meta l4proto` match). */
-  | { readonly kind: 'dnat'; readonly addr: Uint8Array; readonly port: number };
+  | { readonly kind: 'dnat'; readonly addr: Uint8Array; readonly port: number }
+  /** `reject` (ICMP port unreachable, the ip family's default). */
+  | { readonly kind: 'reject' }
+  /** `KEY vmap @MAP`. */
+  | { readonly kind: 'vmap'; readonly key: NlVmapKey; readonly set: string }
+  /** `mark set mark or|xor VALUE`. */
+  | { readonly kind: 'mark-set'; readonly op: 'or' | 'xor'; readonly value: number }
+  /** `masquerade fully-random`. */
+  | { readonly kind: 'masquerade-fully-random' };
 
 export interface NlRule {
   readonly matches: readonly NlMatch[];
@@ -57,7 +78,19 @@ interface CmdBase {
 }
 
 export type NlCommand =
-  | (CmdBase & { readonly op: 'add-chain' | 'flush-chain' | 'delete-chain'; readonly chain: string })
+  | (CmdBase & { readonly op: 'add-table'; readonly comment: string | null })
+  | (CmdBase & { readonly op: 'add-chain'; readonly chain: string; readonly comment?: string | null })
+  | (CmdBase & { readonly op: 'flush-chain' | 'delete-chain'; readonly chain: string })
+  | (CmdBase & {
+      readonly op: 'add-base-chain';
+      readonly chain: string;
+      readonly type: 'filter' | 'nat';
+      readonly hook: 'prerouting' | 'input' | 'forward' | 'output' | 'postrouting';
+      readonly priority: number;
+    })
+  /** A named set (`add set`, key ipv4) or verdict map (`add map`), with a comment. */
+  | (CmdBase & { readonly op: 'add-set'; readonly set: string; readonly key: NlSetKey; readonly map: boolean; readonly comment: string | null })
+  | (CmdBase & { readonly op: 'flush-set'; readonly set: string })
   | (CmdBase & { readonly op: 'add-rule'; readonly chain: string; readonly rule: NlRule })
   | (CmdBase & { readonly op: 'add-timeout-set'; readonly set: string; readonly timeoutSec: number })
   | (CmdBase & { readonly op: 'delete-set'; readonly set: string })
@@ -85,12 +118,41 @@ const RE_RULE = new RegExp(`^add rule ip (${NAME}) (${NAME}) (.+)$`);
 const RE_SET = new RegExp(`^add set ip (${NAME}) (${NAME}) \\{ type ipv4_addr ; flags dynamic,timeout ; timeout ([1-9][0-9]{0,7})s ; \\}$`);
 const RE_DELSET = new RegExp(`^delete set ip (${NAME}) (${NAME})$`);
 const RE_ELEM = new RegExp(`^(add|delete) element ip (${NAME}) (${NAME}) \\{ (.+) \\}$`);
+// The full render's declarations (render.ts renderFixed).
+const RE_TABLE = new RegExp(`^add table ip (${NAME})(?: \\{ comment "([^"]*)" ; \\})?$`);
+const RE_BASE = new RegExp(`^add chain ip (${NAME}) (${NAME}) \\{ type (filter|nat) hook (prerouting|input|forward|output|postrouting) priority (-?[0-9]{1,4}) ; \\}$`);
+const RE_CHAIN_CMT = new RegExp(`^add chain ip (${NAME}) (${NAME}) \\{ comment "([^"]*)" ; \\}$`);
+const RE_NAMED_SET = new RegExp(`^add set ip (${NAME}) (${NAME}) \\{ type ipv4_addr ; comment "([^"]*)" ; \\}$`);
+const RE_NAMED_MAP = new RegExp(`^add map ip (${NAME}) (${NAME}) \\{ type (ipv4_addr \\. inet_proto \\. inet_service|inet_proto \\. inet_service) : verdict ; comment "([^"]*)" ; \\}$`);
+const RE_FLUSH_SET = new RegExp(`^flush (?:set|map) ip (${NAME}) (${NAME})$`);
+const RE_MARK = /^0x[0-9a-f]{1,8}$/;
+const RE_NAME = new RegExp(`^${NAME}$`);
 
 class Unsupported extends Error {}
 
+/**
+ * A dotted quad (what isIPv4 accepts: four decimal octets, no leading
+ * zeros), scanned by hand: a full sync has ~400,000 addresses.
+ */
 function ipv4(s: string): Uint8Array {
-  if (!isIPv4(s)) throw new Unsupported(`not an IPv4 address: ${s}`);
-  return Uint8Array.from(s.split('.').map(Number));
+  const out = new Uint8Array(4);
+  let part = 0;
+  let n = 0;
+  let digits = 0;
+  for (let i = 0; i <= s.length; i++) {
+    const c = i < s.length ? s.charCodeAt(i) : 46; // '.' ends the last octet
+    if (c >= 48 && c <= 57) {
+      if (digits > 0 && n === 0) throw new Unsupported(`not an IPv4 address: ${s}`); // a leading zero
+      n = n * 10 + (c - 48);
+      if (++digits > 3 || n > 255) throw new Unsupported(`not an IPv4 address: ${s}`);
+    } else if (c === 46 && digits > 0 && part < 4) {
+      out[part++] = n;
+      n = 0;
+      digits = 0;
+    } else throw new Unsupported(`not an IPv4 address: ${s}`);
+  }
+  if (part !== 4) throw new Unsupported(`not an IPv4 address: ${s}`);
+  return out;
 }
 
 function port(s: string): number {
@@ -108,7 +170,7 @@ function comment(s: string): string {
 
 function verdict(toks: readonly string[]): NlVerdict {
   if (toks.length === 1 && (toks[0] === 'drop' || toks[0] === 'return')) return { kind: toks[0] };
-  if (toks.length === 2 && (toks[0] === 'jump' || toks[0] === 'goto') && new RegExp(`^${NAME}$`).test(toks[1]!)) return { kind: toks[0], chain: toks[1]! };
+  if (toks.length === 2 && (toks[0] === 'jump' || toks[0] === 'goto') && RE_NAME.test(toks[1]!)) return { kind: toks[0], chain: toks[1]! };
   throw new Unsupported(`verdict ${toks.join(' ')}`);
 }
 
@@ -130,7 +192,7 @@ function addrMatch(field: 'saddr' | 'daddr', neq: boolean, s: string): NlMatch {
 export function parseRuleBody(body: string): NlRule {
   let rest = body;
   let cmt: string | null = null;
-  const cm = / comment "([^"]*)"$/.exec(rest);
+  const cm = rest.endsWith('"') ? / comment "([^"]*)"$/.exec(rest) : null;
   if (cm) {
     cmt = comment(cm[1]!);
     rest = rest.slice(0, cm.index);
@@ -140,8 +202,10 @@ export function parseRuleBody(body: string): NlRule {
   const matches: NlMatch[] = [];
   let i = 0;
   let l4 = false;
+  let l4icmp = false;
   for (;;) {
     const w = t[i];
+    if (w === 'ip' && t[i + 1] === 'daddr' && t[i + 2] === '.') break; // a vmap key
     if (w === 'ip' && (t[i + 1] === 'saddr' || t[i + 1] === 'daddr')) {
       const field = t[i + 1] as 'saddr' | 'daddr';
       // `ip saddr` inside `update @x { ip saddr }` is not a match; that form starts with `update`.
@@ -150,7 +214,7 @@ export function parseRuleBody(body: string): NlRule {
         i += 4;
       } else if (t[i + 2]?.startsWith('@')) {
         const set = t[i + 2]!.slice(1);
-        if (!new RegExp(`^${NAME}$`).test(set)) throw new Unsupported(`set ${set}`);
+        if (!RE_NAME.test(set)) throw new Unsupported(`set ${set}`);
         matches.push({ kind: 'ip-in-set', field, set });
         i += 3;
       } else {
@@ -160,6 +224,19 @@ export function parseRuleBody(body: string): NlRule {
     } else if (w === 'fib' && t[i + 1] === 'saddr' && t[i + 2] === 'type' && t[i + 3] === 'local') {
       matches.push({ kind: 'fib-saddr-local' });
       i += 4;
+    } else if (w === 'fib' && t[i + 1] === 'daddr' && t[i + 2] === 'type' && t[i + 3] === 'local') {
+      matches.push({ kind: 'fib-daddr-local' });
+      i += 4;
+    } else if (w === 'ct' && t[i + 1] === 'state' && t[i + 2] === 'new') {
+      matches.push({ kind: 'ct-state-new' });
+      i += 3;
+    } else if (w === 'mark' && t[i + 1] === 'and' && RE_MARK.test(t[i + 2] ?? '') && t[i + 3] === '==' && t[i + 4] === '0') {
+      matches.push({ kind: 'mark-and-zero', mask: Number(t[i + 2]) });
+      i += 5;
+    } else if (w === 'meta' && t[i + 1] === 'l4proto' && t[i + 2] === 'icmp' && t[i + 3] !== '.') {
+      matches.push({ kind: 'l4proto', proto: 1 });
+      l4icmp = true;
+      i += 3;
     } else if (w === 'numgen' && t[i + 1] === 'random' && t[i + 2] === 'mod' && t[i + 4] === '==') {
       const mod = Number(t[i + 3]);
       const value = Number(t[i + 5]);
@@ -177,17 +254,33 @@ export function parseRuleBody(body: string): NlRule {
   if (s[0] === 'update') {
     if (s.length !== 6 || !s[1]!.startsWith('@') || s[2] !== '{' || s[3] !== 'ip' || s[4] !== 'saddr' || s[5] !== '}') throw new Unsupported(`statement ${s.join(' ')}`);
     const set = s[1]!.slice(1);
-    if (!new RegExp(`^${NAME}$`).test(set)) throw new Unsupported(`set ${set}`);
+    if (!RE_NAME.test(set)) throw new Unsupported(`set ${set}`);
     stmt = { kind: 'update-saddr', set };
   } else if (s[0] === 'dnat') {
     // Without a protocol match nft would add its own dependency; the render always writes one.
     const m = s.length === 3 && s[1] === 'to' ? /^([0-9.]+):([0-9]+)$/.exec(s[2]!) : null;
     if (!m || !l4) throw new Unsupported(`statement ${s.join(' ')}`);
     stmt = { kind: 'dnat', addr: ipv4(m[1]!), port: port(m[2]!) };
+  } else if (s.length === 1 && s[0] === 'reject') {
+    stmt = { kind: 'reject' };
+  } else if (s.length === 2 && s[0] === 'masquerade' && s[1] === 'fully-random') {
+    stmt = { kind: 'masquerade-fully-random' };
+  } else if (s.length === 5 && s[0] === 'mark' && s[1] === 'set' && s[2] === 'mark' && (s[3] === 'or' || s[3] === 'xor') && RE_MARK.test(s[4]!)) {
+    stmt = { kind: 'mark-set', op: s[3], value: Number(s[4]) };
+  } else if (s.at(-2) === 'vmap' && s.at(-1)!.startsWith('@')) {
+    const keyText = s.slice(0, -2).join(' ');
+    const set = s.at(-1)!.slice(1);
+    if (!RE_NAME.test(set)) throw new Unsupported(`set ${set}`);
+    const key: NlVmapKey | null = keyText === 'ip daddr . meta l4proto . th dport' ? 'daddr-proto-port' : keyText === 'meta l4proto . th dport' ? 'proto-port' : null;
+    if (key === null) throw new Unsupported(`vmap key ${keyText}`);
+    stmt = { kind: 'vmap', key, set };
   } else {
     stmt = { kind: 'verdict', verdict: verdict(s) };
   }
   if (l4 && stmt.kind !== 'dnat') throw new Unsupported('meta l4proto without dnat');
+  if (l4icmp && stmt.kind !== 'reject' && !(stmt.kind === 'verdict' && stmt.verdict.kind === 'drop')) throw new Unsupported('meta l4proto icmp without reject or drop');
+  // Statements that touch the mark or the address stand alone in the render; anything else is left to nft.
+  if ((stmt.kind === 'mark-set' || stmt.kind === 'masquerade-fully-random') && matches.length) throw new Unsupported(`${stmt.kind} after matches`);
   return { matches, stmt, comment: cmt };
 }
 
@@ -205,10 +298,36 @@ function elementKey(s: string): NlKeyPart[] {
   throw new Unsupported(`element key ${s}`);
 }
 
+const HOOKS = ['prerouting', 'input', 'forward', 'output', 'postrouting'] as const;
+
 function parseLine(line: number, text: string): NlCommand | null {
   if (text === '' || text.startsWith('#')) return null;
   let m = RE_CHAIN.exec(text);
   if (m) return { line, table: m[2]!, op: `${m[1] as 'add' | 'flush' | 'delete'}-chain`, chain: m[3]! };
+  if (text.startsWith('add table ')) {
+    m = RE_TABLE.exec(text);
+    if (!m) throw new Unsupported('command: table');
+    return { line, table: m[1]!, op: 'add-table', comment: m[2] !== undefined ? comment(m[2]) : null };
+  }
+  if (text.startsWith('add chain ')) {
+    m = RE_BASE.exec(text);
+    if (m) {
+      const hook = m[4] as (typeof HOOKS)[number];
+      return { line, table: m[1]!, op: 'add-base-chain', chain: m[2]!, type: m[3] as 'filter' | 'nat', hook, priority: Number(m[5]) };
+    }
+    m = RE_CHAIN_CMT.exec(text);
+    if (m) return { line, table: m[1]!, op: 'add-chain', chain: m[2]!, comment: comment(m[3]!) };
+    throw new Unsupported('command: chain');
+  }
+  m = RE_NAMED_SET.exec(text);
+  if (m) return { line, table: m[1]!, op: 'add-set', set: m[2]!, key: 'ipv4', map: false, comment: comment(m[3]!) };
+  m = RE_NAMED_MAP.exec(text);
+  if (m) {
+    const key: NlSetKey = m[3]!.startsWith('ipv4_addr') ? 'ipv4-proto-port' : 'proto-port';
+    return { line, table: m[1]!, op: 'add-set', set: m[2]!, key, map: true, comment: comment(m[4]!) };
+  }
+  m = RE_FLUSH_SET.exec(text);
+  if (m) return { line, table: m[1]!, op: 'flush-set', set: m[2]! };
   m = RE_RULE.exec(text);
   if (m) return { line, table: m[1]!, op: 'add-rule', chain: m[2]!, rule: parseRuleBody(m[3]!) };
   m = RE_SET.exec(text);
@@ -239,7 +358,7 @@ function parseLine(line: number, text: string): NlCommand | null {
  * Parses a script into commands, or says which line is outside the shapes
  * this module knows (the caller then applies the script with `nft -f`).
  */
-export function parsePartialScript(script: string): ParseResult {
+export function parseNftScript(script: string): ParseResult {
   const lines = script.split('\n');
   const commands: NlCommand[] = [];
   for (let i = 0; i < lines.length; i++) {
@@ -254,3 +373,38 @@ export function parsePartialScript(script: string): ParseResult {
   }
   return { ok: true, commands };
 }
+
+/**
+ * Parses a script a line at a time, handing each command to `each` and
+ * keeping none: at 30,000 Services a full sync is ~465,000 commands, and
+ * holding them all tripled the agent's memory. Stops at the first line it
+ * does not know (the caller then discards what it built).
+ */
+export function forEachNftCommand(
+  script: string,
+  each: (c: NlCommand) => void,
+): { readonly ok: true; readonly count: number } | { readonly ok: false; readonly line: number; readonly text: string; readonly reason: string } {
+  let count = 0;
+  let line = 0;
+  for (let at = 0; at < script.length; ) {
+    let nl = script.indexOf('\n', at);
+    if (nl < 0) nl = script.length;
+    const text = script.slice(at, nl);
+    line++;
+    at = nl + 1;
+    try {
+      const c = parseLine(line, text);
+      if (c) {
+        each(c);
+        count++;
+      }
+    } catch (e) {
+      if (e instanceof Unsupported) return { ok: false, line, text, reason: e.message };
+      throw e;
+    }
+  }
+  return { ok: true, count };
+}
+
+/** The same parser (it knows the full render's lines too); the name the partial path has always used. */
+export const parsePartialScript = parseNftScript;

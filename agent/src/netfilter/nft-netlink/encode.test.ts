@@ -1,10 +1,14 @@
 import t from 'tap';
 import { NodenetError } from '../../errors/errors.js';
 import { checkAnswers } from './apply.js';
-import { COMMENT_MAX, parsePartialScript, type NlCommand } from './commands.js';
-import { encodeBatch, encodeCommand, NLM_F } from './encode.js';
+import { COMMENT_MAX, forEachNftCommand, parsePartialScript, type NlCommand } from './commands.js';
+import { BatchEncoder, encodeBatch, encodeCommand, NLM_F } from './encode.js';
 import { parseAnswers } from './socket.js';
 import { NFT_GOLDEN } from './testdata.js';
+import { NFT_GOLDEN_FULL } from './testdata-full.js';
+import { renderNftables } from '../../proxy/nftables/render.js';
+import { ep, nodeConfig, snapshot, svc } from '../../proxy/test-fixtures.js';
+import { parseCidr } from '../../net/ip.js';
 
 function commands(script: string): readonly NlCommand[] {
   const r = parsePartialScript(script);
@@ -109,7 +113,15 @@ t.test('lines outside the known shapes make the script unsupported, naming the l
     ['add map ip kube-proxy m { type ipv4_addr : verdict ; }', /command/],
     ['add element ip kube-proxy service-ips { 10.0.0.1 . tcp . 80 : accept }', /verdict accept/],
     ['add element ip kube-proxy service-ips { 10.0.0.1 . icmp . 80 : drop }', /protocol icmp/],
-    ['add table ip kube-proxy', /command/],
+    ['add table ip kube-proxy { flags dormant ; }', /command/],
+    ['add chain ip kube-proxy x { type filter hook ingress priority 0 ; }', /command/],
+    ['add chain ip kube-proxy x { type filter hook input priority 0 ; policy drop ; }', /command/],
+    ['add map ip kube-proxy m { type ipv4_addr . inet_service : verdict ; comment "c" ; }', /command/],
+    ['add rule ip kube-proxy x ip daddr . th dport vmap @m', /vmap key/],
+    ['add rule ip kube-proxy x ip daddr 10.0.0.1 mark set mark or 0x4000', /mark-set after matches/],
+    ['add rule ip kube-proxy x meta l4proto icmp accept', /verdict accept/],
+    ['add rule ip kube-proxy x ct state established jump y', /verdict ct/],
+    ['add rule ip kube-proxy x masquerade', /verdict masquerade/],
     ['add chain ip6 kube-proxy x', /command/],
   ];
   for (const [line, reason] of cases) {
@@ -157,4 +169,75 @@ t.test('answers: acks and errors parsed; an error names its script line', async 
   t.doesNotThrow(() => checkAnswers(script, cmds, 10, [{ seq: 11, error: 0, message: null }, { seq: 12, error: 0, message: null }]));
   t.throws(() => checkAnswers(script, cmds, 10, [{ seq: 11, error: 0, message: null }]), /unanswered/);
   t.throws(() => checkAnswers(script, cmds, 10, [{ seq: 10, error: -22, message: 'loop' }, { seq: 11, error: 0, message: null }, { seq: 12, error: 0, message: null }]), /commit/);
+});
+
+t.test('a full sync: every message matches the bytes nft 1.0.6 sends for the same script', async (t) => {
+  const cmds = commands(NFT_GOLDEN_FULL.map((g) => g.line).join('\n'));
+  const msgs = split(encodeBatch(cmds, 100).bytes).slice(1, -1);
+  t.equal(msgs.length, NFT_GOLDEN_FULL.length, 'one message per line');
+  const isElem = (type: number) => type === 0xa0c;
+  NFT_GOLDEN_FULL.forEach((g, i) => {
+    const m = msgs[i]!;
+    if (isElem(g.type)) return; // below: nft orders a set's elements its own way
+    t.equal(m.type, g.type, `type: ${g.line}`);
+    t.equal(m.flags, g.flags | NLM_F.ACK, `flags: ${g.line}`);
+    t.equal(m.body, g.body, `body: ${g.line}`);
+  });
+  const want = NFT_GOLDEN_FULL.filter((g) => isElem(g.type)).map((g) => `${g.flags | NLM_F.ACK} ${dropAttr(g.body, 4)}`).sort();
+  const got = msgs.filter((m) => isElem(m.type)).map((m) => `${m.flags} ${m.body}`).sort();
+  t.ok(want.length > 15, `${want.length} elements`);
+  t.same(got, want, 'the same element messages');
+});
+
+t.test('every line of full renders is one the encoder knows', async (t) => {
+  const s = snapshot(
+    [svc('ns1', 'np', '10.96.0.11', { nodePort: 30011, affinity: 60 }), [ep('10.244.2.1:80'), ep('10.244.1.2:80', { local: true })]],
+    [svc('ns2', 'lb', '10.96.0.13', { lbVIPs: ['192.168.99.13'], sourceRanges: ['203.0.113.0/24'], nodePort: 30013, etp: 'Local' }), [ep('10.244.2.5:80')]],
+    [svc('ns2', 'empty', '10.96.0.14', { nodePort: 30014, externalIPs: ['192.168.5.5'] }), []],
+    [svc('ns2', 'dns', '10.96.0.10', { port: 53, protocol: 'UDP', portName: 'dns' }), [ep('10.244.2.6:53')]],
+  );
+  const cfgs = [
+    nodeConfig(),
+    nodeConfig({ serviceCIDRs: [parseCidr('10.96.0.0/16').cidr], nodePortAddresses: [parseCidr('192.168.0.0/24').cidr, parseCidr('10.0.0.0/8').cidr] }),
+  ];
+  for (const [i, cfg] of cfgs.entries()) {
+    for (const ping of ['reject', 'drop'] as const) {
+      const text = renderNftables(s, cfg, { full: true }, undefined, { clusterIPPing: ping }).text;
+      const r = parsePartialScript(text);
+      t.ok(r.ok, `config ${i}, ping ${ping}: ${r.ok ? `${r.commands.length} commands` : `line ${r.line}: ${r.reason}: ${r.text}`}`);
+    }
+  }
+});
+
+t.test('a big batch asks for one ack, on its last command; errors still name their line', async (t) => {
+  const script = 'add chain ip kube-proxy a/b\nflush chain ip kube-proxy a/b\nadd rule ip kube-proxy a/b drop\n';
+  const cmds = commands(script);
+  const msgs = split(encodeBatch(cmds, 10, { acks: 'last' }).bytes);
+  t.same(
+    msgs.map((m) => (m.flags & NLM_F.ACK) !== 0),
+    [false, false, false, true, false],
+    'BATCH_BEGIN, two commands without, the last with NLM_F_ACK, BATCH_END',
+  );
+  const ok = (seq: number) => ({ seq, error: 0, message: null });
+  t.doesNotThrow(() => checkAnswers(script, cmds, 10, [ok(13)], 'last'), 'the last ack alone: committed');
+  t.throws(() => checkAnswers(script, cmds, 10, [], 'last'), /unanswered/, 'no last ack: state unknown');
+  t.throws(() => checkAnswers(script, cmds, 10, [{ seq: 12, error: -2, message: null }], 'last'), /at line 2 of 4: .*No such file/, 'an error names its line');
+  t.throws(() => checkAnswers(script, cmds, 10, [{ seq: 10, error: -22, message: null }], 'last'), /commit/, 'a failed commit');
+});
+
+t.test('the streaming parser and encoder write the same batch as the whole-script ones', async (t) => {
+  const script = NFT_GOLDEN_FULL.map((g) => g.line).join('\n') + '\n# done\n';
+  for (const acks of ['all', 'last'] as const) {
+    const enc = new BatchEncoder(100, { acks });
+    const lines: number[] = [];
+    const r = forEachNftCommand(script, (c) => {
+      lines.push(c.line);
+      enc.add(c);
+    });
+    t.same(r, { ok: true, count: NFT_GOLDEN_FULL.length });
+    t.same(lines, commands(script).map((c) => c.line), 'the same script lines');
+    t.equal(enc.finish().bytes.toString('hex'), encodeBatch(commands(script), 100, { acks }).bytes.toString('hex'), `acks ${acks}: the same bytes`);
+  }
+  const bad = forEachNftCommand('add chain ip kube-proxy a\nadd rule ip kube-proxy a counter\n', () => {});
+  t.match(bad, { ok: false, line: 2 });
 });

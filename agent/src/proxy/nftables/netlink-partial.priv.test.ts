@@ -44,7 +44,7 @@ const cfg: ProxyNodeConfig = {
 const nftA = new NftExecutor({ runner, netns: A.path, netlinkBatch: false });
 const nftB = new NftExecutor({ runner, netns: B.path, netlinkBatch: true });
 const backA = new NftablesBackend({ nft: nftA, nodeConfig: cfg, log: silentLogger() });
-const backB = new NftablesBackend({ nft: nftB, nodeConfig: cfg, log: silentLogger() });
+const backB = new NftablesBackend({ nft: nftB, nodeConfig: cfg, log: silentLogger(), netlinkFull: false });
 
 // The cluster as a mutable list of [ServicePort, endpoints].
 const PKT_CIP = '10.96.5.5';
