@@ -25,6 +25,7 @@ import { NftExecutor } from '../../netfilter/nft.js';
 import type { EndpointInfo, ProxyNodeConfig, ServicePortInfo } from '../types.js';
 import { spnString } from '../types.js';
 import { ep, snapshot, svc } from '../test-fixtures.js';
+import { normalisedTable } from '../../testing/nft-table.js';
 import { NftablesBackend } from './proxier.js';
 
 const runner = new SpawnRunner();
@@ -59,25 +60,8 @@ put(svc('ns2', 'dns', '10.96.0.10', { port: 53, protocol: 'UDP', portName: 'dns'
 const snap = () => snapshot(...cluster.values());
 const keyOf = (s: ServicePortInfo) => `${s.spn.namespace}/${s.spn.name}`;
 
-/** `nft -j list table`, without handles, with set elements sorted, objects in a stable order (rules keep theirs). */
-async function listing(path: string): Promise<unknown[]> {
-  const r = await runner.run(['nsenter', `--net=${path}`, '--', 'nft', '-j', 'list', 'table', 'ip', 'kube-proxy']);
-  const strip = (v: unknown): unknown => {
-    if (Array.isArray(v)) return v.map(strip);
-    if (v && typeof v === 'object') {
-      const o: Record<string, unknown> = {};
-      for (const [k, x] of Object.entries(v)) if (k !== 'handle') o[k] = k === 'elem' && Array.isArray(x) ? x.map(strip).sort((a, b) => (JSON.stringify(a) < JSON.stringify(b) ? -1 : 1)) : strip(x);
-      return o;
-    }
-    return v;
-  };
-  const items = (JSON.parse(r.stdout) as { nftables: Record<string, { chain?: string; name?: string }>[] }).nftables.filter((x) => !('metainfo' in x));
-  const order = (x: Record<string, { chain?: string; name?: string }>) => {
-    const [kind, body] = Object.entries(x)[0]!;
-    return `${kind === 'rule' ? 'chain' : kind} ${body.chain ?? body.name ?? ''} ${kind === 'rule' ? 1 : 0}`;
-  };
-  return items.map((x) => ({ o: order(x), x: strip(x) })).sort((a, b) => (a.o < b.o ? -1 : a.o > b.o ? 1 : 0)).map((e) => e.x);
-}
+/** The two namespaces' tables compare through testing/nft-table.ts. */
+const listing = (path: string): Promise<unknown[]> => normalisedTable(runner, path);
 
 async function step(t: Test, what: string, changed: string[]): Promise<void> {
   const scope = { full: false, changed: new Set(changed) } as const;
