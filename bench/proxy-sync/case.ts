@@ -57,7 +57,7 @@ interface Mode {
   readonly ipt: ExecIptables | null;
   readonly nft: NftExecutor | null;
   /** The backend's render/apply split of its last sync (nftables only). */
-  split(): { renderMs: number | null; applyMs: number | null };
+  split(): { renderMs: number | null; applyMs: number | null; kernelMs: number | null };
   /** Rules (and elements) of the last sync, from the backend. */
   counts(): { rules: number | null; elements: number | null };
 }
@@ -70,7 +70,7 @@ async function makeMode(spec: CaseSpec, runner: CappedRunner, netnsPath: string,
       backend,
       ipt: null,
       nft,
-      split: () => ({ renderMs: backend.lastSync?.renderMs ?? null, applyMs: backend.lastSync?.applyMs ?? null }),
+      split: () => ({ renderMs: backend.lastSync?.renderMs ?? null, applyMs: backend.lastSync?.applyMs ?? null, kernelMs: backend.lastSync?.kernelMs ?? null }),
       counts: () => ({ rules: backend.lastSync?.ruleCount ?? null, elements: backend.lastSync?.elementCount ?? null }),
     };
   }
@@ -80,7 +80,7 @@ async function makeMode(spec: CaseSpec, runner: CappedRunner, netnsPath: string,
     backend,
     ipt,
     nft: null,
-    split: () => ({ renderMs: null, applyMs: null }),
+    split: () => ({ renderMs: null, applyMs: null, kernelMs: null }),
     counts: () => ({ rules: backend.lastSync?.ruleCount ?? null, elements: null }),
   };
 }
@@ -117,6 +117,7 @@ async function timedSync(proxier: Proxier, mode: Mode, timing: TimingRunner, bef
     changedServices: s && s.scope === 'partial' ? s.changedServices : null,
     renderMs: s?.ok ? split.renderMs : null,
     applyMs: s?.ok ? split.applyMs : null,
+    kernelMs: s?.ok ? split.kernelMs : null,
     commands: timing.take(),
     error: s ? s.error : 'no sync ran',
   };

@@ -2,7 +2,7 @@ import t from 'tap';
 import { commandTime, evaluateTargets, formatTable, formatTargets, median, ms, parseCaseResult, splitLine, thousands, type CaseResult, type SyncMeasure } from './report.js';
 
 const sync = (o: Partial<SyncMeasure> = {}): SyncMeasure => ({
-  ok: true, wallMs: 100, durationMs: 90, scope: 'full', changedServices: null, renderMs: null, applyMs: null, commands: [], error: null, ...o,
+  ok: true, wallMs: 100, durationMs: 90, scope: 'full', changedServices: null, renderMs: null, applyMs: null, kernelMs: null, commands: [], error: null, ...o,
 });
 const change = (d: number, wall = d + 5): SyncMeasure => sync({ wallMs: wall, durationMs: d, scope: 'partial', changedServices: 1 });
 
@@ -74,6 +74,11 @@ t.test('parseCaseResult: accepts what a child prints, names the bad field otherw
   const { restoreFloor: _drop, ...older } = r;
   t.same(parseCaseResult(JSON.parse(JSON.stringify(older))), r, 'a result from before the floor was measured: null');
   t.same(parseCaseResult(JSON.parse(JSON.stringify(result({ full: null, restart: null })))), result({ full: null, restart: null }));
+  const kerneled = result({ full: sync({ renderMs: 400, applyMs: 1300, kernelMs: 830 }) });
+  t.equal(parseCaseResult(JSON.parse(JSON.stringify(kerneled))).full?.kernelMs, 830, "the kernel's share of the apply crosses the boundary");
+  const noKernel = JSON.parse(JSON.stringify(r)) as { full: Record<string, unknown> };
+  delete noKernel.full['kernelMs'];
+  t.equal(parseCaseResult(noKernel).full?.kernelMs, null, 'a result from before the kernel share was measured: null');
   const bad = (path: (o: Record<string, unknown>) => void): unknown => {
     const o = JSON.parse(JSON.stringify(r)) as Record<string, unknown>;
     path(o);
@@ -87,6 +92,7 @@ t.test('parseCaseResult: accepts what a child prints, names the bad field otherw
   t.throws(() => parseCaseResult(bad((o) => ((o['changes'] as Record<string, unknown>[])[1]!['wallMs'] = null))), /result\.changes\[1\]\.wallMs: expected a number/);
   t.throws(() => parseCaseResult(bad((o) => ((o['full'] as Record<string, unknown>)['scope'] = 'some'))), /result\.full\.scope/);
   t.throws(() => parseCaseResult(bad((o) => delete o['capped'])), /result\.capped: expected a boolean/);
+  t.throws(() => parseCaseResult(bad((o) => ((o['full'] as Record<string, unknown>)['kernelMs'] = 'x'))), /result\.full\.kernelMs: expected a number or null/);
   t.throws(() => parseCaseResult(bad((o) => (o['restoreFloor'] = { noopMs: 1 }))), /result\.restoreFloor\.replaceMs: expected a number/);
 });
 

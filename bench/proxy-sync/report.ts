@@ -23,6 +23,8 @@ export interface SyncMeasure {
   /** The nftables backend's own split (render vs nft -f); null in iptables mode. */
   readonly renderMs: number | null;
   readonly applyMs: number | null;
+  /** Of applyMs, the kernel's time over nodenet's netlink batch; null through `nft -f`, in iptables mode, or in older results. */
+  readonly kernelMs: number | null;
   /** The commands the sync ran (canary checks, listings, the restore / nft -f), in order, with their wall time. */
   readonly commands: readonly CommandTiming[];
   readonly error: string | null;
@@ -113,6 +115,7 @@ function parseSync(x: unknown, path: string): SyncMeasure {
     changedServices: field(x, 'changedServices', isNumOrNull, 'a number or null', path),
     renderMs: field(x, 'renderMs', isNumOrNull, 'a number or null', path),
     applyMs: field(x, 'applyMs', isNumOrNull, 'a number or null', path),
+    kernelMs: x['kernelMs'] === undefined ? null : field(x, 'kernelMs', isNumOrNull, 'a number or null', path),
     commands: cmds.map((c, i) => parseCommand(c, `${path}.commands[${i}]`)),
     error: field(x, 'error', isStrOrNull, 'a string or null', path),
   };

@@ -76,12 +76,13 @@ function runChild(spec: CaseSpec, args: BenchArgs): Promise<CaseResult> {
 
 function progress(r: CaseResult): string {
   const change = r.changes.map((c) => ms(c.durationMs ?? c.wallMs)).join(', ');
-  const split = r.full?.renderMs != null ? ` (render ${ms(r.full.renderMs)}, apply ${ms(r.full.applyMs ?? NaN)})` : '';
+  const kernel = r.full?.kernelMs != null ? ` of which the kernel ${ms(r.full.kernelMs)}` : '';
+  const split = r.full?.renderMs != null ? ` (render ${ms(r.full.renderMs)}, apply ${ms(r.full.applyMs ?? NaN)}${kernel})` : '';
   return `${modeLabel(r)} ${r.services}: full ${r.full ? ms(r.full.wallMs) : '–'} ms wall${split}; changes ${change || '–'} ms; ` +
     `restart ${r.restart ? ms(r.restart.wallMs) : r.restartSkipped ?? '–'}; ` +
     `${r.restoreFloor ? `restore floor ${ms(r.restoreFloor.noopMs)} no-op / ${ms(r.restoreFloor.replaceMs)} replace ms; ` : ''}RSS ${r.rssMiB?.toFixed(0) ?? '–'} MiB${r.error ? `; ERROR ${r.error}` : ''}` +
     (r.full ? `\n    full:   ${splitLine(r.full)}` : '') +
-    r.changes.map((c, i) => `\n    change ${i + 1}: ${splitLine(c)}${c.renderMs != null ? ` (backend: render ${ms(c.renderMs)}, apply ${ms(c.applyMs ?? NaN)})` : ''}`).join('');
+    r.changes.map((c, i) => `\n    change ${i + 1}: ${splitLine(c)}${c.renderMs != null ? ` (backend: render ${ms(c.renderMs)}, apply ${ms(c.applyMs ?? NaN)}${c.kernelMs != null ? ` of which the kernel ${ms(c.kernelMs)}` : ''})` : ''}`).join('');
 }
 
 async function main(): Promise<number> {

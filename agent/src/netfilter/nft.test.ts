@@ -62,7 +62,7 @@ t.test('deleteTable is one idempotent transaction; tableExists reads nft -j list
     }
     return undefined;
   });
-  const nft = new NftExecutor({ runner: r });
+  const nft = new NftExecutor({ runner: r, netlinkBatch: false });
   await nft.deleteTable('ip', 't');
   t.equal(await nft.tableExists('ip', 't'), true);
   t.equal(await nft.tableExists('ip', 'kube-proxy'), false);
@@ -92,7 +92,7 @@ t.test('listNames reads chain and set names only (one table of the family), null
     if (a === 'nft -t -j list sets ip') return ok(sets);
     return undefined;
   });
-  const nft = new NftExecutor({ runner: r });
+  const nft = new NftExecutor({ runner: r, netlinkBatch: false });
   t.same(await nft.listNames('ip', 'kube-proxy'), {
     chains: ['services', 'service-ABC-ns/s/tcp/p'],
     sets: [
@@ -113,7 +113,7 @@ t.test('objectExists lists one object: true, false for a missing table or object
     if (cmd === 'nft list chain ip denied services') return { stdout: '', stderr: 'Error: Operation not permitted\n', exitCode: 1 };
     return undefined;
   });
-  const nft = new NftExecutor({ runner: r });
+  const nft = new NftExecutor({ runner: r, netlinkBatch: false });
   t.equal(await nft.objectExists('ip', 'kube-proxy', 'chain', 'services'), true);
   t.equal(await nft.objectExists('ip', 'gone', 'chain', 'services'), false);
   t.equal(await nft.objectExists('ip', 'kube-proxy', 'chain', 'nope'), false);

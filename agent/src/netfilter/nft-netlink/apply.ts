@@ -19,10 +19,17 @@ import { ErrorCode, NodenetError } from '../../errors/errors.js';
 import { nftApplyError } from '../nft.js';
 import { forEachNftCommand, parseNftScript, type NlCommand } from './commands.js';
 import { BatchEncoder, encodeBatch, type EncodeOptions } from './encode.js';
+import { chainNames, dumpChainsRequest, dumpSetsRequest, firstError, getObjectRequest, getTableRequest, NFPROTO, objectFound, setNames, tableFound, type SetName } from './dump.js';
 import { NfnlSocket, strerror, type NetlinkAnswer } from './socket.js';
 
 export type NetlinkApplyResult =
-  | { readonly applied: true; readonly commands: number }
+  | {
+      readonly applied: true;
+      readonly commands: number;
+      /** Milliseconds spent parsing and encoding, and waiting for the kernel (send to last answer). */
+      readonly encodeMs?: number;
+      readonly kernelMs?: number;
+    }
   /** Nothing was sent: line `line` is outside what the encoder knows. */
   | { readonly applied: false; readonly line: number; readonly reason: string };
 
@@ -121,15 +128,71 @@ export class NftNetlink {
     seqBase = (seqBase + parsed.commands.length + 2) & 0x3fffffff;
     const acks: EncodeOptions['acks'] = opts.big ? 'last' : 'all';
     const batch = encodeBatch(parsed.commands, firstSeq, { acks });
+    const t1 = performance.now();
     const answers = this.socket.send(batch.bytes);
+    const t2 = performance.now();
     if (this.idle) clearTimeout(this.idle);
     this.idle = setTimeout(() => this.close(), IDLE_CLOSE_MS).unref();
     checkAnswers(script, parsed.commands, firstSeq, answers, acks);
-    return { applied: true, commands: parsed.commands.length };
+    return { applied: true, commands: parsed.commands.length, kernelMs: t2 - t1 };
+  }
+
+  /**
+   * Whether the table exists, asked of the kernel directly (nft 1.0.6
+   * builds its whole cache to list tables: 13 s at 30,000 Services).
+   * @throws NodenetError(NN_ERR_NETLINK) when the kernel answers with an error other than ENOENT
+   */
+  tableExists(family: keyof typeof NFPROTO, table: string): boolean {
+    try {
+      return this.keep(() => tableFound(this.socket.request(getTableRequest(this.nextSeq(), NFPROTO[family], table))));
+    } catch (e) {
+      if (e instanceof NodenetError) throw e;
+      throw new NodenetError(ErrorCode.Netlink, `nf_tables netlink: GETTABLE ${family} ${table}: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  }
+
+  /** Whether one chain, set or map exists (false when its table does not), asked of the kernel: no nft process, no cache. */
+  objectExists(family: keyof typeof NFPROTO, table: string, kind: 'chain' | 'set' | 'map', name: string): boolean {
+    try {
+      return this.keep(() => objectFound(this.socket.request(getObjectRequest(this.nextSeq(), NFPROTO[family], table, kind, name)), kind));
+    } catch (e) {
+      if (e instanceof NodenetError) throw e;
+      throw new NodenetError(ErrorCode.Netlink, `nf_tables netlink: GET ${kind} ${family} ${table} ${name}: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  }
+
+  /** The names of the table's chains and named sets (no rules, no elements), or null when it does not exist. */
+  listNames(family: keyof typeof NFPROTO, table: string): { chains: string[]; sets: SetName[] } | null {
+    if (!this.tableExists(family, table)) return null;
+    return this.keep(() => {
+      const sets = this.socket.request(dumpSetsRequest(this.nextSeq(), NFPROTO[family], table));
+      const err = firstError(sets);
+      if (err === -2) return null; // deleted in between
+      if (err) throw new NodenetError(ErrorCode.Netlink, `nf_tables netlink: dump of the sets of ${family} ${table}: ${strerror(-err)}`);
+      const chains = this.socket.request(dumpChainsRequest(this.nextSeq(), NFPROTO[family]));
+      const cerr = firstError(chains);
+      if (cerr) throw new NodenetError(ErrorCode.Netlink, `nf_tables netlink: dump of the ${family} chains: ${strerror(-cerr)}`);
+      return { chains: chainNames(chains, table), sets: setNames(sets, table) };
+    });
+  }
+
+  private nextSeq(): number {
+    const s = seqBase;
+    seqBase = (seqBase + 1) & 0x3fffffff;
+    return s;
+  }
+
+  /** Runs `f` on the kept socket and re-arms its idle close. */
+  private keep<T>(f: () => T): T {
+    const r = f();
+    if (this.idle) clearTimeout(this.idle);
+    this.idle = setTimeout(() => this.close(), IDLE_CLOSE_MS).unref();
+    return r;
   }
 
   /** A big script, parsed and encoded a line at a time (only the script line of each message is kept). */
   private applyBig(script: string): NetlinkApplyResult {
+    const t0 = performance.now();
     const firstSeq = seqBase;
     // ~1.8 bytes of netlink per byte of script for the render's lines.
     const enc = new BatchEncoder(firstSeq, { acks: 'last' }, Math.ceil(script.length * 2));
@@ -148,10 +211,12 @@ export class NftNetlink {
     if (n === 0) return { applied: true, commands: 0 };
     seqBase = (seqBase + n + 2) & 0x3fffffff;
     const batch = enc.finish();
+    const t1 = performance.now();
     const answers = this.socket.send(batch.bytes);
+    const t2 = performance.now();
     if (this.idle) clearTimeout(this.idle);
     this.idle = setTimeout(() => this.close(), IDLE_CLOSE_MS).unref();
     checkAnswers(script, lines.subarray(0, n), firstSeq, answers, 'last');
-    return { applied: true, commands: n };
+    return { applied: true, commands: n, encodeMs: t1 - t0, kernelMs: t2 - t1 };
   }
 }

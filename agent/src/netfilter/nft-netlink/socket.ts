@@ -21,6 +21,7 @@ import koffi from 'koffi';
 import { ErrorCode, NodenetError } from '../../errors/errors.js';
 import { toNetnsPath, withNetnsSync } from '../../netns/netns.js';
 import { errnoName } from '../../netns/libc.js';
+import { NLMSG_DONE, NLMSG_ERROR as NLMSG_ERR, splitMessages, type NlMessage } from './dump.js';
 
 const AF_NETLINK = 16;
 const SOCK_RAW = 3;
@@ -38,6 +39,9 @@ const EINTR = 4;
 const NLMSG_ERROR = 2;
 const NLM_F_ACK_TLVS = 0x200;
 const NLMSGERR_ATTR_MSG = 1;
+const SO_RCVTIMEO = 20;
+/** How long request() waits for the next part of an answer before it gives up. */
+const REQUEST_TIMEOUT_S = 5;
 
 /** One answer: the seq it answers, 0 or a negative errno, and the kernel's extended-ack message if any. */
 export interface NetlinkAnswer {
@@ -201,6 +205,58 @@ export class NfnlSocket {
       const answers: NetlinkAnswer[] = [];
       this.drain(fd, buf, answers);
       return answers;
+    } catch (e) {
+      this.close();
+      throw e;
+    }
+  }
+
+  /**
+   * Sends one request that is not a batch (a GET, or a dump with
+   * NLM_F_DUMP) and returns the kernel's answer messages: through
+   * NLMSG_DONE for a dump, through the ack or error otherwise. A dump is
+   * produced part by part as we read (the kernel fills the next part inside
+   * our recv), so the reads block, for at most REQUEST_TIMEOUT_S each.
+   * @throws NodenetError(NN_ERR_NETLINK) when the socket fails or the answer stops coming (the socket is closed then).
+   */
+  request(msg: Buffer): NlMessage[] {
+    const c = load();
+    const fd = this.open();
+    const seq = msg.readUInt32LE(8);
+    const dump = (msg.readUInt16LE(6) & 0x300) !== 0;
+    try {
+      const tv = Buffer.alloc(16);
+      tv.writeBigInt64LE(BigInt(REQUEST_TIMEOUT_S), 0);
+      c.setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, tv, 16);
+      const buf = Buffer.alloc(1 << 18);
+      this.drain(fd, buf, null);
+      for (;;) {
+        const n = Number(c.sendto(fd, msg, msg.length, 0, sockaddrNl(), 12));
+        if (n === msg.length) break;
+        if (n < 0 && Number(koffi.errno()) === EINTR) continue;
+        if (n < 0) fail('sendto');
+        throw new NodenetError(ErrorCode.Netlink, `nf_tables netlink: sendto sent ${n} of ${msg.length} bytes`);
+      }
+      const out: NlMessage[] = [];
+      for (;;) {
+        const n = Number(c.recv(fd, buf, buf.length, 0));
+        if (n < 0) {
+          const errno = Number(koffi.errno());
+          if (errno === EINTR) continue;
+          if (errno === EAGAIN) throw new NodenetError(ErrorCode.Netlink, `nf_tables netlink: no answer to a request within ${REQUEST_TIMEOUT_S} s`);
+          fail('recv');
+        }
+        const got: NlMessage[] = [];
+        splitMessages(Buffer.from(buf.subarray(0, n)), got);
+        for (const m of got) {
+          if (m.seq !== seq) continue; // not ours (nothing else should be queued)
+          out.push(m);
+          if (m.type === NLMSG_DONE || m.type === NLMSG_ERR) {
+            // A dump's error ends it; a GET ends with its ack or error.
+            if (!dump || m.type === NLMSG_DONE || m.payload.readInt32LE(0) !== 0) return out;
+          }
+        }
+      }
     } catch (e) {
       this.close();
       throw e;

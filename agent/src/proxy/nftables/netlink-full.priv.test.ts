@@ -82,6 +82,9 @@ async function fullStep(t: Test, what: string): Promise<void> {
   t.equal(backA.lastSync!.via, 'nft', `${what}: A through nft -f`);
   t.equal(backB.lastSync!.full, true, `${what}: B full`);
   t.equal(backB.lastSync!.via, 'netlink', `${what}: B through the netlink batch`);
+  const k = backB.lastSync!.kernelMs;
+  t.ok(k !== null && k >= 0 && k <= backB.lastSync!.applyMs + 1, `${what}: B's kernel share is measured and within its apply (${k} of ${backB.lastSync!.applyMs} ms)`);
+  t.equal(backA.lastSync!.kernelMs, null, `${what}: no kernel share through nft -f`);
   const a = await listing(A.path);
   t.ok(a.length > 60, `${what}: a table with content (${a.length} objects)`);
   t.same(await listing(B.path), a, `${what}: the tables are equal (nft -j)`);

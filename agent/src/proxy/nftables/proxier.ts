@@ -84,6 +84,11 @@ export interface NftablesSyncStats {
   readonly via: 'nft' | 'netlink';
   readonly renderMs: number;
   readonly applyMs: number;
+  /**
+   * Of applyMs, the time the kernel took over the netlink batch (sendmsg to
+   * its last answer); null through `nft -f`.
+   */
+  readonly kernelMs: number | null;
   readonly durationMs: number;
 }
 
@@ -143,8 +148,9 @@ export class NftablesBackend implements ProxyBackend {
       const rendered = this.now();
       if (this.log.isLevelEnabled('trace')) this.log.trace({ [F.mode]: 'nftables' }, `nft transaction:\n${r.text}`);
       let via: 'nft' | 'netlink' = 'nft';
+      let kernelMs: number | null = null;
       try {
-        via = await this.apply(r.text, full);
+        ({ via, kernelMs } = await this.apply(r.text, full));
       } catch (e) {
         // The batch was all-or-nothing, so the record still matches the
         // kernel; but a failed full sync may mean the kernel drifted from
@@ -165,6 +171,7 @@ export class NftablesBackend implements ProxyBackend {
         via,
         renderMs: rendered - start,
         applyMs: end - rendered,
+        kernelMs,
         durationMs: end - start,
       };
       this.log.debug(
@@ -185,19 +192,19 @@ export class NftablesBackend implements ProxyBackend {
    * every line of it (full syncs unless netlinkFull is off); otherwise `nft -f`.
    * Both are all-or-nothing, and both raise NN_ERR_RULE_APPLY.
    */
-  private async apply(text: string, full: boolean): Promise<'nft' | 'netlink'> {
+  private async apply(text: string, full: boolean): Promise<{ via: 'nft' | 'netlink'; kernelMs: number | null }> {
     const nft = this.deps.nft;
     const viaNetlink = full ? (this.deps.netlinkFull ?? fullSyncViaNetlinkDefault()) : this.deps.netlinkPartial !== false;
     if (viaNetlink && nft.applyViaNetlink) {
       const r = await nft.applyViaNetlink(text, full ? { big: true } : {});
-      if (r.applied) return 'netlink';
+      if (r.applied) return { via: 'netlink', kernelMs: r.kernelMs ?? null };
       this.log.debug(
         { [F.mode]: 'nftables', [F.reason]: r.reason },
         `${full ? 'full' : 'partial'} sync through nft -f: line ${r.line} is not one the netlink encoder knows`,
       );
     }
     await nft.apply(text);
-    return 'nft';
+    return { via: 'nft', kernelMs: null };
   }
 
   /** True when our table is gone (someone ran `nft flush ruleset` or deleted it): the kernel holds nothing of ours. */
