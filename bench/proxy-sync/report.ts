@@ -48,6 +48,8 @@ export interface CaseResult {
   /** process RSS before feeding anything, and after the full sync (MiB). */
   readonly rssBaselineMiB: number;
   readonly rssMiB: number | null;
+  /** RSS after the full GC the agent runs after a large full sync (node/full-gc.ts) and a second's rest; null in older results. */
+  readonly rssAfterGcMiB: number | null;
   readonly heapUsedMiB: number | null;
   readonly changes: readonly SyncMeasure[];
   /**
@@ -147,6 +149,7 @@ export function parseCaseResult(x: unknown): CaseResult {
     kernelEndpointChains: field(x, 'kernelEndpointChains', isNumOrNull, 'a number or null', p),
     rssBaselineMiB: field(x, 'rssBaselineMiB', isNum, 'a number', p),
     rssMiB: field(x, 'rssMiB', isNumOrNull, 'a number or null', p),
+    rssAfterGcMiB: x['rssAfterGcMiB'] === undefined ? null : field(x, 'rssAfterGcMiB', isNumOrNull, 'a number or null', p),
     heapUsedMiB: field(x, 'heapUsedMiB', isNumOrNull, 'a number or null', p),
     changes: ch.map((c, i) => parseSync(c, `${p}.changes[${i}]`)),
     restoreFloor: parseFloor(x['restoreFloor'], `${p}.restoreFloor`),
@@ -196,7 +199,7 @@ function changeDurations(r: CaseResult): number[] {
   return r.changes.filter((c) => c.ok).map((c) => c.durationMs ?? c.wallMs);
 }
 
-export const TABLE_HEAD = ['mode', 'Services', 'rules/elements', 'full sync (ms)', 'one-endpoint change p50/max (ms)', 'restart full sync (ms)', 'restore floor no-op / replace (ms)', 'RSS (MiB)'];
+export const TABLE_HEAD = ['mode', 'Services', 'rules/elements', 'full sync (ms)', 'one-endpoint change p50/max (ms)', 'restart full sync (ms)', 'restore floor no-op / replace (ms)', 'RSS (MiB): after the sync / after the GC'];
 
 /** One Markdown row per case, in the order given. */
 export function formatTable(results: readonly CaseResult[], capS: number): string {
@@ -206,7 +209,7 @@ export function formatTable(results: readonly CaseResult[], capS: number): strin
     const failed = r.changes.length - d.length;
     const change = r.changes.length === 0 ? (r.capped ? 'capped' : '–') : `${ms(median(d))} / ${ms(max(d))}${failed ? ` (${failed} failed)` : ''}`;
     const restart = r.restart ? syncCell(r.restart, r.capped, capS) : r.restartSkipped ? 'skipped' : '–';
-    const rss = r.rssMiB === null ? '–' : r.rssMiB.toFixed(0);
+    const rss = r.rssMiB === null ? '–' : `${r.rssMiB.toFixed(0)}${r.rssAfterGcMiB === null ? '' : ` / ${r.rssAfterGcMiB.toFixed(0)}`}`;
     const floor = r.restoreFloor === null ? '–' : `${ms(r.restoreFloor.noopMs)} / ${ms(r.restoreFloor.replaceMs)}`;
     return [modeLabel(r), thousands(r.services), rules, syncCell(r.full, r.capped, capS), change, restart, floor, rss];
   });

@@ -40,7 +40,7 @@ function version(argv: string[]): string {
 function lostCase(spec: CaseSpec, why: string): CaseResult {
   return {
     mode: spec.mode, services: spec.services, netns: spec.netns, iptablesBackend: null, feedMs: 0, full: null, rules: null, elements: null,
-    kernelEndpointChains: null, rssBaselineMiB: 0, rssMiB: null, heapUsedMiB: null, changes: [], restoreFloor: null, restart: null, restartSkipped: null, capped: false, error: why,
+    kernelEndpointChains: null, rssBaselineMiB: 0, rssMiB: null, rssAfterGcMiB: null, heapUsedMiB: null, changes: [], restoreFloor: null, restart: null, restartSkipped: null, capped: false, error: why,
   };
 }
 
@@ -80,7 +80,7 @@ function progress(r: CaseResult): string {
   const split = r.full?.renderMs != null ? ` (render ${ms(r.full.renderMs)}, apply ${ms(r.full.applyMs ?? NaN)}${kernel})` : '';
   return `${modeLabel(r)} ${r.services}: full ${r.full ? ms(r.full.wallMs) : '–'} ms wall${split}; changes ${change || '–'} ms; ` +
     `restart ${r.restart ? ms(r.restart.wallMs) : r.restartSkipped ?? '–'}; ` +
-    `${r.restoreFloor ? `restore floor ${ms(r.restoreFloor.noopMs)} no-op / ${ms(r.restoreFloor.replaceMs)} replace ms; ` : ''}RSS ${r.rssMiB?.toFixed(0) ?? '–'} MiB${r.error ? `; ERROR ${r.error}` : ''}` +
+    `${r.restoreFloor ? `restore floor ${ms(r.restoreFloor.noopMs)} no-op / ${ms(r.restoreFloor.replaceMs)} replace ms; ` : ''}RSS ${r.rssMiB?.toFixed(0) ?? '–'} MiB${r.rssAfterGcMiB != null ? ` (${r.rssAfterGcMiB.toFixed(0)} after the GC)` : ''}${r.error ? `; ERROR ${r.error}` : ''}` +
     (r.full ? `\n    full:   ${splitLine(r.full)}` : '') +
     r.changes.map((c, i) => `\n    change ${i + 1}: ${splitLine(c)}${c.renderMs != null ? ` (backend: render ${ms(c.renderMs)}, apply ${ms(c.applyMs ?? NaN)}${c.kernelMs != null ? ` of which the kernel ${ms(c.kernelMs)}` : ''})` : ''}`).join('');
 }
@@ -131,7 +131,7 @@ async function main(): Promise<number> {
   const verdicts = evaluateTargets(results, args.modes);
   console.log(`\nProxy sync, ${meta.cpus} CPUs, kernel ${meta.kernel}, Node ${meta.node}, ${meta.nft}, ${meta.iptables}`);
   console.log(`Services: ClusterIP TCP 80 (every 10th also NodePort), 2 endpoints each; ${args.repeat} one-endpoint changes per case.`);
-  console.log(`Times are Proxier.lastSync.durationMs; RSS is the agent process right after the full sync.\n`);
+  console.log(`Times are Proxier.lastSync.durationMs; RSS is the process right after the full sync, then after the full GC the agent runs after a large full sync (node/full-gc.ts) and 1 s.\n`);
   console.log(table);
   console.log(`\nTargets (wall time around syncNow()):\n${formatTargets(verdicts)}`);
   const errors = results.filter((r) => r.error);

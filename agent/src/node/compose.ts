@@ -7,8 +7,6 @@
  */
 import { createHash } from 'node:crypto';
 import { release } from 'node:os';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { startCniServer } from '../cniserver/server.js';
 import { ErrorCode, NodenetError } from '../errors/errors.js';
 import type { AgentConfig } from '../config/config.js';
@@ -39,6 +37,7 @@ import { openNetlink } from '../netlink/netlink.js';
 import type { AddressInfo, NetlinkOps } from '../netlink/ops.js';
 import { toNetnsPath } from '../netns/netns.js';
 import { ProcSysctl } from '../netns/sysctl.js';
+import { fullGc } from './full-gc.js';
 import { isOwnedChain } from '../proxy/iptables/chains.js';
 import { IptablesBackend } from '../proxy/iptables/proxier.js';
 import { tableName } from '../proxy/nftables/names.js';
@@ -405,20 +404,6 @@ function splitDummyAddresses(links: readonly { name: string; index: number }[], 
 /** The node's addresses but kube-ipvs0's, read now. */
 async function ipvsNodeAddresses(nl: Pick<NetlinkOps, 'listLinks' | 'listAddresses'>): Promise<AddressInfo[]> {
   return splitDummyAddresses(await nl.listLinks(), await nl.listAddresses()).node;
-}
-
-/**
- * A full garbage collection, for after a large full sync (ProxyHostDeps.afterLargeFullSync). V8 only
- * collects when it needs to and keeps freed pages a while; measured at 30,000 Services in nftables mode
- * the agent's RSS went from 485 to 347 MiB. `gc` is V8's own, exposed for this one use.
- */
-let gcFn: (() => void) | null = null;
-function fullGc(): void {
-  if (!gcFn) {
-    setFlagsFromString('--expose-gc');
-    gcFn = runInNewContext('gc') as () => void;
-  }
-  gcFn();
 }
 
 /** A proxy host on real dependencies, started (the tests run one against a node's namespace). */

@@ -131,8 +131,7 @@ export class NftNetlink {
     const t1 = performance.now();
     const answers = this.socket.send(batch.bytes);
     const t2 = performance.now();
-    if (this.idle) clearTimeout(this.idle);
-    this.idle = setTimeout(() => this.close(), IDLE_CLOSE_MS).unref();
+    this.armIdle();
     checkAnswers(script, parsed.commands, firstSeq, answers, acks);
     return { applied: true, commands: parsed.commands.length, kernelMs: t2 - t1 };
   }
@@ -185,9 +184,18 @@ export class NftNetlink {
   /** Runs `f` on the kept socket and re-arms its idle close. */
   private keep<T>(f: () => T): T {
     const r = f();
+    this.armIdle();
+    return r;
+  }
+
+  /**
+   * (Re)starts the idle close. Its own method on purpose: a timer made inside
+   * applyBig would close over that call's scope (the encoder's 30-90 MB
+   * buffer and the script) and keep it alive until it fired.
+   */
+  private armIdle(): void {
     if (this.idle) clearTimeout(this.idle);
     this.idle = setTimeout(() => this.close(), IDLE_CLOSE_MS).unref();
-    return r;
   }
 
   /** A big script, parsed and encoded a line at a time (only the script line of each message is kept). */
@@ -214,8 +222,7 @@ export class NftNetlink {
     const t1 = performance.now();
     const answers = this.socket.send(batch.bytes);
     const t2 = performance.now();
-    if (this.idle) clearTimeout(this.idle);
-    this.idle = setTimeout(() => this.close(), IDLE_CLOSE_MS).unref();
+    this.armIdle();
     checkAnswers(script, lines.subarray(0, n), firstSeq, answers, 'last');
     return { applied: true, commands: n, encodeMs: t1 - t0, kernelMs: t2 - t1 };
   }
