@@ -35,7 +35,7 @@ import t from 'tap';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Lab, LabControlPlane, VNode } from '../agent/src/lab/lab.js';
+import { AGENT_JS, type Lab, type LabControlPlane, type VNode } from '../agent/src/lab/lab.js';
 import { newLab, shOk } from '../agent/src/testing/lab.js';
 import { makeEndpointSlice, makeService, withField, type EndpointSpec, type JsonObject } from '../agent/src/testing/addresses.js';
 import { proxyStatusFile, readProxyStatus, type ProxyStatus } from '../agent/src/node/proxy-status.js';
@@ -220,6 +220,25 @@ export function servicesSuite(mode: Mode, source: Source = 'manifests'): void {
     return seen;
   }
   const names = (m: Map<string, number>) => [...m.keys()].sort();
+
+  /** A long-lived TCP connection from `ns` (socat, fed line by line) and a round trip of one line through it. */
+  function longConnection(ns: string, ip: string, port: number): { conn: ChildProcess; roundTrip: (line: string) => Promise<boolean> } {
+    const conn = spawn('ip', ['netns', 'exec', ns, 'socat', '-', `TCP4:${ip}:${port}`], { stdio: ['pipe', 'pipe', 'pipe'] });
+    holders.push(conn);
+    let got = '';
+    conn.stdout!.on('data', (d: Buffer) => (got += d.toString()));
+    const roundTrip = async (line: string): Promise<boolean> => {
+      conn.stdin!.write(`${line}\n`);
+      // Stretched like every other wait here: in a loaded emulated VM socat and the echo server's fork take seconds.
+      const deadline = Date.now() + 3000 * SCALE;
+      while (Date.now() < deadline) {
+        if (got.includes(line)) return true;
+        await sleep(20);
+      }
+      return false;
+    };
+    return { conn, roundTrip };
+  }
 
   /** kubectl against the lab's control plane (API source); throws with its stderr on failure. */
   async function kubectl(args: readonly string[], input?: string): Promise<string> {
@@ -497,6 +516,11 @@ export function servicesSuite(mode: Mode, source: Source = 'manifests'): void {
     const blocked = await tcp(ext2.name, '203.0.113.12', 80);
     t.notMatch(blocked.out, /^pod1/, `${EXT2_IP} is not: no answer (${blocked.out})`);
     t.ok(blocked.ms >= 2500, `dropped, not refused: waited ${Math.round(blocked.ms)} ms`);
+    // The node's own connection: in IPVS mode the VIP sits on kube-ipvs0 and IPVS takes the connection on
+    // LOCAL_OUT, past the INPUT firewall, so KUBE-IPVS-OUT-FILTER drops it (kubernetes#119656).
+    const fromNode = await tcp(n1.ns, '203.0.113.12', 80);
+    t.notMatch(fromNode.out, /^pod1/, `the node itself is not in the ranges either: no answer (${fromNode.out})`);
+    t.ok(fromNode.ms >= 2500, `dropped there too: waited ${Math.round(fromNode.ms)} ms`);
     t.match((await tcp(ext2.name, NODE_IP, 30091)).out, /^pod1 /, 'the NodePort is not subject to the ranges (as kube-proxy)');
     t.match((await tcp(client.ns, '10.96.0.21', 80)).out, /^pod1 /, 'neither is the ClusterIP');
   });
@@ -632,20 +656,7 @@ export function servicesSuite(mode: Mode, source: Source = 'manifests'): void {
     await put('echo.json', [makeService({ name: 'echo', clusterIP: '10.96.0.16', ports: [{ port: 90, targetPort: 9090 }] }), slice('echo', [{ port: 9090 }], [p1])]);
     await waitApplied('default/echo', [`${p1.ip}:9090`]);
     // A long-lived connection through the ClusterIP: socat in the client pod, fed line by line.
-    const conn = spawn('ip', ['netns', 'exec', client.ns, 'socat', '-', 'TCP4:10.96.0.16:90'], { stdio: ['pipe', 'pipe', 'pipe'] });
-    holders.push(conn);
-    let got = '';
-    conn.stdout.on('data', (d: Buffer) => (got += d.toString()));
-    const roundTrip = async (line: string): Promise<boolean> => {
-      conn.stdin.write(`${line}\n`);
-      // Stretched like every other wait here: in a loaded emulated VM socat and the echo server's fork take seconds.
-      const deadline = Date.now() + 3000 * SCALE;
-      while (Date.now() < deadline) {
-        if (got.includes(line)) return true;
-        await sleep(20);
-      }
-      return false;
-    };
+    const { conn, roundTrip } = longConnection(client.ns, '10.96.0.16', 90);
     t.ok(await roundTrip('before'), 'echo before the crash');
     // The client's node: its agent made the connection's NAT (its endpoint is remote through the API).
     await n1.stopAgent('SIGKILL');
@@ -680,6 +691,53 @@ export function servicesSuite(mode: Mode, source: Source = 'manifests'): void {
       t.match((await tcp(client.ns, '10.96.0.10', 2222)).out, new RegExp(`^node-itself ${esc(client.ip)}$`), "filter off: a pod reaches the node's own server through the ClusterIP");
       t.same(names(await spread(8, async () => (await tcp(client.ns, '10.96.0.10', 80)).out, ['pod1', 'pod2'])), ['pod1', 'pod2'], 'the Service itself is unchanged');
       own.kill('SIGKILL');
+    });
+
+    t.test('ipvs, on the real kernel: the sysctls, a draining real server at weight 0, nodenet trace, the sh scheduler', async (t) => {
+      // The sysctls the mode sets in the node's namespace (kube-proxy's; conn_reuse_mode is left alone from 5.9).
+      for (const k of ['conntrack', 'expire_nodest_conn', 'expire_quiescent_template']) {
+        t.equal((await n1.exec(['cat', `/proc/sys/net/ipv4/vs/${k}`], true)).stdout.trim(), '1', `net.ipv4.vs.${k} = 1, read back`);
+      }
+
+      // A real server that leaves with a connection open drains: weight 0, the connection keeps working.
+      const drainSvc = makeService({ name: 'drain', clusterIP: '10.96.0.23', ports: [{ port: 90, targetPort: 9090 }] });
+      await put('drain.json', [drainSvc, slice('drain', [{ port: 9090 }], [p1, p2])]);
+      await waitApplied('default/drain', [`${p1.ip}:9090`, `${p2.ip}:9090`]);
+      const { conn, roundTrip } = longConnection(client.ns, '10.96.0.23', 90);
+      t.ok(await roundTrip('before'), 'an established connection through the ClusterIP');
+      // Which real server IPVS gave it: its connection table.
+      const conns = (await n1.exec(['ipvsadm', '-Lnc'], true)).stdout;
+      const m = new RegExp(`ESTABLISHED\\s+${esc(client.ip)}:\\d+\\s+10\\.96\\.0\\.23:90\\s+(\\d+\\.\\d+\\.\\d+\\.\\d+):9090`).exec(conns);
+      t.ok(m, `the connection is in IPVS's table: ${conns.split('\n').filter((l) => l.includes('10.96.0.23')).join(' | ')}`);
+      const used = m?.[1] === p2.ip ? p2 : p1;
+      const other = used === p1 ? p2 : p1;
+      await put('drain.json', [drainSvc, slice('drain', [{ port: 9090 }], [other])]);
+      await waitApplied('default/drain', [`${other.ip}:9090`]);
+      const list = (await n1.exec(['ipvsadm', '-Ln', '-t', '10.96.0.23:90'], true)).stdout;
+      t.match(list, new RegExp(`->\\s+${esc(used.ip)}:9090\\s+Masq\\s+0\\s+1\\s`), `the leaving real server stays at weight 0 with its active connection:\n${list}`);
+      t.match(list, new RegExp(`->\\s+${esc(other.ip)}:9090\\s+Masq\\s+1\\s`), 'the other at weight 1');
+      t.ok(await roundTrip('while-draining'), 'the drained connection still works');
+      conn.kill('SIGKILL');
+
+      // nodenet trace against the live IPVS rules of this node.
+      const tr = await n1.exec([process.execPath, AGENT_JS, 'trace', '--mode', 'ipvs', '-o', 'json', client.ip, 'tcp', '10.96.0.10', '80'], true);
+      t.equal(tr.exitCode, 0, `nodenet trace --mode ipvs runs: ${tr.stderr.trim().slice(0, 300)}`);
+      const rep = JSON.parse(tr.stdout || '{}') as { destination?: string; ipvs?: { virtualService?: string; scheduler?: string; hook?: string } };
+      t.equal(rep.ipvs?.virtualService, 'TCP/10.96.0.10:80', 'it finds the virtual service');
+      t.equal(rep.ipvs?.hook, 'LOCAL_IN', 'on LOCAL_IN, from a pod');
+      t.match(rep.destination ?? '', new RegExp(`${esc(p1.ip)}:8080.*${esc(p2.ip)}:8080|${esc(p2.ip)}:8080.*${esc(p1.ip)}:8080`), 'and both real servers');
+      const ping = JSON.parse((await n1.exec([process.execPath, AGENT_JS, 'trace', '--mode', 'ipvs', '-o', 'json', client.ip, 'icmp', '10.96.0.10'], true)).stdout || '{}') as { destination?: string };
+      t.ok(ping.destination === 'LOCAL' || ping.destination === 'REJECT', `a ping: answered by the node or rejected, never balanced (${ping.destination})`);
+
+      // Another scheduler on the real kernel: source hashing sends one client to one real server every time.
+      await n1.stopAgent('SIGTERM');
+      (n1.opts.config as Record<string, unknown>)['ipvsScheduler'] = 'sh';
+      rmSync(proxyStatusFile(n1.runDir), { force: true });
+      await n1.startAgent();
+      await waitFor(() => (status()?.syncs ?? 0) >= 1, 'the first sync with the sh scheduler', { timeoutMs: 15_000 * SCALE });
+      t.match((await n1.exec(['ipvsadm', '-Ln', '-t', '10.96.0.10:80'], true)).stdout, /TCP\s+10\.96\.0\.10:80 sh/, 'the running virtual server now says sh');
+      const seen = names(await spread(8, async () => (await tcp(client.ns, '10.96.0.10', 80)).out));
+      t.equal(seen.length, 1, `sh: eight connections from one client, one real server (${seen.join(', ')})`);
     });
   }
 }

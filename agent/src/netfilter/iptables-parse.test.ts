@@ -176,6 +176,18 @@ t.test('ruleSignature: equal meaning, equal signature; different meaning, differ
   t.not(ruleSignature(parseRuleArgs('A', ['-j', 'X'])), ruleSignature(parseRuleArgs('B', ['-j', 'X'])), 'the chain is part of it');
 });
 
+t.test('-m ipvs: what kube-proxy writes and what iptables-save prints mean the same; bad values are refused', async (t) => {
+  const sig = (args: string): string => ruleSignature(parseRuleArgs('C', tokenize(args)));
+  const written = parseRuleArgs('C', tokenize('-s 1.2.3.4 -m ipvs --vaddr 1.2.3.4 --vproto tcp --vport 80 -j DROP'));
+  t.same(written.ipvs, { vaddr: { value: '1.2.3.4/32', negated: false }, vproto: { value: 6, negated: false }, vport: { value: 80, negated: false } });
+  t.equal(sig('-s 1.2.3.4 -m ipvs --vaddr 1.2.3.4 --vproto tcp --vport 80 -j DROP'), sig('-s 1.2.3.4/32 -m ipvs --vproto 6 --vaddr 1.2.3.4/32 --vport 80 -j DROP'), "iptables-save's order and numbers");
+  t.not(sig('-m ipvs --vaddr 1.2.3.4 --vport 80 -j DROP'), sig('-m ipvs --vaddr 1.2.3.4 --vport 81 -j DROP'));
+  t.not(sig('-m ipvs --vaddr 1.2.3.4 -j DROP'), sig('-m ipvs ! --vaddr 1.2.3.4 -j DROP'));
+  t.throws(() => parseRuleArgs('C', tokenize('-m ipvs --vproto nope -j DROP')), /unknown protocol "nope"/);
+  t.throws(() => parseRuleArgs('C', tokenize('-m ipvs --vport 70000 -j DROP')), /invalid port/);
+  t.throws(() => parseRuleArgs('C', tokenize('--vaddr 1.2.3.4 -j DROP')), /./, 'without -m ipvs the option is unknown');
+});
+
 t.test('formatDump round-trips; chainNamesFromSave reads only chain lines', async (t) => {
   const d = parseSave(SAVED);
   t.same(signatures(formatDump(d)), signatures(SAVED));

@@ -91,6 +91,17 @@ export interface IptRule {
   readonly goto: boolean;
   /** `-m set [!] --match-set NAME dst,dst` (IPVS mode), in order; absent when the rule has none. */
   readonly matchSets?: readonly SetMatch[];
+  /** `-m ipvs --vaddr A --vproto P --vport N` (IPVS mode's KUBE-IPVS-OUT-FILTER); absent when the rule has none. */
+  readonly ipvs?: IpvsMatch;
+}
+
+/** The IPVS connection a packet belongs to (xt_ipvs): its virtual address, protocol and port. */
+export interface IpvsMatch {
+  /** CIDR a.b.c.d/n. */
+  readonly vaddr: Negatable<string> | null;
+  /** The protocol number (iptables-save prints it so; `tcp` is read as 6). */
+  readonly vproto: Negatable<number> | null;
+  readonly vport: Negatable<number> | null;
 }
 
 export interface SetMatch {
@@ -178,7 +189,8 @@ export function tokenize(line: string, lineNo = 0): string[] {
 // ---------------------------------------------------------------- rules
 
 const PROTO_MODULES = new Set(['tcp', 'udp', 'sctp']);
-const KNOWN_MODULES = new Set(['tcp', 'udp', 'sctp', 'comment', 'statistic', 'recent', 'addrtype', 'mark', 'conntrack', 'set']);
+const KNOWN_MODULES = new Set(['tcp', 'udp', 'sctp', 'comment', 'statistic', 'recent', 'addrtype', 'mark', 'conntrack', 'set', 'ipvs']);
+const PROTO_NUMBERS: Readonly<Record<string, number>> = { tcp: 6, udp: 17, sctp: 132, icmp: 1 };
 const ADDR_TYPES = new Set(['UNSPEC', 'UNICAST', 'LOCAL', 'BROADCAST', 'ANYCAST', 'MULTICAST', 'BLACKHOLE', 'UNREACHABLE', 'PROHIBIT', 'THROW', 'NAT', 'XRESOLVE']);
 const CT_STATES = new Set(['INVALID', 'NEW', 'ESTABLISHED', 'RELATED', 'UNTRACKED', 'SNAT', 'DNAT']);
 const REJECT_WITH = new Set([
@@ -375,6 +387,21 @@ export function parseRuleArgs(chain: string, tokens: readonly string[], line = 0
       r.matchSets = [...(r.matchSets ?? []), { name, flags: flags as ('src' | 'dst')[], negated: neg }];
       continue;
     }
+    if (has('ipvs') && (tok === '--vaddr' || tok === '--vproto' || tok === '--vport')) {
+      const x = v(tok);
+      const cur: { -readonly [K in keyof IpvsMatch]: IpvsMatch[K] } = { vaddr: null, vproto: null, vport: null, ...r.ipvs };
+      if (tok === '--vaddr') cur.vaddr = { value: parseAddr(x.value, line), negated: neg };
+      else if (tok === '--vproto') {
+        const p = PROTO_NUMBERS[x.value.toLowerCase()] ?? (/^\d{1,3}$/.test(x.value) && Number(x.value) <= 255 ? Number(x.value) : NaN);
+        if (Number.isNaN(p)) throw new IptablesParseError(line, `unknown protocol "${x.value}" specified`);
+        cur.vproto = { value: p, negated: neg };
+      } else {
+        if (!/^\d{1,5}$/.test(x.value) || Number(x.value) > 65535) throw new IptablesParseError(line, `invalid port/service \`${x.value}' specified`);
+        cur.vport = { value: Number(x.value), negated: neg };
+      }
+      r.ipvs = cur;
+      continue;
+    }
     if (has('conntrack') && tok === '--ctstate') {
       const x = v(tok);
       const states = x.value.split(',');
@@ -494,6 +521,7 @@ export function ruleSignature(r: IptRule): string {
     ['mark', n(r.mark, (m) => `${hex(m.value)}/${hex(m.mask)}`)],
     ['ctstate', n(r.ctstate, (s) => [...s].sort().join(','))],
     ['set', r.matchSets ? r.matchSets.map((m) => `${m.negated ? '!' : ''}${m.name}:${m.flags.join(',')}`).join(';') : null],
+    ['ipvs', r.ipvs ? `${n(r.ipvs.vaddr) ?? ''}/${n(r.ipvs.vproto, String) ?? ''}/${n(r.ipvs.vport, String) ?? ''}` : null],
     [r.goto ? 'g' : 'j', r.target ? targetSignature(r.target) : null],
   ];
   return parts.filter(([, v]) => v !== null).map(([k, v]) => `${k}=${v}`).join(' ');

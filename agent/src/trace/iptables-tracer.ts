@@ -32,6 +32,12 @@ export interface IptablesTraceOptions {
   readonly localAddrs?: readonly string[];
   /** The ipsets `-m set --match-set` rules look in (IPVS mode, from `ipset save`); a set not here never matches. */
   readonly ipsets?: ReadonlyMap<string, IpsetState>;
+  /**
+   * The IPVS virtual services (IPVS mode): a packet to one of them belongs to
+   * an IPVS connection, which `-m ipvs --vaddr/--vproto/--vport` matches on.
+   * Without them no `-m ipvs` rule matches.
+   */
+  readonly ipvsServices?: readonly { readonly protocol: string; readonly address: string; readonly port: number }[];
 }
 
 export interface IptablesTraceResult extends TraceResult {
@@ -40,6 +46,8 @@ export interface IptablesTraceResult extends TraceResult {
   /** The filter verdict: ACCEPT (explicit or by policy), DROP or REJECT. */
   readonly verdict: 'ACCEPT' | 'DROP' | 'REJECT';
 }
+
+const PROTO_NUMBER: Readonly<Record<string, number>> = { tcp: 6, udp: 17, sctp: 132, icmp: 1 };
 
 type Outcome = { readonly kind: 'fall' } | { readonly kind: 'return' } | { readonly kind: 'final'; readonly verdict: string };
 const FALL: Outcome = { kind: 'fall' };
@@ -87,6 +95,14 @@ export function traceIptables(dump: IptDump, packet: TracePacket | { readonly so
     if (!neg(r.ctstate, (states) => states.includes('NEW') || (ctDnat && states.includes('DNAT')))) return false;
     if (r.recent && r.recent.mode !== 'set') return false; // no history: rcheck/update/remove never match
     for (const m of r.matchSets ?? []) if (setHas(opts.ipsets?.get(m.name), m, pkt) === m.negated) return false;
+    if (r.ipvs) {
+      // xt_ipvs: the connection IPVS keeps for the packet; its virtual service is the packet's (protocol, destination, port).
+      const vs = opts.ipvsServices?.find((x) => x.protocol.toLowerCase() === pkt.proto && x.address === pkt.dst && x.port === pkt.dport);
+      if (!vs) return false;
+      if (!neg(r.ipvs.vaddr, (c) => cidrContains(c, vs.address))) return false;
+      if (!neg(r.ipvs.vproto, (p) => p === PROTO_NUMBER[pkt.proto])) return false;
+      if (!neg(r.ipvs.vport, (p) => p === vs.port)) return false;
+    }
     return true;
   };
 

@@ -133,3 +133,23 @@ t.test('a pod address: not local, not IPVS\'s', async (t) => {
   t.match(r.ipvs.route, /not local: FORWARD/);
   t.ok(r.visited.includes('filter/FORWARD'));
 });
+
+t.test("the node's own connection to a LB VIP whose source ranges leave it out: KUBE-IPVS-OUT-FILTER drops it", async (t) => {
+  const snap = snapshot(
+    [svc('ns2', 'fw', '172.30.0.60', { lbVIPs: ['1.2.3.4'], sourceRanges: ['203.0.113.0/25'] }), [ep('10.180.0.1')]],
+    [svc('ns2', 'ok', '172.30.0.61', { lbVIPs: ['1.2.3.5'], sourceRanges: ['192.168.0.0/24'] }), [ep('10.180.0.2')]],
+  );
+  const cfg = { ...CFG, primaryIP: NODE_IP };
+  const state = await ipvsNodeState(snap, cfg, {});
+  const l = await readLiveRules({ runner: ipvsNodeRunner(state, NS), netns: NS }, 'ipvs', 'KUBE');
+  if (l.mode !== 'ipvs') throw new Error(`read ${l.mode}`);
+  t.ok(l.dump.tables.get('filter')!.chains.get('KUBE-IPVS-OUT-FILTER')!.rules.some((r) => r.ipvs?.vport?.value === 80 && r.ipvs.vproto?.value === 6), 'the rule reads back from iptables-save');
+  // The node reaches a VIP on kube-ipvs0 from the VIP itself (the source the kernel picks for a local address).
+  const blocked = trace(l, tcp('1.2.3.4', '1.2.3.4', 80));
+  t.equal(blocked.destination, 'DROP', 'dropped in filter OUTPUT');
+  t.ok(blocked.matched.some((m) => m.startsWith('filter/KUBE-IPVS-OUT-FILTER: -s 1.2.3.4')), 'by KUBE-IPVS-OUT-FILTER');
+  const allowed = trace(l, tcp('1.2.3.5', '1.2.3.5', 80));
+  t.equal(allowed.destination, '10.180.0.2:80', 'a range that holds the node: IPVS takes it');
+  t.equal(allowed.ipvs.hook, 'LOCAL_OUT', 'on LOCAL_OUT, as a packet the node sends');
+  t.equal(trace(l, tcp('203.0.113.9', '1.2.3.4', 80)).destination, '10.180.0.1:80', 'a client inside the ranges still gets through');
+});

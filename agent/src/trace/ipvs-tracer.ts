@@ -88,12 +88,14 @@ export function traceIpvs(state: IpvsTraceState, packet: NftTracePacket, opts: I
   const vips = new Set(state.vips);
   const local = new Set([...opts.nodeIPs, ...state.vips]);
   const isLocal = (ip: string): boolean => local.has(ip) || cidrContains('127.0.0.0/8', ip);
-  const fromLocal = opts.nodeIPs.includes(packet.sourceIP) || cidrContains('127.0.0.0/8', packet.sourceIP);
+  // The node's own packet: from one of its addresses, a VIP included (the source it picks for a VIP on kube-ipvs0).
+  const fromLocal = isLocal(packet.sourceIP);
   const icmp = packet.protocol === 'ICMP';
   const dport = packet.protocol === 'ICMP' ? 0 : packet.destPort;
 
   // Steps 1-3 (and POSTROUTING for the node's own packets, cut off below: IPVS rewrites before it).
-  const first = traceIptables(state.dump, packet, { nodeIPs: opts.nodeIPs, localAddrs: state.vips, ipsets: state.ipsets });
+  // For the node's own packets IPVS runs on LOCAL_OUT before filter OUTPUT, so `-m ipvs` (KUBE-IPVS-OUT-FILTER) sees its connection.
+  const first = traceIptables(state.dump, packet, { nodeIPs: opts.nodeIPs, localAddrs: state.vips, ipsets: state.ipsets, ipvsServices: state.services });
   const cut = <T extends string>(list: readonly T[]): T[] => {
     const i = list.findIndex((c) => c === 'nat/POSTROUTING' || c.startsWith('nat/POSTROUTING:'));
     return i < 0 ? [...list] : list.slice(0, i);

@@ -717,29 +717,26 @@ function writeAttrs(w: Writer, c: NlCommand, ids: Map<string, number>): void {
       w.str(SET_A.TABLE, c.table);
       w.str(SET_A.NAME, c.set);
       return;
-    case 'add-element': {
-      w.str(ELEM_LIST_A.TABLE, c.table);
-      w.str(ELEM_LIST_A.SET, c.set);
-      const list = w.begin(ELEM_LIST_A.ELEMENTS);
-      const el = w.begin(NFTA_LIST_ELEM);
-      writeKey(w, c.key);
-      if (c.value !== null) verdictData(w, ELEM_A.DATA, c.value);
-      if (c.comment !== null) commentAttr(w, ELEM_A.USERDATA, c.comment);
-      w.end(el);
-      w.end(list);
+    case 'add-element':
+      writeElementList(w, c.table, c.set, c.key, c.value, c.comment);
       return;
-    }
-    case 'delete-element': {
-      w.str(ELEM_LIST_A.TABLE, c.table);
-      w.str(ELEM_LIST_A.SET, c.set);
-      const list = w.begin(ELEM_LIST_A.ELEMENTS);
-      const el = w.begin(NFTA_LIST_ELEM);
-      writeKey(w, c.key);
-      w.end(el);
-      w.end(list);
+    case 'delete-element':
+      writeElementList(w, c.table, c.set, c.key, null, null);
       return;
-    }
   }
+}
+
+/** TABLE, SET, then ELEMENTS holding one element: its key, and its verdict and comment when it has them. */
+function writeElementList(w: Writer, table: string, set: string, key: readonly NlKeyPart[], value: NlVerdict | null, comment: string | null): void {
+  w.str(ELEM_LIST_A.TABLE, table);
+  w.str(ELEM_LIST_A.SET, set);
+  const list = w.begin(ELEM_LIST_A.ELEMENTS);
+  const el = w.begin(NFTA_LIST_ELEM);
+  writeKey(w, key);
+  if (value !== null) verdictData(w, ELEM_A.DATA, value);
+  if (comment !== null) commentAttr(w, ELEM_A.USERDATA, comment);
+  w.end(el);
+  w.end(list);
 }
 
 /** A timeout set's userdata: the key byte order (libnftnl writes this u32 in host order). */

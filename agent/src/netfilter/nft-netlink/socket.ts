@@ -132,6 +132,18 @@ export function parseAnswers(buf: Buffer, out: NetlinkAnswer[]): void {
   }
 }
 
+/** One sendto(2) of the whole buffer to the kernel (retried on EINTR; a short send is an error). */
+function sendAll(fd: number, buf: Buffer): void {
+  const c = load();
+  for (;;) {
+    const n = Number(c.sendto(fd, buf, buf.length, 0, sockaddrNl(), 12));
+    if (n === buf.length) return;
+    if (n < 0 && Number(koffi.errno()) === EINTR) continue;
+    if (n < 0) fail('sendto');
+    throw new NodenetError(ErrorCode.Netlink, `nf_tables netlink: sendto sent ${n} of ${buf.length} bytes`);
+  }
+}
+
 /**
  * One NETLINK_NETFILTER socket in a namespace, opened on first use and kept:
  * closing a netfilter netlink socket costs 6-15 ms here (the kernel waits for
@@ -195,13 +207,7 @@ export class NfnlSocket {
       c.setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, intOpt(room), 4);
       const buf = Buffer.alloc(1 << 16);
       this.drain(fd, buf, null); // nothing should be left from an earlier batch; never mistake it for this one's
-      for (;;) {
-        const n = Number(c.sendto(fd, batch, batch.length, 0, sockaddrNl(), 12));
-        if (n === batch.length) break;
-        if (n < 0 && Number(koffi.errno()) === EINTR) continue;
-        if (n < 0) fail('sendto');
-        throw new NodenetError(ErrorCode.Netlink, `nf_tables netlink: sendto sent ${n} of ${batch.length} bytes`);
-      }
+      sendAll(fd, batch);
       const answers: NetlinkAnswer[] = [];
       this.drain(fd, buf, answers);
       return answers;
@@ -230,13 +236,7 @@ export class NfnlSocket {
       c.setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, tv, 16);
       const buf = Buffer.alloc(1 << 18);
       this.drain(fd, buf, null);
-      for (;;) {
-        const n = Number(c.sendto(fd, msg, msg.length, 0, sockaddrNl(), 12));
-        if (n === msg.length) break;
-        if (n < 0 && Number(koffi.errno()) === EINTR) continue;
-        if (n < 0) fail('sendto');
-        throw new NodenetError(ErrorCode.Netlink, `nf_tables netlink: sendto sent ${n} of ${msg.length} bytes`);
-      }
+      sendAll(fd, msg);
       const out: NlMessage[] = [];
       for (;;) {
         const n = Number(c.recv(fd, buf, buf.length, 0));

@@ -45,6 +45,7 @@ t.test('plan: the sets, as `ipset save` prints their members', async (t) => {
   t.same(m('loadBalancerFW'), ['1.2.3.4,tcp:80']);
   t.same(m('loadBalancerSourceCIDR'), ['1.2.3.4,tcp:80,203.0.113.0/25']);
   t.same(m('loadBalancerSourceIP'), [], 'the node is outside the source ranges');
+  t.same(p.noNodeAccess, [{ ip: '1.2.3.4', protocol: 'tcp', port: 80 }], 'so its own connections to the VIP are to be dropped (KUBE-IPVS-OUT-FILTER)');
   t.same(m('nodePortTCP'), ['30443']);
   t.same(m('nodePortLocalTCP'), ['30443']);
   t.same(m('nodePortUDP'), ['30080']);
@@ -66,6 +67,7 @@ t.test('plan: scheduler option, source range holding the node, SCTP NodePorts, n
   const p = planIpvs(snap, { ...NODE, nodeIPs: [NODE_IP, parseIPv4('10.0.0.1')], nodePortAddresses: ['192.168.0.0/16' as never] }, { scheduler: 'mh' });
   t.ok([...p.services.values()].every((s) => s.vs.scheduler === 'mh'), 'the configured scheduler everywhere');
   t.same([...p.sets.get('loadBalancerSourceIP')!.entries], ['1.2.3.5,tcp:80,1.2.3.5'], 'a range holding the node lets the node reach the VIP (source = the VIP)');
+  t.same(p.noNodeAccess, [], 'and nothing for KUBE-IPVS-OUT-FILTER');
   t.same([...p.sets.get('nodePortSCTP')!.entries], ['192.168.0.2,sctp:30132'], 'SCTP NodePorts by ip,port, only on the nodePortAddresses');
   t.notOk(p.services.has('SCTP/10.0.0.1:30132'), 'no NodePort on an address outside nodePortAddresses');
   t.same(p.conflicts, ['b/x2:p80: TCP/192.168.99.20:80 already served for b/x1:p80']);
@@ -93,6 +95,7 @@ const GOLDEN = `*filter
 -A KUBE-PROXY-FIREWALL -m comment --comment "Kubernetes service load balancer ip + port for load balancer with sourceRange" -m set --match-set KUBE-LOAD-BALANCER-FW dst,dst -j KUBE-SOURCE-RANGES-FIREWALL
 -A KUBE-SOURCE-RANGES-FIREWALL -m comment --comment "Kubernetes service load balancer ip + port + source cidr for packet filter purpose" -m set --match-set KUBE-LOAD-BALANCER-SOURCE-CIDR dst,dst,src -j RETURN
 -A KUBE-SOURCE-RANGES-FIREWALL -j DROP
+-A KUBE-IPVS-OUT-FILTER -s 1.2.3.4 -m ipvs --vaddr 1.2.3.4 --vproto tcp --vport 80 -j DROP
 -A KUBE-FORWARD -m comment --comment "kubernetes forwarding rules" -m mark --mark 0x4000/0x4000 -j ACCEPT
 -A KUBE-FORWARD -m comment --comment "kubernetes forwarding conntrack rule" -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT
 -A KUBE-NODE-PORT -m comment --comment "Kubernetes health check node port" -m set --match-set KUBE-HEALTH-CHECK-NODE-PORT dst -j ACCEPT
@@ -134,8 +137,20 @@ COMMIT
 t.test('render: the iptables rules, golden', async (t) => {
   const r = renderIpvsIptables(planIpvs(SNAP, NODE), CFG);
   t.equal(r.text, GOLDEN);
-  t.equal(r.ruleCount, 30);
+  t.equal(r.ruleCount, 31);
   t.doesNotThrow(() => parseRestore(r.text), 'iptables-restore input the parser accepts');
+});
+
+t.test('render: KUBE-IPVS-OUT-FILTER drops the node\'s own connections to a VIP whose source ranges leave the node out', async (t) => {
+  const r = renderIpvsIptables(planIpvs(SNAP, NODE), CFG);
+  const out = r.text.split('\n').filter((l) => l.startsWith('-A KUBE-IPVS-OUT-FILTER'));
+  t.same(out, ['-A KUBE-IPVS-OUT-FILTER -s 1.2.3.4 -m ipvs --vaddr 1.2.3.4 --vproto tcp --vport 80 -j DROP'], "kube-proxy's rule, one per VIP:port");
+  const { FakeIptables } = await import('../../netfilter/iptables.fake.js');
+  const ipt = new FakeIptables();
+  await ipt.restore(r.text, { noflush: true });
+  t.match(await ipt.save('filter'), /-A KUBE-IPVS-OUT-FILTER -s 1\.2\.3\.4(\/32)? -m ipvs --vaddr 1\.2\.3\.4(\/32)? --vproto tcp --vport 80 -j DROP/, 'the restore takes it');
+  const allowed = planIpvs(snapshot([svc('a', 'lb', '172.30.0.50', { lbVIPs: ['1.2.3.5'], sourceRanges: ['192.168.0.0/24'] }), [ep('10.180.0.9')]]), NODE);
+  t.notMatch(renderIpvsIptables(allowed, CFG).text, /-A KUBE-IPVS-OUT-FILTER/, 'a range holding the node: no rule');
 });
 
 t.test('render: --ipvs-filter=false leaves KUBE-IPVS-FILTER empty; no cluster CIDR masquerades by source VIP', async (t) => {

@@ -66,6 +66,14 @@ export interface IpvsPlan {
   readonly sets: ReadonlyMap<SetId, DesiredSet>;
   /** Service ports whose virtual service another took: "ns/svc:port: TCP/1.2.3.4:80 already served for ns/other:port". */
   readonly conflicts: readonly string[];
+  /**
+   * LB VIP:ports with source ranges none of which holds the node: the node's
+   * own connections to them are dropped in filter OUTPUT (kube-proxy's
+   * lbNoNodeAccess entries for KUBE-IPVS-OUT-FILTER, kubernetes#119656).
+   * IPVS takes such a connection on LOCAL_OUT, before any INPUT rule could
+   * see its source. Sorted.
+   */
+  readonly noNodeAccess: readonly { readonly ip: string; readonly protocol: string; readonly port: number }[];
   /** Service port → the virtual service keys it owns (for partial syncs). */
   readonly byService: ReadonlyMap<string, readonly VsKey[]>;
   readonly options: Required<IpvsOptions>;
@@ -103,6 +111,7 @@ export function planIpvs(snapshot: ProxySnapshot, cfg: ProxyNodeConfig, options:
   const services = new Map<VsKey, DesiredService>();
   const byService = new Map<string, VsKey[]>();
   const conflicts: string[] = [];
+  const noNodeAccess: { ip: string; protocol: string; port: number }[] = [];
   const vips = new Set<string>();
   for (const s of snapshot.services.values()) {
     vips.add(s.clusterIP);
@@ -153,6 +162,7 @@ export function planIpvs(snapshot: ProxySnapshot, cfg: ProxyNodeConfig, options:
         for (const c of s.loadBalancerSourceRanges) add('loadBalancerSourceCIDR', `${ip},${pp},${c.replace(/\/32$/, '')}`);
         // The node reaches its own VIP with the VIP as source (it is a local address): let it through when a range holds the node.
         if (primary && s.loadBalancerSourceRanges.some((c) => cidrContains(c, primary))) add('loadBalancerSourceIP', `${ip},${pp},${ip}`);
+        else noNodeAccess.push({ ip, protocol: proto(s), port: s.port });
       }
     }
     if (s.nodePort !== 0) {
@@ -174,7 +184,8 @@ export function planIpvs(snapshot: ProxySnapshot, cfg: ProxyNodeConfig, options:
   for (const a of addresses) add('ipvsIPs', a.slice(0, -3));
   const sets = new Map<SetId, DesiredSet>();
   for (const info of SET_INFO) sets.set(info.id, { name: names.sets[info.id], type: info.type, comment: info.comment, entries: new Set([...entries.get(info.id)!].sort(byStr)) });
-  return { names, device: DUMMY_DEVICE, addresses, services, sets, conflicts, byService, options: opts };
+  noNodeAccess.sort((a, b) => byStr(`${a.ip},${a.protocol}:${a.port}`, `${b.ip},${b.protocol}:${b.port}`));
+  return { names, device: DUMMY_DEVICE, addresses, services, sets, conflicts, noNodeAccess, byService, options: opts };
 }
 
 /**

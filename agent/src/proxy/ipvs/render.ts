@@ -29,9 +29,10 @@
  *     kube-ipvs0 is REJECTed (kubernetes#72236), a ping included. Without
  *     it the node answers pings to ClusterIPs and serves its own ports on
  *     them.
- *   P-IPVS-OUT-FILTER (from OUTPUT): declared for kube-proxy's layout; its
- *     `-m ipvs --vaddr` rules (node access to LB VIPs with source ranges,
- *     kubernetes#119656) are not written yet.
+ *   P-IPVS-OUT-FILTER (from OUTPUT): the node's own connections to a LB
+ *     VIP:port whose source ranges do not hold the node are DROPped
+ *     (`-s VIP -m ipvs --vaddr VIP --vproto P --vport N`, kubernetes#119656):
+ *     IPVS takes them on LOCAL_OUT, so the INPUT firewall never sees them.
  *   P-PROXY-CANARY in nat and filter: empty; its absence means our rules
  *   were flushed.
  * Two things differ from kube-proxy: the external-IP ACCEPT keeps only the
@@ -96,6 +97,9 @@ export function renderIpvsIptables(plan: IpvsPlan, cfg: ProxyNodeConfig): IpvsIp
   nat.push(`-A ${n.nat.services} -m addrtype --dst-type LOCAL -j ${n.nat.nodePort}`);
   nat.push(`-A ${n.nat.loadBalancer} -j ${n.nat.markMasq}`);
   filter.push(`-A ${n.filter.sourceRangesFirewall} -j DROP`);
+  for (const e of plan.noNodeAccess) {
+    filter.push(`-A ${n.filter.ipvsOutFilter} -s ${e.ip} -m ipvs --vaddr ${e.ip} --vproto ${e.protocol} --vport ${e.port} -j DROP`);
+  }
   for (const id of ['clusterIP', 'loadBalancer'] as const) {
     if (nonEmpty(id)) nat.push(`-A ${n.nat.services} -m set --match-set ${set(id).name} dst,dst -j ACCEPT`);
   }
