@@ -14,7 +14,7 @@
  * processes.json: at start, leftovers whose owner died are killed and removed, never a live run's.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync, copyFileSync, openSync, closeSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync, copyFileSync, openSync, closeSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { createServer, type Server, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -22,6 +22,7 @@ import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import { ownerAlive, readOwner, readProcesses, recordProcess, writeOwner } from '../agent/src/lab/owner.js';
 import { isAlive } from '../agent/src/netns/proc.js';
+import { K8S_MAJOR, K8S_MINOR } from '../agent/src/controlplane/api/discovery.js';
 import { cables, encodeFrame, FrameReader, imageKey, parseResult, qemuArgv, switchPorts, vmIP, VM_PREFIX, type Accel, type VmResult } from './qemu.js';
 import { suitesOf, type VmSuite } from './suite.js';
 
@@ -141,8 +142,21 @@ function ensureImage(): { dir: string; seconds: number; cached: boolean } {
   return { dir, seconds: (Date.now() - t0) / 1000, cached };
 }
 
+/**
+ * The host's kubectl as one static binary for a guest: the build for nodenet's API minor version when
+ * `kubectl` is a version dispatcher with kubectl.1.N siblings (this machine's google-cloud-sdk one),
+ * else kubectl itself. Throws when there is none.
+ */
+function hostKubectl(): string {
+  const r = spawnSync('sh', ['-c', 'readlink -f "$(command -v kubectl)"'], { encoding: 'utf8' });
+  const path = r.stdout.trim();
+  if (r.status !== 0 || !path) throw new Error('a suite needs kubectl and the host has none on PATH');
+  const matching = `${path.replace(/\/[^/]*$/, '')}/kubectl.${K8S_MAJOR}.${K8S_MINOR}`;
+  return existsSync(matching) ? matching : path;
+}
+
 /** dist/ as it is now, plus the bundled guest side: what every VM of this run mounts over /nodenet/dist. */
-async function snapshotDist(runDir: string): Promise<string> {
+async function snapshotDist(runDir: string, withKubectl = false): Promise<string> {
   const dist = `${runDir}/dist`;
   // NODENET_VM_DIST: a copy of dist/ to take instead (.ci/run rebuilds dist/ for npm test while the VMs start).
   const from = process.env['NODENET_VM_DIST'] ?? `${REPO}dist`;
@@ -156,6 +170,11 @@ async function snapshotDist(runDir: string): Promise<string> {
     external: ['better-sqlite3', 'koffi', 'netlink'], alias: { tap: `${HERE}guest/tap-lite.ts` },
     banner: { js: "import { createRequire as __nodenetCreateRequire } from 'node:module'; const require = __nodenetCreateRequire(import.meta.url);" },
   });
+  if (withKubectl) {
+    mkdirSync(`${dist}/vm/bin`, { recursive: true });
+    copyFileSync(hostKubectl(), `${dist}/vm/bin/kubectl`);
+    chmodSync(`${dist}/vm/bin/kubectl`, 0o755);
+  }
   copyFileSync(`${HERE}guest/boot.sh`, `${dist}/vm/boot.sh`);
   cpSync(`${HERE}provision`, `${dist}/vm/provision`, { recursive: true });
   return dist;
@@ -287,7 +306,7 @@ async function main(): Promise<number> {
   const total0 = Date.now();
   let failed = 0;
   try {
-    const dist = await snapshotDist(runDir);
+    const dist = await snapshotDist(runDir, chosen.some((s) => s.suite.needsKubectl));
     const img = ensureImage();
     const acc = opts.accel === 'auto' ? detectAccel(img.dir, runDir) : { accel: opts.accel, why: 'asked for' };
     const accel = acc.accel;

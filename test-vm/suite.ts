@@ -36,6 +36,11 @@ export interface VmSuite {
    * `npm test` already covers, whose minutes under TCG CI's budget cannot spare.
    */
   readonly extra?: true;
+  /**
+   * The suite runs the real kubectl (the demo does): the runner puts the host's kubectl (a static Go binary,
+   * the build matching nodenet's API version when the host has a version dispatcher) at dist/vm/bin/kubectl.
+   */
+  readonly needsKubectl?: true;
   /** Memory per VM (default 1024). */
   readonly memoryMiB?: number;
   run(ctx: GuestContext): Promise<string>;

@@ -729,6 +729,13 @@ export function servicesSuite(mode: Mode, source: Source = 'manifests'): void {
       const ping = JSON.parse((await n1.exec([process.execPath, AGENT_JS, 'trace', '--mode', 'ipvs', '-o', 'json', client.ip, 'icmp', '10.96.0.10'], true)).stdout || '{}') as { destination?: string };
       t.ok(ping.destination === 'LOCAL' || ping.destination === 'REJECT', `a ping: answered by the node or rejected, never balanced (${ping.destination})`);
 
+      // The IPVS table cleared by hand: the next sync's canary finds one of its virtual servers gone and rewrites the table.
+      await n1.exec(['ipvsadm', '-C']);
+      t.notMatch((await n1.exec(['ipvsadm', '-Ln'], true)).stdout, /10\.96\.0\.10:80/, 'ipvsadm -C emptied the table');
+      await put('drain.json', [drainSvc, slice('drain', [{ port: 9090 }], [p1, p2])]);
+      await waitFor(async () => /->\s+\S+:8080\s+Masq\s+1/.test((await n1.exec(['ipvsadm', '-Ln', '-t', '10.96.0.10:80'], true)).stdout), 'the IPVS table rewritten', { timeoutMs: 20_000 * SCALE });
+      t.pass('the next sync found the table cleared and rewrote it (canary: one virtual server the agent wrote)');
+
       // Another scheduler on the real kernel: source hashing sends one client to one real server every time.
       await n1.stopAgent('SIGTERM');
       (n1.opts.config as Record<string, unknown>)['ipvsScheduler'] = 'sh';

@@ -35,6 +35,12 @@ import { FlagError, parseFlags } from './flags.js';
 import { proxyModeFlag } from './lab-cmd.js';
 import { traceCommand, type TraceDeps } from './trace-cmd.js';
 
+/**
+ * The demo's waits stretch by NODENET_TEST_TIME_SCALE, as the lab's do: inside an emulated VM (test-vm's
+ * demo-ipvs suite, qemu TCG) every step is many times slower. 1 everywhere else.
+ */
+const SLOW = Number(process.env['NODENET_TEST_TIME_SCALE']) || 1;
+
 export const DEMO_USAGE = `usage: nodenet demo [--keep] [--proxy-mode iptables|nftables|ipvs]
 A 2-node cluster on this machine (network namespaces, the embedded control plane, one agent per node): a Deployment
 of 3 pods behind a ClusterIP and a NodePort Service, traffic across nodes over VXLAN, a ClusterIP that takes TCP
@@ -214,7 +220,7 @@ export async function demoCommand(argv: readonly string[], deps: DemoDeps): Prom
       return r.stdout.split('\n').filter(Boolean).sort();
     };
     const until = async <T>(what: string, f: () => Promise<T | null | false>, ms = 60_000): Promise<T> => {
-      const end = Date.now() + ms;
+      const end = Date.now() + ms * SLOW;
       for (;;) {
         const v = await f().catch(() => null);
         if (v) return v;
@@ -324,7 +330,7 @@ export async function demoCommand(argv: readonly string[], deps: DemoDeps): Prom
     const echo = async (msg: string) => {
       const mark = got.length;
       session.stdin!.write(`${msg}\n`);
-      const end = Date.now() + 3000;
+      const end = Date.now() + 3000 * SLOW;
       while (!got.slice(mark).includes(msg) && Date.now() < end) await sleep(50);
       return got.slice(mark).includes(msg);
     };
@@ -339,7 +345,7 @@ export async function demoCommand(argv: readonly string[], deps: DemoDeps): Prom
       : 'the kernel carries the connection (conntrack remembers its DNAT); the agent only writes rules.');
     await kubectl(['apply', '-f', '-'], LATE);
     const lateIP = await until('the late Service', async () => (await kubectl(['get', 'svc', 'late', '-o', 'jsonpath={.spec.clusterIP}'])).stdout.trim() || null);
-    await sleep(1500);
+    await sleep(1500 * SLOW);
     const lateDown = await who(lateIP, 9000);
     say(`   a new Service "late" (${lateIP}) from node1 while its agent is down: ${lateDown ? lateDown : 'no answer (no rules for it on node1)'}`);
     await node1.startAgent();

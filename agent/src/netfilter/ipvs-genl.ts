@@ -81,6 +81,17 @@ export class GenlIpvs implements Ipvs {
     });
   }
 
+  /** One GET_SERVICE (not a dump): ESRCH when the kernel has no such virtual service. */
+  private async serviceExists(vs: Pick<VirtualServer, 'protocol' | 'address' | 'port'>): Promise<boolean> {
+    try {
+      await this.sock.request(this.family, IPVS_CMD.GET_SERVICE, IPVS_GENL_VERSION, [encodeGetDests(vs)], { timeout: 10_000 });
+      return true;
+    } catch (e) {
+      if (errnoOf(e) === 'ESRCH') return false;
+      throw e;
+    }
+  }
+
   private async destsOf(vs: Pick<VirtualServer, 'protocol' | 'address' | 'port'>): Promise<RealServerState[]> {
     return (await this.dump(IPVS_CMD.GET_DEST, encodeGetDests(vs))).map(decodeDest).filter((d): d is RealServerState => d !== null);
   }
@@ -88,7 +99,11 @@ export class GenlIpvs implements Ipvs {
   async listDests(vs: Pick<VirtualServer, 'protocol' | 'address' | 'port'>): Promise<RealServerState[] | null> {
     return this.req(`listDests ${vsKey(vs)}`, async () => {
       try {
-        return await this.destsOf(vs);
+        const dests = await this.destsOf(vs);
+        // The kernel answers a dump of a missing service's destinations with an empty dump, not ESRCH
+        // (ip_vs_genl_dump_dests); an empty answer is checked with a GET of the service itself.
+        if (dests.length === 0 && !(await this.serviceExists(vs))) return null;
+        return dests;
       } catch (e) {
         if (errnoOf(e) === 'ESRCH') return null; // no such service
         throw new NodenetError(ErrorCode.RuleApply, `ipvs listDests ${vsKey(vs)}: ${errnoOf(e) ?? String(e)}`, { cause: e });
