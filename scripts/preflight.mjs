@@ -2,6 +2,7 @@
 // leftovers from a crashed run. Runs as root (nodenet builds namespaces).
 //   node scripts/preflight.mjs            install what is missing, clean leftovers
 //   node scripts/preflight.mjs --check    only say what is missing
+//   node scripts/preflight.mjs --test     also what only the tests need (ruby, for the Vagrantfile check)
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 
@@ -9,6 +10,7 @@ const need = {
   ip: 'iproute2', bridge: 'iproute2', iptables: 'iptables', 'iptables-legacy': 'iptables', nft: 'nftables',
   ipset: 'ipset', conntrack: 'conntrack', ping: 'iputils-ping', nsenter: 'util-linux', unshare: 'util-linux',
   cc: 'gcc', 'c++': 'g++', make: 'make', python3: 'python3', socat: 'socat',
+  ...(process.argv.includes('--test') ? { ruby: 'ruby' } : {}),
 };
 const which = (c) => spawnSync('sh', ['-c', `command -v ${c}`], { stdio: 'ignore' }).status === 0;
 const missing = [...new Set(Object.entries(need).filter(([c]) => !which(c)).map(([, p]) => p))];
