@@ -63,6 +63,18 @@ t.test('nothing is applied until both Services and EndpointSlices have synced', 
   t.equal(s.proxier.lastSync?.reason, 'first');
 });
 
+t.test('the first sync runs as soon as both lists are in, not a minSyncInterval after the events of the lists', async (t) => {
+  const s = setup();
+  s.proxier.onServiceAdd(web());
+  s.proxier.onEndpointSliceAdd(webSlice([podIP(1, 1)]));
+  await s.clock.advance(100);
+  s.proxier.onServicesSynced();
+  s.proxier.onEndpointSlicesSynced();
+  await s.clock.advance(0);
+  t.same(s.backend.scopes(), ['full'], `synced at once (${MIN} ms min interval), with no wait`);
+  t.equal(s.proxier.lastSync?.startedAt, 100, 'it started when the second list was in');
+});
+
 t.test('full first, then partial syncs with exactly the changed Services', async (t) => {
   const s = setup();
   const other = makeService({ name: 'other', clusterIP: clusterIP(2), ports: [{ port: 443 }] });

@@ -250,7 +250,9 @@ export class Proxier implements ServiceHandler, EndpointSliceHandler {
 
   /** One recorded event: request a sync when it left a change pending; tell the observer. */
   private changed(kind: 'service' | 'endpoints', pending: boolean): void {
-    if (pending) this.runner.request();
+    // Before both initial lists there is nothing to sync: asking would only start a run that does nothing
+    // and then holds the real first sync back by minSyncIntervalMs (1 s by default) once the lists are in.
+    if (pending && this.servicesSynced && this.slicesSynced) this.runner.request();
     this.deps.observer?.changeSeen(kind, pending && this.servicesSynced && this.slicesSynced);
   }
 
