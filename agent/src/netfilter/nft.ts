@@ -13,7 +13,7 @@ import { ErrorCode, NodenetError } from '../errors/errors.js';
 import type { Runner } from '../exec/runner.js';
 import { parseNftJsonNames, parseNftJsonTable, parseNftJsonTables, type NftNames, type NftTableInfo } from './nft-json.js';
 import type { NftFamily } from './nft-state.js';
-import { NftNetlink, type NetlinkApplyResult, type NftNetlinkApplyOptions } from './nft-netlink/apply.js';
+import { NftNetlink, type CommandSink, type NetlinkApplyResult, type NftNetlinkApplyOptions } from './nft-netlink/apply.js';
 
 export type { NftNames, NftTableInfo } from './nft-json.js';
 export type { NetlinkApplyResult, NftNetlinkApplyOptions } from './nft-netlink/apply.js';
@@ -35,6 +35,13 @@ export interface Nft {
    * @throws NodenetError(NN_ERR_RULE_APPLY) as apply() does.
    */
   applyViaNetlink?(script: string, opts?: NftNetlinkApplyOptions): Promise<NetlinkApplyResult>;
+  /**
+   * A full sync streamed into nodenet's netlink batch as it is rendered
+   * (`sink`), then sent (`send`; `script` gives the whole text only for an
+   * error report). Optional, as applyViaNetlink.
+   * @throws NodenetError(NN_ERR_RULE_APPLY) from send as apply() does.
+   */
+  netlinkFullSync?(sizeHint?: number): { readonly sink: CommandSink; send(script: () => string): Promise<NetlinkApplyResult> };
   /** The table's chains, sets and maps (with elements), or null when the table does not exist. Read-only. */
   listTable(family: NftFamily, name: string): Promise<NftTableInfo | null>;
   /**
@@ -99,6 +106,7 @@ const NOT_FOUND = /No such file or directory/;
 
 export class NftExecutor implements Nft {
   readonly applyViaNetlink?: (script: string, opts?: NftNetlinkApplyOptions) => Promise<NetlinkApplyResult>;
+  readonly netlinkFullSync?: (sizeHint?: number) => { readonly sink: CommandSink; send(script: () => string): Promise<NetlinkApplyResult> };
   /** The netlink path, also for tableExists and listNames (names straight from the kernel, not nft's whole cache). */
   private readonly nl: NftNetlink | null = null;
 
@@ -107,6 +115,10 @@ export class NftExecutor implements Nft {
       const nl = new NftNetlink(deps.netns !== undefined ? { netns: deps.netns } : {});
       // Synchronous underneath (the kernel answers within sendto); async to match apply().
       this.applyViaNetlink = async (script, opts) => nl.apply(script, opts);
+      this.netlinkFullSync = (sizeHint) => {
+        const b = nl.beginBig(sizeHint);
+        return { sink: b, send: async (script) => nl.sendBig(b, script) };
+      };
       this.nl = nl;
     }
   }

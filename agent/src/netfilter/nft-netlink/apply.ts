@@ -17,7 +17,7 @@
  */
 import { ErrorCode, NodenetError } from '../../errors/errors.js';
 import { nftApplyError } from '../nft.js';
-import { forEachNftCommand, parseNftScript, type NlCommand } from './commands.js';
+import { forEachNftCommand, parseNftScript, parseOneLine, type NlCommand } from './commands.js';
 import { BatchEncoder, encodeBatch, type EncodeOptions } from './encode.js';
 import { chainNames, dumpChainsRequest, dumpSetsRequest, firstError, getObjectRequest, getTableRequest, NFPROTO, objectFound, setNames, tableFound, type SetName } from './dump.js';
 import { NfnlSocket, strerror, type NetlinkAnswer } from './socket.js';
@@ -32,6 +32,65 @@ export type NetlinkApplyResult =
     }
   /** Nothing was sent: line `line` is outside what the encoder knows. */
   | { readonly applied: false; readonly line: number; readonly reason: string };
+
+/**
+ * A transaction handed over line by line (the nftables render's sink):
+ * text lines, parsed here, or commands the caller built itself, never
+ * parsed. Lines are numbered in the order they come, as the script's.
+ */
+export interface CommandSink {
+  text(line: string): void;
+  command(cmd: NlCommand): void;
+}
+
+/**
+ * A full sync streamed into one big batch as it is rendered: nothing of the
+ * script is kept but each command's line number; the first line outside the
+ * encoder's shapes stops the encoding (the batch is then not sent).
+ */
+export class BigBatch implements CommandSink {
+  readonly firstSeq: number;
+  private readonly enc: BatchEncoder;
+  private lines = new Int32Array(1 << 16);
+  private n = 0;
+  private line = 0;
+  private readonly t0 = performance.now();
+  unsupported: { readonly line: number; readonly text: string; readonly reason: string } | null = null;
+
+  constructor(firstSeq: number, sizeHint: number) {
+    this.firstSeq = firstSeq;
+    this.enc = new BatchEncoder(firstSeq, { acks: 'last' }, sizeHint);
+  }
+
+  text(l: string): void {
+    this.line++;
+    if (this.unsupported) return;
+    const p = parseOneLine(this.line, l);
+    if (!p.ok) this.unsupported = { line: this.line, text: l, reason: p.reason };
+    else if (p.cmd) this.add(p.cmd);
+  }
+
+  command(c: NlCommand): void {
+    this.line++;
+    if (!this.unsupported) this.add(c);
+  }
+
+  private add(c: NlCommand): void {
+    if (this.n === this.lines.length) {
+      const l = new Int32Array(this.n * 2);
+      l.set(this.lines);
+      this.lines = l;
+    }
+    this.lines[this.n++] = this.line;
+    this.enc.add(c);
+  }
+
+  /** @internal what NftNetlink.sendBig sends. */
+  finish(): { bytes: Buffer; count: number; lines: Int32Array; encodeMs: number } {
+    const b = this.enc.finish();
+    return { bytes: b.bytes, count: this.n, lines: this.lines.subarray(0, this.n), encodeMs: performance.now() - this.t0 };
+  }
+}
 
 export interface NftNetlinkOptions {
   /** Network namespace path to apply in (the current one when undefined). */
@@ -53,7 +112,8 @@ let seqBase = (Date.now() & 0x3fffffff) >>> 0;
 
 /** The script lines of failed messages, from the kernel's answers; throws NodenetError when anything failed. */
 export function checkAnswers(
-  script: string,
+  /** The script, or an object that gives it only when read (an error report). */
+  script: string | { readonly text: string },
   /** The commands sent, or just their script lines (a big batch keeps no commands). */
   commands: readonly Pick<NlCommand, 'line'>[] | Int32Array,
   firstSeq: number,
@@ -82,7 +142,7 @@ export function checkAnswers(
       else if (a.error !== 0) failures.push(`netlink:${lineOf(commands, i)}:1: Error: Could not process rule: ${strerror(-a.error)}${a.message ? ` (${a.message})` : ''}`);
     }
   }
-  if (failures.length) throw nftApplyError(script, failures.join('\n'), 1, 3, 'nf_tables netlink batch');
+  if (failures.length) throw nftApplyError(typeof script === 'string' ? script : script.text, failures.join('\n'), 1, 3, 'nf_tables netlink batch');
   if (missing) {
     // Acks lost (an overrun): whether the batch committed is unknown; the caller's next sync must be full.
     throw new NodenetError(ErrorCode.RuleApply, `nf_tables netlink batch: ${missing} of ${commands.length} messages unanswered; state unknown`);
@@ -196,6 +256,30 @@ export class NftNetlink {
   private armIdle(): void {
     if (this.idle) clearTimeout(this.idle);
     this.idle = setTimeout(() => this.close(), IDLE_CLOSE_MS).unref();
+  }
+
+  /** A batch a full sync is rendered into (BigBatch), then sent with sendBig. `sizeHint`: bytes to reserve. */
+  beginBig(sizeHint = 1 << 20): BigBatch {
+    const b = new BigBatch(seqBase, sizeHint);
+    return b;
+  }
+
+  /**
+   * Sends a BigBatch (nothing, with applied: false, when a line was outside
+   * the encoder's shapes). `script` gives the whole text for an error report
+   * only when the kernel refused something.
+   */
+  sendBig(b: BigBatch, script: () => string): NetlinkApplyResult {
+    if (b.unsupported) return { applied: false, line: b.unsupported.line, reason: `${b.unsupported.reason}: ${b.unsupported.text.slice(0, 200)}` };
+    const f = b.finish();
+    if (f.count === 0) return { applied: true, commands: 0 };
+    seqBase = (b.firstSeq + f.count + 2) & 0x3fffffff;
+    const t1 = performance.now();
+    const answers = this.socket.send(f.bytes);
+    const t2 = performance.now();
+    this.armIdle();
+    checkAnswers({ get text() { return script(); } }, f.lines, b.firstSeq, answers, 'last');
+    return { applied: true, commands: f.count, encodeMs: f.encodeMs, kernelMs: t2 - t1 };
   }
 
   /** A big script, parsed and encoded a line at a time (only the script line of each message is kept). */

@@ -131,6 +131,19 @@ const RE_NAME = new RegExp(`^${NAME}$`);
 class Unsupported extends Error {}
 
 /**
+ * A dotted quad's bytes, for callers that build commands themselves (the
+ * render's per-service rules); throws RangeError on anything but an address.
+ */
+export function ipv4Bytes(s: string): Uint8Array {
+  try {
+    return ipv4(s);
+  } catch (e) {
+    if (e instanceof Unsupported) throw new RangeError(e.message);
+    throw e;
+  }
+}
+
+/**
  * A dotted quad (what isIPv4 accepts: four decimal octets, no leading
  * zeros), scanned by hand: a full sync has ~400,000 addresses.
  */
@@ -352,6 +365,16 @@ function parseLine(line: number, text: string): NlCommand | null {
     };
   }
   throw new Unsupported('command');
+}
+
+/** One line: its command (null for a blank or comment line), or why it is outside the shapes this module knows. */
+export function parseOneLine(line: number, text: string): { readonly ok: true; readonly cmd: NlCommand | null } | { readonly ok: false; readonly reason: string } {
+  try {
+    return { ok: true, cmd: parseLine(line, text) };
+  } catch (e) {
+    if (e instanceof Unsupported) return { ok: false, reason: e.message };
+    throw e;
+  }
 }
 
 /**

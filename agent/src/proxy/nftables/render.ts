@@ -65,6 +65,7 @@ import { externallyAccessible, externalPolicyLocal, internalPolicyLocal, usesClu
 import { categorizeSorted } from './endpoints.js';
 import { endpointObjects, servicePortChains, tableName } from './names.js';
 import { CowMap, CowSet, type MutableMap, type MutableSet } from './cow.js';
+import { ipv4Bytes, type NlCommand, type NlMatch, type NlRule } from '../../netfilter/nft-netlink/commands.js';
 
 export interface NftablesRenderOptions {
   /**
@@ -116,9 +117,25 @@ export interface NftablesApplied {
   readonly services: ReadonlyMap<string, ServiceContribution>;
 }
 
+/**
+ * Where a render can go instead of a text: line by line, the per-service
+ * chains and rules (nine of ten lines of a full sync) as the nf_tables
+ * commands themselves, whose text is never built, the rest as text lines.
+ * A command is exactly what netfilter/nft-netlink/commands.ts parses from
+ * the line the text render writes in its place (render-netlink.test.ts);
+ * its `line` is 0, the line number being its place in the transaction,
+ * counted as the text render counts lines (comment lines included).
+ */
+export interface RenderSink {
+  text(line: string): void;
+  command(cmd: NlCommand): void;
+}
+
 export interface NftablesRender {
-  /** One `nft -f` transaction. */
+  /** One `nft -f` transaction ('' when rendered to a sink). */
   readonly text: string;
+  /** Lines of the transaction (what a sink received). */
+  readonly lines: number;
   /** `add rule` commands in `text`. */
   readonly ruleCount: number;
   /** Elements added or deleted by `text`. */
@@ -215,20 +232,33 @@ export function masqueradeMark(bit: number): string {
   return `0x${(2 ** bit).toString(16)}`;
 }
 
+/** A rule body as text, or (rendering to a sink) as its netlink form: only the one the render needs is built. */
+type RuleBody = string | { readonly nl: NlRule };
+
+/** `ip saddr|daddr [!=] CIDR` as a match, or null for what the netlink parser leaves to nft (a /0). */
+function ipMatch(field: 'saddr' | 'daddr', neq: boolean, cidr: string): NlMatch | null {
+  const slash = cidr.indexOf('/');
+  const prefix = slash < 0 ? 32 : Number(cidr.slice(slash + 1));
+  if (!(prefix >= 1 && prefix <= 32)) return null;
+  return { kind: 'ip', field, neq, addr: ipv4Bytes(slash < 0 ? cidr : cidr.slice(0, slash)), prefix };
+}
+const verdictRule = (kind: 'jump' | 'goto', chain: string, matches: NlMatch[] = []): { nl: NlRule } => ({ nl: { matches, stmt: { kind: 'verdict', verdict: { kind, chain } }, comment: null } });
+const PROTO_NUMBER: Readonly<Record<string, number>> = { tcp: 6, udp: 17, sctp: 132 };
+
 /** The per-service part of a render: chains with their rules, affinity sets, elements. */
 interface ServicePortPlan {
-  readonly chains: Map<string, string[]>;
+  readonly chains: Map<string, RuleBody[]>;
   readonly affinitySets: Map<string, number>;
   readonly elements: ElementEntry[];
 }
 
-function planServicePort(svc: ServicePortInfo, endpoints: readonly EndpointInfo[], cfg: ProxyNodeConfig): ServicePortPlan {
+function planServicePort(svc: ServicePortInfo, endpoints: readonly EndpointInfo[], cfg: ProxyNodeConfig, cmds: boolean): ServicePortPlan {
   const spn = svc.spn;
   const comment = spnString(spn);
   const proto = svc.protocol.toLowerCase();
   const names = servicePortChains(spn);
   const cat = categorizeSorted(svc, endpoints);
-  const chains = new Map<string, string[]>();
+  const chains = new Map<string, RuleBody[]>();
   const affinitySets = new Map<string, number>();
   const elements: ElementEntry[] = [];
   const affinity = svc.affinityTimeoutSeconds;
@@ -276,14 +306,15 @@ function planServicePort(svc: ServicePortInfo, endpoints: readonly EndpointInfo[
   // Internal (ClusterIP) traffic from outside the pod network is masqueraded,
   // in case the endpoint is on another node (kube-proxy's localDetector).
   if (hasInternal && cfg.clusterCIDR) {
-    chains.get(internalChain)?.push(`ip daddr ${svc.clusterIP} ip saddr != ${cfg.clusterCIDR} jump ${CH.markMasq}`);
+    const notPods = cmds ? ipMatch('saddr', true, cfg.clusterCIDR) : null;
+    chains.get(internalChain)?.push(notPods ? verdictRule('jump', CH.markMasq, [ipMatch('daddr', false, svc.clusterIP)!, notPods]) : `ip daddr ${svc.clusterIP} ip saddr != ${cfg.clusterCIDR} jump ${CH.markMasq}`);
   }
 
   if (usesExternalChain) {
     const ext = chains.get(names.external)!;
     if (!externalPolicyLocal(svc)) {
       // Cluster policy: the endpoint may be on another node, masquerade so replies come back here.
-      ext.push(`jump ${CH.markMasq}`);
+      ext.push(cmds ? verdictRule('jump', CH.markMasq) : `jump ${CH.markMasq}`);
     } else {
       // Local policy keeps the client's source IP, except for traffic from pods
       // and from the node itself, which is sent to any endpoint (short-circuit).
@@ -291,7 +322,7 @@ function planServicePort(svc: ServicePortInfo, endpoints: readonly EndpointInfo[
       ext.push(`fib saddr type local jump ${CH.markMasq} comment "masquerade local traffic"`);
       ext.push(`fib saddr type local goto ${names.cluster} comment "short-circuit local traffic"`);
     }
-    if (hasExternal) ext.push(`goto ${externalPolicyChain}`);
+    if (hasExternal) ext.push(cmds ? verdictRule('goto', externalPolicyChain) : `goto ${externalPolicyChain}`);
   }
 
   if (usesFirewall) {
@@ -314,11 +345,14 @@ function planServicePort(svc: ServicePortInfo, endpoints: readonly EndpointInfo[
     const rules = chains.get(chain)!;
     const objs = eps.map((ep) => endpointObjects(spn, ep));
     // A client with a live affinity entry goes back to its endpoint.
-    if (affinity !== null) for (const o of objs) rules.push(`ip saddr @${o.affinitySet} goto ${o.chain}`);
+    if (affinity !== null) {
+      for (const o of objs) rules.push(cmds ? verdictRule('goto', o.chain, [{ kind: 'ip-in-set', field: 'saddr', set: o.affinitySet }]) : `ip saddr @${o.affinitySet} goto ${o.chain}`);
+    }
     // Uniform choice without anonymous sets: rule k fires with probability 1/(N-k).
     objs.forEach((o, k) => {
       const left = objs.length - k;
-      rules.push(left > 1 ? `numgen random mod ${left} == 0 goto ${o.chain}` : `goto ${o.chain}`);
+      if (cmds) rules.push(verdictRule('goto', o.chain, left > 1 ? [{ kind: 'numgen', mod: left, value: 0 }] : []));
+      else rules.push(left > 1 ? `numgen random mod ${left} == 0 goto ${o.chain}` : `goto ${o.chain}`);
     });
   };
   if (usesClusterChain) writeEndpointChoice(names.cluster, cat.cluster);
@@ -328,9 +362,17 @@ function planServicePort(svc: ServicePortInfo, endpoints: readonly EndpointInfo[
     const o = endpointObjects(spn, ep);
     const rules = chains.get(o.chain)!;
     // Hairpin: a pod reaching itself through the Service must be masqueraded, or its reply would bypass the DNAT.
-    rules.push(`ip saddr ${ep.ip} jump ${CH.markMasq}`);
-    if (affinity !== null) rules.push(`update @${o.affinitySet} { ip saddr }`);
-    rules.push(`meta l4proto ${proto} dnat to ${ep.ip}:${ep.port}`);
+    const l4 = PROTO_NUMBER[proto];
+    if (cmds && l4 !== undefined) {
+      const addr = ipv4Bytes(ep.ip);
+      rules.push(verdictRule('jump', CH.markMasq, [{ kind: 'ip', field: 'saddr', neq: false, addr, prefix: 32 }]));
+      if (affinity !== null) rules.push({ nl: { matches: [], stmt: { kind: 'update-saddr', set: o.affinitySet }, comment: null } });
+      rules.push({ nl: { matches: [{ kind: 'l4proto', proto: l4 }], stmt: { kind: 'dnat', addr, port: ep.port }, comment: null } });
+    } else {
+      rules.push(`ip saddr ${ep.ip} jump ${CH.markMasq}`);
+      if (affinity !== null) rules.push(`update @${o.affinitySet} { ip saddr }`);
+      rules.push(`meta l4proto ${proto} dnat to ${ep.ip}:${ep.port}`);
+    }
   }
 
   return { chains, affinitySets, elements };
@@ -352,16 +394,16 @@ const EMPTY_CONTRIBUTION: ServiceContribution = { chains: [], affinitySets: new 
 
 /** A Service's plan: its ports' chains (with rules, in order), affinity sets and elements. */
 interface ServicePlan {
-  readonly chains: Map<string, string[]>;
+  readonly chains: Map<string, RuleBody[]>;
   readonly contribution: ServiceContribution;
 }
 
-function planService(ports: readonly ServicePortInfo[], snapshot: ProxySnapshot, cfg: ProxyNodeConfig): ServicePlan {
-  const chains = new Map<string, string[]>();
+function planService(ports: readonly ServicePortInfo[], snapshot: ProxySnapshot, cfg: ProxyNodeConfig, cmds: boolean): ServicePlan {
+  const chains = new Map<string, RuleBody[]>();
   const affinitySets = new Map<string, number>();
   const elements: ElementEntry[] = [];
   for (const svc of ports) {
-    const p = planServicePort(svc, snapshot.endpoints.get(spnString(svc.spn)) ?? [], cfg);
+    const p = planServicePort(svc, snapshot.endpoints.get(spnString(svc.spn)) ?? [], cfg, cmds);
     for (const [c, r] of p.chains) chains.set(c, r);
     for (const [s, t] of p.affinitySets) affinitySets.set(s, t);
     elements.push(...p.elements);
@@ -370,7 +412,7 @@ function planService(ports: readonly ServicePortInfo[], snapshot: ProxySnapshot,
 }
 
 /** The fixed part of a full sync: table, base chains, fixed chains, sets, maps and their rules. */
-function renderFixed(T: string, cfg: ProxyNodeConfig, opts: NftablesRenderOptions, out: string[], rule: (chain: string, body: string) => void): void {
+function renderFixed(T: string, cfg: ProxyNodeConfig, opts: NftablesRenderOptions, out: { push(...lines: string[]): void }, rule: (chain: string, body: string) => void): void {
   const mark = masqueradeMark(cfg.masqueradeBit);
   out.push(`add table ${T} { comment "rules for kube-proxy" ; }`);
   out.push('# base chains: recreated, so that changed hook facts cannot wedge a sync');
@@ -433,19 +475,41 @@ export function renderNftables(
   scope: SyncScope,
   existing?: NftablesApplied,
   opts: NftablesRenderOptions = {},
+  /** Render line by line into this instead of a text (the netlink path; see RenderSink). */
+  sink?: RenderSink,
 ): NftablesRender {
   if (!scope.full && !existing) {
     throw new NodenetError(ErrorCode.Internal, 'nftables: a partial sync needs the state of the last successful sync');
   }
   const prev = existing ?? EMPTY_APPLIED;
-  const T = `ip ${tableName(cfg.prefix)}`;
-  const out: string[] = [];
+  const table = tableName(cfg.prefix);
+  const T = `ip ${table}`;
+  const lines: string[] = [];
+  let lineCount = 0;
+  // Text lines go to the text, or to the sink; with a sink, per-service chains and rules go as commands.
+  const out = {
+    push(...ls: string[]): void {
+      lineCount += ls.length;
+      if (sink) for (const l of ls) sink.text(l);
+      else for (const l of ls) lines.push(l);
+    },
+  };
   let ruleCount = 0;
   let elementCount = 0;
   let chainsWritten = 0;
-  const rule = (chain: string, body: string) => {
-    out.push(`add rule ${T} ${chain} ${body}`);
+  const rule = (chain: string, body: RuleBody) => {
+    if (typeof body === 'string') out.push(`add rule ${T} ${chain} ${body}`);
+    else {
+      lineCount++;
+      sink!.command({ line: 0, table, op: 'add-rule', chain, rule: body.nl });
+    }
     ruleCount++;
+  };
+  const chainLines = (c: string) => {
+    if (!sink) return out.push(`add chain ${T} ${c}`, `flush chain ${T} ${c}`);
+    lineCount += 2;
+    sink.command({ line: 0, table, op: 'add-chain', chain: c });
+    sink.command({ line: 0, table, op: 'flush-chain', chain: c });
   };
 
   // The ServicePorts of the Services this sync looks at, grouped by Service
@@ -503,14 +567,14 @@ export function renderNftables(
 
   for (const key of keys) {
     const ports = byService.get(key);
-    const plan = ports ? planService(ports, snapshot, cfg) : { chains: new Map<string, string[]>(), contribution: EMPTY_CONTRIBUTION };
+    const plan = ports ? planService(ports, snapshot, cfg, sink !== undefined) : { chains: new Map<string, RuleBody[]>(), contribution: EMPTY_CONTRIBUTION };
     const neu = plan.contribution;
     const old = scope.full ? EMPTY_CONTRIBUTION : (prev.services.get(key) ?? EMPTY_CONTRIBUTION);
 
     // Chains and affinity sets of this Service: rewritten whole.
     if (plan.chains.size) {
       out.push(`# ${key}`);
-      for (const c of plan.chains.keys()) out.push(`add chain ${T} ${c}`, `flush chain ${T} ${c}`);
+      for (const c of plan.chains.keys()) chainLines(c);
       for (const [s, t] of neu.affinitySets) out.push(affinitySetDecl(T, s, t));
       for (const [c, rules] of plan.chains) for (const r of rules) rule(c, r);
       chainsWritten += plan.chains.size;
@@ -588,7 +652,8 @@ export function renderNftables(
   }
 
   return {
-    text: out.join('\n') + '\n',
+    text: sink ? '' : lines.join('\n') + '\n',
+    lines: lineCount,
     ruleCount,
     elementCount,
     chainsWritten,
