@@ -411,6 +411,17 @@ function planService(ports: readonly ServicePortInfo[], snapshot: ProxySnapshot,
   return { chains, contribution: { chains: [...chains.keys()], affinitySets, elements } };
 }
 
+/** "ns/name" of a ServicePort, made once per object (ports keep their objects across snapshots). */
+const serviceKeys = new WeakMap<ServicePortInfo, string>();
+function serviceKeyOf(svc: ServicePortInfo): string {
+  let k = serviceKeys.get(svc);
+  if (k === undefined) {
+    k = `${svc.spn.namespace}/${svc.spn.name}`;
+    serviceKeys.set(svc, k);
+  }
+  return k;
+}
+
 /** The fixed part of a full sync: table, base chains, fixed chains, sets, maps and their rules. */
 function renderFixed(T: string, cfg: ProxyNodeConfig, opts: NftablesRenderOptions, out: { push(...lines: string[]): void }, rule: (chain: string, body: string) => void): void {
   const mark = masqueradeMark(cfg.masqueradeBit);
@@ -517,9 +528,11 @@ export function renderNftables(
   // Services, grouping and sorting them all was most of a one-Service render.
   const byService = new Map<string, ServicePortInfo[]>();
   const k = new Set<string>(scope.full ? [] : scope.changed);
+  // A partial sync still walks every ServicePort (a Service the record lacks, or lost, is changed too);
+  // each port's Service key is made once per object, so the walk builds no strings.
   const present = new Set<string>();
   for (const svc of snapshot.services.values()) {
-    const key = `${svc.spn.namespace}/${svc.spn.name}`;
+    const key = serviceKeyOf(svc);
     if (!scope.full) {
       present.add(key);
       if (!prev.services.has(key)) k.add(key);
