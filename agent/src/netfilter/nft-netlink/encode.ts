@@ -299,13 +299,14 @@ function cmpHostU32(w: Writer, op: number, n: number): void {
     w.u32(1, NFT_REG_1);
     w.u32(2, op);
     const at = w.begin(3);
-    w.bytes(DATA_A.VALUE, HOST_U32_SCRATCH(n));
+    w.bytes(DATA_A.VALUE, hostU32Scratch(n));
     w.end(at);
   });
 }
 const hostScratch = new Uint32Array(1);
 const hostScratchBytes = new Uint8Array(hostScratch.buffer);
-function HOST_U32_SCRATCH(n: number): Uint8Array {
+/** `n` as host-order bytes in one shared buffer (copied into the message at once): no allocation per rule. */
+function hostU32Scratch(n: number): Uint8Array {
   hostScratch[0] = n >>> 0;
   return hostScratchBytes;
 }
