@@ -250,7 +250,8 @@ export async function demoCommand(argv: readonly string[], deps: DemoDeps): Prom
     });
     const clientNetns = podNetns(node1, 'default', 'client');
     const inClient = (argv: readonly string[], allowFailure = true) => deps.runner.run(['nsenter', `--net=${clientNetns}`, '--', ...argv], { allowFailure });
-    const who = async (ip: string, port: number) => (await inClient(['socat', '-t1', '-T3', '-', `TCP4:${ip}:${port},connect-timeout=3`])).stdout.trim();
+    const who = async (ip: string, port: number, connectTimeoutS = 3) =>
+      (await inClient(['socat', '-t1', '-T3', '-', `TCP4:${ip}:${port},connect-timeout=${connectTimeoutS}`])).stdout.trim();
     const nodeOf = (name: string) => web.find((x) => x.name === name)?.node ?? '?';
     const ask = async (n: number, label: string) => {
       const seen = new Map<string, number>();
@@ -367,7 +368,9 @@ export async function demoCommand(argv: readonly string[], deps: DemoDeps): Prom
       await node1.exec(flush);
     }
     const gone = Date.now();
-    const broken = await who(clusterIP, 9000);
+    // One SYN's worth of waiting: the kernel retransmits a SYN after 1 s, and by then the agent's next
+    // check may have put the rules back (its sync period is 2 s here), which would hide the gap.
+    const broken = await who(clusterIP, 9000, 0.5);
     say(`   right after: ${broken || 'no answer (the rules are gone)'}`);
     const back = await until('the rules rewritten', async () => (await who(clusterIP, 9000)) || null, 20_000);
     say(`   ${((Date.now() - gone) / 1000).toFixed(1)} s later: ${back}`);

@@ -16,6 +16,7 @@
  * Pure: no fs, no processes.
  */
 import { isIPv4, parseCidr } from '../net/ip.js';
+import { IP_PROTOCOL_NUMBERS } from '../net/protocols.js';
 import { ErrorCode, NodenetError } from '../errors/errors.js';
 import { BUILTIN_CHAINS, isIptablesTable, quoteArg, type IptablesTable } from './iptables-types.js';
 
@@ -190,7 +191,6 @@ export function tokenize(line: string, lineNo = 0): string[] {
 
 const PROTO_MODULES = new Set(['tcp', 'udp', 'sctp']);
 const KNOWN_MODULES = new Set(['tcp', 'udp', 'sctp', 'comment', 'statistic', 'recent', 'addrtype', 'mark', 'conntrack', 'set', 'ipvs']);
-const PROTO_NUMBERS: Readonly<Record<string, number>> = { tcp: 6, udp: 17, sctp: 132, icmp: 1 };
 const ADDR_TYPES = new Set(['UNSPEC', 'UNICAST', 'LOCAL', 'BROADCAST', 'ANYCAST', 'MULTICAST', 'BLACKHOLE', 'UNREACHABLE', 'PROHIBIT', 'THROW', 'NAT', 'XRESOLVE']);
 const CT_STATES = new Set(['INVALID', 'NEW', 'ESTABLISHED', 'RELATED', 'UNTRACKED', 'SNAT', 'DNAT']);
 const REJECT_WITH = new Set([
@@ -392,7 +392,7 @@ export function parseRuleArgs(chain: string, tokens: readonly string[], line = 0
       const cur: { -readonly [K in keyof IpvsMatch]: IpvsMatch[K] } = { vaddr: null, vproto: null, vport: null, ...r.ipvs };
       if (tok === '--vaddr') cur.vaddr = { value: parseAddr(x.value, line), negated: neg };
       else if (tok === '--vproto') {
-        const p = PROTO_NUMBERS[x.value.toLowerCase()] ?? (/^\d{1,3}$/.test(x.value) && Number(x.value) <= 255 ? Number(x.value) : NaN);
+        const p = IP_PROTOCOL_NUMBERS[x.value.toLowerCase()] ?? (/^\d{1,3}$/.test(x.value) && Number(x.value) <= 255 ? Number(x.value) : NaN);
         if (Number.isNaN(p)) throw new IptablesParseError(line, `unknown protocol "${x.value}" specified`);
         cur.vproto = { value: p, negated: neg };
       } else {

@@ -20,6 +20,7 @@
  * Test infrastructure: pure, no I/O.
  */
 import { cidrContains, isIPv4 } from '../net/ip.js';
+import { IP_PROTOCOL_NUMBERS } from '../net/protocols.js';
 import type { IptDump, IptRule, Negatable, SetMatch } from '../netfilter/iptables-parse.js';
 import { entryParts, type IpsetState } from '../netfilter/ipset-parse.js';
 import type { IptablesTable } from '../netfilter/iptables-types.js';
@@ -46,8 +47,6 @@ export interface IptablesTraceResult extends TraceResult {
   /** The filter verdict: ACCEPT (explicit or by policy), DROP or REJECT. */
   readonly verdict: 'ACCEPT' | 'DROP' | 'REJECT';
 }
-
-const PROTO_NUMBER: Readonly<Record<string, number>> = { tcp: 6, udp: 17, sctp: 132, icmp: 1 };
 
 type Outcome = { readonly kind: 'fall' } | { readonly kind: 'return' } | { readonly kind: 'final'; readonly verdict: string };
 const FALL: Outcome = { kind: 'fall' };
@@ -100,7 +99,7 @@ export function traceIptables(dump: IptDump, packet: TracePacket | { readonly so
       const vs = opts.ipvsServices?.find((x) => x.protocol.toLowerCase() === pkt.proto && x.address === pkt.dst && x.port === pkt.dport);
       if (!vs) return false;
       if (!neg(r.ipvs.vaddr, (c) => cidrContains(c, vs.address))) return false;
-      if (!neg(r.ipvs.vproto, (p) => p === PROTO_NUMBER[pkt.proto])) return false;
+      if (!neg(r.ipvs.vproto, (p) => p === IP_PROTOCOL_NUMBERS[pkt.proto])) return false;
       if (!neg(r.ipvs.vport, (p) => p === vs.port)) return false;
     }
     return true;

@@ -17,7 +17,7 @@
  */
 import { ErrorCode, NodenetError } from '../../errors/errors.js';
 import { nftApplyError } from '../nft.js';
-import { forEachNftCommand, parseNftScript, parseOneLine, type NlCommand } from './commands.js';
+import { parseNftScript, parseOneLine, type NlCommand } from './commands.js';
 import { BatchEncoder, encodeBatch, type EncodeOptions } from './encode.js';
 import { chainNames, dumpChainsRequest, dumpSetsRequest, firstError, getObjectRequest, getTableRequest, NFPROTO, objectFound, setNames, tableFound, type SetName } from './dump.js';
 import { NfnlSocket, strerror, type NetlinkAnswer } from './socket.js';
@@ -26,8 +26,7 @@ export type NetlinkApplyResult =
   | {
       readonly applied: true;
       readonly commands: number;
-      /** Milliseconds spent parsing and encoding, and waiting for the kernel (send to last answer). */
-      readonly encodeMs?: number;
+      /** Milliseconds the kernel took over the batch (send to last answer). */
       readonly kernelMs?: number;
     }
   /** Nothing was sent: line `line` is outside what the encoder knows. */
@@ -54,7 +53,6 @@ export class BigBatch implements CommandSink {
   private lines = new Int32Array(1 << 16);
   private n = 0;
   private line = 0;
-  private readonly t0 = performance.now();
   unsupported: { readonly line: number; readonly text: string; readonly reason: string } | null = null;
 
   constructor(firstSeq: number, sizeHint: number) {
@@ -86,9 +84,9 @@ export class BigBatch implements CommandSink {
   }
 
   /** @internal what NftNetlink.sendBig sends. */
-  finish(): { bytes: Buffer; count: number; lines: Int32Array; encodeMs: number } {
+  finish(): { bytes: Buffer; count: number; lines: Int32Array } {
     const b = this.enc.finish();
-    return { bytes: b.bytes, count: this.n, lines: this.lines.subarray(0, this.n), encodeMs: performance.now() - this.t0 };
+    return { bytes: b.bytes, count: this.n, lines: this.lines.subarray(0, this.n) };
   }
 }
 
@@ -202,22 +200,12 @@ export class NftNetlink {
    * @throws NodenetError(NN_ERR_NETLINK) when the kernel answers with an error other than ENOENT
    */
   tableExists(family: keyof typeof NFPROTO, table: string): boolean {
-    try {
-      return this.keep(() => tableFound(this.socket.request(getTableRequest(this.nextSeq(), NFPROTO[family], table))));
-    } catch (e) {
-      if (e instanceof NodenetError) throw e;
-      throw new NodenetError(ErrorCode.Netlink, `nf_tables netlink: GETTABLE ${family} ${table}: ${e instanceof Error ? e.message : String(e)}`);
-    }
+    return this.ask(`GETTABLE ${family} ${table}`, () => tableFound(this.socket.request(getTableRequest(this.nextSeq(), NFPROTO[family], table))));
   }
 
   /** Whether one chain, set or map exists (false when its table does not), asked of the kernel: no nft process, no cache. */
   objectExists(family: keyof typeof NFPROTO, table: string, kind: 'chain' | 'set' | 'map', name: string): boolean {
-    try {
-      return this.keep(() => objectFound(this.socket.request(getObjectRequest(this.nextSeq(), NFPROTO[family], table, kind, name)), kind));
-    } catch (e) {
-      if (e instanceof NodenetError) throw e;
-      throw new NodenetError(ErrorCode.Netlink, `nf_tables netlink: GET ${kind} ${family} ${table} ${name}: ${e instanceof Error ? e.message : String(e)}`);
-    }
+    return this.ask(`GET ${kind} ${family} ${table} ${name}`, () => objectFound(this.socket.request(getObjectRequest(this.nextSeq(), NFPROTO[family], table, kind, name)), kind));
   }
 
   /** The names of the table's chains and named sets (no rules, no elements), or null when it does not exist. */
@@ -241,6 +229,16 @@ export class NftNetlink {
     return s;
   }
 
+  /** keep(f), with the kernel's errno errors (found()'s) as NodenetError(NN_ERR_NETLINK) naming the request. */
+  private ask<T>(what: string, f: () => T): T {
+    try {
+      return this.keep(f);
+    } catch (e) {
+      if (e instanceof NodenetError) throw e;
+      throw new NodenetError(ErrorCode.Netlink, `nf_tables netlink: ${what}: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  }
+
   /** Runs `f` on the kept socket and re-arms its idle close. */
   private keep<T>(f: () => T): T {
     const r = f();
@@ -260,8 +258,7 @@ export class NftNetlink {
 
   /** A batch a full sync is rendered into (BigBatch), then sent with sendBig. `sizeHint`: bytes to reserve. */
   beginBig(sizeHint = 1 << 20): BigBatch {
-    const b = new BigBatch(seqBase, sizeHint);
-    return b;
+    return new BigBatch(seqBase, sizeHint);
   }
 
   /**
@@ -279,35 +276,19 @@ export class NftNetlink {
     const t2 = performance.now();
     this.armIdle();
     checkAnswers({ get text() { return script(); } }, f.lines, b.firstSeq, answers, 'last');
-    return { applied: true, commands: f.count, encodeMs: f.encodeMs, kernelMs: t2 - t1 };
+    return { applied: true, commands: f.count, kernelMs: t2 - t1 };
   }
 
-  /** A big script, parsed and encoded a line at a time (only the script line of each message is kept). */
+  /** A big script, parsed and encoded a line at a time into a BigBatch (only the script line of each message is kept). */
   private applyBig(script: string): NetlinkApplyResult {
-    const t0 = performance.now();
-    const firstSeq = seqBase;
     // ~1.8 bytes of netlink per byte of script for the render's lines.
-    const enc = new BatchEncoder(firstSeq, { acks: 'last' }, Math.ceil(script.length * 2));
-    let lines = new Int32Array(1024);
-    let n = 0;
-    const r = forEachNftCommand(script, (c) => {
-      if (n === lines.length) {
-        const l = new Int32Array(n * 2);
-        l.set(lines);
-        lines = l;
-      }
-      lines[n++] = c.line;
-      enc.add(c);
-    });
-    if (!r.ok) return { applied: false, line: r.line, reason: `${r.reason}: ${r.text.slice(0, 200)}` };
-    if (n === 0) return { applied: true, commands: 0 };
-    seqBase = (seqBase + n + 2) & 0x3fffffff;
-    const batch = enc.finish();
-    const t1 = performance.now();
-    const answers = this.socket.send(batch.bytes);
-    const t2 = performance.now();
-    this.armIdle();
-    checkAnswers(script, lines.subarray(0, n), firstSeq, answers, 'last');
-    return { applied: true, commands: n, encodeMs: t1 - t0, kernelMs: t2 - t1 };
+    const b = this.beginBig(Math.ceil(script.length * 2));
+    for (let at = 0; at < script.length; ) {
+      let nl = script.indexOf('\n', at);
+      if (nl < 0) nl = script.length;
+      b.text(script.slice(at, nl));
+      at = nl + 1;
+    }
+    return this.sendBig(b, () => script);
   }
 }

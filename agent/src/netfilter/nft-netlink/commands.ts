@@ -17,6 +17,8 @@
  * Pure: no I/O.
  */
 
+import { L4_PROTOCOL_NUMBERS } from '../../net/protocols.js';
+
 /** A verdict of a rule or map element. */
 export type NlVerdict =
   | { readonly kind: 'jump' | 'goto'; readonly chain: string }
@@ -111,7 +113,7 @@ export type ParseResult =
 const NAME = String.raw`[A-Za-z_][A-Za-z0-9_./:-]*`;
 /** nft refuses comments longer than this (NFTNL_UDATA_COMMENT_MAXLEN 128, with the NUL). */
 export const COMMENT_MAX = 127;
-const PROTOS: Readonly<Record<string, number>> = { tcp: 6, udp: 17, sctp: 132 };
+const PROTOS = L4_PROTOCOL_NUMBERS;
 
 const RE_CHAIN = new RegExp(`^(add|flush|delete) chain ip (${NAME}) (${NAME})$`);
 const RE_RULE = new RegExp(`^add rule ip (${NAME}) (${NAME}) (.+)$`);
@@ -395,38 +397,6 @@ export function parseNftScript(script: string): ParseResult {
     }
   }
   return { ok: true, commands };
-}
-
-/**
- * Parses a script a line at a time, handing each command to `each` and
- * keeping none: at 30,000 Services a full sync is ~465,000 commands, and
- * holding them all tripled the agent's memory. Stops at the first line it
- * does not know (the caller then discards what it built).
- */
-export function forEachNftCommand(
-  script: string,
-  each: (c: NlCommand) => void,
-): { readonly ok: true; readonly count: number } | { readonly ok: false; readonly line: number; readonly text: string; readonly reason: string } {
-  let count = 0;
-  let line = 0;
-  for (let at = 0; at < script.length; ) {
-    let nl = script.indexOf('\n', at);
-    if (nl < 0) nl = script.length;
-    const text = script.slice(at, nl);
-    line++;
-    at = nl + 1;
-    try {
-      const c = parseLine(line, text);
-      if (c) {
-        each(c);
-        count++;
-      }
-    } catch (e) {
-      if (e instanceof Unsupported) return { ok: false, line, text, reason: e.message };
-      throw e;
-    }
-  }
-  return { ok: true, count };
 }
 
 /** The same parser (it knows the full render's lines too); the name the partial path has always used. */

@@ -133,17 +133,29 @@ export function errorOf(m: NlMessage): number {
 
 const nftType = (msg: number) => (NFNL_SUBSYS_NFTABLES << 8) | msg;
 
-/** Whether a GETTABLE's answers hold the table. @throws Error with the errno for anything but ENOENT */
-export function tableFound(answers: readonly NlMessage[]): boolean {
+/**
+ * Whether a GET's answers hold what it asked for: `hit` tells of a NEW*
+ * message whether it is the object (true), another kind of it (false), or
+ * something else to skip (null). ENOENT is "not there".
+ * @throws Error with the errno for any other error
+ */
+function found(answers: readonly NlMessage[], what: string, hit: (m: NlMessage) => boolean | null): boolean {
   for (const m of answers) {
-    if (m.type === nftType(NFT_MSG_NEW.TABLE)) return true;
     if (m.type === NLMSG_ERROR) {
       const e = errorOf(m);
-      if (e === -2) return false; // ENOENT
-      if (e !== 0) throw Object.assign(new Error(`GETTABLE: errno ${-e}`), { errno: -e });
+      if (e === -2) return false; // ENOENT: no such table or object
+      if (e !== 0) throw Object.assign(new Error(`${what}: errno ${-e}`), { errno: -e });
+      continue;
     }
+    const h = hit(m);
+    if (h !== null) return h;
   }
   return false;
+}
+
+/** Whether a GETTABLE's answers hold the table. @throws Error with the errno for anything but ENOENT */
+export function tableFound(answers: readonly NlMessage[]): boolean {
+  return found(answers, 'GETTABLE', (m) => (m.type === nftType(NFT_MSG_NEW.TABLE) ? true : null));
 }
 
 /**
@@ -152,20 +164,13 @@ export function tableFound(answers: readonly NlMessage[]): boolean {
  * @throws Error with the errno for anything but ENOENT
  */
 export function objectFound(answers: readonly NlMessage[], kind: 'chain' | 'set' | 'map'): boolean {
-  for (const m of answers) {
-    if (m.type === nftType(NFT_MSG_NEW.CHAIN) && kind === 'chain') return true;
-    if (m.type === nftType(NFT_MSG_NEW.SET) && kind !== 'chain') {
-      const fb = attrs(m.payload).get(SET_FLAGS);
-      const isMap = fb !== undefined && fb.length >= 4 && (fb.readUInt32BE(0) & NFT_SET_MAP) !== 0;
-      return isMap === (kind === 'map');
-    }
-    if (m.type === NLMSG_ERROR) {
-      const e = errorOf(m);
-      if (e === -2) return false; // ENOENT: no such table or object
-      if (e !== 0) throw Object.assign(new Error(`GET ${kind}: errno ${-e}`), { errno: -e });
-    }
-  }
-  return false;
+  return found(answers, `GET ${kind}`, (m) => {
+    if (kind === 'chain') return m.type === nftType(NFT_MSG_NEW.CHAIN) ? true : null;
+    if (m.type !== nftType(NFT_MSG_NEW.SET)) return null;
+    const fb = attrs(m.payload).get(SET_FLAGS);
+    const isMap = fb !== undefined && fb.length >= 4 && (fb.readUInt32BE(0) & NFT_SET_MAP) !== 0;
+    return isMap === (kind === 'map');
+  });
 }
 
 /** The names of `table`'s chains in a chain dump's answers. */

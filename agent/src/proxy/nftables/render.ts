@@ -59,6 +59,7 @@
  */
 import { ErrorCode, NodenetError } from '../../errors/errors.js';
 import { cidrContains } from '../../net/ip.js';
+import { L4_PROTOCOL_NUMBERS } from '../../net/protocols.js';
 import type { EndpointInfo, ProxyNodeConfig, ProxySnapshot, ServicePortInfo, SyncScope } from '../types.js';
 import { spnString } from '../types.js';
 import { externallyAccessible, externalPolicyLocal, internalPolicyLocal, usesClusterEndpoints, usesLocalEndpoints } from '../categorize.js';
@@ -243,7 +244,6 @@ function ipMatch(field: 'saddr' | 'daddr', neq: boolean, cidr: string): NlMatch 
   return { kind: 'ip', field, neq, addr: ipv4Bytes(slash < 0 ? cidr : cidr.slice(0, slash)), prefix };
 }
 const verdictRule = (kind: 'jump' | 'goto', chain: string, matches: NlMatch[] = []): { nl: NlRule } => ({ nl: { matches, stmt: { kind: 'verdict', verdict: { kind, chain } }, comment: null } });
-const PROTO_NUMBER: Readonly<Record<string, number>> = { tcp: 6, udp: 17, sctp: 132 };
 
 /** The per-service part of a render: chains with their rules, affinity sets, elements. */
 interface ServicePortPlan {
@@ -362,7 +362,7 @@ function planServicePort(svc: ServicePortInfo, endpoints: readonly EndpointInfo[
     const o = endpointObjects(spn, ep);
     const rules = chains.get(o.chain)!;
     // Hairpin: a pod reaching itself through the Service must be masqueraded, or its reply would bypass the DNAT.
-    const l4 = PROTO_NUMBER[proto];
+    const l4 = L4_PROTOCOL_NUMBERS[proto];
     if (cmds && l4 !== undefined) {
       const addr = ipv4Bytes(ep.ip);
       rules.push(verdictRule('jump', CH.markMasq, [{ kind: 'ip', field: 'saddr', neq: false, addr, prefix: 32 }]));
