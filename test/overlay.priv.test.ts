@@ -11,7 +11,7 @@
 import t from 'tap';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, statSync } from 'node:fs';
-import type { Lab, LabControlPlane, VNode } from '../agent/src/lab/lab.js';
+import { AGENT_JS, type Lab, type LabControlPlane, type VNode } from '../agent/src/lab/lab.js';
 import { newLab, sh, shOk } from '../agent/src/testing/lab.js';
 import { waitFor } from '../agent/src/testing/wait.js';
 import { vtepMacFor } from '../agent/src/overlay/lease.js';
@@ -59,16 +59,25 @@ async function tcp(from: Pod, ip: string, port: number): Promise<string> {
   return (r.exitCode === 0 ? r.stdout : r.stderr).trim();
 }
 
-function serve(ns: string): void {
+/**
+ * A pod's servers: TCP 8080 says who connected, TCP 9090 echoes, UDP 8081 is `nodenet serve`, which
+ * answers every datagram from one socket (a socat UDP4-RECVFROM,fork server hands its socket to each
+ * child it forks and loses what arrives meanwhile, and six senders arrive together). Returns when all listen.
+ */
+async function serve(ns: string): Promise<void> {
   for (const argv of [
     ['socat', '-t10', 'TCP4-LISTEN:8080,reuseaddr,fork', 'SYSTEM:echo tcp $SOCAT_PEERADDR'],
-    ['socat', 'UDP4-RECVFROM:8081,fork', 'SYSTEM:echo udp $SOCAT_PEERADDR'],
+    [process.execPath, AGENT_JS, 'serve', '--udp', '8081', '--tcp', '', '--http', '', '--name', 'udp'],
     ['socat', 'TCP4-LISTEN:9090,reuseaddr,fork', 'EXEC:cat'],
   ]) {
     const p = spawn('ip', ['netns', 'exec', ns, ...argv], { stdio: 'ignore', detached: true });
     p.unref();
     spawned.push(p);
   }
+  await waitFor(async () => {
+    const out = (await inNs(ns, ['ss', '-Hltun'])).stdout;
+    return [':8080 ', ':8081 ', ':9090 '].every((p) => out.includes(p));
+  }, `the servers listen in ${ns}`, { timeoutMs: 20_000, intervalMs: 50 });
 }
 
 t.before(async () => {
@@ -85,7 +94,7 @@ t.before(async () => {
     if (add.exitCode !== 0) throw new Error(`CNI ADD on ${n.name}: ${add.stdout}${add.stderr}`);
     const ip = (add.json as { ips: { address: string }[] }).ips[0]!.address.split('/')[0]!;
     pods.push({ node: n, ns: ns.name, ip });
-    serve(ns.name);
+    await serve(ns.name);
   }
   await converged(nodes);
 });
@@ -120,14 +129,13 @@ t.test('each node: nodenet.1 as flannel.1 (VNI 1, port 8472, learning off, MTU 1
 });
 
 /**
- * One UDP request, asked again (at most 3 times) when no answer came: the pairs run side by side, and a
- * socat UDP4-RECVFROM,fork server hands its socket to the child it forks, so a datagram arriving meanwhile
- * is lost (UDP promises no more). What is checked is the source the server saw.
+ * One UDP request, asked again (at most 3 times) when no answer came (UDP promises no more), and the
+ * source the server saw: `nodenet serve` answers "<name> <ip>:<port>".
  */
 async function udp(ns: string, ip: string): Promise<string> {
   let out = '';
   for (let i = 0; i < 3 && out === ''; i++) out = (await inNs(ns, ['sh', '-c', `echo hi | socat -t2 -T3 - UDP4:${ip}:8081`])).stdout.trim();
-  return out;
+  return out.replace(/^udp (\S+):\d+$/, 'udp $1');
 }
 
 t.test('pod to pod across every pair of nodes: TCP, UDP and ping, the receiver sees the sender\'s pod IP', async (t) => {
