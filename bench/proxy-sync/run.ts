@@ -8,6 +8,11 @@
  * Each (mode, size) runs in a child process of its own (case.ts): a real
  * Proxier and the real backend in a fresh scratch namespace
  * nn-bps-<pid>-<mode>-<size>; the child prints its result as one JSON line.
+ * The child runs from an esbuild bundle of this file (dist/bench/proxy-sync.mjs,
+ * built at the start, npm packages with native addons left external as in
+ * dist/nodenet.js) on plain node, as the agent runs from dist/nodenet.js: under
+ * the tsx loader the same process holds ~27 MiB more (its transform caches and
+ * source maps), which is the loader's, not the agent's.
  * This process collects them, prints a Markdown table and the verdict on the
  * targets (a one-endpoint change at 10,000 Services under 200 ms in both
  * modes; a full nftables sync at 10,000 Services under 5 s), and writes JSON
@@ -16,6 +21,7 @@
  */
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { build } from 'esbuild';
 import { cpus, loadavg } from 'node:os';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -27,6 +33,20 @@ import { evaluateTargets, formatTable, formatTargets, modeLabel, ms, parseCaseRe
 
 const RESULT_MARK = '@@RESULT ';
 const SELF = fileURLToPath(import.meta.url);
+const ROOT = new URL('../..', import.meta.url).pathname;
+/** The packages dist/nodenet.js leaves external (scripts/build.mjs): native addons. */
+const NATIVE = ['better-sqlite3', 'koffi', 'netlink', '@resvg/resvg-js'];
+
+/** Bundles this file for the case processes (see the header); returns its path. */
+async function bundleSelf(): Promise<string> {
+  const out = `${ROOT}dist/bench/proxy-sync.mjs`;
+  await build({
+    entryPoints: [SELF], outfile: out, bundle: true, platform: 'node', target: 'node20', format: 'esm',
+    external: [...NATIVE.flatMap((d) => [d, `${d}/*`]), 'esbuild'], logLevel: 'warning',
+    banner: { js: "import { createRequire as __nodenetCreateRequire } from 'node:module'; const require = __nodenetCreateRequire(import.meta.url);" },
+  });
+  return out;
+}
 
 function version(argv: string[]): string {
   try {
@@ -47,9 +67,9 @@ function lostCase(spec: CaseSpec, why: string): CaseResult {
 let current: ChildProcess | null = null;
 let interrupted = false;
 
-function runChild(spec: CaseSpec, args: BenchArgs): Promise<CaseResult> {
+function runChild(script: string, spec: CaseSpec, args: BenchArgs): Promise<CaseResult> {
   const argv = [
-    ...process.execArgv, SELF, '--case', `${spec.mode}:${spec.services}`, '--netns', spec.netns,
+    script, '--case', `${spec.mode}:${spec.services}`, '--netns', spec.netns,
     '--repeat', String(args.repeat), '--cap-s', String(args.capS), ...(args.restart ? [] : ['--no-restart']),
   ];
   return new Promise((resolve) => {
@@ -111,13 +131,14 @@ async function main(): Promise<number> {
     loadavgBefore: loadavg(),
     args: { sizes: args.sizes, modes: args.modes, repeat: args.repeat, capS: args.capS, restart: args.restart },
   };
+  const script = await bundleSelf();
   const results: CaseResult[] = [];
   for (const mode of args.modes as readonly BenchMode[]) {
     for (const size of args.sizes) {
       if (interrupted) break;
       const spec: CaseSpec = { mode, services: size, netns: caseNetns(process.pid, mode, size) };
       console.error(`[bench:proxy] ${mode} ${size} Services in ${spec.netns} ...`);
-      const r = await runChild(spec, args);
+      const r = await runChild(script, spec, args);
       if (interrupted) {
         console.error(`[bench:proxy] interrupted: ${modeLabel(r)} ${size} did not finish and is left out`);
         break;
