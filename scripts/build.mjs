@@ -6,10 +6,9 @@
 import { build } from 'esbuild';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, chmodSync, statSync, rmSync, readFileSync } from 'node:fs';
+import { NATIVE_EXTERNAL, REQUIRE_BANNER } from './esm-bundle.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
-/** Packages with native addons: node loads their .node files, so they cannot be bundled. */
-const NATIVE = ['better-sqlite3', 'koffi', 'netlink', '@resvg/resvg-js'];
 mkdirSync(`${root}dist`, { recursive: true });
 
 const jobs = [];
@@ -22,15 +21,13 @@ if (existsSync(`${root}agent/src/main.ts`)) {
   // agent waited for it); the other packages stay external (native addons, few files).
   // Every pure-JavaScript package is bundled too (execa, grpc-js, yaml, prom-client, pino: ~1,500 more files
   // resolved at start otherwise); only the native addons stay external, loaded from node_modules.
-  const agentExternal = NATIVE.flatMap((d) => [d, `${d}/*`]);
   rmSync(`${root}dist/chunks`, { recursive: true, force: true });
   jobs.push(build({
     entryPoints: { nodenet: `${root}agent/src/main.ts` },
     outdir: `${root}dist`, splitting: true, chunkNames: 'chunks/[name]-[hash]',
     bundle: true, platform: 'node', target: 'node20', format: 'esm',
-    external: agentExternal, sourcemap: 'linked', logLevel: 'warning',
-    // CommonJS code bundled into ESM calls require() for node's builtins: give every chunk a real one.
-    banner: { js: "import { createRequire as __nodenetCreateRequire } from 'node:module'; const require = __nodenetCreateRequire(import.meta.url);" },
+    external: NATIVE_EXTERNAL, sourcemap: 'linked', logLevel: 'warning',
+    banner: { js: REQUIRE_BANNER },
   }));
 }
 if (existsSync(`${root}cni/src/main.ts`)) {

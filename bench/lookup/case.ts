@@ -151,7 +151,14 @@ export async function runCase(mode: LookupMode, services: number, o: CaseOptions
     const pods: { ns: string; ip: string }[] = [];
     for (const name of ['client', 'srv-a', 'srv-b']) {
       const ns = await lab.addNetns(name);
-      const res = await node.cni('ADD', { containerId: `lk-${name}`, netns: ns.path, ifName: 'eth0' }, node.cniConfig());
+      // As a runtime does: the shim's deadline stretched with the rest under emulation, and an ADD answered with
+      // code 11 (try again later) retried; the agent's ADD is idempotent for the same container and interface.
+      const conf = node.cniConfig({ agentTimeoutMs: Math.round(30_000 * scale) });
+      let res = await node.cni('ADD', { containerId: `lk-${name}`, netns: ns.path, ifName: 'eth0' }, conf);
+      for (let attempt = 1; attempt < 3 && res.exitCode !== 0 && (res.json as { code?: number } | null)?.code === 11; attempt++) {
+        o.progress(`pods (CNI ADD ${name} again: ${(res.json as { msg?: string }).msg})`);
+        res = await node.cni('ADD', { containerId: `lk-${name}`, netns: ns.path, ifName: 'eth0' }, conf);
+      }
       if (res.exitCode !== 0) throw new Error(`CNI ADD ${name}: ${res.stdout}${res.stderr}`);
       pods.push({ ns: ns.name, ip: (res.json as { ips: { address: string }[] }).ips[0]!.address.split('/')[0]! });
     }

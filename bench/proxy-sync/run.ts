@@ -26,6 +26,7 @@ import { cpus, loadavg } from 'node:os';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { benchArgs, isRoot } from '../start.js';
+import { NATIVE_EXTERNAL, REQUIRE_BANNER } from '../../scripts/esm-bundle.mjs';
 import { removeNetns } from '../../agent/src/netns/scratch-netns.js';
 import { caseNetns, parseBenchArgs, type BenchArgs, type BenchMode, type CaseSpec } from './args.js';
 import { runCase } from './case.js';
@@ -34,16 +35,14 @@ import { evaluateTargets, formatTable, formatTargets, modeLabel, ms, parseCaseRe
 const RESULT_MARK = '@@RESULT ';
 const SELF = fileURLToPath(import.meta.url);
 const ROOT = new URL('../..', import.meta.url).pathname;
-/** The packages dist/nodenet.js leaves external (scripts/build.mjs): native addons. */
-const NATIVE = ['better-sqlite3', 'koffi', 'netlink', '@resvg/resvg-js'];
 
 /** Bundles this file for the case processes (see the header); returns its path. */
 async function bundleSelf(): Promise<string> {
   const out = `${ROOT}dist/bench/proxy-sync.mjs`;
   await build({
     entryPoints: [SELF], outfile: out, bundle: true, platform: 'node', target: 'node20', format: 'esm',
-    external: [...NATIVE.flatMap((d) => [d, `${d}/*`]), 'esbuild'], logLevel: 'warning',
-    banner: { js: "import { createRequire as __nodenetCreateRequire } from 'node:module'; const require = __nodenetCreateRequire(import.meta.url);" },
+    external: [...NATIVE_EXTERNAL, 'esbuild'], logLevel: 'warning',
+    banner: { js: REQUIRE_BANNER },
   });
   return out;
 }
