@@ -26,8 +26,11 @@ import { parseSpnKey, type EndpointInfo, type ServiceKey, type ServicePortName, 
 
 export class EndpointsChangeTracker {
   private readonly pending = new ChangeTracker<string, EndpointSliceInfo>();
-  /** Applied slices per Service, by slice key. */
-  private readonly applied = new Map<ServiceKey, Map<string, EndpointSliceInfo>>();
+  /**
+   * Applied slices per Service: the one slice itself (nearly every Service has one, and a Map per Service
+   * costs ~200 bytes: 6 MiB at 30,000), or a Map by slice key when it has more.
+   */
+  private readonly applied = new Map<ServiceKey, EndpointSliceInfo | Map<string, EndpointSliceInfo>>();
   /** Which Service each applied slice belongs to (a slice can be relabelled to another Service). */
   private readonly owner = new Map<string, ServiceKey>();
 
@@ -59,14 +62,11 @@ export class EndpointsChangeTracker {
       // Remove the slice from wherever it is applied (it may have moved to another Service by a label edit).
       const was = this.owner.get(sliceKey);
       if (was !== undefined) {
-        const slices = this.applied.get(was);
-        if (slices?.delete(sliceKey) && slices.size === 0) this.applied.delete(was);
+        this.removeSlice(was, sliceKey);
         this.owner.delete(sliceKey);
       }
       if (c.cur) {
-        let slices = this.applied.get(c.cur.serviceKey);
-        if (!slices) this.applied.set(c.cur.serviceKey, (slices = new Map()));
-        slices.set(sliceKey, c.cur);
+        this.addSlice(c.cur.serviceKey, sliceKey, c.cur);
         this.owner.set(sliceKey, c.cur.serviceKey);
       }
     }
@@ -79,10 +79,33 @@ export class EndpointsChangeTracker {
     return out;
   }
 
+  private removeSlice(svc: ServiceKey, sliceKey: string): void {
+    const v = this.applied.get(svc);
+    if (v === undefined) return;
+    if (!(v instanceof Map)) {
+      if (v.key === sliceKey) this.applied.delete(svc);
+      return;
+    }
+    v.delete(sliceKey);
+    if (v.size === 0) this.applied.delete(svc);
+    else if (v.size === 1) {
+      const [k, only] = v.entries().next().value as [string, EndpointSliceInfo];
+      if (k === only.key) this.applied.set(svc, only);
+    }
+  }
+
+  private addSlice(svc: ServiceKey, sliceKey: string, info: EndpointSliceInfo): void {
+    const v = this.applied.get(svc);
+    if (v === undefined) this.applied.set(svc, sliceKey === info.key ? info : new Map([[sliceKey, info]]));
+    else if (v instanceof Map) v.set(sliceKey, info);
+    else if (v.key === sliceKey) this.applied.set(svc, info);
+    else this.applied.set(svc, new Map([[v.key, v], [sliceKey, info]]));
+  }
+
   private merged(svc: ServiceKey): ServiceEndpoints | null {
-    const slices = this.applied.get(svc);
-    if (!slices || slices.size === 0) return null;
-    const m = mergeSlices(slices.values(), this.nodeName);
+    const v = this.applied.get(svc);
+    if (v === undefined) return null;
+    const m = mergeSlices(v instanceof Map ? v.values() : [v], this.nodeName);
     return m.size > 0 ? m : null;
   }
 }

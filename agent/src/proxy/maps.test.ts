@@ -106,6 +106,41 @@ t.test('EndpointsChangeTracker: a slice relabelled to another Service moves its 
   t.ok(c.get('default/s2')!.cur);
 });
 
+t.test('EndpointsChangeTracker: one slice, then several, then one again, across drains (single-slice Services are held without a Map)', async (t) => {
+  const ect = new EndpointsChangeTracker('');
+  const ips = (c: ReturnType<EndpointsChangeTracker['drain']>, svc: string) => c.get(svc)?.cur?.get(`${svc}:p/UDP`)?.map((e) => e.ip) ?? null;
+  const a = slice('s-a', 's', [{ ip: podIP(1, 1) }]);
+  const b = slice('s-b', 's', [{ ip: podIP(1, 2) }]);
+  const c = slice('s-c', 's', [{ ip: podIP(1, 3) }]);
+  ect.update('default/s-a', null, a);
+  t.same(ips(ect.drain(), 'default/s'), ['10.244.1.2'], 'one slice');
+  ect.update('default/s-b', null, b);
+  t.same(ips(ect.drain(), 'default/s'), ['10.244.1.2', '10.244.1.3'], 'a second slice joins the first');
+  ect.update('default/s-c', null, c);
+  t.same(ips(ect.drain(), 'default/s'), ['10.244.1.2', '10.244.1.3', '10.244.1.4'], 'a third');
+  ect.update('default/s-a', a, null);
+  ect.update('default/s-c', c, null);
+  t.same(ips(ect.drain(), 'default/s'), ['10.244.1.3'], 'back to one: the remaining slice only');
+  const b2 = slice('s-b', 's', [{ ip: podIP(1, 5) }]);
+  ect.update('default/s-b', b, b2);
+  t.same(ips(ect.drain(), 'default/s'), ['10.244.1.6'], 'the one slice replaced in place');
+  // A slice relabelled from another Service joins this one-slice Service, and leaves again.
+  const x = slice('x', 'other', [{ ip: podIP(1, 7) }]);
+  ect.update('default/x', null, x);
+  ect.drain();
+  const xs = slice('x', 's', [{ ip: podIP(1, 7) }]);
+  ect.update('default/x', x, xs);
+  const moved = ect.drain();
+  t.same(ips(moved, 'default/s'), ['10.244.1.6', '10.244.1.8'], 'the relabelled slice joined');
+  t.equal(moved.get('default/other')!.cur, null, 'and left its old Service empty');
+  ect.update('default/s-b', b2, null);
+  t.same(ips(ect.drain(), 'default/s'), ['10.244.1.8'], 'the original slice gone: the moved one remains');
+  ect.update('default/x', xs, null);
+  const last = ect.drain().get('default/s')!;
+  t.equal(last.cur, null, 'no slices: no endpoints');
+  t.same(last.prev!.get('default/s:p/UDP')!.map((e) => e.ip), ['10.244.1.8']);
+});
+
 t.test('EndpointsMap: stale UDP endpoints and Services going from 0 to 1 serving endpoint', async (t) => {
   const ect = new EndpointsChangeTracker('node-1');
   const em = new EndpointsMap();

@@ -390,7 +390,10 @@ function affinitySetDecl(t: string, name: string, timeout: number): string {
 
 const EMPTY_KEYS: ReadonlySet<string> = new Set();
 
-const EMPTY_CONTRIBUTION: ServiceContribution = { chains: [], affinitySets: new Map(), elements: [] };
+/** Shared by every Service without ClientIP affinity: the applied record keeps no empty Map per Service (~200 bytes each). */
+const NO_AFFINITY_SETS: ReadonlyMap<string, number> = new Map();
+
+const EMPTY_CONTRIBUTION: ServiceContribution = { chains: [], affinitySets: NO_AFFINITY_SETS, elements: [] };
 
 /** A Service's plan: its ports' chains (with rules, in order), affinity sets and elements. */
 interface ServicePlan {
@@ -408,7 +411,7 @@ function planService(ports: readonly ServicePortInfo[], snapshot: ProxySnapshot,
     for (const [s, t] of p.affinitySets) affinitySets.set(s, t);
     elements.push(...p.elements);
   }
-  return { chains, contribution: { chains: [...chains.keys()], affinitySets, elements } };
+  return { chains, contribution: { chains: [...chains.keys()], affinitySets: affinitySets.size > 0 ? affinitySets : NO_AFFINITY_SETS, elements } };
 }
 
 /** "ns/name" of a ServicePort, made once per object (ports keep their objects across snapshots). */
