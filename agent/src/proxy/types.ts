@@ -8,6 +8,7 @@
  * Service with two ports is two ServicePorts with their own chains.
  */
 import type { IPv4, Cidr } from '../net/ip.js';
+import { flat } from './flat.js';
 
 export type Protocol = 'TCP' | 'UDP' | 'SCTP';
 
@@ -22,7 +23,8 @@ export interface ServicePortName {
 
 /** kube-proxy's String(): "ns/name:port" or "ns/name" when the port has no name. Used as map key and rule comment. */
 export function spnString(s: ServicePortName): string {
-  return s.port ? `${s.namespace}/${s.name}:${s.port}` : `${s.namespace}/${s.name}`;
+  // Flat: it is a key of maps the proxy keeps (proxy/flat.ts).
+  return s.port ? flat(s.namespace, '/', s.name, ':', s.port) : flat(s.namespace, '/', s.name);
 }
 
 /**
@@ -32,7 +34,7 @@ export function spnString(s: ServicePortName): string {
  */
 export type SpnKey = string;
 export function spnKey(s: ServicePortName): SpnKey {
-  return `${spnString(s)}/${s.protocol}`;
+  return s.port ? flat(s.namespace, '/', s.name, ':', s.port, '/', s.protocol) : flat(s.namespace, '/', s.name, '/', s.protocol);
 }
 
 /** The inverse of spnKey (names cannot contain '/' or ':', so it is unambiguous); null if malformed. */

@@ -62,6 +62,8 @@ import { jumpInsertLine } from '../../netfilter/iptables-jumps.js';
 import { cidrContains } from '../../net/ip.js';
 import { endpointString, spnString, type EndpointInfo, type ProxyNodeConfig, type ProxySnapshot, type SyncScope } from '../types.js';
 import { categorizeEndpoints, externallyAccessible, externalPolicyLocal, internalPolicyLocal } from '../categorize.js';
+import { createHash, hash as oneShotHash } from 'node:crypto';
+import { compact } from '../flat.js';
 import { endpointChain, fixedChains, isServiceChain, servicePortChains, type ChainName } from './chains.js';
 
 export interface IptablesRender {
@@ -79,7 +81,7 @@ export interface IptablesRender {
   readonly natChains: ReadonlySet<string>;
   /** Chains this input deletes (stale: in existingChains, used by no Service). */
   readonly deletedChains: readonly string[];
-  /** "table/chain" → the rules of each top-level chain as rendered (written or left out as unchanged). */
+  /** "table/chain" → a digest of the rules of each top-level chain as rendered (written or left out as unchanged); only compared, so not kept whole (P-SERVICES is 4 MB at 30,000 Services). */
   readonly topLevel: ReadonlyMap<string, string>;
   /** Top-level chains left out of a partial sync because they did not change. */
   readonly unchangedTopLevel: readonly string[];
@@ -154,7 +156,25 @@ export function masqueradeMark(bit: number): string {
   return `0x${(2 ** bit).toString(16)}`;
 }
 
-const NONE: readonly string[] = Object.freeze([]);
+/**
+ * A fresh Service port's top, as the next partial render keeps it: the lists at their exact
+ * size, the many empty ones one shared array (proxy/flat.ts; 30,000 of them held ~9 MiB of
+ * spare capacity).
+ */
+const sha1: (s: string) => string =
+  typeof oneShotHash === 'function' ? (s) => oneShotHash('sha1', s, 'base64') : (s) => createHash('sha1').update(s).digest('base64');
+
+function compactTop(t: ServiceTop): ServiceTop {
+  return {
+    natTop: compact(t.natTop),
+    natNodePorts: compact(t.natNodePorts),
+    filterServices: compact(t.filterServices),
+    filterExternal: compact(t.filterExternal),
+    filterNodePorts: compact(t.filterNodePorts),
+    filterFirewall: compact(t.filterFirewall),
+    active: compact(t.active),
+  };
+}
 const c = (s: string): string => quoteArg(s);
 const line = (...words: string[]): string => words.join(' ');
 
@@ -207,18 +227,8 @@ export function renderIptables(
   /** A per-endpoint rule's comment, left out in a large cluster (kube-proxy's appendServiceCommentLocked). */
   const epComment = (text: string): string[] => (largeCluster ? [] : ['-m', 'comment', '--comment', c(text)]);
 
-  /** Adds one Service port's top-level lines and active chains, in Service order. */
-  const addTop = (key: string, t: ServiceTop): void => {
-    // Kept until the next sync (a partial one reuses it): most lists are empty, so share one empty array.
-    const top: ServiceTop = {
-      natTop: t.natTop.length ? t.natTop : NONE,
-      natNodePorts: t.natNodePorts.length ? t.natNodePorts : NONE,
-      filterServices: t.filterServices.length ? t.filterServices : NONE,
-      filterExternal: t.filterExternal.length ? t.filterExternal : NONE,
-      filterNodePorts: t.filterNodePorts.length ? t.filterNodePorts : NONE,
-      filterFirewall: t.filterFirewall.length ? t.filterFirewall : NONE,
-      active: t.active,
-    };
+  /** Adds one Service port's top-level lines and active chains, in Service order (top is kept: see compactTop). */
+  const addTop = (key: string, top: ServiceTop): void => {
     natTop.push(...top.natTop);
     natNodePorts.push(...top.natNodePorts);
     filterServices.push(...top.filterServices);
@@ -326,7 +336,7 @@ export function renderIptables(
     if (usesSvc) top.active.push(svcChain);
     if (usesSvl) top.active.push(svlChain);
     for (const ep of cat.allReachable) top.active.push(sepOf(ep));
-    addTop(key, top);
+    addTop(key, compactTop(top));
     if (!write) continue;
 
     const declare = (ch: ChainName): void => {
@@ -428,9 +438,9 @@ export function renderIptables(
   const unchanged: string[] = [];
   const top = (table: 'filter' | 'nat', chain: string, rules: string[]): { chain: string; rules: string[] } | null => {
     const key = `${table}/${chain}`;
-    const text = rules.join('\n');
-    topLevel.set(key, text);
-    if (!scope.full && previous?.topLevel.get(key) === text) {
+    const digest = sha1(rules.join('\n'));
+    topLevel.set(key, digest);
+    if (!scope.full && previous?.topLevel.get(key) === digest) {
       unchanged.push(key);
       return null;
     }

@@ -22,6 +22,7 @@
  */
 import { InvalidObjectError } from '../../errors/errors.js';
 import { isIPv4, parseIPv4, type IPv4 } from '../../net/ip.js';
+import { compact, flat } from '../flat.js';
 import { spnKey, type EndpointInfo, type Protocol, type ServiceKey, type ServicePortName, type SpnKey } from '../types.js';
 import { excludedByLabels, isDNS1123Label, isDNS1123Subdomain, isObj, join, objectMeta, optArr, optBool, optObj, optInt, optStr, portNumber, protocolField, show } from './fields.js';
 
@@ -122,7 +123,8 @@ export function parseEndpointSlice(raw: unknown): ParsedEndpointSlice {
     };
   });
 
-  return { kind: 'slice', info: { key, serviceKey: `${namespace}/${serviceName}`, namespace, serviceName, ports, endpoints } };
+  // Kept until the slice changes: exact-size arrays and flat keys (proxy/flat.ts).
+  return { kind: 'slice', info: { key: flat(namespace, '/', name), serviceKey: flat(namespace, '/', serviceName), namespace, serviceName, ports: compact(ports), endpoints } };
 }
 
 /** A Service's endpoints per ServicePort (keyed by spnKey), each list sorted by IP then port. */

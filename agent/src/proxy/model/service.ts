@@ -33,6 +33,7 @@
 import { InvalidObjectError } from '../../errors/errors.js';
 import { isIPv4, parseCidr, parseIPv4, cidrContains, type Cidr, type IPv4 } from '../../net/ip.js';
 import type { Protocol, ServiceKey, ServicePortInfo, ServiceType, TrafficPolicy } from '../types.js';
+import { compact } from '../flat.js';
 import {
   isDNS1035Label,
   isDNS1123Label,
@@ -135,6 +136,7 @@ export function parseService(raw: unknown, opts: ServiceParseOptions = {}): Pars
     if (!externalIPs.includes(v as IPv4)) externalIPs.push(parseIPv4(v));
   });
 
+  const keptExternalIPs = compact(externalIPs);
   const externallyAccessible = type === 'NodePort' || type === 'LoadBalancer' || externalIPsAll.length > 0;
   const etpRaw = optStr(spec, 'externalTrafficPolicy', 'spec') ?? '';
   if (etpRaw !== '' && !externallyAccessible) {
@@ -180,8 +182,12 @@ export function parseService(raw: unknown, opts: ServiceParseOptions = {}): Pars
       affinityTimeoutSeconds,
       externalTrafficPolicy,
       internalTrafficPolicy,
-      externalIPs,
-      ...lb,
+      // Kept for as long as the Service: exact-size arrays (proxy/flat.ts), and the properties
+      // written out rather than spread, so the object keeps them in-object.
+      externalIPs: keptExternalIPs,
+      loadBalancerVIPs: lb.loadBalancerVIPs,
+      loadBalancerSourceRanges: lb.loadBalancerSourceRanges,
+      healthCheckNodePort: lb.healthCheckNodePort,
     });
   });
   return { kind: 'service', key, ports, targetPorts };
@@ -248,7 +254,7 @@ function loadBalancerFields(
     if (mode === 'Proxy') return; // the load balancer proxies to the NodePorts: no rules for its IP (kube-proxy's IsVIPMode)
     if (!loadBalancerVIPs.includes(ip as IPv4)) loadBalancerVIPs.push(parseIPv4(ip));
   });
-  return { loadBalancerVIPs, loadBalancerSourceRanges, healthCheckNodePort: hc };
+  return { loadBalancerVIPs: compact(loadBalancerVIPs), loadBalancerSourceRanges: compact(loadBalancerSourceRanges), healthCheckNodePort: hc };
 }
 
 /** The Service's IPv4 ClusterIP, or an `ignored` result (headless, unallocated, IPv6-only). */

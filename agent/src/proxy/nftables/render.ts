@@ -62,6 +62,7 @@ import { cidrContains } from '../../net/ip.js';
 import { L4_PROTOCOL_NUMBERS } from '../../net/protocols.js';
 import type { EndpointInfo, ProxyNodeConfig, ProxySnapshot, ServicePortInfo, SyncScope } from '../types.js';
 import { spnString } from '../types.js';
+import { compact, flat } from '../flat.js';
 import { externallyAccessible, externalPolicyLocal, internalPolicyLocal, usesClusterEndpoints, usesLocalEndpoints } from '../categorize.js';
 import { categorizeSorted } from './endpoints.js';
 import { endpointObjects, servicePortChains, tableName } from './names.js';
@@ -243,6 +244,7 @@ function ipMatch(field: 'saddr' | 'daddr', neq: boolean, cidr: string): NlMatch 
   if (!(prefix >= 1 && prefix <= 32)) return null;
   return { kind: 'ip', field, neq, addr: ipv4Bytes(slash < 0 ? cidr : cidr.slice(0, slash)), prefix };
 }
+const GOTO_REJECT = `goto ${CH.rejectChain}`;
 const verdictRule = (kind: 'jump' | 'goto', chain: string, matches: NlMatch[] = []): { nl: NlRule } => ({ nl: { matches, stmt: { kind: 'verdict', verdict: { kind, chain } }, comment: null } });
 
 /** The per-service part of a render: chains with their rules, affinity sets, elements. */
@@ -271,8 +273,8 @@ function planServicePort(svc: ServicePortInfo, endpoints: readonly EndpointInfo[
   const hasExternal = cat.hasAny && (!externalPolicyLocal(svc) || cat.local.length > 0);
   const usesExternalChain = cat.hasAny && externallyAccessible(svc);
   // No endpoints at all: reject. Endpoints exist but none for this policy (Local): drop.
-  const internalVerdict = !cat.hasAny ? `goto ${CH.rejectChain}` : 'drop';
-  const externalVerdict = !cat.hasAny ? `goto ${CH.rejectChain}` : 'drop';
+  const internalVerdict = !cat.hasAny ? GOTO_REJECT : 'drop';
+  const externalVerdict = internalVerdict;
   // Source ranges apply whenever the Service has VIPs (kube-proxy), endpoints or not.
   const usesFirewall = svc.loadBalancerVIPs.length > 0 && svc.loadBalancerSourceRanges.length > 0;
 
@@ -284,22 +286,23 @@ function planServicePort(svc: ServicePortInfo, endpoints: readonly EndpointInfo[
   for (const ep of cat.allReachable) chains.set(endpointObjects(spn, ep).chain, []);
 
   // Elements.
-  const dest = (ip: string, port: number) => `${ip} . ${proto} . ${port}`;
+  // Element keys and values are kept in the applied record: flat strings (proxy/flat.ts).
+  const dest = (ip: string, port: number) => flat(ip, ' . ', proto, ' . ', String(port));
   elements.push({ container: 'cluster-ips', key: svc.clusterIP, el: { comment: null, value: null } });
-  if (hasInternal) elements.push({ container: 'service-ips', key: dest(svc.clusterIP, svc.port), el: { comment, value: `goto ${internalChain}` } });
+  if (hasInternal) elements.push({ container: 'service-ips', key: dest(svc.clusterIP, svc.port), el: { comment, value: flat('goto ', internalChain) } });
   else elements.push({ container: 'no-endpoint-services', key: dest(svc.clusterIP, svc.port), el: { comment, value: internalVerdict } });
   for (const eip of svc.externalIPs) {
-    if (cat.hasAny) elements.push({ container: 'service-ips', key: dest(eip, svc.port), el: { comment, value: `goto ${names.external}` } });
+    if (cat.hasAny) elements.push({ container: 'service-ips', key: dest(eip, svc.port), el: { comment, value: flat('goto ', names.external) } });
     if (!hasExternal) elements.push({ container: 'no-endpoint-services', key: dest(eip, svc.port), el: { comment, value: externalVerdict } });
   }
   for (const vip of svc.loadBalancerVIPs) {
-    if (cat.hasAny) elements.push({ container: 'service-ips', key: dest(vip, svc.port), el: { comment, value: `goto ${names.external}` } });
-    if (usesFirewall) elements.push({ container: 'firewall-ips', key: dest(vip, svc.port), el: { comment, value: `goto ${names.firewall}` } });
+    if (cat.hasAny) elements.push({ container: 'service-ips', key: dest(vip, svc.port), el: { comment, value: flat('goto ', names.external) } });
+    if (usesFirewall) elements.push({ container: 'firewall-ips', key: dest(vip, svc.port), el: { comment, value: flat('goto ', names.firewall) } });
     if (!hasExternal) elements.push({ container: 'no-endpoint-services', key: dest(vip, svc.port), el: { comment, value: externalVerdict } });
   }
   if (svc.nodePort !== 0) {
-    const np = `${proto} . ${svc.nodePort}`;
-    if (cat.hasAny) elements.push({ container: 'service-nodeports', key: np, el: { comment, value: `goto ${names.external}` } });
+    const np = flat(proto, ' . ', String(svc.nodePort));
+    if (cat.hasAny) elements.push({ container: 'service-nodeports', key: np, el: { comment, value: flat('goto ', names.external) } });
     if (!hasExternal) elements.push({ container: 'no-endpoint-nodeports', key: np, el: { comment, value: externalVerdict } });
   }
 
@@ -411,7 +414,8 @@ function planService(ports: readonly ServicePortInfo[], snapshot: ProxySnapshot,
     for (const [s, t] of p.affinitySets) affinitySets.set(s, t);
     elements.push(...p.elements);
   }
-  return { chains, contribution: { chains: [...chains.keys()], affinitySets: affinitySets.size > 0 ? affinitySets : NO_AFFINITY_SETS, elements } };
+  // The contribution is kept in the applied record: exact-size arrays (proxy/flat.ts).
+  return { chains, contribution: { chains: compact([...chains.keys()]), affinitySets: affinitySets.size > 0 ? affinitySets : NO_AFFINITY_SETS, elements: compact(elements) } };
 }
 
 /** "ns/name" of a ServicePort, made once per object (ports keep their objects across snapshots). */
