@@ -28,7 +28,7 @@ const EXPECT: readonly [string, RegExp][] = [
   ['a Service made while the agent is down, programmed after', /late answers: web-/],
   ['the old session after the restart', /the old session after the restart: answered/],
   ['ipvsadm -C', /ipvsadm -C/],
-  ['the rules gone, then back', /right after: 0 virtual servers left\n.*a request right after: [\s\S]*\d+\.\d s later: web-/],
+  ['the rules gone, then back', /right after: 0 virtual servers left\n.*a request right after: no answer \(the rules are gone\)\n.*agent resumed \(SIGCONT\)\n.*\d+\.\d s later: web-/],
   ['the whole path across the VXLAN device', /dev nodenet\.1 onlink; neighbour .* encapsulated \(VNI 1, UDP 8472\) to 192\.168\.77\.1\d \(node node\d\)/],
   ['cleaned up', /cleaning up/],
 ];

@@ -360,24 +360,35 @@ export async function demoCommand(argv: readonly string[], deps: DemoDeps): Prom
     // IPVS mode: the virtual servers (the agent checks one it wrote, besides its chains and kube-ipvs0).
     // iptables: the whole nat table replaced by an empty one in one commit. `-F` then `-X` are two commits, and
     // the agent's canary check between them can put a rule back that the -X then trips on (chain busy).
-    // Each removal runs in one shell with a count of what is left, milliseconds apart: any sync in between (the
-    // period's canary check, or an event's partial sync failing on the missing table and falling back to a full
-    // one) puts the rules back, so what a request sees right after is reported, not promised.
+    // The agent is paused (SIGSTOP) for the moment of the removal, its count and one request: any sync in
+    // between (the period's canary check, or an event's partial sync falling back to a full one) would put the
+    // rules back within milliseconds (CI saw the table back before a count in the same shell), and the point
+    // is to see the broken state, then the agent repair it. It resumes right after.
     const flush = mode === 'iptables' ? "printf '*nat\\nCOMMIT\\n' | iptables-restore -w"
       : mode === 'nftables' ? 'nft delete table ip kube-proxy' : 'ipvsadm -C';
     const left = mode === 'iptables' ? "iptables-save -t nat | grep -c '^-A KUBE-'"
       : mode === 'nftables' ? 'nft list tables | grep -c kube-proxy' : "ipvsadm -Ln | grep -cE '^(TCP|UDP|SCTP) '";
     const what = mode === 'iptables' ? 'KUBE- rules in the nat table' : mode === 'nftables' ? 'kube-proxy tables' : 'virtual servers';
-    say(`   ip netns exec ${node1.ns} ${flush}`);
-    const counted = await node1.exec(['sh', '-c', `${flush} && ${left}`], true);
-    if (counted.stdout.trim() === '' || !/^\d+$/.test(counted.stdout.trim())) throw new Error(`removing the rules on node1 failed: ${counted.stderr}${counted.stdout}`);
-    const gone = Date.now();
-    say(`   right after: ${counted.stdout.trim()} ${what} left`);
-    // One SYN's worth of waiting: the kernel retransmits a SYN after 1 s, by when the agent may have put them back.
-    const broken = await who(clusterIP, 9000, 0.5);
-    say(`   a request right after: ${broken ? `answered by ${broken.split(' ')[0]} (the agent had already put the rules back)` : 'no answer (the rules are gone)'}`);
+    const agentPid = node1.agentPid;
+    if (agentPid === null) throw new Error('node1\'s agent is not running');
+    say(`   node1's agent paused (SIGSTOP), so that the broken state can be seen before it repairs it`);
+    process.kill(agentPid, 'SIGSTOP');
+    let resumed: number;
+    try {
+      say(`   ip netns exec ${node1.ns} ${flush}`);
+      const counted = await node1.exec(['sh', '-c', `${flush} && ${left}`], true);
+      if (counted.stdout.trim() === '' || !/^\d+$/.test(counted.stdout.trim())) throw new Error(`removing the rules on node1 failed: ${counted.stderr}${counted.stdout}`);
+      say(`   right after: ${counted.stdout.trim()} ${what} left`);
+      // One SYN's worth of waiting: the kernel retransmits a SYN after 1 s.
+      const broken = await who(clusterIP, 9000, 0.5);
+      say(`   a request right after: ${broken ? `answered by ${broken.split(' ')[0]}` : 'no answer (the rules are gone)'}`);
+    } finally {
+      process.kill(agentPid, 'SIGCONT');
+      resumed = Date.now();
+    }
+    say('   node1\'s agent resumed (SIGCONT)');
     const back = await until('the rules rewritten', async () => (await who(clusterIP, 9000)) || null, 20_000);
-    say(`   ${((Date.now() - gone) / 1000).toFixed(1)} s later: ${back}`);
+    say(`   ${((Date.now() - resumed) / 1000).toFixed(1)} s later: ${back}`);
     if (mode === 'ipvs') {
       explain('the agent\'s sync loop checks its canary chains, kube-ipvs0 and one of its virtual servers every sync period (2 s here,');
       explain('kube-proxy\'s default 30 s); the table was empty, so the agent rewrote it from the Services it watches: watch, compare, act.');
