@@ -70,7 +70,10 @@ export interface CaseResult {
   readonly agentReadyMs: number | null;
   readonly rules: number | null;
   readonly changeSyncMs: readonly number[];
+  /** The agent's RSS as its status reports the full sync (before the collection it runs after a large one). */
   readonly rssMiB: number | null;
+  /** Its RSS at the end of the case, after the changes and the data path: what it holds (absent in older results). */
+  readonly rssHeldMiB?: number | null;
   /** How the first and last Services were found. */
   readonly order: string | null;
   readonly targets: readonly TargetRun[];
@@ -115,7 +118,7 @@ function writeAtomic(dir: string, name: string, text: string): void {
 /** Runs the case; never throws (an error goes into the result). The lab is always destroyed. */
 export async function runCase(mode: LookupMode, services: number, o: CaseOptions): Promise<CaseResult> {
   const r: { -readonly [K in keyof CaseResult]: CaseResult[K] } = {
-    mode, services, fullSyncMs: null, agentReadyMs: null, rules: null, changeSyncMs: [], rssMiB: null, order: null, targets: [], conntrackMax: null, error: null,
+    mode, services, fullSyncMs: null, agentReadyMs: null, rules: null, changeSyncMs: [], rssMiB: null, rssHeldMiB: null, order: null, targets: [], conntrackMax: null, error: null,
   };
   const scale = timeScale();
   const syncLimitMs = (120_000 + services * 20) * scale;
@@ -206,6 +209,7 @@ export async function runCase(mode: LookupMode, services: number, o: CaseOptions
       if (run.connect.count === 0) throw new Error(`no connection to ${position} Service ${t.ip}:${SERVICE_PORT} succeeded (errno ${run.firstErrno})`);
       r.targets = [...r.targets, { position, clusterIP: t.ip, rank: t.rank, run }];
     }
+    r.rssHeldMiB = node.agentPid ? rssOf(node.agentPid) : null;
     return r;
   } catch (e) {
     return { ...r, error: e instanceof Error ? e.message : String(e) };

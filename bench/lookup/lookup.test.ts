@@ -122,7 +122,7 @@ const run = (p50: number, p99: number, cps: number, rtt: number | null = null): 
   rtt: rtt === null ? null : { count: 100, p50: rtt, p90: rtt, p99: rtt, min: rtt, max: rtt, mean: rtt },
 });
 const kase = (mode: CaseResult['mode'], services: number, first: number, last: number, o: Partial<CaseResult> = {}): CaseResult => ({
-  mode, services, fullSyncMs: 1234.4, agentReadyMs: 2000, rules: 5000, changeSyncMs: [30, 10, 20], rssMiB: 120.4, order: 'x', conntrackMax: 262144, error: null,
+  mode, services, fullSyncMs: 1234.4, agentReadyMs: 2000, rules: 5000, changeSyncMs: [30, 10, 20], rssMiB: 120.4, rssHeldMiB: 95.2, order: 'x', conntrackMax: 262144, error: null,
   targets: [{ position: 'first', clusterIP: '10.96.0.1', rank: 1, run: run(first, first * 3, 20000) }, { position: 'last', clusterIP: `10.96.0.${services}`, rank: services, run: run(last, last * 3, 7000, 40) }],
   ...o,
 });
@@ -142,9 +142,11 @@ t.test('the table: a row per case, medians, failures said in the row', async (t)
   t.equal(median([]), null);
   const table = formatTable(doc).split('\n');
   t.equal(table.length, 2 + 5);
-  t.match(table[3], /^\| iptables \(legacy\) \| 10,000 \| 5,000 \| 1,234 \| 20 \| 120 \| 25\.0 \/ 70\.0 \| 75\.0 \/ 210 \| 20,000 \/ 7,000 \| 40\.0 \|$/);
+  t.match(table[3], /^\| iptables \(legacy\) \| 10,000 \| 5,000 \| 1,234 \| 20 \| 120 \/ 95 \| 25\.0 \/ 70\.0 \| 75\.0 \/ 210 \| 20,000 \/ 7,000 \| 40\.0 \|$/);
   t.match(table[5], /^\| iptables \(nft\) \| 100 \| failed: boom \/ bad/);
   t.match(table[6], /^\| ipvs \(VM\) \| 100 \|/);
+  const older = formatTable({ ...doc, runs: [{ machine: host, results: [(({ rssHeldMiB: _held, ...rest }) => rest)(kase('nftables', 100, 26, 26))] }] }).split('\n');
+  t.match(older[2], /\| 120 \/ – \|/, 'a result from before the held RSS was measured shows a dash');
   t.equal(modeLabel('iptables'), 'iptables');
 });
 

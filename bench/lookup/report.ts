@@ -69,7 +69,7 @@ export function label(r: { mode: LookupMode }, m: Machine): string {
 /** One Markdown table of every case, host first. */
 export function formatTable(doc: LookupDocument): string {
   const head = [
-    '| mode | Services | rules | full sync (ms) | 1-endpoint change (ms) | RSS (MiB) | connect p50 first / last (µs) | connect p99 first / last (µs) | connections/s first / last | established RTT p50 (µs) |',
+    '| mode | Services | rules | full sync (ms) | 1-endpoint change (ms) | RSS after the sync / held (MiB) | connect p50 first / last (µs) | connect p99 first / last (µs) | connections/s first / last | established RTT p50 (µs) |',
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   const rows: string[] = [];
@@ -79,7 +79,7 @@ export function formatTable(doc: LookupDocument): string {
       const l = target(r, 'last');
       rows.push(r.error
         ? `| ${label(r, set.machine)} | ${int(r.services)} | failed: ${r.error.replace(/\|/g, '/').slice(0, 160)} |||||||`
-        : `| ${label(r, set.machine)} | ${int(r.services)} | ${int(r.rules)} | ${int(r.fullSyncMs)} | ${int(median(r.changeSyncMs))} | ${int(r.rssMiB)} | ` +
+        : `| ${label(r, set.machine)} | ${int(r.services)} | ${int(r.rules)} | ${int(r.fullSyncMs)} | ${int(median(r.changeSyncMs))} | ${int(r.rssMiB)} / ${int(r.rssHeldMiB ?? null)} | ` +
           `${us(f?.connect.p50)} / ${us(l?.connect.p50)} | ${us(f?.connect.p99)} / ${us(l?.connect.p99)} | ${int(f?.connectsPerSecond)} / ${int(l?.connectsPerSecond)} | ${us(l?.rtt?.p50)} |`);
     }
   }
