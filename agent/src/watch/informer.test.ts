@@ -86,6 +86,28 @@ t.test('updates carry the previous object, deletes the last known one; synced on
   await inf.stop();
 });
 
+t.test('managedFields are dropped from what is delivered and kept (client-go TransformStripManagedFields)', async (t) => {
+  const { lw, inf, events } = world();
+  await inf.start();
+  const withFields = (rv: string): KubernetesObject => {
+    const o = obj('a', rv);
+    (o.metadata as Record<string, unknown>)['managedFields'] = [{ manager: 'kubectl', operation: 'Update', fieldsV1: { 'f:spec': {} } }];
+    (o.metadata as Record<string, unknown>)['labels'] = { app: 'web' };
+    return o;
+  };
+  const sent = [withFields('1'), withFields('2')];
+  lw.emit('add', sent[0]);
+  lw.emit('update', sent[1]);
+  t.same(events.slice(-2), ['add a@1', 'update a 1->2']);
+  // The handlers get these very objects (client-node caches them too), and the informer keeps the last.
+  for (const o of [...sent, ...inf.list()]) {
+    t.notOk('managedFields' in (o.metadata ?? {}), `no managedFields at ${o.metadata?.resourceVersion}`);
+    t.same(o.metadata?.labels, { app: 'web' }, 'the rest of the metadata is kept');
+  }
+  t.equal(inf.list()[0], sent[1]);
+  await inf.stop();
+});
+
 t.test('an error restarts it after a backoff that doubles and resets once a start succeeds; synced still once', async (t) => {
   const { clock, lw, inf, events } = world();
   let failNext = 3;

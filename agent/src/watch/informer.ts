@@ -28,6 +28,18 @@ import { F } from '../log/fields.js';
 import type { Logger } from '../log/log.js';
 import type { Clock } from '../reconcile/clock.js';
 
+/**
+ * Drops `metadata.managedFields` from an object as it arrives, as client-go's
+ * TransformStripManagedFields does for an informer's cache: nothing in the
+ * agent reads them (it patches with its own field manager), and every
+ * manager's field set of every cached object would stay in memory (client-node
+ * caches the same object this delivers, so both copies shrink).
+ */
+export function stripManagedFields(obj: KubernetesObject): void {
+  const meta = obj.metadata as { managedFields?: unknown } | undefined;
+  if (meta && meta.managedFields !== undefined) delete meta.managedFields;
+}
+
 /** What this needs of client-node's ListWatch (the real one, or a test's). */
 export interface ListWatchLike {
   on(verb: 'add' | 'update' | 'delete', cb: (o: KubernetesObject) => void): void;
@@ -160,6 +172,7 @@ export class Informer {
 
   private onObject(obj: KubernetesObject, how: 'add' | 'update'): void {
     this.armSilence();
+    stripManagedFields(obj);
     const k = keyOf(obj);
     const prev = this.known.get(k);
     this.known.set(k, obj);
@@ -171,6 +184,7 @@ export class Informer {
 
   private onDelete(obj: KubernetesObject): void {
     this.armSilence();
+    stripManagedFields(obj);
     const k = keyOf(obj);
     const last = this.known.get(k) ?? obj;
     this.known.delete(k);
