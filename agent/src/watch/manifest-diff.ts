@@ -13,11 +13,8 @@
  * Only the kinds a consumer asks for are kept; others are counted so the
  * source can say what it skipped. No fs here: the source reads the files.
  */
-import { createHash, hash as oneShotHash } from 'node:crypto';
+import { sha1Base64 } from '../json/digest.js';
 import { parseAllDocuments } from 'yaml';
-
-const sha1: (s: string) => string =
-  typeof oneShotHash === 'function' ? (s) => oneShotHash('sha1', s, 'base64') : (s) => createHash('sha1').update(s).digest('base64');
 
 /** File names the source reads: JSON and YAML manifests. */
 export function isManifestFile(name: string): boolean {
@@ -89,7 +86,7 @@ export function parseManifestFile(file: string, text: string, kinds: ReadonlySet
     if (nsRaw !== undefined && (typeof nsRaw !== 'string' || nsRaw === '')) throw new ManifestError(file, `${where}metadata.namespace: must be a non-empty string`);
     const namespace = nsRaw ?? 'default';
     const object = nsRaw === undefined ? { ...item, metadata: { ...meta, namespace } } : item;
-    objects.push({ kind, namespace, name: meta['name'], object, digest: sha1(JSON.stringify(object)), file });
+    objects.push({ kind, namespace, name: meta['name'], object, digest: sha1Base64(JSON.stringify(object)), file });
   });
   return { objects, skipped };
 }

@@ -12,11 +12,11 @@
  * iptables limits chain names to 28 characters; the prefix is therefore at
  * most 7 characters ("PREFIX-SVC-" + 16 ≤ 28). Pure: only node:crypto.
  */
-import { createHash, hash as oneShotHash } from 'node:crypto';
 import { ErrorCode, NodenetError } from '../../errors/errors.js';
 import type { Protocol } from '../types.js';
 import { MAX_CHAIN_NAME } from '../../netfilter/iptables-parse.js';
 import { base32Prefix, flat } from '../flat.js';
+import { sha256 } from '../../json/digest.js';
 
 declare const chainBrand: unique symbol;
 /** A validated iptables chain name (≤ 28 chars). */
@@ -86,10 +86,6 @@ export function fixedChains(prefix: string): FixedChains {
     canary: asChain(`${p}-PROXY-CANARY`),
   };
 }
-
-/** sha256 of a string: the one-shot crypto.hash where Node has it (faster than a Hash object), else createHash. */
-const sha256: (s: string) => Buffer =
-  typeof oneShotHash === 'function' ? (s) => oneShotHash('sha256', s, 'buffer') : (s) => createHash('sha256').update(s, 'utf8').digest();
 
 /**
  * The first 16 characters of base32.StdEncoding(sha256(input)), i.e. the first 80 bits.

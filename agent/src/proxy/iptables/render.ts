@@ -62,7 +62,7 @@ import { jumpInsertLine } from '../../netfilter/iptables-jumps.js';
 import { cidrContains } from '../../net/ip.js';
 import { endpointString, spnString, type EndpointInfo, type ProxyNodeConfig, type ProxySnapshot, type SyncScope } from '../types.js';
 import { categorizeEndpoints, externallyAccessible, externalPolicyLocal, internalPolicyLocal } from '../categorize.js';
-import { createHash, hash as oneShotHash } from 'node:crypto';
+import { sha1Base64 } from '../../json/digest.js';
 import { compact } from '../flat.js';
 import { endpointChain, fixedChains, isServiceChain, servicePortChains, type ChainName } from './chains.js';
 
@@ -161,9 +161,6 @@ export function masqueradeMark(bit: number): string {
  * size, the many empty ones one shared array (proxy/flat.ts; 30,000 of them held ~9 MiB of
  * spare capacity).
  */
-const sha1: (s: string) => string =
-  typeof oneShotHash === 'function' ? (s) => oneShotHash('sha1', s, 'base64') : (s) => createHash('sha1').update(s).digest('base64');
-
 function compactTop(t: ServiceTop): ServiceTop {
   return {
     natTop: compact(t.natTop),
@@ -438,7 +435,7 @@ export function renderIptables(
   const unchanged: string[] = [];
   const top = (table: 'filter' | 'nat', chain: string, rules: string[]): { chain: string; rules: string[] } | null => {
     const key = `${table}/${chain}`;
-    const digest = sha1(rules.join('\n'));
+    const digest = sha1Base64(rules.join('\n'));
     topLevel.set(key, digest);
     if (!scope.full && previous?.topLevel.get(key) === digest) {
       unchanged.push(key);

@@ -10,18 +10,14 @@
  * Names contain '/', which no fixed object name does: that is how stale
  * per-service objects are recognised. Pure.
  */
-import { createHash, hash as oneShotHash } from 'node:crypto';
 import type { EndpointInfo, ServicePortName } from '../types.js';
 import { base32Prefix, flat } from '../flat.js';
+import { sha256 } from '../../json/digest.js';
 
 /** nft accepts names up to 255 bytes; keep room for the longest kind prefix. */
 const NAME_MAX = 256;
 const KIND_PREFIX_MAX = 16;
 const BASE_MAX = NAME_MAX - KIND_PREFIX_MAX;
-
-/** sha256 of a string: the one-shot crypto.hash where Node has it (3x faster than a Hash object), else createHash. */
-const sha256: (s: string) => Buffer =
-  typeof oneShotHash === 'function' ? (s) => oneShotHash('sha256', s, 'buffer') : (s) => createHash('sha256').update(s).digest();
 
 /**
  * 8 base32 characters are 40 bits: the first 5 bytes of the digest. Not memoised: only a
