@@ -10,7 +10,7 @@
  * kube-proxy's (servicePortChainName / servicePortEndpointChainName).
  *
  * iptables limits chain names to 28 characters; the prefix is therefore at
- * most 7 characters ("PREFIX-SVC-" + 16 ≤ 28). Pure: only node:crypto.
+ * most 7 characters ("PREFIX-SVC-" + 16 ≤ 28). Pure: the digest is json/digest's sha256.
  */
 import { ErrorCode, NodenetError } from '../../errors/errors.js';
 import type { Protocol } from '../types.js';

@@ -273,8 +273,7 @@ function planServicePort(svc: ServicePortInfo, endpoints: readonly EndpointInfo[
   const hasExternal = cat.hasAny && (!externalPolicyLocal(svc) || cat.local.length > 0);
   const usesExternalChain = cat.hasAny && externallyAccessible(svc);
   // No endpoints at all: reject. Endpoints exist but none for this policy (Local): drop.
-  const internalVerdict = !cat.hasAny ? GOTO_REJECT : 'drop';
-  const externalVerdict = internalVerdict;
+  const noEndpointVerdict = !cat.hasAny ? GOTO_REJECT : 'drop';
   // Source ranges apply whenever the Service has VIPs (kube-proxy), endpoints or not.
   const usesFirewall = svc.loadBalancerVIPs.length > 0 && svc.loadBalancerSourceRanges.length > 0;
 
@@ -290,20 +289,20 @@ function planServicePort(svc: ServicePortInfo, endpoints: readonly EndpointInfo[
   const dest = (ip: string, port: number) => flat(ip, ' . ', proto, ' . ', String(port));
   elements.push({ container: 'cluster-ips', key: svc.clusterIP, el: { comment: null, value: null } });
   if (hasInternal) elements.push({ container: 'service-ips', key: dest(svc.clusterIP, svc.port), el: { comment, value: flat('goto ', internalChain) } });
-  else elements.push({ container: 'no-endpoint-services', key: dest(svc.clusterIP, svc.port), el: { comment, value: internalVerdict } });
+  else elements.push({ container: 'no-endpoint-services', key: dest(svc.clusterIP, svc.port), el: { comment, value: noEndpointVerdict } });
   for (const eip of svc.externalIPs) {
     if (cat.hasAny) elements.push({ container: 'service-ips', key: dest(eip, svc.port), el: { comment, value: flat('goto ', names.external) } });
-    if (!hasExternal) elements.push({ container: 'no-endpoint-services', key: dest(eip, svc.port), el: { comment, value: externalVerdict } });
+    if (!hasExternal) elements.push({ container: 'no-endpoint-services', key: dest(eip, svc.port), el: { comment, value: noEndpointVerdict } });
   }
   for (const vip of svc.loadBalancerVIPs) {
     if (cat.hasAny) elements.push({ container: 'service-ips', key: dest(vip, svc.port), el: { comment, value: flat('goto ', names.external) } });
     if (usesFirewall) elements.push({ container: 'firewall-ips', key: dest(vip, svc.port), el: { comment, value: flat('goto ', names.firewall) } });
-    if (!hasExternal) elements.push({ container: 'no-endpoint-services', key: dest(vip, svc.port), el: { comment, value: externalVerdict } });
+    if (!hasExternal) elements.push({ container: 'no-endpoint-services', key: dest(vip, svc.port), el: { comment, value: noEndpointVerdict } });
   }
   if (svc.nodePort !== 0) {
     const np = flat(proto, ' . ', String(svc.nodePort));
     if (cat.hasAny) elements.push({ container: 'service-nodeports', key: np, el: { comment, value: flat('goto ', names.external) } });
-    if (!hasExternal) elements.push({ container: 'no-endpoint-nodeports', key: np, el: { comment, value: externalVerdict } });
+    if (!hasExternal) elements.push({ container: 'no-endpoint-nodeports', key: np, el: { comment, value: noEndpointVerdict } });
   }
 
   // Internal (ClusterIP) traffic from outside the pod network is masqueraded,
