@@ -228,7 +228,7 @@ async function runSuite(s: { file: string; suite: VmSuite }, image: string, dist
         index: i, kernel: `${image}/vmlinuz`, initrd: `${image}/initrd.img`, rootfs: `${image}/rootfs.ext4`, serialLog: log,
         accel, memoryMiB: suite.memoryMiB ?? 1024, cpus: 2, nic: nics[i - 1]!,
         shares: [{ tag: 'repo', path: REPO.replace(/\/$/, ''), readonly: true }, { tag: 'dist', path: dist, readonly: true }, { tag: 'share', path: share, readonly: false }],
-        append: [`nodenet.suite=${suite.name}`, `nodenet.file=${s.file}`, `nodenet.vm=${i}`, `nodenet.vms=${suite.vms}`, `nodenet.ip=${vmIP(i)}/${VM_PREFIX}`, `nodenet.timescale=${timeScale()}`, `nodenet.param.accel=${accel}`, ...opts.params.map((p) => `nodenet.param.${p}`)],
+        append: [`nodenet.suite=${suite.name}`, `nodenet.file=${s.file}`, `nodenet.vm=${i}`, `nodenet.vms=${suite.vms}`, `nodenet.ip=${vmIP(i)}/${VM_PREFIX}`, `nodenet.timescale=${timeScale()}`, `nodenet.param.accel=${accel}`, ...(suite.init === 'systemd' ? ['nodenet.init=systemd'] : []), ...opts.params.map((p) => `nodenet.param.${p}`)],
       });
       const out = openSync(`${dir}/vm${i}.qemu.log`, 'a');
       // `timeout` kills qemu even if this process dies; detached: its own process group, killed as one.

@@ -7,7 +7,8 @@
  * heredoc) passes the agent's own config validation in every proxy mode the
  * Vagrantfile offers, and every control-plane flag it passes is one the CLI
  * knows. The shared scripts themselves (packages.sh, system.sh, node.sh)
- * run in every test-vm image build and VM boot.
+ * run in every test-vm image build and VM boot, and nodenet.sh runs, under
+ * systemd, in the test-vm suite `vagrant-ipvs` (.ci/run's VM stage).
  */
 import t from 'tap';
 import { spawnSync } from 'node:child_process';

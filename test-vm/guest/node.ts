@@ -5,7 +5,7 @@
  * kubeconfig's CA and token, the CNI shim as a runtime calls it, and waits.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, writeFileSync, copyFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, writeFileSync, copyFileSync, symlinkSync } from 'node:fs';
 import { request } from 'node:https';
 import { parse as parseYaml } from 'yaml';
 import { SpawnRunner, type RunResult } from '../../agent/src/exec/runner.js';
@@ -69,7 +69,8 @@ export async function startControlPlane(ctx: GuestContext, nodes: readonly strin
 }
 
 export interface AgentHandle {
-  readonly proc: ChildProcess;
+  /** The agent's process when this guest spawned it; null when systemd runs it (provisionAgent). */
+  readonly proc: ChildProcess | null;
   readonly runDir: string;
   readonly logFile: string;
   readonly socket: string;
@@ -96,6 +97,53 @@ export async function startAgent(ctx: GuestContext, config: Record<string, unkno
     writeFileSync(`${ctx.share}/agent-start-vm${ctx.vm}.log`, `${JSON.stringify({ time: spawnedAt, msg: 'agent spawned (guest)' })}\n${readFileSync(logFile, 'utf8')}`);
   } catch { /* diagnostics only */ }
   return { proc, runDir, logFile, socket };
+}
+
+/**
+ * test-vm/provision/nodenet.sh from the repository, as the Vagrantfile runs it (`bash /vagrant/test-vm/provision/
+ * nodenet.sh ...`), with the run share as the folder it hands kubeconfigs over in (NODENET_SHARE; the Vagrant
+ * path's .nodenet-vagrant/). The project is mounted, already built, where the script installs it (/opt/nodenet), so
+ * it skips the install (rsync, npm ci: the VMs have no network) and does the rest: the CLI link, the config, the
+ * systemd units, started. Needs a suite booted with systemd (VmSuite.init). Returns the script's output.
+ */
+export async function provision(ctx: GuestContext, args: readonly string[], timeoutMs: number): Promise<string> {
+  if (!existsSync('/opt/nodenet')) { mkdirSync('/opt', { recursive: true }); symlinkSync(ctx.repo, '/opt/nodenet'); }
+  const env = { ...process.env as Record<string, string>, NODENET_SRC: '/opt/nodenet', NODENET_SHARE: `${ctx.share}/vagrant`, NODENET_WAIT_SECONDS: String(Math.ceil(timeoutMs / 1000)) };
+  const r = await runner.run(['bash', `${ctx.repo}/test-vm/provision/nodenet.sh`, ...args], { env, allowFailure: true, timeoutMs: timeoutMs + 30_000 });
+  if (r.exitCode !== 0) throw new Error(`nodenet.sh ${args.join(' ')} exited with ${r.exitCode}: ${r.stdout}${r.stderr}`);
+  ctx.log(`nodenet.sh ${args.join(' ')}: ${r.stdout.trim().split('\n').pop() ?? ''}`);
+  return r.stdout;
+}
+
+/** The admin API nodenet.sh control-plane handed over in the share, once /readyz answers. */
+export async function provisionedApi(ctx: GuestContext, timeoutMs: number): Promise<Api> {
+  const api = Api.fromKubeconfig(readFileSync(`${ctx.share}/vagrant/admin.kubeconfig`, 'utf8'));
+  await waitFor(async () => (await api.raw('GET', '/readyz').catch(() => ({ status: 0 }))).status === 200, 'the control plane /readyz', { timeoutMs, intervalMs: 200 });
+  return api;
+}
+
+/** Where nodenet.sh's agent config puts the agent's run directory, log and CNI socket. */
+export const PROVISIONED_AGENT: AgentHandle = { proc: null, runDir: '/run/nodenet', logFile: '/var/log/nodenet-agent.log', socket: '/run/nodenet/cni.sock' };
+
+/** `nodenet.sh agent vmN IP MODE`: the agent as a systemd unit; resolves once it is ready. */
+export async function provisionAgent(ctx: GuestContext, mode: string, timeoutMs: number): Promise<AgentHandle> {
+  await provision(ctx, ['agent', `vm${ctx.vm}`, ctx.ip(ctx.vm), mode], timeoutMs);
+  await waitFor(async () => {
+    const state = (await shOk(['systemctl', 'is-active', 'nodenet-agent'])).stdout.trim();
+    if (state === 'failed') throw new Error(`nodenet-agent.service failed: ${await journal('nodenet-agent')}`);
+    return existsSync(`${PROVISIONED_AGENT.runDir}/agent.ready`);
+  }, 'agent.ready (nodenet-agent.service)', { timeoutMs, intervalMs: 200 });
+  return PROVISIONED_AGENT;
+}
+
+/** A unit's last journal lines (its stderr; the agent's pino log is in its log file). */
+export async function journal(unit: string, lines = 20): Promise<string> {
+  return (await shOk(['journalctl', '-u', unit, '-n', String(lines), '--no-pager', '-o', 'cat'])).stdout;
+}
+
+/** A unit's property (`systemctl show -p NAME --value`). */
+export async function unitProperty(unit: string, name: string): Promise<string> {
+  return (await shOk(['systemctl', 'show', '-p', name, '--value', unit])).stdout.trim();
 }
 
 /** Takes this VM's node kubeconfig from the share (VM1's control plane published it) into a local file. */

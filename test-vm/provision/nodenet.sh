@@ -4,10 +4,14 @@
 #   nodenet.sh control-plane NODE_IP NODES   node1: `nodenet control-plane` on NODE_IP:6443 with a token per node,
 #                                             the node kubeconfigs and the admin's published to the synced folder
 #   nodenet.sh agent NODE_NAME NODE_IP MODE   every node: the agent (VXLAN overlay, embedded kubelet, proxy MODE)
-# Env: NODENET_SRC (default /vagrant), NODENET_SHARE (default /vagrant/.nodenet-vagrant: hands kubeconfigs over).
+# Env: NODENET_SRC (default /vagrant), NODENET_SHARE (default /vagrant/.nodenet-vagrant: hands kubeconfigs over),
+# NODENET_WAIT_SECONDS (default 300: how long to wait for the control plane's kubeconfigs).
+# The qemu VMs of test-vm/ run it too (suite `vagrant`, under systemd): there the project is mounted at
+# /opt/nodenet already built, so install_project only links the CLI; everything after it is the same.
 set -euo pipefail
 src="${NODENET_SRC:-/vagrant}"
 share="${NODENET_SHARE:-$src/.nodenet-vagrant}"
+wait_s="${NODENET_WAIT_SECONDS:-300}"
 export PATH=/usr/local/bin:$PATH DEBIAN_FRONTEND=noninteractive
 install_project() {
   if [ ! -f /opt/nodenet/dist/nodenet.js ] || [ "${NODENET_REINSTALL:-0}" = 1 ]; then
@@ -39,16 +43,21 @@ case "${1:-}" in
     ip="$2"; nodes="$3"
     install_project
     unit nodenet-control-plane "/usr/local/bin/node /opt/nodenet/dist/nodenet.js control-plane --data-dir /var/lib/nodenet/control-plane --listen $ip:6443 --host $ip --node $nodes --log-file /var/log/nodenet-control-plane.log"
-    for _ in $(seq 120); do [ -f /var/lib/nodenet/control-plane/admin.kubeconfig ] && break; sleep 1; done
+    # admin.kubeconfig is written last, once the API serves: then every node's is there too.
+    cp_dir=/var/lib/nodenet/control-plane
+    for _ in $(seq "$wait_s"); do [ -f "$cp_dir/admin.kubeconfig" ] && break; sleep 1; done
+    [ -f "$cp_dir/admin.kubeconfig" ] || { echo "the control plane wrote no admin.kubeconfig in $wait_s s: journalctl -u nodenet-control-plane" >&2; exit 1; }
     mkdir -p "$share"
-    cp /var/lib/nodenet/control-plane/nodes/*.kubeconfig "$share/"
-    cp /var/lib/nodenet/control-plane/admin.kubeconfig "$share/admin.kubeconfig"
+    # Each file whole (a copy, then a rename), since an agent on another node may be reading the share.
+    for f in "$cp_dir"/nodes/*.kubeconfig "$cp_dir/admin.kubeconfig"; do
+      cp "$f" "$share/.$(basename "$f").tmp" && mv -f "$share/.$(basename "$f").tmp" "$share/$(basename "$f")"
+    done
     echo "nodenet: control plane on $ip:6443; kubeconfig: $share/admin.kubeconfig (KUBECONFIG=.nodenet-vagrant/admin.kubeconfig on the host)"
     ;;
   agent)
     name="$2"; ip="$3"; mode="${4:-iptables}"
     install_project
-    for _ in $(seq 300); do [ -f "$share/$name.kubeconfig" ] && break; sleep 1; done
+    for _ in $(seq "$wait_s"); do [ -f "$share/$name.kubeconfig" ] && break; sleep 1; done
     [ -f "$share/$name.kubeconfig" ] || { echo "no $share/$name.kubeconfig: is node1 up?" >&2; exit 1; }
     mkdir -p /etc/nodenet /var/lib/nodenet/agent /run/nodenet
     install -m 0600 "$share/$name.kubeconfig" /etc/nodenet/node.kubeconfig

@@ -7,11 +7,24 @@
  * TCP, UDP and ping to every remote Pod with its source IP kept, and TCP and
  * UDP through the ClusterIP reaching every Pod. The other VMs check that
  * their own agent applied the Service's endpoints, then wait for VM1's word.
+ *
+ * Suite `vagrant` is the same cluster brought up the Vagrant way, and is what
+ * exercises the Vagrantfile's provisioning here: the VMs boot systemd, and
+ * the repository's test-vm/provision/nodenet.sh starts the control plane and
+ * the agents as its systemd units, handing the kubeconfigs over in the share
+ * as the Vagrantfile does in .nodenet-vagrant/. On top of the same checks, it
+ * checks the units themselves: enabled and active, and, after VM1's agent is
+ * killed with SIGKILL, restarted by systemd (Restart=on-failure) without the
+ * Pods' processes (KillMode=process), with the traffic still flowing.
  */
 import type { GuestContext, VmSuite } from '../suite.js';
-import { AGENT_JS, NODE, applied, awaitShared, cniPod, listPods, nodeKubeconfig, publish, readyNodes, sh, shOk, startAgent, startControlPlane, tail, timeScale, waitFor, type PodView } from '../guest/node.js';
+import { existsSync, rmSync } from 'node:fs';
+import { AGENT_JS, NODE, applied, awaitShared, cniPod, journal, listPods, nodeKubeconfig, provision, provisionAgent, provisionedApi, publish, readyNodes, sh, shOk, startAgent, startControlPlane, tail, timeScale, unitProperty, waitFor, type AgentHandle, type Api, type PodView } from '../guest/node.js';
 
 type Mode = 'iptables' | 'nftables' | 'ipvs';
+/** How the processes start: spawned by the guest, or as systemd units by provision/nodenet.sh (the Vagrant way). */
+type How = 'direct' | 'vagrant';
+const UNITS = ['nodenet-control-plane', 'nodenet-agent'];
 
 /** The suite's long waits, stretched with the others' (the guest sets NODENET_TEST_TIME_SCALE: 5 by default under TCG). */
 const SLOW = 48_000 * timeScale();
@@ -55,13 +68,61 @@ function expectAnswer(what: string, got: string, pod: string, clientIP: string):
   if (m[2] !== clientIP) throw new Error(`${what}: the pod saw the client as ${m[2]}, not ${clientIP}: the source was not kept`);
 }
 
-async function driver(ctx: GuestContext, mode: Mode): Promise<string> {
-  const nodes = Array.from({ length: ctx.vms }, (_, i) => `vm${i + 1}`);
+/** VM1's control plane and agent, started the suite's way. */
+async function startDriver(ctx: GuestContext, mode: Mode, how: How, nodes: readonly string[]): Promise<{ api: Api; agent: AgentHandle }> {
+  if (how === 'vagrant') {
+    await provision(ctx, ['control-plane', ctx.ip(ctx.vm), nodes.join(',')], SLOW);
+    const api = await provisionedApi(ctx, SLOW);
+    ctx.log('control plane ready (nodenet-control-plane.service)');
+    const agent = await provisionAgent(ctx, mode, SLOW);
+    ctx.log('agent ready (nodenet-agent.service)');
+    return { api, agent };
+  }
   const { api, dataDir } = await startControlPlane(ctx, nodes, SLOW);
   ctx.log('control plane ready');
   for (const n of nodes) publish(ctx, `kubeconfig-${n}`, await sh(['cat', `${dataDir}/nodes/${n}.kubeconfig`]).then((r) => r.stdout));
   const agent = await startAgent(ctx, agentConfig(mode, `${dataDir}/nodes/vm1.kubeconfig`), SLOW);
   ctx.log('agent ready');
+  return { api, agent };
+}
+
+/** Both units enabled (they come back on a reboot) and running. */
+async function unitsUp(units: readonly string[]): Promise<void> {
+  for (const u of units) {
+    const enabled = (await shOk(['systemctl', 'is-enabled', u])).stdout.trim();
+    const active = (await shOk(['systemctl', 'is-active', u])).stdout.trim();
+    if (enabled !== 'enabled' || active !== 'active') throw new Error(`${u}.service is ${enabled}/${active}, not enabled/active: ${await journal(u)}`);
+  }
+}
+
+/**
+ * VM1's agent killed with SIGKILL: systemd starts it again (Restart=on-failure), the Pods' processes are not
+ * killed with it (KillMode=process: they are in the unit's cgroup), and `probe` (traffic) passes after it.
+ */
+async function killAndRestart(ctx: GuestContext, agent: AgentHandle, probe: () => Promise<string>): Promise<string> {
+  const pid0 = Number(await unitProperty('nodenet-agent', 'MainPID'));
+  if (!(pid0 > 0)) throw new Error(`nodenet-agent.service has no MainPID (${pid0})`);
+  const servers0 = (await shOk(['pgrep', '-f', 'serve --tcp 9000'])).stdout.trim().split('\n').filter(Boolean);
+  if (!servers0.length) throw new Error("VM1's web Pod has no process before the agent's kill");
+  rmSync(`${agent.runDir}/agent.ready`, { force: true });
+  process.kill(pid0, 'SIGKILL');
+  let pid = 0;
+  await waitFor(async () => {
+    pid = Number(await unitProperty('nodenet-agent', 'MainPID'));
+    return pid > 0 && pid !== pid0 && existsSync(`${agent.runDir}/agent.ready`);
+  }, 'systemd restarted nodenet-agent and it was ready again', { timeoutMs: SLOW, intervalMs: 250 });
+  const restarts = Number(await unitProperty('nodenet-agent', 'NRestarts'));
+  if (!(restarts >= 1)) throw new Error(`nodenet-agent.service NRestarts is ${restarts} after the kill`);
+  const servers1 = (await shOk(['pgrep', '-f', 'serve --tcp 9000'])).stdout.trim().split('\n').filter(Boolean);
+  if (servers1.join() !== servers0.join()) throw new Error(`VM1's web Pod processes were ${servers0.join()} before the agent's kill, ${servers1.join() || 'gone'} after`);
+  const traffic = await probe();
+  ctx.log(`agent SIGKILLed (pid ${pid0}): systemd restarted it as ${pid} (NRestarts ${restarts}); web Pod processes ${servers0.join(',')} kept; ${traffic}`);
+  return `SIGKILLed agent restarted by systemd (NRestarts ${restarts}), Pod process kept, ${traffic}`;
+}
+
+async function driver(ctx: GuestContext, mode: Mode, how: How): Promise<string> {
+  const nodes = Array.from({ length: ctx.vms }, (_, i) => `vm${i + 1}`);
+  const { api, agent } = await startDriver(ctx, mode, how, nodes);
   try {
     await waitFor(async () => (await readyNodes(api)).length === nodes.length, `${nodes.length} Nodes Ready with pod CIDRs`, { timeoutMs: SLOW, intervalMs: 500 });
     ctx.log(`nodes Ready: ${(await readyNodes(api)).join(' ')}`);
@@ -98,20 +159,32 @@ async function driver(ctx: GuestContext, mode: Mode): Promise<string> {
     const u = await udp(client.ns, clusterIP, 53);
     if (!/^web-vm\d+ /.test(u)) throw new Error(`UDP to the ClusterIP ${clusterIP}:53: ${u}`);
     ctx.log(`ClusterIP ${clusterIP}: TCP reached ${[...seen].sort().join(', ')}; UDP answered by ${u.split(' ')[0]}`);
+    let units = '';
+    if (how === 'vagrant') {
+      await unitsUp(UNITS);
+      const remote = pods.find((p) => p.node !== 'vm1')!;
+      units = `; units enabled and active; ${await killAndRestart(ctx, agent, async () => {
+        expectAnswer(`TCP to ${remote.name} after the agent's restart`, await tcp(client.ns, remote.ip, 9000), remote.name, client.ip);
+        let via = '';
+        await waitFor(async () => /^web-vm\d+ /.test(via = await tcp(client.ns, clusterIP, 80)), 'the ClusterIP answering after the restart', { timeoutMs: SLOW, intervalMs: 500 });
+        return `after it: ${remote.name} and the ClusterIP (${via.split(' ')[0]}) answered`;
+      })}`;
+    }
     const others = await Promise.all(nodes.slice(1).map((n) => awaitShared(ctx, `checked-${n}`, SLOW)));
     publish(ctx, 'done', 'pass');
-    return `${mode}: ${nodes.length} VMs; pod to pod across VMs TCP/UDP/ping with the source kept (${checks.join(',')}); ClusterIP ${clusterIP} TCP reached ${seen.size}/${nodes.length} Pods, UDP answered; ${others.join('; ')}`;
+    return `${mode}${how === 'vagrant' ? ' (provisioned by nodenet.sh, systemd units)' : ''}: ${nodes.length} VMs; pod to pod across VMs TCP/UDP/ping with the source kept (${checks.join(',')}); ClusterIP ${clusterIP} TCP reached ${seen.size}/${nodes.length} Pods, UDP answered${units}; ${others.join('; ')}`;
   } catch (e) {
     ctx.log(`vm1 agent log:\n${tail(agent.logFile, 30)}\ncontrol plane log:\n${tail('/var/log/nodenet-control-plane.log', 15)}`);
+    if (how === 'vagrant') for (const u of UNITS) ctx.log(`journalctl -u ${u}:\n${await journal(u)}`);
     publish(ctx, 'done', 'fail');
     throw e;
   }
 }
 
-async function worker(ctx: GuestContext, mode: Mode): Promise<string> {
-  const kc = await nodeKubeconfig(ctx, SLOW);
-  const agent = await startAgent(ctx, agentConfig(mode, kc), SLOW);
-  ctx.log('agent ready');
+async function worker(ctx: GuestContext, mode: Mode, how: How): Promise<string> {
+  // The Vagrant way: nodenet.sh waits for this node's kubeconfig in the share itself.
+  const agent = how === 'vagrant' ? await provisionAgent(ctx, mode, 2 * SLOW) : await startAgent(ctx, agentConfig(mode, await nodeKubeconfig(ctx, SLOW)), SLOW);
+  ctx.log(how === 'vagrant' ? 'agent ready (nodenet-agent.service)' : 'agent ready');
   const svc = JSON.parse(await awaitShared(ctx, 'service', 2 * SLOW)) as { clusterIP: string; endpoints: string[] };
   try {
     await waitFor(() => JSON.stringify(applied(agent.runDir, 'default/web:tcp').sort()) === JSON.stringify(svc.endpoints), `vm${ctx.vm}'s rules hold ${svc.endpoints.join(', ')}`, { timeoutMs: SLOW, intervalMs: 250 });
@@ -126,25 +199,35 @@ async function worker(ctx: GuestContext, mode: Mode): Promise<string> {
     }
     const vx = (await sh(['ip', '-d', 'link', 'show', 'nodenet.1'])).stdout;
     if (!/vxlan id 1 .*dstport 8472/.test(vx)) throw new Error(`nodenet.1 is not the VXLAN device: ${vx}`);
+    if (how === 'vagrant') await unitsUp(['nodenet-agent']);
   } catch (e) {
     ctx.log(`vm${ctx.vm} agent log:\n${tail(agent.logFile, 30)}`);
+    if (how === 'vagrant') ctx.log(`journalctl -u nodenet-agent:\n${await journal('nodenet-agent')}`);
     publish(ctx, `checked-vm${ctx.vm}`, `vm${ctx.vm} FAILED`);
     throw e;
   }
   publish(ctx, `checked-vm${ctx.vm}`, `vm${ctx.vm} applied ${svc.endpoints.length} endpoints in ${mode}`);
   const done = await awaitShared(ctx, 'done', 2 * SLOW);
   if (done !== 'pass') throw new Error('vm1 reported a failure');
-  return `agent applied ${svc.endpoints.length} endpoints of ${svc.clusterIP} in ${mode}, VXLAN up`;
+  return `agent${how === 'vagrant' ? ' (nodenet-agent.service)' : ''} applied ${svc.endpoints.length} endpoints of ${svc.clusterIP} in ${mode}, VXLAN up`;
 }
 
-function overlaySuite(mode: Mode, vms: number, extra = false): VmSuite {
+function overlaySuite(mode: Mode, vms: number, opts: { extra?: boolean; how?: How } = {}): VmSuite {
+  const how = opts.how ?? 'direct';
   return {
-    name: `overlay-${mode}`, vms, ...(extra ? { extra: true as const } : {}),
-    timeoutSec: { kvm: 300, tcg: 600 },
-    run: (ctx) => (ctx.vm === 1 ? driver(ctx, mode) : worker(ctx, mode)),
+    name: how === 'vagrant' ? `vagrant-${mode}` : `overlay-${mode}`, vms, ...(opts.extra ? { extra: true as const } : {}),
+    ...(how === 'vagrant' ? { init: 'systemd' as const } : {}),
+    timeoutSec: how === 'vagrant' ? { kvm: 400, tcg: 900 } : { kvm: 300, tcg: 600 },
+    run: (ctx) => (ctx.vm === 1 ? driver(ctx, mode, how) : worker(ctx, mode, how)),
   };
 }
 
-// In the default set: IPVS mode (the mode only VMs can test). iptables and nftables across nodes run in `npm test`
-// (namespaces on the host's kernel) and on this kernel in the services suite; their VM runs are extra.
-export const suites: VmSuite[] = [overlaySuite('ipvs', 2), overlaySuite('iptables', 3, true), overlaySuite('nftables', 2, true)];
+// In the default set: IPVS mode (the mode only VMs can test), brought up the Vagrant way (nodenet.sh's systemd
+// units), which also makes it the Vagrantfile's provisioning test; overlay-ipvs is the same checks with the
+// processes spawned directly. iptables and nftables across nodes run in `npm test` (namespaces on the host's
+// kernel) and on this kernel in the services suite; their VM runs are extra.
+export const suites: VmSuite[] = [
+  overlaySuite('ipvs', 2, { how: 'vagrant' }), overlaySuite('ipvs', 2, { extra: true }),
+  overlaySuite('iptables', 3, { extra: true }), overlaySuite('nftables', 2, { extra: true }),
+  overlaySuite('nftables', 2, { extra: true, how: 'vagrant' }), overlaySuite('iptables', 2, { extra: true, how: 'vagrant' }),
+];

@@ -256,10 +256,11 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
   }
   const dialHost = o.host === '0.0.0.0' ? '127.0.0.1' : o.host;
   const url = `${pki ? 'https' : 'http'}://${dialHost.includes(':') ? `[${dialHost}]` : dialHost}:${addr.port}`;
-  const kc = join(o.dataDir, 'admin.kubeconfig');
-  writeFileDurable(kc, kubeconfig(url, pki?.caPem ?? null, 'admin', tokens.admin), { mode: 0o600 });
   mkdirSync(join(o.dataDir, 'nodes'), { recursive: true, mode: 0o700 });
   for (const [n, t] of Object.entries(tokens.nodes)) writeFileDurable(join(o.dataDir, 'nodes', `${n}.kubeconfig`), kubeconfig(url, pki?.caPem ?? null, `system:node:${n}`, t), { mode: 0o600 });
+  // The admin's last: provisioning (provision/nodenet.sh) waits for it, then hands the node kubeconfigs out.
+  const kc = join(o.dataDir, 'admin.kubeconfig');
+  writeFileDurable(kc, kubeconfig(url, pki?.caPem ?? null, 'admin', tokens.admin), { mode: 0o600 });
   log.info({ url, dataDir: o.dataDir, [F.rev]: store.rev }, 'control plane serving');
   return {
     url,
