@@ -16,7 +16,7 @@ import { ErrorCode, NodenetError } from '../../errors/errors.js';
 import type { Protocol } from '../types.js';
 import { MAX_CHAIN_NAME } from '../../netfilter/iptables-parse.js';
 import { base32Prefix, flat } from '../flat.js';
-import { sha256 } from '../../json/digest.js';
+import { sha256Short } from '../../json/digest.js';
 
 declare const chainBrand: unique symbol;
 /** A validated iptables chain name (≤ 28 chars). */
@@ -94,7 +94,7 @@ export function fixedChains(prefix: string): FixedChains {
  * to save ~0.15 s of an hourly full sync of several seconds.
  */
 export function hash16(input: string): string {
-  return base32Prefix(sha256(input), 16);
+  return base32Prefix(sha256Short(input), 16);
 }
 
 export type ServiceChainKind = 'SVC' | 'SVL' | 'EXT' | 'FW';
