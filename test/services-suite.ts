@@ -173,10 +173,10 @@ export function servicesSuite(mode: Mode, source: Source = 'manifests'): void {
     return { code, body: lines.join('\n') };
   }
 
-  /** A node's ruleset as text (iptables-save; our nft table; in IPVS mode the virtual servers, then iptables-save). */
+  /** A node's ruleset as text (iptables-save; our nft tables, the shard tables too; in IPVS mode the virtual servers, then iptables-save). */
   async function ruleset(n: VNode = n1): Promise<string> {
     if (mode === 'ipvs') return `${(await n.exec(['ipvsadm', '-Ln'], true)).stdout}\n${(await n.exec(['iptables-save'], true)).stdout}`;
-    const r = mode === 'iptables' ? await n.exec(['iptables-save'], true) : await n.exec(['nft', 'list', 'table', 'ip', 'kube-proxy'], true);
+    const r = mode === 'iptables' ? await n.exec(['iptables-save'], true) : await n.exec(['nft', 'list', 'ruleset', 'ip'], true);
     return r.stdout;
   }
 
@@ -547,7 +547,7 @@ export function servicesSuite(mode: Mode, source: Source = 'manifests'): void {
       const nodePorts =
         mode === 'iptables'
           ? (await ruleset()).split('\n').filter((l) => l.startsWith('-A KUBE-NODEPORTS ')).join('\n')
-          : (await n1.exec(['nft', 'list', 'map', 'ip', 'kube-proxy', 'service-nodeports'], true)).stdout;
+          : (await n1.exec(['sh', '-c', "for t in $(nft list tables ip | awk '{ print $3 }'); do nft list map ip $t service-nodeports 2>/dev/null; done"], true)).stdout;
       t.match(nodePorts, /default\/web/, 'the NodePort dispatch as listed holds the other Services');
       t.notMatch(nodePorts, /default\/lbnonp/, 'but nothing of this one');
     }

@@ -38,7 +38,8 @@ import { fullGc } from '../../agent/src/node/full-gc.js';
 import { Proxier } from '../../agent/src/proxy/proxier.js';
 import type { ProxyBackend, ProxyNodeConfig } from '../../agent/src/proxy/types.js';
 import { CLUSTER_CIDR, nodeIP, nodeName, type JsonObject } from '../../agent/src/testing/addresses.js';
-import type { CaseSpec } from './args.js';
+import { BENCH_NFT_SHARDS, type CaseSpec } from './args.js';
+import { shardTableName } from '../../agent/src/proxy/nftables/names.js';
 import { CappedRunner } from './capped-runner.js';
 import { TimingRunner } from './timing-runner.js';
 import type { CaseResult, SyncMeasure } from './report.js';
@@ -65,9 +66,9 @@ interface Mode {
 }
 
 async function makeMode(spec: CaseSpec, runner: CappedRunner, netnsPath: string, log: Logger): Promise<Mode> {
-  if (spec.mode === 'nftables') {
+  if (spec.mode === 'nftables' || spec.mode === 'nftables-sharded') {
     const nft = new NftExecutor({ runner, netns: netnsPath });
-    const backend = new NftablesBackend({ nft, nodeConfig: NODE_CONFIG, log });
+    const backend = new NftablesBackend({ nft, nodeConfig: NODE_CONFIG, log, options: { shards: spec.mode === 'nftables-sharded' ? BENCH_NFT_SHARDS : 1 } });
     return {
       backend,
       ipt: null,
@@ -137,8 +138,9 @@ function feed(proxier: Proxier, services: readonly JsonObject[], slices: readonl
 /** Per-endpoint chain names the kernel holds now (KUBE-SEP-* / nft endpoint-*). */
 async function kernelEndpointChains(mode: Mode): Promise<string[]> {
   if (mode.ipt) return [...(await mode.ipt.listChains('nat'))].filter((c) => c.startsWith('KUBE-SEP-'));
-  const names = await mode.nft!.listNames('ip', NFT_TABLE);
-  return (names?.chains ?? []).filter((c) => c.startsWith('endpoint-'));
+  const tables = [NFT_TABLE, ...Array.from({ length: BENCH_NFT_SHARDS }, (_, i) => shardTableName(NODE_CONFIG.prefix, i))];
+  const names = await mode.nft!.listNamesMany('ip', tables);
+  return [...names.values()].flatMap((n) => (n?.chains ?? []).filter((c) => c.startsWith('endpoint-')));
 }
 
 /** Whether the kernel's rules send traffic to ip:TARGET_PORT. */

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { commandTime, evaluateTargets, formatTable, formatTargets, median, ms, parseCaseResult, splitLine, thousands, type CaseResult, type SyncMeasure } from './report.js';
+import { commandTime, evaluateTargets, targets30k, formatTable, formatTargets, median, ms, parseCaseResult, splitLine, thousands, type CaseResult, type SyncMeasure } from './report.js';
 
 const sync = (o: Partial<SyncMeasure> = {}): SyncMeasure => ({
   ok: true, wallMs: 100, durationMs: 90, scope: 'full', changedServices: null, renderMs: null, applyMs: null, kernelMs: null, commands: [], error: null, ...o,
@@ -112,4 +112,22 @@ t.test('splitLine: the commands a sync ran, and the rest', async (t) => {
   t.equal(splitLine(par), '100 ms = a 10 || b 7.0 || c 12 + restore 60 + other 26');
   t.equal(splitLine(sync({ durationMs: 5.5, commands: [] })), '5.5 ms = other 5.5');
   t.throws(() => parseCaseResult({ ...JSON.parse(JSON.stringify(result())), full: { ...sync(), commands: [{ cmd: 1 }] } }), /result\.full\.commands\[0\]\.cmd/);
+});
+
+t.test('targets at 30,000 Services: nftables (either layout) full ≤ 3 s and every change ≤ 150 ms; RSS held ≤ 250 MiB in every mode', async (t) => {
+  const sharded = result({ mode: 'nftables-sharded', services: 30000, full: sync({ durationMs: 2900 }), changes: [change(90), change(150), change(80)], rssAfterGcMiB: 221 });
+  const one = result({ services: 30000, full: sync({ durationMs: 4800 }), changes: [change(190), change(140)], rssAfterGcMiB: 218 });
+  const legacy = result({ mode: 'iptables-legacy', iptablesBackend: 'legacy', services: 30000, rssAfterGcMiB: 260 });
+  const v = targets30k([sharded, one, legacy], ['nftables-sharded', 'nftables', 'iptables-legacy']);
+  t.same(v.map((x) => [x.target, x.pass]), [
+    ['full sync at 30,000 Services ≤ 3 s, nftables (8 shards)', true],
+    ['one-endpoint change at 30,000 Services ≤ 150 ms, nftables (8 shards)', true],
+    ['RSS held at 30,000 Services ≤ 250 MiB, nftables (8 shards)', true],
+    ['full sync at 30,000 Services ≤ 3 s, nftables', false],
+    ['one-endpoint change at 30,000 Services ≤ 150 ms, nftables', false],
+    ['RSS held at 30,000 Services ≤ 250 MiB, nftables', true],
+    ['RSS held at 30,000 Services ≤ 250 MiB, iptables (legacy)', false],
+  ]);
+  t.match(v[1]!.detail, 'p50 90 ms, max 150 ms over 3');
+  t.same(targets30k([result()], ['nftables']).map((x) => x.pass), [null, null, null], 'no 30,000-Service case: not measured');
 });

@@ -8,7 +8,7 @@
  * also covers draining the trackers and building the snapshot, so a pass
  * there is never flattered.
  */
-import { BENCH_MODES, type BenchMode } from './args.js';
+import { BENCH_MODES, BENCH_NFT_SHARDS, type BenchMode } from './args.js';
 import type { CommandTiming } from './timing-runner.js';
 
 export interface SyncMeasure {
@@ -186,6 +186,7 @@ export function ms(n: number): string {
 }
 
 export function modeLabel(r: Pick<CaseResult, 'mode' | 'iptablesBackend'>): string {
+  if (r.mode === 'nftables-sharded') return `nftables (${BENCH_NFT_SHARDS} shards)`;
   return r.mode === 'nftables' ? 'nftables' : `iptables (${r.iptablesBackend ?? (r.mode === 'iptables-legacy' ? 'legacy' : '?')})`;
 }
 
@@ -257,6 +258,41 @@ export function evaluateTargets(results: readonly CaseResult[], modes: readonly 
     if (!r) out.push({ target, pass: null, detail: 'no 10,000-Service case in this run' });
     else if (!r.full || !r.full.ok) out.push({ target, pass: false, detail: r.full?.error ?? 'no full sync' });
     else out.push({ target, pass: r.full.wallMs < FULL_TARGET_MS, detail: `wall ${ms(r.full.wallMs)} ms` });
+  }
+  return out;
+}
+
+const BIG = 30_000;
+const BIG_FULL_MS = 3_000;
+const BIG_CHANGE_MS = 150;
+const BIG_RSS_MIB = 250;
+
+/**
+ * Issue 12's targets at 30,000 Services: nftables (either layout) full sync ≤ 3 s and a one-endpoint change
+ * ≤ 150 ms (every repeat, the sync's own duration); RSS held after the sync's collection ≤ 250 MiB in every mode.
+ */
+export function targets30k(results: readonly CaseResult[], modes: readonly BenchMode[]): TargetVerdict[] {
+  const out: TargetVerdict[] = [];
+  for (const m of modes) {
+    const r = results.find((x) => x.mode === m && x.services === BIG);
+    const label = r ? modeLabel(r) : m;
+    if (m === 'nftables' || m === 'nftables-sharded') {
+      const full = `full sync at 30,000 Services ≤ ${BIG_FULL_MS / 1000} s, ${label}`;
+      const change = `one-endpoint change at 30,000 Services ≤ ${BIG_CHANGE_MS} ms, ${label}`;
+      if (!r) {
+        out.push({ target: full, pass: null, detail: 'no 30,000-Service case in this run' }, { target: change, pass: null, detail: 'no 30,000-Service case in this run' });
+      } else {
+        const f = r.full;
+        out.push(!f || !f.ok ? { target: full, pass: false, detail: f?.error ?? 'no full sync' } : { target: full, pass: (f.durationMs ?? f.wallMs) <= BIG_FULL_MS, detail: `${ms(f.durationMs ?? f.wallMs)} ms` });
+        const d = changeDurations(r);
+        out.push(d.length === 0 || d.length !== r.changes.length
+          ? { target: change, pass: false, detail: r.changes.length === 0 ? 'no change measured' : 'a change sync failed' }
+          : { target: change, pass: max(d) <= BIG_CHANGE_MS, detail: `p50 ${ms(median(d))} ms, max ${ms(max(d))} ms over ${d.length}` });
+      }
+    }
+    const rss = `RSS held at 30,000 Services ≤ ${BIG_RSS_MIB} MiB, ${label}`;
+    if (!r || r.rssAfterGcMiB === null) out.push({ target: rss, pass: null, detail: r ? 'not measured' : 'no 30,000-Service case in this run' });
+    else out.push({ target: rss, pass: r.rssAfterGcMiB <= BIG_RSS_MIB, detail: `${Math.round(r.rssAfterGcMiB)} MiB after the sync's collection` });
   }
   return out;
 }

@@ -188,7 +188,7 @@ async function worker(ctx: GuestContext, mode: Mode, how: How): Promise<string> 
   const svc = JSON.parse(await awaitShared(ctx, 'service', 2 * SLOW)) as { clusterIP: string; endpoints: string[] };
   try {
     await waitFor(() => JSON.stringify(applied(agent.runDir, 'default/web:tcp').sort()) === JSON.stringify(svc.endpoints), `vm${ctx.vm}'s rules hold ${svc.endpoints.join(', ')}`, { timeoutMs: SLOW, intervalMs: 250 });
-    const tables = mode === 'nftables' ? (await sh(['nft', 'list', 'table', 'ip', 'kube-proxy'])).stdout
+    const tables = mode === 'nftables' ? (await sh(['nft', 'list', 'ruleset', 'ip'])).stdout
       : mode === 'ipvs' ? (await sh(['ipvsadm', '-Ln'])).stdout : (await sh(['iptables-save', '-t', 'nat'])).stdout;
     if (!tables.includes(svc.clusterIP)) throw new Error(`vm${ctx.vm}'s ${mode} rules do not name ${svc.clusterIP}`);
     if (mode === 'ipvs') {

@@ -19,7 +19,7 @@ export type StartAgent = (cfg: AgentConfig) => Promise<RunningAgent>;
 
 export const AGENT_USAGE = `usage: nodenet agent [--config FILE] [--node-name N] [--pod-cidr CIDR] [--cluster-cidr CIDR] [--state-dir D] [--run-dir D]
                      [--cni-socket S] [--bridge B] [--mtu N] [--proxy-mode none|iptables|nftables|ipvs] [--kubeconfig FILE|in-cluster | --manifests DIR]
-                     [--proxy-prefix KUBE] [--cluster-ip-ping reject|drop] [--proxy-min-sync-ms MS] [--proxy-sync-period-ms MS] [--node-lease-duration-seconds S]
+                     [--proxy-prefix KUBE] [--cluster-ip-ping reject|drop] [--nftables-shards 8] [--proxy-min-sync-ms MS] [--proxy-sync-period-ms MS] [--node-lease-duration-seconds S]
                      [--nodeport-addresses primary|CIDR,...] [--service-cluster-ip-range CIDR]
                      [--metrics-bind-address IP:PORT] [--healthz-bind-address IP:PORT]
                      [--ipvs-scheduler rr|lc|sh|mh|...] [--ipvs-filter true|false] [--ipvs-strict-arp true|false]
@@ -36,7 +36,7 @@ serving the API server's log requests on --kubelet-port).
 Flags override the config file's keys.`;
 
 const SPECS: FlagSpecs = Object.fromEntries([['config', { type: 'string' }], ...Object.keys(FLAG_KEYS).map((k) => [k, { type: 'string' }])]);
-const NUMERIC: ReadonlySet<keyof AgentConfig> = new Set(['mtu', 'proxyMinSyncMs', 'proxySyncPeriodMs', 'nodeLeaseDurationSeconds', 'kubeletPort']);
+const NUMERIC: ReadonlySet<keyof AgentConfig> = new Set(['mtu', 'nftablesShards', 'proxyMinSyncMs', 'proxySyncPeriodMs', 'nodeLeaseDurationSeconds', 'kubeletPort']);
 
 export function agentConfigFromArgs(argv: readonly string[]): AgentConfig {
   return agentConfigFrom(parseFlags(argv, SPECS).flags);

@@ -365,9 +365,9 @@ export async function demoCommand(argv: readonly string[], deps: DemoDeps): Prom
     // rules back within milliseconds (CI saw the table back before a count in the same shell), and the point
     // is to see the broken state, then the agent repair it. It resumes right after.
     const flush = mode === 'iptables' ? "printf '*nat\\nCOMMIT\\n' | iptables-restore -w"
-      : mode === 'nftables' ? 'nft delete table ip kube-proxy' : 'ipvsadm -C';
+      : mode === 'nftables' ? "for t in $(nft list tables ip | awk '$3 ~ /^kube-proxy(-[0-9]+)?$/ { print $3 }'); do nft delete table ip $t; done" : 'ipvsadm -C';
     const left = mode === 'iptables' ? "iptables-save -t nat | grep -c '^-A KUBE-'"
-      : mode === 'nftables' ? 'nft list tables | grep -c kube-proxy' : "ipvsadm -Ln | grep -cE '^(TCP|UDP|SCTP) '";
+      : mode === 'nftables' ? "nft list tables ip | grep -cE ' kube-proxy(-[0-9]+)?$'" : "ipvsadm -Ln | grep -cE '^(TCP|UDP|SCTP) '";
     const what = mode === 'iptables' ? 'KUBE- rules in the nat table' : mode === 'nftables' ? 'kube-proxy tables' : 'virtual servers';
     const agentPid = node1.agentPid;
     if (agentPid === null) throw new Error('node1\'s agent is not running');
@@ -405,7 +405,7 @@ export async function demoCommand(argv: readonly string[], deps: DemoDeps): Prom
     explain('(VXLAN: neighbour entry → VTEP MAC → FDB entry → node2\'s underlay IP) and node2 bridges it to the pod.');
 
     if (p.flags.has('keep')) {
-      say(`\nkept running. Try:\n  export KUBECONFIG=${kubeconfig}\n  kubectl get nodes,pods,svc,endpointslices -o wide\n  ip netns exec ${node1.ns} ${mode === 'iptables' ? 'iptables-save -t nat' : mode === 'nftables' ? 'nft list table ip kube-proxy' : `ipvsadm -Ln -t ${clusterIP}:9000`}\n  ip netns exec ${node1.ns} bridge fdb show dev nodenet.1\n  node bin/nodenet.js trace --lab ${lab.tag} ${client} tcp ${clusterIP} 9000\nCtrl-C to clean up.`);
+      say(`\nkept running. Try:\n  export KUBECONFIG=${kubeconfig}\n  kubectl get nodes,pods,svc,endpointslices -o wide\n  ip netns exec ${node1.ns} ${mode === 'iptables' ? 'iptables-save -t nat' : mode === 'nftables' ? 'nft list ruleset ip' : `ipvsadm -Ln -t ${clusterIP}:9000`}\n  ip netns exec ${node1.ns} bridge fdb show dev nodenet.1\n  node bin/nodenet.js trace --lab ${lab.tag} ${client} tcp ${clusterIP} 9000\nCtrl-C to clean up.`);
       await new Promise(() => undefined);
     }
     say('\ndone: every object went through the API server, every component watched it, and no packet passed through nodenet.');

@@ -26,6 +26,11 @@ t.test('proxy fields: defaults, values and errors naming the field', async (t) =
   t.throws(() => parseAgentConfig({ proxyPrefix: 'kube' }), /config proxyPrefix/);
   t.throws(() => parseAgentConfig({ proxyPrefix: 'TOOLONGX' }), /config proxyPrefix/);
   t.throws(() => parseAgentConfig({ clusterIPPing: 'answer' }), /config clusterIPPing: must be reject or drop/);
+  t.equal(d.nftablesShards, 8, 'nftables: 8 shard tables by default');
+  t.equal(parseAgentConfig({ nftablesShards: 1 }).nftablesShards, 1, "1: kube-proxy's one table");
+  t.throws(() => parseAgentConfig({ nftablesShards: 65 }), /nftablesShards/, 'more shards than the backend looks for: refused');
+  t.throws(() => parseAgentConfig({ nftablesShards: 0 }), /nftablesShards/);
+  t.throws(() => parseAgentConfig({ nftablesShards: 2.5 }), /nftablesShards/);
   t.throws(() => parseAgentConfig({ proxyMinSyncMs: -1 }), /config proxyMinSyncMs/);
   t.throws(() => parseAgentConfig({ proxyMinSyncMs: '5' }), /config proxyMinSyncMs/);
 });

@@ -12,6 +12,7 @@ import { fieldReaders, type JsonObject } from '../json/read.js';
 import { validatePrefix } from '../proxy/iptables/chains.js';
 import { parseNodePortAddresses } from '../proxy/node-port-addresses.js';
 import { KNOWN_SCHEDULERS } from '../netfilter/ipvs-types.js';
+import { MAX_SHARDS } from '../proxy/nftables/names.js';
 
 export type ProxyMode = 'iptables' | 'nftables' | 'ipvs' | 'none';
 
@@ -41,6 +42,11 @@ export interface AgentConfig {
   readonly kubeconfig: string | null;
   /** nftables mode: a ping to a ClusterIP is rejected at once ('reject', kube-proxy's behaviour) or silently dropped ('drop'). */
   readonly clusterIPPing: 'reject' | 'drop';
+  /**
+   * nftables mode: 1 is kube-proxy's layout, one table; K (2-64) spreads the Services' DNAT chains over K more
+   * tables (kube-proxy-0 ...), so that a change makes the kernel revalidate a K-th of them (render.ts).
+   */
+  readonly nftablesShards: number;
   /** IPVS mode: the virtual services' scheduler (kube-proxy --ipvs-scheduler): rr, lc, sh, mh, ... as the kernel has them. */
   readonly ipvsScheduler: string;
   /** IPVS mode: KUBE-IPVS-FILTER, rejecting traffic to a VIP on kube-ipvs0 that is not a service port (a ping included). */
@@ -98,6 +104,7 @@ export const DEFAULTS: AgentConfig = {
   manifestsDir: null,
   kubeconfig: null,
   clusterIPPing: 'reject',
+  nftablesShards: 8,
   ipvsScheduler: 'rr',
   ipvsFilter: true,
   ipvsStrictARP: false,
@@ -217,6 +224,7 @@ export function parseAgentConfig(raw: unknown): AgentConfig {
   }
   const ping = str(o, 'clusterIPPing') ?? DEFAULTS.clusterIPPing;
   if (ping !== 'reject' && ping !== 'drop') throw bad('clusterIPPing', 'must be reject or drop');
+  const nftablesShards = read.optInt(o, 'nftablesShards', '', { min: 1, max: MAX_SHARDS }) ?? DEFAULTS.nftablesShards;
   const minSyncRaw = read.optInt(o, 'proxyMinSyncMs', '', { min: 0, max: 600_000 }) ?? DEFAULTS.proxyMinSyncMs;
   const syncPeriod = read.optInt(o, 'proxySyncPeriodMs', '', { min: 100, max: 3_600_000 }) ?? DEFAULTS.proxySyncPeriodMs;
   if (syncPeriod < minSyncRaw) throw bad('proxySyncPeriodMs', `must be at least proxyMinSyncMs (${minSyncRaw}), got ${syncPeriod}`);
@@ -251,6 +259,7 @@ export function parseAgentConfig(raw: unknown): AgentConfig {
     manifestsDir,
     kubeconfig,
     clusterIPPing: ping,
+    nftablesShards,
     ipvsScheduler: scheduler,
     ipvsFilter: boolField(o, 'ipvsFilter') ?? DEFAULTS.ipvsFilter,
     ipvsStrictARP: boolField(o, 'ipvsStrictARP') ?? DEFAULTS.ipvsStrictARP,
@@ -285,6 +294,7 @@ export const FLAG_KEYS: Readonly<Record<string, keyof AgentConfig>> = {
   manifests: 'manifestsDir',
   kubeconfig: 'kubeconfig',
   'cluster-ip-ping': 'clusterIPPing',
+  'nftables-shards': 'nftablesShards',
   'ipvs-scheduler': 'ipvsScheduler',
   'ipvs-filter': 'ipvsFilter',
   'ipvs-strict-arp': 'ipvsStrictARP',

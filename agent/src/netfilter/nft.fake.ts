@@ -134,6 +134,14 @@ export class NftFake implements Nft, NftSets {
     };
   }
 
+  /** As the executor's: one listing (counted once) of several tables. */
+  async listNamesMany(family: NftFamily, names: readonly string[]): Promise<Map<string, NftNames | null>> {
+    const out = new Map<string, NftNames | null>();
+    for (const n of names) out.set(n, await this.listNames(family, n));
+    this.calls.listNames -= names.length - 1;
+    return out;
+  }
+
   async listTableText(family: NftFamily, name: string): Promise<string | null> {
     this.calls.listTableText++;
     const t = this.tables.get(tableKey(family, name));

@@ -50,6 +50,8 @@ export interface Nft {
    * table does not exist. Read-only.
    */
   listNames(family: NftFamily, name: string): Promise<NftNames | null>;
+  /** listNames of several tables at once (one chain dump over netlink); absent tables map to null. Optional. */
+  listNamesMany?(family: NftFamily, names: readonly string[]): Promise<Map<string, NftNames | null>>;
   /** `nft list table` text, or null when the table does not exist. Read-only. */
   listTableText(family: NftFamily, name: string): Promise<string | null>;
   /** Deletes the table and everything in it. Idempotent: a missing table is success. */
@@ -148,6 +150,13 @@ export class NftExecutor implements Nft {
     } catch (e) {
       throw new NodenetError(ErrorCode.Exec, `nft -j list table ${family} ${name}: unexpected output`, { cause: e });
     }
+  }
+
+  async listNamesMany(family: NftFamily, names: readonly string[]): Promise<Map<string, NftNames | null>> {
+    if (this.nl) return this.nl.listNamesMany(family, names);
+    const out = new Map<string, NftNames | null>();
+    for (const n of names) out.set(n, await this.listNames(family, n));
+    return out;
   }
 
   async listNames(family: NftFamily, name: string): Promise<NftNames | null> {

@@ -144,6 +144,7 @@ export async function composeAgent(given: AgentConfig, logger?: Logger): Promise
             clusterCIDR: cfg.clusterCIDR,
             prefix: cfg.proxyPrefix,
             clusterIPPing: cfg.clusterIPPing,
+            nftablesShards: cfg.nftablesShards,
             ipvs: { scheduler: cfg.ipvsScheduler, filter: cfg.ipvsFilter, strictARP: cfg.ipvsStrictARP },
             manifestsDir: cfg.manifestsDir,
             kubeconfig: cfg.kubeconfig,
@@ -269,6 +270,8 @@ export interface ProxyComposeOptions {
   readonly clusterCIDR: AgentConfig['clusterCIDR'];
   readonly prefix: string;
   readonly clusterIPPing: AgentConfig['clusterIPPing'];
+  /** nftables mode's shard tables (AgentConfig.nftablesShards; 1 when absent: kube-proxy's one table). */
+  readonly nftablesShards?: number;
   readonly manifestsDir: string | null;
   /** Watch an API server instead: a kubeconfig file or 'in-cluster'. */
   readonly kubeconfig?: string | null;
@@ -322,7 +325,7 @@ export async function composeProxyHostDeps(o: ProxyComposeOptions): Promise<Omit
       ? new IptablesBackend({ iptables: await createIptables({ runner: o.runner, log: o.log, prefix: o.prefix, ...ns }), nodeConfig, log: o.log })
       : o.mode === 'ipvs'
         ? await composeIpvsBackend(o, nodeConfig)
-        : new NftablesBackend({ nft: new NftExecutor({ runner: o.runner, ...ns }), nodeConfig, log: o.log, options: { clusterIPPing: o.clusterIPPing } });
+        : new NftablesBackend({ nft: new NftExecutor({ runner: o.runner, ...ns }), nodeConfig, log: o.log, options: { clusterIPPing: o.clusterIPPing, shards: o.nftablesShards ?? 1 } });
   const manifestsDir = o.manifestsDir;
   return {
     afterLargeFullSync: fullGc,

@@ -31,7 +31,7 @@ import { NftExecutor } from '../netfilter/nft.js';
 import { parseNftListing } from '../netfilter/nft-listing.js';
 import type { NftTableState } from '../netfilter/nft-state.js';
 import { fixedChains } from '../proxy/iptables/chains.js';
-import { tableName } from '../proxy/nftables/names.js';
+import { MAX_SHARDS, shardTableName, tableName } from '../proxy/nftables/names.js';
 import { parseIpsetSave, type IpsetState } from '../netfilter/ipset-parse.js';
 import { parseIpvsadmList } from '../netfilter/ipvsadm-parse.js';
 import type { VirtualServerState } from '../netfilter/ipvs-types.js';
@@ -55,9 +55,10 @@ export interface IptablesLive {
 
 export interface NftablesLive {
   readonly mode: 'nftables';
-  /** "ip kube-proxy" */
+  /** "ip kube-proxy", with its shard tables when sharded ("ip kube-proxy + 8 shard tables") */
   readonly table: string;
-  readonly state: NftTableState;
+  /** The main table, then the shard tables (the sharded layout: AgentConfig.nftablesShards). */
+  readonly state: readonly NftTableState[];
 }
 
 export interface IpvsLive {
@@ -144,7 +145,22 @@ async function probeNftables(deps: LiveDeps, prefix: string): Promise<Probe<Nfta
   }
   const state = tables.find((t) => t.family === 'ip' && t.name === name);
   if (!state) throw new TraceReadError(`\`nft list table ip ${name}\` printed no table ip ${name}`);
-  return { found: { mode: 'nftables', table: `ip ${name}`, state } };
+  // The shard tables of the sharded layout, as many as there are (kube-proxy-0, kube-proxy-1, ...).
+  const shards: NftTableState[] = [];
+  for (let i = 0; i < MAX_SHARDS; i++) {
+    const sn = shardTableName(prefix, i);
+    let st: string | null;
+    try {
+      st = await new NftExecutor(deps).listTableText('ip', sn);
+    } catch (e) {
+      return { missing: `cannot read nftables (\`nft list table ip ${sn}\`): ${errText(e)}` };
+    }
+    if (st === null) break;
+    const found = parseNftListing(st).find((t) => t.family === 'ip' && t.name === sn);
+    if (!found) throw new TraceReadError(`\`nft list table ip ${sn}\` printed no table ip ${sn}`);
+    shards.push(found);
+  }
+  return { found: { mode: 'nftables', table: `ip ${name}${shards.length ? ` + ${shards.length} shard tables` : ''}`, state: [state, ...shards] } };
 }
 
 async function probeIptables(deps: LiveDeps, prefix: string): Promise<Probe<IptablesLive>> {

@@ -128,7 +128,8 @@ t.test('unknown pieces, chains and sets are errors, not guesses', async (t) => {
   bad.chains.set('pre2', { name: 'pre2', base: null, comment: null, rules: ['jump pre2'] });
   t.throws(() => traceNftables(bad, tcp('10.0.0.1', '1.1.1.1', 80), { nodeIPs: NODE }), /loop/);
   t.throws(() => traceNftables(st, tcp('10.0.0.1', 'x', 80), { nodeIPs: NODE }), /IPv4/);
-  t.throws(() => traceNftables('table ip a {\n}\ntable ip b {\n}\n', tcp('10.0.0.1', '1.1.1.1', 80), { nodeIPs: NODE }), /one table/);
+  t.throws(() => traceNftables('', tcp('10.0.0.1', '1.1.1.1', 80), { nodeIPs: NODE }), /a table/);
+  t.throws(() => traceNftables([], tcp('10.0.0.1', '1.1.1.1', 80), { nodeIPs: NODE }), /no table/);
 });
 
 t.test("the kernel's own listing of a nodenet table traces like our rendering of it", async (t) => {

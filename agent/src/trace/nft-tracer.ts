@@ -79,11 +79,22 @@ class Tracer {
   masquerade = false;
   private depth = 0;
 
+  /** The table whose chain runs now: jumps, gotos and set lookups stay in it. */
+  private t: NftTableState;
+
   constructor(
-    private readonly t: NftTableState,
+    first: NftTableState,
     private readonly nodeIPs: ReadonlySet<string>,
     readonly pkt: Packet,
-  ) {}
+  ) {
+    this.t = first;
+  }
+
+  /** Runs a base chain of table `t`. */
+  runBase(t: NftTableState, name: string): Outcome {
+    this.t = t;
+    return this.runChain(name);
+  }
 
   isLocal(ip: string): boolean {
     return this.nodeIPs.has(ip) || cidrContains('127.0.0.0/8', ip);
@@ -227,9 +238,13 @@ class Tracer {
   }
 }
 
-function baseChains(t: NftTableState, hook: string): NftChainState[] {
-  return [...t.chains.values()].filter((c) => c.base?.hook === hook).sort((a, b) => a.base!.priority - b.base!.priority);
+/** The base chains of a hook across the tables, in priority order (the tables' order among equal priorities). */
+function baseChains(tables: readonly NftTableState[], hook: string): { table: NftTableState; chain: NftChainState }[] {
+  const out = tables.flatMap((table) => [...table.chains.values()].filter((c) => c.base?.hook === hook).map((chain) => ({ table, chain })));
+  return out.sort((a, b) => a.chain.base!.priority - b.chain.base!.priority);
 }
+
+
 
 /**
  * Traces a packet through `source` (a table state, or `nft list table` text
@@ -237,24 +252,28 @@ function baseChains(t: NftTableState, hook: string): NftChainState[] {
  * when a random choice remains), "REJECT", "DROP", or "ACCEPT" when nothing
  * touched the packet. masquerade: postrouting masqueraded it.
  */
-export function traceNftables(source: NftTableState | string, packet: NftTracePacket, opts: NftTraceOptions): TraceResult {
-  let t: NftTableState;
+export function traceNftables(source: NftTableState | readonly NftTableState[] | string, packet: NftTracePacket, opts: NftTraceOptions): TraceResult {
+  let tables: readonly NftTableState[];
   if (typeof source === 'string') {
-    const tables = parseNftListing(source);
-    if (tables.length !== 1) throw new NftTraceError(`expected one table in the listing, got ${tables.length}`);
-    t = tables[0]!;
-  } else t = source;
+    tables = parseNftListing(source).filter((x) => x.family === 'ip');
+    if (!tables.length) throw new NftTraceError('expected a table in the listing, got none');
+  } else tables = Array.isArray(source) ? source : [source as NftTableState];
+  if (!tables.length) throw new NftTraceError('no table to trace through');
   if (!isIPv4(packet.sourceIP) || !isIPv4(packet.destIP)) throw new NftTraceError('packet addresses must be IPv4');
   const proto = packet.protocol.toLowerCase() as Lowercase<Protocol> | 'icmp';
   const pkt: Packet = { saddr: packet.sourceIP, daddr: packet.destIP, proto, dport: proto === 'icmp' ? null : (packet.destPort ?? null) };
-  const tr = new Tracer(t, new Set(opts.nodeIPs), pkt);
+  const tr = new Tracer(tables[0]!, new Set(opts.nodeIPs), pkt);
 
+  let dnatDone = false;
   const runHook = (hook: string): boolean => {
-    for (const c of baseChains(t, hook)) {
+    for (const { table, chain: c } of baseChains(tables, hook)) {
       const before = tr.outputs.length;
-      const o = tr.runChain(c.name);
+      // nat chains of a hook stop at the first DNAT (the connection has its binding): later ones are not run.
+      if (c.base?.type === 'nat' && hook !== 'postrouting' && dnatDone) continue;
+      const o = tr.runBase(table, c.name);
       if (o === 'stop') return false;
       if (tr.outputs.length > before) {
+        if (c.base?.type === 'nat') dnatDone = true;
         // DNAT happened: later chains see the (first) endpoint as destination.
         const [ip, port] = tr.outputs[before]!.split(':');
         pkt.daddr = ip!;

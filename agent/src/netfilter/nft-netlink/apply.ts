@@ -223,6 +223,30 @@ export class NftNetlink {
     });
   }
 
+  /**
+   * listNames of several tables with one dump of the family's chains (a dump of every chain costs ~2 s at 90,000
+   * chains: once, not once per table). Absent tables map to null.
+   */
+  listNamesMany(family: keyof typeof NFPROTO, tables: readonly string[]): Map<string, { chains: string[]; sets: SetName[] } | null> {
+    const out = new Map<string, { chains: string[]; sets: SetName[] } | null>();
+    const present = tables.filter((t) => this.tableExists(family, t));
+    for (const t of tables) out.set(t, null);
+    if (!present.length) return out;
+    return this.keep(() => {
+      const chains = this.socket.request(dumpChainsRequest(this.nextSeq(), NFPROTO[family]));
+      const cerr = firstError(chains);
+      if (cerr) throw new NodenetError(ErrorCode.Netlink, `nf_tables netlink: dump of the ${family} chains: ${strerror(-cerr)}`);
+      for (const t of present) {
+        const sets = this.socket.request(dumpSetsRequest(this.nextSeq(), NFPROTO[family], t));
+        const err = firstError(sets);
+        if (err === -2) continue; // deleted in between
+        if (err) throw new NodenetError(ErrorCode.Netlink, `nf_tables netlink: dump of the sets of ${family} ${t}: ${strerror(-err)}`);
+        out.set(t, { chains: chainNames(chains, t), sets: setNames(sets, t) });
+      }
+      return out;
+    });
+  }
+
   private nextSeq(): number {
     const s = seqBase;
     seqBase = (seqBase + 1) & 0x3fffffff;

@@ -1,8 +1,9 @@
 /**
  * proxy/nftables/names: the names of nodenet's nftables objects.
  *
- * Objects live in one table (`kube-proxy` by default), so their names need no
- * prefix of their own. Per-ServicePort and per-endpoint objects follow
+ * Objects live in one table (`kube-proxy` by default), or in the sharded
+ * layout in it and its shard tables (`kube-proxy-0` ...), so their names need
+ * no prefix of their own; a per-service object's table follows from its name. Per-ServicePort and per-endpoint objects follow
  * kube-proxy's nftables mode (KEP-3866): `<kind>-<HASH>-<ns>/<svc>/<proto>/<port>`
  * and `...__<ip>/<port>` for endpoints, where HASH is the first 8 base32
  * characters of the sha256 of the rest. The hash keeps names unique if one is
@@ -77,4 +78,37 @@ export function isServiceObjectName(name: string): boolean {
 
 export function isAffinitySetName(name: string): boolean {
   return name.startsWith('affinity-') && name.includes('/');
+}
+
+/**
+ * The table of shard `i` of the sharded layout (NftablesRenderOptions.shards > 1): `kube-proxy-3`. Each shard
+ * holds a share of the Services' DNAT objects (render.ts says why); the table of tableName() keeps the rest.
+ */
+export function shardTableName(prefix: string, i: number): string {
+  return `${tableName(prefix)}-${i}`;
+}
+
+/** The highest shard count (the shard tables the backend looks for and removes). */
+export const MAX_SHARDS = 64;
+
+/** Which of `shards` shards the Service "ns/name" lives in: FNV-1a of the key. Stable across restarts. */
+export function shardOf(serviceKey: string, shards: number): number {
+  if (shards <= 1) return 0;
+  let h = 0x811c9dc5;
+  for (let i = 0; i < serviceKey.length; i++) {
+    h ^= serviceKey.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return (h >>> 0) % shards;
+}
+
+/** The Service key ("ns/name") a per-service object name embeds (`kind-HASH-ns/name/...`), or null. */
+export function serviceKeyOfObject(name: string): string | null {
+  const dash = name.indexOf('-');
+  if (dash < 0) return null;
+  const rest = name.slice(dash + 10);
+  const a = rest.indexOf('/');
+  if (a <= 0) return null;
+  const b = rest.indexOf('/', a + 1);
+  return b < 0 ? rest : rest.slice(0, b);
 }

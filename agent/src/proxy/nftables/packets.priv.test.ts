@@ -9,7 +9,8 @@
  * unreachable) and, with clusterIPPing 'drop', silently dropped; a port the
  * Service does not serve is refused at once; a pod reaching itself through
  * its Service works (hairpin). Nothing outside the nn-nftp-<pid>-* namespaces
- * is touched.
+ * is touched. packets-sharded.priv.test.ts runs it all in the sharded layout
+ * (NODENET_TEST_NFT_SHARDS), and switches between the layouts on a live node.
  */
 import t from 'tap';
 import { spawn } from 'node:child_process';
@@ -111,6 +112,7 @@ try {
   throw e;
 }
 
+const SHARDS = Number(process.env['NODENET_TEST_NFT_SHARDS'] ?? 1);
 const cfg: ProxyNodeConfig = { nodeName: 'node-a', nodeIPs: [parseIPv4(NODE_IP)], clusterCIDR: parseCidr('10.244.0.0/16').cidr, prefix: 'KUBE', masqueradeBit: 14 };
 const nft = new NftExecutor({ runner, netns: `/var/run/netns/${NODE}` });
 const snap = snapshot([svc('default', 'web', CLUSTER_IP, { portName: 'http', nodePort: 30080 }), [ep(`${P1.ip}:8080`, { local: true }), ep(`${P2.ip}:8080`, { local: true })]]);
@@ -125,7 +127,7 @@ async function spread(ns: string, ip: string, port: number, n = 16): Promise<Map
 }
 
 t.test('ClusterIP and NodePort reach both endpoints', async (t) => {
-  const b = new NftablesBackend({ nft, nodeConfig: cfg, log: silentLogger() });
+  const b = new NftablesBackend({ nft, nodeConfig: cfg, log: silentLogger(), options: { shards: SHARDS } });
   await b.sync(snap, { full: true });
   const viaClusterIP = await spread(CLIENT.ns, CLUSTER_IP, 80);
   t.same([...viaClusterIP.keys()].sort(), ['pod1', 'pod2'], `ClusterIP answers: ${JSON.stringify([...viaClusterIP])}`);
@@ -154,7 +156,7 @@ t.test('ping to a ClusterIP: rejected at once; with clusterIPPing drop, silently
   t.match(r.stdout, /Destination Port Unreachable/);
   t.ok(ms < 1500, `answered in ${Math.round(ms)} ms`);
 
-  const quiet = new NftablesBackend({ nft, nodeConfig: cfg, log: silentLogger(), options: { clusterIPPing: 'drop' } });
+  const quiet = new NftablesBackend({ nft, nodeConfig: cfg, log: silentLogger(), options: { clusterIPPing: 'drop', shards: SHARDS } });
   await quiet.sync(snap, { full: true });
   t0 = performance.now();
   r = await inNs(CLIENT.ns, ['ping', '-n', '-c1', '-W1', CLUSTER_IP]);
@@ -168,14 +170,39 @@ t.test('ping to a ClusterIP: rejected at once; with clusterIPPing drop, silently
 });
 
 t.test('a Service without endpoints is refused at once; cleanup removes the rules', async (t) => {
-  const b = new NftablesBackend({ nft, nodeConfig: cfg, log: silentLogger() });
+  const b = new NftablesBackend({ nft, nodeConfig: cfg, log: silentLogger(), options: { shards: SHARDS } });
   await b.sync(snapshot([svc('default', 'web', CLUSTER_IP, { portName: 'http', nodePort: 30080 }), []]), { full: true });
   const r = await connect(CLIENT.ns, CLUSTER_IP, 80);
   t.match(r.out, /Connection refused/);
   t.ok(r.ms < 1500, `refused in ${Math.round(r.ms)} ms`);
   await b.cleanup();
   t.equal(await nft.tableExists('ip', 'kube-proxy'), false);
+  for (let i = 0; i < SHARDS; i++) t.equal(await nft.tableExists('ip', `kube-proxy-${i}`), false, `kube-proxy-${i} removed`);
   // no rules: the ClusterIP is just an address routed to nowhere
   const gone = await connect(CLIENT.ns, CLUSTER_IP, 80);
   t.notMatch(gone.out, /^pod/);
+});
+
+// The sharded run only (packets-sharded.priv.test.ts).
+if (SHARDS > 1) t.test('the sharded layout: a partial sync in a shard, and a switch of layouts on a live node', async (t) => {
+  const b = new NftablesBackend({ nft, nodeConfig: cfg, log: silentLogger(), options: { shards: SHARDS } });
+  await b.sync(snap, { full: true });
+  const one = snapshot([svc('default', 'web', CLUSTER_IP, { portName: 'http', nodePort: 30080 }), [ep(`${P2.ip}:8080`, { local: true })]]);
+  await b.sync(one, { full: false, changed: new Set(['default/web']) });
+  t.equal(b.lastSync!.full, false, 'partial');
+  t.same([...(await spread(CLIENT.ns, CLUSTER_IP, 80, 6)).keys()], ['pod2'], 'after the partial sync only pod2 answers');
+  // A node switched to one table (shards 1): the full sync deletes the shard tables and rebuilds in one transaction.
+  const flat = new NftablesBackend({ nft, nodeConfig: cfg, log: silentLogger() });
+  await flat.sync(snap, { full: true });
+  for (let i = 0; i < SHARDS; i++) t.equal(await nft.tableExists('ip', `kube-proxy-${i}`), false, `one table: kube-proxy-${i} gone`);
+  t.same([...(await spread(CLIENT.ns, CLUSTER_IP, 80)).keys()].sort(), ['pod1', 'pod2'], 'one table: both answer');
+  // And back to shards: the main table's DNAT chains go.
+  const again = new NftablesBackend({ nft, nodeConfig: cfg, log: silentLogger(), options: { shards: SHARDS } });
+  await again.sync(one, { full: true });
+  const names = await nft.listNames('ip', 'kube-proxy');
+  t.notOk(names!.chains.includes('services'), 'sharded again: no services chain in the main table');
+  t.notOk(names!.chains.some((c) => c.startsWith('endpoint-')), 'nor endpoint chains');
+  t.same([...(await spread(CLIENT.ns, CLUSTER_IP, 80, 6)).keys()], ['pod2'], 'sharded again: pod2 answers');
+  t.same([...(await spread(CLIENT.ns, NODE_IP, 30080, 6)).keys()], ['pod2'], 'and the NodePort');
+  await again.cleanup();
 });

@@ -32,6 +32,9 @@ class FlakyNft implements Nft {
   listNames(f: NftFamily, n: string) {
     return this.inner.listNames(f, n);
   }
+  listNamesMany(f: NftFamily, n: readonly string[]) {
+    return this.inner.listNamesMany(f, n);
+  }
   listTableText(f: NftFamily, n: string) {
     return this.inner.listTableText(f, n);
   }

@@ -37,7 +37,7 @@ import { F } from '../../log/fields.js';
 import type { Logger } from '../../log/log.js';
 import type { Nft } from '../../netfilter/nft.js';
 import type { ProxyBackend, ProxyNodeConfig, ProxySnapshot, SyncScope } from '../types.js';
-import { isAffinitySetName, isServiceObjectName, tableName } from './names.js';
+import { isAffinitySetName, isServiceObjectName, MAX_SHARDS, shardTableName, tableName } from './names.js';
 import { EMPTY_APPLIED, renderNftables, type NftablesApplied, type NftablesRenderOptions } from './render.js';
 
 export interface NftablesBackendDeps {
@@ -139,18 +139,53 @@ export class NftablesBackend implements ProxyBackend {
     return this.last ? this.last.ruleCount + this.last.elementCount : null;
   }
 
-  /** The per-service objects our table holds now, from the kernel (names only). */
+  /** How many shard tables the layout has (1: kube-proxy's one table, no shard tables). */
+  private get shards(): number {
+    return Math.max(1, Math.floor(this.deps.options?.shards ?? 1));
+  }
+
+  /** Every shard table name this backend may ever have made (`kube-proxy-0` ... `kube-proxy-63`). */
+  private allShardTables(): string[] {
+    return Array.from({ length: MAX_SHARDS }, (_, i) => shardTableName(this.deps.nodeConfig.prefix, i));
+  }
+
+  /** Our tables: the main one, and the shard tables of the sharded layout. */
+  private ourTables(): string[] {
+    const n = this.shards;
+    return [this.table, ...(n > 1 ? this.allShardTables().slice(0, n) : [])];
+  }
+
+  /**
+   * The per-service objects our tables hold now, from the kernel (names only). When any table holds another
+   * layout (the main table with DNAT chains while sharded, or shard tables of another count), every table of ours
+   * found is named for a reset instead: the full sync deletes and rebuilds them in its one transaction.
+   */
   private async existingFromKernel(): Promise<NftablesApplied> {
-    const names = await this.deps.nft.listNames('ip', this.table);
-    if (!names) return EMPTY_APPLIED;
+    const n = this.shards;
+    const shardTables = this.allShardTables();
+    const all = [this.table, ...shardTables];
+    const listed = this.deps.nft.listNamesMany
+      ? await this.deps.nft.listNamesMany('ip', all)
+      : new Map(await Promise.all(all.map(async (t) => [t, await this.deps.nft.listNames('ip', t)] as const)));
+    const chains = new Set<string>();
     const affinitySets = new Map<string, number>();
-    for (const s of names.sets) if (isAffinitySetName(s.name)) affinitySets.set(s.name, s.timeout ?? 10800);
-    return {
-      chains: new Set(names.chains.filter(isServiceObjectName)),
-      affinitySets,
-      elements: EMPTY_APPLIED.elements,
-      services: new Map(),
-    };
+    const found: string[] = [];
+    let otherLayout = false;
+    for (const t of all) {
+      const names = listed.get(t);
+      if (!names) continue;
+      found.push(t);
+      const perService = names.chains.filter(isServiceObjectName);
+      if (t === this.table ? n > 1 && (names.chains.includes('services') || perService.some((c) => !c.startsWith('firewall-'))) : shardTables.indexOf(t) >= (n > 1 ? n : 0)) otherLayout = true;
+      for (const c of perService) chains.add(c);
+      for (const s of names.sets) if (isAffinitySetName(s.name)) affinitySets.set(s.name, s.timeout ?? 10800);
+    }
+    if (!found.length) return EMPTY_APPLIED;
+    if (otherLayout) {
+      this.log.info({ [F.mode]: 'nftables' }, `tables ${found.join(', ')} hold another layout than ${n > 1 ? `${n} shards` : 'one table'}: the full sync rebuilds them`);
+      return { ...EMPTY_APPLIED, resetTables: found };
+    }
+    return { chains, affinitySets, elements: EMPTY_APPLIED.elements, services: new Map() };
   }
 
   async sync(snapshot: ProxySnapshot, scope: SyncScope): Promise<void> {
@@ -246,19 +281,35 @@ export class NftablesBackend implements ProxyBackend {
     const present = await this.deps.nft.objectExists('ip', this.table, 'map', 'no-endpoint-nodeports');
     if (!present) {
       this.log.warn({ [F.mode]: 'nftables' }, `table ip ${this.table} is gone: our rules were removed; the next sync is full`);
-      this.applied = EMPTY_APPLIED;
+      // Sharded, the shard tables may still hold chains: list the kernel again.
+      this.applied = this.shards > 1 ? null : EMPTY_APPLIED;
       this.forceFull = true;
+      return true;
     }
-    return !present;
+    // The sharded layout: each shard's dispatch map (one small request each).
+    for (const t of this.ourTables().slice(1)) {
+      if (await this.deps.nft.objectExists('ip', t, 'map', 'service-ips')) continue;
+      this.log.warn({ [F.mode]: 'nftables' }, `table ip ${t} is gone: our rules were removed; the next sync is full`);
+      this.applied = null;
+      this.forceFull = true;
+      return true;
+    }
+    return false;
   }
 
-  /** Deletes our table and everything in it. Idempotent. */
+  /** Deletes our tables (the shard tables of any count too) and everything in them. Idempotent. */
   async cleanup(): Promise<void> {
     this.applied = null;
     this.forceFull = true;
     try {
       await this.deps.nft.deleteTable('ip', this.table);
-      this.log.info(`nftables table ip ${this.table} removed`);
+      const shards: string[] = [];
+      for (const t of this.allShardTables()) {
+        if (!(await this.deps.nft.tableExists('ip', t))) continue;
+        await this.deps.nft.deleteTable('ip', t);
+        shards.push(t);
+      }
+      this.log.info(`nftables table ip ${this.table}${shards.length ? ` and ${shards.join(', ')}` : ''} removed`);
     } catch (e) {
       throw new NodenetError(ErrorCode.RuleApply, `nftables cleanup failed: ${asNodenetError(e).message}`, { cause: e });
     }

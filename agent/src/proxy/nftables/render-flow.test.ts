@@ -3,6 +3,8 @@
  * validating fake, and trace packets through the resulting table
  * (kube-proxy's runPacketFlowTests). Addresses: see ../test-fixtures.ts; the
  * node is 192.168.0.2, pods 10.0.0.0/8, outside clients 203.0.113.0/24.
+ * Run in kube-proxy's one-table layout, and by render-flow-sharded.test.ts in
+ * the sharded one (NODENET_TEST_NFT_SHARDS): every flow must end the same.
  */
 import t, { type Test } from 'tap';
 import { NftFake } from '../../netfilter/nft.fake.js';
@@ -10,16 +12,27 @@ import type { NftTableState } from '../../netfilter/nft-state.js';
 import { traceNftables, type NftTracePacket } from '../../trace/nft-tracer.js';
 import type { ProxyNodeConfig, ProxySnapshot } from '../types.js';
 import { renderNftables, type NftablesRenderOptions } from './render.js';
+import { shardTableName } from './names.js';
 import { CFG, NODE_IP, ep, nodeConfig, snapshot, svc } from '../test-fixtures.js';
 import { parseCidr, type IPv4 } from '../../net/ip.js';
 
 const POD = '10.0.1.1';
 const OUTSIDE = '203.0.113.9';
 
-async function table(snap: ProxySnapshot, opts: NftablesRenderOptions = {}, cfg: ProxyNodeConfig = CFG): Promise<NftTableState> {
+const SHARDS = Number(process.env['NODENET_TEST_NFT_SHARDS'] ?? 1);
+
+/** Our tables in the fake: the main one, then the shards' (all of them must exist in the sharded layout). */
+function tables(f: NftFake): NftTableState[] {
+  const out = [f.table('ip', 'kube-proxy')!];
+  for (let i = 0; i < (SHARDS > 1 ? SHARDS : 0); i++) out.push(f.table('ip', shardTableName('KUBE', i))!);
+  if (out.some((x) => !x)) throw new Error('a table of the layout is missing');
+  return out;
+}
+
+async function table(snap: ProxySnapshot, opts: NftablesRenderOptions = {}, cfg: ProxyNodeConfig = CFG): Promise<NftTableState[]> {
   const f = new NftFake();
-  await f.apply(renderNftables(snap, cfg, { full: true }, undefined, opts).text);
-  return f.table('ip', 'kube-proxy')!;
+  await f.apply(renderNftables(snap, cfg, { full: true }, undefined, { ...opts, shards: SHARDS }).text);
+  return tables(f);
 }
 
 interface Flow {
@@ -32,7 +45,7 @@ interface Flow {
   masq: boolean;
 }
 
-function runFlows(t: Test, st: NftTableState, flows: Flow[]): void {
+function runFlows(t: Test, st: NftTableState[], flows: Flow[]): void {
   for (const f of flows) {
     const packet: NftTracePacket =
       f.proto === 'ICMP'
@@ -73,7 +86,7 @@ t.test('ClientIP affinity: a client in an endpoint affinity set goes to that end
   const st = await table(snapshot([svc('ns1', 'svc1', '172.30.0.41', { affinity: 300 }), [ep('10.180.0.1:80'), ep('10.180.0.2:80')]]));
   runFlows(t, st, [{ name: 'first connection', from: POD, to: '172.30.0.41', dest: '10.180.0.1:80, 10.180.0.2:80', masq: false }]);
   // an earlier connection put the client into endpoint 2's set (what `update @affinity-... { ip saddr }` does)
-  const aff = [...st.sets.values()].find((s) => s.name.startsWith('affinity-') && s.name.endsWith('__10.180.0.2/80'))!;
+  const aff = st.flatMap((x) => [...x.sets.values()]).find((s) => s.name.startsWith('affinity-') && s.name.endsWith('__10.180.0.2/80'))!;
   aff.elements.set(POD, { value: null, comment: null });
   runFlows(t, st, [
     { name: 'sticky client', from: POD, to: '172.30.0.41', dest: '10.180.0.2:80', masq: false },
@@ -167,14 +180,14 @@ t.test('after a partial sync the table routes the new state', async (t) => {
   );
   const B = snapshot([svc('ns1', 'svc1', '172.30.0.41'), [ep('10.180.0.1:80'), ep('10.180.0.3:80')]], [svc('ns3', 'svc3', '172.30.0.43'), [ep('10.180.0.9:80')]]);
   const f = new NftFake();
-  const ra = renderNftables(A, CFG, { full: true });
+  const ra = renderNftables(A, CFG, { full: true }, undefined, { shards: SHARDS });
   await f.apply(ra.text);
-  runFlows(t, f.table('ip', 'kube-proxy')!, [
+  runFlows(t, tables(f), [
     { name: 'svc3 before', from: POD, to: '172.30.0.43', dest: 'REJECT', masq: false },
     { name: 'svc2 NodePort before', from: OUTSIDE, to: NODE_IP, port: 30002, dest: '10.180.0.5:80', masq: true },
   ]);
-  await f.apply(renderNftables(B, CFG, { full: false, changed: new Set(['ns1/svc1', 'ns2/svc2', 'ns3/svc3']) }, ra.applied).text);
-  runFlows(t, f.table('ip', 'kube-proxy')!, [
+  await f.apply(renderNftables(B, CFG, { full: false, changed: new Set(['ns1/svc1', 'ns2/svc2', 'ns3/svc3']) }, ra.applied, { shards: SHARDS }).text);
+  runFlows(t, tables(f), [
     { name: 'svc1', from: POD, to: '172.30.0.41', dest: '10.180.0.1:80, 10.180.0.3:80', masq: false },
     { name: 'svc2 gone: its ClusterIP is not ours any more', from: POD, to: '172.30.0.42', dest: 'ACCEPT', masq: false },
     { name: 'svc2 NodePort gone', from: OUTSIDE, to: NODE_IP, port: 30002, dest: 'ACCEPT', masq: false },
@@ -209,7 +222,7 @@ t.test('LoadBalancer: VIP with source ranges (checked before DNAT), externalTraf
 t.test('nodePortAddresses and the service CIDR', async (t) => {
   const BRIDGE = '10.0.0.1'; // another local address of the node (a bridge's)
   const snap = snapshot([svc('ns1', 'svc1', '172.30.0.41', { nodePort: 30001 }), [ep('10.180.0.1:80')]], [svc('ns2', 'svc2', '172.30.0.42', { nodePort: 30002 }), []]);
-  const trace = (st: NftTableState, to: string, port: number, from = OUTSIDE) =>
+  const trace = (st: NftTableState[], to: string, port: number, from = OUTSIDE) =>
     traceNftables(st, { sourceIP: from as IPv4, protocol: 'TCP', destIP: to as IPv4, destPort: port }, { nodeIPs: [NODE_IP, BRIDGE] }).destination;
   const all = await table(snap);
   t.equal(trace(all, BRIDGE, 30001), '10.180.0.1:80', 'default: every local address but 127.0.0.0/8');
