@@ -673,11 +673,14 @@ export function renderNftables(
   const staleSets = new Map<string, number>();
   const adds: string[] = [];
   // A full sync writes the elements grouped by container (in ELEMENT_CONTAINERS order).
-  const addsBy = new Map<ElementContainer, string[]>(ELEMENT_CONTAINERS.map((c) => [c, []]));
+  // And by table: consecutive elements of one set go as one message (the encoder merges them), so the shards'
+  // are not interleaved (30,000 messages instead of a few at 30,000 Services, +1 s).
+  const allTables = [table, ...shardTables];
+  const addsBy = new Map<string, string[]>(ELEMENT_CONTAINERS.flatMap((c) => allTables.map((tb) => [`${c} ${tb}`, []] as [string, string[]])));
   const dels: string[] = [];
   const addElement = (tbl: string, e: ElementEntry) => {
     const line = `add element ip ${tbl} ${e.container} { ${elementText(e.key, e.el)} }`;
-    if (scope.full) addsBy.get(e.container)!.push(line);
+    if (scope.full) addsBy.get(`${e.container} ${tbl}`)!.push(line);
     else adds.push(line);
     elementCount++;
   };
@@ -759,7 +762,7 @@ export function renderNftables(
     // Full: all elements, grouped by container (the containers were flushed).
     if (elementCount) {
       out.push('# elements');
-      for (const c of ELEMENT_CONTAINERS) for (const a of addsBy.get(c)!) out.push(a);
+      for (const c of ELEMENT_CONTAINERS) for (const tb of allTables) for (const a of addsBy.get(`${c} ${tb}`)!) out.push(a);
     }
   } else if (adds.length) out.push('# elements added or changed', ...adds);
 
