@@ -81,6 +81,7 @@ interface CmdBase {
 
 export type NlCommand =
   | (CmdBase & { readonly op: 'add-table'; readonly comment: string | null })
+  | (CmdBase & { readonly op: 'delete-table' })
   | (CmdBase & { readonly op: 'add-chain'; readonly chain: string; readonly comment?: string | null })
   | (CmdBase & { readonly op: 'flush-chain' | 'delete-chain'; readonly chain: string })
   | (CmdBase & {
@@ -122,6 +123,7 @@ const RE_DELSET = new RegExp(`^delete set ip (${NAME}) (${NAME})$`);
 const RE_ELEM = new RegExp(`^(add|delete) element ip (${NAME}) (${NAME}) \\{ (.+) \\}$`);
 // The full render's declarations (render.ts renderFixed).
 const RE_TABLE = new RegExp(`^add table ip (${NAME})(?: \\{ comment "([^"]*)" ; \\})?$`);
+const RE_DELETE_TABLE = new RegExp(`^delete table ip (${NAME})$`);
 const RE_BASE = new RegExp(`^add chain ip (${NAME}) (${NAME}) \\{ type (filter|nat) hook (prerouting|input|forward|output|postrouting) priority (-?[0-9]{1,4}) ; \\}$`);
 const RE_CHAIN_CMT = new RegExp(`^add chain ip (${NAME}) (${NAME}) \\{ comment "([^"]*)" ; \\}$`);
 const RE_NAMED_SET = new RegExp(`^add set ip (${NAME}) (${NAME}) \\{ type ipv4_addr ; comment "([^"]*)" ; \\}$`);
@@ -319,6 +321,11 @@ function parseLine(line: number, text: string): NlCommand | null {
   if (text === '' || text.startsWith('#')) return null;
   let m = RE_CHAIN.exec(text);
   if (m) return { line, table: m[2]!, op: `${m[1] as 'add' | 'flush' | 'delete'}-chain`, chain: m[3]! };
+  if (text.startsWith('delete table ')) {
+    m = RE_DELETE_TABLE.exec(text);
+    if (!m) throw new Unsupported('command: table');
+    return { line, table: m[1]!, op: 'delete-table' };
+  }
   if (text.startsWith('add table ')) {
     m = RE_TABLE.exec(text);
     if (!m) throw new Unsupported('command: table');

@@ -22,7 +22,7 @@ import type { NlCommand, NlKeyPart, NlMatch, NlRule, NlSetKey, NlVerdict } from 
 export const NFNL_SUBSYS_NFTABLES = 10;
 export const NFNL_MSG_BATCH_BEGIN = 0x10;
 export const NFNL_MSG_BATCH_END = 0x11;
-export const NFT_MSG = { NEWTABLE: 0, NEWCHAIN: 3, DELCHAIN: 5, NEWRULE: 6, DELRULE: 8, NEWSET: 9, DELSET: 11, NEWSETELEM: 12, DELSETELEM: 14 } as const;
+export const NFT_MSG = { NEWTABLE: 0, DELTABLE: 2, NEWCHAIN: 3, DELCHAIN: 5, NEWRULE: 6, DELRULE: 8, NEWSET: 9, DELSET: 11, NEWSETELEM: 12, DELSETELEM: 14 } as const;
 export const NLM_F = { REQUEST: 0x1, ACK: 0x4, CREATE: 0x400, APPEND: 0x800 } as const;
 export const NLA_F_NESTED = 0x8000;
 const NFPROTO_IPV4 = 2;
@@ -617,6 +617,8 @@ function typeAndFlags(c: NlCommand): [number, number] {
     case 'add-table':
       // nft sends no NLM_F_CREATE here: the kernel creates a missing table either way.
       return [nft(NFT_MSG.NEWTABLE), R];
+    case 'delete-table':
+      return [nft(NFT_MSG.DELTABLE), R];
     case 'add-chain':
     case 'add-base-chain':
       return [nft(NFT_MSG.NEWCHAIN), R | NLM_F.CREATE];
@@ -647,6 +649,9 @@ function writeAttrs(w: Writer, c: NlCommand, ids: Map<string, number>): void {
       w.str(TABLE_A.NAME, c.table);
       w.u32(TABLE_A.FLAGS, 0);
       if (c.comment !== null) commentAttr(w, TABLE_A.USERDATA, c.comment);
+      return;
+    case 'delete-table':
+      w.str(TABLE_A.NAME, c.table);
       return;
     case 'add-chain':
       w.str(CHAIN_A.TABLE, c.table);

@@ -194,11 +194,13 @@ if (SHARDS > 1) t.test('the sharded layout: a partial sync in a shard, and a swi
   // A node switched to one table (shards 1): the full sync deletes the shard tables and rebuilds in one transaction.
   const flat = new NftablesBackend({ nft, nodeConfig: cfg, log: silentLogger() });
   await flat.sync(snap, { full: true });
+  t.equal(flat.lastSync!.via, 'netlink', 'the rebuild (delete table included) went as one netlink batch');
   for (let i = 0; i < SHARDS; i++) t.equal(await nft.tableExists('ip', `kube-proxy-${i}`), false, `one table: kube-proxy-${i} gone`);
   t.same([...(await spread(CLIENT.ns, CLUSTER_IP, 80)).keys()].sort(), ['pod1', 'pod2'], 'one table: both answer');
   // And back to shards: the main table's DNAT chains go.
   const again = new NftablesBackend({ nft, nodeConfig: cfg, log: silentLogger(), options: { shards: SHARDS } });
   await again.sync(one, { full: true });
+  t.equal(again.lastSync!.via, 'netlink', 'so did the rebuild into shards');
   const names = await nft.listNames('ip', 'kube-proxy');
   t.notOk(names!.chains.includes('services'), 'sharded again: no services chain in the main table');
   t.notOk(names!.chains.some((c) => c.startsWith('endpoint-')), 'nor endpoint chains');

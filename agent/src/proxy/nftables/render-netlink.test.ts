@@ -13,7 +13,7 @@ import { parseOneLine, parsePartialScript, type NlCommand } from '../../netfilte
 import { encodeBatch } from '../../netfilter/nft-netlink/encode.js';
 import { ep, nodeConfig, snapshot, svc } from '../test-fixtures.js';
 import type { ProxyNodeConfig, ProxySnapshot, SyncScope } from '../types.js';
-import { renderNftables, type NftablesApplied } from './render.js';
+import { EMPTY_APPLIED, renderNftables, type NftablesApplied, type NftablesRenderOptions } from './render.js';
 
 const SNAP = snapshot(
   [svc('ns1', 'np', '10.96.0.11', { nodePort: 30011, affinity: 60 }), [ep('10.244.2.1:80'), ep('10.244.1.2:80', { local: true }), ep('10.244.1.3:8080')]],
@@ -24,10 +24,10 @@ const SNAP = snapshot(
   [svc('ns3', 'sctp', '10.96.0.16', { port: 9999, protocol: 'SCTP', portName: 'x' }), [ep('10.244.2.8:9999')]],
 );
 
-function check(t: Test, what: string, snap: ProxySnapshot, cfg: ProxyNodeConfig, scope: SyncScope, existing?: NftablesApplied): void {
+function check(t: Test, what: string, snap: ProxySnapshot, cfg: ProxyNodeConfig, scope: SyncScope, existing?: NftablesApplied, opts: NftablesRenderOptions = {}): void {
   const got: (string | NlCommand)[] = [];
-  const streamed = renderNftables(snap, cfg, scope, existing, {}, { text: (l) => got.push(l), command: (c) => got.push(c) });
-  const text = renderNftables(snap, cfg, scope, existing, {});
+  const streamed = renderNftables(snap, cfg, scope, existing, opts, { text: (l) => got.push(l), command: (c) => got.push(c) });
+  const text = renderNftables(snap, cfg, scope, existing, opts);
   const want = text.text.replace(/\n$/, '').split('\n');
   t.equal(streamed.text, '', `${what}: no text is built`);
   t.equal(got.length, want.length, `${what}: the same number of lines (${want.length})`);
@@ -77,4 +77,19 @@ t.test('over an existing record (stale chains and sets deleted), and partial ren
   );
   check(t, 'full over a record', changed, cfg, { full: true }, first.applied);
   check(t, 'partial', changed, cfg, { full: false, changed: new Set(['ns1/np', 'ns2/lb', 'ns2/itp', 'ns2/empty', 'ns3/sctp']) }, first.applied);
+});
+
+t.test('the sharded layout: every line, full, over a record, partial and a reset of another layout, goes to the kernel as the parser reads it', async (t) => {
+  const cfg = nodeConfig();
+  const opts = { shards: 4 };
+  check(t, 'sharded full', SNAP, cfg, { full: true }, undefined, opts);
+  const first = renderNftables(SNAP, cfg, { full: true }, undefined, opts);
+  const changed = snapshot([svc('ns1', 'np', '10.96.0.11', { nodePort: 30011, affinity: 60 }), [ep('10.244.2.1:80'), ep('10.244.2.9:80')]]);
+  check(t, 'sharded full over a record', changed, cfg, { full: true }, first.applied, opts);
+  check(t, 'sharded partial', changed, cfg, { full: false, changed: new Set(['ns1/np', 'ns2/lb', 'ns2/itp', 'ns2/empty', 'ns2/dns', 'ns3/sctp']) }, first.applied, opts);
+  check(t, 'sharded over tables of another layout', SNAP, cfg, { full: true }, { ...EMPTY_APPLIED, resetTables: ['kube-proxy', 'kube-proxy-5'] }, opts);
+  const tables = new Set([...first.text.matchAll(/^add table ip (\S+)/gm)].map((m) => m[1]));
+  t.same([...tables], ['kube-proxy', 'kube-proxy-0', 'kube-proxy-1', 'kube-proxy-2', 'kube-proxy-3'], 'the main table and 4 shard tables');
+  const reset = renderNftables(SNAP, cfg, { full: true }, { ...EMPTY_APPLIED, resetTables: ['kube-proxy', 'kube-proxy-5'] }, opts).text;
+  t.match(reset, /^add table ip kube-proxy\ndelete table ip kube-proxy\nadd table ip kube-proxy-5\ndelete table ip kube-proxy-5\n/m, 'tables of another layout are deleted first, in the same transaction');
 });
