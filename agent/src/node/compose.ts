@@ -40,7 +40,7 @@ import { ProcSysctl } from '../netns/sysctl.js';
 import { fullGc } from './full-gc.js';
 import { isOwnedChain } from '../proxy/iptables/chains.js';
 import { IptablesBackend } from '../proxy/iptables/proxier.js';
-import { tableName } from '../proxy/nftables/names.js';
+import { shardTableName, tableName } from '../proxy/nftables/names.js';
 import { NftablesBackend } from '../proxy/nftables/proxier.js';
 import type { ProxyBackend, ProxyNodeConfig } from '../proxy/types.js';
 import { parseNodePortAddresses, primaryNodeIP, resolveNodePortAddresses, type NodeNetwork } from '../proxy/node-port-addresses.js';
@@ -491,7 +491,8 @@ export async function removeProxyRules(
     }
   }
   const nft = new NftExecutor({ runner: o.runner, ...ns });
-  if (!(await nft.tableExists('ip', tableName(o.prefix)))) return false;
+  // The main table, or (left without it) the shard tables of the sharded layout: cleanup() removes them all.
+  if (!(await nft.tableExists('ip', tableName(o.prefix))) && !(await nft.tableExists('ip', shardTableName(o.prefix, 0)))) return false;
   await new NftablesBackend({ nft, nodeConfig, log: o.log }).cleanup();
   return true;
 }
