@@ -30,6 +30,7 @@ import { NATIVE_EXTERNAL, REQUIRE_BANNER } from '../../scripts/esm-bundle.mjs';
 import { removeNetns } from '../../agent/src/netns/scratch-netns.js';
 import { caseNetns, parseBenchArgs, type BenchArgs, type BenchMode, type CaseSpec } from './args.js';
 import { runCase } from './case.js';
+import { waitQuiet } from './quiet.js';
 import { evaluateTargets, targets30k, formatTable, formatTargets, modeLabel, ms, parseCaseResult, splitLine, type CaseResult } from './report.js';
 
 const RESULT_MARK = '@@RESULT ';
@@ -136,7 +137,8 @@ async function main(): Promise<number> {
     for (const size of args.sizes) {
       if (interrupted) break;
       const spec: CaseSpec = { mode, services: size, netns: caseNetns(process.pid, mode, size) };
-      console.error(`[bench:proxy] ${mode} ${size} Services in ${spec.netns} ...`);
+      const waited = await waitQuiet();
+      console.error(`[bench:proxy] ${mode} ${size} Services in ${spec.netns}${waited > 250 ? ` (after ${(waited / 1000).toFixed(1)} s for the CPUs to go idle)` : ''} ...`);
       const r = await runChild(script, spec, args);
       if (interrupted) {
         console.error(`[bench:proxy] interrupted: ${modeLabel(r)} ${size} did not finish and is left out`);

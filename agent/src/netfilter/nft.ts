@@ -41,7 +41,7 @@ export interface Nft {
    * error report). Optional, as applyViaNetlink.
    * @throws NodenetError(NN_ERR_RULE_APPLY) from send as apply() does.
    */
-  netlinkFullSync?(sizeHint?: number): { readonly sink: CommandSink; send(script: () => string): Promise<NetlinkApplyResult> };
+  netlinkFullSync?(sizeHint?: number, tables?: number): { readonly sink: CommandSink; send(script: () => string): Promise<NetlinkApplyResult> };
   /** The table's chains, sets and maps (with elements), or null when the table does not exist. Read-only. */
   listTable(family: NftFamily, name: string): Promise<NftTableInfo | null>;
   /**
@@ -108,7 +108,7 @@ const NOT_FOUND = /No such file or directory/;
 
 export class NftExecutor implements Nft {
   readonly applyViaNetlink?: (script: string, opts?: NftNetlinkApplyOptions) => Promise<NetlinkApplyResult>;
-  readonly netlinkFullSync?: (sizeHint?: number) => { readonly sink: CommandSink; send(script: () => string): Promise<NetlinkApplyResult> };
+  readonly netlinkFullSync?: (sizeHint?: number, tables?: number) => { readonly sink: CommandSink; send(script: () => string): Promise<NetlinkApplyResult> };
   /** The netlink path, also for tableExists and listNames (names straight from the kernel, not nft's whole cache). */
   private readonly nl: NftNetlink | null = null;
 
@@ -117,9 +117,9 @@ export class NftExecutor implements Nft {
       const nl = new NftNetlink(deps.netns !== undefined ? { netns: deps.netns } : {});
       // Synchronous underneath (the kernel answers within sendto); async to match apply().
       this.applyViaNetlink = async (script, opts) => nl.apply(script, opts);
-      this.netlinkFullSync = (sizeHint) => {
-        const b = nl.beginBig(sizeHint);
-        return { sink: b, send: async (script) => nl.sendBig(b, script) };
+      this.netlinkFullSync = (sizeHint, tables) => {
+        const b = nl.beginTables(sizeHint, tables);
+        return { sink: b, send: (script) => nl.sendTables(b, script) };
       };
       this.nl = nl;
     }

@@ -51,3 +51,51 @@ t.test('a line outside the shapes: nothing is sent', async (t) => {
   t.match(r, { applied: false, line: 2 });
   t.notMatch((await nft.listTableText('ip', 't')) ?? '', /chain e/);
 });
+
+// Table by table (the sharded layout's full sync): each table between beginTable and endTable is a batch of its
+// own, sent while the caller goes on; the rest is one batch, sent last.
+const drop = (chain: string, table: string, ip: number) =>
+  ({ line: 0, table, op: 'add-rule', chain, rule: { matches: [{ kind: 'ip', field: 'saddr', neq: false, addr: Uint8Array.of(10, 0, 0, ip), prefix: 32 }], stmt: { kind: 'verdict', verdict: { kind: 'drop' } }, comment: null } }) as const;
+
+t.test('table by table: every table committed, the rest last', async (t) => {
+  const b = nft.netlinkFullSync!(1 << 20, 3);
+  b.sink.text('add table ip main');
+  b.sink.text('add chain ip main fw');
+  for (const tb of ['s0', 's1']) {
+    b.sink.beginTable!(tb);
+    b.sink.text(`add table ip ${tb}`);
+    // Many chains, so that the batch in flight is looked at while the next is built.
+    for (let i = 0; i < 3000; i++) {
+      b.sink.command({ line: 0, table: tb, op: 'add-chain', chain: `c${i}` });
+      b.sink.command(drop(`c${i}`, tb, i % 250));
+    }
+    b.sink.command(drop('fw', 'main', 9)); // another table's command inside the span goes to the rest
+    b.sink.endTable!(tb);
+  }
+  const r = await b.send(() => '');
+  t.match(r, { applied: true, commands: 2 + 2 * (1 + 6000 + 1) });
+  for (const tb of ['s0', 's1']) t.match((await nft.listTableText('ip', tb)) ?? '', /chain c2999 \{\n\s+ip saddr 10\.0\.0\.249 drop/, `${tb} committed`);
+  t.match((await nft.listTableText('ip', 'main')) ?? '', /chain fw \{\n\s+ip saddr 10\.0\.0\.9 drop\n\s+ip saddr 10\.0\.0\.9 drop/, 'the rest committed, with what the spans held of it');
+});
+
+t.test('table by table: a table the kernel refuses is unchanged and named by its line; the others commit', async (t) => {
+  const b = nft.netlinkFullSync!(1 << 20, 3);
+  const lines: string[] = [];
+  const text = (l: string) => (lines.push(l), b.sink.text(l));
+  const cmd = (c: Parameters<typeof b.sink.command>[0], l: string) => (lines.push(l), b.sink.command(c));
+  b.sink.beginTable!('s0');
+  text('add table ip s0');
+  cmd({ line: 0, table: 's0', op: 'add-chain', chain: 'ok0' }, 'add chain ip s0 ok0');
+  b.sink.endTable!('s0');
+  b.sink.beginTable!('s1');
+  cmd({ line: 0, table: 's1', op: 'add-chain', chain: 'new1' }, 'add chain ip s1 new1');
+  cmd(drop('missing', 's1', 1), 'add rule ip s1 missing ip saddr 10.0.0.1 drop');
+  b.sink.endTable!('s1');
+  text('add chain ip main after');
+  const err = await b.send(() => lines.join('\n') + '\n').catch((e: unknown) => e);
+  t.ok(err instanceof NodenetError, 'a NodenetError');
+  t.match((err as NodenetError).message, /at line 4 of/, 'naming the refused line, numbered across all tables');
+  t.match((await nft.listTableText('ip', 's0')) ?? '', /chain ok0/, 's0 committed before');
+  t.notMatch((await nft.listTableText('ip', 's1')) ?? '', /chain new1/, 'nothing of s1 applied');
+  t.notMatch((await nft.listTableText('ip', 'main')) ?? '', /chain after/, 'the rest is not sent after a failed table');
+});

@@ -51,6 +51,8 @@ export interface NetlinkAnswer {
 }
 
 interface Libc {
+  /** sendto(2) on a worker thread (koffi's async call): the callback gets what it returned. */
+  sendtoAsync(fd: number, buf: Buffer, len: number, flags: number, addr: Buffer, alen: number, cb: (err: unknown, n: number | bigint) => void): void;
   socket(domain: number, type: number, protocol: number): number;
   bind(fd: number, addr: Buffer, len: number): number;
   setsockopt(fd: number, level: number, name: number, val: Buffer, len: number): number;
@@ -69,10 +71,13 @@ function load(): Libc {
     bind: lib.func('int bind(int fd, const void *addr, uint32_t len)'),
     setsockopt: lib.func('int setsockopt(int fd, int level, int name, const void *val, uint32_t len)'),
     sendto: lib.func('intptr_t sendto(int fd, const void *buf, size_t len, int flags, const void *addr, uint32_t alen)'),
+    sendtoAsync: undefined as unknown as Libc['sendtoAsync'],
     recv: lib.func('intptr_t recv(int fd, _Out_ void *buf, size_t len, int flags)'),
     close: lib.func('int close(int fd)'),
     strerror: lib.func('const char *strerror(int errnum)'),
   } as Libc;
+  const sendto = libc.sendto as unknown as { async: Libc['sendtoAsync'] };
+  libc.sendtoAsync = (...args) => sendto.async(...args);
   return libc;
 }
 
@@ -215,6 +220,57 @@ export class NfnlSocket {
       this.close();
       throw e;
     }
+  }
+
+  /**
+   * Readies the socket for batches sent with sendInBackground: room for `bytes` of batches in flight and their
+   * answers, and nothing left queued from before.
+   */
+  prepare(bytes: number): void {
+    const c = load();
+    const fd = this.open();
+    try {
+      const room = Math.max(1 << 20, bytes * 2);
+      c.setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, intOpt(room), 4);
+      c.setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, intOpt(room), 4);
+      this.drain(fd, Buffer.alloc(1 << 16), null);
+    } catch (e) {
+      this.close();
+      throw e;
+    }
+  }
+
+  /**
+   * Sends `batch` from a worker thread (koffi's async call), so that this thread goes on while the kernel
+   * processes it: it does so inside that sendto(2). Resolves when it returned; the answers stay queued on the
+   * socket for collect(). Several may be in flight: the kernel takes nf_tables batches one at a time.
+   * Never rejects: a failed send resolves to its message.
+   */
+  sendInBackground(batch: Buffer): Promise<string | null> {
+    const c = load();
+    const fd = this.open();
+    const addr = sockaddrNl();
+    return new Promise((resolve) => {
+      c.sendtoAsync(fd, batch, batch.length, 0, addr, 12, (err, n) => {
+        void addr; // both buffers stay referenced until the call returned
+        if (err) return resolve(`nf_tables netlink: sendto: ${err instanceof Error ? err.message : String(err)}`);
+        const sent = Number(n);
+        resolve(sent === batch.length ? null : `nf_tables netlink: sendto sent ${sent} of ${batch.length} bytes`);
+      });
+    });
+  }
+
+  /** Every answer queued now (after sendInBackground's sends returned). */
+  collect(): NetlinkAnswer[] {
+    const fd = this.open();
+    const answers: NetlinkAnswer[] = [];
+    try {
+      this.drain(fd, Buffer.alloc(1 << 16), answers);
+    } catch (e) {
+      this.close();
+      throw e;
+    }
+    return answers;
   }
 
   /**

@@ -15,7 +15,9 @@
  * script with rules or elements (1.2-1.7 s at 30,000 Services), which made
  * a one-endpoint change cost seconds, and its parser and evaluator are most
  * of a full sync's time. A full sync goes as one big batch with acks only
- * for errors and its last message (FULL_SYNC_VIA_NETLINK). Anything the
+ * for errors and its last message (FULL_SYNC_VIA_NETLINK); in the sharded
+ * layout, as one batch per shard table, each sent from a worker thread as
+ * soon as it is rendered, and the main table's last (render.ts). Anything the
  * encoder does not know goes through `nft -f` (logged at debug).
  * The backend keeps what it applied last (per-service chains, affinity sets,
  * elements, and each Service's share): a partial sync sends only the
@@ -197,7 +199,7 @@ export class NftablesBackend implements ProxyBackend {
       const renderScope: SyncScope = full ? { full: true } : scope;
       const opts = this.deps.options ?? {};
       // A full sync through netlink is rendered straight into the batch: no text is built, nor parsed back.
-      const stream = full && !this.log.isLevelEnabled('trace') && (this.deps.netlinkFull ?? fullSyncViaNetlinkDefault()) ? this.deps.nft.netlinkFullSync?.(batchSizeHint(snapshot)) : undefined;
+      const stream = full && !this.log.isLevelEnabled('trace') && (this.deps.netlinkFull ?? fullSyncViaNetlinkDefault()) ? this.deps.nft.netlinkFullSync?.(batchSizeHint(snapshot), this.shards > 1 && !existing.resetTables?.length ? this.shards + 1 : 1) : undefined;
       const r = renderNftables(snapshot, this.deps.nodeConfig, renderScope, existing, opts, stream?.sink);
       const rendered = this.now();
       if (this.log.isLevelEnabled('trace')) this.log.trace({ [F.mode]: 'nftables' }, `nft transaction:\n${r.text}`);

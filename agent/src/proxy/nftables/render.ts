@@ -70,7 +70,15 @@
  * the chains of the changed Services (and any active chain `existing` lacks),
  * adds/deletes only the map and set elements that differ from `existing`, and
  * deletes the chains no Service uses any more; it touches nothing else.
- * Both are atomic: nft sends one batch.
+ * Each is one transaction, all-or-nothing, with one exception: a full sync of the sharded layout (not one
+ * that rebuilds tables) is rendered table by table (each shard with its fixed part, Services, elements and
+ * stale objects, then the main table's elements and stale objects), and a sink may commit each shard as a
+ * transaction of its own while the next renders (RenderSink.beginTable/endTable; nft-netlink TableBatches).
+ * On 2 CPUs that hides the kernel's commit behind the render: measured at 30,000 Services, 3.6 → 2.7 s.
+ * Each table is then consistent on its own at every moment: a shard's DNAT chains and its maps commit
+ * together, and the main table (filter checks, cluster-ips, masquerade on the mark) commits last, after the
+ * DNATs it checks. A failure stops the sending; the backend's next sync is full. kube-proxy's iptables mode
+ * is no more atomic across tables (iptables-restore commits each table in turn).
  *
  * Pure: the caller passes what is applied (`existing`) and stores the
  * returned `applied` after the transaction succeeded.
@@ -162,6 +170,14 @@ export interface NftablesApplied {
 export interface RenderSink {
   text(line: string): void;
   command(cmd: NlCommand): void;
+  /** What comes until endTable(table) is all of table `table` (and the main table's firewall chains, if any). */
+  beginTable?(table: string): void;
+  /**
+   * Everything of table `table` has been rendered (a full sync of the sharded layout, table by table: each shard
+   * table in turn, the main table last, without this call). A sink may commit that table's part at once, as a
+   * transaction of its own, while the rest is rendered.
+   */
+  endTable?(table: string): void;
 }
 
 export interface NftablesRender {
@@ -648,6 +664,14 @@ export function renderNftables(
   };
   for (const list of byService.values()) if (list.length > 1) list.sort(bySpn);
   const keys = scope.full ? [...byService.keys()].sort() : [...k].sort();
+  // A full sync of the sharded layout (not rebuilding tables) is rendered table by table: each shard with its
+  // fixed part, its Services, its elements and its stale objects, then the main table's elements and stale objects
+  // (its fixed part comes first, as in every full sync). A sink may then commit each shard while the next renders.
+  const byTable = scope.full && sharded && !reset.length;
+  const shardFixed = (st: string): void => {
+    out.push(`# shard ${st}`);
+    renderShardFixed(`ip ${st}`, cfg, out, (chain, body) => ruleIn(st, chain, body));
+  };
 
   if (scope.full) {
     if (reset.length) {
@@ -655,10 +679,7 @@ export function renderNftables(
       for (const r of reset) out.push(`add table ip ${r}`, `delete table ip ${r}`);
     }
     renderFixed(T, cfg, opts, out, rule, sharded);
-    for (const st of shardTables) {
-      out.push(`# shard ${st}`);
-      renderShardFixed(`ip ${st}`, cfg, out, (chain, body) => ruleIn(st, chain, body));
-    }
+    if (!byTable) for (const st of shardTables) shardFixed(st);
   }
 
   // The new record starts from the old one for a partial sync, empty for a full one.
@@ -689,7 +710,7 @@ export function renderNftables(
     elementCount++;
   };
 
-  for (const key of keys) {
+  const renderService = (key: string): void => {
     const ports = byService.get(key);
     const plan = ports ? planService(ports, snapshot, cfg, sink !== undefined) : { chains: new Map<string, RuleBody[]>(), contribution: EMPTY_CONTRIBUTION };
     const neu = plan.contribution;
@@ -744,38 +765,59 @@ export function renderNftables(
 
     if (ports) services.set(key, neu);
     else services.delete(key);
-  }
-
-  if (scope.full) {
-    // Anything the record holds that this sync did not write is stale.
-    for (const c of prev.chains) if (!chains.has(c)) staleChains.add(c);
-    for (const [s, t] of prev.affinitySets) if (!affinitySets.has(s)) staleSets.set(s, t);
-  }
-  // A name can be stale for one Service and live for another only if two
-  // Services render the same object, which names rule out; be safe anyway.
-  // (Walk the few stale names, not the whole record: at 30,000 Services that is 90,000 chains.)
-  for (const c of staleChains) if (chains.has(c)) staleChains.delete(c);
-  for (const s of staleSets.keys()) if (affinitySets.has(s)) staleSets.delete(s);
-
-  if (dels.length) out.push('# elements removed or changed', ...dels);
-  if (scope.full) {
-    // Full: all elements, grouped by container (the containers were flushed).
-    if (elementCount) {
-      out.push('# elements');
-      for (const c of ELEMENT_CONTAINERS) for (const tb of allTables) for (const a of addsBy.get(`${c} ${tb}`)!) out.push(a);
-    }
-  } else if (adds.length) out.push('# elements added or changed', ...adds);
+  };
 
   // Stale per-service objects: flush every stale chain first (stale chains may
   // reference each other), then delete. `add` first so that a record that
   // drifted from the kernel cannot fail the transaction.
-  const stale = [...staleChains].sort();
-  const staleS = [...staleSets].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  if (stale.length || staleS.length) {
+  const writeStale = (staleC: Iterable<string>, staleSet: Iterable<[string, number]>): void => {
+    // A name can be stale for one Service and live for another only if two
+    // Services render the same object, which names rule out; be safe anyway.
+    const stale = [...staleC].filter((c) => !chains.has(c)).sort();
+    const staleS = [...staleSet].filter(([s]) => !affinitySets.has(s)).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    if (!stale.length && !staleS.length) return;
     out.push('# stale per-service objects');
     for (const c of stale) out.push(`add chain ip ${tableOfObject(c)} ${c}`, `flush chain ip ${tableOfObject(c)} ${c}`);
     for (const c of stale) out.push(`delete chain ip ${tableOfObject(c)} ${c}`);
     for (const [s, t] of staleS) out.push(affinitySetDecl(`ip ${tableOfObject(s)}`, s, t), `delete set ip ${tableOfObject(s)} ${s}`);
+  };
+  /** A full sync's elements of table `tb` (or of every table), grouped by container: the containers were flushed. */
+  const writeAdds = (tbs: readonly string[]): void => {
+    if (!tbs.some((tb) => ELEMENT_CONTAINERS.some((c) => addsBy.get(`${c} ${tb}`)!.length))) return;
+    out.push('# elements');
+    for (const c of ELEMENT_CONTAINERS) for (const tb of tbs) for (const a of addsBy.get(`${c} ${tb}`)!) out.push(a);
+  };
+
+  if (byTable) {
+    // Anything the record holds that this sync did not write is stale: found per table, by name.
+    const prevChains = new Map<string, string[]>(allTables.map((tb) => [tb, []]));
+    const prevSets = new Map<string, [string, number][]>(allTables.map((tb) => [tb, []]));
+    for (const c of prev.chains) prevChains.get(tableOfObject(c))?.push(c);
+    for (const [s, t] of prev.affinitySets) prevSets.get(tableOfObject(s))?.push([s, t]);
+    const keysOf = new Map<string, string[]>(shardTables.map((st) => [st, []]));
+    for (const key of keys) keysOf.get(tableOfService(key))!.push(key);
+    for (const st of shardTables) {
+      sink?.beginTable?.(st);
+      shardFixed(st);
+      for (const key of keysOf.get(st)!) renderService(key);
+      writeAdds([st]);
+      writeStale(prevChains.get(st)!, prevSets.get(st)!);
+      sink?.endTable?.(st);
+    }
+    writeAdds([table]);
+    writeStale(prevChains.get(table)!, prevSets.get(table)!);
+  } else {
+    for (const key of keys) renderService(key);
+    if (scope.full) {
+      // Anything the record holds that this sync did not write is stale.
+      for (const c of prev.chains) if (!chains.has(c)) staleChains.add(c);
+      for (const [s, t] of prev.affinitySets) if (!affinitySets.has(s)) staleSets.set(s, t);
+    }
+    if (dels.length) out.push('# elements removed or changed', ...dels);
+    if (scope.full) writeAdds(allTables);
+    else if (adds.length) out.push('# elements added or changed', ...adds);
+    // (The few stale names only, not the whole record: at 30,000 Services that is 90,000 chains.)
+    writeStale(staleChains, staleSets);
   }
 
   return {
