@@ -34,6 +34,7 @@ interface Libc {
   setns(fd: number, nstype: number): number;
   mount(source: string, target: string, fstype: string | null, flags: number, data: null): number;
   umount2(target: string, flags: number): number;
+  mallocTrim(pad: number): number;
 }
 
 let libc: Libc | undefined;
@@ -44,7 +45,9 @@ function load(): Libc {
   const setns = lib.func('int setns(int fd, int nstype)');
   const mount = lib.func('int mount(const char *source, const char *target, const char *fstype, unsigned long flags, const void *data)');
   const umount2 = lib.func('int umount2(const char *target, int flags)');
+  const mallocTrim = lib.func('int malloc_trim(size_t pad)');
   libc = {
+    mallocTrim: (pad) => Number(mallocTrim(pad)),
     setns: (fd, nstype) => Number(setns(fd, nstype)),
     mount: (source, target, fstype, flags, data) => Number(mount(source, target, fstype, flags, data)),
     umount2: (target, flags) => Number(umount2(target, flags)),
@@ -69,4 +72,14 @@ export function bindMount(source: string, target: string): void {
 /** umount2(target, flags); MNT_DETACH makes a busy mount go away lazily. */
 export function umount2(target: string, flags: number): void {
   check('umount2', load().umount2(target, flags));
+}
+
+/**
+ * malloc_trim(3): gives glibc's free heap memory back to the system. Buffers freed by a collection go back
+ * to malloc, and glibc's mmap threshold rises with every large buffer freed (up to 32 MB), so the batches of
+ * a large sync end up inside the heap, which keeps their pages (14 MiB at 30,000 Services, sharded layout).
+ * Returns whether anything was released.
+ */
+export function mallocTrim(): boolean {
+  return load().mallocTrim(0) === 1;
 }

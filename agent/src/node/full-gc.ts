@@ -14,10 +14,13 @@
  * Services; a full sync happens at start, on a failure and once an hour.
  * `gc` is V8's own, exposed for this one use; the compaction flag is V8's
  * and read at each full GC, so it is on for this collection only.
+ * Then malloc_trim(3): the Buffers it freed (the netlink batches) went back to glibc, which keeps them
+ * in its heap once its mmap threshold has grown (netns/libc.ts mallocTrim).
  * bench/proxy-sync measures the RSS after it too, as the agent holds it.
  */
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import { mallocTrim } from '../netns/libc.js';
 
 let gcFn: (() => void) | null = null;
 
@@ -32,4 +35,5 @@ export function fullGc(): void {
   } finally {
     setFlagsFromString('--no-compact-on-every-full-gc');
   }
+  mallocTrim();
 }
