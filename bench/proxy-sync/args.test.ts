@@ -23,7 +23,7 @@ t.test('the internal --case form', async (t) => {
   t.equal(caseNetns(42, 'nftables', 10000), 'nn-bps-42-nftables-10000');
   t.throws(() => parseBenchArgs(['--case', 'nftables:10']), FlagError, '--case needs --netns');
   t.throws(() => parseBenchArgs(['--case', 'nftables:10', '--netns', 'eth0']), FlagError, 'a namespace outside nn-bps- is refused');
-  t.throws(() => parseBenchArgs(['--case', 'ipvs:10', '--netns', 'nn-bps-1']), /unknown mode "ipvs"/);
+  t.throws(() => parseBenchArgs(['--case', 'userspace:10', '--netns', 'nn-bps-1']), /unknown mode "userspace"/);
   t.throws(() => parseBenchArgs(['--case', 'nftables', '--netns', 'nn-bps-1']), /MODE:SIZE/);
   t.throws(() => parseBenchArgs(['--netns', 'nn-bps-1']), /only valid with --case/);
   t.throws(() => parseBenchArgs(['--case', 'nftables:2', '--netns', 'nn-bps-1', '--repeat', '3']), /exceeds the 2 Services/);
@@ -35,7 +35,7 @@ t.test('bad input is refused with the flag named', async (t) => {
   t.throws(() => parseBenchArgs(['--sizes', '40000']), /--sizes: 40000 is outside 1\.\.32000/);
   t.throws(() => parseBenchArgs(['--sizes', '100,100']), /repeats a value/);
   t.throws(() => parseBenchArgs(['--sizes', ',']), /at least one value/);
-  t.throws(() => parseBenchArgs(['--modes', 'ipvs']), /unknown mode/);
+  t.throws(() => parseBenchArgs(['--modes', 'kernelspace']), /unknown mode/);
   t.throws(() => parseBenchArgs(['--repeat', '0']), /--repeat: 0 is outside/);
   t.throws(() => parseBenchArgs(['--repeat', '-1']), FlagError);
   t.throws(() => parseBenchArgs(['--repeat']), /needs a value/);

@@ -4,7 +4,8 @@
  *   --sizes 1000,10000,30000   Services per case
  *   --modes iptables,nftables  proxy modes; `iptables-legacy` forces the legacy backend
  *                              (`iptables` uses whatever `iptables -V` reports); `nftables-sharded`
- *                              is nftables in the sharded layout (8 shard tables, nftablesShards)
+ *                              is nftables in the sharded layout (8 shard tables, nftablesShards); `ipvs` needs
+ *                              the kernel's IPVS: without it, the cases run in a qemu VM (test-vm suite proxy-sync)
  *   --repeat 3                 one-endpoint changes per case (median and max reported)
  *   --cap-s 600                wall-clock cap per case; a sync still running is killed
  *   --no-restart               skip the second full sync (a new Proxier over the existing rules)
@@ -13,7 +14,7 @@
  */
 import { FlagError, parseFlags } from '../../agent/src/cli/flags.js';
 
-export const BENCH_MODES = ['iptables', 'nftables', 'iptables-legacy', 'nftables-sharded'] as const;
+export const BENCH_MODES = ['iptables', 'nftables', 'iptables-legacy', 'nftables-sharded', 'ipvs'] as const;
 /** The shard count of mode nftables-sharded (the agent's nftablesShards default). */
 export const BENCH_NFT_SHARDS = 8;
 export type BenchMode = (typeof BENCH_MODES)[number];

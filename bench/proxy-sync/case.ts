@@ -33,6 +33,8 @@ import { NftExecutor } from '../../agent/src/netfilter/nft.js';
 import { removeNetns } from '../../agent/src/netns/scratch-netns.js';
 import { realClock } from '../../agent/src/reconcile/clock.js';
 import { IptablesBackend } from '../../agent/src/proxy/iptables/proxier.js';
+import { IpvsadmExecutor } from '../../agent/src/netfilter/ipvsadm.js';
+import { composeIpvsBackend } from '../../agent/src/node/compose.js';
 import { NftablesBackend } from '../../agent/src/proxy/nftables/proxier.js';
 import { fullGc } from '../../agent/src/node/full-gc.js';
 import { Proxier } from '../../agent/src/proxy/proxier.js';
@@ -57,6 +59,8 @@ const MiB = 1024 * 1024;
 
 interface Mode {
   readonly backend: ProxyBackend;
+  /** IPVS mode: the kernel's virtual servers, listed (ipvsadm). */
+  readonly ipvs: IpvsadmExecutor | null;
   readonly ipt: ExecIptables | null;
   readonly nft: NftExecutor | null;
   /** The backend's render/apply split of its last sync (nftables only). */
@@ -66,11 +70,24 @@ interface Mode {
 }
 
 async function makeMode(spec: CaseSpec, runner: CappedRunner, netnsPath: string, log: Logger): Promise<Mode> {
+  if (spec.mode === 'ipvs') {
+    // As the agent composes it: genl and ipvsadm, ipset, iptables, kube-ipvs0, the sysctls, all in the namespace.
+    const backend = await composeIpvsBackend({ runner, log, prefix: NODE_CONFIG.prefix, netns: netnsPath, ipvs: {} }, NODE_CONFIG);
+    return {
+      backend,
+      ipvs: new IpvsadmExecutor({ runner: new SpawnRunner(), netns: netnsPath }),
+      ipt: null,
+      nft: null,
+      split: () => ({ renderMs: null, applyMs: null, kernelMs: null }),
+      counts: () => ({ rules: backend.lastSync ? backend.lastSync.virtualServers + backend.lastSync.realServers : null, elements: null }),
+    };
+  }
   if (spec.mode === 'nftables' || spec.mode === 'nftables-sharded') {
     const nft = new NftExecutor({ runner, netns: netnsPath });
     const backend = new NftablesBackend({ nft, nodeConfig: NODE_CONFIG, log, options: { shards: spec.mode === 'nftables-sharded' ? BENCH_NFT_SHARDS : 1 } });
     return {
       backend,
+      ipvs: null,
       ipt: null,
       nft,
       split: () => ({ renderMs: backend.lastSync?.renderMs ?? null, applyMs: backend.lastSync?.applyMs ?? null, kernelMs: backend.lastSync?.kernelMs ?? null }),
@@ -81,6 +98,7 @@ async function makeMode(spec: CaseSpec, runner: CappedRunner, netnsPath: string,
   const backend = new IptablesBackend({ iptables: ipt, nodeConfig: NODE_CONFIG, log });
   return {
     backend,
+    ipvs: null,
     ipt,
     nft: null,
     split: () => ({ renderMs: null, applyMs: null, kernelMs: null }),
@@ -135,8 +153,12 @@ function feed(proxier: Proxier, services: readonly JsonObject[], slices: readonl
   return performance.now() - t0;
 }
 
-/** Per-endpoint chain names the kernel holds now (KUBE-SEP-* / nft endpoint-*). */
+/** Per-endpoint chain names the kernel holds now (KUBE-SEP-* / nft endpoint-*; IPVS: the ClusterIPs' real servers, "ip/port"). */
 async function kernelEndpointChains(mode: Mode): Promise<string[]> {
+  if (mode.ipvs) {
+    const vss = await mode.ipvs.list();
+    return vss.filter((v) => v.address !== nodeIP(1)).flatMap((v) => v.dests.map((d) => `${d.address}/${d.port}`));
+  }
   if (mode.ipt) return [...(await mode.ipt.listChains('nat'))].filter((c) => c.startsWith('KUBE-SEP-'));
   const tables = [NFT_TABLE, ...Array.from({ length: BENCH_NFT_SHARDS }, (_, i) => shardTableName(NODE_CONFIG.prefix, i))];
   const names = await mode.nft!.listNamesMany('ip', tables);
@@ -146,6 +168,7 @@ async function kernelEndpointChains(mode: Mode): Promise<string[]> {
 /** Whether the kernel's rules send traffic to ip:TARGET_PORT. */
 async function kernelHasEndpoint(mode: Mode, ip: string, iptNat: string | null, nftChains: readonly string[]): Promise<boolean> {
   if (mode.ipt) return (iptNat ?? '').includes(`--to-destination ${ip}:${TARGET_PORT}`);
+  if (mode.ipvs) return nftChains.includes(`${ip}/${TARGET_PORT}`);
   return nftChains.some((c) => c.endsWith(`__${ip}/${TARGET_PORT}`));
 }
 
@@ -216,6 +239,8 @@ export async function runCase(spec: CaseSpec, opts: CaseOptions): Promise<CaseRe
   try {
     execFileSync('ip', ['netns', 'add', spec.netns]);
     execFileSync('ip', ['-n', spec.netns, 'link', 'set', 'lo', 'up']);
+    // IPVS mode serves NodePorts on the node's addresses as it reads them (kube-proxy's): give it one.
+    if (spec.mode === 'ipvs') execFileSync('ip', ['-n', spec.netns, 'addr', 'add', `${nodeIP(1)}/32`, 'dev', 'lo']);
     const netnsPath = `/run/netns/${spec.netns}`;
 
     const n = spec.services;

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { commandTime, evaluateTargets, targets30k, formatTable, formatTargets, median, ms, parseCaseResult, splitLine, thousands, type CaseResult, type SyncMeasure } from './report.js';
+import { commandTime, evaluateTargets, targets30k, formatTable, formatTargets, median, modeLabel, ms, parseCaseResult, splitLine, thousands, type CaseResult, type SyncMeasure } from './report.js';
 
 const sync = (o: Partial<SyncMeasure> = {}): SyncMeasure => ({
   ok: true, wallMs: 100, durationMs: 90, scope: 'full', changedServices: null, renderMs: null, applyMs: null, kernelMs: null, commands: [], error: null, ...o,
@@ -76,6 +76,8 @@ t.test('parseCaseResult: accepts what a child prints, names the bad field otherw
   t.same(parseCaseResult(JSON.parse(JSON.stringify(result({ full: null, restart: null })))), result({ full: null, restart: null }));
   const kerneled = result({ full: sync({ renderMs: 400, applyMs: 1300, kernelMs: 830 }) });
   t.equal(parseCaseResult(JSON.parse(JSON.stringify(kerneled))).full?.kernelMs, 830, "the kernel's share of the apply crosses the boundary");
+  const inVm = { ...result({}), mode: 'ipvs' as const, where: 'a qemu VM, kernel 6.1.0-57-amd64, tcg' };
+  t.same(parseCaseResult(JSON.parse(JSON.stringify(inVm))), inVm, 'an IPVS case from the VM, with where it ran');
   const noKernel = JSON.parse(JSON.stringify(r)) as { full: Record<string, unknown> };
   delete noKernel.full['kernelMs'];
   t.equal(parseCaseResult(noKernel).full?.kernelMs, null, 'a result from before the kernel share was measured: null');
@@ -85,7 +87,7 @@ t.test('parseCaseResult: accepts what a child prints, names the bad field otherw
     return o;
   };
   t.throws(() => parseCaseResult(null), /result: expected an object/);
-  t.throws(() => parseCaseResult(bad((o) => (o['mode'] = 'ipvs'))), /result\.mode: expected one of/);
+  t.throws(() => parseCaseResult(bad((o) => (o['mode'] = 'userspace'))), /result\.mode: expected one of/);
   t.throws(() => parseCaseResult(bad((o) => (o['services'] = '10'))), /result\.services: expected a number/);
   t.throws(() => parseCaseResult(bad((o) => (o['iptablesBackend'] = 'xt'))), /result\.iptablesBackend/);
   t.throws(() => parseCaseResult(bad((o) => (o['changes'] = {}))), /result\.changes: expected an array/);
@@ -130,4 +132,9 @@ t.test('targets at 30,000 Services: nftables (either layout) full ≤ 3 s and ev
   ]);
   t.match(v[1]!.detail, 'p50 90 ms, max 150 ms over 3');
   t.same(targets30k([result()], ['nftables']).map((x) => x.pass), [null, null, null], 'no 30,000-Service case: not measured');
+});
+
+t.test('IPVS cases: the mode, and where they ran when not here', async (t) => {
+  t.equal(modeLabel({ mode: 'ipvs', iptablesBackend: null }), 'IPVS');
+  t.equal(modeLabel({ mode: 'ipvs', iptablesBackend: null, where: 'a qemu VM, kernel 6.1.0-57-amd64, tcg' }), 'IPVS (a qemu VM, kernel 6.1.0-57-amd64, tcg)');
 });

@@ -34,6 +34,8 @@ export interface CaseResult {
   readonly mode: BenchMode;
   readonly services: number;
   readonly netns: string;
+  /** Where the case ran when not on this machine ("a qemu VM, kernel 6.1.0-...-amd64, TCG"); absent here. */
+  readonly where?: string;
   /** From the iptables executor (`iptables -V`); null in nftables mode. */
   readonly iptablesBackend: 'nft' | 'legacy' | null;
   /** Time to feed every Service and EndpointSlice through the handlers. */
@@ -141,6 +143,7 @@ export function parseCaseResult(x: unknown): CaseResult {
     mode: field(x, 'mode', isMode, `one of ${BENCH_MODES.join(', ')}`, p),
     services: field(x, 'services', isNum, 'a number', p),
     netns: field(x, 'netns', isStr, 'a string', p),
+    ...(x['where'] === undefined ? {} : { where: field(x, 'where', isStr, 'a string', p) }),
     iptablesBackend: field(x, 'iptablesBackend', isKind, '"nft", "legacy" or null', p),
     feedMs: field(x, 'feedMs', isNum, 'a number', p),
     full,
@@ -185,8 +188,9 @@ export function ms(n: number): string {
   return n < 10 ? n.toFixed(1) : thousands(n);
 }
 
-export function modeLabel(r: Pick<CaseResult, 'mode' | 'iptablesBackend'>): string {
+export function modeLabel(r: Pick<CaseResult, 'mode' | 'iptablesBackend' | 'where'>): string {
   if (r.mode === 'nftables-sharded') return `nftables (${BENCH_NFT_SHARDS} shards)`;
+  if (r.mode === 'ipvs') return r.where ? `IPVS (${r.where})` : 'IPVS';
   return r.mode === 'nftables' ? 'nftables' : `iptables (${r.iptablesBackend ?? (r.mode === 'iptables-legacy' ? 'legacy' : '?')})`;
 }
 

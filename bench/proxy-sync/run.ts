@@ -18,16 +18,22 @@
  * modes; a full nftables sync at 10,000 Services under 5 s), and writes JSON
  * only when --out is given. Needs root; touches nothing outside its
  * namespaces, and removes each one after its case (also on SIGINT).
+ * IPVS mode needs the kernel's IPVS: where this kernel has none, its cases
+ * run inside a qemu VM booted from Debian's kernel (test-vm suite proxy-sync,
+ * the same bundle and case code), and their results join this run's table,
+ * labelled with where they ran.
  */
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { build } from 'esbuild';
 import { cpus, loadavg } from 'node:os';
-import { dirname } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { benchArgs, isRoot } from '../start.js';
 import { NATIVE_EXTERNAL, REQUIRE_BANNER } from '../../scripts/esm-bundle.mjs';
 import { removeNetns } from '../../agent/src/netns/scratch-netns.js';
+import { probeIpvs } from '../../agent/src/netfilter/ipvs-probe.js';
+import { SpawnRunner } from '../../agent/src/exec/runner.js';
 import { caseNetns, parseBenchArgs, type BenchArgs, type BenchMode, type CaseSpec } from './args.js';
 import { runCase } from './case.js';
 import { waitQuiet } from './quiet.js';
@@ -62,6 +68,42 @@ function lostCase(spec: CaseSpec, why: string): CaseResult {
     mode: spec.mode, services: spec.services, netns: spec.netns, iptablesBackend: null, feedMs: 0, full: null, rules: null, elements: null,
     kernelEndpointChains: null, rssBaselineMiB: 0, rssMiB: null, rssAfterGcMiB: null, heapUsedMiB: null, changes: [], restoreFloor: null, restart: null, restartSkipped: null, capped: false, error: why,
   };
+}
+
+/** The IPVS cases in test-vm's proxy-sync suite; their results, or one lost case per size saying why. */
+async function ipvsInVm(sizes: readonly number[], args: BenchArgs): Promise<CaseResult[]> {
+  const script = `${ROOT}test-vm/run.ts`;
+  const lost = (why: string) => sizes.map((n) => lostCase({ mode: 'ipvs', services: n, netns: '-' }, why));
+  if (!existsSync(script)) return lost(`this kernel has no IPVS, and ${script} (the VM runner) is not here`);
+  const out = mkdtempSync('/tmp/nn-bench-proxy-vm-');
+  try {
+    // Under TCG a full sync at 30,000 Services takes minutes: the limit grows with the work asked for.
+    const timeoutS = Math.round(1800 + sizes.reduce((s, n) => s + 120 + n * 0.05 * (args.restart ? 2 : 1), 0));
+    const argv = ['--import', 'tsx', script, '--suite', 'proxy-sync', '--share-out', out, '--timeout', String(timeoutS),
+      '--param', 'modes=ipvs', '--param', `sizes=${sizes.join(',')}`, '--param', `repeat=${args.repeat}`, '--param', `restart=${args.restart ? 1 : 0}`, '--param', `cap=${args.capS}`];
+    console.error(`[bench:proxy] ipvs: this kernel has none; running ${sizes.join(', ')} Services in a qemu VM (test-vm/, minutes to hours under TCG)`);
+    const code = await new Promise<number>((resolve) => {
+      const p = spawn(process.execPath, argv, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+      current = p;
+      const say = (d: Buffer) => { for (const l of d.toString().split('\n')) if (/^test-vm: |\[proxy-sync\]/.test(l)) console.error(`[bench:proxy]   vm: ${l.replace(/^test-vm: /, '')}`); };
+      p.stdout!.on('data', say);
+      p.stderr!.on('data', say);
+      p.on('close', (c) => { current = null; resolve(c ?? 1); });
+      p.on('error', () => resolve(127));
+    });
+    const file = join(out, 'proxy-sync', 'proxy-sync.json');
+    if (!existsSync(file)) return lost(`the VM run exited ${code} without results (test-vm/run.ts --suite proxy-sync; its logs are kept under /tmp/nodenet-test-vm when it fails)`);
+    const doc = JSON.parse(readFileSync(file, 'utf8')) as { results: unknown[] };
+    return doc.results.map((x, i) => {
+      try {
+        return parseCaseResult(x);
+      } catch (e) {
+        return lostCase({ mode: 'ipvs', services: sizes[i] ?? 0, netns: '-' }, `unreadable VM result: ${e instanceof Error ? e.message : String(e)}`);
+      }
+    });
+  } finally {
+    rmSync(out, { recursive: true, force: true });
+  }
 }
 
 let current: ChildProcess | null = null;
@@ -133,7 +175,16 @@ async function main(): Promise<number> {
   };
   const script = await bundleSelf();
   const results: CaseResult[] = [];
+  const ipvsHere = args.modes.includes('ipvs') && (await probeIpvs({ runner: new SpawnRunner() })).available;
   for (const mode of args.modes as readonly BenchMode[]) {
+    if (mode === 'ipvs' && !ipvsHere) {
+      if (interrupted) break;
+      for (const r of await ipvsInVm(args.sizes, args)) {
+        results.push(r);
+        console.error(`[bench:proxy] ${progress(r)}`);
+      }
+      continue;
+    }
     for (const size of args.sizes) {
       if (interrupted) break;
       const spec: CaseSpec = { mode, services: size, netns: caseNetns(process.pid, mode, size) };

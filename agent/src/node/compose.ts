@@ -372,7 +372,7 @@ export async function composeProxyHostDeps(o: ProxyComposeOptions): Promise<Omit
  * namespace. The sockets live as long as the process.
  * @throws NodenetError(NotAvailable) "this kernel has no IPVS ..." when it has none.
  */
-async function composeIpvsBackend(o: ProxyComposeOptions, nodeConfig: ProxyNodeConfig): Promise<IpvsBackend> {
+export async function composeIpvsBackend(o: Pick<ProxyComposeOptions, 'runner' | 'log' | 'prefix' | 'netns' | 'ipvs'>, nodeConfig: ProxyNodeConfig): Promise<IpvsBackend> {
   const ns = o.netns ? { netns: o.netns } : {};
   ipvsNames(o.prefix); // a prefix too long for the set names fails before anything is opened
   for (const mod of ['ip_vs', `ip_vs_${o.ipvs?.scheduler ?? 'rr'}`]) await o.runner.run(['modprobe', mod], { allowFailure: true }).catch(() => undefined);

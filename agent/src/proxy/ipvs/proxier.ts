@@ -41,7 +41,7 @@ import type { ProxyBackend, ProxyNodeConfig, ProxySnapshot, SyncScope } from '..
 import { diffAddresses, diffIpvs, diffSets, type DrainingServer } from './diff.js';
 import { DUMMY_DEVICE, ipvsNames, isOurSet, type IpvsNames } from './names.js';
 import type { IPv4 } from '../../net/ip.js';
-import { ipvsSysctls, planIpvs, type IpvsOptions, type IpvsPlan } from './plan.js';
+import { ipvsSysctls, planIpvs, planIpvsPartial, type IpvsOptions, type IpvsPlan, type IpvsPlanDelta } from './plan.js';
 import { ipvsBuiltinJumps, ipvsOwnedChains, renderIpvsIptables } from './render.js';
 
 export interface IpvsBackendDeps {
@@ -92,6 +92,8 @@ export class IpvsBackend implements ProxyBackend {
   private readonly log: Logger;
   private readonly now: () => number;
   private applied: Applied | null = null;
+  /** The plan of the last successful sync, which a partial sync updates (planIpvsPartial); null after a failure. */
+  private plan: IpvsPlan | null = null;
   private draining = new Map<string, DrainingServer>();
   private setUp = false;
   private last: IpvsSyncStats | null = null;
@@ -139,17 +141,23 @@ export class IpvsBackend implements ProxyBackend {
     const full = scope.full || this.applied === null || ipsChanged;
     if (!scope.full && !ipsChanged && full) this.log.info('partial sync requested but no applied state is known; doing a full sync');
     const prev = this.applied;
+    const prevPlan = this.plan;
     this.applied = null; // until this sync succeeds
+    this.plan = null;
     try {
-      const plan = planIpvs(snapshot, nodeConfig, this.deps.options ?? {});
+      // A partial sync redoes the changed Services' share of the last plan, when the change stays inside them.
+      const part = !full && prev && prevPlan && !scope.full ? planIpvsPartial(prevPlan, snapshot, nodeConfig, this.deps.options ?? {}, scope.changed) : null;
+      const plan = part?.plan ?? planIpvs(snapshot, nodeConfig, this.deps.options ?? {});
+      const delta: IpvsPlanDelta | null = part?.delta ?? null;
       const conflicts = plan.conflicts.join('\n');
       if (conflicts && conflicts !== this.lastConflicts) this.log.warn({ [F.count]: plan.conflicts.length }, `virtual services claimed twice (the first Service keeps each):\n${conflicts}`);
       this.lastConflicts = conflicts;
       if (!this.setUp) await this.setup(plan);
 
       // 1. sets
-      const curSets = full || !prev ? await this.deps.ipset.list((n) => isOurSet(this.names, n)) : prev.sets;
-      const setOps = diffSets(plan.sets.values(), curSets);
+      const setOps = delta
+        ? [...delta.setDels.map(([name, entry]) => ({ op: 'del' as const, name, entry })), ...delta.setAdds.map(([name, entry]) => ({ op: 'add' as const, name, entry }))]
+        : diffSets(plan.sets.values(), full || !prev ? await this.deps.ipset.list((n) => isOurSet(this.names, n)) : prev.sets);
       await this.deps.ipset.apply(setOps);
       const sets = new Map<string, IpsetState>([...plan.sets.values()].map((s) => [s.name, { name: s.name, type: s.type, entries: s.entries }]));
 
@@ -160,8 +168,9 @@ export class IpvsBackend implements ProxyBackend {
       if (full) await this.deps.iptables.ensureJumps(ipvsBuiltinJumps(this.names));
 
       // 3. addresses added
-      const curAddrs = full || !prev ? (await this.deps.netlink.listAddresses(plan.device)).map((a) => a.address) : prev.addresses;
-      const addrs = diffAddresses(plan.addresses, curAddrs);
+      const addrs = delta
+        ? { add: delta.addressAdds, del: delta.addressDels }
+        : diffAddresses(plan.addresses, full || !prev ? (await this.deps.netlink.listAddresses(plan.device)).map((a) => a.address) : prev.addresses);
       for (const a of addrs.add) await this.deps.netlink.addAddress(plan.device, a);
 
       // 4. IPVS
@@ -171,12 +180,15 @@ export class IpvsBackend implements ProxyBackend {
         current = new Map((await this.deps.ipvs.list()).map((v) => [vsKey(v), v]));
         keys = null;
       } else {
-        keys = new Set<VsKey>();
-        for (const svc of scope.changed) {
-          for (const m of [prev.byService, plan.byService]) for (const [spn, ks] of m) if (spn === svc || spn.startsWith(`${svc}:`)) for (const k of ks) keys.add(k);
+        keys = new Set<VsKey>(delta?.keys ?? []);
+        if (!delta && !scope.full) {
+          for (const svc of scope.changed) {
+            for (const m of [prev.byService, plan.byService]) for (const [spn, ks] of m) if (spn === svc || spn.startsWith(`${svc}:`)) for (const k of ks) keys.add(k);
+          }
         }
         for (const d of this.draining.values()) keys.add(vsKey(d.vs));
-        current = new Map(prev.services);
+        // The record is updated in place (it is dropped when the sync fails: this.applied is null until then).
+        current = prev.services;
         // The connection counters decide whether a leaving real server drains or goes: list the considered
         // services' real servers again (one dump each; only the changed Services' and the draining ones).
         for (const k of keys) {
@@ -191,14 +203,15 @@ export class IpvsBackend implements ProxyBackend {
       await this.deps.ipvs.apply(d.ops);
       this.draining = new Map(d.draining);
       for (const k of d.drained) this.log.debug({ [F.endpoint]: k }, 'drained real server deleted (no connections left)');
-      const services = keys === null ? new Map<VsKey, VirtualServerState>() : new Map(current);
+      const services = keys === null ? new Map<VsKey, VirtualServerState>() : current;
       for (const k of keys ?? []) services.delete(k);
       for (const [k, v] of d.after) services.set(k, v);
 
       // 5. addresses removed
       for (const a of addrs.del) await this.deps.netlink.delAddress(plan.device, a);
 
-      this.applied = { services, byService: plan.byService, sets, addresses: [...plan.addresses], iptablesText: rules.text };
+      this.applied = { services, byService: plan.byService, sets, addresses: plan.addresses as string[], iptablesText: rules.text };
+      this.plan = plan;
       if (nodeIPs) this.lastNodeIPs = nodeIPs.join(',');
       let realServers = 0;
       for (const s of plan.services.values()) realServers += s.dests.length;
