@@ -1,17 +1,9 @@
 import t from 'tap';
+import { rng } from '../testing/rng.js';
 import { VersionedSortedMap } from './versioned-map.js';
 
 const sorted = (m: ReadonlyMap<string, number>): [string, number][] => [...m.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
 
-/** A deterministic PRNG (mulberry32) so a failure replays. */
-function rng(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let x = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 t.test('from() sorts; get/has/size/iteration agree with a Map', async (t) => {
   const m = VersionedSortedMap.from<number>([['b', 2], ['a', 1], ['c', 3], ['a', 4]]);

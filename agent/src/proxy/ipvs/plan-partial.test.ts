@@ -6,19 +6,12 @@
  * added and removed), and for the cases that must fall back to a full plan.
  */
 import t from 'tap';
+import { rng } from '../../testing/rng.js';
+import { parseCidr } from '../../net/ip.js';
 import { spnString, type EndpointInfo, type ProxySnapshot, type ServicePortInfo } from '../types.js';
 import { CFG, ep, nodeConfig, svc, type SvcOpts } from '../test-fixtures.js';
 import { planIpvs, planIpvsPartial, type IpvsPlan } from './plan.js';
 
-/** Deterministic PRNG (mulberry32). */
-function rng(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let x = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 type World = Map<string, { ports: [ServicePortInfo, EndpointInfo[]][] }>;
 
@@ -124,7 +117,7 @@ t.test('what a partial plan leaves to a full one', async (t) => {
   const withConflict = planIpvs(base(clash), CFG);
   t.equal(withConflict.conflicts.length, 1);
   t.equal(planIpvsPartial(withConflict, base(b), CFG, {}, new Set(['ns/b'])), null, 'a plan with conflicts');
-  t.equal(planIpvsPartial(plan(), base(b), nodeConfig({ nodeIPs: [...CFG.nodeIPs, ...[] as never[]], nodePortAddresses: ['192.168.0.0/16'] }), {}, new Set(['ns/b'])), null, 'other NodePort addresses');
+  t.equal(planIpvsPartial(plan(), base(b), nodeConfig({ nodePortAddresses: [parseCidr('192.168.0.0/16').cidr] }), {}, new Set(['ns/b'])), null, 'other NodePort addresses');
   t.equal(planIpvsPartial(plan(), base(b), CFG, { scheduler: 'lc' }, new Set(['ns/b'])), null, 'other options');
   const onNode = svc('ns', 'b', '10.96.0.2', { externalIPs: [CFG.nodeIPs[0]!] });
   t.equal(planIpvsPartial(plan(), base(onNode), CFG, {}, new Set(['ns/b'])), null, "a VIP that is the node's address");

@@ -1,0 +1,35 @@
+import { silentLogger } from '../agent/src/log/log.js';
+import { FakeIpset } from '../agent/src/netfilter/ipset.fake.js';
+import { FakeIptables } from '../agent/src/netfilter/iptables.fake.js';
+import { FakeIpvs } from '../agent/src/netfilter/ipvs.fake.js';
+import { FakeConntrack } from '../agent/src/netfilter/conntrack.fake.js';
+import { FakeNetlinkKernel } from '../agent/src/netlink/netlink.fake.js';
+import { FakeSysctl } from '../agent/src/netns/sysctl.fake.js';
+import { realClock } from '../agent/src/reconcile/clock.js';
+import { IpvsBackend } from '../agent/src/proxy/ipvs/proxier.js';
+import { Proxier } from '../agent/src/proxy/proxier.js';
+import { CLUSTER_CIDR, nodeIP, nodeName } from '../agent/src/testing/addresses.js';
+import { initialEndpoints, nodePortRangeFor, planChanges, service, slice } from '../bench/proxy-sync/workload.js';
+const N = Number(process.argv[2] ?? 30000);
+const cfg = { nodeName: nodeName(1), nodeIPs: [nodeIP(1)], clusterCIDR: CLUSTER_CIDR, prefix: 'KUBE', masqueradeBit: 14 };
+const SYSCTLS = { 'net.ipv4.vs.conntrack': '0', 'net.ipv4.vs.conn_reuse_mode': '1', 'net.ipv4.vs.expire_nodest_conn': '0', 'net.ipv4.vs.expire_quiescent_template': '0' };
+const kernel = new FakeNetlinkKernel();
+const backend = new IpvsBackend({ ipvs: new FakeIpvs(), ipset: new FakeIpset(), iptables: new FakeIptables(), netlink: kernel.open(), sysctl: new FakeSysctl(SYSCTLS), kernelRelease: '6.1.0-57-amd64', nodeConfig: cfg, log: silentLogger() });
+const proxier = new Proxier({ backend, nodeConfig: cfg, conntrack: new FakeConntrack(), clock: realClock, log: silentLogger(), minSyncIntervalMs: 1000, maxSyncIntervalMs: 3_600_000, nodePortRange: nodePortRangeFor(N) });
+const svcs = Array.from({ length: N }, (_, i) => service(i + 1));
+const eps = Array.from({ length: N }, (_, i) => initialEndpoints(i + 1));
+const slices = eps.map((e, i) => slice(i + 1, e));
+for (const s of svcs) proxier.onServiceAdd(s);
+for (const s of slices) proxier.onEndpointSliceAdd(s);
+proxier.onServicesSynced(); proxier.onEndpointSlicesSynced();
+let t = performance.now(); await proxier.syncNow(); console.log('full', (performance.now() - t).toFixed(0), 'ms', proxier.lastSync?.scope, backend.lastSync?.durationMs);
+for (const ch of planChanges(N, 5)) {
+  t = performance.now();
+  const e = [...eps[ch.service - 1]!]; e[ch.slot] = ch.newEndpoint; eps[ch.service - 1] = e;
+  const nu = slice(ch.service, e);
+  proxier.onEndpointSliceUpdate(slices[ch.service - 1]!, nu);
+  slices[ch.service - 1] = nu;
+  await proxier.syncNow();
+  console.log('change', (performance.now() - t).toFixed(0), 'ms', proxier.lastSync?.scope, backend.lastSync?.durationMs, 'ops', backend.lastSync?.ipvsOps, backend.lastSync?.setOps);
+}
+global.gc?.(); console.log('rss MiB', (process.memoryUsage().rss / 2 ** 20).toFixed(0), 'heap', (process.memoryUsage().heapUsed / 2 ** 20).toFixed(0));
