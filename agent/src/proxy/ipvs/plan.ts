@@ -241,6 +241,8 @@ export interface IpvsPlanDelta {
   readonly addressDels: readonly string[];
   /** The virtual services the changed ServicePorts had or have now. */
   readonly keys: ReadonlySet<VsKey>;
+  /** Those they had, as the last plan had them (what the last sync wrote). */
+  readonly before: ReadonlyMap<VsKey, VirtualServer>;
 }
 
 /**
@@ -288,6 +290,7 @@ export function planIpvsPartial(prev: IpvsPlan, snapshot: ProxySnapshot, cfg: Pr
     claimed.add(vk);
   }
   const keys = new Set<VsKey>();
+  const before = new Map<VsKey, VirtualServer>();
   const setTouch = new Map<SetId, Set<string>>();
   const vipTouch = new Set<string>();
   const byService = prev.byService as Map<string, VsKey[]>;
@@ -311,9 +314,10 @@ export function planIpvsPartial(prev: IpvsPlan, snapshot: ProxySnapshot, cfg: Pr
   for (const [k, c] of fresh) {
     const old = st.contrib.get(k);
     if (old) {
-      for (const [vk] of old.vs) {
+      for (const [vk, d] of old.vs) {
         services.delete(vk);
         keys.add(vk);
+        before.set(vk, d.vs);
       }
       for (const [id, e] of old.entries) bump(id, e, -1);
       for (const ip of old.vips) bumpVip(ip, -1);
@@ -368,7 +372,7 @@ export function planIpvsPartial(prev: IpvsPlan, snapshot: ProxySnapshot, cfg: Pr
   if (addressAdds.length || addressDels.length) addresses = [...st.vipCount.keys()].sort(byStr).map((ip) => `${ip}/32`);
   const noNodeAccess = na.size === prev.noNodeAccess.length && [...na.keys()].every((k, i) => k === naKey(prev.noNodeAccess[i]!)) ? prev.noNodeAccess : [...na.values()].sort((a, b) => byStr(naKey(a), naKey(b)));
   const plan: IpvsPlan = { ...prev, addresses, sets, noNodeAccess, services, byService };
-  return { plan, delta: { setAdds, setDels, addressAdds, addressDels, keys } };
+  return { plan, delta: { setAdds, setDels, addressAdds, addressDels, keys, before } };
 }
 
 
