@@ -14,8 +14,8 @@
  * Services; a full sync happens at start, on a failure and once an hour.
  * `gc` is V8's own, exposed for this one use; the compaction flag is V8's
  * and read at each full GC, so it is on for this collection only.
- * Then malloc_trim(3): the Buffers it freed (the netlink batches) went back to glibc, which keeps them
- * in its heap once its mmap threshold has grown (netns/libc.ts mallocTrim).
+ * Then malloc_trim(3), now and again a moment later: the Buffers it freed (the netlink batches) go back to
+ * glibc, which keeps them in its heap once its mmap threshold has grown (netns/libc.ts mallocTrim).
  * bench/proxy-sync measures the RSS after it too, as the agent holds it.
  */
 import { setFlagsFromString } from 'node:v8';
@@ -23,6 +23,9 @@ import { runInNewContext } from 'node:vm';
 import { mallocTrim } from '../netns/libc.js';
 
 let gcFn: (() => void) | null = null;
+
+/** When the second malloc_trim runs, after the collection. */
+const TRIM_AGAIN_MS = 300;
 
 export function fullGc(): void {
   if (!gcFn) {
@@ -36,4 +39,7 @@ export function fullGc(): void {
     setFlagsFromString('--no-compact-on-every-full-gc');
   }
   mallocTrim();
+  // V8 frees large ArrayBuffer backing stores on a thread of its own, a moment after the collection: trim again
+  // once they are back (measured: 15 MiB more of glibc's heap released at 30,000 Services, sharded layout).
+  setTimeout(mallocTrim, TRIM_AGAIN_MS).unref();
 }
