@@ -20,6 +20,12 @@ import { benchFlags } from '../start.js';
 import { int } from '../apiserver/args.js';
 import { MAX_SERVICES, list, mode, type BenchMode } from '../proxy-sync/args.js';
 
+/** bench:proxy's modes but IPVS: this bench runs its agents in namespaces on this kernel, which has none. */
+function programmingMode(m: string): BenchMode {
+  if (m === 'ipvs') throw new FlagError('--modes: unknown mode "ipvs" for bench:programming (its agents run in namespaces on this kernel; bench:proxy and nodenet bench lookup measure IPVS in a VM)');
+  return mode('modes', m);
+}
+
 export interface BenchArgs {
   readonly modes: readonly BenchMode[];
   readonly services: number;
@@ -62,7 +68,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     return v;
   };
   return {
-    modes: list('modes', f.get('modes') ?? 'iptables,nftables').map((m) => mode('modes', m)),
+    modes: list('modes', f.get('modes') ?? 'iptables,nftables').map((m) => programmingMode(m)),
     services,
     small,
     changes,
