@@ -18,10 +18,13 @@ import { waitFor } from '../agent/src/testing/wait.js';
 import { Informer, type ListWatchLike } from '../agent/src/watch/informer.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'nn-watch-inf-'));
+// History is kept 2 s: long enough that the watch resumed after the server's restart (a backoff of up to
+// 480 ms, and more on a loaded machine) still finds the events since its resourceVersion (with 300 ms, CI
+// once saw them compacted, a 410 and a second list); the 410 case below waits for the compaction instead.
 let cp: ControlPlane | undefined;
 let port = 0;
 async function start(): Promise<ControlPlane> {
-  cp = await startControlPlane({ dataDir: join(dir, 'data'), host: '127.0.0.1', port, version: '0.1.0', historyMs: 300, compactEveryMs: 100 });
+  cp = await startControlPlane({ dataDir: join(dir, 'data'), host: '127.0.0.1', port, version: '0.1.0', historyMs: 2000, compactEveryMs: 100 });
   port = Number(new URL(cp.url).port);
   return cp;
 }
