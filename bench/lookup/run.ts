@@ -6,10 +6,10 @@
  * fair comparison). Then the table on stdout, and the JSON, SVG and PNG
  * under --out. A mode that could not run is said, never left out silently.
  */
-import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { packageRoot } from '../../agent/src/config/paths.js';
+import { runVmSuite } from '../vm-suite.js';
 import type { Runner } from '../../agent/src/exec/runner.js';
 import { probeIpvs } from '../../agent/src/netfilter/ipvs-probe.js';
 import type { LookupArgs } from './args.js';
@@ -31,41 +31,16 @@ const fmt = (n: number) => n.toLocaleString('en-US');
 
 /** Runs test-vm's `lookup` suite; its lookup.json, or why there is none. */
 async function inVm(a: LookupArgs, modes: readonly LookupMode[], sizes: readonly number[], progress: Progress): Promise<RunSet | string> {
-  const repo = packageRoot();
-  const script = join(repo, 'test-vm', 'run.ts');
-  if (!existsSync(script)) return `IPVS: this kernel has no IPVS, and ${script} (the VM runner) is not here: run from a checkout of the repository`;
-  const out = mkdtempSync('/tmp/nn-bench-lookup-vm-');
-  try {
-    const biggest = Math.max(...sizes);
-    // Under TCG a case at 30,000 Services takes many minutes: the limit grows with the work asked for.
-    const timeoutS = Math.round(1800 + modes.length * sizes.reduce((s, n) => s + 60 + n * 0.12, 0));
-    const argv = ['--import', 'tsx', script, '--suite', 'lookup', '--share-out', out, '--timeout', String(timeoutS),
-      '--param', `modes=${modes.join(',')}`, '--param', `sizes=${sizes.join(',')}`, '--param', `count=${a.count}`, '--param', `seconds=${a.seconds}`,
-      '--param', `warmup=${a.warmup}`, '--param', `rtt=${a.rtt}`, '--param', `changes=${a.changes}`];
-    progress.say(`IPVS: this kernel has none; running ${modes.join(', ')} at ${sizes.map(fmt).join(', ')} Services in a qemu VM (test-vm/, up to ${biggest >= 10000 ? 'hours' : 'minutes'} under TCG)`);
-    const code = await new Promise<number>((resolve) => {
-      const p = spawn(process.execPath, argv, { cwd: repo, stdio: ['ignore', 'pipe', 'pipe'] });
-      let buf = '';
-      const onData = (d: Buffer) => {
-        buf += d.toString();
-        let i: number;
-        while ((i = buf.indexOf('\n')) >= 0) {
-          const line = buf.slice(0, i);
-          buf = buf.slice(i + 1);
-          if (/^test-vm: |\[lookup \d+\/\d+\]/.test(line)) progress.say(`  vm: ${line.replace(/^test-vm: /, '')}`);
-        }
-      };
-      p.stdout!.on('data', onData);
-      p.stderr!.on('data', onData);
-      p.on('close', (c) => resolve(c ?? 1));
-      p.on('error', () => resolve(127));
-    });
-    const file = join(out, 'lookup', 'lookup.json');
-    if (!existsSync(file)) return `IPVS: the VM run exited ${code} without results (test-vm/run.ts --suite lookup; its logs are kept under /tmp/nodenet-test-vm when it fails)`;
-    return JSON.parse(readFileSync(file, 'utf8')) as RunSet;
-  } finally {
-    rmSync(out, { recursive: true, force: true });
-  }
+  const biggest = Math.max(...sizes);
+  // Under TCG a case at 30,000 Services takes many minutes: the limit grows with the work asked for.
+  const timeoutS = Math.round(1800 + modes.length * sizes.reduce((s, n) => s + 60 + n * 0.12, 0));
+  progress.say(`IPVS: this kernel has none; running ${modes.join(', ')} at ${sizes.map(fmt).join(', ')} Services in a qemu VM (test-vm/, up to ${biggest >= 10000 ? 'hours' : 'minutes'} under TCG)`);
+  const r = await runVmSuite({
+    suite: 'lookup', file: 'lookup.json', timeoutS,
+    params: { modes: modes.join(','), sizes: sizes.join(','), count: a.count, seconds: a.seconds, warmup: a.warmup, rtt: a.rtt, changes: a.changes },
+    onLine: (line) => { if (/^test-vm: |\[lookup \d+\/\d+\]/.test(line)) progress.say(`  vm: ${line.replace(/^test-vm: /, '')}`); },
+  });
+  return 'why' in r ? `IPVS: ${r.why}` : (r.doc as RunSet);
 }
 
 export async function runLookup(a: LookupArgs, d: LookupDeps): Promise<number> {

@@ -24,10 +24,10 @@
  * labelled with where they ran.
  */
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { build } from 'esbuild';
 import { cpus, loadavg } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { benchArgs, isRoot } from '../start.js';
 import { NATIVE_EXTERNAL, REQUIRE_BANNER } from '../../scripts/esm-bundle.mjs';
@@ -37,9 +37,10 @@ import { SpawnRunner } from '../../agent/src/exec/runner.js';
 import { caseNetns, parseBenchArgs, type BenchArgs, type BenchMode, type CaseSpec } from './args.js';
 import { runCase } from './case.js';
 import { waitQuiet } from './quiet.js';
+import { caseArgv, caseOutput, RESULT_MARK } from './child.js';
+import { runVmSuite } from '../vm-suite.js';
 import { evaluateTargets, targets30k, formatTable, formatTargets, modeLabel, ms, parseCaseResult, splitLine, type CaseResult } from './report.js';
 
-const RESULT_MARK = '@@RESULT ';
 const SELF = fileURLToPath(import.meta.url);
 const ROOT = new URL('../..', import.meta.url).pathname;
 
@@ -72,48 +73,31 @@ function lostCase(spec: CaseSpec, why: string): CaseResult {
 
 /** The IPVS cases in test-vm's proxy-sync suite; their results, or one lost case per size saying why. */
 async function ipvsInVm(sizes: readonly number[], args: BenchArgs): Promise<CaseResult[]> {
-  const script = `${ROOT}test-vm/run.ts`;
-  const lost = (why: string) => sizes.map((n) => lostCase({ mode: 'ipvs', services: n, netns: '-' }, why));
-  if (!existsSync(script)) return lost(`this kernel has no IPVS, and ${script} (the VM runner) is not here`);
-  const out = mkdtempSync('/tmp/nn-bench-proxy-vm-');
-  try {
+  const lost = (i: number, why: string) => lostCase({ mode: 'ipvs', services: sizes[i] ?? 0, netns: '-' }, why);
+  console.error(`[bench:proxy] ipvs: this kernel has none; running ${sizes.join(', ')} Services in a qemu VM (test-vm/, minutes to hours under TCG)`);
+  const r = await runVmSuite({
+    suite: 'proxy-sync', file: 'proxy-sync.json',
     // Under TCG a full sync at 30,000 Services takes minutes: the limit grows with the work asked for.
-    const timeoutS = Math.round(1800 + sizes.reduce((s, n) => s + 120 + n * 0.05 * (args.restart ? 2 : 1), 0));
-    const argv = ['--import', 'tsx', script, '--suite', 'proxy-sync', '--share-out', out, '--timeout', String(timeoutS),
-      '--param', 'modes=ipvs', '--param', `sizes=${sizes.join(',')}`, '--param', `repeat=${args.repeat}`, '--param', `restart=${args.restart ? 1 : 0}`, '--param', `cap=${args.capS}`];
-    console.error(`[bench:proxy] ipvs: this kernel has none; running ${sizes.join(', ')} Services in a qemu VM (test-vm/, minutes to hours under TCG)`);
-    const code = await new Promise<number>((resolve) => {
-      const p = spawn(process.execPath, argv, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-      current = p;
-      const say = (d: Buffer) => { for (const l of d.toString().split('\n')) if (/^test-vm: |\[proxy-sync\]/.test(l)) console.error(`[bench:proxy]   vm: ${l.replace(/^test-vm: /, '')}`); };
-      p.stdout!.on('data', say);
-      p.stderr!.on('data', say);
-      p.on('close', (c) => { current = null; resolve(c ?? 1); });
-      p.on('error', () => resolve(127));
-    });
-    const file = join(out, 'proxy-sync', 'proxy-sync.json');
-    if (!existsSync(file)) return lost(`the VM run exited ${code} without results (test-vm/run.ts --suite proxy-sync; its logs are kept under /tmp/nodenet-test-vm when it fails)`);
-    const doc = JSON.parse(readFileSync(file, 'utf8')) as { results: unknown[] };
-    return doc.results.map((x, i) => {
-      try {
-        return parseCaseResult(x);
-      } catch (e) {
-        return lostCase({ mode: 'ipvs', services: sizes[i] ?? 0, netns: '-' }, `unreadable VM result: ${e instanceof Error ? e.message : String(e)}`);
-      }
-    });
-  } finally {
-    rmSync(out, { recursive: true, force: true });
-  }
+    timeoutS: Math.round(1800 + sizes.reduce((s, n) => s + 120 + n * 0.05 * (args.restart ? 2 : 1), 0)),
+    params: { modes: 'ipvs', sizes: sizes.join(','), repeat: args.repeat, restart: args.restart ? 1 : 0, cap: args.capS },
+    onLine: (l) => { if (/^test-vm: |\[proxy-sync\]/.test(l)) console.error(`[bench:proxy]   vm: ${l.replace(/^test-vm: /, '')}`); },
+    onSpawn: (p) => (current = p),
+  });
+  if ('why' in r) return sizes.map((_, i) => lost(i, `this kernel has no IPVS, and ${r.why}`));
+  return (r.doc as { results: unknown[] }).results.map((x, i) => {
+    try {
+      return parseCaseResult(x);
+    } catch (e) {
+      return lost(i, `unreadable VM result: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  });
 }
 
 let current: ChildProcess | null = null;
 let interrupted = false;
 
 function runChild(script: string, spec: CaseSpec, args: BenchArgs): Promise<CaseResult> {
-  const argv = [
-    script, '--case', `${spec.mode}:${spec.services}`, '--netns', spec.netns,
-    '--repeat', String(args.repeat), '--cap-s', String(args.capS), ...(args.restart ? [] : ['--no-restart']),
-  ];
+  const argv = caseArgv(script, spec, args);
   return new Promise((resolve) => {
     const child = spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'inherit'] });
     current = child;
@@ -125,10 +109,9 @@ function runChild(script: string, spec: CaseSpec, args: BenchArgs): Promise<Case
       clearTimeout(watchdog);
       current = null;
       if (existsSync(`/run/netns/${spec.netns}`)) removeNetns(spec.netns); // the child removes it; this covers a child that was killed
-      const line = out.split('\n').find((l) => l.startsWith(RESULT_MARK));
-      if (!line) return resolve(lostCase(spec, `case process exited ${signal ?? code} without a result`));
       try {
-        resolve(parseCaseResult(JSON.parse(line.slice(RESULT_MARK.length)) as unknown));
+        const x = caseOutput(out);
+        resolve(x === null ? lostCase(spec, `case process exited ${signal ?? code} without a result`) : parseCaseResult(x));
       } catch (e) {
         resolve(lostCase(spec, `unreadable result: ${e instanceof Error ? e.message : String(e)}`));
       }

@@ -11,19 +11,22 @@ import { spawn } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { release } from 'node:os';
 import type { GuestContext, VmSuite } from '../suite.js';
+import { caseArgv, caseOutput } from '../../bench/proxy-sync/child.js';
 
-const RESULT_MARK = '@@RESULT ';
-
-function runCase(script: string, mode: string, size: number, repeat: number, restart: boolean, capS: number, log: (m: string) => void): Promise<unknown> {
-  const argv = [script, '--case', `${mode}:${size}`, '--netns', `nn-bps-vm-${mode}-${size}`, '--repeat', String(repeat), '--cap-s', String(capS), ...(restart ? [] : ['--no-restart'])];
+function runCase(script: string, mode: string, size: number, o: { repeat: number; capS: number; restart: boolean }, log: (m: string) => void): Promise<unknown> {
   return new Promise((resolve) => {
-    const p = spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const p = spawn(process.execPath, caseArgv(script, { mode, services: size, netns: `nn-bps-vm-${mode}-${size}` }, o), { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     p.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
     p.stderr!.setEncoding('utf8').on('data', (d: string) => { for (const l of d.split('\n')) if (l.trim()) log(`  ${l.slice(0, 300)}`); });
     p.on('close', (code) => {
-      const line = out.split('\n').find((l) => l.startsWith(RESULT_MARK));
-      resolve(line ? JSON.parse(line.slice(RESULT_MARK.length)) : { mode, services: size, error: `case process exited ${code} without a result` });
+      let r: unknown = null;
+      try {
+        r = caseOutput(out);
+      } catch (e) {
+        return resolve({ mode, services: size, error: `unreadable result: ${e instanceof Error ? e.message : String(e)}` });
+      }
+      resolve(r ?? { mode, services: size, error: `case process exited ${code} without a result` });
     });
   });
 }
@@ -46,7 +49,7 @@ export const suite: VmSuite = {
       for (const size of sizes) {
         ctx.log(`[proxy-sync] ${mode} ${size} Services ...`);
         const t0 = Date.now();
-        const r = (await runCase(script, mode, size, repeat, restart, capS, ctx.log)) as Record<string, unknown>;
+        const r = (await runCase(script, mode, size, { repeat, capS, restart }, ctx.log)) as Record<string, unknown>;
         results.push({ ...r, where });
         ctx.log(`[proxy-sync] ${mode} ${size}: ${r['error'] ? `ERROR ${String(r['error'])}` : 'done'} in ${((Date.now() - t0) / 1000).toFixed(0)} s`);
         writeFileSync(`${ctx.share}/proxy-sync.json`, `${JSON.stringify({ kernel: release(), results }, null, 2)}\n`);

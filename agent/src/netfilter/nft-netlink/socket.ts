@@ -66,18 +66,17 @@ let libc: Libc | undefined;
 function load(): Libc {
   if (libc) return libc;
   const lib = koffi.load('libc.so.6');
+  const sendto = lib.func('intptr_t sendto(int fd, const void *buf, size_t len, int flags, const void *addr, uint32_t alen)');
   libc = {
     socket: lib.func('int socket(int domain, int type, int protocol)'),
     bind: lib.func('int bind(int fd, const void *addr, uint32_t len)'),
     setsockopt: lib.func('int setsockopt(int fd, int level, int name, const void *val, uint32_t len)'),
-    sendto: lib.func('intptr_t sendto(int fd, const void *buf, size_t len, int flags, const void *addr, uint32_t alen)'),
-    sendtoAsync: undefined as unknown as Libc['sendtoAsync'],
+    sendto,
+    sendtoAsync: (...args) => sendto.async(...args),
     recv: lib.func('intptr_t recv(int fd, _Out_ void *buf, size_t len, int flags)'),
     close: lib.func('int close(int fd)'),
     strerror: lib.func('const char *strerror(int errnum)'),
   } as Libc;
-  const sendto = libc.sendto as unknown as { async: Libc['sendtoAsync'] };
-  libc.sendtoAsync = (...args) => sendto.async(...args);
   return libc;
 }
 

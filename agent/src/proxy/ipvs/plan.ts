@@ -375,7 +375,6 @@ export function planIpvsPartial(prev: IpvsPlan, snapshot: ProxySnapshot, cfg: Pr
   return { plan, delta: { setAdds, setDels, addressAdds, addressDels, keys, before } };
 }
 
-
 /**
  * The sysctls IPVS mode sets in the node's namespace (kube-proxy's
  * NewProxier): conntrack=1 (IPVS connections pass conntrack, so the

@@ -79,15 +79,19 @@ export interface IpvsSyncStats {
 }
 
 /**
- * What the last successful sync left. Not the virtual servers themselves: they are the last plan's (this.plan),
- * and a partial sync lists the considered ones' real servers from the kernel anyway (their counters decide
- * draining). Keeping the kernel's state of all 33,000 at 30,000 Services cost 8 MiB for nothing.
+ * What the last successful sync left: its plan (the virtual servers, set members and addresses it wrote, which
+ * a partial sync updates with planIpvsPartial) and the rules' text. Not the kernel's virtual servers with their
+ * counters: a partial sync lists the considered ones' real servers anyway (the counters decide draining), and
+ * keeping all 33,000 at 30,000 Services cost 8 MiB for nothing.
  */
 interface Applied {
-  byService: ReadonlyMap<string, readonly VsKey[]>;
-  sets: Map<string, IpsetState>;
-  addresses: string[];
+  plan: IpvsPlan;
   iptablesText: string;
+}
+
+/** The sets of a plan as the kernel holds them once it is applied. */
+function setStates(plan: IpvsPlan): Map<string, IpsetState> {
+  return new Map([...plan.sets.values()].map((s) => [s.name, { name: s.name, type: s.type, entries: s.entries }]));
 }
 
 export class IpvsBackend implements ProxyBackend {
@@ -96,8 +100,6 @@ export class IpvsBackend implements ProxyBackend {
   private readonly log: Logger;
   private readonly now: () => number;
   private applied: Applied | null = null;
-  /** The plan of the last successful sync, which a partial sync updates (planIpvsPartial); null after a failure. */
-  private plan: IpvsPlan | null = null;
   private draining = new Map<string, DrainingServer>();
   private setUp = false;
   private last: IpvsSyncStats | null = null;
@@ -145,12 +147,10 @@ export class IpvsBackend implements ProxyBackend {
     const full = scope.full || this.applied === null || ipsChanged;
     if (!scope.full && !ipsChanged && full) this.log.info('partial sync requested but no applied state is known; doing a full sync');
     const prev = this.applied;
-    const prevPlan = this.plan;
-    this.applied = null; // until this sync succeeds
-    this.plan = null;
+    this.applied = null; // until this sync succeeds (a partial plan updates prev.plan in place)
     try {
       // A partial sync redoes the changed Services' share of the last plan, when the change stays inside them.
-      const part = !full && prev && prevPlan && !scope.full ? planIpvsPartial(prevPlan, snapshot, nodeConfig, this.deps.options ?? {}, scope.changed) : null;
+      const part = !full && prev && !scope.full ? planIpvsPartial(prev.plan, snapshot, nodeConfig, this.deps.options ?? {}, scope.changed) : null;
       const plan = part?.plan ?? planIpvs(snapshot, nodeConfig, this.deps.options ?? {});
       const delta: IpvsPlanDelta | null = part?.delta ?? null;
       const conflicts = plan.conflicts.join('\n');
@@ -161,9 +161,8 @@ export class IpvsBackend implements ProxyBackend {
       // 1. sets
       const setOps = delta
         ? [...delta.setDels.map(([name, entry]) => ({ op: 'del' as const, name, entry })), ...delta.setAdds.map(([name, entry]) => ({ op: 'add' as const, name, entry }))]
-        : diffSets(plan.sets.values(), full || !prev ? await this.deps.ipset.list((n) => isOurSet(this.names, n)) : prev.sets);
+        : diffSets(plan.sets.values(), full || !prev ? await this.deps.ipset.list((n) => isOurSet(this.names, n)) : setStates(prev.plan));
       await this.deps.ipset.apply(setOps);
-      const sets = new Map<string, IpsetState>([...plan.sets.values()].map((s) => [s.name, { name: s.name, type: s.type, entries: s.entries }]));
 
       // 2. iptables
       const rules = renderIpvsIptables(plan, nodeConfig);
@@ -174,7 +173,7 @@ export class IpvsBackend implements ProxyBackend {
       // 3. addresses added
       const addrs = delta
         ? { add: delta.addressAdds, del: delta.addressDels }
-        : diffAddresses(plan.addresses, full || !prev ? (await this.deps.netlink.listAddresses(plan.device)).map((a) => a.address) : prev.addresses);
+        : diffAddresses(plan.addresses, full || !prev ? (await this.deps.netlink.listAddresses(plan.device)).map((a) => a.address) : prev.plan.addresses);
       for (const a of addrs.add) await this.deps.netlink.addAddress(plan.device, a);
 
       // 4. IPVS
@@ -187,7 +186,7 @@ export class IpvsBackend implements ProxyBackend {
         keys = new Set<VsKey>(delta?.keys ?? []);
         if (!delta && !scope.full) {
           for (const svc of scope.changed) {
-            for (const m of [prev.byService, plan.byService]) for (const [spn, ks] of m) if (spn === svc || spn.startsWith(`${svc}:`)) for (const k of ks) keys.add(k);
+            for (const m of [prev.plan.byService, plan.byService]) for (const [spn, ks] of m) if (spn === svc || spn.startsWith(`${svc}:`)) for (const k of ks) keys.add(k);
           }
         }
         const drainingVs = new Map<VsKey, VirtualServer>();
@@ -201,7 +200,7 @@ export class IpvsBackend implements ProxyBackend {
         // changed Services' and the draining ones).
         current = new Map();
         for (const k of keys) {
-          const vs = (delta ? delta.before.get(k) : prevPlan?.services.get(k)?.vs) ?? drainingVs.get(k);
+          const vs = (delta ? delta.before.get(k) : prev.plan.services.get(k)?.vs) ?? drainingVs.get(k);
           if (!vs) continue; // new: not in the kernel
           const dests = await this.deps.ipvs.listDests(vs);
           if (dests) current.set(k, { ...vs, dests });
@@ -215,8 +214,7 @@ export class IpvsBackend implements ProxyBackend {
       // 5. addresses removed
       for (const a of addrs.del) await this.deps.netlink.delAddress(plan.device, a);
 
-      this.applied = { byService: plan.byService, sets, addresses: plan.addresses as string[], iptablesText: rules.text };
-      this.plan = plan;
+      this.applied = { plan, iptablesText: rules.text };
       if (nodeIPs) this.lastNodeIPs = nodeIPs.join(',');
       let realServers = 0;
       for (const s of plan.services.values()) realServers += s.dests.length;
@@ -256,7 +254,7 @@ export class IpvsBackend implements ProxyBackend {
     }
     // The IPVS table has no canary of its own: one virtual server this instance wrote stands for it (one genl
     // dump), so a table cleared by hand (`ipvsadm -C`) is rewritten at the next check, not at the next full sync.
-    const sentinel = this.applied ? this.plan?.services.values().next().value?.vs : undefined;
+    const sentinel = this.applied?.plan.services.values().next().value?.vs;
     if (sentinel && (await this.deps.ipvs.listDests(sentinel)) === null) {
       this.log.warn({ [F.endpoint]: vsKey(sentinel) }, `virtual server ${vsKey(sentinel)} missing: the IPVS table was cleared; forcing a full sync`);
       this.applied = null;
