@@ -2,13 +2,14 @@
  * bench/overlay/args: the bench's command line, parsed and validated. Pure.
  *
  *   --duration 5            seconds of one iperf3 TCP run (quick: 2)
- *   --repeat 3              iperf3 runs per case, interleaved across the cases (quick: 1); the median is reported
+ *   --repeat 5              iperf3 runs per case, interleaved across the cases (quick: 1); the median is reported
  *   --streams 1             parallel TCP streams per run (iperf3 -P)
  *   --omit 1                seconds iperf3 leaves out at the start of each run (slow start; iperf3 -O)
  *   --pings 200             ICMP echoes per case for the RTT (quick: 50); 0 skips ping
  *   --ping-interval-ms 5    between echoes (ping -i; below 200 ms needs root, which the bench has)
  *   --rr 2000               TCP 1-byte request/response round trips per case (quick: 500); 0 skips them
- *   --cases same-node,cross-node,underlay   which of the three paths to measure (the share needs the last two)
+ *   --cases same-node,cross-node,underlay,bare-vxlan,bare-pods,bare-pods-conntrack
+ *                           which paths to measure (the share needs cross-node and underlay; bare.ts says what the bare ones are)
  *   --quick                 smaller figures (well under a minute of measuring); any flag above overrides them
  *   --out FILE              where the results JSON goes (default bench/overlay/results/<date>.json)
  */
@@ -17,8 +18,14 @@ import { benchFlags } from '../start.js';
 import { int } from '../apiserver/args.js';
 import { list } from '../proxy-sync/args.js';
 
-/** The three paths: (a) over cbr0 on one node, (b) across nodes over nodenet.1, (c) node to node on eth0. */
-export const CASES = ['same-node', 'cross-node', 'underlay'] as const;
+/**
+ * The paths: nodenet's (a) over cbr0 on one node and (b) across nodes over nodenet.1, (c) node to node on
+ * eth0 (the reference), and the kernel's own, built by hand without nodenet (bare.ts): (d) host to host over
+ * VXLAN, (e) pod to pod over bridge and VXLAN with no netfilter, (f) the same with conntrack and NAT hooks.
+ */
+export const CASES = ['same-node', 'cross-node', 'underlay', 'bare-vxlan', 'bare-pods', 'bare-pods-conntrack'] as const;
+/** The cases on the bare hosts (bare.ts). */
+export const BARE_CASES: readonly CaseName[] = ['bare-vxlan', 'bare-pods', 'bare-pods-conntrack'];
 export type CaseName = (typeof CASES)[number];
 
 export interface BenchArgs {
@@ -38,9 +45,9 @@ export interface BenchArgs {
 }
 
 export const USAGE = 'usage: npm run bench:overlay -- [--quick] [--duration S] [--repeat N] [--streams P] [--omit S] [--pings N] ' +
-  '[--ping-interval-ms MS] [--rr N] [--cases same-node,cross-node,underlay] [--out FILE]';
+  `[--ping-interval-ms MS] [--rr N] [--cases ${CASES.join(',')}] [--out FILE]`;
 
-const FULL = { duration: 5, repeat: 3, pings: 200, rr: 2000 };
+const FULL = { duration: 5, repeat: 5, pings: 200, rr: 2000 };
 const QUICK = { duration: 2, repeat: 1, pings: 50, rr: 500 };
 const STRING_FLAGS = ['duration', 'repeat', 'streams', 'omit', 'pings', 'ping-interval-ms', 'rr', 'cases', 'out'];
 
@@ -65,7 +72,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     pings: int('pings', get('pings', d.pings), 0, 100_000),
     pingIntervalMs: int('ping-interval-ms', get('ping-interval-ms', 5), 1, 10_000),
     rr: int('rr', get('rr', d.rr), 0, 1_000_000),
-    // The bench's own order, whatever order the flag gave: the table reads a, b, c.
+    // The bench's own order, whatever order the flag gave: the table reads a, b, c, d, e, f.
     cases: CASES.filter((c) => cases.includes(c)),
     quick,
     out,

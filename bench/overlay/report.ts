@@ -12,6 +12,15 @@
  * is ≥ 90%. The share is case (b) / case (c), both medians, measured in the
  * same run on the same lab, so the machine's speed at the time cancels out
  * as far as it can.
+ *
+ * Those users' figures come from machines whose NIC segments and whose wire
+ * is the limit; here every hop is CPU work on the same cores as the
+ * reference. The bare cases (bare.ts) put a number on what that allows: the
+ * same data path built by hand without nodenet, (e) with no netfilter at all
+ * (the most any VXLAN pod overlay can reach on this machine) and (f) with
+ * the conntrack and NAT hooks every Kubernetes node with Services has. The
+ * report gives (b) against both, so nodenet's own cost and the machine's
+ * ceiling read apart.
  */
 import type { MachineMeta } from '../start.js';
 import { thousands } from '../apiserver/report.js';
@@ -122,12 +131,17 @@ export function summarizeLatency(samplesUs: readonly number[], sent = samplesUs.
   return { n: s.n, lost: Math.max(0, sent - s.n), minUs: s.min, p50Us: s.p50, p99Us: s.p99, maxUs: s.max };
 }
 
-/** The case's median throughput as a % of the underlay's (case c); null without both. */
-export function shareOfUnderlay(cases: readonly CaseResult[], name: CaseName): number | null {
-  const c = cases.find((x) => x.name === 'underlay')?.throughput;
+/** Case `name`'s median throughput as a % of case `of`'s; null without both. */
+export function shareOf(cases: readonly CaseResult[], name: CaseName, of: CaseName): number | null {
+  const c = cases.find((x) => x.name === of)?.throughput;
   const x = cases.find((y) => y.name === name)?.throughput;
   if (!c || !x || !(c.medianGbps > 0)) return null;
   return (100 * x.medianGbps) / c.medianGbps;
+}
+
+/** The case's median throughput as a % of the underlay's (case c); null without both. */
+export function shareOfUnderlay(cases: readonly CaseResult[], name: CaseName): number | null {
+  return shareOf(cases, name, 'underlay');
 }
 
 /** The underlay's CPU cost per GB as a % of the case's: the share the case would get with the same CPU; null without both. */
@@ -142,7 +156,13 @@ export const CASE_LABELS: Readonly<Record<CaseName, { label: string; path: strin
   'same-node': { label: '(a) pod → pod, one node', path: 'pod eth0 → veth → cbr0 → veth → pod' },
   'cross-node': { label: '(b) pod → pod, across nodes', path: 'pod → cbr0 → nodenet.1 (VXLAN) → eth0 → underlay → eth0 → nodenet.1 → cbr0 → pod' },
   underlay: { label: '(c) node → node, underlay', path: 'eth0 → veth → ul0 bridge → veth → eth0 (the reference)' },
+  'bare-vxlan': { label: '(d) host → host, bare VXLAN', path: 'vx0 (VXLAN) → eth0 → underlay → eth0 → vx0; by hand, no agent, no netfilter' },
+  'bare-pods': { label: '(e) pod → pod, bare path', path: 'pod → br0 → vx0 (VXLAN) → underlay → vx0 → br0 → pod; by hand, no agent, no netfilter (the ceiling)' },
+  'bare-pods-conntrack': { label: '(f) pod → pod, bare path + conntrack', path: 'as (e), with conntrack and NAT hooks (a masquerade rule), as on every node with Services' },
 };
+
+/** The letter of a case's label: "(b)". */
+const letter = (name: CaseName): string => CASE_LABELS[name].label.split(' ')[0]!;
 
 // ---- numbers ----
 
@@ -163,6 +183,28 @@ export function pct(x: number | null): string {
 }
 
 const pair = (l: LatencySummary | null) => (l && l.n > 0 ? `${us(l.p50Us)} / ${us(l.p99Us)}${l.lost ? ` (${l.lost} lost)` : ''}` : '–');
+
+/**
+ * What the bare cases say about case (b): the machine's ceiling for any VXLAN pod overlay (e / c), the
+ * VXLAN device alone (d / c), the kernel work of a node with Services (f / c), and (b) against (f) and (e).
+ * null when the run had neither (e) nor (f) beside (b).
+ */
+export function ceilingLine(cases: readonly CaseResult[]): string | null {
+  const s = (n: CaseName, of: CaseName = 'underlay') => shareOf(cases, n, of);
+  const e = s('bare-pods');
+  const f = s('bare-pods-conntrack');
+  const d = s('bare-vxlan');
+  const bf = s('cross-node', 'bare-pods-conntrack');
+  const be = s('cross-node', 'bare-pods');
+  if (bf === null && be === null) return null;
+  const parts: string[] = [];
+  if (e !== null) parts.push(`with no agent and no netfilter, (e) ${pct(e)} of the underlay${d !== null ? ` (the VXLAN device alone, host to host: (d) ${pct(d)})` : ''}`);
+  if (f !== null) parts.push(`with the conntrack and NAT hooks every node with Services runs, (f) ${pct(f)}`);
+  const against = [bf !== null ? `${pct(bf)} of (f)` : null, be !== null ? `${pct(be)} of (e)` : null].filter((x) => x !== null).join(' and ');
+  let line = `The kernel's ceiling on this lab: the same data path built by hand reaches, ${parts.join(', and ')}. nodenet's overlay (b) is ${against}.`;
+  if (e !== null && e < GOAL_SHARE_PCT) line += ` No VXLAN pod overlay can pass (e) on this machine, so the goal of ≥ ${GOAL_SHARE_PCT}% is above what this lab allows.`;
+  return line;
+}
 
 /** The verdict on the share against the goal and flannel's range. */
 export function verdict(share: number | null): string {
@@ -209,7 +251,9 @@ export function formatReport(r: BenchResult): string {
   const lines: string[] = [];
   lines.push('## Throughput and latency over the VXLAN overlay');
   lines.push('');
-  lines.push(`Two virtual nodes (network namespaces on one underlay bridge), agents with overlay vxlan, pods through the real CNI shim. ` +
+  const bare = r.cases.some((x) => x.name.startsWith('bare-'));
+  lines.push(`Two virtual nodes (network namespaces on one underlay bridge), agents with overlay vxlan, pods through the real CNI shim` +
+    `${bare ? '; beside them on the same underlay, bare hosts with the same data path set up by hand (bench/overlay/bare.ts)' : ''}. ` +
     `iperf3 TCP: ${a.repeat} run${a.repeat > 1 ? 's' : ''} of ${a.durationS} s per case (first ${a.omitS} s left out, ${a.streams} stream${a.streams > 1 ? 's' : ''}), interleaved across the cases. ` +
     (a.pings ? `ping: ${thousands(a.pings)} echoes every ${a.pingIntervalMs} ms. ` : '') +
     (a.rr ? `TCP RR: ${thousands(a.rr)} 1-byte round trips, Node at both ends.` : ''));
@@ -217,6 +261,8 @@ export function formatReport(r: BenchResult): string {
   lines.push(formatCases(r.cases));
   lines.push('');
   lines.push(`**Overlay share of the underlay (b / c): ${verdict(share)}.** Reference: flannel users typically see ${FLANNEL_SHARE_RANGE[0]}–${FLANNEL_SHARE_RANGE[1]}% of the underlay over VXLAN; nodenet's goal here is ≥ ${GOAL_SHARE_PCT}%.`);
+  const ceiling = ceilingLine(r.cases);
+  if (ceiling !== null) lines.push(ceiling);
   const perCpu = perCpuShareOfUnderlay(r.cases, 'cross-node');
   if (perCpu !== null) {
     lines.push(`Per CPU (the underlay's CPU-seconds per GB over the overlay's, iperf3's own CPU at both ends, which includes the kernel's packet work in their context): ${pct(perCpu)}. ` +
@@ -227,7 +273,7 @@ export function formatReport(r: BenchResult): string {
   }
   const mt = r.mtus;
   const mtu = (x: number | null) => (x === null ? '–' : String(x));
-  const busy = r.cases.filter((x) => x.throughput?.busyCpus != null).map((x) => `${CASE_LABELS[x.name].label.split(' ')[0]} ${x.throughput!.busyCpus!.toFixed(2)}`);
+  const busy = r.cases.filter((x) => x.throughput?.busyCpus != null).map((x) => `${letter(x.name)} ${x.throughput!.busyCpus!.toFixed(2)}`);
   if (busy.length) lines.push(`The machine's busy CPUs during the throughput runs (median per run, of ${m.cpus}; iperf3 at both ends, the kernel's packet work and every other process): ${busy.join(', ')}.`);
   lines.push(`MTUs: underlay (nodes' eth0) ${mtu(mt.underlay)}, nodenet.1 ${mtu(mt.vxlan)}, cbr0 ${mtu(mt.bridge)}, pods' eth0 ${mtu(mt.pod)}.`);
   lines.push('');

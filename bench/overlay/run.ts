@@ -19,6 +19,14 @@
  * a, b, c, a, b, c, … so a slow spell of the machine hits every case),
  * then ping RTT, then the TCP request/response round trip.
  *
+ * Beside the nodes, on the same underlay bridge, four bare hosts h1..h4
+ * (namespaces with no agent) and their pods hp1..hp4 get the same data
+ * path set up by hand (bare.ts): h1/h2 with no netfilter, h3/h4 with
+ * conntrack and NAT hooks (bare.ts's masquerade rule). They give the kernel's ceiling:
+ *   (d) bare-vxlan:          h1 → h2's VTEP over vx0;
+ *   (e) bare-pods:           hp1 → hp2 over br0 and vx0, no netfilter;
+ *   (f) bare-pods-conntrack: hp3 → hp4, the same with conntrack.
+ *
  * A progress line per step on stderr; the Markdown report on stdout; the
  * results JSON (with the machine) under bench/overlay/results/ (a dated
  * file, or --out). Needs root and iperf3 (`apt-get install -y iperf3`).
@@ -34,7 +42,8 @@ import { CLUSTER_CIDR } from '../../agent/src/lab/plan.js';
 import { newLab, runner } from '../../agent/src/testing/lab.js';
 import { parseProcStatTotals } from '../apiserver/proc.js';
 import { waitFor } from '../../agent/src/testing/wait.js';
-import { defaultOut, parseBenchArgs, type BenchArgs, type CaseName } from './args.js';
+import { BARE_CASES, defaultOut, parseBenchArgs, type BenchArgs, type CaseName } from './args.js';
+import { barePodIP, bareUnderlayIP, bareVtepIP, CONNTRACK_NFT, hostScript, peerFdb, peerScript, podScript, BARE_VXLAN, type BareHost } from './bare.js';
 import { parseIperf3Json, parseLinkMtus, parsePing, parseRrOutput, type IperfRun } from './parse.js';
 import { CASE_LABELS, formatReport, gbps, shareOfUnderlay, summarizeLatency, summarizeThroughput, us, type BenchResult, type CaseResult, type LatencySummary, type Meta, type Mtus } from './report.js';
 
@@ -66,6 +75,9 @@ interface Case {
   readonly to: End;
   /** The sender's interface (for its MTU). */
   readonly fromIf: string;
+  /** What the case claims it crosses: the device `routeNs` routes `to.ip` through, checked before measuring. */
+  readonly routeNs: string;
+  readonly routeDev: string;
 }
 
 /** What the run owns, for the SIGINT handler and the end. */
@@ -153,6 +165,40 @@ async function rr(c: Case, args: BenchArgs): Promise<LatencySummary> {
   return summarizeLatency(parseRrOutput(r.stdout));
 }
 
+/**
+ * Bare hosts `indexes` on the lab's underlay, each with its pod, wired as
+ * bare.ts says, every one reaching every other; with conntrack when asked.
+ * Returns each host's and pod's End.
+ */
+async function bareHosts(lab: Lab, indexes: readonly number[], conntrack: boolean, underlayMtu: number): Promise<{ host: End; pod: End }[]> {
+  const hosts: BareHost[] = [];
+  const out: { host: End; pod: End }[] = [];
+  for (const i of indexes) {
+    const host = await lab.addUnderlayHost(`h${i}`, `${bareUnderlayIP(i)}/24`);
+    const pod = await lab.addNetns(`hp${i}`);
+    const h: BareHost = { index: i, hostNs: host.name, podNs: pod.name, conntrack };
+    await lab.sh.run(['ip', '-n', host.name, '-batch', '-'], hostScript(h, underlayMtu));
+    await lab.sh.run(['ip', '-n', pod.name, '-batch', '-'], podScript(h, underlayMtu));
+    // A new namespace starts with forwarding as the root namespace has it (MEASURED.md): set it.
+    await inNsOk(host.path, ['sysctl', '-qw', 'net.ipv4.ip_forward=1']);
+    if (conntrack) await runner.run(['nft', '-f', '-'], { netns: host.path, input: CONNTRACK_NFT });
+    hosts.push(h);
+    out.push({ host: { ns: host.name, nsPath: host.path, ip: bareVtepIP(i) }, pod: { ns: pod.name, nsPath: pod.path, ip: barePodIP(i) } });
+  }
+  for (const h of hosts) {
+    for (const peer of hosts.filter((x) => x !== h)) {
+      await lab.sh.run(['bridge', '-n', h.hostNs, ...peerFdb(peer)]);
+      await lab.sh.run(['ip', '-n', h.hostNs, '-batch', '-'], peerScript(peer));
+    }
+  }
+  return out;
+}
+
+async function inNsOk(nsPath: string, argv: readonly string[]): Promise<void> {
+  const r = await inNs(nsPath, argv);
+  if (r.exitCode !== 0) throw new Error(`${argv.join(' ')} in ${nsPath}: ${r.stderr.trim()}`);
+}
+
 interface Built {
   readonly lab: Lab;
   readonly cases: readonly Case[];
@@ -180,20 +226,36 @@ async function build(ctx: Ctx, args: BenchArgs): Promise<Built> {
   const node = (n: VNode): End => ({ ns: n.ns, nsPath: n.nsPath, ip: n.underlayIP.split('/')[0]! });
   say(`lab: waiting for the overlay (n1 routes ${p2.ip} over nodenet.1, n2 routes ${p1a.ip}) ...`);
   await waitFor(async () => (await routeDev(n1.nsPath, p2.ip)) === 'nodenet.1' && (await routeDev(n2.nsPath, p1a.ip)) === 'nodenet.1', 'the overlay routes on both nodes', { timeoutMs: 30_000, intervalMs: 100 });
-  await waitFor(async () => (await inNs(p1a.nsPath, ['ping', '-n', '-c', '1', '-W', '1', p2.ip])).exitCode === 0, `p1a reaches p2 (${p2.ip})`, { timeoutMs: 20_000, intervalMs: 200 });
   const all: Case[] = [
-    { name: 'same-node', from: p1a, to: p1b, fromIf: 'eth0' },
-    { name: 'cross-node', from: p1a, to: p2, fromIf: 'eth0' },
-    { name: 'underlay', from: node(n1), to: node(n2), fromIf: 'eth0' },
+    { name: 'same-node', from: p1a, to: p1b, fromIf: 'eth0', routeNs: n1.nsPath, routeDev: 'cbr0' },
+    { name: 'cross-node', from: p1a, to: p2, fromIf: 'eth0', routeNs: n1.nsPath, routeDev: 'nodenet.1' },
+    { name: 'underlay', from: node(n1), to: node(n2), fromIf: 'eth0', routeNs: n1.nsPath, routeDev: 'eth0' },
   ];
-  const cases = all.filter((c) => args.cases.includes(c.name));
-  // What each case claims it crosses, checked against the kernel's routes.
-  const want: Record<CaseName, string> = { 'same-node': 'cbr0', 'cross-node': 'nodenet.1', underlay: 'eth0' };
-  for (const c of cases) {
-    const dev = await routeDev(n1.nsPath, c.to.ip);
-    if (dev !== want[c.name]) throw new Error(`${c.name}: n1 routes ${c.to.ip} via ${dev ?? 'nothing'}, not ${want[c.name]}`);
-  }
   const nodeMtus = await linkMtus(n1.nsPath);
+  if (args.cases.some((c) => BARE_CASES.includes(c))) {
+    say('bare hosts: the same data path by hand, h1/h2 without netfilter, h3/h4 with conntrack ...');
+    const underlayMtu = nodeMtus.get('eth0') ?? 1500;
+    const [h1, h2] = await bareHosts(lab, [1, 2], false, underlayMtu);
+    const [h3, h4] = await bareHosts(lab, [3, 4], true, underlayMtu);
+    all.push(
+      { name: 'bare-vxlan', from: h1!.host, to: h2!.host, fromIf: BARE_VXLAN, routeNs: h1!.host.nsPath, routeDev: BARE_VXLAN },
+      { name: 'bare-pods', from: h1!.pod, to: h2!.pod, fromIf: 'eth0', routeNs: h1!.host.nsPath, routeDev: BARE_VXLAN },
+      { name: 'bare-pods-conntrack', from: h3!.pod, to: h4!.pod, fromIf: 'eth0', routeNs: h3!.host.nsPath, routeDev: BARE_VXLAN },
+    );
+  }
+  const cases = all.filter((c) => args.cases.includes(c.name));
+  // What each case claims it crosses, checked against the kernel's routes; then that it gets through.
+  for (const c of cases) {
+    const dev = await routeDev(c.routeNs, c.to.ip);
+    if (dev !== c.routeDev) throw new Error(`${c.name}: ${c.routeNs} routes ${c.to.ip} via ${dev ?? 'nothing'}, not ${c.routeDev}`);
+    await waitFor(async () => (await inNs(c.from.nsPath, ['ping', '-n', '-c', '1', '-W', '1', c.to.ip])).exitCode === 0, `${c.name}: ${c.from.ns} reaches ${c.to.ip}`, { timeoutMs: 20_000, intervalMs: 200 });
+    // The bare pairs are what they claim: the ping left conntrack entries on h3's path and none on h1's.
+    if (c.name === 'bare-pods' || c.name === 'bare-pods-conntrack') {
+      const n = Number((await inNs(c.routeNs, ['conntrack', '-C'])).stdout.trim());
+      const want = c.name === 'bare-pods-conntrack';
+      if (want !== n > 0) throw new Error(`${c.name}: ${c.routeNs} has ${n} conntrack entries after a ping, ${want ? 'none' : 'but it has no netfilter'}`);
+    }
+  }
   const podMtus = await linkMtus(p1a.nsPath);
   const mtus: Mtus = { underlay: nodeMtus.get('eth0') ?? null, vxlan: nodeMtus.get('nodenet.1') ?? null, bridge: nodeMtus.get('cbr0') ?? null, pod: podMtus.get('eth0') ?? null };
   say(`MTUs: underlay eth0 ${mtus.underlay ?? '?'}, nodenet.1 ${mtus.vxlan ?? '?'}, cbr0 ${mtus.bridge ?? '?'}, pod eth0 ${mtus.pod ?? '?'}`);
