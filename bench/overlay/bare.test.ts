@@ -1,8 +1,8 @@
 import t from 'tap';
 import { bareUnderlayIP, barePodIP, bareSubnet, bareVtepIP, bareVtepMac, CONNTRACK_NFT, hostScript, peerFdb, peerScript, podScript, type BareHost } from './bare.js';
 
-const h1: BareHost = { index: 1, hostNs: 'nn-bo1-h1', podNs: 'nn-bo1-hp1', conntrack: false };
-const h2: BareHost = { index: 2, hostNs: 'nn-bo1-h2', podNs: 'nn-bo1-hp2', conntrack: false };
+const h1: BareHost = { index: 1, hostNs: 'nn-bo1-h1', podNs: 'nn-bo1-hp1' };
+const h2: BareHost = { index: 2, hostNs: 'nn-bo1-h2', podNs: 'nn-bo1-hp2' };
 
 t.test('addresses: hosts after the lab\'s clients, pod subnets outside the cluster and Service CIDRs', async (t) => {
   t.same([bareUnderlayIP(1), bareSubnet(1), bareVtepIP(1), barePodIP(1), bareVtepMac(1)], ['192.168.77.221', '10.250.1.0/24', '10.250.1.0', '10.250.1.2', '0e:6e:6e:00:00:01']);

@@ -34,8 +34,6 @@ export interface BareHost {
   /** The host's and its pod's namespace names. */
   readonly hostNs: string;
   readonly podNs: string;
-  /** With conntrack and NAT hooks (case f), or no netfilter at all. */
-  readonly conntrack: boolean;
 }
 
 /** The VXLAN device's name on a bare host (not nodenet.1: nothing here is nodenet's). */

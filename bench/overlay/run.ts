@@ -176,7 +176,7 @@ async function bareHosts(lab: Lab, indexes: readonly number[], conntrack: boolea
   for (const i of indexes) {
     const host = await lab.addUnderlayHost(`h${i}`, `${bareUnderlayIP(i)}/24`);
     const pod = await lab.addNetns(`hp${i}`);
-    const h: BareHost = { index: i, hostNs: host.name, podNs: pod.name, conntrack };
+    const h: BareHost = { index: i, hostNs: host.name, podNs: pod.name };
     await lab.sh.run(['ip', '-n', host.name, '-batch', '-'], hostScript(h, underlayMtu));
     await lab.sh.run(['ip', '-n', pod.name, '-batch', '-'], podScript(h, underlayMtu));
     // A new namespace starts with forwarding as the root namespace has it (MEASURED.md): set it.
@@ -251,7 +251,9 @@ async function build(ctx: Ctx, args: BenchArgs): Promise<Built> {
     await waitFor(async () => (await inNs(c.from.nsPath, ['ping', '-n', '-c', '1', '-W', '1', c.to.ip])).exitCode === 0, `${c.name}: ${c.from.ns} reaches ${c.to.ip}`, { timeoutMs: 20_000, intervalMs: 200 });
     // The bare pairs are what they claim: the ping left conntrack entries on h3's path and none on h1's.
     if (c.name === 'bare-pods' || c.name === 'bare-pods-conntrack') {
-      const n = Number((await inNs(c.routeNs, ['conntrack', '-C'])).stdout.trim());
+      const r = await inNs(c.routeNs, ['conntrack', '-C']);
+      if (r.exitCode !== 0) throw new Error(`${c.name}: conntrack -C in ${c.routeNs}: ${r.stderr.trim() || `exit ${r.exitCode}`} (Debian: apt-get install -y conntrack)`);
+      const n = Number(r.stdout.trim());
       const want = c.name === 'bare-pods-conntrack';
       if (want !== n > 0) throw new Error(`${c.name}: ${c.routeNs} has ${n} conntrack entries after a ping, ${want ? 'none' : 'but it has no netfilter'}`);
     }
