@@ -62,6 +62,11 @@ export function bareVtepIP(i: number): string {
   checkIndex(i);
   return `10.250.${i}.0`;
 }
+/** The bridge's address: the pod's gateway (.1). */
+export function bareGatewayIP(i: number): string {
+  checkIndex(i);
+  return `10.250.${i}.1`;
+}
 export function barePodIP(i: number): string {
   checkIndex(i);
   return `10.250.${i}.2`;
@@ -92,7 +97,7 @@ export function hostScript(h: BareHost, underlayMtu: number): string {
     `link set ${BARE_VXLAN} up`,
     `link add ${BARE_BRIDGE} type bridge`,
     `link set ${BARE_BRIDGE} mtu ${mtu}`,
-    `addr add 10.250.${i}.1/24 dev ${BARE_BRIDGE}`,
+    `addr add ${bareGatewayIP(i)}/24 dev ${BARE_BRIDGE}`,
     `link set ${BARE_BRIDGE} up`,
     `link add ${barePodPeer(i)} mtu ${mtu} type veth peer name eth0 netns ${h.podNs}`,
     `link set ${barePodPeer(i)} master ${BARE_BRIDGE}`,
@@ -109,7 +114,7 @@ export function podScript(h: BareHost, underlayMtu: number): string {
     `link set eth0 mtu ${underlayMtu - VXLAN_OVERHEAD}`,
     `addr add ${barePodIP(i)}/24 dev eth0`,
     'link set eth0 up',
-    `route add default via 10.250.${i}.1`,
+    `route add default via ${bareGatewayIP(i)}`,
     '',
   ].join('\n');
 }

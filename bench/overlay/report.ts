@@ -25,7 +25,7 @@
 import type { MachineMeta } from '../start.js';
 import { thousands } from '../apiserver/report.js';
 import { median, summarize } from '../apiserver/stats.js';
-import type { BenchArgs, CaseName } from './args.js';
+import { BARE_CASES, type BenchArgs, type CaseName } from './args.js';
 import type { IperfRun } from './parse.js';
 
 export const FLANNEL_SHARE_RANGE: readonly [number, number] = [80, 95];
@@ -251,7 +251,7 @@ export function formatReport(r: BenchResult): string {
   const lines: string[] = [];
   lines.push('## Throughput and latency over the VXLAN overlay');
   lines.push('');
-  const bare = r.cases.some((x) => x.name.startsWith('bare-'));
+  const bare = r.cases.some((x) => BARE_CASES.includes(x.name));
   lines.push(`Two virtual nodes (network namespaces on one underlay bridge), agents with overlay vxlan, pods through the real CNI shim` +
     `${bare ? '; beside them on the same underlay, bare hosts with the same data path set up by hand (bench/overlay/bare.ts)' : ''}. ` +
     `iperf3 TCP: ${a.repeat} run${a.repeat > 1 ? 's' : ''} of ${a.durationS} s per case (first ${a.omitS} s left out, ${a.streams} stream${a.streams > 1 ? 's' : ''}), interleaved across the cases. ` +
