@@ -1,10 +1,12 @@
 /**
  * agent-client: one unary gRPC call to the agent's nodenet.cni.v1.CniService
- * over its unix socket, on a plain net socket and h2.ts's minimal HTTP/2.
+ * over its unix socket, on unix-stream.ts's byte stream (libuv's pipe handle,
+ * or node:net) and h2.ts's minimal HTTP/2.
  *
- * Why neither @grpc/grpc-js nor node:http2: the shim is a process started
- * for every pod operation. Loading grpc-js tripled its own CPU cost, and
- * node:http2 still costs ~13 ms of CPU per process (h2.ts). A unary call is a
+ * Why neither @grpc/grpc-js nor node:http2 (nor, where avoidable, node:net):
+ * the shim is a process started for every pod operation. Loading grpc-js
+ * tripled its own CPU cost, node:http2 still costs ~13 ms of CPU per process
+ * (h2.ts), and a net.Socket ~10 ms (unix-stream.ts). A unary call is a
  * small, fixed part of gRPC over HTTP/2: one POST to
  * /<package>.<Service>/<Method> with `content-type: application/grpc`, a
  * body of one length-prefixed message (1 byte compressed flag, 4 bytes
@@ -22,11 +24,11 @@
  * - a decoded CniResponse: 'ok' or 'cni-error'.
  * main.ts imports this module lazily: VERSION never loads it.
  */
-import { connect as netConnect } from 'node:net';
 import { CniRequest, CniResponse, protobufPackage } from '../../proto/cni/v1/cni_messages.js';
 import type { AgentReply, CallAgent } from './agent-reply.js';
 import { H2Client, type HeaderField } from './h2.js';
 import type { CniCommand } from './skel.js';
+import { unixTransport, type OpenUnixStream, type UnixStream } from './unix-stream.js';
 
 /** gRPC method names of CniService, by CNI command. */
 export const METHOD: Readonly<Record<CniCommand, string>> = { ADD: 'Add', DEL: 'Del', CHECK: 'Check', STATUS: 'Status', GC: 'Gc' };
@@ -46,83 +48,95 @@ const DEADLINE_EXCEEDED = 4;
 const REFUSED_STREAM = 7;
 const CANCEL = 8;
 
-export const callAgent: CallAgent = (socketPath, command, request, timeoutMs) =>
-  new Promise<AgentReply>((resolve) => {
-    let settled = false;
-    const sock = netConnect(socketPath);
-    const finish = (reply: AgentReply): void => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      sock.destroy();
-      resolve(reply);
-    };
-    const timer = setTimeout(() => finish({ kind: 'timeout', detail: `no answer within ${timeoutMs} ms` }), timeoutMs);
+/** A CallAgent over the transport `transport` gives (tests run each). */
+export function makeCallAgent(transport: () => OpenUnixStream | Promise<OpenUnixStream>): CallAgent {
+  return async (socketPath, command, request, timeoutMs) => {
+    const open = await transport();
+    return new Promise<AgentReply>((resolve) => {
+      let settled = false;
+      let sock: UnixStream | null = null;
+      const finish = (reply: AgentReply): void => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        sock?.close();
+        resolve(reply);
+      };
+      const timer = setTimeout(() => finish({ kind: 'timeout', detail: `no answer within ${timeoutMs} ms` }), timeoutMs);
 
-    const body = CniRequest.encode({
-      containerId: request.containerId,
-      netns: request.netns,
-      ifName: request.ifName,
-      args: request.args,
-      path: request.path,
-      config: Buffer.from(request.config.buffer, request.config.byteOffset, request.config.byteLength),
-    }).finish();
-    const message = Buffer.alloc(5 + body.length);
-    message.writeUInt32BE(body.length, 1);
-    message.set(body, 5);
-    const h2 = new H2Client(message);
-    const headers: HeaderField[][] = [];
-    const data: Buffer[] = [];
+      const body = CniRequest.encode({
+        containerId: request.containerId,
+        netns: request.netns,
+        ifName: request.ifName,
+        args: request.args,
+        path: request.path,
+        config: Buffer.from(request.config.buffer, request.config.byteOffset, request.config.byteLength),
+      }).finish();
+      const message = Buffer.alloc(5 + body.length);
+      message.writeUInt32BE(body.length, 1);
+      message.set(body, 5);
+      const h2 = new H2Client(message);
+      const headers: HeaderField[][] = [];
+      const data: Buffer[] = [];
 
-    sock.on('connect', () => {
-      sock.write(
-        h2.start([
-          [':method', 'POST'],
-          [':scheme', 'http'],
-          [':path', methodPath(command)],
-          [':authority', 'localhost'],
-          ['content-type', 'application/grpc'],
-          ['te', 'trailers'],
-          ['grpc-timeout', `${Math.min(timeoutMs, 99_999_999)}m`],
-        ]),
-      );
-    });
-    sock.on('error', (e: NodeJS.ErrnoException) => {
-      const detail = `connect ${socketPath}: ${e.code ?? e.message}`;
-      finish(e.code === 'ENOENT' || e.code === 'ECONNREFUSED' || e.code === 'ECONNRESET' || e.code === 'EPIPE' ? { kind: 'unreachable', detail } : { kind: 'failed', detail });
-    });
-    sock.on('close', () => finish({ kind: 'unreachable', detail: 'connection lost before an answer' }));
-    sock.on('data', (chunk: Buffer) => {
-      let out: ReturnType<H2Client['feed']>;
-      try {
-        out = h2.feed(chunk);
-      } catch (e) {
-        finish({ kind: 'failed', detail: (e as Error).message });
-        return;
-      }
-      if (out.reply.length) sock.write(out.reply);
-      for (const ev of out.events) {
-        if (ev.kind === 'goaway' && ev.lastStream < 1) return finish({ kind: 'unreachable', detail: `the agent is going away (GOAWAY ${ev.code})` });
-        if (ev.kind === 'reset') {
-          const detail = `stream reset ${ev.code}`;
-          return finish(ev.code === REFUSED_STREAM || ev.code === CANCEL ? { kind: 'unreachable', detail } : { kind: 'failed', detail });
+      const onData = (chunk: Buffer): void => {
+        let out: ReturnType<H2Client['feed']>;
+        try {
+          out = h2.feed(chunk);
+        } catch (e) {
+          finish({ kind: 'failed', detail: (e as Error).message });
+          return;
         }
-        if (ev.kind === 'data') data.push(ev.data);
-        if (ev.kind === 'headers') headers.push(ev.fields);
-        if ((ev.kind === 'data' || ev.kind === 'headers') && ev.endStream) {
-          const first = headers[0] ?? [];
-          const last = headers[headers.length - 1] ?? [];
-          const get = (fields: HeaderField[], name: string) => fields.find((f) => f.name === name);
-          const status = get(first, ':status')?.value;
-          const gs = get(last, 'grpc-status');
-          const gm = get(last, 'grpc-message');
-          const grpcStatus = gs === undefined ? undefined : gs.value === null || !/^\d+$/.test(gs.value) ? -1 : Number(gs.value);
-          const grpcMessage = gm === undefined ? '' : gm.value === null ? '(message Huffman-coded, not decoded)' : percentDecode(gm.value);
-          return finish(toReply(status === undefined || status === null ? 0 : Number(status), grpcStatus, grpcMessage, Buffer.concat(data)));
+        if (out.reply.length) sock?.write(out.reply);
+        for (const ev of out.events) {
+          if (ev.kind === 'goaway' && ev.lastStream < 1) return finish({ kind: 'unreachable', detail: `the agent is going away (GOAWAY ${ev.code})` });
+          if (ev.kind === 'reset') {
+            const detail = `stream reset ${ev.code}`;
+            return finish(ev.code === REFUSED_STREAM || ev.code === CANCEL ? { kind: 'unreachable', detail } : { kind: 'failed', detail });
+          }
+          if (ev.kind === 'data') data.push(ev.data);
+          if (ev.kind === 'headers') headers.push(ev.fields);
+          if ((ev.kind === 'data' || ev.kind === 'headers') && ev.endStream) {
+            const first = headers[0] ?? [];
+            const last = headers[headers.length - 1] ?? [];
+            const get = (fields: HeaderField[], name: string) => fields.find((f) => f.name === name);
+            const status = get(first, ':status')?.value;
+            const gs = get(last, 'grpc-status');
+            const gm = get(last, 'grpc-message');
+            const grpcStatus = gs === undefined ? undefined : gs.value === null || !/^\d+$/.test(gs.value) ? -1 : Number(gs.value);
+            const grpcMessage = gm === undefined ? '' : gm.value === null ? '(message Huffman-coded, not decoded)' : percentDecode(gm.value);
+            return finish(toReply(status === undefined || status === null ? 0 : Number(status), grpcStatus, grpcMessage, Buffer.concat(data)));
+          }
         }
-      }
+      };
+      const handlers = {
+        connect: () => {
+          sock?.write(
+            h2.start([
+              [':method', 'POST'],
+              [':scheme', 'http'],
+              [':path', methodPath(command)],
+              [':authority', 'localhost'],
+              ['content-type', 'application/grpc'],
+              ['te', 'trailers'],
+              ['grpc-timeout', `${Math.min(timeoutMs, 99_999_999)}m`],
+            ]),
+          );
+        },
+        data: onData,
+        error: (code: string) => {
+          const detail = `connect ${socketPath}: ${code}`;
+          finish(code === 'ENOENT' || code === 'ECONNREFUSED' || code === 'ECONNRESET' || code === 'EPIPE' ? { kind: 'unreachable', detail } : { kind: 'failed', detail });
+        },
+        end: () => finish({ kind: 'unreachable', detail: 'connection lost before an answer' }),
+      };
+      // Handlers run on later turns of the loop, never inside open().
+      sock = open(socketPath, handlers);
     });
-  });
+  };
+}
+
+export const callAgent: CallAgent = makeCallAgent(unixTransport);
 
 /**
  * Exported for tests: the reply for a finished HTTP/2 exchange. `grpcStatus`

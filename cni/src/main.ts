@@ -7,10 +7,13 @@
  * CJS file (dist/nodenet-cni.cjs). Keep its imports to proto/ (the
  * messages-only output) and node builtins: no grpc-js, pino or client-node.
  * The gRPC client is imported lazily so that VERSION and rejected calls never
- * pay for loading it.
+ * pay for loading it. Nothing here touches process.stdout, process.stderr or
+ * process.stdin unless a non-blocking pipe forces it: each builds a stream,
+ * which costs more than the rest of the shim (out.ts, and readStdin below).
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeSync } from 'node:fs';
 import { writeDeletionRecord } from './del-queue.js';
+import { Output } from './out.js';
 import { runShim } from './run.js';
 
 /**
@@ -32,15 +35,21 @@ function readStdin(): Promise<Uint8Array> {
   });
 }
 
+const out = new Output(
+  (fd, data) => writeSync(fd, data),
+  (fd, data, done) => void (fd === 2 ? process.stderr : process.stdout).write(data, () => done()),
+);
+
 void runShim({
   env: process.env,
   readStdin,
   callAgent: async (...args) => (await import('./agent-client.js')).callAgent(...args),
   queueDeletion: writeDeletionRecord,
   now: () => new Date(),
-  stdout: (data) => process.stdout.write(data),
-  stderr: (text) => process.stderr.write(text),
-}).then((code) => {
-  // Exit once stdout is flushed, whatever handles are left.
-  process.stdout.write('', () => process.exit(code));
+  stdout: (data) => out.write(1, data),
+  stderr: (text) => out.write(2, text),
+}).then(async (code) => {
+  // Exit once the output is out, whatever handles are left.
+  await out.flushed();
+  process.exit(code);
 });
