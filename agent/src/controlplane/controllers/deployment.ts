@@ -35,6 +35,7 @@ import type { Clock } from '../../reconcile/clock.js';
 import { deepEqual } from '../../reconcile/deep-equal.js';
 import { rfc3339, type Rest } from '../api/rest.js';
 import { RESOURCES } from '../api/resources.js';
+import { OWNER_UID, ownerUids } from './indexes.js';
 import type { Store } from '../store/store.js';
 import type { KObject } from '../store/types.js';
 import { namespaceOf } from '../store/types.js';
@@ -88,6 +89,7 @@ export class DeploymentController {
   private readonly work: WorkQueue;
 
   constructor(private readonly o: DeploymentControllerOptions) {
+    o.store.addIndex('replicasets.apps', OWNER_UID, ownerUids);
     this.work = new WorkQueue({ name: 'deployment controller', clock: o.clock, log: o.log, process: (k) => this.sync(k), ...(o.retryMs ? { retryMs: o.retryMs } : {}) });
   }
 
@@ -141,7 +143,7 @@ export class DeploymentController {
     const replicas = num(spec['replicas'], 1);
     const template = obj(spec['template']) ?? {};
     const hash = templateHash(template);
-    const all = this.o.store.list('replicasets.apps', ns).items.map((x) => x.object).filter((x) => controllerOf(x)?.uid === m['uid']);
+    const all = this.o.store.byIndex('replicasets.apps', OWNER_UID, String(m['uid'])).map((x) => x.object).filter((x) => controllerOf(x)?.uid === m['uid']);
     const rev = (x: Readonly<KObject>) => Number((meta(x)['annotations'] as O | undefined)?.[REVISION] ?? 0);
     let current = all.find((x) => (meta(x)['labels'] as O | undefined)?.[HASH_LABEL] === hash);
     const old = all.filter((x) => x !== current).sort((a, b) => rev(a) - rev(b));

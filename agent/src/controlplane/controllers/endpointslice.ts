@@ -38,8 +38,9 @@ import { deepEqual } from '../../reconcile/deep-equal.js';
 import type { Rest } from '../api/rest.js';
 import { RESOURCES } from '../api/resources.js';
 import { labelSelectorRequirements, matchesLabels } from '../api/selectors.js';
+import type { IndexFunc } from '../store/indexer.js';
 import type { Store } from '../store/store.js';
-import type { KObject, StoreEvent } from '../store/types.js';
+import type { KObject, Stored, StoreEvent } from '../store/types.js';
 import { namespaceOf } from '../store/types.js';
 
 type O = Record<string, unknown>;
@@ -48,11 +49,20 @@ const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 const meta = (o: Readonly<KObject>): O => (o.metadata ?? {}) as O;
 
 const SLICES = RESOURCES.find((r) => r.resource === 'endpointslices')!;
+const SLICES_GR = 'endpointslices.discovery.k8s.io';
 export const MANAGED_BY = 'endpointslice.kubernetes.io/managed-by';
 export const CONTROLLER_NAME = 'endpointslice-controller.k8s.io';
 export const SERVICE_NAME = 'kubernetes.io/service-name';
 export const MAX_ENDPOINTS_PER_SLICE = 100;
 export const TRIGGER_TIME_ANNOTATION = 'endpoints.kubernetes.io/last-change-trigger-time';
+
+/** The slices this controller manages, by `<namespace>/<service>`: a sync reads its Service's slices, not all of them. */
+const MANAGED_FOR_SERVICE = 'managed-for-service';
+const managedForService: IndexFunc = (s: Stored) => {
+  const l = (meta(s.object)['labels'] ?? {}) as Record<string, unknown>;
+  const svc = l[SERVICE_NAME];
+  return l[MANAGED_BY] === CONTROLLER_NAME && typeof svc === 'string' && svc ? [`${String(meta(s.object)['namespace'] ?? '')}/${svc}`] : [];
+};
 
 /** Go's time.RFC3339Nano of a UTC time in ms (no trailing zeros in the fraction). */
 export function rfc3339Nano(ms: number): string {
@@ -168,6 +178,7 @@ export class EndpointSliceController {
 
   constructor(private readonly o: EndpointSliceControllerOptions) {
     this.work = new WorkQueue({ name: 'endpointslice controller', clock: o.clock, log: o.log, process: (k) => this.sync(k), ...(o.retryMs ? { retryMs: o.retryMs } : {}) });
+    o.store.addIndex(SLICES_GR, MANAGED_FOR_SERVICE, managedForService);
   }
 
   start(): void {
@@ -176,7 +187,7 @@ export class EndpointSliceController {
     for (const s of st.list('services').items) this.work.add(s.key);
     this.handles.push(st.watch({ gr: 'services', afterRev: rev, onEvent: (ev) => this.onService(ev) }));
     this.handles.push(st.watch({ gr: 'pods', afterRev: rev, onEvent: (ev) => this.onPod(ev) }));
-    this.handles.push(st.watch({ gr: 'endpointslices.discovery.k8s.io', afterRev: rev, onEvent: (ev) => this.onSlice(ev) }));
+    this.handles.push(st.watch({ gr: SLICES_GR, afterRev: rev, onEvent: (ev) => this.onSlice(ev) }));
   }
 
   stop(): void {
@@ -227,15 +238,9 @@ export class EndpointSliceController {
   }
 
 
+  /** The Service's managed slices, by name (the index answers in key order: one namespace, so name order). */
   private managedSlices(ns: string, name: string): Readonly<KObject>[] {
-    return this.o.store
-      .list('endpointslices.discovery.k8s.io', ns)
-      .items.map((s) => s.object)
-      .filter((o) => {
-        const l = (meta(o)['labels'] ?? {}) as Record<string, string>;
-        return l[MANAGED_BY] === CONTROLLER_NAME && l[SERVICE_NAME] === name;
-      })
-      .sort((a, b) => (String(meta(a)['name']) < String(meta(b)['name']) ? -1 : 1));
+    return this.o.store.byIndex(SLICES_GR, MANAGED_FOR_SERVICE, `${ns}/${name}`).map((s) => s.object);
   }
 
   private async sync(key: string): Promise<void> {

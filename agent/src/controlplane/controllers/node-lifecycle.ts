@@ -51,6 +51,7 @@ import type { Clock } from '../../reconcile/clock.js';
 import { deepEqual } from '../../reconcile/deep-equal.js';
 import { rfc3339, type Rest } from '../api/rest.js';
 import { RESOURCES } from '../api/resources.js';
+import { POD_NODE_NAME, podNodeName } from './indexes.js';
 import type { Store } from '../store/store.js';
 import type { KObject, StoreEvent } from '../store/types.js';
 import { grOf, namespaceOf } from '../store/types.js';
@@ -195,6 +196,7 @@ export class NodeLifecycleController {
     const g = o.gracePeriodMs ?? DEFAULT_NODE_MONITOR_GRACE_PERIOD_MS;
     if (!Number.isFinite(g) || g <= 0) throw new NodenetError(ErrorCode.InvalidConfig, `node monitor grace period ${g} ms: must be more than 0`);
     this.gracePeriodMs = g;
+    o.store.addIndex('pods', POD_NODE_NAME, podNodeName);
     this.work = new WorkQueue({ name: 'node lifecycle controller', clock: o.clock, log: o.log, process: (k) => this.process(k), ...(o.retryMs ? { retryMs: o.retryMs } : {}) });
   }
 
@@ -311,7 +313,7 @@ export class NodeLifecycleController {
   }
 
   private podsOn(node: string): Readonly<KObject>[] {
-    return this.o.store.list('pods').items.map((s) => s.object).filter((p) => obj(p['spec'])?.['nodeName'] === node);
+    return this.o.store.byIndex('pods', POD_NODE_NAME, node).map((s) => s.object);
   }
 
   private async syncNode(name: string): Promise<void> {

@@ -22,6 +22,7 @@ import type { Logger } from '../../log/log.js';
 import type { Clock } from '../../reconcile/clock.js';
 import { rfc3339, type Rest } from '../api/rest.js';
 import { RESOURCES } from '../api/resources.js';
+import { POD_NODE_NAME, podNodeName } from './indexes.js';
 import type { Store } from '../store/store.js';
 import type { KObject, StoreEvent } from '../store/types.js';
 import { NO_EVENTS, type EventRecorder } from './events.js';
@@ -57,6 +58,7 @@ export class PodGarbageCollector {
 
   constructor(private readonly o: PodGcOptions) {
     this.quarantineMs = o.quarantineMs ?? DEFAULT_ORPHAN_QUARANTINE_MS;
+    o.store.addIndex('pods', POD_NODE_NAME, podNodeName);
     this.work = new WorkQueue({ name: 'pod GC', clock: o.clock, log: o.log, process: (key) => this.process(key), retryMs: o.retryMs ?? 1000 });
   }
 
@@ -89,7 +91,7 @@ export class PodGarbageCollector {
       this.missingSince.delete(name);
       return;
     }
-    for (const s of this.o.store.list('pods').items) if (nodeOf(s.object) === name) this.work.add(`pods/${str(s.object.metadata?.['namespace'])}/${str(s.object.metadata?.['name'])}`);
+    for (const s of this.o.store.byIndex('pods', POD_NODE_NAME, name)) this.work.add(`pods/${str(s.object.metadata?.['namespace'])}/${str(s.object.metadata?.['name'])}`);
   }
 
   private async process(key: string): Promise<void> {

@@ -30,6 +30,7 @@ import { F } from '../../log/fields.js';
 import type { Logger } from '../../log/log.js';
 import type { Clock } from '../../reconcile/clock.js';
 import { FOREGROUND, ORPHAN, type Rest } from '../api/rest.js';
+import { OWNER_UID, ownerUids } from '../controllers/indexes.js';
 import { WorkQueue } from '../controllers/work-queue.js';
 import { grOf as resourceGr, RESOURCES, type Resource } from '../api/resources.js';
 import type { Store } from '../store/store.js';
@@ -73,22 +74,19 @@ export interface GarbageCollectorDeps {
 }
 
 export class GarbageCollector {
-  /** owner uid → keys of the objects that name it. */
-  private readonly dependents = new Map<string, Set<string>>();
   private readonly queue: WorkQueue;
   private readonly handles: { stop(): void }[] = [];
 
   constructor(private readonly d: GarbageCollectorDeps) {
+    // Dependents by owner uid: the store's index (filed at commit), not a graph of the collector's own.
+    for (const r of RESOURCES) d.store.addIndex(resourceGr(r), OWNER_UID, ownerUids);
     this.queue = new WorkQueue({ name: 'garbage collector', clock: d.clock, log: d.log, process: (k) => this.process(k), retryMs: d.retryMs ?? 200 });
   }
 
   start(): void {
     const rev = this.d.store.rev;
     for (const r of RESOURCES) {
-      for (const s of this.d.store.list(resourceGr(r)).items) {
-        this.index(s.key, null, s.object);
-        this.queue.add(s.key);
-      }
+      for (const s of this.d.store.list(resourceGr(r)).items) this.queue.add(s.key);
       this.handles.push(this.d.store.watch({ gr: resourceGr(r), afterRev: rev, onEvent: (ev) => this.onEvent(ev) }));
     }
   }
@@ -106,15 +104,13 @@ export class GarbageCollector {
   private onEvent(ev: StoreEvent): void {
     const prev = ev.prev?.object ?? null;
     if (ev.type === 'DELETED') {
-      this.index(ev.key, prev ?? ev.cur.object, null);
       const uid = String(meta(ev.cur.object)['uid'] ?? '');
-      for (const k of this.dependents.get(uid) ?? []) this.queue.add(k);
+      if (uid) for (const dep of this.liveDependents(uid)) this.queue.add(dep.key);
       // An owner waiting for its dependents, and a terminating namespace, look again.
       for (const ref of ownerRefs(ev.cur.object)) for (const k of this.keysOf(ref, namespaceOf(ev.key))) this.queue.add(k);
       const ns = namespaceOf(ev.key);
       if (ns) this.queue.add(`namespaces//${ns}`);
     } else {
-      this.index(ev.key, prev, ev.cur.object);
       this.queue.add(ev.key);
       // An owner waiting in the foreground looks again when this object stops blocking it (its
       // reference removed or made non-blocking): upstream's addUnblockedOwnersToDeleteQueue.
@@ -132,31 +128,15 @@ export class GarbageCollector {
     return r ? [this.d.rest.key(r, namespace, ref.name)] : [];
   }
 
-  private index(key: string, before: Readonly<KObject> | null, after: Readonly<KObject> | null): void {
-    for (const ref of before ? ownerRefs(before) : []) {
-      const s = this.dependents.get(ref.uid);
-      s?.delete(key);
-      if (s && s.size === 0) this.dependents.delete(ref.uid);
-    }
-    for (const ref of after ? ownerRefs(after) : []) {
-      let s = this.dependents.get(ref.uid);
-      if (!s) this.dependents.set(ref.uid, (s = new Set()));
-      s.add(key);
-    }
-  }
-
   private resource(key: string): Resource | undefined {
     const gr = grOf(key);
     return RESOURCES.find((r) => resourceGr(r) === gr);
   }
 
+  /** The objects whose ownerReferences name uid, of every kind served. */
   private liveDependents(uid: string): { key: string; r: Resource; obj: Readonly<KObject> }[] {
     const out = [];
-    for (const k of this.dependents.get(uid) ?? []) {
-      const s = this.d.store.get(k);
-      const r = this.resource(k);
-      if (s && r && ownerRefs(s.object).some((x) => x.uid === uid)) out.push({ key: k, r, obj: s.object });
-    }
+    for (const r of RESOURCES) for (const s of this.d.store.byIndex(resourceGr(r), OWNER_UID, uid)) out.push({ key: s.key, r, obj: s.object });
     return out;
   }
 

@@ -43,14 +43,16 @@ export interface Persistence {
   load(recent: number): Loaded;
   /**
    * Makes `events` (ascending revisions, all above every revision committed
-   * before) durable in one transaction: the objects they leave, the history
-   * rows, the revision high-water mark. Synchronous; when it throws, nothing
-   * of the batch is stored.
+   * before) durable in one transaction: the objects they leave and the
+   * history rows. Synchronous; when it throws, nothing of the batch is stored.
    */
   commit(events: readonly PersistedEvent[]): void;
   /** History rows with rev > afterRev, ascending, at most `limit`. */
   readEvents(afterRev: number, limit: number): PersistedEvent[];
-  /** Drops history rows with rev <= rev and records the new compacted revision. */
+  /**
+   * Drops history rows with rev <= rev and records the new compacted revision, and rev as the high-water mark
+   * (load()'s `rev` never falls below a revision once committed, even when no row carries it any more).
+   */
   compact(rev: number): void;
   close(): void;
 }

@@ -4,16 +4,18 @@
  *   objects(key PRIMARY KEY, rev, create_rev, value)   the current state
  *   events(rev PRIMARY KEY, key, type, create_rev, value, prev_rev, prev)
  *                                                      the history window
- *   meta(name PRIMARY KEY, value)                      'rev': the high-water mark
+ *   meta(name PRIMARY KEY, value)                      'rev': a high-water mark, written by compaction
  *                                                      'compacted': history gone up to here
  *
  * WAL with synchronous=FULL: a commit returns once its WAL frames are
  * fsynced, so an acknowledged write survives a crash or a power loss
  * (synchronous=NORMAL, kine's setting, survives only a process crash). The
  * Store commits a whole batch per transaction, so one fsync covers every
- * write accepted in an event-loop turn. The high-water mark is written in
- * the same transaction, so a revision is never handed out twice, even when
- * compaction has removed the rows that carried it.
+ * write accepted in an event-loop turn. A revision is never handed out
+ * twice: the highest one committed is the newest history row's, and when
+ * compaction removes the rows that carried it, the compaction's own
+ * transaction records it as the high-water mark first. (Until 2026-12-04
+ * every commit wrote the mark: one more page in every fsynced WAL frame set.)
  */
 import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
@@ -75,7 +77,6 @@ export class SqlitePersistence implements Persistence {
         else this.stmts.upsert.run(e.key, e.rev, e.createRev, e.json);
         this.stmts.event.run(e.rev, e.key, TYPES.indexOf(e.type), e.createRev, e.json, e.prevRev, e.prevJson);
       }
-      this.stmts.setMeta.run('rev', events[events.length - 1]!.rev);
     });
   }
 
@@ -126,6 +127,9 @@ export class SqlitePersistence implements Persistence {
   compact(rev: number): void {
     try {
       this.db.transaction(() => {
+        // Every row above rev stays, so the highest revision ever committed is either still a row's or at most rev.
+        const hw = (this.stmts.getMeta.get('rev') as number | undefined) ?? 0;
+        if (rev > hw) this.stmts.setMeta.run('rev', rev);
         this.stmts.compact.run(rev);
         this.stmts.setMeta.run('compacted', rev);
       })();

@@ -30,6 +30,7 @@ import { ErrorCode, NodenetError } from '../../errors/errors.js';
 import { F } from '../../log/fields.js';
 import { silentLogger, type Logger } from '../../log/log.js';
 import { realClock, type Clock } from '../../reconcile/clock.js';
+import { Indexer, type IndexFunc } from './indexer.js';
 import type { Persistence, PersistedEvent } from './persistence.js';
 import { grOf, keyString, namespaceOf, type EventType, type KObject, type ObjectKey, type Stored, type StoreEvent } from './types.js';
 
@@ -79,10 +80,8 @@ export class Store {
   private readonly historyMs: number;
   private readonly compactEveryMs: number;
 
-  /** Committed objects by group-resource, then key. */
-  private readonly objects = new Map<string, Map<string, Stored>>();
-  /** Sorted views of `objects`, dropped on change. */
-  private readonly sorted = new Map<string, Stored[]>();
+  /** Committed objects, sorted per group-resource and indexed (indexer.ts). */
+  private readonly objects = new Indexer();
   /** Accepted, not yet committed: the newest version per key (null: deleted). */
   private readonly pending = new Map<string, Stored | null>();
   private queue: Write[] = [];
@@ -96,7 +95,8 @@ export class Store {
   /** Events in memory, ascending; the ring holds every event with rev in (ringFloor, committed]. */
   private ring: StoreEvent[] = [];
   private ringFloor: number;
-  private readonly watchers = new Set<Watcher>();
+  /** Watchers by the group-resource they watch: an event is offered only to its own kind's. */
+  private readonly watchers = new Map<string, Set<Watcher>>();
   /** (time, committed revision) samples, for compacting to the revision of historyMs ago. */
   private samples: { at: number; rev: number }[] = [];
   private timer: unknown = null;
@@ -111,7 +111,7 @@ export class Store {
     this.compactEveryMs = opts.compactEveryMs ?? 60_000;
 
     const loaded = this.p.load(this.ringSize);
-    for (const o of loaded.objects) this.put({ key: o.key, rev: o.rev, createRev: o.createRev, object: JSON.parse(o.json) as KObject, json: o.json });
+    this.objects.load(loaded.objects.map((o) => ({ key: o.key, rev: o.rev, createRev: o.createRev, object: JSON.parse(o.json) as KObject, json: o.json })));
     this.compacted = loaded.compacted;
     this.assigned = this.committed = Math.max(loaded.rev, 1);
     this.ring = loaded.events.map((e) => this.eventOf(e));
@@ -132,8 +132,7 @@ export class Store {
 
   /** A committed object, or undefined. */
   get(key: ObjectKey | string): Stored | undefined {
-    const k = keyOf(key);
-    return this.objects.get(grOf(k))?.get(k);
+    return this.objects.get(keyOf(key));
   }
 
   /** The newest accepted version (committed or not), or undefined: for read-modify-write. */
@@ -144,15 +143,26 @@ export class Store {
     return this.get(k);
   }
 
-  /** Committed objects of a group-resource (in one namespace, if given), sorted by key, with the revision they are current at. */
+  /**
+   * Committed objects of a group-resource (in one namespace, if given), sorted by key, with the revision they are
+   * current at. Costs the length of the answer, not of the store: controllers on the write path list a namespace,
+   * or ask an index (byIndex).
+   */
   list(gr: string, namespace?: string): { items: readonly Stored[]; rev: number } {
-    let all = this.sorted.get(gr);
-    if (!all) {
-      all = [...(this.objects.get(gr)?.values() ?? [])].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-      this.sorted.set(gr, all);
-    }
-    const items = namespace === undefined ? all : all.filter((s) => namespaceOf(s.key) === namespace);
-    return { items, rev: this.committed };
+    return { items: this.objects.list(gr, namespace), rev: this.committed };
+  }
+
+  /**
+   * Files the committed objects of `gr`, present and future, under an index (client-go's AddIndexers). Adding the
+   * same name with the same function again is a no-op, so controllers that share an index each add it.
+   */
+  addIndex(gr: string, name: string, fn: IndexFunc): void {
+    this.objects.addIndex(gr, name, fn);
+  }
+
+  /** The committed objects of `gr` filed under `value` in the index `name`, sorted by key. */
+  byIndex(gr: string, name: string, value: string): readonly Stored[] {
+    return this.objects.byIndex(gr, name, value);
   }
 
   /**
@@ -177,9 +187,7 @@ export class Store {
 
   /** How many objects of each group-resource are stored (apiserver_storage_objects). */
   counts(): Map<string, number> {
-    const out = new Map<string, number>();
-    for (const [gr, m] of this.objects) out.set(gr, m.size);
-    return out;
+    return this.objects.counts();
   }
 
   /** @throws AlreadyExists when the key holds an object (accepted or committed). */
@@ -237,11 +245,15 @@ export class Store {
       if (e instanceof NodenetError) throw e;
       throw new NodenetError(ErrorCode.Store, `reading the history: ${String(e)}`, { cause: e });
     }
-    if (!w.stopped) this.watchers.add(w);
+    if (!w.stopped) {
+      let set = this.watchers.get(w.gr);
+      if (!set) this.watchers.set(w.gr, (set = new Set()));
+      set.add(w);
+    }
     return {
       stop: () => {
         w.stopped = true;
-        this.watchers.delete(w);
+        this.watchers.get(w.gr)?.delete(w);
       },
     };
   }
@@ -305,8 +317,8 @@ export class Store {
       return;
     }
     for (const { ev } of batch) {
-      if (ev.type === 'DELETED') this.remove(ev.key);
-      else this.put(ev.cur);
+      if (ev.type === 'DELETED') this.objects.remove(ev.key);
+      else this.objects.put(ev.cur);
       if (this.pending.get(ev.key) === (ev.type === 'DELETED' ? null : ev.cur)) this.pending.delete(ev.key);
       this.ring.push(ev);
     }
@@ -318,7 +330,8 @@ export class Store {
     }
     for (const w of batch) w.resolve(w.ev.cur);
     for (const { ev } of batch) {
-      for (const watcher of this.watchers) this.deliver(watcher, ev, (e) => grOf(e.key) === watcher.gr && (watcher.namespace === undefined || namespaceOf(e.key) === watcher.namespace));
+      const ns = namespaceOf(ev.key);
+      for (const watcher of this.watchers.get(grOf(ev.key)) ?? []) this.deliver(watcher, ev, () => watcher.namespace === undefined || ns === watcher.namespace);
     }
   }
 
@@ -329,7 +342,7 @@ export class Store {
     } catch (err) {
       this.log.warn({ [F.err]: err }, 'a watcher failed; its watch is stopped');
       w.stopped = true;
-      this.watchers.delete(w);
+      this.watchers.get(w.gr)?.delete(w);
     }
   }
 
@@ -343,20 +356,6 @@ export class Store {
       else hi = mid;
     }
     for (let i = lo; i < this.ring.length; i++) yield this.ring[i]!;
-  }
-
-  private put(s: Stored): void {
-    const gr = grOf(s.key);
-    let m = this.objects.get(gr);
-    if (!m) this.objects.set(gr, (m = new Map()));
-    m.set(s.key, s);
-    this.sorted.delete(gr);
-  }
-
-  private remove(key: string): void {
-    const gr = grOf(key);
-    this.objects.get(gr)?.delete(key);
-    this.sorted.delete(gr);
   }
 
   private eventOf(r: PersistedEvent): StoreEvent {
