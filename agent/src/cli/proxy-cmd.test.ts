@@ -13,7 +13,10 @@ const STATUS: ProxyStatus = {
   ready: true,
   lastSync: { startedAt: 1, durationMs: 12, scope: 'partial', reason: 'partial', changedServices: 1, servicePorts: 2, endpoints: 2, ruleCount: 40, ok: true, error: null, conntrackActions: 0 },
   applied: { 'default/web:http': ['10.244.1.2:8080', '10.244.1.3:8080 (terminating)'], 'default/empty': [] },
-  rejected: [{ kind: 'Service', key: 'default/bad', field: 'spec.ports[0].port', message: 'must be between 1 and 65535, inclusive, got 70000' }],
+  rejected: [
+    { kind: 'Service', key: 'default/bad', field: 'spec.ports[0].port', message: 'must be between 1 and 65535, inclusive, got 70000', servedFromLastGood: false },
+    { kind: 'Service', key: 'default/web', field: 'spec.sessionAffinityConfig', message: 'spec.sessionAffinityConfig: must not be set when sessionAffinity is None', servedFromLastGood: true, lastGoodResourceVersion: '41' },
+  ],
   ignored: [{ kind: 'Service', key: 'default/headless', reason: 'headless (clusterIP None)' }],
   manifestErrors: { 'broken.json': 'broken.json: not valid JSON (Unexpected end of JSON input)' },
 };
@@ -28,8 +31,9 @@ SERVICE PORT       ENDPOINTS
 default/empty      <none: refused>
 default/web:http   10.244.1.2:8080, 10.244.1.3:8080 (terminating)
 
-rejected objects (no rules until fixed):
-  Service default/bad: spec.ports[0].port: must be between 1 and 65535, inclusive, got 70000
+rejected objects:
+  Service default/bad: spec.ports[0].port: must be between 1 and 65535, inclusive, got 70000 (no rules until fixed)
+  Service default/web: spec.sessionAffinityConfig: must not be set when sessionAffinity is None (its last valid version, resourceVersion 41, is still served)
 
 ignored objects:
   Service default/headless: headless (clusterIP None)

@@ -77,8 +77,15 @@ export function formatProxyStatus(st: ProxyStatus): string {
     lines.push('', formatTable(['SERVICE PORT', 'ENDPOINTS'], rows).trimEnd());
   }
   if (st.rejected.length) {
-    lines.push('', 'rejected objects (no rules until fixed):');
-    for (const r of st.rejected) lines.push(`  ${r.kind} ${r.key}: ${r.field}: ${r.message}`);
+    lines.push('', 'rejected objects:');
+    for (const r of st.rejected) {
+      // A status file of an older agent has no servedFromLastGood: it withdrew the rules of every rejected object.
+      const rv = r.lastGoodResourceVersion !== undefined ? `, resourceVersion ${r.lastGoodResourceVersion},` : '';
+      const served = r.servedFromLastGood === true ? `its last valid version${rv} is still served` : 'no rules until fixed';
+      // The agent's messages start with the field already (InvalidObjectError's).
+      const what = r.message.startsWith(`${r.field}: `) ? r.message : `${r.field}: ${r.message}`;
+      lines.push(`  ${r.kind} ${r.key}: ${what} (${served})`);
+    }
   }
   if (st.ignored.length) {
     lines.push('', 'ignored objects:');

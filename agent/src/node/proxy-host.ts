@@ -27,7 +27,8 @@
  *
  * After every sync attempt and every source scan the host rewrites a status
  * file (`proxy-status.json` in the run dir): the applied Services and
- * endpoints, the last sync's stats, the rejected objects with their fields.
+ * endpoints, the last sync's stats, the rejected objects with their fields
+ * (and whether their last valid version is still served).
  * The demo and the tests read it, and `nodenet proxy status` when the agent's
  * /status (node/health-server.ts, the same status()) does not answer; the
  * kernel rules stay the source of truth.
@@ -41,6 +42,7 @@ import { Proxier, type ProxierObserver } from '../proxy/proxier.js';
 import { ServiceHealthServer } from '../proxy/healthcheck.js';
 import type { ProxyBackend, ProxyNodeConfig, ProxySnapshot } from '../proxy/types.js';
 import type { Clock } from '../reconcile/clock.js';
+import type { EventRecorder } from '../reconcile/event-recorder.js';
 import { AppliedCache, describeApplied, writeProxyStatus, type ProxyStatus } from './proxy-status.js';
 
 export const NODE_SYSCTLS: readonly (readonly [string, string])[] = [
@@ -89,6 +91,8 @@ export interface ProxyHostDeps {
   readonly healthCheckAddresses?: readonly string[];
   /** Told about the proxy's changes and syncs (the agent's metrics and /healthz). */
   readonly observer?: ProxierObserver;
+  /** Warning Events on the Services and EndpointSlices the proxy cannot use: given when the source is an API server. */
+  readonly events?: EventRecorder;
   /**
    * Called (on the next turn) after a successful full sync of at least LARGE_SYNC_SERVICE_PORTS service
    * ports: the composition root runs a full garbage collection there, so the render's garbage (hundreds
@@ -123,6 +127,7 @@ export class ProxyHost {
       minSyncIntervalMs: deps.minSyncIntervalMs,
       maxSyncIntervalMs: deps.maxSyncIntervalMs ?? 30_000,
       ...(deps.observer ? { observer: deps.observer } : {}),
+      ...(deps.events ? { events: deps.events } : {}),
       onSyncDone: (snap, stats) => {
         if (snap) this.applied = snap;
         if (snap && stats.ok && stats.scope === 'full' && stats.servicePorts >= LARGE_SYNC_SERVICE_PORTS && deps.afterLargeFullSync) setImmediate(deps.afterLargeFullSync);

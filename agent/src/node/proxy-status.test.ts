@@ -12,7 +12,7 @@ const status = (applied: Record<string, string[]>): ProxyStatus => ({
   ready: true,
   lastSync: null,
   applied,
-  rejected: [{ kind: 'Service', key: 'default/bad', field: 'spec.ports[0].port', message: 'must be between 1 and 65535, inclusive, got 0' }],
+  rejected: [{ kind: 'Service', key: 'default/bad', field: 'spec.ports[0].port', message: 'must be between 1 and 65535, inclusive, got 0', servedFromLastGood: false }],
   ignored: [],
   manifestErrors: { 'x.yaml': 'unreadable' },
 });

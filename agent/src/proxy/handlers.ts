@@ -6,11 +6,25 @@
  * Handlers receive raw objects (`unknown`) straight from the watch. They
  * never throw and never block: they parse, record (prev, cur) in a change
  * tracker and request a sync. Parsing happens once, here, through
- * ObjectAdmission: an invalid object is logged with the offending field,
- * recorded as rejected (rejected() shows it to the CLI and tests) and
- * treated as absent — so an invalid update takes that Service's rules away
- * as a delete would, and never affects any other Service. A valid but
- * rule-less object (headless, IPv6, ...) is recorded as ignored.
+ * ObjectAdmission, which decides what each event means for the rules
+ * (reconcile/last-good.ts has the rule and its reasons):
+ * - a valid object is taken; a valid but rule-less one (headless, IPv6,
+ *   another proxy's, ...) is recorded as ignored and gets no rules;
+ * - an update the agent cannot use, of an object whose rules it serves,
+ *   changes nothing: the last version it could use stays served (no change
+ *   is recorded in the tracker), the rejection is recorded with its field
+ *   (rejected() shows it, with servedFromLastGood, to the status and the
+ *   CLI), logged once, counted, and told to the object as a Warning Event
+ *   when the agent watches an API server. The next valid version replaces
+ *   it; a delete removes it. kube-proxy never withdraws a Service's rules
+ *   for an update either (it trusts the API server's validation);
+ * - an object that was never valid (or a new object under the name of a
+ *   served one: another uid) is skipped as absent, its rejection recorded
+ *   the same way. It never affects any other Service.
+ * The (prev, cur) handed to the tracker are what was served and what is to
+ * be served, not the watch's raw prev: after a kept update the watch's prev
+ * is the version the agent could not use, while its rules are the last
+ * good one's (and a delete must remove those).
  *
  * Tombstones (client-go's DeletedFinalStateUnknown) are the watch layer's
  * business: a delete handler receives the last known object.
@@ -18,11 +32,12 @@
 import { InvalidObjectError } from '../errors/errors.js';
 import { F } from '../log/fields.js';
 import type { Logger } from '../log/log.js';
+import { objectReference, type EventRecorder } from '../reconcile/event-recorder.js';
+import { LastGood, type LastGoodVersion, type ObjectRejection, type RejectionCount } from '../reconcile/last-good.js';
 import { parseEndpointSlice, type EndpointSliceInfo } from './model/endpoint-slice.js';
 import { objectKey } from './model/fields.js';
 import { parseService, type PortRange } from './model/service.js';
 import type { ServicePorts } from './service-map.js';
-import type { ServiceKey } from './types.js';
 
 export interface ServiceHandler {
   /** A Service was created (or listed at start). Never throws. */
@@ -44,14 +59,8 @@ export interface EndpointSliceHandler {
 
 export type ObjectKind = 'Service' | 'EndpointSlice';
 
-export interface Rejection {
-  readonly kind: ObjectKind;
-  /** "namespace/name", or "(unknown)" when even that was unreadable. */
-  readonly key: string;
-  /** JSON path of the offending field, e.g. spec.ports[1].port. */
-  readonly field: string;
-  readonly message: string;
-}
+/** A rejected object: its field and message, and whether its last valid version is still served. */
+export type Rejection = ObjectRejection<ObjectKind>;
 
 export interface Ignored {
   readonly kind: ObjectKind;
@@ -62,57 +71,105 @@ export interface Ignored {
 export interface ObjectAdmissionDeps {
   readonly log: Logger;
   readonly nodePortRange?: PortRange;
+  /** Warning Events on the objects the agent cannot use (it watches an API server); none when absent. */
+  readonly events?: EventRecorder;
+}
+
+/** What one event means for the change tracker: the key, what was served, what is to be served (null: nothing). */
+export interface Admitted<V> {
+  /** null when no version of the object has a readable namespace/name. */
+  readonly key: string | null;
+  readonly prev: V | null;
+  readonly cur: V | null;
+}
+
+/** One version parsed: usable (a value, or null with an ignore reason) or not (the field and message). */
+type Parsed<V> =
+  | { readonly ok: true; readonly key: string; readonly value: V | null; readonly ignored: string | null }
+  | { readonly ok: false; readonly key: string | null; readonly field: string; readonly message: string };
+
+/** How ObjectAdmission handles one kind. */
+interface KindRules<V> {
+  readonly kind: ObjectKind;
+  readonly apiVersion: string;
+  readonly parse: (raw: unknown) => Parsed<V>;
+  readonly lastGood: LastGood<V, ObjectKind>;
+}
+
+function failed(raw: unknown, err: unknown): Parsed<never> {
+  return { ok: false, key: objectKey(raw), field: err instanceof InvalidObjectError ? err.field : '(root)', message: err instanceof Error ? err.message : String(err) };
+}
+
+function meta(raw: unknown, k: 'uid' | 'resourceVersion'): string | undefined {
+  const m = typeof raw === 'object' && raw !== null ? (raw as { metadata?: unknown }).metadata : undefined;
+  const v = typeof m === 'object' && m !== null ? (m as Record<string, unknown>)[k] : undefined;
+  return typeof v === 'string' && v !== '' ? v : undefined;
 }
 
 /**
- * Parses incoming objects, keeping the latest rejection or ignore reason
- * per object. `record` is true for an event's current object and false for
- * its previous one (already judged when it arrived: no second log line).
+ * Parses incoming objects and turns each event into the (prev, cur) the
+ * change tracker records, keeping per object the last usable version while
+ * its current one is rejected, and the latest ignore reason.
  */
 export class ObjectAdmission {
-  private readonly rejections = new Map<string, Rejection>();
   private readonly ignores = new Map<string, Ignored>();
+  private readonly services: KindRules<ServicePorts>;
+  private readonly slices: KindRules<EndpointSliceInfo>;
 
-  constructor(private readonly deps: ObjectAdmissionDeps) {}
-
-  /** A Service's ports, or null (absent, ignored or invalid); key null when the object has no readable name. */
-  service(raw: unknown, record: boolean): { key: ServiceKey | null; ports: ServicePorts | null } {
-    const key = objectKey(raw);
-    if (raw === null || raw === undefined) return { key: null, ports: null };
-    try {
-      const p = parseService(raw, this.deps.nodePortRange ? { nodePortRange: this.deps.nodePortRange } : {});
-      if (record) this.accept('Service', p.key, p.kind === 'ignored' ? p.reason : null);
-      return { key: p.key, ports: p.kind === 'service' ? p.ports : null };
-    } catch (err) {
-      if (record) this.reject('Service', key, err);
-      return { key, ports: null };
-    }
+  constructor(private readonly deps: ObjectAdmissionDeps) {
+    const lastGood = <V>(kind: ObjectKind) => new LastGood<V, ObjectKind>({ kind, log: deps.log, keyField: F.svc, serves: 'rules', events: deps.events });
+    const opts = deps.nodePortRange ? { nodePortRange: deps.nodePortRange } : {};
+    this.services = {
+      kind: 'Service',
+      apiVersion: 'v1',
+      lastGood: lastGood<ServicePorts>('Service'),
+      parse: (raw) => {
+        try {
+          const p = parseService(raw, opts);
+          return p.kind === 'service' ? { ok: true, key: p.key, value: p.ports, ignored: null } : { ok: true, key: p.key, value: null, ignored: p.reason };
+        } catch (err) {
+          return failed(raw, err);
+        }
+      },
+    };
+    this.slices = {
+      kind: 'EndpointSlice',
+      apiVersion: 'discovery.k8s.io/v1',
+      lastGood: lastGood<EndpointSliceInfo>('EndpointSlice'),
+      parse: (raw) => {
+        try {
+          const p = parseEndpointSlice(raw);
+          return p.kind === 'slice' ? { ok: true, key: p.info.key, value: p.info, ignored: null } : { ok: true, key: p.key, value: null, ignored: p.reason };
+        } catch (err) {
+          return failed(raw, err);
+        }
+      },
+    };
   }
 
-  /** An EndpointSlice's parsed form, or null (absent, ignored or invalid). */
-  endpointSlice(raw: unknown, record: boolean): { key: string | null; info: EndpointSliceInfo | null } {
-    const key = objectKey(raw);
-    if (raw === null || raw === undefined) return { key: null, info: null };
-    try {
-      const p = parseEndpointSlice(raw);
-      const k = p.kind === 'slice' ? p.info.key : p.key;
-      if (record) this.accept('EndpointSlice', k, p.kind === 'ignored' ? p.reason : null);
-      return { key: k, info: p.kind === 'slice' ? p.info : null };
-    } catch (err) {
-      if (record) this.reject('EndpointSlice', key, err);
-      return { key, info: null };
-    }
+  /** A Service added (prev null) or updated. */
+  serviceEvent(prev: unknown, cur: unknown): Admitted<ServicePorts> {
+    return this.event(this.services, prev, cur);
   }
 
-  /** Forgets what was recorded for a deleted object. */
-  forget(kind: ObjectKind, key: string): void {
-    this.rejections.delete(`${kind}/${key}`);
-    this.ignores.delete(`${kind}/${key}`);
+  /** A Service deleted (its last known state): what was served for it, to remove. */
+  serviceDelete(last: unknown): Admitted<ServicePorts> {
+    return this.delete(this.services, last);
   }
 
-  /** Objects currently rejected, sorted by kind then key. */
+  /** An EndpointSlice added (prev null) or updated. */
+  endpointSliceEvent(prev: unknown, cur: unknown): Admitted<EndpointSliceInfo> {
+    return this.event(this.slices, prev, cur);
+  }
+
+  /** An EndpointSlice deleted (its last known state): what was served for it, to remove. */
+  endpointSliceDelete(last: unknown): Admitted<EndpointSliceInfo> {
+    return this.delete(this.slices, last);
+  }
+
+  /** Objects currently rejected, sorted by kind then key; servedFromLastGood says whether their last valid version is still served. */
   rejected(): Rejection[] {
-    return [...this.rejections.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, r]) => r);
+    return [...this.services.lastGood.rejected(), ...this.slices.lastGood.rejected()].sort((a, b) => (a.kind === b.kind ? 0 : a.kind < b.kind ? -1 : 1));
   }
 
   /** Objects currently ignored (valid, no rules), sorted by kind then key. */
@@ -120,23 +177,51 @@ export class ObjectAdmission {
     return [...this.ignores.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, r]) => r);
   }
 
-  private accept(kind: ObjectKind, key: string, ignoredReason: string | null): void {
-    const id = `${kind}/${key}`;
-    this.rejections.delete(id);
-    if (ignoredReason === null) {
+  /** Rejections so far and objects served from their last valid version now, per kind (the agent's metrics). */
+  counts(): RejectionCount[] {
+    return [this.services.lastGood.counts(), this.slices.lastGood.counts()];
+  }
+
+  private event<V>(k: KindRules<V>, prevRaw: unknown, curRaw: unknown): Admitted<V> {
+    const cur = curRaw === null || curRaw === undefined ? null : k.parse(curRaw);
+    // The previous version as the watch knew it: parsed only when nothing is kept (then it is what is served).
+    let prevParsed: Parsed<V> | null | undefined;
+    const prevOf = () => (prevParsed ??= prevRaw === null || prevRaw === undefined ? null : k.parse(prevRaw));
+    const key = cur?.key ?? prevOf()?.key ?? null;
+    if (key === null) {
+      if (cur && !cur.ok) k.lastGood.reject('(unknown)', null, cur.field, cur.message, null);
+      return { key: null, prev: null, cur: null };
+    }
+    const kept = k.lastGood.get(key);
+    const p = kept ? null : prevOf();
+    const serving: LastGoodVersion<V> | null = kept ?? (p?.ok && p.value !== null ? { value: p.value, uid: meta(prevRaw, 'uid'), resourceVersion: meta(prevRaw, 'resourceVersion') } : null);
+    const prev = serving?.value ?? null;
+    const id = `${k.kind}/${key}`;
+    if (cur === null) return { key, prev, cur: null };
+    if (cur.ok) {
+      k.lastGood.accept(key);
+      this.noteIgnored(id, k.kind, key, cur.ignored);
+      return { key, prev, cur: cur.value };
+    }
+    this.ignores.delete(id);
+    return { key, prev, cur: k.lastGood.reject(key, objectReference(curRaw, k.kind, k.apiVersion), cur.field, cur.message, serving) };
+  }
+
+  private delete<V>(k: KindRules<V>, lastRaw: unknown): Admitted<V> {
+    const p = lastRaw === null || lastRaw === undefined ? null : k.parse(lastRaw);
+    const key = p?.key ?? null;
+    if (key === null) return { key: null, prev: null, cur: null };
+    const kept = k.lastGood.forget(key);
+    this.ignores.delete(`${k.kind}/${key}`);
+    return { key, prev: kept ? kept.value : p?.ok ? p.value : null, cur: null };
+  }
+
+  private noteIgnored(id: string, kind: ObjectKind, key: string, reason: string | null): void {
+    if (reason === null) {
       this.ignores.delete(id);
       return;
     }
-    if (this.ignores.get(id)?.reason !== ignoredReason) this.deps.log.info({ [F.svc]: key, [F.kind]: kind, [F.reason]: ignoredReason }, `${kind} ignored`);
-    this.ignores.set(id, { kind, key, reason: ignoredReason });
-  }
-
-  private reject(kind: ObjectKind, key: string | null, err: unknown): void {
-    const k = key ?? '(unknown)';
-    const field = err instanceof InvalidObjectError ? err.field : '(root)';
-    const message = err instanceof Error ? err.message : String(err);
-    this.deps.log.warn({ [F.svc]: k, [F.kind]: kind, [F.field]: field, [F.err]: err }, `invalid ${kind} rejected: ${message}`);
-    this.ignores.delete(`${kind}/${k}`);
-    this.rejections.set(`${kind}/${k}`, { kind, key: k, field, message });
+    if (this.ignores.get(id)?.reason !== reason) this.deps.log.info({ [F.svc]: key, [F.kind]: kind, [F.reason]: reason }, `${kind} ignored`);
+    this.ignores.set(id, { kind, key, reason });
   }
 }

@@ -240,19 +240,24 @@ t.test('an invalid Service is rejected with its field and does not prevent the o
   t.equal(s.backend.scopes().at(-1), 'partial default/bad');
   t.ok(s.proxier.snapshot().services.has('default/bad'));
 
-  // Broken again by an update: its rules go, the others stay.
+  // Broken again by an update: its last valid version stays served (proxier-last-good.test.ts has the details).
   await s.clock.advance(MIN);
+  const syncs = s.backend.syncs.length;
   const broken = withField(withField(fixed, 'spec.clusterIPs', undefined), 'spec.clusterIP', 'not-an-ip');
   s.proxier.onServiceUpdate(fixed, broken);
-  await s.clock.advance(0);
-  t.same(s.proxier.rejected().map((r) => r.field), ['spec.clusterIP']);
+  await s.clock.advance(MIN);
+  t.same(s.proxier.rejected().map((r) => [r.field, r.servedFromLastGood]), [['spec.clusterIP', true]]);
+  t.same([...s.proxier.snapshot().services.keys()], ['default/bad', 'default/web:http'], 'its rules stay');
+  t.equal(s.backend.syncs.length, syncs, 'nothing to sync');
+  t.ok(s.backend.installedEquals(s.proxier.snapshot()));
+
+  // Deleting the rejected object clears the rejection and takes the rules it kept away.
+  s.proxier.onServiceDelete(broken);
+  t.same(s.proxier.rejected(), []);
+  await s.clock.advance(MIN);
   t.same([...s.proxier.snapshot().services.keys()], ['default/web:http']);
   t.equal(s.backend.scopes().at(-1), 'partial default/bad');
   t.ok(s.backend.installedEquals(s.proxier.snapshot()));
-
-  // Deleting the rejected object clears the rejection.
-  s.proxier.onServiceDelete(broken);
-  t.same(s.proxier.rejected(), []);
 });
 
 t.test('headless and other rule-less Services are listed as ignored and get no rules', async (t) => {

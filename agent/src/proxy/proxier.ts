@@ -5,9 +5,10 @@
  *
  * Flow (kube-proxy's syncProxyRules, split at the backend boundary):
  * 1. Handlers (ServiceHandler, EndpointSliceHandler) admit each object
- *    (parse + validate, invalid = absent), record (prev, cur) in the change
- *    trackers and request() a sync from the BoundedFrequencyRunner. They
- *    never touch the kernel.
+ *    (parse + validate: handlers.ts; an update the agent cannot use keeps
+ *    the last valid version served, an object never valid is absent),
+ *    record (prev, cur) in the change trackers and request() a sync from
+ *    the BoundedFrequencyRunner. They never touch the kernel.
  * 2. Nothing is applied until both Services and EndpointSlices have synced:
  *    a partial view would delete rules for Services not listed yet.
  * 3. syncNow() drains the trackers into ServicePortMap and EndpointsMap,
@@ -31,6 +32,8 @@ import { F } from '../log/fields.js';
 import type { Logger } from '../log/log.js';
 import type { Conntrack } from '../netfilter/conntrack.js';
 import type { Clock } from '../reconcile/clock.js';
+import type { EventRecorder } from '../reconcile/event-recorder.js';
+import type { RejectionCount } from '../reconcile/last-good.js';
 import { describeAction, planConntrackCleanup, type ConntrackAction } from './conntrack-plan.js';
 import { EndpointsChangeTracker, EndpointsMap, type UpdateEndpointsMapResult } from './endpoints-map.js';
 import { ObjectAdmission, type EndpointSliceHandler, type Ignored, type Rejection, type ServiceHandler } from './handlers.js';
@@ -64,6 +67,11 @@ export interface ProxierDeps {
   readonly onSyncDone?: (applied: ProxySnapshot | null, stats: SyncStats) => void;
   /** Told about every change and sync (the agent's metrics and /healthz). */
   readonly observer?: ProxierObserver;
+  /**
+   * Warning Events on the Services and EndpointSlices the agent cannot use
+   * (node/compose.ts gives one when the agent watches an API server); none when absent.
+   */
+  readonly events?: EventRecorder;
 }
 
 /** The annotation the EndpointSlice controller sets to the time of the Pod or Service change behind a write. */
@@ -163,7 +171,7 @@ export class Proxier implements ServiceHandler, EndpointSliceHandler {
   constructor(private readonly deps: ProxierDeps) {
     this.createdAt = deps.clock.now();
     this.log = deps.log.child({ [F.subsys]: 'proxy', [F.mode]: deps.backend.mode });
-    this.admission = new ObjectAdmission(deps.nodePortRange ? { log: this.log, nodePortRange: deps.nodePortRange } : { log: this.log });
+    this.admission = new ObjectAdmission({ log: this.log, ...(deps.nodePortRange ? { nodePortRange: deps.nodePortRange } : {}), ...(deps.events ? { events: deps.events } : {}) });
     this.endpointsChanges = new EndpointsChangeTracker(deps.nodeConfig.nodeName);
     this.runner = new BoundedFrequencyRunner({
       fn: () => this.syncNow(),
@@ -195,10 +203,9 @@ export class Proxier implements ServiceHandler, EndpointSliceHandler {
   }
 
   onServiceDelete(svc: unknown): void {
-    const p = this.admission.service(svc, false);
+    const p = this.admission.serviceDelete(svc);
     if (p.key === null) return void this.log.warn('Service delete without namespace/name ignored');
-    this.admission.forget('Service', p.key);
-    this.changed('service', this.serviceChanges.update(p.key, p.ports, null));
+    this.changed('service', this.serviceChanges.update(p.key, p.prev, null));
   }
 
   onServicesSynced(): void {
@@ -217,12 +224,11 @@ export class Proxier implements ServiceHandler, EndpointSliceHandler {
   }
 
   onEndpointSliceDelete(slice: unknown): void {
-    const p = this.admission.endpointSlice(slice, false);
+    const p = this.admission.endpointSliceDelete(slice);
     if (p.key === null) return void this.log.warn('EndpointSlice delete without namespace/name ignored');
-    this.admission.forget('EndpointSlice', p.key);
     // As kube-proxy: a deletion's trigger time is that of the slice's last update, not of the change; not measured.
     this.triggerTimes.delete(p.key);
-    this.changed('endpoints', this.endpointsChanges.update(p.key, p.info, null));
+    this.changed('endpoints', this.endpointsChanges.update(p.key, p.prev, null));
   }
 
   onEndpointSlicesSynced(): void {
@@ -231,19 +237,15 @@ export class Proxier implements ServiceHandler, EndpointSliceHandler {
   }
 
   private serviceEvent(prevRaw: unknown, curRaw: unknown): void {
-    const prev = this.admission.service(prevRaw, false);
-    const cur = this.admission.service(curRaw, true);
-    const key = cur.key ?? prev.key;
+    const { key, prev, cur } = this.admission.serviceEvent(prevRaw, curRaw);
     if (key === null) return void this.log.warn('Service without namespace/name ignored');
-    this.changed('service', this.serviceChanges.update(key, prev.ports, cur.ports));
+    this.changed('service', this.serviceChanges.update(key, prev, cur));
   }
 
   private sliceEvent(prevRaw: unknown, curRaw: unknown): void {
-    const prev = this.admission.endpointSlice(prevRaw, false);
-    const cur = this.admission.endpointSlice(curRaw, true);
-    const key = cur.key ?? prev.key;
+    const { key, prev, cur } = this.admission.endpointSliceEvent(prevRaw, curRaw);
     if (key === null) return void this.log.warn('EndpointSlice without namespace/name ignored');
-    const pending = this.endpointsChanges.update(key, prev.info, cur.info);
+    const pending = this.endpointsChanges.update(key, prev, cur);
     this.noteTriggerTime(key, pending, curRaw);
     this.changed('endpoints', pending);
   }
@@ -407,9 +409,14 @@ export class Proxier implements ServiceHandler, EndpointSliceHandler {
     return this.snapshots.current();
   }
 
-  /** Objects rejected as invalid, with the offending field. */
+  /** Objects rejected as invalid, with the offending field, and whether their last valid version is still served. */
   rejected(): Rejection[] {
     return this.admission.rejected();
+  }
+
+  /** Rejections so far and objects served from their last valid version now, per kind (the agent's metrics). */
+  rejectionCounts(): RejectionCount[] {
+    return this.admission.counts();
   }
 
   /** Valid objects that get no rules (headless, IPv6, ...), with the reason. */
