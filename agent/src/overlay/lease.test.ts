@@ -36,20 +36,27 @@ t.test('a Node with podCIDR and annotations is a lease', async (t) => {
   t.same(leaseFromNode(node('n2', '10.244.2.0/24', { ...good, [A_PUBLIC_IP_OVERWRITE]: '192.168.77.50' })), { lease: { node: 'n2', podCIDR: '10.244.2.0/24', vtepMac: MAC, publicIP: '192.168.77.50' } }, 'public-ip-overwrite wins');
 });
 
-t.test('what is not a lease, and why', async (t) => {
+t.test('what is not a lease, why, and of which class: not written yet, another network, malformed', async (t) => {
   const skip = (o: unknown) => {
     const r = leaseFromNode(o);
-    return 'skip' in r ? r.skip : 'a lease';
+    return 'skip' in r ? `${r.class} ${r.field}: ${r.skip}` : 'a lease';
   };
-  t.match(skip(node('n2', undefined, good)), /no spec.podCIDR/);
-  t.match(skip(node('n2', '10.244.2.1/24', good)), /host bits/);
-  t.match(skip(node('n2', 'nope', good)), /not an IPv4 CIDR/);
-  t.match(skip(node('n2', '10.244.2.0/24', {})), /no flannel.alpha.coreos.com\/backend-type/);
-  t.match(skip(node('n2', '10.244.2.0/24', { ...good, [A_BACKEND_TYPE]: 'host-gw' })), /backend "host-gw"/);
-  t.match(skip(node('n2', '10.244.2.0/24', { ...good, [A_BACKEND_DATA]: '{' })), /not JSON/);
-  t.match(skip(node('n2', '10.244.2.0/24', { ...good, [A_BACKEND_DATA]: '{"VNI":2,"VtepMAC":"02:00:00:00:00:01"}' })), /VNI 2/);
-  t.match(skip(node('n2', '10.244.2.0/24', { ...good, [A_BACKEND_DATA]: '{"VNI":1,"VtepMAC":"zz"}' })), /no valid VtepMAC/);
-  t.match(skip(node('n2', '10.244.2.0/24', { ...good, [A_PUBLIC_IP]: 'x' })), /no valid .*public-ip/);
-  t.match(skip({ metadata: {} }), /no metadata.name/);
+  const { [A_PUBLIC_IP]: _ip, ...noIP } = good;
+  const { [A_BACKEND_DATA]: _data, ...noData } = good;
+  t.match(skip(node('n2', undefined, good)), /^pending spec.podCIDR: no spec.podCIDR/);
+  t.match(skip(node('n2', '10.244.2.1/24', good)), /^invalid spec.podCIDR: .*host bits/);
+  t.match(skip(node('n2', 'nope', good)), /^invalid spec.podCIDR: .*not an IPv4 CIDR/);
+  t.match(skip({ ...node('n2', undefined, good), spec: { podCIDR: 7 } }), /^invalid spec.podCIDR: .*not an IPv4 CIDR/);
+  t.match(skip(node('n2', '10.244.2.0/24', {})), /^pending metadata.annotations\[flannel.alpha.coreos.com\/backend-type\]: no flannel.alpha.coreos.com\/backend-type/);
+  t.match(skip(node('n2', '10.244.2.0/24', { ...good, [A_BACKEND_TYPE]: 'host-gw' })), /^elsewhere .*backend "host-gw"/);
+  t.match(skip(node('n2', '10.244.2.0/24', noData)), /^pending .*backend-data/);
+  t.match(skip(node('n2', '10.244.2.0/24', { ...good, [A_BACKEND_DATA]: '{' })), /^invalid .*not JSON/);
+  t.match(skip(node('n2', '10.244.2.0/24', { ...good, [A_BACKEND_DATA]: '{"VNI":2,"VtepMAC":"02:00:00:00:00:01"}' })), /^elsewhere .*VNI 2/);
+  t.match(skip(node('n2', '10.244.2.0/24', { ...good, [A_BACKEND_DATA]: '{"VNI":"x","VtepMAC":"02:00:00:00:00:01"}' })), /^invalid .*VNI that is not a number/);
+  t.match(skip(node('n2', '10.244.2.0/24', { ...good, [A_BACKEND_DATA]: '{"VNI":1,"VtepMAC":"zz"}' })), /^invalid .*no valid VtepMAC/);
+  t.match(skip(node('n2', '10.244.2.0/24', noIP)), /^pending metadata.annotations\[flannel.alpha.coreos.com\/public-ip\]: no .*public-ip/);
+  t.match(skip(node('n2', '10.244.2.0/24', { ...good, [A_PUBLIC_IP]: 'x' })), /^invalid metadata.annotations\[flannel.alpha.coreos.com\/public-ip\]: .*"x" is not an IPv4 address/);
+  t.match(skip(node('n2', '10.244.2.0/24', { ...good, [A_PUBLIC_IP_OVERWRITE]: '1.2.3' })), /^invalid metadata.annotations\[flannel.alpha.coreos.com\/public-ip-overwrite\]: /);
+  t.match(skip({ metadata: {} }), /^invalid metadata.name: no metadata.name/);
   t.match(skip(null), /no metadata.name/);
 });

@@ -13,7 +13,16 @@
  * behaviour), and its peers send to it.
  *
  * Pure: Node objects in (unknown, from the watch), leases out; every reason
- * a Node is not a peer is reported, never thrown.
+ * a Node is not a peer is reported, never thrown, with its field and its
+ * class, which decides what the overlay does with a peer it follows
+ * (overlay.ts):
+ * - 'pending': a value not written yet (no spec.podCIDR, no backend
+ *   annotations, no public-ip): a node joining;
+ * - 'elsewhere': well-formed values that say the node is on another network
+ *   (another backend type, another VNI);
+ * - 'invalid': a value that is there but malformed (a podCIDR that is no
+ *   CIDR or has host bits set, backend-data that is not JSON or has no valid
+ *   VtepMAC, a public-ip that is no IPv4 address).
  */
 import { createHash } from 'node:crypto';
 import { isIPv4, parseCidr, parseIPv4, type Cidr, type IPv4 } from '../net/ip.js';
@@ -84,37 +93,50 @@ export function nodeMeta(node: unknown): { name: string | null; annotations: Rec
   return { name, annotations: out };
 }
 
-export type LeaseResult = { readonly lease: Lease } | { readonly skip: string };
+/** Why a Node has no lease: see the header. */
+export type SkipClass = 'pending' | 'elsewhere' | 'invalid';
+
+export type LeaseResult = { readonly lease: Lease } | { readonly skip: string; readonly class: SkipClass; readonly field: string };
+
+/** The field path of an annotation, as the API server's errors name it. */
+export const annotationField = (key: string): string => `metadata.annotations[${key}]`;
 
 /** A Node's lease, or why it has none (no podCIDR yet, not annotated yet, another backend, a malformed value). */
 export function leaseFromNode(node: unknown): LeaseResult {
+  const skip = (c: SkipClass, field: string, why: string): LeaseResult => ({ skip: why, class: c, field });
   const { name, annotations: a } = nodeMeta(node);
-  if (!name) return { skip: 'no metadata.name' };
+  if (!name) return skip('invalid', 'metadata.name', 'no metadata.name');
   const podCIDR = obj(obj(node)?.['spec'])?.['podCIDR'];
-  if (typeof podCIDR !== 'string' || podCIDR === '') return { skip: 'no spec.podCIDR yet' };
+  if (podCIDR === undefined || podCIDR === null || podCIDR === '') return skip('pending', 'spec.podCIDR', 'no spec.podCIDR yet');
   let cidr: Cidr;
   try {
+    if (typeof podCIDR !== 'string') throw new Error('not a string');
     const p = parseCidr(podCIDR);
-    if (p.cidr !== podCIDR) return { skip: `spec.podCIDR ${podCIDR} has host bits set` };
+    if (p.cidr !== podCIDR) return skip('invalid', 'spec.podCIDR', `spec.podCIDR ${podCIDR} has host bits set`);
     cidr = p.cidr;
   } catch {
-    return { skip: `spec.podCIDR ${JSON.stringify(podCIDR)} is not an IPv4 CIDR` };
+    return skip('invalid', 'spec.podCIDR', `spec.podCIDR ${JSON.stringify(podCIDR)} is not an IPv4 CIDR`);
   }
   const type = a[A_BACKEND_TYPE];
-  if (type === undefined) return { skip: `no ${A_BACKEND_TYPE} annotation yet` };
-  if (type !== 'vxlan') return { skip: `backend ${JSON.stringify(type)}, not vxlan` };
+  if (type === undefined) return skip('pending', annotationField(A_BACKEND_TYPE), `no ${A_BACKEND_TYPE} annotation yet`);
+  if (type !== 'vxlan') return skip('elsewhere', annotationField(A_BACKEND_TYPE), `backend ${JSON.stringify(type)}, not vxlan`);
+  const raw = a[A_BACKEND_DATA];
+  if (raw === undefined) return skip('pending', annotationField(A_BACKEND_DATA), `no ${A_BACKEND_DATA} annotation yet`);
   let data: unknown;
   try {
-    data = JSON.parse(a[A_BACKEND_DATA] ?? '');
+    data = JSON.parse(raw);
   } catch {
-    return { skip: `${A_BACKEND_DATA} is not JSON` };
+    return skip('invalid', annotationField(A_BACKEND_DATA), `${A_BACKEND_DATA} is not JSON`);
   }
   const d = obj(data);
   const vni = d?.['VNI'] ?? d?.['vni'];
   const mac = d?.['VtepMAC'] ?? d?.['vtepMAC'];
-  if (vni !== undefined && vni !== VXLAN_VNI) return { skip: `VNI ${JSON.stringify(vni)}, this network's is ${VXLAN_VNI}` };
-  if (typeof mac !== 'string' || !MAC_RE.test(mac.toLowerCase())) return { skip: `${A_BACKEND_DATA} has no valid VtepMAC` };
-  const ip = a[A_PUBLIC_IP_OVERWRITE] ?? a[A_PUBLIC_IP];
-  if (ip === undefined || !isIPv4(ip)) return { skip: `no valid ${A_PUBLIC_IP} annotation` };
+  if (vni !== undefined && typeof vni !== 'number') return skip('invalid', annotationField(A_BACKEND_DATA), `${A_BACKEND_DATA} has a VNI that is not a number`);
+  if (vni !== undefined && vni !== VXLAN_VNI) return skip('elsewhere', annotationField(A_BACKEND_DATA), `VNI ${JSON.stringify(vni)}, this network's is ${VXLAN_VNI}`);
+  if (typeof mac !== 'string' || !MAC_RE.test(mac.toLowerCase())) return skip('invalid', annotationField(A_BACKEND_DATA), `${A_BACKEND_DATA} has no valid VtepMAC`);
+  const ipKey = a[A_PUBLIC_IP_OVERWRITE] !== undefined ? A_PUBLIC_IP_OVERWRITE : A_PUBLIC_IP;
+  const ip = a[ipKey];
+  if (ip === undefined) return skip('pending', annotationField(A_PUBLIC_IP), `no ${A_PUBLIC_IP} annotation yet`);
+  if (!isIPv4(ip)) return skip('invalid', annotationField(ipKey), `${ipKey} ${JSON.stringify(ip)} is not an IPv4 address`);
   return { lease: { node: name, podCIDR: cidr, vtepMac: mac.toLowerCase(), publicIP: parseIPv4(ip) } };
 }

@@ -4,14 +4,16 @@
  * restart, updates in place, removals, the periodic repair, publishing.
  */
 import t from 'tap';
-import { silentLogger } from '../log/log.js';
+import { pino } from 'pino';
+import { silentLogger, type Logger } from '../log/log.js';
 import { parseCidr } from '../net/ip.js';
 import { NftFake } from '../netfilter/nft.fake.js';
 import { FakeNetlinkKernel } from '../netlink/netlink.fake.js';
 import type { NetlinkOps } from '../netlink/ops.js';
 import type { NetnsPath } from '../netns/netns.js';
 import { FakeClock } from '../reconcile/clock.fake.js';
-import { A_BACKEND_TYPE, A_PUBLIC_IP, A_PUBLIC_IP_OVERWRITE, leaseAnnotations, vtepMacFor } from './lease.js';
+import { FakeEventRecorder } from '../reconcile/event-recorder.fake.js';
+import { A_BACKEND_DATA, A_BACKEND_TYPE, A_PUBLIC_IP, A_PUBLIC_IP_OVERWRITE, leaseAnnotations, vtepMacFor } from './lease.js';
 import { OVERLAY_TABLE } from './masquerade.js';
 import { VxlanOverlay } from './overlay.js';
 
@@ -32,10 +34,10 @@ async function nodeNs(kernel: FakeNetlinkKernel, name = 'n1'): Promise<{ ns: Net
   return { ns, nl };
 }
 
-function overlay(nl: NetlinkOps, nft: NftFake, clock: FakeClock, published: Record<string, string>[], opts: { fail?: () => boolean } = {}): VxlanOverlay {
+function overlay(nl: NetlinkOps, nft: NftFake, clock: FakeClock, published: Record<string, string>[], opts: { fail?: () => boolean; events?: FakeEventRecorder; log?: Logger } = {}): VxlanOverlay {
   return new VxlanOverlay({
     nodeName: 'n1', podCIDR: parseCidr('10.244.1.0/24').cidr, clusterCIDR: parseCidr('10.244.0.0/16').cidr, netlink: nl, nft,
-    underlayInterface: null, nodeIP: '192.168.77.11', clock, log: silentLogger(),
+    underlayInterface: null, nodeIP: '192.168.77.11', clock, log: opts.log ?? silentLogger(), ...(opts.events ? { events: opts.events } : {}),
     publish: async (a) => {
       if (opts.fail?.()) throw new Error('API server down');
       published.push(a);
@@ -264,4 +266,105 @@ t.test('a peer claiming this node\'s pod CIDR is not followed; cleanup removes t
   t.equal(nft.table('ip', OVERLAY_TABLE), null);
   t.same((await nl.listRoutes()).map((r) => r.dst), ['default', '192.168.77.0/24'], 'only the node\'s own routes left');
   await o.cleanup();
+});
+
+t.test('a Node update the overlay cannot use keeps the peer\'s entries; the next good one is taken; a delete removes them', async (t) => {
+  const kernel = new FakeNetlinkKernel();
+  const { nl } = await nodeNs(kernel);
+  const clock = new FakeClock();
+  const events = new FakeEventRecorder();
+  const lines: Record<string, unknown>[] = [];
+  const log = pino({ level: 'info' }, { write: (x: string) => void lines.push(JSON.parse(x) as Record<string, unknown>) });
+  const warnings = () => lines.filter((l) => l['level'] === 40);
+  const o = overlay(nl, new NftFake(), clock, [], { events, log });
+  t.teardown(() => o.stop());
+  await o.setup();
+  const at = (n: ReturnType<typeof node>, rv: number, uid = 'uid-n2') => ({ ...n, metadata: { ...n.metadata, uid, resourceVersion: String(rv) } });
+  const v1 = at(peer('n2', 2), 5);
+  o.handler.add(v1);
+  o.synced();
+  await clock.advance(0);
+  const before = await entries(nl);
+  t.equal(before.length, 3, 'n2: neighbour, FDB entry, route');
+
+  // Garbage in public-ip: nothing changes in the kernel.
+  const v2 = at(node('n2', 2, { ...leaseAnnotations({ vtepMac: vtepMacFor('n2'), publicIP: '192.168.77.12' }), [A_PUBLIC_IP]: 'not-an-ip' }), 6);
+  let mark = kernel.journal.length;
+  o.handler.update(v1, v2);
+  await clock.advance(100);
+  t.same(ops(kernel, mark), [], 'no entry touched');
+  t.same(await entries(nl), before);
+  t.same([...o.peers().keys()], ['n2'], 'still a peer');
+  t.same(o.rejected(), [{ kind: 'Node', key: 'n2', field: `metadata.annotations[${A_PUBLIC_IP}]`, message: `${A_PUBLIC_IP} "not-an-ip" is not an IPv4 address`, servedFromLastGood: true, lastGoodResourceVersion: '5' }]);
+  t.same(o.rejectionCounts(), { kind: 'Node', rejected: 1, servedFromLastGood: 1 });
+  t.equal(warnings().length, 1, 'one warning');
+  t.match(warnings()[0], { node: 'n2', kind: 'Node', msg: /cannot use this update .*still serving the route, FDB entry and neighbour of its last usable version \(resourceVersion 5\)/ });
+  t.match(events.events, [{ involved: { kind: 'Node', apiVersion: 'v1', name: 'n2', uid: 'uid-n2', resourceVersion: '6' }, type: 'Warning', reason: 'InvalidObjectKeptLastGood' }]);
+  t.notOk('namespace' in events.events[0]!.involved, 'a Node is cluster-scoped');
+
+  // Delivered again, then the pod CIDR removed too (the API forbids it): still kept, nothing more said but the Event's count.
+  o.handler.update(v2, v2);
+  const { [A_PUBLIC_IP]: _gone, ...noIP } = leaseAnnotations({ vtepMac: vtepMacFor('n2'), publicIP: '192.168.77.12' });
+  const v3 = at(node('n2', null, noIP), 7);
+  mark = kernel.journal.length;
+  o.handler.update(v2, v3);
+  await clock.advance(60_000);
+  t.same(ops(kernel, mark), [], 'a periodic resync later: no entry touched');
+  t.same(await entries(nl), before);
+  t.match(o.rejected(), [{ key: 'n2', field: 'spec.podCIDR', servedFromLastGood: true, lastGoodResourceVersion: '5' }]);
+  t.equal(warnings().length, 2, 'a new fault: a second warning');
+  t.equal(events.events.length, 2);
+
+  // The next good version is taken (a new public IP: the FDB entry's destination replaced).
+  const v4 = at(peer('n2', 2, '192.168.77.50'), 8);
+  mark = kernel.journal.length;
+  o.handler.update(v3, v4);
+  await clock.advance(100);
+  t.same(ops(kernel, mark), [`fdb replace ${vtepMacFor('n2')} dev nodenet.1 dst 192.168.77.50`]);
+  t.same(o.rejected(), []);
+  t.same(o.rejectionCounts(), { kind: 'Node', rejected: 2, servedFromLastGood: 0 });
+
+  // Broken again, then deleted: the delete removes the kept entries.
+  const v5 = at({ ...v4, spec: { podCIDR: '10.244.2.7/24' } }, 9);
+  o.handler.update(v4, v5);
+  await clock.advance(100);
+  t.equal((await entries(nl)).length, 3, 'kept');
+  mark = kernel.journal.length;
+  o.handler.delete(v5);
+  await clock.advance(100);
+  t.same(ops(kernel, mark), ['route del 10.244.2.0/24', `fdb del ${vtepMacFor('n2')} dev nodenet.1`, 'neigh del 10.244.2.0 dev nodenet.1'], 'a Node gone: its entries go');
+  t.same(o.rejected(), []);
+  t.same(o.rejectionCounts(), { kind: 'Node', rejected: 3, servedFromLastGood: 0 });
+});
+
+t.test('a peer that says it left (another backend or VNI) is withdrawn; a Node never usable is skipped; a joining one is not a peer yet', async (t) => {
+  const kernel = new FakeNetlinkKernel();
+  const { nl } = await nodeNs(kernel);
+  const clock = new FakeClock();
+  const events = new FakeEventRecorder();
+  const o = overlay(nl, new NftFake(), clock, [], { events });
+  t.teardown(() => o.stop());
+  await o.setup();
+  o.handler.add(peer('n2', 2));
+  o.handler.add(peer('n3', 3));
+  o.handler.add(node('n4', 4, { ...leaseAnnotations({ vtepMac: vtepMacFor('n4'), publicIP: '192.168.77.14' }), [A_PUBLIC_IP]: '999.1.1.1' }));
+  o.handler.add(node('n5', null));
+  o.synced();
+  await clock.advance(0);
+  t.same([...o.peers().keys()].sort(), ['n2', 'n3']);
+  t.match(o.rejected(), [{ key: 'n4', servedFromLastGood: false }], 'n4 never had a usable version: skipped');
+  t.same(events.events.map((e) => [e.involved.name, e.reason]), [['n4', 'InvalidObjectSkipped']], 'n5 (no pod CIDR yet) is not a rejection');
+
+  let mark = kernel.journal.length;
+  o.handler.update(peer('n2', 2), node('n2', 2, { ...leaseAnnotations({ vtepMac: vtepMacFor('n2'), publicIP: '192.168.77.12' }), [A_BACKEND_TYPE]: 'host-gw' }));
+  o.handler.update(peer('n3', 3), node('n3', 3, { ...leaseAnnotations({ vtepMac: vtepMacFor('n3'), publicIP: '192.168.77.13' }), [A_BACKEND_DATA]: `{"VNI":4,"VtepMAC":"${vtepMacFor('n3')}"}` }));
+  await clock.advance(100);
+  t.same([...o.peers().keys()], [], 'both left this network');
+  t.equal(ops(kernel, mark).filter((l) => l.startsWith('route del')).length, 2, 'their routes removed');
+  t.equal(events.events.length, 1, 'no Event: a departure is not a rejection');
+
+  mark = kernel.journal.length;
+  o.handler.update(node('n5', null), peer('n5', 5));
+  await clock.advance(100);
+  t.same([...o.peers().keys()], ['n5'], 'n5 joined');
 });

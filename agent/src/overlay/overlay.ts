@@ -25,6 +25,29 @@
  * - stop() leaves everything in place, like the pods: the kernel keeps
  *   forwarding while no agent runs. cleanup() removes the device (and with
  *   it every entry and route on it) and the masquerade table.
+ * - A Node update the overlay cannot use never takes a peer away (issue 24;
+ *   flannel's kube subnet manager ignores a Node it cannot turn into a lease
+ *   the same way): the peer keeps its last good lease, so its route, FDB
+ *   entry and neighbour stay, and the rejection is said once: a warning, a
+ *   count (nodenet_overlay_objects_rejected_total), and a Warning Event on
+ *   the Node (reconcile/last-good.ts). What takes a peer away is what the
+ *   node itself says (lease.ts classes each reason):
+ *   - the Node is deleted: its entries go at once;
+ *   - its annotations say, well-formed, that it is on another network
+ *     (another backend type, another VNI): its agent left this overlay.
+ *   What keeps the last good lease, as "cannot use this update":
+ *   - a malformed value (garbage public-ip, a podCIDR that is no CIDR, bad
+ *     backend-data, a podCIDR claiming this node's own): nobody's statement
+ *     that the node left; kube-apiserver refuses most of them and makes
+ *     spec.podCIDR immutable once set;
+ *   - a value gone missing (podCIDR or an annotation removed): the API
+ *     server forbids unsetting spec.podCIDR, and a node's own agent puts its
+ *     annotations back (onOwn below), so this is an edit in progress or a
+ *     mistake, not a departure.
+ *   A Node that never had a lease is as before: missing values mean "not a
+ *   peer yet" (a joining node, said at debug level); a malformed one is
+ *   skipped and said once like the rest. A new Node under a kept peer's
+ *   name (another uid) that the overlay cannot use is not kept.
  * - A peer whose annotations change is updated in place: a new MAC replaces
  *   the neighbour and swaps the FDB entry; a new public IP deletes the MAC's
  *   FDB entry and appends it again with the new destination (NetlinkOps has
@@ -38,6 +61,8 @@ import type { Cidr } from '../net/ip.js';
 import type { Nft } from '../netfilter/nft.js';
 import type { LinkInfo, NetlinkOps } from '../netlink/ops.js';
 import type { Clock } from '../reconcile/clock.js';
+import { objectReference, type EventRecorder } from '../reconcile/event-recorder.js';
+import { LastGood, type ObjectRejection, type RejectionCount } from '../reconcile/last-good.js';
 import { BoundedFrequencyRunner } from '../reconcile/sync-runner.js';
 import { ensureVxlanDevice, findUnderlay, type Underlay } from './device.js';
 import {
@@ -66,6 +91,8 @@ export interface OverlayDeps {
   readonly resyncMs?: number;
   /** At least this long between two syncs (ms). Default 100. */
   readonly minSyncMs?: number;
+  /** Warning Events on the Nodes the overlay cannot use; none when absent. */
+  readonly events?: EventRecorder;
 }
 
 /** What a watch source delivers (watch/cluster-watch.ts's handler shape; objects are unknown here). */
@@ -76,8 +103,10 @@ export interface NodeEvents {
 }
 
 export class VxlanOverlay {
+  /** The peers followed, by node name: each one's lease, or its last good lease while its Node is one the overlay cannot use. */
   private readonly leases = new Map<string, Lease>();
   private readonly skips = new Map<string, string>();
+  private readonly lastGood: LastGood<Lease, 'Node'>;
   private readonly runner: BoundedFrequencyRunner;
   private readonly log: Logger;
   private underlay: Underlay | null = null;
@@ -94,13 +123,14 @@ export class VxlanOverlay {
   failed = 0;
 
   readonly handler: NodeEvents = {
-    add: (o) => this.onNode(o, false),
-    update: (_p, c) => this.onNode(c, false),
-    delete: (o) => this.onNode(o, true),
+    add: (o) => this.onNode(null, o),
+    update: (p, c) => this.onNode(p, c),
+    delete: (o) => this.onNodeGone(o),
   };
 
   constructor(private readonly deps: OverlayDeps) {
     this.log = deps.log.child({ [F.subsys]: 'overlay' });
+    this.lastGood = new LastGood<Lease, 'Node'>({ kind: 'Node', log: this.log, keyField: F.node, serves: 'route, FDB entry and neighbour', events: deps.events });
     this.vtepMac = vtepMacFor(deps.nodeName);
     this.runner = new BoundedFrequencyRunner({
       fn: () => this.sync(),
@@ -123,9 +153,19 @@ export class VxlanOverlay {
     return this.underlay.ip;
   }
 
-  /** The peers' leases the overlay follows now, by node name. */
+  /** The peers' leases the overlay follows now, by node name (a kept last good lease included). */
   peers(): ReadonlyMap<string, Lease> {
     return this.leases;
+  }
+
+  /** The Nodes whose current version the overlay cannot use, and whether their last good lease is still followed. */
+  rejected(): ObjectRejection<'Node'>[] {
+    return this.lastGood.rejected();
+  }
+
+  /** Rejections so far and peers followed from their last good lease now (the agent's metrics). */
+  rejectionCounts(): RejectionCount {
+    return this.lastGood.counts();
   }
 
   /** Finds the underlay, makes (or keeps) the device and writes the masquerade table. Call once, before the events. */
@@ -194,32 +234,49 @@ export class VxlanOverlay {
     this.runner.request();
   }
 
-  private onNode(o: unknown, gone: boolean): void {
+  private onNodeGone(o: unknown): void {
+    const { name } = nodeMeta(o);
+    if (!name || name === this.deps.nodeName) return;
+    const had = this.leases.get(name);
+    this.leases.delete(name);
+    this.skips.delete(name);
+    this.lastGood.forget(name);
+    if (had) this.log.info({ [F.node]: name }, 'peer node gone');
+    this.runner.request();
+  }
+
+  /** A Node added (prev null) or updated: follow its lease, keep the last good one, or leave it (see the header). */
+  private onNode(prev: unknown, o: unknown): void {
     const { name, annotations } = nodeMeta(o);
     if (!name) return;
-    if (name === this.deps.nodeName) {
-      if (!gone) this.onOwn(annotations);
-      return;
-    }
+    if (name === this.deps.nodeName) return void this.onOwn(annotations);
     const had = this.leases.get(name);
-    if (gone) {
-      this.leases.delete(name);
+    let r = leaseFromNode(o);
+    if ('lease' in r && r.lease.podCIDR === this.deps.podCIDR) r = { skip: `its spec.podCIDR ${r.lease.podCIDR} is this node's`, class: 'invalid', field: 'spec.podCIDR' };
+    if ('lease' in r) {
+      this.lastGood.accept(name);
+      this.leases.set(name, r.lease);
       this.skips.delete(name);
-      if (had) this.log.info({ [F.node]: name }, 'peer node gone');
+      if (!had || had.publicIP !== r.lease.publicIP || had.vtepMac !== r.lease.vtepMac || had.podCIDR !== r.lease.podCIDR) {
+        this.log.info({ [F.node]: name, podCIDR: r.lease.podCIDR, [F.ip]: r.lease.publicIP, mac: r.lease.vtepMac }, had ? 'peer lease changed' : 'peer lease');
+      }
+    } else if (r.class === 'elsewhere' || (r.class === 'pending' && !had)) {
+      // The node says it is on another network, or it is not a peer yet: nothing to follow.
+      this.lastGood.accept(name);
+      this.leases.delete(name);
+      if (had) this.log.info({ [F.node]: name, [F.reason]: r.skip }, 'peer left this network');
+      else if (this.skips.get(name) !== r.skip) this.log.debug({ [F.node]: name, [F.reason]: r.skip }, 'node is not a peer (yet)');
+      this.skips.set(name, r.skip);
     } else {
-      const r = leaseFromNode(o);
-      let skip = 'skip' in r ? r.skip : null;
-      if ('lease' in r && r.lease.podCIDR === this.deps.podCIDR) skip = `its spec.podCIDR ${r.lease.podCIDR} is this node's`;
-      if ('lease' in r && skip === null) {
-        this.leases.set(name, r.lease);
+      // An update the overlay cannot use: the last good lease stays followed (a peer's), or the Node is skipped.
+      const serving = this.lastGood.get(name) ?? (had ? { value: had, uid: metaString(prev, 'uid'), resourceVersion: metaString(prev, 'resourceVersion') } : null);
+      const keep = this.lastGood.reject(name, objectReference(o, 'Node', 'v1'), r.field, r.skip, serving);
+      if (keep) {
+        this.leases.set(name, keep);
         this.skips.delete(name);
-        if (!had || had.publicIP !== r.lease.publicIP || had.vtepMac !== r.lease.vtepMac || had.podCIDR !== r.lease.podCIDR) {
-          this.log.info({ [F.node]: name, podCIDR: r.lease.podCIDR, [F.ip]: r.lease.publicIP, mac: r.lease.vtepMac }, had ? 'peer lease changed' : 'peer lease');
-        }
       } else {
         this.leases.delete(name);
-        if (this.skips.get(name) !== skip) this.log.debug({ [F.node]: name, [F.reason]: skip }, 'node is not a peer (yet)');
-        this.skips.set(name, skip ?? '');
+        this.skips.set(name, r.skip);
       }
     }
     this.runner.request();
@@ -307,4 +364,11 @@ export async function removeVxlanOverlay(nl: NetlinkOps, nft: Nft): Promise<void
     if (!(e instanceof LinkNotFoundError)) throw e;
   }
   await removeOverlayMasquerade(nft);
+}
+
+/** A string in an object's metadata (uid, resourceVersion), from an unknown watch object. */
+function metaString(o: unknown, k: string): string | undefined {
+  const m = typeof o === 'object' && o !== null ? (o as { metadata?: unknown }).metadata : undefined;
+  const v = typeof m === 'object' && m !== null ? (m as Record<string, unknown>)[k] : undefined;
+  return typeof v === 'string' && v !== '' ? v : undefined;
 }
