@@ -15,8 +15,12 @@
  *   kubeproxy_proxy_{healthz,livez}_total{code}
  * plus nodenet's own: nodenet_sync_proxy_rules_last_written{mode} (when the
  * backend counts what it wrote), nodenet_cni_requests_total{command,result}
- * and nodenet_cni_request_duration_seconds{command}, and prom-client's
- * process and Node.js runtime figures. One registry per agent, never the
+ * and nodenet_cni_request_duration_seconds{command}, the objects the agent
+ * could not use (reconcile/last-good.ts), read from the proxier and the
+ * overlay when scraped:
+ *   nodenet_{proxy,overlay}_objects_rejected_total{kind}          distinct rejections
+ *   nodenet_{proxy,overlay}_objects_served_from_last_good{kind}   served from their last valid version now
+ * and prom-client's process and Node.js runtime figures. One registry per agent, never the
  * global one, so two agents in one test process do not mix.
  *
  * Network programming latency starts at the EndpointSlice's
@@ -36,6 +40,7 @@ import type { CniCallObserver, CniServerCommand } from '../cniserver/server.js';
 import type { ProxyMode } from '../config/config.js';
 import type { ProxierObserver, SyncStats } from '../proxy/proxier.js';
 import type { Clock } from '../reconcile/clock.js';
+import type { RejectionCount } from '../reconcile/last-good.js';
 
 function linear(start: number, step: number, count: number): number[] {
   return Array.from({ length: count }, (_, i) => start + step * i);
@@ -90,6 +95,42 @@ export interface AgentMetricsOptions {
   readonly pendingChanges: () => { readonly services: number; readonly endpoints: number } | null;
   /** prom-client's process and runtime metrics (default true). */
   readonly defaultMetrics?: boolean;
+  /** The proxier's rejections per kind now (Proxier.rejectionCounts); null before it started. */
+  readonly proxyRejections?: () => readonly RejectionCount[] | null;
+  /** The overlay's (VxlanOverlay.rejectionCounts); absent without an overlay. */
+  readonly overlayRejections?: () => readonly RejectionCount[];
+}
+
+/**
+ * The two rejection metrics of one component, read from `counts` when
+ * scraped (the components keep the figures: the overlay's start before the
+ * metrics exist).
+ */
+function rejectionMetrics(component: 'proxy' | 'overlay', what: string, kinds: readonly string[], counts: () => readonly RejectionCount[] | null, registers: Registry[]): void {
+  const read = (pick: (c: RejectionCount) => number) => {
+    const by = new Map<string, number>(kinds.map((k) => [k, 0]));
+    for (const c of counts() ?? []) by.set(c.kind, pick(c));
+    return by;
+  };
+  new Counter({
+    name: `nodenet_${component}_objects_rejected_total`,
+    help: `${what} the ${component} could not use, once per distinct rejection (it keeps serving the last valid version of an object it served)`,
+    labelNames: ['kind'],
+    registers,
+    collect() {
+      this.reset();
+      for (const [kind, n] of read((c) => c.rejected)) this.inc({ kind }, n);
+    },
+  });
+  new Gauge({
+    name: `nodenet_${component}_objects_served_from_last_good`,
+    help: `${what} whose current version the ${component} cannot use, served from their last valid version`,
+    labelNames: ['kind'],
+    registers,
+    collect() {
+      for (const [kind, n] of read((c) => c.servedFromLastGood)) this.set({ kind }, n);
+    },
+  });
 }
 
 export class AgentMetrics {
@@ -122,7 +163,9 @@ export class AgentMetrics {
       this.probes = new Counter({ name: 'kubeproxy_proxy_healthz_total', help: 'Cumulative proxy healthz HTTP status', labelNames: ['code'], registers });
       this.livez = new Counter({ name: 'kubeproxy_proxy_livez_total', help: 'Cumulative proxy livez HTTP status', labelNames: ['code'], registers });
       this.proxy = this.proxyMetrics(o.proxyMode, registers);
+      rejectionMetrics('proxy', 'Services and EndpointSlices', ['Service', 'EndpointSlice'], o.proxyRejections ?? (() => null), registers);
     }
+    if (o.overlayRejections) rejectionMetrics('overlay', 'Nodes', ['Node'], o.overlayRejections, registers);
     if (o.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
   }
 

@@ -28,6 +28,7 @@ import type { AgentConfig } from '../config/config.js';
 import { F } from '../log/fields.js';
 import type { Logger } from '../log/log.js';
 import type { Clock } from '../reconcile/clock.js';
+import type { RejectionCount } from '../reconcile/last-good.js';
 import { SandboxCniHandler } from '../cniserver/sandbox-handler.js';
 import type { CniHandler } from '../cniserver/handler.js';
 import type { MasqueradeEntry, SandboxDeps } from '../sandbox/deps.js';
@@ -69,6 +70,8 @@ export interface AgentDeps {
   readonly pods?: (cni: CniHandler) => Promise<{ stop(): Promise<void> }>;
   /** Closes what compose opened (netlink sockets, worker threads). */
   readonly close?: () => void | Promise<void>;
+  /** The overlay's rejections per kind (its Nodes it cannot use), for the metrics; absent without an overlay. */
+  readonly overlayRejections?: () => readonly RejectionCount[];
 }
 
 export class Agent {
@@ -112,6 +115,8 @@ export class Agent {
         // kube-proxy's healthz timeout: twice the sync period (the proxy host's default 30 s).
         healthTimeoutMs: 2 * (deps.proxy?.maxSyncIntervalMs ?? 30_000),
         pendingChanges: () => this.proxyHost?.proxier.pendingChanges() ?? null,
+        proxyRejections: () => this.proxyHost?.proxier.rejectionCounts() ?? null,
+        ...(deps.overlayRejections ? { overlayRejections: deps.overlayRejections } : {}),
       });
       this.metrics = metrics;
       this.healthServer = await deps.serveHealth({ metricsBindAddress: cfg.metricsBindAddress, healthzBindAddress: cfg.healthzBindAddress, source: this.healthSource(metrics), log: this.log });

@@ -47,6 +47,8 @@ import { parseNodePortAddresses, primaryNodeIP, resolveNodePortAddresses, type N
 import type { CniHandler } from '../cniserver/handler.js';
 import { pausePath } from '../config/paths.js';
 import { realClock } from '../reconcile/clock.js';
+import { ApiEventRecorder, type EventRecorder, type EventSink } from '../reconcile/event-recorder.js';
+import type { RejectionCount } from '../reconcile/last-good.js';
 import { IpamAdapter } from '../sandbox/ipam-adapter.js';
 import { NftMasquerade } from '../sandbox/masquerade.js';
 import { DiskAttachmentStore } from '../sandbox/record-store.js';
@@ -63,6 +65,7 @@ const controlPlane = () => import('../controlplane/control-plane.js');
 const embeddedKubelet = () => import('../pods/start.js');
 const clusterWatch = () => import('../watch/cluster-watch.js');
 const nodeAnnotations = () => import('../watch/node-annotations.js');
+const kubeletApiModule = () => import('../pods/kubelet-api.js');
 import { Agent } from './agent.js';
 import { startHealthServer } from './health-server.js';
 import { ProxyHost, type ProxyHostDeps } from './proxy-host.js';
@@ -128,7 +131,7 @@ export async function composeAgent(given: AgentConfig, logger?: Logger): Promise
   const sets = new NetlinkNftSets();
   const masquerade = new NftMasquerade({ nft, sets, log: log.child({ [F.subsys]: 'masquerade' }) });
   const sysctl = new ProcSysctl();
-  let overlay: { readonly mtu: number; close(): Promise<void> } | null = null;
+  let overlay: Awaited<ReturnType<typeof composeOverlay>> | null = null;
   try {
     if (cfg.overlay === 'vxlan') {
       // Before the Agent: the pods' default MTU is the VXLAN device's (underlay MTU - 50).
@@ -176,6 +179,7 @@ export async function composeAgent(given: AgentConfig, logger?: Logger): Promise
       serveCni: startCniServer,
       serveHealth: startHealthServer,
       proxy,
+      ...(overlay ? { overlayRejections: overlay.rejectionCounts } : {}),
       ...(cfg.runPods && cfg.kubeconfig ? { pods: await kubeletStarter(cfg, node, log) } : {}),
       close: async () => {
         await overlay?.close();
@@ -202,7 +206,12 @@ export async function composeAgent(given: AgentConfig, logger?: Logger): Promise
  * after the agent reach their peers. close() stops it and leaves the
  * device and its entries in place.
  */
-async function composeOverlay(cfg: AgentConfig, log: Logger, runner: Runner, nodeIP: string | null): Promise<{ readonly mtu: number; close(): Promise<void> }> {
+async function composeOverlay(
+  cfg: AgentConfig,
+  log: Logger,
+  runner: Runner,
+  nodeIP: string | null,
+): Promise<{ readonly mtu: number; close(): Promise<void>; rejectionCounts(): readonly RejectionCount[] }> {
   if (!cfg.kubeconfig || !cfg.podCIDR || !cfg.clusterCIDR) throw new NodenetError(ErrorCode.InvalidConfig, 'overlay vxlan needs kubeconfig, clusterCIDR and a pod CIDR');
   const [{ ClusterWatch }, { loadKubeConfig }, { nodeAnnotationPatcher }] = await Promise.all([clusterWatch(), kubeWatch(), nodeAnnotations()]);
   const kc = loadKubeConfig(cfg.kubeconfig);
@@ -210,6 +219,7 @@ async function composeOverlay(cfg: AgentConfig, log: Logger, runner: Runner, nod
   const overlay = new VxlanOverlay({
     nodeName: cfg.nodeName, podCIDR: cfg.podCIDR, clusterCIDR: cfg.clusterCIDR, netlink: nl, nft: new NftExecutor({ runner }),
     underlayInterface: cfg.underlayInterface, nodeIP, publish: nodeAnnotationPatcher(kc, cfg.nodeName), clock: realClock, log,
+    events: apiEventRecorder(async () => kc, 'nodenet-overlay', cfg.nodeName, log),
   });
   let watch: InstanceType<typeof ClusterWatch> | null = null;
   const close = async () => {
@@ -226,8 +236,31 @@ async function composeOverlay(cfg: AgentConfig, log: Logger, runner: Runner, nod
     await close();
     throw e;
   }
-  return { mtu: overlay.mtu, close };
+  return { mtu: overlay.mtu, close, rejectionCounts: () => [overlay.rejectionCounts()] };
 }
+
+/**
+ * Warning Events from one of the agent's components (`nodenet-proxy`,
+ * `nodenet-overlay`) on this node, written with the embedded kubelet's HTTP
+ * calls (pods/kubelet-api.ts) and the node's kubeconfig, loaded when the
+ * first Event is written (most agents never write one).
+ */
+function apiEventRecorder(kubeconfig: () => Promise<KubeConfigLike>, component: string, nodeName: string, log: Logger): EventRecorder {
+  let sink: Promise<EventSink> | null = null;
+  const get = () => (sink ??= Promise.all([kubeletApiModule(), kubeconfig()]).then(([{ kubeletApi }, kc]) => kubeletApi(kc)));
+  return new ApiEventRecorder({
+    sink: {
+      createEvent: async (ns, event) => (await get()).createEvent(ns, event),
+      patchEvent: async (ns, name, patch) => (await get()).patchEvent(ns, name, patch),
+    },
+    component,
+    host: nodeName,
+    clock: realClock,
+    log: log.child({ [F.subsys]: 'events' }),
+  });
+}
+
+type KubeConfigLike = Parameters<Awaited<ReturnType<typeof kubeletApiModule>>['kubeletApi']>[0];
 
 /** Removes a node's overlay (kube-proxy --cleanup's counterpart): the VXLAN device, its entries, the masquerade table. Idempotent. */
 export async function removeOverlay(o: { readonly runner: Runner; readonly netns?: string }): Promise<void> {
@@ -344,6 +377,7 @@ export async function composeProxyHostDeps(o: ProxyComposeOptions): Promise<Omit
       }
       return any;
     },
+    ...(o.kubeconfig ? { events: apiEventRecorder(async () => (await kubeWatch()).loadKubeConfig(o.kubeconfig!), 'nodenet-proxy', o.nodeName, o.log) } : {}),
     startSource: o.kubeconfig
       ? async (h) => {
           const { KubeSource, loadKubeConfig } = await kubeWatch();

@@ -26,6 +26,7 @@ import type { EndpointSliceHandler, ServiceHandler } from '../proxy/handlers.js'
 import { LAST_CHANGE_TRIGGER_TIME } from '../proxy/proxier.js';
 import type { ProxyBackend } from '../proxy/types.js';
 import { FakeClock } from '../reconcile/clock.fake.js';
+import type { RejectionCount } from '../reconcile/last-good.js';
 import { IpamAdapter } from '../sandbox/ipam-adapter.js';
 import { NftMasquerade } from '../sandbox/masquerade.js';
 import { MemoryAttachmentStore } from '../sandbox/record-store.js';
@@ -56,7 +57,7 @@ interface World {
   call(cmd: CniCommand, r: { containerId: string; netns: string; ifName: string }): ReturnType<typeof callAgent>;
 }
 
-async function world(t: Test, opts: { proxy?: boolean; config?: Record<string, unknown> } = {}): Promise<World> {
+async function world(t: Test, opts: { proxy?: boolean; config?: Record<string, unknown>; overlayRejections?: () => readonly RejectionCount[] } = {}): Promise<World> {
   const proxy = opts.proxy ?? true;
   const dir = mkdtempSync(join(tmpdir(), 'nn-health-'));
   const config = parseAgentConfig({
@@ -98,6 +99,7 @@ async function world(t: Test, opts: { proxy?: boolean; config?: Record<string, u
     serveCni: startCniServer,
     serveHealth: startHealthServer,
     watchQueue: () => ({ close() {} }),
+    ...(opts.overlayRejections ? { overlayRejections: opts.overlayRejections } : {}),
     proxy: proxy
       ? {
           mode: 'iptables', nodeConfig, backend, conntrack: new FakeConntrack(), sysctl, removeOtherMode: async () => false,
@@ -260,6 +262,45 @@ t.test('/metrics: kube-proxy\'s names with the values of real syncs; network pro
   t.ok(sample(m, 'process_cpu_user_seconds_total') !== undefined, 'process metrics');
 });
 
+t.test('/metrics: the objects the proxy and the overlay could not use, and those served from their last valid version', async (t) => {
+  let overlay: RejectionCount = { kind: 'Node', rejected: 0, servedFromLastGood: 0 };
+  const w = await world(t, { overlayRejections: () => [overlay] });
+  await listed(w);
+  let m = (await get(`${w.metricsUrl}/metrics`)).body;
+  for (const kind of ['Service', 'EndpointSlice']) {
+    t.equal(sample(m, 'nodenet_proxy_objects_rejected_total', { kind }), 0, `${kind}: none yet, the series is there`);
+    t.equal(sample(m, 'nodenet_proxy_objects_served_from_last_good', { kind }), 0);
+  }
+  t.equal(sample(m, 'nodenet_overlay_objects_rejected_total', { kind: 'Node' }), 0);
+
+  // The issue's case: a valid update first (affinity on), then the patch the agent cannot use.
+  const withAffinity = withField(withField(web(), 'spec.sessionAffinity', 'ClientIP'), 'spec.sessionAffinityConfig', { clientIP: { timeoutSeconds: 10800 } });
+  w.services.onServiceUpdate(web(), withAffinity);
+  const bad = withField(withAffinity, 'spec.sessionAffinity', 'None');
+  w.services.onServiceUpdate(withAffinity, bad);
+  w.services.onServiceUpdate(bad, bad);
+  overlay = { kind: 'Node', rejected: 2, servedFromLastGood: 1 };
+  await w.clock.advance(1000);
+  m = (await get(`${w.metricsUrl}/metrics`)).body;
+  t.equal(sample(m, 'nodenet_proxy_objects_rejected_total', { kind: 'Service' }), 1, 'counted once');
+  t.equal(sample(m, 'nodenet_proxy_objects_served_from_last_good', { kind: 'Service' }), 1);
+  t.equal(sample(m, 'nodenet_proxy_objects_rejected_total', { kind: 'EndpointSlice' }), 0);
+  t.equal(sample(m, 'nodenet_overlay_objects_rejected_total', { kind: 'Node' }), 2);
+  t.equal(sample(m, 'nodenet_overlay_objects_served_from_last_good', { kind: 'Node' }), 1);
+  t.match(m, /# TYPE nodenet_proxy_objects_rejected_total counter/);
+  t.match(m, /# TYPE nodenet_proxy_objects_served_from_last_good gauge/);
+  t.match(JSON.parse((await get(`${w.metricsUrl}/status`)).body), {
+    applied: { 'default/web:http': ['10.244.1.5:8080'] },
+    rejected: [{ kind: 'Service', key: 'default/web', field: 'spec.sessionAffinityConfig', servedFromLastGood: true }],
+  }, '/status: rejected, and still applied');
+
+  w.services.onServiceUpdate(bad, web());
+  m = (await get(`${w.metricsUrl}/metrics`)).body;
+  t.equal(sample(m, 'nodenet_proxy_objects_rejected_total', { kind: 'Service' }), 1, 'a counter');
+  t.equal(sample(m, 'nodenet_proxy_objects_served_from_last_good', { kind: 'Service' }), 0, 'the valid version taken');
+  t.match(JSON.parse((await get(`${w.metricsUrl}/status`)).body), { rejected: [] });
+});
+
 t.test('/metrics counts CNI calls by command and result, with their durations', async (t) => {
   const w = await world(t, { proxy: false });
   const ns = w.kernel.createNetns('pod1');
@@ -273,6 +314,8 @@ t.test('/metrics counts CNI calls by command and result, with their durations', 
   t.equal(sample(m, 'nodenet_cni_request_duration_seconds_count', { command: 'ADD' }), 2);
   t.ok(sample(m, 'nodenet_cni_request_duration_seconds_sum', { command: 'ADD' })! > 0);
   t.notOk(m.includes('kubeproxy_'), 'no proxy mode: no kube-proxy metrics');
+  t.notOk(m.includes('nodenet_proxy_objects_'), 'nor the proxy\'s rejections');
+  t.notOk(m.includes('nodenet_overlay_objects_'), 'no overlay: none of its');
   t.match(await get(`${w.metricsUrl}/status`), { status: 404, body: /without a proxy mode/ });
   t.match(await get(`${w.healthzUrl}/readyz`), { status: 200 });
   t.match(await get(`${w.healthzUrl}/healthz`), { status: 200 });
