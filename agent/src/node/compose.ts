@@ -47,7 +47,7 @@ import { parseNodePortAddresses, primaryNodeIP, resolveNodePortAddresses, type N
 import type { CniHandler } from '../cniserver/handler.js';
 import { pausePath } from '../config/paths.js';
 import { realClock } from '../reconcile/clock.js';
-import { ApiEventRecorder, type EventRecorder, type EventSink } from '../reconcile/event-recorder.js';
+import { ApiEventRecorder, type EventSink } from '../reconcile/event-recorder.js';
 import type { RejectionCount } from '../reconcile/last-good.js';
 import { IpamAdapter } from '../sandbox/ipam-adapter.js';
 import { NftMasquerade } from '../sandbox/masquerade.js';
@@ -245,7 +245,7 @@ async function composeOverlay(
  * calls (pods/kubelet-api.ts) and the node's kubeconfig, loaded when the
  * first Event is written (most agents never write one).
  */
-function apiEventRecorder(kubeconfig: () => Promise<KubeConfigLike>, component: string, nodeName: string, log: Logger): EventRecorder {
+export function apiEventRecorder(kubeconfig: () => Promise<KubeConfigLike>, component: string, nodeName: string, log: Logger): ApiEventRecorder {
   let sink: Promise<EventSink> | null = null;
   const get = () => (sink ??= Promise.all([kubeletApiModule(), kubeconfig()]).then(([{ kubeletApi }, kc]) => kubeletApi(kc)));
   return new ApiEventRecorder({
