@@ -200,7 +200,10 @@ t.test('Service: clusterIP and clusterIPs are linked, and may not change once se
   const changed = prepared(svc({ clusterIP: '10.96.0.11', clusterIPs: ['10.96.0.10'] }), created);
   t.same(text(s.validate(changed, created)), ['spec.clusterIPs[0]: Invalid value: ["10.96.0.11"]: may not change once set'], 'the plural follows the singular, and is refused');
   const plural = prepared(svc({ clusterIP: '10.96.0.10', clusterIPs: ['10.96.0.12'] }), created);
-  t.same(text(s.validate(plural, created)), ['spec.clusterIPs[0]: Invalid value: ["10.96.0.12"]: may not change once set']);
+  t.same(text(s.validate(plural, created)), [
+    'spec.clusterIPs[0]: Invalid value: ["10.96.0.12"]: may not change once set',
+    'spec.clusterIPs: Invalid value: ["10.96.0.12"]: first value must match `clusterIP`',
+  ], 'the update rules first, as ValidateServiceUpdate');
   const cleared = prepared(svc({ clusterIP: '10.96.0.10', clusterIPs: [] }), created);
   t.same((cleared['spec'] as O)['clusterIPs'], ['10.96.0.10'], 'clusterIPs dropped by an old client with the same clusterIP: kept');
 
@@ -217,13 +220,13 @@ t.test('Service: validation in upstream words', async (t) => {
   t.same(v({ clusterIP: 'None', ports: [] }), [], 'a headless Service needs no ports');
   t.same(v({ ports: [{ port: 80 }, { port: 443 }] }), ['spec.ports[0].name: Required value', 'spec.ports[1].name: Required value']);
   t.same(v({ ports: [{ name: 'a', port: 80 }, { name: 'a', port: 80 }] }), ['spec.ports[1].name: Duplicate value: "a"', 'spec.ports[1]: Duplicate value: {"port":80,"protocol":"TCP"}']);
-  t.same(v({ ports: [{ port: 0 }] }), ['spec.ports[0].port: Invalid value: 0: must be between 1 and 65535, inclusive'], 'IsValidPortNum only, as upstream (a container port of 0 is "Required")');
-  t.same(v({ ports: [{ port: 80, targetPort: 'HTTP' }] }), ['spec.ports[0].targetPort: Invalid value: "HTTP": must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)']);
+  t.same(v({ ports: [{ port: 0 }] }), ['spec.ports[0].port: Invalid value: 0: must be between 1 and 65535, inclusive', 'spec.ports[0].targetPort: Invalid value: 0: must be between 1 and 65535, inclusive'], 'IsValidPortNum only, as upstream (a container port of 0 is "Required"); the targetPort defaulted from it too');
+  t.same(v({ ports: [{ port: 80, targetPort: 'HTTP' }] }), ['spec.ports[0].targetPort: Invalid value: "HTTP": must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)', 'spec.ports[0].targetPort: Invalid value: "HTTP": must contain at least one letter (a-z)'], 'every problem IsValidPortName finds');
   t.same(v({ ports: [{ port: 80, protocol: 'ICMP' }] }), ['spec.ports[0].protocol: Unsupported value: "ICMP": supported values: "SCTP", "TCP", "UDP"']);
   t.same(v({ ports: [{ port: 80, nodePort: 30080 }] }), ["spec.ports[0].nodePort: Forbidden: may not be used when `type` is 'ClusterIP'"]);
   t.same(v({ type: 'Balanced' }), ['spec.type: Unsupported value: "Balanced": supported values: "ClusterIP", "ExternalName", "LoadBalancer", "NodePort"']);
   t.same(v({ type: 'ExternalName' }), ['spec.externalName: Required value']);
-  t.same(v({ clusterIP: '10.96.0.300' }), ['spec.clusterIP: Invalid value: "10.96.0.300": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)']);
+  t.same(v({ clusterIP: '10.96.0.300' }), ['spec.clusterIPs[0]: Invalid value: "10.96.0.300": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)'], 'checked in the plural field, which follows the singular');
   t.same(v({ sessionAffinity: 'Sticky' }), ['spec.sessionAffinity: Unsupported value: "Sticky": supported values: "ClientIP", "None"']);
 });
 
@@ -247,7 +250,7 @@ t.test('Deployment and ReplicaSet: selector and template, the selector immutable
   const reordered = clone(stored);
   ((reordered['spec'] as O)['selector'] as O) = { matchLabels: { app: 'web' } };
   t.same(deployErrs(reordered, stored), []);
-  t.same(deployErrs(deploy({ selector: undefined })), ['spec.selector: Required value']);
+  t.same(deployErrs(deploy({ selector: undefined })), ['spec.selector: Required value', 'spec.template.metadata.labels: Invalid value: {"app":"web","tier":"fe"}: `selector` does not match template `labels`'], 'a nil selector selects nothing');
   t.same(deployErrs(deploy({ selector: {} })), ['spec.selector: Invalid value: {}: empty selector is invalid for deployment']);
   t.same(deployErrs(deploy({ selector: { matchLabels: { app: 'api' } } })), ['spec.template.metadata.labels: Invalid value: {"app":"web","tier":"fe"}: `selector` does not match template `labels`']);
   t.same(deployErrs(deploy({ selector: { matchLabels: { app: 'web' }, matchExpressions: [{ key: 'tier', operator: 'In', values: ['be'] }] } })), ['spec.template.metadata.labels: Invalid value: {"app":"web","tier":"fe"}: `selector` does not match template `labels`'], 'matchExpressions count too');
@@ -255,7 +258,7 @@ t.test('Deployment and ReplicaSet: selector and template, the selector immutable
   t.same(deployErrs(deploy({ replicas: -1 })), ['spec.replicas: Invalid value: -1: must be greater than or equal to 0']);
   t.same(deployErrs(deploy({ strategy: { type: 'Recreate', rollingUpdate: { maxSurge: 1 } } })), ["spec.strategy.rollingUpdate: Forbidden: may not be specified when strategy `type` is 'Recreate'"]);
   t.same(deployErrs(deploy({ strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 0, maxUnavailable: '0%' } } })), ['spec.strategy.rollingUpdate.maxUnavailable: Invalid value: "0%": may not be 0 when `maxSurge` is 0']);
-  t.same(deployErrs(deploy({ strategy: { type: 'Canary' } })), ['spec.strategy.type: Unsupported value: "Canary": supported values: "Recreate", "RollingUpdate"']);
+  t.same(deployErrs(deploy({ strategy: { type: 'Canary' } })), ['spec.strategy: Unsupported value: {"type":"Canary"}: supported values: "Recreate", "RollingUpdate"'], 'upstream names the whole strategy');
   const tpl = deploy();
   (((tpl['spec'] as O)['template'] as O)['spec'] as O)['restartPolicy'] = 'Never';
   t.same(deployErrs(tpl), ['spec.template.spec.restartPolicy: Unsupported value: "Never": supported values: "Always"']);
@@ -286,12 +289,14 @@ t.test('Pod: the spec may change only in the images (and a few fields)', async (
   const moved = clone(pod({}, { nodeName: 'node-2' }));
   s.defaults(moved);
   errorsAre(t, text(s.validate(moved, bound)), [/^spec: Forbidden/], 'not moved once bound');
-  t.same(text(s.validate(pod({ name: '', image: ' ' }, { restartPolicy: 'Sometimes' }), null)), [
+  const bad = pod({ name: '', image: ' ' }, { restartPolicy: 'Sometimes', dnsPolicy: 'Custom' });
+  s.defaults(bad);
+  t.same(text(s.validate(bad, null)), [
     'spec.containers[0].name: Required value',
-    'spec.containers[0].image: Required value',
     'spec.restartPolicy: Unsupported value: "Sometimes": supported values: "Always", "OnFailure", "Never"',
-    'spec.dnsPolicy: Unsupported value: null: supported values: "ClusterFirst", "ClusterFirstWithHostNet", "Default", "None"',
-  ]);
+    'spec.dnsPolicy: Unsupported value: "Custom": supported values: "ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"',
+    'spec.containers[0].image: Invalid value: " ": must not have leading or trailing whitespace',
+  ], 'an image of " " is not missing (templates may have one), but a Pod\'s may not be padded');
 });
 
 t.test('Pod: requests default to limits, and the QoS class is computed as kube-apiserver does', async (t) => {
