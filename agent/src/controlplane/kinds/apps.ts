@@ -18,7 +18,7 @@
 import { fieldErr, type FieldError } from '../api/errors.js';
 import { labelSelectorRequirements, matchesLabels } from '../api/selectors.js';
 import { arr, ensure, isSet, labelSelectorErrors, nonNegative, num, type O, obj, semanticEqual } from './common.js';
-import { defaultPodSpec, podTemplateErrors } from './pod.js';
+import { defaultPodSpec, podTemplateErrors } from './podspec.js';
 
 const PERCENT_TEXT = "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')";
 
