@@ -1,11 +1,12 @@
 // Builds what runs outside the test loader:
 //   dist/nodenet.js        the agent and CLI (ESM, npm packages left external), with dist/chunks/ it loads on demand
-//   dist/nodenet-cni.cjs   the CNI shim, one self-contained file for a small cold start
+//   dist/nodenet-cni.cjs   the CNI shim, one self-contained file (with its code cache) for a small cold start
 //   dist/nodenet-pause     the pause holder (C, ~60 lines), PID 1 of every pod sandbox
 //   dist/nodenet-bench-tcp the lookup benchmark's native TCP client and server (C)
 import { build } from 'esbuild';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, chmodSync, statSync, rmSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, statSync, rmSync } from 'node:fs';
+import { buildShim } from './cni-bundle.mjs';
 import { NATIVE_EXTERNAL, REQUIRE_BANNER } from './esm-bundle.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -31,14 +32,8 @@ if (existsSync(`${root}agent/src/main.ts`)) {
   }));
 }
 if (existsSync(`${root}cni/src/main.ts`)) {
-  jobs.push(build({
-    entryPoints: [`${root}cni/src/main.ts`],
-    outfile: `${root}dist/nodenet-cni.cjs`,
-    bundle: true, platform: 'node', target: 'node20', format: 'cjs', minify: true,
-    // env -S: runtimes exec the plugin by its shebang. NODE_EXTRA_CA_CERTS makes node parse a CA bundle at
-    // start (+45 ms per call measured here; the shim speaks no TLS), NODE_OPTIONS could load anything into it.
-    banner: { js: '#!/usr/bin/env -S -u NODE_EXTRA_CA_CERTS -u NODE_OPTIONS node' }, logLevel: 'warning', legalComments: 'none',
-  }).then(() => chmodSync(`${root}dist/nodenet-cni.cjs`, 0o755)));
+  // One executable file: the bundled shim with V8's code cache for it (scripts/cni-bundle.mjs says why and how).
+  jobs.push(buildShim(`${root}dist/nodenet-cni.cjs`));
 }
 await Promise.all(jobs);
 

@@ -9,22 +9,17 @@
  *   node --import tsx bench/cni/cold-start.ts [runs=30]
  */
 import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { build } from 'esbuild';
+import { buildShim } from '../../scripts/cni-bundle.mjs';
 import { silentLogger } from '../../agent/src/log/log.js';
 import { startCniServer } from '../../agent/src/cniserver/server.js';
 
 const runs = Number(process.argv[2] ?? 30);
-const root = new URL('../..', import.meta.url).pathname;
 const work = mkdtempSync(join(tmpdir(), 'nn-cni-bench-'));
 const bin = join(work, 'nodenet-cni.cjs');
-await build({
-  entryPoints: [join(root, 'cni/src/main.ts')], outfile: bin, bundle: true, platform: 'node', target: 'node20', format: 'cjs',
-  minify: true, banner: { js: '#!/usr/bin/env -S -u NODE_EXTRA_CA_CERTS -u NODE_OPTIONS node' }, logLevel: 'warning', legalComments: 'none',
-});
-chmodSync(bin, 0o755);
+await buildShim(bin); // as `npm run build` makes dist/nodenet-cni.cjs
 
 const socket = join(work, 'agent', 'cni.sock');
 const result = new TextEncoder().encode('{"cniVersion":"1.0.0","ips":[{"address":"10.244.1.5/24"}]}');

@@ -3,34 +3,28 @@
  * runtime runs it (CNI_* environment, config on stdin, exit code, stdout),
  * against a real startCniServer with a FakeCniHandler on a temp unix socket.
  *
- * The bundle is built here with the esbuild options of scripts/build.mjs, into
- * the test's temp dir rather than dist/, so a concurrent `npm run build` or
- * another test using dist/ never sees a half-written file.
+ * The executable is built here as scripts/build.mjs builds it (scripts/cni-bundle.mjs:
+ * the bundle and its code cache), into the test's temp dir rather than dist/, so
+ * a concurrent `npm run build` or another test using dist/ never sees a
+ * half-written file.
  */
 import t from 'tap';
 import { spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { build } from 'esbuild';
+import { buildShim } from '../../scripts/cni-bundle.mjs';
 import { silentLogger } from '../../agent/src/log/log.js';
 import { FakeCniHandler } from '../../agent/src/cniserver/handler.fake.js';
 import { replayDeletions, deletionQueueDirFor } from '../../agent/src/cniserver/replay-deletions.js';
 import { startCniServer, type CniServer } from '../../agent/src/cniserver/server.js';
 
-const root = new URL('../..', import.meta.url).pathname;
 const work = mkdtempSync(join(tmpdir(), 'nn-cni-e2e-'));
 t.teardown(() => rmSync(work, { recursive: true, force: true }));
 const bin = join(work, 'nodenet-cni.cjs');
 
 t.before(async () => {
-  await build({
-    entryPoints: [join(root, 'cni/src/main.ts')],
-    outfile: bin,
-    bundle: true, platform: 'node', target: 'node20', format: 'cjs', minify: true,
-    banner: { js: '#!/usr/bin/env node' }, logLevel: 'warning', legalComments: 'none',
-  });
-  chmodSync(bin, 0o755);
+  await buildShim(bin, { shebang: '#!/usr/bin/env node' });
 });
 
 interface Run { code: number | null; stdout: string; stderr: string }
