@@ -21,7 +21,10 @@
  * own ADD and DEL time (the `durationMs` it logs for each call), and CPU per
  * ADD (the plugin processes, and the agent) to show where the time goes. The
  * kernel's veth deletion (over netlink, in the same namespace) is timed too:
- * an agent DEL cannot be faster than that.
+ * an agent DEL cannot be faster than that. Then issue 24's targets against
+ * the floor of the same run (report.ts): ADD p50 at concurrency 1 at most the
+ * floor's + 8 ms, ADDs/s at concurrency 16 at least 0.8 × the floor's, with
+ * the reference beside them; and the load average at the start and the end.
  *
  * The N-Service case loads its rules with the iptables backend named by
  * --iptables (legacy by default: its full load takes seconds, nf_tables'
@@ -29,7 +32,7 @@
  * neither).
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync, existsSync } from 'node:fs';
-import { tmpdir, cpus } from 'node:os';
+import { tmpdir, cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { spawn } from 'node:child_process';
 import { release } from 'node:os';
@@ -39,6 +42,7 @@ import { parseFlags } from '../../agent/src/cli/flags.js';
 import { openNetlink } from '../../agent/src/netlink/netlink.js';
 import { toNetnsPath } from '../../agent/src/netns/netns.js';
 import { initialEndpoints, service, slice } from '../proxy-sync/workload.js';
+import { checkTargets, pct, table, targetsTable, type PluginKind, type Row } from './report.js';
 
 const REF_DIR = '/usr/lib/cni';
 
@@ -50,21 +54,7 @@ interface Plugin {
   readonly node?: VNode;
   /** Container ID prefix (to find the agent's log lines). */
   readonly prefix: string;
-}
-
-interface Row {
-  readonly plugin: string;
-  readonly conc: number;
-  readonly add: { p50: number; p99: number; perSec: number };
-  readonly del: { p50: number; p99: number; perSec: number };
-  readonly agentAdd: { p50: number; p99: number } | null;
-  readonly agentDel: { p50: number; p99: number } | null;
-  readonly cpuPerAdd: { plugin: number; agent: number | null };
-}
-
-function pct(xs: readonly number[], p: number): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length ? s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]! : NaN;
+  readonly kind: PluginKind;
 }
 
 const TICK_MS = 10; // USER_HZ 100
@@ -131,6 +121,7 @@ async function batch(plugin: Plugin, nodeNs: string, netns: readonly string[], c
   const aDel = plugin.node ? agentDurations(plugin.node, 'DEL', tag) : [];
   return {
     plugin: plugin.name,
+    kind: plugin.kind,
     conc,
     add: { p50: pct(add, 50), p99: pct(add, 99), perSec: n / (addWall / 1000) },
     del: { p50: pct(del, 50), p99: pct(del, 99), perSec: n / (delWall / 1000) },
@@ -168,23 +159,6 @@ async function vethDeleteMs(nodeNsPath: string, podNs: string, rounds: number): 
   return out;
 }
 
-function table(rows: readonly Row[], pods: number): string {
-  const f = (x: number) => (Number.isFinite(x) ? (x >= 100 ? x.toFixed(0) : x.toFixed(1)) : '–');
-  const head = ['plugin', 'conc', 'ADD p50 / p99 ms', 'DEL p50 / p99 ms', 'ADDs/s', 'DELs/s', 'agent ADD p50 / p99 ms', 'agent DEL p50 / p99 ms', 'CPU per ADD: plugin + agent ms'];
-  const lines = [`| ${head.join(' | ')} |`, `|${head.map((_h, i) => (i < 2 ? '---' : '---:')).join('|')}|`];
-  for (const r of rows) {
-    lines.push(`| ${[
-      r.plugin, String(r.conc),
-      `${f(r.add.p50)} / ${f(r.add.p99)}`, `${f(r.del.p50)} / ${f(r.del.p99)}`,
-      f(r.add.perSec), f(r.del.perSec),
-      r.agentAdd ? `${f(r.agentAdd.p50)} / ${f(r.agentAdd.p99)}` : '–',
-      r.agentDel ? `${f(r.agentDel.p50)} / ${f(r.agentDel.p99)}` : '–',
-      `${f(r.cpuPerAdd.plugin)}${r.cpuPerAdd.agent === null ? '' : ` + ${f(r.cpuPerAdd.agent)}`}`,
-    ].join(' | ')} |`);
-  }
-  return `${pods} pods per batch\n\n${lines.join('\n')}\n`;
-}
-
 async function waitSynced(node: VNode, services: number): Promise<number> {
   const t0 = performance.now();
   const file = `${node.runDir}/proxy-status.json`;
@@ -210,6 +184,8 @@ async function main(): Promise<void> {
   if (backend !== 'legacy' && backend !== 'nft') throw new Error('--iptables: legacy or nft');
   if (!existsSync(SHIM)) throw new Error('run `npm run build` first');
   const haveRef = existsSync(`${REF_DIR}/bridge`) && existsSync(`${REF_DIR}/host-local`);
+  // Other work on the machine moves every figure: the load average goes into the report.
+  const load0 = loadavg();
   const lab = await newLab('bc');
   const work = mkdtempSync(join(tmpdir(), 'nn-bench-cni-'));
   const cleanup = async () => {
@@ -242,11 +218,11 @@ async function main(): Promise<void> {
 
     const netns: string[] = [];
     for (let i = 0; i < pods; i++) netns.push((await lab.addNetns(`p${i}`)).path);
-    const floor: Plugin = { name: '`node -e 0` (the floor of a Node plugin)', argv: [process.execPath, '-e', '0'], conf: () => ({}), prefix: 'fl' };
+    const floor: Plugin = { name: '`node -e 0` (the floor of a Node plugin)', argv: [process.execPath, '-e', '0'], conf: () => ({}), prefix: 'fl', kind: 'floor' };
     const plugins: Plugin[] = [
       floor,
-      { name: 'nodenet-cni, 0 Services, ipMasq', argv: [SHIM], conf: () => plain.cniConfig({ hairpinMode: false, ipMasq: true }), node: plain, prefix: 'nz' },
-      { name: `nodenet-cni, ${services.toLocaleString('en')} Services (iptables), ipMasq`, argv: [SHIM], conf: () => loaded.cniConfig({ hairpinMode: false, ipMasq: true }), node: loaded, prefix: 'nk' },
+      { name: 'nodenet-cni, 0 Services, ipMasq', argv: [SHIM], conf: () => plain.cniConfig({ hairpinMode: false, ipMasq: true }), node: plain, prefix: 'nz', kind: 'nodenet' },
+      { name: `nodenet-cni, ${services.toLocaleString('en')} Services (iptables), ipMasq`, argv: [SHIM], conf: () => loaded.cniConfig({ hairpinMode: false, ipMasq: true }), node: loaded, prefix: 'nk', kind: 'nodenet' },
     ];
     if (haveRef) {
       plugins.push({
@@ -257,6 +233,7 @@ async function main(): Promise<void> {
           ipam: { type: 'host-local', ranges: [[{ subnet: '10.250.0.0/16' }]], dataDir: join(work, 'host-local') },
         }),
         prefix: 'rf',
+        kind: 'reference',
       });
     }
     const rows: Row[] = [];
@@ -268,15 +245,17 @@ async function main(): Promise<void> {
       }
     }
     const veth = await vethDeleteMs(plain.nsPath, netns[0]!, 30);
+    const targets = checkTargets(rows);
     const out = [
-      `\nCNI ADD/DEL on one virtual node (${REPO}), ${cpus().length} cores, kernel ${release()}, Node ${process.version}\n`,
+      `\nCNI ADD/DEL on one virtual node (${REPO}), ${cpus().length} cores, kernel ${release()}, Node ${process.version}, load average ${load0.map((x) => x.toFixed(2)).join(' ')} at the start, ${loadavg().map((x) => x.toFixed(2)).join(' ')} at the end\n`,
       table(rows, pods),
+      targetsTable(targets),
       `kernel's deletion of a pod veth as ADD leaves it (netlink, ${veth.length} rounds): p50 ${pct(veth, 50).toFixed(1)} ms, p99 ${pct(veth, 99).toFixed(1)} ms`,
       haveRef ? '' : '(reference plugins not found in /usr/lib/cni: apt-get install containernetworking-plugins)',
     ].join('\n');
     console.log(out);
     const file = p.flags.get('out');
-    if (file) writeFileSync(file, `${JSON.stringify({ date: new Date().toISOString(), pods, services, backend, cores: cpus().length, kernel: release(), node: process.version, rules, loadMs, rows, vethDelete: { p50: pct(veth, 50), p99: pct(veth, 99) } }, null, 2)}\n`);
+    if (file) writeFileSync(file, `${JSON.stringify({ date: new Date().toISOString(), pods, services, backend, cores: cpus().length, kernel: release(), node: process.version, rules, loadMs, loadAvg: { start: load0, end: loadavg() }, rows, targets, vethDelete: { p50: pct(veth, 50), p99: pct(veth, 99) } }, null, 2)}\n`);
   } finally {
     await cleanup();
   }
