@@ -2,7 +2,7 @@
 // leftovers from a crashed run. Runs as root (nodenet builds namespaces).
 //   node scripts/preflight.mjs            install what is missing, clean leftovers
 //   node scripts/preflight.mjs --check    only say what is missing
-//   node scripts/preflight.mjs --test     also what only the tests need (ruby, for the Vagrantfile check)
+//   node scripts/preflight.mjs --test     also what only the tests need (ruby, for the Vagrantfile check; python3-kubernetes)
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 
@@ -14,6 +14,9 @@ const need = {
 };
 const which = (c) => spawnSync('sh', ['-c', `command -v ${c}`], { stdio: 'ignore' }).status === 0;
 const missing = [...new Set(Object.entries(need).filter(([c]) => !which(c)).map(([, p]) => p))];
+// The tests also drive the control plane with Kubernetes' official Python client, Debian's build of it (Debian's python3).
+const importable = (m) => spawnSync('/usr/bin/python3', ['-c', `import ${m}`], { stdio: 'ignore' }).status === 0;
+if (process.argv.includes('--test') && !importable('kubernetes')) missing.push('python3-kubernetes');
 const checkOnly = process.argv.includes('--check');
 
 if (process.getuid?.() !== 0) {

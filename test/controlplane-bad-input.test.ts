@@ -102,7 +102,7 @@ t.test('each bad request gets its Status and stores nothing', async (t) => {
     ['protobuf: a patch', () => call('PATCH', `${SVCS}/a`, pb('Service', pbSvc(80)), PB), 415, 'UnsupportedMediaType', /bodies are read for create, update and delete/],
     ['an unknown patch type', () => call('PATCH', `${SVCS}/a`, '{}', { 'Content-Type': 'text/plain' }), 415, 'UnsupportedMediaType'],
     ['a bad resourceVersion', () => call('GET', `${SVCS}?watch=1&resourceVersion=abc`), 400, 'BadRequest'],
-    ['a bad limit', () => call('GET', `${SVCS}?limit=-3`), 400, 'BadRequest'],
+    ['a limit that is not an int64', () => call('GET', `${SVCS}?limit=ten`), 400, 'BadRequest', /strconv.ParseInt: parsing "ten": invalid syntax/],
     ['a bad continue token', () => call('GET', `${SVCS}?limit=1&continue=garbage`), 400, 'BadRequest'],
     ['no token', () => call('GET', SVCS, undefined, {}, null), 401, 'Unauthorized'],
     ['a wrong token', () => call('GET', SVCS, undefined, {}, 'Bearer nope'), 401, 'Unauthorized'],

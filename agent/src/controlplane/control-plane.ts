@@ -74,6 +74,8 @@ export interface ControlPlaneOptions {
   readonly orphanPodQuarantineMs?: number;
   /** LoadBalancer Services' ingress IPs come from here (CIDR or START-END, comma-separated); none: they stay pending. */
   readonly loadBalancerPool?: string;
+  /** How often a watch that allows bookmarks gets one (ms; default 30 s, tests shorten it). */
+  readonly bookmarkEveryMs?: number;
 }
 
 export interface ControlPlane {
@@ -235,7 +237,7 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
   const podGc = new PodGarbageCollector({ rest, store, clock, log: log.child({ [F.subsys]: 'controlplane/pod-gc' }), events: events.recorder(POD_GC_COMPONENT), ...(o.orphanPodQuarantineMs !== undefined ? { quarantineMs: o.orphanPodQuarantineMs } : {}) });
   podGc.start();
   const metrics = new ApiMetrics(() => store.counts());
-  const server = new ApiServer({ rest, store, tokens, metrics, anonymousAdmin: o.insecureHttp === true, log: log.child({ [F.subsys]: 'controlplane/api' }), clock, openapi: new OpenApi(schemas), version: o.version, ...(pki ? { tls: { cert: pki.cert, key: pki.key } } : {}) });
+  const server = new ApiServer({ rest, store, tokens, metrics, anonymousAdmin: o.insecureHttp === true, log: log.child({ [F.subsys]: 'controlplane/api' }), clock, openapi: new OpenApi(schemas), version: o.version, ...(o.bookmarkEveryMs ? { bookmarkEveryMs: o.bookmarkEveryMs } : {}), ...(pki ? { tls: { cert: pki.cert, key: pki.key } } : {}) });
   let addr;
   try {
     addr = await server.listen(o.port, o.host);

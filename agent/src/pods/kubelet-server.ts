@@ -26,6 +26,7 @@ import { timingSafeEqual } from 'node:crypto';
 import { issue } from '../controlplane/auth/pki.js';
 import { F } from '../log/fields.js';
 import type { Logger } from '../log/log.js';
+import { Query } from '../net/query.js';
 import type { Kubelet, LogTarget } from './kubelet.js';
 
 export interface KubeletServerOptions {
@@ -116,22 +117,28 @@ export async function startKubeletServer(o: KubeletServerOptions): Promise<Kubel
     const segs = url.pathname.split('/').filter(Boolean).map(decodeURIComponent);
     if (segs[0] !== 'containerLogs' || segs.length !== 4) return status(res, 404, 'NotFound', `no such path ${url.pathname}`);
     const [, ns, pod, container] = segs as [string, string, string, string];
-    const q = url.searchParams;
-    const flag = (k: string) => q.get(k) === 'true' || q.get(k) === '1';
+    // PodLogOptions, read as the kubelet converts them (net/query): any value but false and 0 is true.
+    const q = Query.of(url);
     for (const k of ['timestamps', 'sinceSeconds', 'sinceTime']) {
-      if (q.has(k) && !(k === 'timestamps' && !flag(k))) return status(res, 400, 'BadRequest', `${k}: nodenet keeps containers' output as written, without per-line times: --timestamps, --since and --since-time are not available`);
+      if (q.has(k) && !(k === 'timestamps' && !q.bool(k))) return status(res, 400, 'BadRequest', `${k}: nodenet keeps containers' output as written, without per-line times: --timestamps, --since and --since-time are not available`);
     }
-    const tail = q.get('tailLines');
-    const limit = q.get('limitBytes');
-    if (tail !== null && !/^\d+$/.test(tail)) return status(res, 400, 'BadRequest', `tailLines: must be a non-negative integer, not ${JSON.stringify(tail)}`);
-    if (limit !== null && !/^[1-9]\d*$/.test(limit)) return status(res, 400, 'BadRequest', `limitBytes: must be a positive integer, not ${JSON.stringify(limit)}`);
-    const found = o.kubelet.logTarget(ns, pod, container, flag('previous'));
+    let tail: number | undefined;
+    let limit: number | undefined;
+    try {
+      tail = q.int64('tailLines');
+      limit = q.int64('limitBytes');
+    } catch (e) {
+      return status(res, 400, 'BadRequest', e instanceof Error ? e.message : String(e));
+    }
+    if (tail !== undefined && tail < 0) return status(res, 400, 'BadRequest', `tailLines: must be a non-negative integer, not ${tail}`);
+    if (limit !== undefined && limit < 1) return status(res, 400, 'BadRequest', `limitBytes: must be a positive integer, not ${limit}`);
+    const found = o.kubelet.logTarget(ns, pod, container, q.bool('previous'));
     if ('error' in found) return status(res, found.error === 'pod' ? 404 : 400, found.error === 'pod' ? 'NotFound' : 'BadRequest', found.message);
     const t: LogTarget = found.target;
-    let budget = limit === null ? Infinity : Number(limit);
+    let budget = limit ?? Infinity;
     let at = sizeOf(t.file);
     let first = readFrom(t.file, Math.max(0, at - MAX_READ), Math.min(at, MAX_READ));
-    if (tail !== null) first = tailLines(first, Number(tail));
+    if (tail !== undefined) first = tailLines(first, tail);
     res.writeHead(200, { 'Content-Type': 'text/plain', 'Cache-Control': 'no-cache, private' });
     const write = (b: Buffer): boolean => {
       if (budget <= 0) return false;
@@ -140,7 +147,7 @@ export async function startKubeletServer(o: KubeletServerOptions): Promise<Kubel
       if (part.length) res.write(part);
       return budget > 0;
     };
-    if (!write(first) || !flag('follow')) return void res.end();
+    if (!write(first) || !q.bool('follow')) return void res.end();
     o.log.debug({ [F.pod]: `${ns}/${pod}`, container }, 'following logs');
     await new Promise<void>((resolve) => {
       let timer: NodeJS.Timeout | null = null;

@@ -3,7 +3,8 @@
  * plane on loopback over a temporary data directory (stopped and removed in
  * teardown, also when a test fails), and the real kubectl on PATH against it.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
@@ -30,6 +31,19 @@ export interface TestControlPlane {
   kubectl(args: readonly string[], opts?: { input?: string; kubeconfig?: string }): Promise<KubectlResult>;
   /** kubectl that must succeed: its stdout. */
   ok(args: readonly string[], opts?: { input?: string; kubeconfig?: string }): Promise<string>;
+  /**
+   * One request over TLS with the admin token; a JSON body is sent as is (a string) or serialised. `until`: for a
+   * stream (a watch), the request is ended by the client as soon as the body so far satisfies it.
+   */
+  call(method: string, path: string, body?: unknown, headers?: Record<string, string>, opts?: { until?: (bodySoFar: string) => boolean }): Promise<Reply>;
+}
+
+export interface Reply {
+  readonly code: number;
+  readonly type: string;
+  readonly body: string;
+  /** The body parsed, or {} when it is not one JSON document. */
+  readonly json: Record<string, unknown>;
 }
 
 export function testControlPlane(t: Hooks, prefix: string, opts: Partial<Omit<ControlPlaneOptions, 'dataDir'>> = {}): TestControlPlane {
@@ -59,6 +73,40 @@ export function testControlPlane(t: Hooks, prefix: string, opts: Partial<Omit<Co
       const r = await env.kubectl(args, o);
       if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')} exited ${r.code}: ${r.err}`);
       return r.out;
+    },
+    call(method, path, body, headers = {}, opts = {}) {
+      const u = new URL(path, env.cp.url);
+      const ca = readFileSync(join(dir, 'data', 'pki', 'ca.crt'), 'utf8');
+      const token = (JSON.parse(readFileSync(join(dir, 'data', 'tokens.json'), 'utf8')) as { admin: string }).admin;
+      const data = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
+      return new Promise((resolve, reject) => {
+        const req = request({
+          host: u.hostname, port: u.port, path: `${u.pathname}${u.search}`, method, ca,
+          headers: { Authorization: `Bearer ${token}`, ...(data !== undefined ? { 'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(data)) } : {}), ...headers },
+        }, (res) => {
+          let b = '';
+          res.setEncoding('utf8');
+          const end = () => {
+            let json: Record<string, unknown> = {};
+            try {
+              json = JSON.parse(b) as Record<string, unknown>;
+            } catch {
+              /* not one JSON document (a watch stream) */
+            }
+            resolve({ code: res.statusCode ?? 0, type: String(res.headers['content-type'] ?? ''), body: b, json });
+          };
+          res.on('data', (c: string) => {
+            b += c;
+            if (opts.until?.(b)) {
+              end();
+              req.destroy();
+            }
+          });
+          res.on('end', end);
+        });
+        req.on('error', (e) => (opts.until ? undefined : reject(e)));
+        req.end(data);
+      });
     },
   };
   return env;

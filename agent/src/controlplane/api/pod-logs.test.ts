@@ -1,4 +1,5 @@
 import t from 'tap';
+import { Query } from '../../net/query.js';
 import { kubeletLogQuery, logLocation } from './pod-logs.js';
 
 const pod = (containers: string[], nodeName = 'n1') => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'web', namespace: 'default' }, spec: { nodeName, containers: containers.map((name) => ({ name })) } });
@@ -13,8 +14,15 @@ t.test('where a container\'s logs are', async (t) => {
   t.throws(() => logLocation(pod(['a']), undefined, null), { name: 'NodenetError', httpStatus: 503 });
 });
 
-t.test('the query the kubelet gets', async (t) => {
-  t.equal(String(kubeletLogQuery(new URLSearchParams('container=web&follow=true&tailLines=10&previous=false&insecureSkipTLSVerifyBackend=true'))), 'follow=true&tailLines=10');
-  t.throws(() => kubeletLogQuery(new URLSearchParams('tailLines=-1')), { name: 'ApiError', httpStatus: 400 });
-  t.throws(() => kubeletLogQuery(new URLSearchParams('follow=yes')), { name: 'ApiError', httpStatus: 400 });
+t.test('the query the kubelet gets: PodLogOptions read as kube-apiserver converts them, and checked as it checks them', async (t) => {
+  const q = (s: string) => kubeletLogQuery(new Query(new URLSearchParams(s)), 'web');
+  t.equal(String(q('container=web&follow=true&tailLines=10&previous=false&insecureSkipTLSVerifyBackend=true')), 'follow=true&tailLines=10');
+  t.equal(String(q('follow=True&previous=1&timestamps=FALSE')), 'follow=true&previous=true', 'any value but false and 0 is true (Python sends True)');
+  t.equal(String(q('follow&tailLines=0&limitBytes=1&sinceSeconds=5')), 'follow=true&tailLines=0&limitBytes=1&sinceSeconds=5', 'a bare flag is true');
+  t.equal(String(q('tailLines=%2B7')), 'tailLines=7', 'a sign is allowed, as strconv.ParseInt allows it');
+  t.throws(() => q('tailLines=-1'), { name: 'ApiError', httpStatus: 422, message: 'PodLogOptions "web" is invalid: tailLines: Invalid value: -1: must be greater than or equal to 0' });
+  t.throws(() => q('limitBytes=0'), { httpStatus: 422, message: /limitBytes: Invalid value: 0: must be greater than 0/ });
+  t.throws(() => q('sinceSeconds=0'), { httpStatus: 422, message: /sinceSeconds: Invalid value: 0: must be greater than 0/ });
+  t.throws(() => q('sinceSeconds=5&sinceTime=2026-12-04T00:00:00Z'), { httpStatus: 422, message: /at most one of `sinceTime` or `sinceSeconds` may be specified/ });
+  t.throws(() => q('tailLines=ten'), { httpStatus: 400, message: 'strconv.ParseInt: parsing "ten": invalid syntax' });
 });

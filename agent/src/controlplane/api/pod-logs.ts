@@ -16,7 +16,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ErrorCode, NodenetError } from '../../errors/errors.js';
 import type { Tokens } from '../auth/authz.js';
 import type { KObject } from '../store/types.js';
-import { apiErrors } from './errors.js';
+import { Query } from '../../net/query.js';
+import { apiErrors, fieldErr, type FieldError } from './errors.js';
 
 type O = Record<string, unknown>;
 const obj = (v: unknown): O | undefined => (v && typeof v === 'object' && !Array.isArray(v) ? (v as O) : undefined);
@@ -25,23 +26,28 @@ const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 
 export const DEFAULT_KUBELET_PORT = 10250;
 
-/** The query the kubelet gets, from PodLogOptions' query parameters. @throws ApiError (400) */
-export function kubeletLogQuery(q: URLSearchParams): URLSearchParams {
+/**
+ * The query the kubelet gets, from PodLogOptions' query parameters (net/query: read as kube-apiserver converts them),
+ * checked as upstream's ValidatePodLogOptions checks them.
+ * @throws ApiError: 400 for a value that does not convert, 422 for one out of range
+ */
+export function kubeletLogQuery(q: Query, pod: string): URLSearchParams {
   const out = new URLSearchParams();
-  for (const k of ['follow', 'previous', 'timestamps']) {
-    const v = q.get(k);
-    if (v === null) continue;
-    if (!['true', 'false', '1', '0'].includes(v)) throw apiErrors.badRequest(`${k}: Invalid value: ${JSON.stringify(v)}: must be true or false`);
-    if (v === 'true' || v === '1') out.set(k, 'true');
-  }
-  for (const k of ['tailLines', 'limitBytes', 'sinceSeconds']) {
-    const v = q.get(k);
-    if (v === null) continue;
-    if (!/^\d+$/.test(v)) throw apiErrors.badRequest(`${k}: Invalid value: ${JSON.stringify(v)}: must be a non-negative integer`);
-    out.set(k, v);
-  }
-  const since = q.get('sinceTime');
-  if (since !== null) out.set('sinceTime', since);
+  for (const k of ['follow', 'previous', 'timestamps']) if (q.bool(k)) out.set(k, 'true');
+  const errs: FieldError[] = [];
+  const tail = q.int64('tailLines');
+  const limit = q.int64('limitBytes');
+  const sinceSeconds = q.int64('sinceSeconds');
+  const sinceTime = q.string('sinceTime');
+  if (tail !== undefined && tail < 0) errs.push(fieldErr.invalid('tailLines', tail, 'must be greater than or equal to 0'));
+  if (limit !== undefined && limit < 1) errs.push(fieldErr.invalid('limitBytes', limit, 'must be greater than 0'));
+  if (sinceSeconds !== undefined && sinceTime !== undefined) errs.push(fieldErr.forbidden('', 'at most one of `sinceTime` or `sinceSeconds` may be specified'));
+  else if (sinceSeconds !== undefined && sinceSeconds < 1) errs.push(fieldErr.invalid('sinceSeconds', sinceSeconds, 'must be greater than 0'));
+  if (errs.length) throw apiErrors.invalid({ resource: '', group: '', kind: 'PodLogOptions' }, pod, errs);
+  if (tail !== undefined) out.set('tailLines', String(tail));
+  if (limit !== undefined) out.set('limitBytes', String(limit));
+  if (sinceSeconds !== undefined) out.set('sinceSeconds', String(sinceSeconds));
+  if (sinceTime !== undefined) out.set('sinceTime', sinceTime);
   return out;
 }
 
@@ -73,8 +79,9 @@ export function logLocation(pod: Readonly<KObject>, node: Readonly<KObject> | un
  */
 export function proxyPodLog(o: { tokens: Tokens; pod: Readonly<KObject>; node: Readonly<KObject> | undefined; url: URL; req: IncomingMessage; res: ServerResponse; timeoutMs?: number }): Promise<number> {
   const meta = obj(o.pod.metadata) ?? {};
-  const loc = logLocation(o.pod, o.node, o.url.searchParams.get('container'));
-  const query = kubeletLogQuery(o.url.searchParams);
+  const q = Query.of(o.url);
+  const loc = logLocation(o.pod, o.node, q.string('container') ?? null);
+  const query = kubeletLogQuery(q, str(meta['name']));
   const token = o.tokens.nodes[loc.node];
   if (!token) throw new NodenetError(ErrorCode.NotAvailable, `node ${loc.node} has no token here: the control plane cannot authenticate to its kubelet`);
   const path = `/containerLogs/${encodeURIComponent(str(meta['namespace']))}/${encodeURIComponent(str(meta['name']))}/${encodeURIComponent(loc.container)}${query.size ? `?${query}` : ''}`;

@@ -26,7 +26,7 @@ import { ADMIN_USER, authenticate, authorize, type Tokens, type User } from '../
 import type { Store } from '../store/store.js';
 import type { KObject, StoreEvent } from '../store/types.js';
 import { aggregated, apiGroup, apiGroupList, apiResourceList, apiVersions, versionInfo } from './discovery.js';
-import { apiErrors, statusOf, type Status } from './errors.js';
+import { apiErrors, fieldErr, statusOf, type Status } from './errors.js';
 import type { ApiMetrics } from './metrics.js';
 import type { OpenApi } from './openapi.js';
 import { apiVersionOf, findResource, grOf, RESOURCES, type Resource } from './resources.js';
@@ -34,6 +34,7 @@ import { parseRV, type DeleteOptions, type FieldValidation, type PatchType, type
 import { toTable } from './table.js';
 import { proxyPodLog } from './pod-logs.js';
 import { decodeProtobufBody, PROTOBUF_TYPE, type Expected as ProtobufExpected } from './protobuf.js';
+import { Query } from '../../net/query.js';
 
 export interface ApiServerOptions {
   readonly rest: Rest;
@@ -104,6 +105,8 @@ export class ApiServer {
   private readonly maxWatches: number;
   private readonly bookmarkMs: number;
   private readonly sockets = new Set<Socket>();
+  /** Responses to requests with `?pretty`: their JSON is indented, as kube-apiserver's (json.MarshalIndent, two spaces). */
+  private readonly pretty = new WeakSet<ServerResponse>();
 
   constructor(private readonly o: ApiServerOptions) {
     this.maxBody = o.maxBodyBytes ?? 3 * 1024 * 1024;
@@ -146,6 +149,8 @@ export class ApiServer {
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const started = performance.now();
     const url = new URL(req.url ?? '/', 'http://x');
+    const q = Query.of(url);
+    if (q.bool('pretty')) this.pretty.add(res);
     const method = req.method ?? 'GET';
     let verb = method.toLowerCase();
     let resource = '';
@@ -197,7 +202,7 @@ export class ApiServer {
         if (!list) throw apiErrors.pathNotFound();
         return done(this.json(res, 200, list));
       }
-      let watch = url.searchParams.get('watch') === 'true' || url.searchParams.get('watch') === '1';
+      let watch = q.bool('watch');
       if (rest[0] === 'watch') {
         watch = true;
         rest = rest.slice(1);
@@ -213,7 +218,7 @@ export class ApiServer {
       if (!authorize(user, { verb, gr: resource, namespace: route.namespace, name: bodyName, subresource: route.sub, boundNode: (pod?.object['spec'] as { nodeName?: string } | undefined)?.nodeName })) {
         throw apiErrors.forbidden(user.name, verb, route.r, route.namespace, bodyName || undefined);
       }
-      if (verb === 'watch') return await this.watch(req, res, route, url, user, done);
+      if (verb === 'watch') return await this.watch(req, res, route, q, user, done);
       // A log is streamed from the node's kubelet (follow runs as long as the client reads): no request timer.
       if (route.sub === 'log' && verb === 'get' && route.r.subresources.includes('log')) {
         const s = this.o.rest.get(route.r, route.namespace, route.name);
@@ -225,7 +230,7 @@ export class ApiServer {
         res.destroy();
       }, this.timeoutMs);
       try {
-        const code = await this.dispatch(req, res, verb, route, url, body);
+        const code = await this.dispatch(req, res, verb, route, q, body);
         return done(code);
       } finally {
         clearTimeout(timer);
@@ -278,21 +283,21 @@ export class ApiServer {
     if (route.sub === 'binding' && !route.r.subresources.includes('binding')) throw apiErrors.pathNotFound();
   }
 
-  private writeOptions(url: URL, body?: Record<string, unknown>): WriteOptions {
-    const dry = url.searchParams.getAll('dryRun');
+  /** CreateOptions, UpdateOptions and PatchOptions' common query parameters. */
+  private writeOptions(q: Query): WriteOptions {
+    const dry = q.strings('dryRun');
     for (const d of dry) if (d !== 'All') throw apiErrors.badRequest(`dryRun: Unsupported value: ${JSON.stringify(d)}: supported values: "All"`);
-    const fv = url.searchParams.get('fieldValidation');
-    if (fv !== null && !['Strict', 'Warn', 'Ignore'].includes(fv)) throw apiErrors.badRequest(`fieldValidation: Unsupported value: ${JSON.stringify(fv)}: supported values: "Ignore", "Strict", "Warn"`);
-    const fm = url.searchParams.get('fieldManager');
+    const fv = q.string('fieldValidation');
+    if (fv !== undefined && !['Strict', 'Warn', 'Ignore'].includes(fv)) throw apiErrors.badRequest(`fieldValidation: Unsupported value: ${JSON.stringify(fv)}: supported values: "Ignore", "Strict", "Warn"`);
+    const fm = q.string('fieldManager');
     const out: { dryRun?: boolean; fieldValidation?: FieldValidation; fieldManager?: string } = {};
     if (dry.length) out.dryRun = true;
     if (fv) out.fieldValidation = fv as FieldValidation;
     if (fm) out.fieldManager = fm;
-    void body;
     return out;
   }
 
-  private async dispatch(req: IncomingMessage, res: ServerResponse, verb: string, route: Route, url: URL, body: { value: unknown; type: string } | undefined): Promise<number> {
+  private async dispatch(req: IncomingMessage, res: ServerResponse, verb: string, route: Route, q: Query, body: { value: unknown; type: string } | undefined): Promise<number> {
     const { rest } = this.o;
     const { r } = route;
     const ns = route.namespace;
@@ -302,24 +307,22 @@ export class ApiServer {
         this.checkSub(route, ['', 'status', 'scale']);
         const s = rest.get(r, ns, route.name);
         if (route.sub === 'scale') return this.json(res, 200, rest.scaleOf(r, s));
-        return this.object(req, res, route, 200, s.object as KObject, url);
+        return this.object(req, res, route, 200, s.object as KObject, q);
       }
       case 'list': {
         this.checkSub(route, ['']);
-        const limit = url.searchParams.get('limit');
         const l = rest.list(r, route.nsGiven ? ns : undefined, {
-          labelSelector: url.searchParams.get('labelSelector') ?? undefined,
-          fieldSelector: url.searchParams.get('fieldSelector') ?? undefined,
-          limit: limit === null ? undefined : Number(limit),
-          continue: url.searchParams.get('continue') ?? undefined,
-          resourceVersion: url.searchParams.get('resourceVersion') ?? undefined,
-          resourceVersionMatch: url.searchParams.get('resourceVersionMatch') ?? undefined,
+          labelSelector: q.string('labelSelector'),
+          fieldSelector: q.string('fieldSelector'),
+          limit: q.int64('limit'),
+          continue: q.string('continue'),
+          resourceVersion: q.string('resourceVersion'),
+          resourceVersionMatch: q.string('resourceVersionMatch'),
         });
-        if (limit !== null && !/^\d+$/.test(limit)) throw apiErrors.badRequest(`limit: Invalid value: ${JSON.stringify(limit)}: must be a non-negative integer`);
         const table = this.wantsTable(req);
         if (table) {
           return this.send(res, 200, TABLE_TYPE, JSON.stringify(toTable(grOf(r), l.items.map((s) => s.object as KObject), {
-            now: this.o.clock.now(), resourceVersion: String(l.rev), ...(l.continue ? { continue: l.continue } : {}), includeObject: includeObjectOf(url),
+            now: this.o.clock.now(), resourceVersion: String(l.rev), ...(l.continue ? { continue: l.continue } : {}), includeObject: includeObjectOf(q),
           })));
         }
         // The items' JSON is stored as sent on the wire: the list is concatenated, not re-serialised.
@@ -332,11 +335,11 @@ export class ApiServer {
       case 'create': {
         this.checkSub(route, ['', 'binding']);
         if (route.sub === 'binding') {
-          const b = await rest.bind(ns, route.name, this.bodyObject(body), this.writeOptions(url));
+          const b = await rest.bind(ns, route.name, this.bodyObject(body), this.writeOptions(q));
           return this.json(res, b.code, b.body);
         }
-        const w = await rest.create(r, ns, this.bodyObject(body), this.writeOptions(url));
-        return this.object(req, res, route, w.code, w.object, url, w.warnings);
+        const w = await rest.create(r, ns, this.bodyObject(body), this.writeOptions(q));
+        return this.object(req, res, route, w.code, w.object, q, w.warnings);
       }
       case 'update': {
         if (route.sub === 'finalize' && r.resource === 'namespaces') {
@@ -345,44 +348,50 @@ export class ApiServer {
           const fin = v.spec?.finalizers;
           if (fin !== undefined && (!Array.isArray(fin) || fin.some((f) => typeof f !== 'string'))) throw apiErrors.badRequest('spec.finalizers: must be a list of strings');
           const rv = typeof v.metadata?.resourceVersion === 'string' ? v.metadata.resourceVersion : undefined;
-          const w = await rest.finalizeNamespace(route.name, (fin ?? []) as string[], rv, this.writeOptions(url));
-          return this.object(req, res, route, w.code, w.object, url, w.warnings);
+          const w = await rest.finalizeNamespace(route.name, (fin ?? []) as string[], rv, this.writeOptions(q));
+          return this.object(req, res, route, w.code, w.object, q, w.warnings);
         }
         this.checkSub(route, ['', 'status', 'scale']);
         if (route.sub === 'scale') {
           const v = this.bodyObject(body);
-          const w = await rest.updateScale(r, ns, route.name, () => v, this.writeOptions(url));
+          const w = await rest.updateScale(r, ns, route.name, () => v, this.writeOptions(q));
           return this.json(res, 200, w.object);
         }
-        const w = await rest.update(r, ns, route.name, this.bodyObject(body), { ...this.writeOptions(url), sub: route.sub === 'status' ? 'status' : undefined });
-        return this.object(req, res, route, w.code, w.object, url, w.warnings);
+        const w = await rest.update(r, ns, route.name, this.bodyObject(body), { ...this.writeOptions(q), sub: route.sub === 'status' ? 'status' : undefined });
+        return this.object(req, res, route, w.code, w.object, q, w.warnings);
       }
       case 'patch': {
         this.checkSub(route, ['', 'status', 'scale']);
         const type = patchTypeOf(req.headers['content-type']);
         if (!body) throw apiErrors.badRequest('a patch needs a body');
         if (route.sub === 'scale') {
-          const w = await rest.updateScale(r, ns, route.name, (scale) => applyScalePatch(type, scale, body.value), this.writeOptions(url));
+          const w = await rest.updateScale(r, ns, route.name, (scale) => applyScalePatch(type, scale, body.value), this.writeOptions(q));
           return this.json(res, 200, w.object);
         }
-        const force = url.searchParams.get('force') === 'true';
-        const opts = { ...this.writeOptions(url), sub: route.sub === 'status' ? ('status' as const) : undefined, force };
+        // PatchOptions.force is for apply only, as ValidatePatchOptions has it (this server's apply records no field
+        // ownership to conflict over, so a forced apply and an unforced one do the same).
+        const forceParam = q.optionalBool('force');
+        if (forceParam !== undefined && type !== 'apply') {
+          throw apiErrors.invalid({ resource: '', group: 'meta.k8s.io', kind: 'PatchOptions.meta.k8s.io' }, '', [fieldErr.forbidden('force', 'may not be specified for non-apply patch')]);
+        }
+        const force = forceParam === true;
+        const opts = { ...this.writeOptions(q), sub: route.sub === 'status' ? ('status' as const) : undefined, force };
         if (type === 'apply' && !opts.fieldManager) throw apiErrors.badRequest('PATCH, application/apply-patch+yaml: fieldManager must be set');
         const w = await rest.patch(r, ns, route.name, type, body.value, opts);
-        return this.object(req, res, route, w.code, w.object, url, w.warnings);
+        return this.object(req, res, route, w.code, w.object, q, w.warnings);
       }
       case 'delete': {
         this.checkSub(route, ['']);
-        const d = await rest.delete(r, ns, route.name, this.deleteOptions(url, body));
+        const d = await rest.delete(r, ns, route.name, this.deleteOptions(q, body));
         return this.json(res, d.code, d.body);
       }
       case 'deletecollection': {
         this.checkSub(route, ['']);
         if (r.namespaced && !route.nsGiven) throw apiErrors.methodNotAllowed();
         const d = await rest.deleteCollection(r, route.nsGiven ? ns : undefined, {
-          labelSelector: url.searchParams.get('labelSelector') ?? undefined,
-          fieldSelector: url.searchParams.get('fieldSelector') ?? undefined,
-        }, this.deleteOptions(url, body));
+          labelSelector: q.string('labelSelector'),
+          fieldSelector: q.string('fieldSelector'),
+        }, this.deleteOptions(q, body));
         return this.json(res, d.code, d.body);
       }
     }
@@ -394,18 +403,22 @@ export class ApiServer {
     return body.value;
   }
 
-  private deleteOptions(url: URL, body: { value: unknown } | undefined): DeleteOptions {
+  /** DeleteOptions: the query's parameters, then the body's fields over them (kube-apiserver decodes both, in that order). */
+  private deleteOptions(q: Query, body: { value: unknown } | undefined): DeleteOptions {
     const b = (body?.value ?? {}) as Record<string, unknown>;
     if (typeof b !== 'object' || b === null || Array.isArray(b)) throw apiErrors.badRequest('DeleteOptions must be an object');
-    const pp = (b['propagationPolicy'] ?? url.searchParams.get('propagationPolicy') ?? undefined) as string | undefined;
+    const pp = (b['propagationPolicy'] ?? q.string('propagationPolicy')) as string | undefined;
     if (pp !== undefined && !['Orphan', 'Background', 'Foreground'].includes(pp)) throw apiErrors.badRequest(`propagationPolicy: Unsupported value: ${JSON.stringify(pp)}: supported values: "Background", "Foreground", "Orphan"`);
-    const orphan = b['orphanDependents'] ?? url.searchParams.get('orphanDependents');
-    const gps = b['gracePeriodSeconds'] ?? url.searchParams.get('gracePeriodSeconds') ?? undefined;
-    const dry = (Array.isArray(b['dryRun']) && b['dryRun'].includes('All')) || url.searchParams.getAll('dryRun').includes('All');
+    const orphan = b['orphanDependents'] ?? q.optionalBool('orphanDependents');
+    const gps = b['gracePeriodSeconds'] ?? q.int64('gracePeriodSeconds');
+    const dryRun = b['dryRun'] ?? q.strings('dryRun');
+    if (!Array.isArray(dryRun)) throw apiErrors.badRequest('dryRun: must be a list of strings');
+    for (const d of dryRun) if (d !== 'All') throw apiErrors.badRequest(`dryRun: Unsupported value: ${JSON.stringify(d)}: supported values: "All"`);
+    const dry = dryRun.length > 0;
     const pre = b['preconditions'] as { uid?: string; resourceVersion?: string } | undefined;
     return {
-      propagationPolicy: (pp as DeleteOptions['propagationPolicy']) ?? (orphan === true || orphan === 'true' ? 'Orphan' : undefined),
-      gracePeriodSeconds: gps === undefined ? undefined : Number(gps),
+      propagationPolicy: (pp as DeleteOptions['propagationPolicy']) ?? (orphan === true ? 'Orphan' : undefined),
+      gracePeriodSeconds: gps === undefined || gps === null ? undefined : Number(gps),
       preconditions: pre,
       dryRun: dry,
     };
@@ -419,11 +432,11 @@ export class ApiServer {
     return false;
   }
 
-  private object(req: IncomingMessage, res: ServerResponse, route: Route, code: number, o: KObject, url: URL, warnings: readonly string[] = []): number {
+  private object(req: IncomingMessage, res: ServerResponse, route: Route, code: number, o: KObject, q: Query, warnings: readonly string[] = []): number {
     const headers: Record<string, string | string[]> = {};
     if (warnings.length) headers['Warning'] = warnings.map((w) => `299 - ${JSON.stringify(w)}`);
     if (this.wantsTable(req)) {
-      const t = toTable(grOf(route.r), [o], { now: this.o.clock.now(), resourceVersion: String(o.metadata?.['resourceVersion'] ?? ''), includeObject: includeObjectOf(url) });
+      const t = toTable(grOf(route.r), [o], { now: this.o.clock.now(), resourceVersion: String(o.metadata?.['resourceVersion'] ?? ''), includeObject: includeObjectOf(q) });
       return this.send(res, code, TABLE_TYPE, JSON.stringify(t), headers);
     }
     return this.json(res, code, o, headers);
@@ -442,26 +455,27 @@ export class ApiServer {
     return this.json(res, 200, core ? apiVersions(host) : apiGroupList());
   }
 
-  private async watch(req: IncomingMessage, res: ServerResponse, route: Route, url: URL, user: User, done: (code: number) => void): Promise<void> {
+  private async watch(req: IncomingMessage, res: ServerResponse, route: Route, q: Query, user: User, done: (code: number) => void): Promise<void> {
     const { rest, store } = this.o;
     const { r } = route;
     this.checkSub(route, ['']);
     const count = this.watches.get(user.name) ?? 0;
     if (count >= this.maxWatches) throw apiErrors.tooManyWatches(this.maxWatches);
-    let fieldSelector = url.searchParams.get('fieldSelector') ?? undefined;
+    let fieldSelector = q.string('fieldSelector');
     if (route.name) fieldSelector = [fieldSelector, `metadata.name=${route.name}`].filter(Boolean).join(',');
-    const sel = rest.parseSelectors(r, { labelSelector: url.searchParams.get('labelSelector') ?? undefined, fieldSelector });
-    const rvParam = url.searchParams.get('resourceVersion') ?? '';
-    if (url.searchParams.get('sendInitialEvents') === 'true') throw apiErrors.badRequest('sendInitialEvents is not supported by this server: list, then watch from the list\'s resourceVersion');
-    const bookmarks = url.searchParams.get('allowWatchBookmarks') === 'true';
-    const timeoutParam = url.searchParams.get('timeoutSeconds');
-    const timeoutMs = timeoutParam !== null ? Math.max(0, Number(timeoutParam)) * 1000 : (1800 + Math.random() * 1800) * 1000;
+    const sel = rest.parseSelectors(r, { labelSelector: q.string('labelSelector'), fieldSelector });
+    const rvParam = q.string('resourceVersion') ?? '';
+    if (q.optionalBool('sendInitialEvents') === true) throw apiErrors.badRequest('sendInitialEvents is not supported by this server: list, then watch from the list\'s resourceVersion');
+    const bookmarks = q.bool('allowWatchBookmarks');
+    // As kube-apiserver: timeoutSeconds absent or 0 is a random 30 to 60 minutes; a negative one ends the watch at once.
+    const timeoutSeconds = q.int64('timeoutSeconds') ?? 0;
+    const timeoutMs = timeoutSeconds === 0 ? (1800 + Math.random() * 1800) * 1000 : Math.max(0, timeoutSeconds * 1000);
     const prefix = r.namespaced && route.nsGiven ? route.namespace : undefined;
     const afterRev = rvParam === '' || rvParam === '0' ? store.rev : parseRV(rvParam);
 
     // kubectl get -w asks for Tables: each event's object is then a one-row Table (the column definitions in the first).
     const table = this.wantsTable(req);
-    const includeObject = includeObjectOf(url);
+    const includeObject = includeObjectOf(q);
     let headersSent = false;
     res.writeHead(200, { 'Content-Type': table ? TABLE_TYPE : JSON_TYPE, 'Transfer-Encoding': 'chunked', 'Cache-Control': 'no-cache, private' });
     res.flushHeaders(); // the client learns at once that its watch is open (client-node's informer waits for it)
@@ -526,7 +540,7 @@ export class ApiServer {
       };
       timers.push(this.o.clock.setTimeout(tick, this.bookmarkMs));
     }
-    if (timeoutMs > 0) timers.push(this.o.clock.setTimeout(finish, timeoutMs));
+    timers.push(this.o.clock.setTimeout(finish, timeoutMs));
     void req;
   }
 
@@ -572,6 +586,7 @@ export class ApiServer {
 
   private send(res: ServerResponse, code: number, type: string, body: string, headers: Record<string, string | string[]> = {}): number {
     if (res.headersSent) return code;
+    if (this.pretty.has(res) && type.startsWith(JSON_TYPE)) body = `${JSON.stringify(JSON.parse(body), null, 2)}\n`;
     res.writeHead(code, { 'Content-Type': type, 'Content-Length': Buffer.byteLength(body), ...headers });
     res.end(body);
     return code;
@@ -595,9 +610,9 @@ function metricVerb(verb: string, method: string, contentType: string | undefine
   return method;
 }
 
-function includeObjectOf(url: URL): 'None' | 'Metadata' | 'Object' {
-  const v = url.searchParams.get('includeObject');
-  if (v === null || v === '') return 'Metadata';
+function includeObjectOf(q: Query): 'None' | 'Metadata' | 'Object' {
+  const v = q.string('includeObject');
+  if (v === undefined || v === '') return 'Metadata';
   if (v === 'None' || v === 'Metadata' || v === 'Object') return v;
   throw apiErrors.badRequest(`includeObject: Unsupported value: ${JSON.stringify(v)}: supported values: "None", "Metadata", "Object"`);
 }
