@@ -219,3 +219,19 @@ t.test('ReplicaSet: minReadySeconds, and the template as a Deployment\'s', async
   t.same(dv(rs({}, { restartPolicy: 'OnFailure' }), RS), ['spec.template.spec.restartPolicy: Unsupported value: "OnFailure": supported values: "Always"']);
   t.same(dv(rs({ selector: { matchLabels: { app: 'web' }, matchExpressions: [{ key: 'tier', operator: 'In' }] } }), RS).slice(0, 1), ["spec.selector.matchExpressions[0].values: Required value: must be specified when `operator` is 'In' or 'NotIn'"]);
 });
+
+t.test('a Pod stored before the new defaults passes a /status write, which keeps its spec undefaulted', async (t) => {
+  // As an older nodenet stored it: its defaults, none of the probe, httpGet, fieldRef or hostPort ones.
+  const old = defaulted(pod({ ports: [{ containerPort: 80 }], env: [{ name: 'N', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }] }, { hostNetwork: true }));
+  const c = ((old['spec'] as O)['containers'] as O[])[0]!;
+  c['livenessProbe'] = { httpGet: { port: 80 } };
+  c['startupProbe'] = { exec: { command: ['true'] } };
+  delete (c['ports'] as O[])[0]!['hostPort'];
+  delete ((((c['env'] as O[])[0]!['valueFrom'] as O)['fieldRef']) as O)['apiVersion'];
+  // What rest.ts stores for /status: the stored object with the new status, no defaults applied.
+  const next: O = { ...structuredClone(old), status: { phase: 'Running' } };
+  t.same(text(POD.validate(next, old)), [], 'absent fields are judged at their defaults, as kube-apiserver defaults what it reads');
+  const explicit = structuredClone(next);
+  ((((explicit['spec'] as O)['containers'] as O[])[0]!)['livenessProbe'] as O)['successThreshold'] = 3;
+  t.same(text(POD.validate(explicit, old)).slice(0, 1), ['spec.containers[0].livenessProbe.successThreshold: Invalid value: 3: must be 1'], 'a value that is set is still checked');
+});

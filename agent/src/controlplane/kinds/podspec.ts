@@ -27,6 +27,10 @@
  *                x hostAliases, imagePullSecrets, readinessGates, schedulingGates, terminationGracePeriodSeconds
  *                - volumes, securityContext, overhead, resourceClaims, pod-level resources
  *   template     x labels (at upstream's path spec.template.labels), annotation keys, no ephemeral containers
+ *
+ * Fields whose defaults are new here (probe thresholds, httpGet path and scheme, fieldRef apiVersion,
+ * a hostNetwork Pod's hostPort) are judged at their default when absent: kube-apiserver defaults what it
+ * reads from storage, and a /status write here stores the spec as it was, undefaulted.
  */
 import { fieldErr, type FieldError } from '../api/errors.js';
 import { labelValueProblem } from '../api/selectors.js';
@@ -118,7 +122,8 @@ export function validatePodSpec(path: string, spec: O, isPod: boolean): FieldErr
     containers.forEach((c, i) => {
       arr(c['ports']).forEach((p, j) => {
         const port = obj(p) ?? {};
-        const hp = num(port['hostPort']);
+        // A Pod's hostPort defaults to its containerPort (SetDefaults_Pod): absent is that default.
+        const hp = isPod && !port['hostPort'] ? num(port['containerPort']) : num(port['hostPort']);
         if ((isPod || hp !== 0) && hp !== num(port['containerPort'])) errs.push(fieldErr.invalid(`${path}.containers[${i}].ports[${j}].hostPort`, hp, 'must match `containerPort` when `hostNetwork` is true'));
       });
     });
@@ -332,7 +337,8 @@ function envErrors(path: string, env: unknown[]): FieldError[] {
 
 /** validateObjectFieldSelector for env (v1 field labels). */
 function fieldRefErrors(path: string, ref: O): FieldError[] {
-  if (blank(ref['apiVersion'])) return [fieldErr.required(`${path}.apiVersion`)];
+  // Absent is the default (v1): objects stored before that default existed are read as upstream reads them, defaulted.
+  if (ref['apiVersion'] === '') return [fieldErr.required(`${path}.apiVersion`)];
   const fp = str(ref['fieldPath']);
   if (fp === '') return [fieldErr.required(`${path}.fieldPath`)];
   const m = /^(metadata\.(?:annotations|labels))\['(.*)'\]$/.exec(fp);
@@ -448,9 +454,9 @@ function handlerErrors(path: string, h: O, grace: number | null, kinds: readonly
     const p = `${path}.${k}`;
     if (k === 'exec' && arr(a['command']).length === 0) errs.push(fieldErr.required(`${p}.command`));
     if (k === 'httpGet') {
-      if (blank(a['path'])) errs.push(fieldErr.required(`${p}.path`));
+      if (a['path'] === '') errs.push(fieldErr.required(`${p}.path`));
       errs.push(...portNumOrNameErrors(`${p}.port`, a['port']));
-      if (a['scheme'] !== 'HTTP' && a['scheme'] !== 'HTTPS') errs.push(fieldErr.notSupported(`${p}.scheme`, a['scheme'] ?? '', ['HTTP', 'HTTPS']));
+      if (a['scheme'] !== undefined && a['scheme'] !== 'HTTP' && a['scheme'] !== 'HTTPS') errs.push(fieldErr.notSupported(`${p}.scheme`, a['scheme'] ?? '', ['HTTP', 'HTTPS']));
       for (const hd of arr(a['httpHeaders'])) {
         const name = str(obj(hd)?.['name']);
         if (!/^[-A-Za-z0-9]+$/.test(name)) errs.push(fieldErr.invalid(`${p}.httpHeaders`, name, HEADER_TEXT));
@@ -475,7 +481,8 @@ function probeErrors(path: string, v: unknown, grace: number | null, kind: 'live
   for (const k of ['initialDelaySeconds', 'timeoutSeconds', 'periodSeconds', 'successThreshold', 'failureThreshold']) errs.push(...nonNegative(`${path}.${k}`, pr[k]));
   const tgp = pr['terminationGracePeriodSeconds'];
   if (typeof tgp === 'number' && tgp <= 0) errs.push(fieldErr.invalid(`${path}.terminationGracePeriodSeconds`, tgp, 'must be greater than 0'));
-  if (kind !== 'readiness' && num(pr['successThreshold']) !== 1) errs.push(fieldErr.invalid(`${path}.successThreshold`, num(pr['successThreshold']), 'must be 1'));
+  const st = pr['successThreshold'] || 1;
+  if (kind !== 'readiness' && st !== 1) errs.push(fieldErr.invalid(`${path}.successThreshold`, st, 'must be 1'));
   if (kind === 'readiness' && isSet(tgp)) errs.push(fieldErr.invalid(`${path}.terminationGracePeriodSeconds`, tgp, 'must not be set for readinessProbes'));
   return errs;
 }
