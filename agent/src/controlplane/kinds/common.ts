@@ -254,25 +254,21 @@ export function quantityString(q: unknown): string {
   return `${sign}${v}${{ '-3': 'm', '0': '', '3': 'k', '6': 'M', '9': 'G', '12': 'T', '15': 'P', '18': 'E' }[String(e)] ?? ''}`;
 }
 
-/** apiequality.Semantic.DeepEqual over JSON: null, absent and empty lists are the same. */
-export function semanticEqual(a: unknown, b: unknown): boolean {
-  const norm = (v: unknown): unknown => {
-    if (Array.isArray(v)) return v.length ? v.map(norm) : undefined;
-    if (v && typeof v === 'object') {
-      const out: O = {};
-      for (const [k, x] of Object.entries(v as O)) {
-        const n = norm(x);
-        if (n !== undefined && n !== null) out[k] = n;
-      }
-      return out;
-    }
-    return v === null ? undefined : v;
-  };
-  return JSON.stringify(sortKeys(norm(a))) === JSON.stringify(sortKeys(norm(b)));
-}
+const nil = (v: unknown): boolean => v === undefined || v === null || (Array.isArray(v) && v.length === 0);
 
-function sortKeys(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(sortKeys);
-  if (v && typeof v === 'object') return Object.fromEntries(Object.keys(v as O).sort().map((k) => [k, sortKeys((v as O)[k])]));
-  return v;
+/** apiequality.Semantic.DeepEqual over JSON: null, absent and empty lists are the same (an empty object is not nil). */
+export function semanticEqual(a: unknown, b: unknown): boolean {
+  if (nil(a) || nil(b)) return nil(a) && nil(b);
+  if (Array.isArray(a) || Array.isArray(b)) {
+    if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
+    return a.every((x, i) => semanticEqual(x, b[i]));
+  }
+  if (typeof a === 'object' && typeof b === 'object') {
+    const x = a as O;
+    const y = b as O;
+    for (const k of Object.keys(x)) if (!semanticEqual(x[k], y[k])) return false;
+    for (const k of Object.keys(y)) if (!(k in x) && !nil(y[k])) return false;
+    return true;
+  }
+  return a === b;
 }
