@@ -4,15 +4,16 @@ import { parseBenchArgs } from './args.js';
 
 t.test('defaults: the sizes the brief names', async (t) => {
   t.same(parseBenchArgs([]), {
-    quick: false, services: 10_000, slices: 20_000, creates: 2000, concurrency: [1, 16], paced: 5000, qps: 200,
+    quick: false, services: 10_000, slices: 20_000, creates: 2000, concurrency: [1, 16], paced: 5000, slope: 30_000, qps: 200,
     watchers: [10, 100], watchWrites: 300, listRepeat: 5, loadConcurrency: 16, logLevel: 'info', out: null,
   });
 });
 
 t.test('--quick: smaller sizes; explicit flags win over them', async (t) => {
   const q = parseBenchArgs(['--quick']);
-  t.match(q, { quick: true, services: 1000, slices: 2000, creates: 300, paced: 600, watchWrites: 100, listRepeat: 3, watchers: [10, 100], concurrency: [1, 16] });
+  t.match(q, { quick: true, services: 1000, slices: 2000, creates: 300, paced: 600, slope: 3000, watchWrites: 100, listRepeat: 3, watchers: [10, 100], concurrency: [1, 16] });
   t.match(parseBenchArgs(['--quick', '--services', '500', '--slices=0']), { quick: true, services: 500, slices: 0, creates: 300 });
+  t.match(parseBenchArgs(['--slope', '0', '--services', '40000']), { slope: 0, services: 40_000 }, '--slope 0 skips the last point');
 });
 
 t.test('flags', async (t) => {
@@ -29,6 +30,8 @@ t.test('bad input is refused with the flag named', async (t) => {
   t.throws(() => parseBenchArgs(['--concurrency', ',']), /at least one value/);
   t.throws(() => parseBenchArgs(['--concurrency', '0']), /outside 1\.\.256/);
   t.throws(() => parseBenchArgs(['--qps', '-5']), FlagError);
+  t.throws(() => parseBenchArgs(['--slope', '10000']), /--slope: 10000 must be above --services \(10000\)/);
+  t.throws(() => parseBenchArgs(['--slope', '60001']), /--slope: 60001 is outside 0\.\.60000/);
   t.throws(() => parseBenchArgs(['--log-level', 'loud']), /--log-level: "loud" is not one of/);
   t.throws(() => parseBenchArgs(['--out=']), /--out needs a file name/);
   t.throws(() => parseBenchArgs(['--quick=yes']), /takes no value/);

@@ -7,6 +7,8 @@
  *   --creates 2000          creates timed per concurrency level (quick: 300)
  *   --concurrency 1,16      closed-loop clients for the create figure
  *   --paced 5000            creates at a fixed rate, open loop, as vcluster's load test ran (quick: 600; 0: skip)
+ *   --slope 30000           the Services the store is topped up to for the last point of the slope (quick: 3000; 0: skip):
+ *                           the closed-loop creates run with 0, --services and this many Services in the store
  *   --qps 200               the fixed rate of --paced
  *   --watchers 10,100       concurrent watchers per watch case
  *   --watch-writes 300      writes timed per watch case (quick: 100)
@@ -25,6 +27,8 @@ export interface BenchArgs {
   readonly creates: number;
   readonly concurrency: readonly number[];
   readonly paced: number;
+  /** The slope's last point: Services in the store (0: no such point). */
+  readonly slope: number;
   readonly qps: number;
   readonly watchers: readonly number[];
   readonly watchWrites: number;
@@ -34,11 +38,11 @@ export interface BenchArgs {
   readonly out: string | null;
 }
 
-export const USAGE = 'usage: npm run bench:apiserver -- [--quick] [--services N] [--slices N] [--creates N] [--concurrency 1,16] [--paced N] [--qps Q] ' +
+export const USAGE = 'usage: npm run bench:apiserver -- [--quick] [--services N] [--slices N] [--creates N] [--concurrency 1,16] [--paced N] [--slope N] [--qps Q] ' +
   '[--watchers 10,100] [--watch-writes N] [--list-repeat N] [--load-concurrency N] [--log-level L] [--out FILE]';
 
-const FULL = { services: 10_000, slices: 20_000, creates: 2000, paced: 5000, watchWrites: 300, listRepeat: 5 };
-const QUICK = { services: 1000, slices: 2000, creates: 300, paced: 600, watchWrites: 100, listRepeat: 3 };
+const FULL = { services: 10_000, slices: 20_000, creates: 2000, paced: 5000, slope: 30_000, watchWrites: 300, listRepeat: 5 };
+const QUICK = { services: 1000, slices: 2000, creates: 300, paced: 600, slope: 3000, watchWrites: 100, listRepeat: 3 };
 
 /** Names the bench gives objects are 5-digit zero-padded (workload.ts). */
 export const MAX_OBJECTS = 60_000;
@@ -46,7 +50,7 @@ export const MAX_OBJECTS = 60_000;
 export const MAX_WATCHERS = 200;
 const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
-const STRING_FLAGS = ['services', 'slices', 'creates', 'concurrency', 'paced', 'qps', 'watchers', 'watch-writes', 'list-repeat', 'load-concurrency', 'log-level', 'out'];
+const STRING_FLAGS = ['services', 'slices', 'creates', 'concurrency', 'paced', 'slope', 'qps', 'watchers', 'watch-writes', 'list-repeat', 'load-concurrency', 'log-level', 'out'];
 
 /** A whole number flag value in min..max. @throws FlagError naming the flag (bench/programming uses it too) */
 export function int(flag: string, v: string, min: number, max: number): number {
@@ -74,6 +78,8 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
   if (out === '') throw new FlagError('--out needs a file name');
   const services = int('services', get('services', d.services), 1, MAX_OBJECTS);
   const slices = int('slices', get('slices', d.slices), 0, MAX_OBJECTS);
+  const slope = int('slope', get('slope', d.slope), 0, MAX_OBJECTS);
+  if (slope !== 0 && slope <= services) throw new FlagError(`--slope: ${slope} must be above --services (${services}), or 0 to skip the slope's last point`);
   return {
     quick,
     services,
@@ -81,6 +87,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     creates: int('creates', get('creates', d.creates), 1, MAX_OBJECTS),
     concurrency: ints('concurrency', get('concurrency', '1,16'), 1, 256),
     paced: int('paced', get('paced', d.paced), 0, MAX_OBJECTS),
+    slope,
     qps: int('qps', get('qps', 200), 1, 5000),
     watchers: ints('watchers', get('watchers', '10,100'), 1, MAX_WATCHERS),
     watchWrites: int('watch-writes', get('watch-writes', d.watchWrites), 1, 10_000),

@@ -1,7 +1,7 @@
 import t from 'tap';
 import {
-  createLabel, formatCreates, formatLists, formatReferences, formatReport, formatWatches, mib, ms, ratio, references, thousands,
-  type BenchResult, type CreateCase, type ListCase, type WatchCase,
+  createLabel, formatCreates, formatLists, formatReferences, formatReport, formatSlope, formatTargets, formatWatches, mib, ms, ratio, references, targets, thousands,
+  type BenchResult, type CreateCase, type ListCase, type SlopePoint, type WatchCase,
 } from './report.js';
 import { summarize, type Summary } from './stats.js';
 
@@ -109,26 +109,64 @@ t.test('references: the SLO per create case and per full list, vcluster against 
   t.match(slow.map((r) => r.ratio), ['2.5× over', '1.4× over', '0.8× the rate']);
 });
 
+const e1 = create({ perSec: 1100, serverCpuMsPerOp: 0.5 });
+const e16 = create({ concurrency: 16, perSec: 3000, serverCpuMsPerOp: 0.25 });
+const t1 = create({ perSec: 800, serverCpuMsPerOp: 0.9, latencyMs: sum({ p99: 5.55 }) });
+const t16 = create({ concurrency: 16, perSec: 1400, serverCpuMsPerOp: 0.5 });
+const slope: SlopePoint[] = [
+  { services: 1, slices: 0, cases: [e1, e16] },
+  { services: 10_001, slices: 20_000, cases: [c1, c16] },
+  { services: 30_000, slices: 20_000, cases: [t1, t16] },
+];
+
+t.test('the slope: each point against the empty store', async (t) => {
+  t.equal(formatSlope(slope), [
+    '| Services + EndpointSlices in the store | 1 client: creates/s | p99 ms | server CPU ms/create | CPU × the empty store\'s | 16 clients: creates/s | p99 ms | server CPU ms/create | CPU × the empty store\'s |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| 1 + 0 | 1,100 | 3.2 | 0.50 | 1.00× | 3,000 | 3.2 | 0.25 | 1.00× |',
+    '| 10,001 + 20,000 | 1,000 | 3.2 | 0.70 | 1.40× | 2,950 | 9.6 | 0.30 | 1.20× |',
+    '| 30,000 + 20,000 | 800 | 5.5 | 0.90 | 1.80× | 1,400 | 3.2 | 0.50 | 2.00× |',
+  ].join('\n'));
+  t.match(formatSlope([{ services: 5, slices: 0, cases: [e1] }, { services: 9, slices: 0, cases: [c16] }]), /\| 5 \+ 0 \| 1,100 \| 3\.2 \| 0\.50 \| 1\.00× \| – \| – \| – \| – \|\n\| 9 \+ 0 \| – \| – \| – \| – \| 2,950 \| 9\.6 \| 0\.30 \| – \|/, 'a case missing at a point, or at the empty store, is a dash');
+});
+
+t.test('issue 24\'s targets, judged at the main point', async (t) => {
+  const rows = targets({ creates: [c1, c16, paced], slope });
+  t.equal(formatTargets(rows), [
+    '| target | measured | met |',
+    '|---|---:|---:|',
+    '| 1 client: ≥ 700 creates/s (10,001 Services + 20,000 EndpointSlices) | 1,000/s | yes |',
+    '| 16 clients: ≥ 1,500 creates/s (10,001 Services + 20,000 EndpointSlices) | 2,950/s | yes |',
+    '| 1 client: server CPU per create ≤ 1.5× the empty store\'s (10,001 Services + 20,000 EndpointSlices) | 0.70 ms against 0.50 ms: 1.40× | yes |',
+    '| 16 clients: server CPU per create ≤ 1.5× the empty store\'s (10,001 Services + 20,000 EndpointSlices) | 0.30 ms against 0.25 ms: 1.20× | yes |',
+    '| 200/s paced (open loop): p99 ≤ 50 ms (the SLO\'s 1 s ÷ 20) (10,001 Services + 20,000 EndpointSlices) | p99 6.7 ms | yes |',
+  ].join('\n'));
+  const slow = targets({ creates: [t1, t16, create({ kind: 'paced', concurrency: null, qps: 200, latencyMs: sum({ p99: 51 }) })], slope: [slope[0]!, slope[2]!] });
+  t.same(slow.map((r) => r.met), [true, false, false, false, false], 'below a target, or above the CPU ratio, is "no"');
+  t.match(formatTargets(slow), /\| \*\*no\*\* \|/);
+  t.same(targets({ creates: [], slope: [] }).map((r) => [r.measured, r.met]), [['not run', null], ['not run', null]], 'a case not run is not judged');
+});
+
 t.test('the whole report: header, sections, notes', async (t) => {
   const r: BenchResult = {
     meta: {
       date: '2026-12-01T00:00:00.000Z', node: 'v20.20.2', kernel: '6.18.44', cpus: 2, cpuModel: 'AMD EPYC', memTotalMiB: 24105, dataDirFs: 'ext4 (/dev/vda, mounted on /)',
       fsyncMs: summarize([0.4, 0.5, 0.6]), serverLogLevel: 'info', loadavgBefore: [0.5, 0.4, 0.3], loadavgAfter: [1.5, 0.9, 0.5], otherCpus: 0.05, quick: false,
     },
-    creates: [c1, c16, paced], load: [loadSvc, loadEps], watches: [watch()], lists: [list()],
+    creates: [c1, c16, paced], slope, load: [loadSvc, loadEps], watches: [watch()], lists: [list()],
     memory: { idleMiB: 106.2, afterLoadMiB: 240.8, afterAllMiB: 260.1, endHwmMiB: 300.4 },
     notes: ['a note'], totalWallMs: 95_400,
   };
   const text = formatReport(r);
   t.match(text, /^nodenet API server: 2 × AMD EPYC, 24,105 MiB, kernel 6\.18\.44, Node v20\.20\.2\n/);
   t.match(text, /Data dir on ext4 \(\/dev\/vda, mounted on \/\); 4 KiB write \+ fdatasync there: p50 0\.50 ms, p99 0\.60 ms/);
-  t.match(text, /into a store already holding 10,000 Services and 20,000 EndpointSlices:/);
+  t.match(text, /into a store already holding 10,000 Services and 20,000 EndpointSlices \(each case's Services are deleted after it/);
   t.match(text, /Server RSS: 106 MiB idle after start, 241 MiB after loading, 260 MiB at the end \(VmHWM at the end 300 MiB\)\./);
   t.match(text, /\nNotes:\n- a note\n/);
   t.match(text, /Total bench time 95 s; load average 0\.50 0\.40 0\.30 before, 1\.50 0\.90 0\.50 after; besides the server and the client, the machine .* used 0\.05 of the 2 CPUs/);
   t.match(text, /\| 200\/s paced \(open loop\) \|.*\n\(200\/s paced \(open loop\): latency counts from each request's scheduled time; the client sent at most 1\.5 ms late\.\)\n/);
   t.notMatch(formatReport({ ...r, notes: [] }), /Notes:/);
   t.match(formatReport({ ...r, meta: { ...r.meta, quick: true } }), /^nodenet API server \(--quick\):/);
-  const sections = ['| case |', '| watchers |', '| list |', '| reference |'].map((h) => text.indexOf(h));
-  t.ok(sections.every((i, k) => i > 0 && (k === 0 || i > sections[k - 1]!)), 'creates, watches, lists, references, in that order');
+  const sections = ['| case |', '| Services + EndpointSlices in the store |', '| target |', '| watchers |', '| list |', '| reference |'].map((h) => text.indexOf(h));
+  t.ok(sections.every((i, k) => i > 0 && (k === 0 || i > sections[k - 1]!)), 'creates, the slope, the targets, watches, lists, references, in that order');
 });

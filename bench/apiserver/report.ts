@@ -99,9 +99,20 @@ export interface Meta extends MachineMeta {
   readonly quick: boolean;
 }
 
+/** The closed-loop creates at one size of the store: how the write path's cost grows with what the store holds. */
+export interface SlopePoint {
+  /** Services in the store (every namespace) when the cases started. */
+  readonly services: number;
+  readonly slices: number;
+  /** One closed-loop case per concurrency. */
+  readonly cases: readonly CreateCase[];
+}
+
 export interface BenchResult {
   readonly meta: Meta;
   readonly creates: readonly CreateCase[];
+  /** Ascending by size: the empty store first; the point at --services holds the same closed cases as `creates`. */
+  readonly slope: readonly SlopePoint[];
   readonly load: readonly CreateCase[];
   readonly watches: readonly WatchCase[];
   readonly lists: readonly ListCase[];
@@ -184,12 +195,74 @@ export function formatLists(cases: readonly ListCase[]): string {
   ]));
 }
 
-// ---- references ----
+/** Per point and concurrency: creates/s, p99, server CPU per create and that CPU over the empty store's. */
+export function formatSlope(points: readonly SlopePoint[]): string {
+  const concs = [...new Set(points.flatMap((p) => p.cases.map((c) => c.concurrency ?? 0)))].sort((a, b) => a - b);
+  const base = points[0];
+  const head = ['Services + EndpointSlices in the store', ...concs.flatMap((n) => [`${n} client${n === 1 ? '' : 's'}: creates/s`, 'p99 ms', 'server CPU ms/create', 'CPU × the empty store\'s'])];
+  return table(head, points.map((p) => [
+    `${thousands(p.services)} + ${thousands(p.slices)}`,
+    ...concs.flatMap((n) => {
+      const c = p.cases.find((x) => x.concurrency === n);
+      const b = base?.cases.find((x) => x.concurrency === n);
+      if (!c) return ['–', '–', '–', '–'];
+      return [thousands(c.perSec), ms(c.latencyMs.p99), ms(c.serverCpuMsPerOp), b ? `${(c.serverCpuMsPerOp / b.serverCpuMsPerOp).toFixed(2)}×` : '–'];
+    }),
+  ]));
+}
 
 export const SLO_MUTATING_P99_MS = 1000;
 export const SLO_LIST_P99_MS = 30_000;
 export const VCLUSTER_K3S_SQLITE_MEAN_MS = 1400;
 export const VCLUSTER_QPS = 200;
+
+// ---- targets (issue 24: the write path must not grow with the store) ----
+
+export const TARGET_C1_PER_SEC = 700;
+export const TARGET_C16_PER_SEC = 1500;
+export const TARGET_CPU_VS_EMPTY = 1.5;
+/** SIG-scalability's mutating-call SLO (p99 ≤ 1 s), with a factor of 20 to spare. */
+export const TARGET_PACED_P99_MS = SLO_MUTATING_P99_MS / 20;
+
+export interface TargetRow {
+  readonly target: string;
+  readonly measured: string;
+  /** null: this run has no such case. */
+  readonly met: boolean | null;
+}
+
+/** Issue 24's targets, judged at the run's main point (the store holding --services and --slices). */
+export function targets(r: Pick<BenchResult, 'creates' | 'slope'>): TargetRow[] {
+  const closed = (n: number) => r.creates.find((c) => c.kind === 'closed' && c.concurrency === n);
+  const main = r.slope.find((p) => p.cases.some((c) => r.creates.includes(c)));
+  const base = r.slope[0];
+  const at = main ? ` (${thousands(main.services)} Services + ${thousands(main.slices)} EndpointSlices)` : '';
+  const rows: TargetRow[] = [];
+  for (const [n, want] of [[1, TARGET_C1_PER_SEC], [16, TARGET_C16_PER_SEC]] as const) {
+    const c = closed(n);
+    rows.push({ target: `${n} client${n === 1 ? '' : 's'}: ≥ ${thousands(want)} creates/s${at}`, measured: c ? `${thousands(c.perSec)}/s` : 'not run', met: c ? c.perSec >= want : null });
+  }
+  for (const c of main && base && main !== base ? main.cases : []) {
+    const b = base!.cases.find((x) => x.concurrency === c.concurrency);
+    const x = b ? c.serverCpuMsPerOp / b.serverCpuMsPerOp : NaN;
+    rows.push({
+      target: `${createLabel(c)}: server CPU per create ≤ ${TARGET_CPU_VS_EMPTY}× the empty store's${at}`,
+      measured: b ? `${ms(c.serverCpuMsPerOp)} ms against ${ms(b.serverCpuMsPerOp)} ms: ${x.toFixed(2)}×` : 'no empty-store case',
+      met: b ? x <= TARGET_CPU_VS_EMPTY : null,
+    });
+  }
+  for (const c of r.creates.filter((x) => x.kind === 'paced')) {
+    rows.push({ target: `${createLabel(c)}: p99 ≤ ${ms(TARGET_PACED_P99_MS)} ms (the SLO's 1 s ÷ 20)${at}`, measured: `p99 ${ms(c.latencyMs.p99)} ms`, met: c.latencyMs.p99 <= TARGET_PACED_P99_MS });
+  }
+  return rows;
+}
+
+export function formatTargets(rows: readonly TargetRow[]): string {
+  return table(['target', 'measured', 'met'], rows.map((t) => [t.target, t.measured, t.met === null ? '–' : t.met ? 'yes' : '**no**']));
+}
+
+// ---- references ----
+
 
 export interface ReferenceRow {
   readonly reference: string;
@@ -236,12 +309,21 @@ export function formatReport(r: BenchResult): string {
     `Data dir on ${m.dataDirFs}; 4 KiB write + fdatasync there: p50 ${ms(m.fsyncMs.p50)} ms, p99 ${ms(m.fsyncMs.p99)} ms (the floor of one durable commit).`,
     `Server in its own process, from source under tsx (SQLite WAL, synchronous=FULL, logging at ${m.serverLogLevel} to a file); the client in another: node:https, keep-alive, TLS with the kubeconfig's CA, bearer token.`,
     '',
-    `Durable creates, POST ${'/api/v1/namespaces/default/services'} (201 only after the fsync), into a store already holding ${loaded || 'nothing'}:`,
+    `Durable creates, POST /api/v1/namespaces/<a namespace of the case's own>/services (201 only after the fsync), into a store already holding ${loaded || 'nothing'} ` +
+      '(each case\'s Services are deleted after it, so every case starts from the same store):',
     '',
     formatCreates(r.creates),
     ...r.creates.filter((c) => c.kind === 'paced').map((c) => `(${createLabel(c)}: latency counts from each request's scheduled time; the client sent at most ${ms(c.maxSendLagMs ?? NaN)} ms late.)`),
     '',
-    'Loading the store for the lists (the same creates, into an empty store, before anything else):',
+    'The slope: the same closed-loop creates with the store empty, as above, and topped up to more Services:',
+    '',
+    formatSlope(r.slope),
+    '',
+    'Issue 24\'s targets:',
+    '',
+    formatTargets(targets(r)),
+    '',
+    'Loading the store (the same creates into `default`, 16 clients: the lists\' objects, then the slope\'s top-up):',
     '',
     formatCreates(r.load),
     '',

@@ -10,16 +10,23 @@
  * fresh data directory /tmp/nn-bench-apiserver-*, removed at the end, also
  * on failure or SIGINT; it listens on 127.0.0.1 only and needs no root.
  * This process is the client. In order (after a warm-up in a namespace of
- * its own, so `default` holds exactly what the lists expect):
- *   1. load: N Services and 2N EndpointSlices through concurrent creates
+ * its own, whose Services are then deleted):
+ *   1. durable creates, 1 and 16 closed-loop clients, into the empty store
+ *      (the slope's first point);
+ *   2. load: N Services and 2N EndpointSlices through concurrent creates
  *      (a create figure of its own), into `default`;
- *   2. lists of them, in one request and in pages of 500 (client-go's
+ *   3. lists of them, in one request and in pages of 500 (client-go's
  *      reflector pages), with the server's RSS and its peak over the lists
  *      (VmHWM, reset through /proc/<pid>/clear_refs before each row);
- *   3. durable creates, 1 and 16 closed-loop clients, and an open loop at
- *      200/s (vcluster's rate), into the loaded store;
- *   4. watch delivery with 10 and 100 watchers: one write at a time, each
+ *   4. the same closed-loop creates and an open loop at 200/s (vcluster's
+ *      rate), into the loaded store (the slope's second point);
+ *   5. the store topped up to --slope Services, and the closed-loop creates
+ *      again (its last point);
+ *   6. watch delivery with 10 and 100 watchers: one write at a time, each
  *      seen by every watcher before the next.
+ * Every timed create case writes into a namespace of its own, and its
+ * Services are deleted (a deletecollection) before the next case, so each
+ * case meets the store as the slope's point says.
  * Prints a Markdown report (report.ts), writes JSON only with --out.
  */
 import { fork, type ChildProcess } from 'node:child_process';
@@ -33,14 +40,14 @@ import { ApiClient, closedLoop, openLoop, openWatch, outcomeOf, type Outcome } f
 import { parseKubeconfig, type ApiTarget } from './kubeconfig.js';
 import { parseWatchLine } from './ndjson.js';
 import { mountOf, parseProcStatCpuMs, parseProcStatTotals, parseProcStatus } from './proc.js';
-import { formatReport, type BenchResult, type CreateCase, type ListCase, type MemoryPoints, type Meta, type WatchCase } from './report.js';
+import { formatReport, type BenchResult, type CreateCase, type ListCase, type MemoryPoints, type Meta, type SlopePoint, type WatchCase } from './report.js';
 import { summarize } from './stats.js';
 import { loadServiceName, loadSlice, namespace, service, SERVICES_PATH, SLICES_PATH, WARMUP_NAMESPACE, WARMUP_SERVICES_PATH } from './workload.js';
 
 const SERVER = join(dirname(fileURLToPath(import.meta.url)), 'server.child.ts');
 const TAG = '[bench:apiserver]';
 const PAGE = 500;
-const WARMUP = 200;
+const WARMUP = 1000;
 const WATCH_WAIT_MS = 5000;
 const HEADERS_WAIT_MS = 3000;
 
@@ -153,8 +160,7 @@ async function create(client: ApiClient, path: string, obj: unknown, scheduledAt
   return outcomeOf(await client.send('POST', path, obj), scheduledAt);
 }
 
-async function closedCase(s: Server, client: ApiClient, kind: 'closed' | 'load', resource: CreateCase['resource'], n: number, conc: number, make: (i: number) => unknown): Promise<CreateCase> {
-  const path = resource === 'Service' ? SERVICES_PATH : SLICES_PATH;
+async function closedCase(s: Server, client: ApiClient, kind: 'closed' | 'load', resource: CreateCase['resource'], n: number, conc: number, make: (i: number) => unknown, path = resource === 'Service' ? SERVICES_PATH : SLICES_PATH): Promise<CreateCase> {
   const c0 = cpuMark(s.pid);
   const r = await closedLoop(n, conc, (i) => create(client, path, make(i)));
   const c = createCase(kind, resource, { concurrency: conc, qps: null, outcomes: r.outcomes, wallMs: r.wallMs, cpu: cpuSince(s.pid, c0), maxLagMs: null });
@@ -162,9 +168,9 @@ async function closedCase(s: Server, client: ApiClient, kind: 'closed' | 'load',
   return c;
 }
 
-async function pacedCase(s: Server, client: ApiClient, n: number, qps: number): Promise<CreateCase> {
+async function pacedCase(s: Server, client: ApiClient, n: number, qps: number, path: string): Promise<CreateCase> {
   const c0 = cpuMark(s.pid);
-  const r = await openLoop(n, qps, (i, at) => create(client, SERVICES_PATH, service(`p${qps}-${i}`), at));
+  const r = await openLoop(n, qps, (i, at) => create(client, path, service(`p${qps}-${i}`), at));
   const c = createCase('paced', 'Service', { concurrency: null, qps, outcomes: r.outcomes, wallMs: r.wallMs, cpu: cpuSince(s.pid, c0), maxLagMs: r.maxLagMs });
   say(`paced ${thousands(n)} Services at ${qps}/s: mean ${c.latencyMs.mean.toFixed(2)} ms, p99 ${c.latencyMs.p99.toFixed(2)} ms, send lag max ${r.maxLagMs.toFixed(1)} ms, errors ${c.errors}`);
   return c;
@@ -209,6 +215,39 @@ async function listCase(s: Server, client: ApiClient, kind: ListCase['kind'], pa
   };
   say(`list ${thousands(l.items)} ${kind}${limit ? ` (pages of ${limit})` : ''}: ${(l.bytes / 1048576).toFixed(1)} MiB, fetch p50 ${l.fetchMs.p50.toFixed(0)} ms, parse p50 ${l.parseMs.p50.toFixed(0)} ms, RSS ${m.rss.toFixed(0)} MiB, peak ${l.peakRssMiB?.toFixed(0) ?? '–'} MiB`);
   return l;
+}
+
+/** A namespace of the case's own (created if absent) and the path of its Services. */
+async function caseNamespace(client: ApiClient, name: string): Promise<string> {
+  const r = await client.send('POST', '/api/v1/namespaces', namespace(name));
+  if (r.status !== 201 && r.status !== 409) throw new Error(`creating namespace ${name}: HTTP ${r.status}: ${r.body.toString('utf8').slice(0, 300)}`);
+  return `/api/v1/namespaces/${name}/services`;
+}
+
+/** Deletes every Service at `path` (one deletecollection), so the next case meets the store as it was before this one. */
+async function deleteServices(client: ApiClient, path: string): Promise<void> {
+  const r = await client.send('DELETE', path);
+  if (r.status !== 200) throw new Error(`DELETE ${path}: HTTP ${r.status}: ${r.body.toString('utf8').slice(0, 300)}`);
+}
+
+/** How many Services the store holds, in every namespace (a list of one item and its remainingItemCount). */
+async function servicesInStore(client: ApiClient): Promise<number> {
+  const r = await client.send('GET', '/api/v1/services?limit=1');
+  const o = JSON.parse(r.body.toString('utf8')) as { items?: unknown[]; metadata?: { remainingItemCount?: number } };
+  if (r.status !== 200) throw new Error(`GET /api/v1/services?limit=1: HTTP ${r.status}`);
+  return (o.items?.length ?? 0) + (o.metadata?.remainingItemCount ?? 0);
+}
+
+/** The closed-loop cases at the store's present size, each in a namespace of its own and deleted after. */
+async function slopePoint(s: Server, client: ApiClient, tag: string, concurrency: readonly number[], creates: number, slices: number): Promise<SlopePoint> {
+  const services = await servicesInStore(client);
+  const cases: CreateCase[] = [];
+  for (const conc of concurrency) {
+    const path = await caseNamespace(client, `bench-${tag}-c${conc}`);
+    cases.push(await closedCase(s, client, 'closed', 'Service', creates, conc, (i) => service(`c${conc}-${i}`), path));
+    await deleteServices(client, path);
+  }
+  return { services, slices, cases };
 }
 
 async function currentRV(client: ApiClient): Promise<string> {
@@ -360,10 +399,17 @@ async function main(): Promise<number> {
         'which costs it a further write), so these creates do a little less than kube-apiserver\'s.');
     }
     const warmConc = Math.max(...args.concurrency, args.loadConcurrency);
-    const warmUp = (tag: string) => closedLoop(WARMUP, warmConc, (i) => create(writer, WARMUP_SERVICES_PATH, service(`${tag}-${i}`)));
+    const warmUp = async (tag: string) => {
+      await closedLoop(WARMUP, warmConc, (i) => create(writer, WARMUP_SERVICES_PATH, service(`${tag}-${i}`)));
+      await deleteServices(writer, WARMUP_SERVICES_PATH);
+    };
     await warmUp('warm');
 
-    // 1. load
+    // 1. the slope's first point: the empty store
+    const slope: SlopePoint[] = [await slopePoint(s, writer, 'empty', args.concurrency, args.creates, 0)];
+    alive('the creates into the empty store');
+
+    // 2. load
     // The namespace also holds what the server makes itself (the `kubernetes` Service, as kube-apiserver makes it).
     const own = args.services > 0 ? (await listCase(s, lister, 'Services', SERVICES_PATH, null, 1)).items : 0;
     const load: CreateCase[] = [];
@@ -374,7 +420,7 @@ async function main(): Promise<number> {
     await sleep(500);
     const afterLoad = memMiB(s.pid);
 
-    // 2. lists
+    // 3. lists
     const lists: ListCase[] = [];
     await currentRV(lister); // the lister's connection, open before timing
     const kinds: [ListCase['kind'], string, number][] = [['Services', SERVICES_PATH, args.services + own], ['EndpointSlices', SLICES_PATH, args.slices]];
@@ -388,14 +434,28 @@ async function main(): Promise<number> {
     }
     alive('the lists');
 
-    // 3. creates
+    // 4. creates into the loaded store: the slope's second point, and the paced case
     await warmUp('rewarm');
-    const creates: CreateCase[] = [];
-    for (const conc of args.concurrency) creates.push(await closedCase(s, writer, 'closed', 'Service', args.creates, conc, (i) => service(`c${conc}-${i}`)));
-    if (args.paced > 0) creates.push(await pacedCase(s, writer, args.paced, args.qps));
+    const main = await slopePoint(s, writer, 'loaded', args.concurrency, args.creates, args.slices);
+    slope.push(main);
+    const creates: CreateCase[] = [...main.cases];
+    if (args.paced > 0) {
+      const path = await caseNamespace(writer, `bench-paced-${args.qps}`);
+      creates.push(await pacedCase(s, writer, args.paced, args.qps, path));
+      await deleteServices(writer, path);
+    }
     alive('the creates');
 
-    // 4. watches
+    // 5. the store topped up to --slope Services: the slope's last point
+    if (args.slope > 0) {
+      const more = args.slope - (await servicesInStore(writer));
+      if (more > 0) load.push(await closedCase(s, writer, 'load', 'Service', more, args.loadConcurrency, (i) => service(loadServiceName(args.services + i))));
+      alive('the top-up');
+      slope.push(await slopePoint(s, writer, 'topped', args.concurrency, args.creates, args.slices));
+      alive('the creates into the topped-up store');
+    }
+
+    // 6. watches
     const watches: WatchCase[] = [];
     for (const w of args.watchers) watches.push(await watchCase(s, writer, w, args.watchWrites, notes));
     alive('the watches');
@@ -410,7 +470,7 @@ async function main(): Promise<number> {
       dataDirFs: mount ? `${mount.fsType} (${mount.device}, mounted on ${mount.mountPoint})` : 'unknown', fsyncMs: fsync,
       serverLogLevel: args.logLevel, otherCpus, quick: args.quick,
     };
-    const result: BenchResult = { meta, creates, load, watches, lists, memory, notes: [...notes], totalWallMs: performance.now() - started };
+    const result: BenchResult = { meta, creates, slope, load, watches, lists, memory, notes: [...notes], totalWallMs: performance.now() - started };
     const report = formatReport(result);
     console.log(`\n${report}`);
     if (args.out) {
@@ -418,7 +478,7 @@ async function main(): Promise<number> {
       writeFileSync(args.out, `${JSON.stringify({ ...result, args, report }, null, 2)}\n`);
       say(`results written to ${args.out}`);
     }
-    const errors = [...creates, ...load].reduce((n, c) => n + c.errors, 0) + watches.reduce((n, w) => n + w.missing, 0);
+    const errors = [...creates, ...slope.flatMap((p) => p.cases), ...load].reduce((n, c) => n + c.errors, 0) + watches.reduce((n, w) => n + w.missing, 0);
     return errors ? 1 : 0;
   } finally {
     for (const c of clients) c.close();

@@ -167,7 +167,8 @@ export class Rest {
     }
     let all: readonly Stored[];
     try {
-      all = rev === this.deps.store.rev ? this.deps.store.list(gr).items : this.deps.store.listAt(gr, rev);
+      // At the current revision the store hands out just the namespace's run of keys; at an older one it rebuilds the lot.
+      all = rev === this.deps.store.rev ? this.deps.store.list(gr, r.namespaced ? namespace : undefined).items : this.deps.store.listAt(gr, rev);
     } catch (e) {
       if (e instanceof NodenetError && e.code === ErrorCode.Expired && q.continue) {
         throw apiErrors.expired('The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.');
