@@ -84,6 +84,14 @@ t.test('ignored: non-IPv4 address types and slices without a Service', async (t)
   }
 });
 
+t.test('a slice without endpoints: absent or null (as kube-apiserver serializes an empty one) is none, not invalid', async (t) => {
+  for (const v of [undefined, null, []]) {
+    const i = info(parseEndpointSlice(withField(slice(), 'endpoints', v)));
+    t.same(i.endpoints, [], `endpoints: ${JSON.stringify(v)}`);
+    t.equal(i.ports.length, 2, 'its ports are still read');
+  }
+});
+
 t.test('every rejection names the field', async (t) => {
   const base = slice();
   const cases: [string, unknown, string, RegExp][] = [
@@ -92,7 +100,7 @@ t.test('every rejection names the field', async (t) => {
     ['no namespace', withField(base, 'metadata.namespace', ''), 'metadata.namespace', /required/],
     ['no addressType', withField(base, 'addressType', undefined), 'addressType', /required/],
     ['bad addressType', withField(base, 'addressType', 'IPX'), 'addressType', /unsupported value "IPX"/],
-    ['no endpoints', withField(base, 'endpoints', undefined), 'endpoints', /required/],
+    ['endpoints not a list', withField(base, 'endpoints', 'x'), 'endpoints', /must be an array/],
     ['endpoint not an object', withField(base, 'endpoints[1]', 'x'), 'endpoints[1]', /object/],
     ['no addresses', withField(base, 'endpoints[1].addresses', []), 'endpoints[1].addresses', /at least one/],
     ['bad address', withField(base, 'endpoints[1].addresses', ['10.244.2.2', '10.244.2.256']), 'endpoints[1].addresses[1]', /valid IPv4/],

@@ -96,9 +96,8 @@ export function parseEndpointSlice(raw: unknown): ParsedEndpointSlice {
     ports.push({ name: portName, protocol, port: portNumber(port, join(path, 'port')) });
   });
 
-  const endpointsRaw = optArr(raw, 'endpoints', '');
-  if (!endpointsRaw) throw new InvalidObjectError('endpoints', 'required value (may be an empty list)');
-  const endpoints = endpointsRaw.map((e, i): SliceEndpoint => {
+  // kube-apiserver serializes a slice without endpoints as `"endpoints": null` (the field has no omitempty): none.
+  const endpoints = (optArr(raw, 'endpoints', '') ?? []).map((e, i): SliceEndpoint => {
     const path = `endpoints[${i}]`;
     if (!isObj(e)) throw new InvalidObjectError(path, `must be an object, got ${show(e)}`);
     const addrs = optArr(e, 'addresses', path);
