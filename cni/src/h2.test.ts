@@ -8,7 +8,7 @@ import { connect } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { decodeHeaderBlock, FLAG, FRAME, frame, H2Client, literal } from './h2.js';
+import { decodeHeaderBlock, FLAG, FRAME, frame, H2Client, literal, requestStart } from './h2.js';
 
 const work = mkdtempSync(join(tmpdir(), 'nn-h2-'));
 t.teardown(() => rmSync(work, { recursive: true, force: true }));
@@ -94,4 +94,23 @@ t.test('the body goes out in frames no larger than the peer allows, and waits fo
   const ping = c.feed(frame(FRAME.PING, 0, 0, Buffer.alloc(8, 9)));
   t.same([...ping.reply.subarray(0, 9)], [0, 0, 8, FRAME.PING, FLAG.ACK, 0, 0, 0, 0], 'PING answered');
   t.same(c.feed(frame(FRAME.RST_STREAM, 0, 1, Buffer.from([0, 0, 0, 7]))).events, [{ kind: 'reset', code: 7 }]);
+});
+
+t.test('the first write, byte by byte: preface, SETTINGS, WINDOW_UPDATE, HEADERS (long values too), the body', async (t) => {
+  const long = `/${'p'.repeat(300)}`;
+  const body = Buffer.from([0, 0, 0, 0, 2, 8, 1]);
+  const out = requestStart([[':path', long], ['te', 'trailers']], frame(FRAME.DATA, FLAG.END_STREAM, 1, body));
+  t.equal(out.subarray(0, 24).toString(), 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
+  const frames: { type: number; flags: number; stream: number; payload: Buffer }[] = [];
+  for (let o = 24; o < out.length; ) {
+    const len = out.readUIntBE(o, 3);
+    frames.push({ type: out[o + 3]!, flags: out[o + 4]!, stream: out.readUInt32BE(o + 5), payload: out.subarray(o + 9, o + 9 + len) });
+    o += 9 + len;
+  }
+  t.same(frames.map((f) => [f.type, f.flags, f.stream]), [[FRAME.SETTINGS, 0, 0], [FRAME.WINDOW_UPDATE, 0, 0], [FRAME.HEADERS, FLAG.END_HEADERS, 1], [FRAME.DATA, FLAG.END_STREAM, 1]]);
+  t.same([...frames[0]!.payload], [0, 1, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 4, 1, 0, 0, 0], 'header table 0, no push, a 16 MiB stream window');
+  t.equal(frames[1]!.payload.readUInt32BE(0), 16 * 1024 * 1024 - 65_535);
+  t.same(decodeHeaderBlock(frames[2]!.payload), [{ name: ':path', value: long }, { name: 'te', value: 'trailers' }]);
+  t.ok(frames[2]!.payload.equals(Buffer.concat([literal(':path', long), literal('te', 'trailers')])), 'the same bytes as literal() makes');
+  t.same([...frames[3]!.payload], [...body]);
 });

@@ -35,58 +35,91 @@ const SETTINGS_INITIAL_WINDOW_SIZE = 4;
 const SETTINGS_MAX_FRAME_SIZE = 5;
 const DEFAULT_WINDOW = 65_535;
 const RECEIVE_WINDOW = 16 * 1024 * 1024;
+const EMPTY = new Uint8Array(0);
 
-export function frame(type: number, flags: number, stream: number, payload: Uint8Array = Buffer.alloc(0)): Buffer {
-  const h = Buffer.alloc(9);
-  h.writeUIntBE(payload.length, 0, 3);
-  h[3] = type;
-  h[4] = flags;
-  h.writeUInt32BE(stream & 0x7fffffff, 5);
-  return Buffer.concat([h, payload]);
-}
-
-function u32(n: number): Buffer {
-  const b = Buffer.alloc(4);
-  b.writeUInt32BE(n >>> 0);
-  return b;
+export function frame(type: number, flags: number, stream: number, payload: Uint8Array = EMPTY): Buffer {
+  const out = Buffer.allocUnsafe(9 + payload.length);
+  out.set(payload, frameHeader(out, 0, payload.length, type, flags, stream));
+  return out;
 }
 
 /** An HPACK literal header field without indexing, name and value raw (no Huffman). */
 export function literal(name: string, value: string): Buffer {
-  return Buffer.concat([Buffer.from([0x00]), hpackString(Buffer.from(name)), hpackString(Buffer.from(value))]);
+  const n = Buffer.from(name);
+  const v = Buffer.from(value);
+  const out = Buffer.allocUnsafe(literalLen(n, v));
+  writeLiteral(out, 0, n, v);
+  return out;
 }
 
-function hpackInt(value: number, prefixBits: number, firstByte: number): Buffer {
+function literalLen(n: Uint8Array, v: Uint8Array): number {
+  return 1 + hpackIntLen(n.length, 7) + n.length + hpackIntLen(v.length, 7) + v.length;
+}
+
+function writeLiteral(out: Buffer, o: number, n: Uint8Array, v: Uint8Array): number {
+  out[o++] = 0x00; // literal without indexing, new name
+  o = writeHpackInt(out, o, n.length, 7, 0x00);
+  out.set(n, o);
+  o = writeHpackInt(out, o + n.length, v.length, 7, 0x00);
+  out.set(v, o);
+  return o + v.length;
+}
+
+/**
+ * What the client writes first: preface, SETTINGS, a connection WINDOW_UPDATE, and the request's HEADERS on
+ * stream 1, then `body` (DATA frames, already framed), written into one buffer with no intermediate ones:
+ * building it from small Buffers cost ~0.8 ms of a cold shim's CPU, before the request could leave.
+ */
+export function requestStart(headers: readonly (readonly [string, string])[], body: Uint8Array = EMPTY): Buffer {
+  const enc = headers.map(([n, v]) => [Buffer.from(n), Buffer.from(v)] as const);
+  let blockLen = 0;
+  for (const [n, v] of enc) blockLen += literalLen(n, v);
+  const out = Buffer.allocUnsafe(PREFACE.length + 9 + 18 + 9 + 4 + 9 + blockLen + body.length);
+  let o = PREFACE.copy(out, 0);
+  o = frameHeader(out, o, 18, FRAME.SETTINGS, 0, 0);
+  for (const [id, v] of [[SETTINGS_HEADER_TABLE_SIZE, 0], [SETTINGS_ENABLE_PUSH, 0], [SETTINGS_INITIAL_WINDOW_SIZE, RECEIVE_WINDOW]] as const) {
+    o = out.writeUInt16BE(id, o);
+    o = out.writeUInt32BE(v, o);
+  }
+  o = frameHeader(out, o, 4, FRAME.WINDOW_UPDATE, 0, 0);
+  o = out.writeUInt32BE(RECEIVE_WINDOW - DEFAULT_WINDOW, o);
+  o = frameHeader(out, o, blockLen, FRAME.HEADERS, FLAG.END_HEADERS, 1);
+  for (const [n, v] of enc) o = writeLiteral(out, o, n, v);
+  out.set(body, o);
+  return out;
+}
+
+function frameHeader(out: Buffer, o: number, len: number, type: number, flags: number, stream: number): number {
+  out[o] = (len >>> 16) & 0xff;
+  out[o + 1] = (len >>> 8) & 0xff;
+  out[o + 2] = len & 0xff;
+  out[o + 3] = type;
+  out[o + 4] = flags;
+  return out.writeUInt32BE(stream & 0x7fffffff, o + 5);
+}
+
+function hpackIntLen(value: number, prefixBits: number): number {
   const max = (1 << prefixBits) - 1;
-  if (value < max) return Buffer.from([firstByte | value]);
-  const out = [firstByte | max];
+  if (value < max) return 1;
+  let n = 2;
+  for (let v = value - max; v >= 128; v = Math.floor(v / 128)) n++;
+  return n;
+}
+
+function writeHpackInt(out: Buffer, o: number, value: number, prefixBits: number, firstByte: number): number {
+  const max = (1 << prefixBits) - 1;
+  if (value < max) {
+    out[o] = firstByte | value;
+    return o + 1;
+  }
+  out[o++] = firstByte | max;
   let v = value - max;
   while (v >= 128) {
-    out.push((v % 128) + 128);
+    out[o++] = (v % 128) + 128;
     v = Math.floor(v / 128);
   }
-  out.push(v);
-  return Buffer.from(out);
-}
-
-function hpackString(b: Buffer): Buffer {
-  return Buffer.concat([hpackInt(b.length, 7, 0x00), b]);
-}
-
-/** What the client writes first: preface, SETTINGS, a connection WINDOW_UPDATE, and the request's HEADERS on stream 1. */
-export function requestStart(headers: readonly (readonly [string, string])[]): Buffer {
-  const settings = Buffer.concat([
-    Buffer.from([0, SETTINGS_HEADER_TABLE_SIZE]), u32(0),
-    Buffer.from([0, SETTINGS_ENABLE_PUSH]), u32(0),
-    Buffer.from([0, SETTINGS_INITIAL_WINDOW_SIZE]), u32(RECEIVE_WINDOW),
-  ]);
-  const block = Buffer.concat(headers.map(([n, v]) => literal(n, v)));
-  return Buffer.concat([
-    PREFACE,
-    frame(FRAME.SETTINGS, 0, 0, settings),
-    frame(FRAME.WINDOW_UPDATE, 0, 0, u32(RECEIVE_WINDOW - DEFAULT_WINDOW)),
-    frame(FRAME.HEADERS, FLAG.END_HEADERS, 1, block),
-  ]);
+  out[o] = v;
+  return o + 1;
 }
 
 /** HPACK static table entries the decoder needs (RFC 7541 Appendix A): names by index, and :status values. */
@@ -185,25 +218,39 @@ export class H2Client {
 
   /** The bytes to write first. */
   start(headers: readonly (readonly [string, string])[]): Buffer {
-    return Buffer.concat([requestStart(headers), this.flushBody()]);
+    return requestStart(headers, this.flushBody());
   }
 
-  /** DATA frames as far as the windows and the frame size allow (END_STREAM on the last). */
+  /** DATA frames as far as the windows and the frame size allow (END_STREAM on the last), in one buffer. */
   private flushBody(): Buffer {
-    const out: Buffer[] = [];
-    while (!this.bodySent) {
-      const room = Math.min(this.connWindow, this.streamWindow, this.maxFrame);
-      if (this.body.length > 0 && room <= 0) break;
-      const n = Math.min(room, this.body.length);
-      const chunk = this.body.subarray(0, n);
+    if (this.bodySent) return Buffer.alloc(0);
+    const sizes: number[] = [];
+    let conn = this.connWindow;
+    let stream = this.streamWindow;
+    let left = this.body.length;
+    for (;;) {
+      const room = Math.min(conn, stream, this.maxFrame);
+      if (left > 0 && room <= 0) break;
+      const n = Math.min(room, left);
+      sizes.push(n);
+      conn -= n;
+      stream -= n;
+      left -= n;
+      if (left === 0) break;
+    }
+    const out = Buffer.allocUnsafe(sizes.reduce((a, n) => a + 9 + n, 0));
+    let o = 0;
+    for (const n of sizes) {
+      const last = n === this.body.length;
+      o = frameHeader(out, o, n, FRAME.DATA, last ? FLAG.END_STREAM : 0, 1);
+      out.set(this.body.subarray(0, n), o);
+      o += n;
       this.body = this.body.subarray(n);
       this.connWindow -= n;
       this.streamWindow -= n;
-      const last = this.body.length === 0;
-      out.push(frame(FRAME.DATA, last ? FLAG.END_STREAM : 0, 1, chunk));
       if (last) this.bodySent = true;
     }
-    return Buffer.concat(out);
+    return out;
   }
 
   /** Consumes socket bytes; returns stream 1's events and what to write back. @throws Error on a protocol violation. */

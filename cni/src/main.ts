@@ -9,26 +9,25 @@
  * The gRPC client is imported lazily so that VERSION and rejected calls never
  * pay for loading it. Nothing here touches process.stdout, process.stderr or
  * process.stdin unless a non-blocking pipe forces it: each builds a stream,
- * which costs more than the rest of the shim (out.ts, and readStdin below).
+ * which costs more than the rest of the shim (out.ts, stdin.ts).
  */
-import { readFileSync, writeSync } from 'node:fs';
+import { readSync, writeSync } from 'node:fs';
 import { writeDeletionRecord } from './del-queue.js';
 import { Output } from './out.js';
 import { runShim } from './run.js';
+import { readAllSync } from './stdin.js';
 
-/**
- * All of stdin. A synchronous read of fd 0 is the cheap way (process.stdin
- * builds a stream, ~3 ms of a cold start); a non-blocking pipe (EAGAIN)
- * falls back to the stream.
- */
+/** All of stdin: read(2) into one buffer; a non-blocking pipe (EAGAIN) has the rest read through the stream. */
 function readStdin(): Promise<Uint8Array> {
+  let first: { bytes: Buffer; complete: boolean };
   try {
-    return Promise.resolve(readFileSync(0));
+    first = readAllSync((fd, buf, offset, length) => readSync(fd, buf, offset, length, null), 0);
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'EAGAIN') return Promise.reject(e);
+    return Promise.reject(e);
   }
+  if (first.complete) return Promise.resolve(first.bytes);
   return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
+    const chunks: Buffer[] = [first.bytes];
     process.stdin.on('data', (c: Buffer) => chunks.push(c));
     process.stdin.on('end', () => resolve(Buffer.concat(chunks)));
     process.stdin.on('error', reject);
