@@ -231,10 +231,15 @@ export interface TargetRow {
   readonly met: boolean | null;
 }
 
+/** The slope's point the main create cases ran at (the store holding --services and --slices). */
+function mainPoint(r: Pick<BenchResult, 'creates' | 'slope'>): SlopePoint | undefined {
+  return r.slope.find((p) => p.cases.some((c) => r.creates.includes(c)));
+}
+
 /** Issue 24's targets, judged at the run's main point (the store holding --services and --slices). */
 export function targets(r: Pick<BenchResult, 'creates' | 'slope'>): TargetRow[] {
   const closed = (n: number) => r.creates.find((c) => c.kind === 'closed' && c.concurrency === n);
-  const main = r.slope.find((p) => p.cases.some((c) => r.creates.includes(c)));
+  const main = mainPoint(r);
   const base = r.slope[0];
   const at = main ? ` (${thousands(main.services)} Services + ${thousands(main.slices)} EndpointSlices)` : '';
   const rows: TargetRow[] = [];
@@ -303,7 +308,8 @@ export function formatReferences(rows: readonly ReferenceRow[]): string {
 
 export function formatReport(r: BenchResult): string {
   const m = r.meta;
-  const loaded = r.load.map((c) => `${thousands(c.requests)} ${c.resource}s`).join(' and ');
+  const main = mainPoint(r);
+  const loaded = main ? `${thousands(main.services)} Services (the \`kubernetes\` one included) and ${thousands(main.slices)} EndpointSlices` : '';
   const out = [
     `nodenet API server${m.quick ? ' (--quick)' : ''}: ${m.cpus} × ${m.cpuModel}, ${thousands(m.memTotalMiB)} MiB, kernel ${m.kernel}, Node ${m.node}`,
     `Data dir on ${m.dataDirFs}; 4 KiB write + fdatasync there: p50 ${ms(m.fsyncMs.p50)} ms, p99 ${ms(m.fsyncMs.p99)} ms (the floor of one durable commit).`,
