@@ -179,3 +179,38 @@ t.test('last-change-trigger-time: a controller started over stored changes write
   t.equal(s?.endpoints.length, 1);
   t.notOk((s?.metadata!['annotations'] as O | undefined)?.[TRIGGER_TIME_ANNOTATION], 'no change was seen: no trigger time (upstream clears it then)');
 });
+
+t.test('a sync reads its own Service\'s slices, not the namespace\'s: the work per write does not grow with the store (issue 24)', async (t) => {
+  const { store, rest, settle } = await setup(t);
+  // A store with many user-written slices of other Services (as bench:apiserver loads it), and Services without selectors.
+  for (let i = 0; i < 400; i++) {
+    await rest.create(EPS, 'default', {
+      apiVersion: 'discovery.k8s.io/v1', kind: 'EndpointSlice', metadata: { name: `other-${i}`, labels: { 'kubernetes.io/service-name': `other-${i % 200}` } },
+      addressType: 'IPv4', endpoints: [{ addresses: [`10.244.${1 + Math.floor(i / 250)}.${2 + (i % 250)}`] }], ports: [{ name: 'http', port: 8080, protocol: 'TCP' }],
+    });
+  }
+  await settle();
+  // Count every object the store hands out (lists and index lookups) while the controller handles new Services.
+  let read = 0;
+  const list = store.list.bind(store);
+  const byIndex = store.byIndex.bind(store);
+  store.list = (gr, ns) => {
+    const r = list(gr, ns);
+    read += r.items.length;
+    return r;
+  };
+  store.byIndex = (gr, name, value) => {
+    const r = byIndex(gr, name, value);
+    read += r.length;
+    return r;
+  };
+  for (let i = 0; i < 20; i++) await rest.create(SVC, 'default', { apiVersion: 'v1', kind: 'Service', metadata: { name: `plain-${i}` }, spec: { ports: [{ port: 80 }] } });
+  await settle();
+  t.ok(read < 20 * 5, `20 Services without a selector took ${read} objects read by the controller (not the 400 slices each)`);
+  read = 0;
+  await rest.create(SVC, 'default', svc('web'));
+  await settle();
+  const readForWeb = read;
+  t.equal(list('endpointslices.discovery.k8s.io', 'default').items.filter((s) => (s.object.metadata?.['labels'] as O)['kubernetes.io/service-name'] === 'web').length, 1, 'a Service with a selector still gets its slice');
+  t.ok(readForWeb < 400 / 4, `and its syncs read ${readForWeb} objects`);
+});
