@@ -47,7 +47,7 @@ const framed = (msg: Uint8Array): Buffer => {
   return b;
 };
 
-t.test('method paths are the ones the generated grpc-js service serves', async (t) => {
+t.test('method paths are the ones the generated gRPC service definition names', async (t) => {
   const served = Object.values(CniServiceService).map((d) => d.path).sort();
   t.same(Object.keys(METHOD).map((c) => methodPath(c as keyof typeof METHOD)).sort(), served);
 });
@@ -57,7 +57,7 @@ const transports: [string, OpenUnixStream][] = [['pipe_wrap', pipeWrapStream], [
 for (const [name, open] of transports) {
   const callAgent: CallAgent = makeCallAgent(() => open);
 
-  t.test(`${name}: against the real grpc-js server: every command, request intact, in-band errors`, async (t) => {
+  t.test(`${name}: against the agent's real server: every command, request intact, in-band errors`, async (t) => {
     const socket = sockPath();
     const handler = new FakeCniHandler();
     const srv = await startCniServer({ socketPath: socket, handler, log: silentLogger() });

@@ -13,7 +13,8 @@
  * big-endian length), and a response message followed by
  * `grpc-status`/`grpc-message` trailers (or a trailers-only response on
  * error). Messages are encoded by the messages-only ts-proto output. The
- * tests run this client against the real grpc-js server.
+ * tests run this client against the agent's server (node:http2) and raw
+ * HTTP/2 servers answering as gRPC servers do.
  *
  * Mapping (what run.ts branches on):
  * - socket missing or refusing, connection lost before the answer, a

@@ -19,8 +19,9 @@
  * Decoding a header block understands every HPACK representation; of
  * values, the static table's and raw (not Huffman-coded) literals. The names
  * it looks for (`:status`, `grpc-status`, `grpc-message`) are recognised as
- * raw literals, static-table indexes, or the Huffman codes nghttp2 (grpc-js's
- * HTTP/2 under node:http2) sends for them; a grpc-status value is one or two
+ * raw literals, static-table indexes, or the Huffman codes nghttp2 (the
+ * HTTP/2 under node:http2, which the agent's server and grpc-js use) sends for
+ * them; a grpc-status value is one or two
  * digits, which nghttp2 never Huffman-codes (no shorter). A Huffman-coded
  * grpc-message is reported as such rather than decoded: it only feeds an
  * error's details.

@@ -19,7 +19,7 @@
  * write libuv could not finish at once. When a binding is missing or has
  * another shape (a later Node, the permission model), unixTransport falls
  * back to node:net (net-stream.ts), loaded only then. Both are tested against
- * the real grpc-js server.
+ * the agent's real server.
  */
 import { getSystemErrorName } from 'node:util';
 

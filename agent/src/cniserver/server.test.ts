@@ -2,15 +2,16 @@ import { setImmediate as setImmediatePromise } from 'node:timers/promises';
 import t from 'tap';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, statSync, writeFileSync, existsSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { createConnection, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { credentials, Metadata, status, type ServiceError } from '@grpc/grpc-js';
 import { pino } from 'pino';
 import { CniServiceClient, type CniRequest, type CniResponse } from '../../../proto/cni/v1/cni.js';
+import { CniRequest as CniRequestCodec, CniResponse as CniResponseCodec } from '../../../proto/cni/v1/cni_messages.js';
 import { ErrorCode, NodenetError } from '../errors/errors.js';
 import { FakeCniHandler } from './handler.fake.js';
-import { startCniServer } from './server.js';
+import { parseGrpcTimeout, startCniServer } from './server.js';
 
 function memLog(): { log: pino.Logger; lines: Record<string, unknown>[] } {
   const lines: Record<string, unknown>[] = [];
@@ -180,4 +181,85 @@ t.test('close waits for an in-flight call', async (t) => {
   await closing;
   t.equal(res.resp?.outcome?.$case, 'result', 'the in-flight call completed');
   t.equal(closed, true);
+});
+
+/** One raw HTTP/2 request to the server: headers, a body, and what came back (status, trailers, data). */
+async function raw(socket: string, headers: Record<string, string>, body: Buffer): Promise<{ status: number | undefined; fields: Record<string, unknown>; data: Buffer }> {
+  const { connect: h2connect } = await import('node:http2');
+  const session = h2connect('http://localhost', { createConnection: () => createConnection(socket) });
+  try {
+    return await new Promise((resolve, reject) => {
+      const req = session.request({ ':method': 'POST', ':path': '/nodenet.cni.v1.CniService/Status', 'content-type': 'application/grpc', te: 'trailers', ...headers });
+      const fields: Record<string, unknown> = {};
+      const data: Buffer[] = [];
+      let status: number | undefined;
+      req.on('response', (h) => {
+        status = Number(h[':status']);
+        Object.assign(fields, h);
+      });
+      req.on('trailers', (h) => Object.assign(fields, h));
+      req.on('data', (d: Buffer) => data.push(d));
+      req.on('end', () => resolve({ status, fields, data: Buffer.concat(data) }));
+      req.on('error', reject);
+      req.end(body);
+    });
+  } finally {
+    session.close();
+  }
+}
+const frameMsg = (msg: Uint8Array, flag = 0): Buffer => {
+  const b = Buffer.alloc(5 + msg.length);
+  b[0] = flag;
+  b.writeUInt32BE(msg.length, 1);
+  b.set(msg, 5);
+  return b;
+};
+
+t.test('gRPC over HTTP/2 as grpc-js serves it: content type, methods, message count, compression, size, deadlines', async (t) => {
+  const socket = join(tmp(t), 'cni.sock');
+  const handler = new FakeCniHandler();
+  const srv = await startCniServer({ socketPath: socket, handler, log: memLog().log });
+  t.teardown(() => srv.close());
+  const statusReq = CniRequestCodec.encode({ containerId: '', netns: '', ifName: '', args: '', path: '/p', config: conf({ cniVersion: '1.1.0' }) }).finish();
+
+  const ok = await raw(socket, {}, frameMsg(statusReq));
+  t.equal(ok.status, 200);
+  t.equal(ok.fields['grpc-status'], '0', 'status in the trailers');
+  t.equal(ok.fields['content-type'], 'application/grpc+proto');
+  t.same(CniResponseCodec.decode(ok.data.subarray(5)).outcome, { $case: 'result', result: Buffer.alloc(0) });
+
+  t.equal((await raw(socket, { 'content-type': 'application/json' }, frameMsg(statusReq))).status, 415, 'not gRPC: HTTP 415');
+  const unknown = await raw(socket, { ':path': '/nodenet.cni.v1.CniService/Frob' }, frameMsg(statusReq));
+  t.match(unknown.fields, { 'grpc-status': String(status.UNIMPLEMENTED), 'grpc-message': /does%20not%20implement/ }, 'unknown method, trailers-only');
+  t.equal((await raw(socket, {}, Buffer.alloc(0))).fields['grpc-status'], String(status.UNIMPLEMENTED), 'no message');
+  t.equal((await raw(socket, {}, Buffer.concat([frameMsg(statusReq), frameMsg(statusReq)]))).fields['grpc-status'], String(status.UNIMPLEMENTED), 'two messages');
+  t.equal((await raw(socket, { 'grpc-encoding': 'gzip' }, frameMsg(statusReq, 1))).fields['grpc-status'], String(status.UNIMPLEMENTED), 'compressed');
+  t.equal((await raw(socket, {}, frameMsg(statusReq).subarray(0, 7))).fields['grpc-status'], String(status.INTERNAL), 'truncated');
+  t.equal((await raw(socket, {}, frameMsg(Buffer.from([0xff, 0xff])))).fields['grpc-status'], String(status.INTERNAL), 'undecodable');
+  t.equal((await raw(socket, {}, frameMsg(Buffer.alloc(4 * 1024 * 1024 + 1)))).fields['grpc-status'], String(status.RESOURCE_EXHAUSTED), 'over 4 MiB');
+  t.equal((await raw(socket, { 'grpc-timeout': 'soon' }, frameMsg(statusReq))).fields['grpc-status'], String(status.INTERNAL), 'malformed grpc-timeout');
+  t.equal(handler.calls.length, 1, 'only the good call reached the handler');
+
+  // A handler slower than the caller's deadline: DEADLINE_EXCEEDED (grpc-js's client sends grpc-timeout), then the server lives on.
+  let release: () => void = () => {};
+  handler.status = () => new Promise<void>((r) => (release = r));
+  const client = new CniServiceClient(`unix:${socket}`, credentials.createInsecure());
+  const err = await new Promise<ServiceError | null>((resolve) => {
+    client.status({ containerId: '', netns: '', ifName: '', args: '', path: '/p', config: conf({ cniVersion: '1.1.0' }) }, new Metadata(), { deadline: Date.now() + 150 }, (e) => resolve(e));
+  });
+  client.close();
+  t.equal(err?.code, status.DEADLINE_EXCEEDED);
+  release();
+  handler.status = async () => {};
+  t.equal((await call(socket, 'status', { path: '/p', config: conf({ cniVersion: '1.1.0' }) })).resp?.outcome?.$case, 'result', 'still serving');
+});
+
+t.test('parseGrpcTimeout: the units of the gRPC spec, absent and malformed told apart', async (t) => {
+  t.equal(parseGrpcTimeout('30000m'), 30_000);
+  t.equal(parseGrpcTimeout('2S'), 2000);
+  t.equal(parseGrpcTimeout('1H'), 3_600_000);
+  t.equal(parseGrpcTimeout('1500u'), 1);
+  t.equal(parseGrpcTimeout(undefined), undefined);
+  t.equal(parseGrpcTimeout('123456789m'), null, 'at most 8 digits');
+  t.equal(parseGrpcTimeout('5x'), null);
 });
