@@ -6,7 +6,10 @@
  * of them alike. Child CPU comes from this process's cutime+cstime
  * (/proc/self/stat, clock ticks of 10 ms), averaged over the runs.
  *
- *   node --import tsx bench/cni/cold-start.ts [runs=30]
+ *   node --import tsx bench/cni/cold-start.ts [runs=30] [--compare FILE]
+ *
+ * --compare adds VERSION and ADD rows for another build of the shim (e.g.
+ * one made from an earlier commit), against the same agent, interleaved.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -16,7 +19,11 @@ import { buildShim } from '../../scripts/cni-bundle.mjs';
 import { silentLogger } from '../../agent/src/log/log.js';
 import { startCniServer } from '../../agent/src/cniserver/server.js';
 
-const runs = Number(process.argv[2] ?? 30);
+const argv = process.argv.slice(2);
+const ci = argv.indexOf('--compare');
+const compare = ci >= 0 ? argv.splice(ci, 2)[1] : undefined;
+if (ci >= 0 && !compare) throw new Error('--compare FILE');
+const runs = Number(argv[0] ?? 30);
 const work = mkdtempSync(join(tmpdir(), 'nn-cni-bench-'));
 const bin = join(work, 'nodenet-cni.cjs');
 await buildShim(bin); // as `npm run build` makes dist/nodenet-cni.cjs
@@ -38,6 +45,12 @@ const variants: { name: string; cmd: string; args: string[]; env: Record<string,
   { name: 'ADD, rejected by skel', cmd: bin, args: [], env: { PATH, CNI_COMMAND: 'ADD', ...pod }, stdin: '{', expect: 1 },
   { name: 'ADD via agent', cmd: bin, args: [], env: { PATH, CNI_COMMAND: 'ADD', ...pod }, stdin: conf, expect: 0 },
   { name: 'DEL via agent', cmd: bin, args: [], env: { PATH, CNI_COMMAND: 'DEL', ...pod }, stdin: conf, expect: 0 },
+  ...(compare
+    ? [
+        { name: 'compared: VERSION', cmd: compare, args: [], env: { PATH, CNI_COMMAND: 'VERSION' }, stdin: '', expect: 0 },
+        { name: 'compared: ADD via agent', cmd: compare, args: [], env: { PATH, CNI_COMMAND: 'ADD', ...pod }, stdin: conf, expect: 0 },
+      ]
+    : []),
 ];
 
 function childTicks(): number {
