@@ -105,6 +105,25 @@ export function labelsErrors(path: string, m: unknown): FieldError[] {
   return errs;
 }
 
+/**
+ * A selector requirement's operator against its values, as ValidateLabelSelectorRequirement (In, NotIn, Exists,
+ * DoesNotExist) and ValidateNodeSelectorRequirement (those and, with `numeric`, Gt and Lt) check them.
+ */
+export function operatorErrors(p: string, operator: unknown, values: readonly unknown[], numeric: boolean): FieldError[] {
+  switch (operator) {
+    case 'In':
+    case 'NotIn':
+      return values.length === 0 ? [fieldErr.required(`${p}.values`, "must be specified when `operator` is 'In' or 'NotIn'")] : [];
+    case 'Exists':
+    case 'DoesNotExist':
+      return values.length > 0 ? [fieldErr.forbidden(`${p}.values`, "may not be specified when `operator` is 'Exists' or 'DoesNotExist'")] : [];
+    case 'Gt':
+    case 'Lt':
+      if (numeric) return values.length !== 1 ? [fieldErr.required(`${p}.values`, "must be specified single value when `operator` is 'Lt' or 'Gt'")] : [];
+  }
+  return [fieldErr.invalid(`${p}.operator`, operator ?? '', 'not a valid selector operator')];
+}
+
 /** metav1 ValidateLabelSelector (strict: values must be label values, as for workload selectors). */
 export function labelSelectorErrors(path: string, sel: unknown): FieldError[] {
   const s = obj(sel);
@@ -114,18 +133,7 @@ export function labelSelectorErrors(path: string, sel: unknown): FieldError[] {
     const p = `${path}.matchExpressions[${i}]`;
     const r = obj(e) ?? {};
     const values = arr(r['values']);
-    switch (r['operator']) {
-      case 'In':
-      case 'NotIn':
-        if (values.length === 0) errs.push(fieldErr.required(`${p}.values`, "must be specified when `operator` is 'In' or 'NotIn'"));
-        break;
-      case 'Exists':
-      case 'DoesNotExist':
-        if (values.length > 0) errs.push(fieldErr.forbidden(`${p}.values`, "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"));
-        break;
-      default:
-        errs.push(fieldErr.invalid(`${p}.operator`, r['operator'] ?? '', 'not a valid selector operator'));
-    }
+    errs.push(...operatorErrors(p, r['operator'], values, false));
     errs.push(...qualifiedNameErrors(`${p}.key`, r['key']));
     values.forEach((v, j) => errs.push(...labelValueErrors(`${p}.values[${j}]`, v)));
   });

@@ -55,6 +55,7 @@ import {
   QUANTITY_REGEX_TEXT,
   quantityNanos,
   quantityString,
+  operatorErrors,
   qualifiedNameErrors,
   str,
 } from './common.js';
@@ -503,22 +504,7 @@ function nodeSelectorTermErrors(path: string, term: O, checkValues: boolean): Fi
     const rq = obj(r) ?? {};
     const p = `${path}.matchExpressions[${j}]`;
     const values = arr(rq['values']);
-    switch (rq['operator']) {
-      case 'In':
-      case 'NotIn':
-        if (values.length === 0) errs.push(fieldErr.required(`${p}.values`, "must be specified when `operator` is 'In' or 'NotIn'"));
-        break;
-      case 'Exists':
-      case 'DoesNotExist':
-        if (values.length > 0) errs.push(fieldErr.forbidden(`${p}.values`, "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"));
-        break;
-      case 'Gt':
-      case 'Lt':
-        if (values.length !== 1) errs.push(fieldErr.required(`${p}.values`, "must be specified single value when `operator` is 'Lt' or 'Gt'"));
-        break;
-      default:
-        errs.push(fieldErr.invalid(`${p}.operator`, rq['operator'] ?? '', 'not a valid selector operator'));
-    }
+    errs.push(...operatorErrors(p, rq['operator'], values, true));
     errs.push(...qualifiedNameErrors(`${p}.key`, rq['key']));
     if (checkValues) values.forEach((v, k) => errs.push(...labelValueErrors(`${p}.values[${k}]`, v)));
   });
