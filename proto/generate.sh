@@ -6,9 +6,10 @@
 #
 # Two files per .proto:
 #   X.ts           messages + grpc-js service definition and client (the agent)
-#   X_messages.ts  messages only, importing nothing but @bufbuild/protobuf/wire,
-#                  for the nodenet-cni shim, which speaks gRPC over node:http2
-#                  so that it never loads grpc-js (cni/src/agent-client.ts)
+#   X_messages.ts  messages only, importing nothing but @bufbuild/protobuf/wire:
+#                  the agent's CNI server (agent/src/cniserver/server.ts), which
+#                  serves gRPC on node:http2 itself. The nodenet-cni shim is C
+#                  and encodes its two messages by hand (cni/grpc.c)
 #
 # Options:
 #   outputServices=grpc-js   a grpc-js client constructor + service definition (none for _messages)

@@ -1,12 +1,12 @@
 // Builds what runs outside the test loader:
 //   dist/nodenet.js        the agent and CLI (ESM, npm packages left external), with dist/chunks/ it loads on demand
-//   dist/nodenet-cni.cjs   the CNI shim, one self-contained file (with its code cache) for a small cold start
+//   dist/nodenet-cni       the CNI shim, a native executable (C, cni/*.c: scripts/cni-build.mjs)
 //   dist/nodenet-pause     the pause holder (C, ~60 lines), PID 1 of every pod sandbox
 //   dist/nodenet-bench-tcp the lookup benchmark's native TCP client and server (C)
 import { build } from 'esbuild';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, statSync, rmSync } from 'node:fs';
-import { buildShim } from './cni-bundle.mjs';
+import { buildShim, shimStale } from './cni-build.mjs';
 import { NATIVE_EXTERNAL, REQUIRE_BANNER } from './esm-bundle.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -31,11 +31,16 @@ if (existsSync(`${root}agent/src/main.ts`)) {
     banner: { js: REQUIRE_BANNER },
   }));
 }
-if (existsSync(`${root}cni/src/main.ts`)) {
-  // One executable file: the bundled shim with V8's code cache for it (scripts/cni-bundle.mjs says why and how).
-  jobs.push(buildShim(`${root}dist/nodenet-cni.cjs`));
-}
 await Promise.all(jobs);
+
+// dist/nodenet-cni: the CNI shim, C with no library but libc, so a runtime's call costs an exec, not a Node start.
+const shimBin = `${root}dist/nodenet-cni`;
+if (existsSync(`${root}cni/nodenet-cni.c`) && shimStale(shimBin)) {
+  const warnings = buildShim(shimBin);
+  if (warnings) process.stderr.write(warnings);
+}
+// The TypeScript shim's bundle, from before the shim was C: nothing runs it any more.
+rmSync(`${root}dist/nodenet-cni.cjs`, { force: true });
 
 const pauseSrc = `${root}agent/src/netns/pause.c`;
 const pauseBin = `${root}dist/nodenet-pause`;

@@ -1,6 +1,7 @@
 /**
  * Cold start of the nodenet-cni shim: wall time and CPU time per invocation,
- * for `node -e 0`, VERSION, a call the skel rejects, and ADD/DEL against a
+ * for `/bin/true` (the floor of any native plugin), `node -e 0` (the floor of
+ * a Node plugin), VERSION, a call the skel rejects, and ADD/DEL against a
  * trivially fast agent (a real startCniServer whose handler answers at once).
  * Variants run interleaved (A B C D A B C D ...) so background load hits all
  * of them alike. Child CPU comes from this process's cutime+cstime
@@ -8,14 +9,17 @@
  *
  *   node --import tsx bench/cni/cold-start.ts [runs=30] [--compare FILE]
  *
- * --compare adds VERSION and ADD rows for another build of the shim (e.g.
- * one made from an earlier commit), against the same agent, interleaved.
+ * --compare adds VERSION and ADD rows for another build of the shim against
+ * the same agent, interleaved: e.g. the TypeScript shim of the last commit
+ * that had it (`mkdir /tmp/old && git archive 37d6bd0 | tar -x -C /tmp/old &&
+ * cd /tmp/old && npm ci && npm run build`, then --compare
+ * /tmp/old/dist/nodenet-cni.cjs; node is on the children's PATH for it).
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { buildShim } from '../../scripts/cni-bundle.mjs';
+import { buildShim } from '../../scripts/cni-build.mjs';
 import { silentLogger } from '../../agent/src/log/log.js';
 import { startCniServer } from '../../agent/src/cniserver/server.js';
 
@@ -25,8 +29,8 @@ const compare = ci >= 0 ? argv.splice(ci, 2)[1] : undefined;
 if (ci >= 0 && !compare) throw new Error('--compare FILE');
 const runs = Number(argv[0] ?? 30);
 const work = mkdtempSync(join(tmpdir(), 'nn-cni-bench-'));
-const bin = join(work, 'nodenet-cni.cjs');
-await buildShim(bin); // as `npm run build` makes dist/nodenet-cni.cjs
+const bin = join(work, 'nodenet-cni');
+buildShim(bin); // as `npm run build` makes dist/nodenet-cni
 
 const socket = join(work, 'agent', 'cni.sock');
 const result = new TextEncoder().encode('{"cniVersion":"1.0.0","ips":[{"address":"10.244.1.5/24"}]}');
@@ -40,6 +44,7 @@ const conf = JSON.stringify({ cniVersion: '1.0.0', name: 'nodenet', type: 'noden
 const pod = { CNI_CONTAINERID: 'bench01', CNI_NETNS: '/var/run/netns/x', CNI_IFNAME: 'eth0', CNI_PATH: '/opt/cni/bin' };
 const PATH = `${dirname(process.execPath)}:/usr/bin:/bin`;
 const variants: { name: string; cmd: string; args: string[]; env: Record<string, string>; stdin: string; expect: number }[] = [
+  { name: '/bin/true', cmd: '/bin/true', args: [], env: {}, stdin: '', expect: 0 },
   { name: 'node -e 0', cmd: process.execPath, args: ['-e', '0'], env: { PATH }, stdin: '', expect: 0 },
   { name: 'VERSION', cmd: bin, args: [], env: { PATH, CNI_COMMAND: 'VERSION' }, stdin: '', expect: 0 },
   { name: 'ADD, rejected by skel', cmd: bin, args: [], env: { PATH, CNI_COMMAND: 'ADD', ...pod }, stdin: '{', expect: 1 },
@@ -66,6 +71,7 @@ function once(v: (typeof variants)[number]): Promise<{ ms: number; code: number 
     const c = spawn(v.cmd, v.args, { env: v.env, stdio: ['pipe', 'ignore', 'ignore'] });
     c.on('error', reject);
     c.on('close', (code) => resolve({ ms: performance.now() - t0, code }));
+    c.stdin.on('error', () => {}); // a child that reads no stdin (VERSION, /bin/true) may be gone before it is written
     c.stdin.end(v.stdin);
   });
 }

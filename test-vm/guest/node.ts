@@ -16,7 +16,7 @@ export { timeScale, waitFor };
 export const runner = new SpawnRunner();
 export const NODE = process.execPath;
 export const AGENT_JS = '/nodenet/dist/nodenet.js';
-export const SHIM = '/nodenet/dist/nodenet-cni.cjs';
+export const SHIM = '/nodenet/dist/nodenet-cni';
 
 export function sh(argv: readonly string[], input?: string): Promise<RunResult> {
   return runner.run(argv, input === undefined ? {} : { input });

@@ -1,9 +1,10 @@
 import t from 'tap';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import { deletionQueueDir, writeDeletionRecord, type DeletionRecord } from '../../../cni/src/del-queue.js';
+import { deletionQueueDir, type DeletionRecord } from '../../../proto/cni/v1/contract.js';
+import { writeDeletionRecord } from '../testing/cni-client.js';
 import { ErrorCode, NodenetError } from '../errors/errors.js';
 import { FakeCniHandler } from './handler.fake.js';
 import { DeletionReplayer, deletionQueueDirFor, parseRecord, replayDeletions } from './replay-deletions.js';
@@ -25,20 +26,9 @@ const record = (containerId: string, ifName = 'eth0'): DeletionRecord => ({
   config: config(containerId), queuedAt: '2025-01-01T00:00:00.000Z',
 });
 
-t.test('the shim and the agent agree on where the queue is', async (t) => {
+t.test('the agent looks for the queue where the contract puts it (the shim writes there: cni/shim.test.ts)', async (t) => {
   t.equal(deletionQueueDirFor('/run/nodenet/cni.sock'), '/run/nodenet/del-queue');
   t.equal(deletionQueueDirFor('/x/y/a.sock'), deletionQueueDir('/x/y/a.sock'));
-});
-
-t.test('writeDeletionRecord: atomic, private, one file per attachment', async (t) => {
-  const dir = join(tmp(t), 'run', 'del-queue');
-  const f = writeDeletionRecord(dir, record('aaa'));
-  t.equal(f, join(dir, 'aaa-eth0.json'));
-  t.equal(statSync(dir).mode & 0o777, 0o700);
-  t.equal(statSync(f).mode & 0o777, 0o600);
-  writeDeletionRecord(dir, { ...record('aaa'), netns: '' });
-  t.same(readdirSync(dir), ['aaa-eth0.json'], 'replaced, no temp file left');
-  t.equal(parseRecord(readFileSync(f, 'utf8')).netns, '', 'the later DEL won');
 });
 
 t.test('a missing queue directory is nothing to do', async (t) => {

@@ -1,6 +1,6 @@
 /**
  * cniserver/replay-deletions: runs the DELs the shim queued while it could
- * not reach the agent (cni/src/del-queue.ts writes them in the contract's
+ * not reach the agent (cni/delqueue.c writes them in the contract's
  * DeletionRecord format v1, proto/cni/v1/contract.ts).
  *
  * Records arrive at any time, not only while the agent is down: a shim that

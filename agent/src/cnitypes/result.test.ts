@@ -2,7 +2,7 @@ import t from 'tap';
 import { encodeResult, type CniResult } from './result.js';
 import { parsePrevResult } from './prev-result.js';
 import { SUPPORTED_VERSIONS } from './version.js';
-import { SUPPORTED_VERSIONS as SHIM_VERSIONS } from '../../../cni/src/skel.js';
+import { SUPPORTED_VERSIONS as CONTRACT_VERSIONS } from '../../../proto/cni/v1/contract.js';
 import { NodenetError } from '../errors/errors.js';
 
 const full: CniResult = {
@@ -22,8 +22,8 @@ const full: CniResult = {
   dns: { nameservers: ['10.96.0.10'], domain: 'cluster.local', search: ['default.svc.cluster.local'], options: ['ndots:5'] },
 };
 
-t.test('the agent and the shim agree on the supported versions', async (t) => {
-  t.same([...SUPPORTED_VERSIONS], [...SHIM_VERSIONS]);
+t.test('the agent speaks the versions of the contract (the shim answers VERSION with them: cni/shim.test.ts)', async (t) => {
+  t.same([...SUPPORTED_VERSIONS], [...CONTRACT_VERSIONS]);
 });
 
 t.test('1.1.0 keeps every field', async (t) => {

@@ -8,7 +8,8 @@ export function distDir(): string {
   if (here.endsWith('/dist/vm/') || here.endsWith('/dist/chunks/')) return fileURLToPath(new URL('../', import.meta.url));
   return fileURLToPath(new URL('../../../dist/', import.meta.url));
 }
-export const shimPath = (): string => `${distDir()}nodenet-cni.cjs`;
+/** The CNI shim: a native executable (cni/*.c), run directly, no node needed. */
+export const shimPath = (): string => `${distDir()}nodenet-cni`;
 export const pausePath = (): string => `${distDir()}nodenet-pause`;
 /** The repository (or package) root: the parent of dist/. */
 export const packageRoot = (): string => fileURLToPath(new URL('../', `file://${distDir()}`));

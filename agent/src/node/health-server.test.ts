@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { callAgent } from '../../../cni/src/agent-client.js';
+import { callAgent } from '../testing/cni-client.js';
 import type { CniCommand } from '../../../proto/cni/v1/contract.js';
 import { startCniServer } from '../cniserver/server.js';
 import { parseAgentConfig } from '../config/config.js';

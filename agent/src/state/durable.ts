@@ -20,8 +20,7 @@
  *
  * Exceptions: the IPAM store (ipam/disk-store.ts) reserves with link(), not
  * rename, because it must fail when the IP is taken; the shim's deletion
- * queue (cni/src/del-queue.ts) writes the same way but may import only
- * proto/.
+ * queue (cni/delqueue.c) writes the same way, in C.
  */
 import { closeSync, fsync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { promisify } from 'node:util';

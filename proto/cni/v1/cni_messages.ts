@@ -22,7 +22,7 @@ export const protobufFileName = "cni/v1/cni.proto";
  * Errors travel in band: a CNI error the agent raises on purpose comes back as
  * `error`, and the shim prints it as the spec's error JSON. A gRPC status
  * error means the call did not complete (agent down, deadline, bug) and the
- * shim maps it itself (see cni/src/main.ts).
+ * shim maps it itself (see cni/nodenet-cni.c).
  */
 
 /** One CNI invocation. Field names follow the CNI_* variables. */

@@ -1,8 +1,10 @@
 /**
  * proto/cni/v1/contract: what the nodenet-cni shim and the agent must agree
- * on besides the protobuf messages, written once and imported by both (the
- * shim may import nothing but proto/). Pure: constants, types and parsers,
- * no I/O.
+ * on besides the protobuf messages, written once. The agent imports it; the
+ * shim is C (cni/) and holds the same values (versions and codes in
+ * cni/skel.[ch], the default socket in cni/nodenet-cni.c, the record in
+ * cni/delqueue.c), checked against this file by cni/shim.test.ts. Pure:
+ * constants, types and parsers, no I/O.
  *
  * - the CNI spec versions nodenet speaks, and the well-known CNI error codes;
  * - one CNI invocation as the shim forwards it (CniCallRequest, mirroring the

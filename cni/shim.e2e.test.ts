@@ -1,46 +1,34 @@
 /**
- * End to end: the bundled nodenet-cni executable, run the way a container
- * runtime runs it (CNI_* environment, config on stdin, exit code, stdout),
- * against a real startCniServer with a FakeCniHandler on a temp unix socket.
+ * End to end: the nodenet-cni executable, run the way a container runtime
+ * runs it (CNI_* environment, config on stdin, exit code, stdout), against a
+ * real startCniServer with a FakeCniHandler on a temp unix socket.
  *
- * The executable is built here as scripts/build.mjs builds it (scripts/cni-bundle.mjs:
- * the bundle and its code cache), into the test's temp dir rather than dist/, so
- * a concurrent `npm run build` or another test using dist/ never sees a
- * half-written file.
+ * The executable is built here as scripts/build.mjs builds it (cc over
+ * cni/*.c), into the test's temp dir rather than dist/. It runs with no PATH
+ * at all: it needs no node and no other program.
  */
 import t from 'tap';
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { buildShim } from '../../scripts/cni-bundle.mjs';
-import { silentLogger } from '../../agent/src/log/log.js';
-import { FakeCniHandler } from '../../agent/src/cniserver/handler.fake.js';
-import { replayDeletions, deletionQueueDirFor } from '../../agent/src/cniserver/replay-deletions.js';
-import { startCniServer, type CniServer } from '../../agent/src/cniserver/server.js';
+import { join } from 'node:path';
+import { silentLogger } from '../agent/src/log/log.js';
+import { FakeCniHandler } from '../agent/src/cniserver/handler.fake.js';
+import { replayDeletions, deletionQueueDirFor } from '../agent/src/cniserver/replay-deletions.js';
+import { startCniServer, type CniServer } from '../agent/src/cniserver/server.js';
+import { buildTestShim, runShim, type ShimRun } from './shim-harness.js';
 
 const work = mkdtempSync(join(tmpdir(), 'nn-cni-e2e-'));
 t.teardown(() => rmSync(work, { recursive: true, force: true }));
-const bin = join(work, 'nodenet-cni.cjs');
+const built = buildTestShim(work);
+const bin = built.bin;
 
-t.before(async () => {
-  await buildShim(bin, { shebang: '#!/usr/bin/env node' });
+t.test('cc -Wall -Wextra builds the shim without a warning', async (t) => {
+  t.equal(built.warnings, '');
 });
 
-interface Run { code: number | null; stdout: string; stderr: string }
-
-/** Runs the executable itself (its shebang finds node on PATH), as a runtime does. */
-function runCni(env: Record<string, string>, stdin: string): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(bin, [], { env: { PATH: `${dirname(process.execPath)}:/usr/bin:/bin`, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end(stdin);
-  });
+/** Runs the executable itself, as a runtime does. */
+function runCni(env: Record<string, string>, stdin: string): Promise<ShimRun> {
+  return runShim(bin, env, stdin);
 }
 
 const podEnv = (cmd: string, id = 'e2e0001', extra: Record<string, string> = {}): Record<string, string> => ({
