@@ -44,6 +44,8 @@ t.test('only nodenet rows are checked; no floor row, no target; NaN is never met
   const nan = checkTargets([row('floor', 'floor', 1, 25, 1), row('n', 'nodenet', 1, NaN, 0)]);
   t.equal(nan[0]!.met, false);
   t.equal(checkTargets(rows.filter((r) => r.kind !== 'reference'))[0]!.reference, null);
+  const withExec = [row('/bin/true', 'exec-floor', 1, 3, 300), row('/bin/true', 'exec-floor', 16, 40, 600), ...rows];
+  t.same(checkTargets(withExec), checkTargets(rows), 'the /bin/true rows are shown, never the floor the targets are set against');
 });
 
 t.test('tables: every row, and the targets with the verdicts', async (t) => {

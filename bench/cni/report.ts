@@ -8,10 +8,11 @@
  * - concurrency 1: nodenet's ADD p50 at most the floor's + 8 ms;
  * - concurrency 16: nodenet's ADDs per second at least 0.8 × the floor's.
  * Every nodenet row is checked (0 Services and N Services alike); the
- * reference plugins are shown beside them for scale, never checked.
+ * reference plugins, and `/bin/true` (the floor of any native plugin, since
+ * the shim is C), are shown beside them for scale, never checked.
  */
 
-export type PluginKind = 'floor' | 'nodenet' | 'reference';
+export type PluginKind = 'floor' | 'exec-floor' | 'nodenet' | 'reference';
 
 export interface Row {
   readonly plugin: string;

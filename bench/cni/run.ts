@@ -1,13 +1,16 @@
 /**
  * bench/cni: CNI ADD and DEL through the real nodenet-cni shim and agent,
  * side by side, in one run, with Debian's reference `bridge` + `host-local`
- * plugins and with the floor a Node shim cannot go below (`node -e 0`).
+ * plugins and two floors: `node -e 0`, the floor of a Node plugin, which
+ * issue 24's targets are set against, and `/bin/true`, the floor of any
+ * native plugin (the shim is C now).
  *
  *   npm run bench:cni -- [--pods 48] [--services 10000] [--iptables legacy|nft] [--out FILE]
  *
  * Cases, each at concurrency 1 and 16, N pods per batch:
- * - node -e 0: a bare Node process started the way a runtime starts the
- *   shim (the floor for any Node plugin);
+ * - node -e 0: a bare Node process started the way a runtime starts a
+ *   plugin (the floor for any Node plugin, and the targets' reference);
+ * - /bin/true: a bare exec, the same way (what any plugin costs to start);
  * - nodenet, 0 Services: the shim → agent, ipMasq on;
  * - nodenet, N Services: the same with the agent's proxy in iptables mode
  *   holding N Services (2 endpoints each): ADD must not grow with them;
@@ -77,6 +80,7 @@ function call(nodeNs: string, argv: readonly string[], env: Record<string, strin
     c.stderr.on('data', (b: Buffer) => (out += b));
     c.on('error', reject);
     c.on('close', (code) => (code === 0 ? resolve(performance.now() - t0) : reject(new Error(`${argv.join(' ')} ${env['CNI_COMMAND'] ?? ''} exited ${code}: ${out.slice(0, 500)}`))));
+    c.stdin.on('error', () => {}); // /bin/true and `node -e 0` read no stdin and may be gone first
     c.stdin.end(stdin);
   });
 }
@@ -219,8 +223,10 @@ async function main(): Promise<void> {
     const netns: string[] = [];
     for (let i = 0; i < pods; i++) netns.push((await lab.addNetns(`p${i}`)).path);
     const floor: Plugin = { name: '`node -e 0` (the floor of a Node plugin)', argv: [process.execPath, '-e', '0'], conf: () => ({}), prefix: 'fl', kind: 'floor' };
+    const exec: Plugin = { name: '`/bin/true` (the floor of a native plugin)', argv: ['/bin/true'], conf: () => ({}), prefix: 'ex', kind: 'exec-floor' };
     const plugins: Plugin[] = [
       floor,
+      exec,
       { name: 'nodenet-cni, 0 Services, ipMasq', argv: [SHIM], conf: () => plain.cniConfig({ hairpinMode: false, ipMasq: true }), node: plain, prefix: 'nz', kind: 'nodenet' },
       { name: `nodenet-cni, ${services.toLocaleString('en')} Services (iptables), ipMasq`, argv: [SHIM], conf: () => loaded.cniConfig({ hairpinMode: false, ipMasq: true }), node: loaded, prefix: 'nk', kind: 'nodenet' },
     ];
