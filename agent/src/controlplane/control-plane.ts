@@ -4,6 +4,7 @@
  *
  * Its data directory (0700) holds everything it needs across restarts:
  *   state.db              the objects and the history (SQLite, WAL)
+ *   state.db.lock         its flock: one control plane per data directory (a second is refused)
  *   pki/ca.{crt,key}      the cluster CA (made once)
  *   pki/apiserver.{crt,key}  the serving certificate, re-issued when the names it must cover change
  *   tokens.json           the admin token and one token per node (0600)

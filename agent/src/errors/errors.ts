@@ -67,6 +67,7 @@ export const ERRORS = {
   NN_ERR_TOO_MANY_REQUESTS: { cni: CniCode.Internal, http: 429, reason: 'TooManyRequests' },
   NN_ERR_TIMEOUT: { cni: CniCode.Internal, http: 504, reason: 'Timeout' },
   NN_ERR_STORE: { cni: CniCode.Internal, http: 500, reason: 'InternalError' },
+  NN_ERR_STORE_LOCKED: { cni: CniCode.Internal, http: 500, reason: 'InternalError' },
 } as const satisfies Record<string, { readonly cni: CniCode; readonly http: number; readonly reason: StatusReason }>;
 
 export type ErrorCode = keyof typeof ERRORS;
@@ -111,6 +112,7 @@ export const ErrorCode = {
   TooManyRequests: 'NN_ERR_TOO_MANY_REQUESTS',
   Timeout: 'NN_ERR_TIMEOUT',
   Store: 'NN_ERR_STORE',
+  StoreLocked: 'NN_ERR_STORE_LOCKED',
 } as const satisfies Record<string, ErrorCode>;
 
 export interface ErrorOptions {

@@ -108,3 +108,28 @@ t.test('kill -9 under a stream of writes, 20 times: every acknowledged write sur
   t.ok(revs.every((r, i) => i === 0 || r > revs[i - 1]!), `${revs.length} history events strictly ascending`);
   t.equal(new Set(revs).size, revs.length, 'no revision twice');
 });
+
+t.test('one process owns a database: a second opener is refused with the holder\'s pid, until the holder closes or dies (even by SIGKILL)', async (t) => {
+  const file = tempDb(t);
+  const a = new SqlitePersistence(file);
+  t.throws(() => new SqlitePersistence(file), { code: 'NN_ERR_STORE_LOCKED', message: new RegExp(`is in use by another nodenet control plane \\(pid ${process.pid}\\)`) });
+  a.close();
+  a.close();
+  const b = new SqlitePersistence(file);
+  b.close();
+
+  // Another process holds it, and is killed: the kernel drops its lock with it.
+  const child = spawn(process.execPath, ['--import', 'tsx', CHILD, 'writes', file, 'lock'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  t.teardown(() => void child.kill('SIGKILL'));
+  await new Promise<void>((resolve, reject) => {
+    child.on('error', reject);
+    child.stdout.on('data', (d: Buffer) => { if (d.toString().includes('ack ')) resolve(); });
+  });
+  t.throws(() => new SqlitePersistence(file), { code: 'NN_ERR_STORE_LOCKED', message: new RegExp(`\\(pid ${child.pid}\\)`) }, 'refused while the other process runs');
+  const gone = new Promise((r) => child.once('exit', r));
+  child.kill('SIGKILL');
+  await gone;
+  const c = new Store({ persistence: new SqlitePersistence(file) });
+  t.ok(c.rev > 1, 'opened once it died, with what it had written');
+  c.close();
+});

@@ -16,11 +16,18 @@
  * compaction removes the rows that carried it, the compaction's own
  * transaction records it as the high-water mark first. (Until 2026-12-04
  * every commit wrote the mark: one more page in every fsynced WAL frame set.)
+ *
+ * One process owns a database: the Store above decides revisions in memory,
+ * so two processes on one file would hand out the same ones. Opening takes
+ * an exclusive flock on `<file>.lock` (the kernel drops it when the process
+ * dies, even by SIGKILL) and a second opener is refused, naming the pid
+ * that holds it; close() releases it.
  */
 import Database from 'better-sqlite3';
-import { mkdirSync } from 'node:fs';
+import { closeSync, ftruncateSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { ErrorCode, NodenetError } from '../../errors/errors.js';
+import { tryLockExclusive } from '../../state/flock.js';
 import type { EventType } from './types.js';
 import type { Loaded, PersistedEvent, PersistedObject, Persistence } from './persistence.js';
 
@@ -46,16 +53,24 @@ export class SqlitePersistence implements Persistence {
   private readonly db: Database.Database;
   private readonly stmts;
   private readonly commitTx: (events: readonly PersistedEvent[]) => void;
+  /** The open lock file; its flock is this process's claim on the database. */
+  private lockFd: number | null;
 
   constructor(readonly file: string, opts: SqliteOptions = {}) {
     try {
       mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+    } catch (e) {
+      throw storeError(`opening ${file}`, e);
+    }
+    this.lockFd = lockDatabase(file);
+    try {
       this.db = new Database(file);
       this.db.pragma('journal_mode = WAL');
       this.db.pragma(`synchronous = ${opts.durable === false ? 'OFF' : 'FULL'}`);
       this.db.pragma('foreign_keys = OFF');
       this.migrate();
     } catch (e) {
+      this.unlock();
       throw storeError(`opening ${file}`, e);
     }
     const db = this.db;
@@ -140,7 +155,44 @@ export class SqlitePersistence implements Persistence {
 
   close(): void {
     if (this.db.open) this.db.close();
+    this.unlock();
   }
+
+  private unlock(): void {
+    if (this.lockFd === null) return;
+    closeSync(this.lockFd);
+    this.lockFd = null;
+  }
+}
+
+/**
+ * Takes the database's lock: an exclusive flock on `<file>.lock`, which then holds this process's pid.
+ * @returns the open lock file (closing it releases the lock)
+ * @throws StoreLocked when another process holds it; Store when the lock file cannot be opened
+ */
+function lockDatabase(file: string): number {
+  const path = `${file}.lock`;
+  let fd: number;
+  try {
+    fd = openSync(path, 'a+', 0o600);
+  } catch (e) {
+    throw storeError(`opening the lock ${path}`, e);
+  }
+  let locked: boolean;
+  try {
+    locked = tryLockExclusive(fd);
+  } catch (e) {
+    closeSync(fd);
+    throw storeError(`locking ${path}`, e);
+  }
+  if (!locked) {
+    const holder = readFileSync(path, 'utf8').trim();
+    closeSync(fd);
+    throw new NodenetError(ErrorCode.StoreLocked, `${file} is in use by another nodenet control plane${/^\d+$/.test(holder) ? ` (pid ${holder})` : ''}: one process owns a data directory (stop it, or give this one another --data-dir)`);
+  }
+  ftruncateSync(fd, 0);
+  writeSync(fd, `${process.pid}\n`);
+  return fd;
 }
 
 function eventOf(r: EventRow): PersistedEvent {
