@@ -8,6 +8,7 @@ import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
+import { statusOf, type Status } from '../controlplane/api/errors.js';
 import { startControlPlane, type ControlPlane, type ControlPlaneOptions } from '../controlplane/control-plane.js';
 
 /** The part of a tap test this needs. */
@@ -110,4 +111,14 @@ export function testControlPlane(t: Hooks, prefix: string, opts: Partial<Omit<Co
     },
   };
   return env;
+}
+
+/** The Status of a call that must fail (a synchronous throw included): what the API would answer. */
+export async function failure(f: () => unknown): Promise<Status> {
+  try {
+    await f();
+  } catch (e) {
+    return statusOf(e);
+  }
+  throw new Error('expected the call to fail');
 }

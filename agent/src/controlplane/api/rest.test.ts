@@ -9,10 +9,10 @@ import { FakeClock } from '../../reconcile/clock.fake.js';
 import { FakePersistence } from '../store/persistence.fake.js';
 import { Store } from '../store/store.js';
 import type { KObject } from '../store/types.js';
-import { statusOf, type Status } from './errors.js';
 import { RESOURCES, type Resource } from './resources.js';
 import { Rest } from './rest.js';
 import { loadSchemas } from './schema.js';
+import { failure } from '../../testing/control-plane.js';
 
 type O = Record<string, unknown>;
 const schemas = await loadSchemas([...RESOURCES.map((r) => r.model), 'V1Scale', 'V1Status', 'V1DeleteOptions', 'V1ListMeta']);
@@ -38,15 +38,6 @@ async function setup(t: Test) {
   return { clock, persistence, store, rest };
 }
 
-/** The Status of a call that must fail (sync throws included). */
-async function failure(f: () => unknown): Promise<Status> {
-  try {
-    await f();
-  } catch (e) {
-    return statusOf(e);
-  }
-  throw new Error('expected the call to fail');
-}
 
 const meta = (o: Readonly<KObject> | KObject): O => (o.metadata ?? {}) as O;
 const spec = (o: Readonly<KObject> | KObject): O => (o['spec'] ?? {}) as O;

@@ -8,7 +8,6 @@
 import t, { type Test } from 'tap';
 import { silentLogger } from '../../log/log.js';
 import { FakeClock, settle } from '../../reconcile/clock.fake.js';
-import { statusOf, type Status } from '../api/errors.js';
 import { RESOURCES, type Resource } from '../api/resources.js';
 import { Rest } from '../api/rest.js';
 import { loadSchemas } from '../api/schema.js';
@@ -16,6 +15,7 @@ import { FakePersistence } from '../store/persistence.fake.js';
 import { Store } from '../store/store.js';
 import type { KObject } from '../store/types.js';
 import { GarbageCollector, type OwnerRef } from './garbage-collector.js';
+import { failure } from '../../testing/control-plane.js';
 
 type O = Record<string, unknown>;
 const schemas = await loadSchemas([...RESOURCES.map((r) => r.model), 'V1Scale', 'V1Status', 'V1DeleteOptions', 'V1ListMeta']);
@@ -71,14 +71,6 @@ async function quiet(w: World): Promise<void> {
 }
 
 /** The Status of a call that must fail. */
-async function failure(f: () => unknown): Promise<Status> {
-  try {
-    await f();
-  } catch (e) {
-    return statusOf(e);
-  }
-  throw new Error('expected the call to fail');
-}
 
 /** A reader of the DELETED events of the given resources from now on, in revision order, as `gr/ns/name`. */
 function deletions(t: Test, store: Store, ...rs: Resource[]): () => string[] {

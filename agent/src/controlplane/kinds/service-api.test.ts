@@ -5,13 +5,13 @@
  */
 import t, { type Test } from 'tap';
 import { FakeClock } from '../../reconcile/clock.fake.js';
-import { statusOf, type Status } from '../api/errors.js';
 import { RESOURCES } from '../api/resources.js';
 import { Rest } from '../api/rest.js';
 import { loadSchemas } from '../api/schema.js';
 import { FakePersistence } from '../store/persistence.fake.js';
 import { Store } from '../store/store.js';
 import type { KObject } from '../store/types.js';
+import { failure } from '../../testing/control-plane.js';
 
 type O = Record<string, unknown>;
 const schemas = await loadSchemas([...RESOURCES.map((r) => r.model), 'V1Status', 'V1DeleteOptions', 'V1ListMeta']);
@@ -28,14 +28,6 @@ async function setup(t: Test) {
   return { store, rest };
 }
 
-async function failure(f: () => unknown): Promise<Status> {
-  try {
-    await f();
-  } catch (e) {
-    return statusOf(e);
-  }
-  throw new Error('expected the call to fail');
-}
 
 const svc = (spec: O = {}): KObject => ({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'web' }, spec: { selector: { app: 'web' }, clusterIP: '10.96.0.20', ports: [{ port: 80 }], ...spec } });
 const specOf = (o: KObject): O => o['spec'] as O;
