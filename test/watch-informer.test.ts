@@ -102,7 +102,8 @@ t.test('list, watch, server down and back, 410: the handlers see each change onc
     await core2.createNamespacedService({ namespace: 'default', body: svc('e') });
     await new Promise((r) => setTimeout(r, 800));
     await core2.createNamespacedService({ namespace: 'default', body: svc('f') }); // moves the revision the compaction keeps
-    await waitFor(() => c2.store.compactedRev > rv, `compaction past our resourceVersion ${rv}`, { timeoutMs: 30_000 });
+    let compacted = 0;
+    await waitFor(() => (void c2.storage.compactedRev().then((r) => (compacted = r)), compacted > rv), `compaction past our resourceVersion ${rv}`, { timeoutMs: 30_000 });
     await inf.start();
     await waitFor(() => events.includes('delete b') && events.includes('add e') && events.includes('add f'), 'the relist after the 410');
     t.same(events.filter((e) => !e.startsWith('update')).sort(), ['add e', 'add f', 'delete b'], 'the relist\'s difference, as adds and deletes');

@@ -40,8 +40,12 @@ import { EVICTION_COMPONENT, NODE_COMPONENT, NodeLifecycleController } from './c
 import { ServiceAllocator } from './alloc/service-allocator.js';
 import { LOAD_BALANCER_COMPONENT, LoadBalancerController, parseLoadBalancerPool } from './controllers/loadbalancer.js';
 import { ApiServer } from './api/server.js';
+import { Compactor } from './store/compactor.js';
+import { LocalStorage } from './store/local-storage.js';
 import { SqlitePersistence } from './store/sqlite-persistence.js';
-import { Store } from './store/store.js';
+import type { Storage } from './store/storage.js';
+import { WatchCache } from './store/watch-cache.js';
+import { Lifecycle } from '../lifecycle/lifecycle.js';
 import { isDNS1123Subdomain } from '../net/dns-names.js';
 
 export interface ControlPlaneOptions {
@@ -82,7 +86,10 @@ export interface ControlPlaneOptions {
 export interface ControlPlane {
   readonly url: string;
   readonly kubeconfig: string;
-  readonly store: Store;
+  /** The storage backend (writes, and what a consistent read asks). */
+  readonly storage: Storage;
+  /** The watch cache over it (every read). */
+  readonly cache: WatchCache;
   readonly rest: Rest;
   nodeKubeconfig(name: string): string;
   stop(): Promise<void>;
@@ -177,114 +184,108 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
   const pki = o.insecureHttp ? null : ensurePki(join(o.dataDir, 'pki'), hosts);
 
   const schemas = await loadSchemas([...RESOURCES.map((r) => r.model), 'V1Scale', 'V1Status', 'V1DeleteOptions', 'V1ListMeta']);
-  const store = new Store({ persistence: new SqlitePersistence(join(o.dataDir, 'state.db')), clock, log, ...(o.historyMs ? { historyMs: o.historyMs } : {}), ...(o.compactEveryMs ? { compactEveryMs: o.compactEveryMs } : {}) });
   let services: ServiceAllocator;
   try {
     services = new ServiceAllocator({ ...(o.serviceCIDR ? { serviceCIDR: o.serviceCIDR } : {}), ...(o.nodePortRange ? { nodePortRange: o.nodePortRange } : {}) });
   } catch (e) {
-    store.close();
     throw new NodenetError(ErrorCode.InvalidConfig, `--service-cidr / --service-node-port-range: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
   }
-  // The repair: what the stored Services hold is allocated.
-  services.start(store);
-  for (const d of services.duplicates) log.warn({ duplicate: d }, 'two Services hold the same value; the later keeps it until it is deleted');
-  const rest = new Rest({ store, schemas, clock, services });
-  try {
-    const nsRes = RESOURCES.find((r) => r.resource === 'namespaces')!;
-    for (const ns of SYSTEM_NAMESPACES) {
-      if (!store.get(`namespaces//${ns}`)) await rest.create(nsRes, '', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }, { fieldManager: 'nodenet-control-plane' });
-    }
-    // The `kubernetes` Service, on the first address of the service CIDR, as kube-apiserver makes it.
-    if (!store.get('services/default/kubernetes')) {
-      const svcRes = RESOURCES.find((r) => r.resource === 'services')!;
-      await rest.create(svcRes, 'default', {
-        apiVersion: 'v1', kind: 'Service',
-        metadata: { name: 'kubernetes', labels: { component: 'apiserver', provider: 'kubernetes' } },
-        spec: { clusterIP: services.firstIP, ports: [{ name: 'https', port: 443, protocol: 'TCP', targetPort: o.port || 6443 }], sessionAffinity: 'None', type: 'ClusterIP' },
-      }, { fieldManager: 'nodenet-control-plane' });
-    }
-  } catch (e) {
-    services.stop();
-    store.close();
-    throw e;
-  }
+  // Opening the database takes the data directory's lock: a second control plane on it stops here.
+  const storage = new LocalStorage({ persistence: new SqlitePersistence(join(o.dataDir, 'state.db')), log });
+  const cache = new WatchCache({ storage, clock, log });
+  const rest = new Rest({ storage, cache, schemas, clock, services });
   let ipam: NodeIpam;
   try {
-    ipam = new NodeIpam({ rest, store, clock, log: log.child({ [F.subsys]: 'controlplane/node-ipam' }), ...(o.clusterCIDR ? { clusterCIDR: o.clusterCIDR } : {}), ...(o.nodeCIDRMaskSize ? { maskSize: o.nodeCIDRMaskSize } : {}) });
+    ipam = new NodeIpam({ rest, cache, clock, log: log.child({ [F.subsys]: 'controlplane/node-ipam' }), ...(o.clusterCIDR ? { clusterCIDR: o.clusterCIDR } : {}), ...(o.nodeCIDRMaskSize ? { maskSize: o.nodeCIDRMaskSize } : {}) });
   } catch (e) {
-    services.stop();
-    store.close();
+    await storage.close();
     throw new NodenetError(ErrorCode.InvalidConfig, `--cluster-cidr / --node-cidr-mask-size: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
   }
-  ipam.start();
-  const slices = new EndpointSliceController({ rest, store, clock, log: log.child({ [F.subsys]: 'controlplane/endpointslice' }) });
-  slices.start();
   const events = new EventBroadcaster({ rest, clock, log: log.child({ [F.subsys]: 'controlplane/events' }) });
-  const replicaSets = new ReplicaSetController({ rest, store, clock, log: log.child({ [F.subsys]: 'controlplane/replicaset' }), events: events.recorder('replicaset-controller') });
-  replicaSets.start();
-  const deployments = new DeploymentController({ rest, store, clock, log: log.child({ [F.subsys]: 'controlplane/deployment' }), events: events.recorder('deployment-controller') });
-  deployments.start();
-  const scheduler = new Scheduler({ rest, store, clock, log: log.child({ [F.subsys]: 'controlplane/scheduler' }), events: events.recorder('default-scheduler') });
-  scheduler.start();
-  const lifecycle = new NodeLifecycleController({
-    rest, store, clock, log: log.child({ [F.subsys]: 'controlplane/node-lifecycle' }), ...(grace !== undefined ? { gracePeriodMs: grace } : {}),
-    events: events.recorder(NODE_COMPONENT), evictionEvents: events.recorder(EVICTION_COMPONENT),
+  const metrics = new ApiMetrics(() => cache.counts());
+  const server = new ApiServer({ rest, cache, tokens, metrics, anonymousAdmin: o.insecureHttp === true, log: log.child({ [F.subsys]: 'controlplane/api' }), clock, openapi: new OpenApi(schemas), version: o.version, ...(o.bookmarkEveryMs ? { bookmarkEveryMs: o.bookmarkEveryMs } : {}), ...(pki ? { tls: { cert: pki.cert, key: pki.key } } : {}) });
+  const sub = (name: string) => log.child({ [F.subsys]: `controlplane/${name}` });
+
+  // Every component in start order; they stop in reverse, and a failed start stops what had started.
+  const lc = new Lifecycle(log);
+  lc.append({ name: 'storage', stop: () => storage.close() });
+  lc.append({ name: 'watch-cache', start: () => cache.start(), stop: () => cache.close() });
+  const compactor = new Compactor({ storage, clock, log, onCompacted: (rev) => cache.compacted(rev), ...(o.historyMs ? { historyMs: o.historyMs } : {}), ...(o.compactEveryMs ? { everyMs: o.compactEveryMs } : {}) });
+  lc.append({ name: 'compactor', start: () => compactor.start(), stop: () => compactor.stop() });
+  lc.append({
+    name: 'service-allocator',
+    // The repair: what the stored Services hold is allocated.
+    start: () => {
+      services.start(cache);
+      for (const d of services.duplicates) log.warn({ duplicate: d }, 'two Services hold the same value; the later keeps it until it is deleted');
+    },
+    stop: () => services.stop(),
   });
-  lifecycle.start();
-  const loadBalancers = new LoadBalancerController({ rest, store, clock, log: log.child({ [F.subsys]: 'controlplane/loadbalancer' }), events: events.recorder(LOAD_BALANCER_COMPONENT), ...(o.loadBalancerPool ? { pool: o.loadBalancerPool } : {}) });
-  loadBalancers.start();
-  const gc = new GarbageCollector({ rest, store, clock, log: log.child({ [F.subsys]: 'controlplane/gc' }) });
-  gc.start();
-  const podGc = new PodGarbageCollector({ rest, store, clock, log: log.child({ [F.subsys]: 'controlplane/pod-gc' }), events: events.recorder(POD_GC_COMPONENT), ...(o.orphanPodQuarantineMs !== undefined ? { quarantineMs: o.orphanPodQuarantineMs } : {}) });
-  podGc.start();
-  const metrics = new ApiMetrics(() => store.counts());
-  const server = new ApiServer({ rest, store, tokens, metrics, anonymousAdmin: o.insecureHttp === true, log: log.child({ [F.subsys]: 'controlplane/api' }), clock, openapi: new OpenApi(schemas), version: o.version, ...(o.bookmarkEveryMs ? { bookmarkEveryMs: o.bookmarkEveryMs } : {}), ...(pki ? { tls: { cert: pki.cert, key: pki.key } } : {}) });
-  let addr;
-  try {
-    addr = await server.listen(o.port, o.host);
-  } catch (e) {
-    gc.stop();
-    podGc.stop();
-    loadBalancers.stop();
-    lifecycle.stop();
-    scheduler.stop();
-    deployments.stop();
-    replicaSets.stop();
-    void events.stop();
-    slices.stop();
-    ipam.stop();
-    services.stop();
-    store.close();
-    throw new NodenetError(ErrorCode.InvalidConfig, `cannot listen on ${o.host}:${o.port}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
-  }
+  lc.append({
+    name: 'bootstrap',
+    start: async () => {
+      const nsRes = RESOURCES.find((r) => r.resource === 'namespaces')!;
+      for (const ns of SYSTEM_NAMESPACES) {
+        if (!cache.get(`namespaces//${ns}`)) await rest.create(nsRes, '', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }, { fieldManager: 'nodenet-control-plane' });
+      }
+      // The `kubernetes` Service, on the first address of the service CIDR, as kube-apiserver makes it.
+      if (!cache.get('services/default/kubernetes')) {
+        const svcRes = RESOURCES.find((r) => r.resource === 'services')!;
+        await rest.create(svcRes, 'default', {
+          apiVersion: 'v1', kind: 'Service',
+          metadata: { name: 'kubernetes', labels: { component: 'apiserver', provider: 'kubernetes' } },
+          spec: { clusterIP: services.firstIP, ports: [{ name: 'https', port: 443, protocol: 'TCP', targetPort: o.port || 6443 }], sessionAffinity: 'None', type: 'ClusterIP' },
+        }, { fieldManager: 'nodenet-control-plane' });
+      }
+    },
+  });
+  const controllers = [
+    ipam,
+    new EndpointSliceController({ rest, cache, clock, log: sub('endpointslice') }),
+    new ReplicaSetController({ rest, cache, clock, log: sub('replicaset'), events: events.recorder('replicaset-controller') }),
+    new DeploymentController({ rest, cache, clock, log: sub('deployment'), events: events.recorder('deployment-controller') }),
+    new Scheduler({ rest, cache, clock, log: sub('scheduler'), events: events.recorder('default-scheduler') }),
+    new NodeLifecycleController({
+      rest, cache, clock, log: sub('node-lifecycle'), ...(grace !== undefined ? { gracePeriodMs: grace } : {}),
+      events: events.recorder(NODE_COMPONENT), evictionEvents: events.recorder(EVICTION_COMPONENT),
+    }),
+    new LoadBalancerController({ rest, cache, clock, log: sub('loadbalancer'), events: events.recorder(LOAD_BALANCER_COMPONENT), ...(o.loadBalancerPool ? { pool: o.loadBalancerPool } : {}) }),
+    new GarbageCollector({ rest, cache, clock, log: sub('gc') }),
+    new PodGarbageCollector({ rest, cache, clock, log: sub('pod-gc'), events: events.recorder(POD_GC_COMPONENT), ...(o.orphanPodQuarantineMs !== undefined ? { quarantineMs: o.orphanPodQuarantineMs } : {}) }),
+  ];
+  // The recorder flushes last: the controllers' final Events go out before it stops.
+  lc.append({ name: 'events', stop: () => events.stop() });
+  for (const c of controllers) lc.append({ name: c.constructor.name, start: () => c.start(), stop: () => c.stop() });
+  let addr: { port: number } | undefined;
+  lc.append({
+    name: 'api-server',
+    start: async () => {
+      try {
+        addr = await server.listen(o.port, o.host);
+      } catch (e) {
+        throw new NodenetError(ErrorCode.InvalidConfig, `cannot listen on ${o.host}:${o.port}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+      }
+    },
+    stop: () => server.close(),
+  });
+  await lc.start();
   const dialHost = o.host === '0.0.0.0' ? '127.0.0.1' : o.host;
-  const url = `${pki ? 'https' : 'http'}://${dialHost.includes(':') ? `[${dialHost}]` : dialHost}:${addr.port}`;
+  const url = `${pki ? 'https' : 'http'}://${dialHost.includes(':') ? `[${dialHost}]` : dialHost}:${addr!.port}`;
   mkdirSync(join(o.dataDir, 'nodes'), { recursive: true, mode: 0o700 });
   for (const [n, t] of Object.entries(tokens.nodes)) writeFileDurable(join(o.dataDir, 'nodes', `${n}.kubeconfig`), kubeconfig(url, pki?.caPem ?? null, `system:node:${n}`, t), { mode: 0o600 });
   // The admin's last: provisioning (provision/nodenet.sh) waits for it, then hands the node kubeconfigs out.
   const kc = join(o.dataDir, 'admin.kubeconfig');
   writeFileDurable(kc, kubeconfig(url, pki?.caPem ?? null, 'admin', tokens.admin), { mode: 0o600 });
-  log.info({ url, dataDir: o.dataDir, [F.rev]: store.rev }, 'control plane serving');
+  log.info({ url, dataDir: o.dataDir, [F.rev]: cache.rev, storage: storage.kind }, 'control plane serving');
   return {
     url,
     kubeconfig: kc,
-    store,
+    storage,
+    cache,
     rest,
     nodeKubeconfig: (name) => join(o.dataDir, 'nodes', `${name}.kubeconfig`),
     async stop() {
-      await server.close();
-      gc.stop();
-      podGc.stop();
-      loadBalancers.stop();
-      lifecycle.stop();
-      scheduler.stop();
-      deployments.stop();
-      replicaSets.stop();
-      await events.stop();
-      slices.stop();
-      ipam.stop();
-      services.stop();
-      store.close();
+      await lc.stop();
       log.info('control plane stopped');
     },
   };

@@ -1,6 +1,6 @@
 /**
  * ClusterIP and NodePort allocation in the API server's create and update
- * path, on a real Store (fake persistence) and Rest: no duplicate ever,
+ * path, on a real storage (LocalStorage over the fake persistence) and watch cache and Rest: no duplicate ever,
  * requested values checked in kube-apiserver's words, kept across
  * updates, released on delete and type changes, rebuilt from the stored
  * Services at start (the repair).
@@ -12,7 +12,7 @@ import { RESOURCES } from '../api/resources.js';
 import { loadSchemas } from '../api/schema.js';
 import { statusOf, type Status } from '../api/errors.js';
 import { FakePersistence } from '../store/persistence.fake.js';
-import { Store } from '../store/store.js';
+import { openTestStore } from '../../testing/store.js';
 import type { KObject } from '../store/types.js';
 import { parsePortRange, ServiceAllocator } from './service-allocator.js';
 
@@ -24,16 +24,17 @@ const NS = RESOURCES.find((r) => r.resource === 'namespaces')!;
 async function setup(t: Test, opts: { persistence?: FakePersistence; cidr?: string; ports?: { from: number; to: number } } = {}) {
   const clock = new FakeClock(Date.UTC(2026, 11, 1));
   const persistence = opts.persistence ?? new FakePersistence();
-  const store = new Store({ persistence, clock });
+  const ts = openTestStore({ persistence, clock });
+  const store = ts.cache;
   const alloc = new ServiceAllocator({ ...(opts.cidr ? { serviceCIDR: opts.cidr } : {}), ...(opts.ports ? { nodePortRange: opts.ports } : {}) });
   alloc.start(store);
-  const rest = new Rest({ store, schemas, clock, services: alloc });
+  const rest = new Rest({ storage: ts.storage, cache: store, schemas, clock, services: alloc });
   t.teardown(() => {
     alloc.stop();
-    store.close();
+    ts.close();
   });
   if (!store.get('namespaces//default')) await rest.create(NS, '', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } });
-  return { store, rest, alloc, persistence };
+  return { store, ts, rest, alloc, persistence };
 }
 
 const svc = (name: string, spec: O = {}): KObject => ({ apiVersion: 'v1', kind: 'Service', metadata: { name }, spec: { ports: [{ name: 'http', port: 80 }], ...spec } });
@@ -112,7 +113,7 @@ t.test('NodePorts: allocated in range, requested ones checked, kept across updat
     code: 422, details: { causes: [{ field: 'spec.ports[0].nodePort', message: 'Invalid value: 8080: provided port is not in the valid range. The range of valid ports is 30000-30009' }] },
   });
   // An update (a kubectl apply of the manifest without nodePorts) keeps them.
-  const cur = rest.get(SVC, 'default', 'np').object as KObject;
+  const cur = (await rest.get(SVC, 'default', 'np')).object as KObject;
   const next = structuredClone(cur) as KObject;
   for (const p of spec(next).ports) delete p.nodePort;
   const upd = await rest.update(SVC, 'default', 'np', next);
@@ -135,7 +136,7 @@ t.test('NodePorts: allocated in range, requested ones checked, kept across updat
   // A ClusterIP can not change.
   const ip = spec(back.object).clusterIP;
   t.match(await failure(() => rest.patch(SVC, 'default', 'np', 'merge', { spec: { clusterIP: '10.96.0.99', clusterIPs: ['10.96.0.99'] } })), { code: 422, message: /may not change once set/ });
-  t.equal(spec(rest.get(SVC, 'default', 'np').object as KObject).clusterIP, ip);
+  t.equal(spec((await rest.get(SVC, 'default', 'np')).object as KObject).clusterIP, ip);
 });
 
 t.test('the repair: a restarted server rebuilds what is allocated from the stored Services', async (t) => {
@@ -143,7 +144,7 @@ t.test('the repair: a restarted server rebuilds what is allocated from the store
   const first = await setup(t, { persistence, cidr: '10.96.0.0/29', ports: { from: 30000, to: 30001 } });
   const a = await first.rest.create(SVC, 'default', svc('a', { type: 'NodePort' }));
   first.alloc.stop();
-  first.store.close();
+  first.ts.close();
   const second = await setup(t, { persistence, cidr: '10.96.0.0/29', ports: { from: 30000, to: 30001 } });
   // A /29 has 5 addresses for Services besides the kubernetes one; one is a's.
   const made = await Promise.all(Array.from({ length: 4 }, (_, i) => second.rest.create(SVC, 'default', svc(`b${i}`, { type: 'NodePort' })).catch((e: unknown) => statusOf(e))));
@@ -232,7 +233,7 @@ t.test('the repair includes health check NodePorts', async (t) => {
   const first = await setup(t, { persistence, ports: { from: 30000, to: 30002 } });
   const a = (await first.rest.create(SVC, 'default', lbLocal('a'))).object;
   first.alloc.stop();
-  first.store.close();
+  first.ts.close();
   const second = await setup(t, { persistence, ports: { from: 30000, to: 30002 } });
   t.match(await failure(() => second.rest.create(SVC, 'default', lbLocal('b', { healthCheckNodePort: hcOf(a) }))), { code: 422, details: { causes: [{ field: 'spec.healthCheckNodePort', message: /already allocated/ }] } });
   const b = (await second.rest.create(SVC, 'default', svc('b', { type: 'NodePort' }))).object;

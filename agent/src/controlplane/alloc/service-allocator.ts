@@ -27,7 +27,7 @@
  */
 import { fieldErr, type FieldError } from '../api/errors.js';
 import { cidrContains, intToIp, ipToInt, isIPv4, parseCidr } from '../../net/ip.js';
-import type { Store } from '../store/store.js';
+import type { WatchCache } from '../store/watch-cache.js';
 import type { KObject, StoreEvent } from '../store/types.js';
 
 type O = Record<string, unknown>;
@@ -133,7 +133,7 @@ export class ServiceAllocator {
   }
 
   /** Rebuilds the tables from the stored Services and follows the store from there. */
-  start(store: Store): void {
+  start(store: WatchCache): void {
     const { items, rev } = store.list('services');
     for (const s of items) this.take(s.key, s.object);
     this.watch = store.watch({ gr: 'services', afterRev: rev, onEvent: (ev) => this.onEvent(ev) });

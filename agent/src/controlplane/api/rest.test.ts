@@ -1,5 +1,5 @@
 /**
- * The REST verbs against kube-apiserver's generic registry behaviour, on a real Store over the
+ * The REST verbs against kube-apiserver's generic registry behaviour, on a real storage and watch cache over the
  * validating FakePersistence and a FakeClock: what create, update, patch, delete, list and the
  * status and scale subresources store, answer and refuse, with the Status (code, reason, message,
  * details) a client sees when they refuse.
@@ -7,7 +7,7 @@
 import t, { type Test } from 'tap';
 import { FakeClock } from '../../reconcile/clock.fake.js';
 import { FakePersistence } from '../store/persistence.fake.js';
-import { Store } from '../store/store.js';
+import { openTestStore } from '../../testing/store.js';
 import type { KObject } from '../store/types.js';
 import { RESOURCES, type Resource } from './resources.js';
 import { Rest } from './rest.js';
@@ -30,12 +30,13 @@ const START = Date.parse('2024-05-01T10:00:00Z');
 async function setup(t: Test) {
   const clock = new FakeClock(START);
   const persistence = new FakePersistence();
-  const store = new Store({ persistence, clock });
+  const ts = openTestStore({ persistence, clock });
+  const store = ts.cache;
   let n = 0;
-  const rest = new Rest({ store, schemas, clock, uid: () => `uid-${++n}` });
-  t.teardown(() => store.close());
+  const rest = new Rest({ storage: ts.storage, cache: store, schemas, clock, uid: () => `uid-${++n}` });
+  t.teardown(() => ts.close());
   await rest.create(NS, '', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } });
-  return { clock, persistence, store, rest };
+  return { clock, persistence, store, storage: ts.storage, rest };
 }
 
 
@@ -349,14 +350,14 @@ t.test('list: label and field selectors, one namespace or all', async (t) => {
   await rest.create(SVC, 'default', svc('api', { clusterIP: '10.96.0.7' }, { labels: { app: 'api', tier: 'be' } }));
   await rest.create(SVC, 'other', svc('web', {}, { labels: { app: 'web' } }));
   const names = (l: { items: readonly { key: string }[] }) => l.items.map((s) => s.key);
-  t.same(names(rest.list(SVC, 'default', {})), ['services/default/api', 'services/default/web'], 'sorted, this namespace');
-  t.same(names(rest.list(SVC, undefined, {})), ['services/default/api', 'services/default/web', 'services/other/web'], 'all namespaces');
-  t.same(names(rest.list(SVC, undefined, { labelSelector: 'app=web' })), ['services/default/web', 'services/other/web']);
-  t.same(names(rest.list(SVC, undefined, { labelSelector: 'app=web,tier' })), ['services/default/web']);
-  t.same(names(rest.list(SVC, undefined, { labelSelector: 'tier notin (fe)' })), ['services/default/api', 'services/other/web'], 'notin matches a missing label');
-  t.same(names(rest.list(SVC, undefined, { fieldSelector: 'metadata.namespace=other' })), ['services/other/web']);
-  t.same(names(rest.list(SVC, 'default', { fieldSelector: 'spec.clusterIP=10.96.0.7' })), ['services/default/api']);
-  t.same(names(rest.list(SVC, undefined, { fieldSelector: 'metadata.name!=web', labelSelector: 'tier' })), ['services/default/api']);
+  t.same(names(await rest.list(SVC, 'default', {})), ['services/default/api', 'services/default/web'], 'sorted, this namespace');
+  t.same(names(await rest.list(SVC, undefined, {})), ['services/default/api', 'services/default/web', 'services/other/web'], 'all namespaces');
+  t.same(names(await rest.list(SVC, undefined, { labelSelector: 'app=web' })), ['services/default/web', 'services/other/web']);
+  t.same(names(await rest.list(SVC, undefined, { labelSelector: 'app=web,tier' })), ['services/default/web']);
+  t.same(names(await rest.list(SVC, undefined, { labelSelector: 'tier notin (fe)' })), ['services/default/api', 'services/other/web'], 'notin matches a missing label');
+  t.same(names(await rest.list(SVC, undefined, { fieldSelector: 'metadata.namespace=other' })), ['services/other/web']);
+  t.same(names(await rest.list(SVC, 'default', { fieldSelector: 'spec.clusterIP=10.96.0.7' })), ['services/default/api']);
+  t.same(names(await rest.list(SVC, undefined, { fieldSelector: 'metadata.name!=web', labelSelector: 'tier' })), ['services/default/api']);
   t.match(await failure(() => rest.list(SVC, undefined, { labelSelector: 'app in (web' })), { code: 400, reason: 'BadRequest' });
   t.match(await failure(() => rest.list(SVC, undefined, { fieldSelector: 'spec.ports=80' })), { code: 400, reason: 'BadRequest', message: /spec\.ports/ });
 });
@@ -364,7 +365,7 @@ t.test('list: label and field selectors, one namespace or all', async (t) => {
 t.test('list: limit and continue page over one consistent snapshot', async (t) => {
   const { rest } = await setup(t);
   for (let i = 0; i < 5; i++) await rest.create(SVC, 'default', svc(`s${i}`));
-  const p1 = rest.list(SVC, 'default', { limit: 2 });
+  const p1 = await rest.list(SVC, 'default', { limit: 2 });
   t.same(p1.items.map((s) => meta(s.object)['name']), ['s0', 's1']);
   t.ok(p1.continue);
   t.equal(p1.remaining, 3, 'remainingItemCount');
@@ -372,15 +373,15 @@ t.test('list: limit and continue page over one consistent snapshot', async (t) =
   await rest.create(SVC, 'default', svc('s5'));
   await rest.delete(SVC, 'default', 's2');
   await rest.patch(SVC, 'default', 's3', 'merge', { metadata: { labels: { changed: 'yes' } } });
-  const p2 = rest.list(SVC, 'default', { limit: 2, continue: p1.continue });
+  const p2 = await rest.list(SVC, 'default', { limit: 2, continue: p1.continue });
   t.equal(p2.rev, p1.rev, 'the same revision');
   t.same(p2.items.map((s) => meta(s.object)['name']), ['s2', 's3'], 'the deleted s2 still in the snapshot');
   t.same(meta(p2.items[1]!.object)['labels'], undefined, 's3 as it was');
-  const p3 = rest.list(SVC, 'default', { limit: 2, continue: p2.continue });
+  const p3 = await rest.list(SVC, 'default', { limit: 2, continue: p2.continue });
   t.same(p3.items.map((s) => meta(s.object)['name']), ['s4'], 's5 was created after the snapshot');
   t.equal(p3.continue, undefined, 'the last page');
-  t.same(rest.list(SVC, 'default', {}).items.map((s) => meta(s.object)['name']), ['s0', 's1', 's3', 's4', 's5'], 'a fresh list sees the writes');
-  const sel = rest.list(SVC, 'default', { limit: 1, labelSelector: '!changed' });
+  t.same((await rest.list(SVC, 'default', {})).items.map((s) => meta(s.object)['name']), ['s0', 's1', 's3', 's4', 's5'], 'a fresh list sees the writes');
+  const sel = await rest.list(SVC, 'default', { limit: 1, labelSelector: '!changed' });
   t.same(sel.items.map((s) => meta(s.object)['name']), ['s0']);
   t.equal(sel.remaining, undefined, 'no remainingItemCount with a selector');
   t.ok(sel.continue);
@@ -393,35 +394,37 @@ t.test('list: pages within one namespace among others, and across all of them, e
     await rest.create(NS, '', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
     for (let i = 0; i < 7; i++) await rest.create(SVC, ns, svc(`s${i}`));
   }
-  const pages = (ns: string | undefined, limit: number) => {
+  const pages = async (ns: string | undefined, limit: number) => {
     const out: string[] = [];
     const remaining: (number | undefined)[] = [];
     let c: string | undefined;
     do {
-      const p = rest.list(SVC, ns, { limit, continue: c });
+      const p = await rest.list(SVC, ns, { limit, continue: c });
       out.push(...p.items.map((s) => `${String(meta(s.object)['namespace'])}/${String(meta(s.object)['name'])}`));
       remaining.push(p.remaining);
       c = p.continue;
     } while (c);
     return { out, remaining };
   };
-  const b = pages('b', 3);
+  const b = await pages('b', 3);
   t.same(b.out, ['b/s0', 'b/s1', 'b/s2', 'b/s3', 'b/s4', 'b/s5', 'b/s6']);
   t.same(b.remaining, [4, 1, undefined], 'remainingItemCount counts only the namespace');
-  t.same(pages('c', 7).out.length, 7, 'a limit equal to the size: one page');
-  const all = pages(undefined, 4).out;
+  t.same((await pages('c', 7)).out.length, 7, 'a limit equal to the size: one page');
+  const all = (await pages(undefined, 4)).out;
   t.equal(all.length, 21);
   t.equal(new Set(all).size, 21, 'each once');
   t.same(all, [...all].sort());
-  t.same(pages('nope', 2).out, [], 'an empty namespace');
+  t.same((await pages('nope', 2)).out, [], 'an empty namespace');
 });
 
 t.test('list: a continue token from a compacted revision is a 410 Expired', async (t) => {
-  const { rest, store } = await setup(t);
+  const { rest, store, storage } = await setup(t);
   for (let i = 0; i < 3; i++) await rest.create(SVC, 'default', svc(`s${i}`));
-  const p1 = rest.list(SVC, 'default', { limit: 1 });
+  const p1 = await rest.list(SVC, 'default', { limit: 1 });
   await rest.create(SVC, 'default', svc('s9'));
-  store.compact(store.rev);
+  // As the compactor does: the storage drops the history, and the cache's ring follows.
+  await storage.compact(store.rev);
+  store.compacted(store.rev);
   const s = await failure(() => rest.list(SVC, 'default', { limit: 1, continue: p1.continue }));
   t.match(s, { code: 410, reason: 'Expired', message: /^The provided continue parameter is too old to display a consistent list result\. You can start a new list without the continue parameter\./ });
 });
@@ -625,7 +628,7 @@ t.test('delete: a Pod on a node terminates gracefully; unbound, finished or node
   await rest.delete(POD, 'default', 'ghost');
   t.notOk(store.get('pods/default/ghost'), 'bound to a Node that does not exist: at once');
   await rest.create(POD, 'default', pod('done', { nodeName: 'n1' }));
-  const cur = rest.get(POD, 'default', 'done').object as KObject;
+  const cur = (await rest.get(POD, 'default', 'done')).object as KObject;
   await rest.update(POD, 'default', 'done', { ...structuredClone(cur), status: { phase: 'Succeeded' } }, { sub: 'status' });
   await rest.delete(POD, 'default', 'done');
   t.notOk(store.get('pods/default/done'), 'a finished Pod goes at once');
@@ -636,13 +639,13 @@ t.test('delete: a Pod on a node terminates gracefully; unbound, finished or node
 t.test('binding: sets spec.nodeName once with PodScheduled=True; a bound, deleted or missing Pod is refused as kube-apiserver refuses it', async (t) => {
   const { rest, clock } = await setup(t);
   await rest.create(POD, 'default', pod('p'));
-  const before = rest.get(POD, 'default', 'p').object as KObject;
+  const before = (await rest.get(POD, 'default', 'p')).object as KObject;
   const binding = (name: string, node: string, m: O = {}) => ({ apiVersion: 'v1', kind: 'Binding', metadata: { name, ...m }, target: { apiVersion: 'v1', kind: 'Node', name: node } });
   await clock.advance(3_000);
   const b = await rest.bind('default', 'p', binding('p', 'n1', { annotations: { 'example.com/why': 'test' } }));
   t.equal(b.code, 201);
   t.match(b.body, { kind: 'Status', apiVersion: 'v1', status: 'Success', code: 201 });
-  const after = rest.get(POD, 'default', 'p').object as KObject;
+  const after = (await rest.get(POD, 'default', 'p')).object as KObject;
   t.equal(spec(after)['nodeName'], 'n1');
   t.same((after['status'] as O)['conditions'], [{ type: 'PodScheduled', status: 'True', lastProbeTime: null, lastTransitionTime: '2024-05-01T10:00:03Z' }]);
   t.equal((after['status'] as O)['phase'], 'Pending');
@@ -654,7 +657,7 @@ t.test('binding: sets spec.nodeName once with PodScheduled=True; a bound, delete
 
   const again = await failure(() => rest.bind('default', 'p', binding('p', 'n2')));
   t.match(again, { code: 409, reason: 'Conflict', message: 'Operation cannot be fulfilled on pods/binding "p": pod p is already assigned to node "n1"', details: { name: 'p', kind: 'pods/binding' } });
-  t.equal(spec(rest.get(POD, 'default', 'p').object as KObject)['nodeName'], 'n1', 'still on n1');
+  t.equal(spec((await rest.get(POD, 'default', 'p')).object as KObject)['nodeName'], 'n1', 'still on n1');
   t.match(await failure(() => rest.bind('default', 'missing', binding('missing', 'n1'))), { code: 404, reason: 'NotFound', message: 'pods "missing" not found' });
 
   await rest.create(POD, 'default', pod('q'));
@@ -664,9 +667,9 @@ t.test('binding: sets spec.nodeName once with PodScheduled=True; a bound, delete
     code: 422, reason: 'Invalid', message: 'Binding "q" is invalid: [target.kind: Unsupported value: "Service": supported values: "Node", "<empty>", target.name: Required value]',
   });
   t.match(await failure(() => rest.bind('default', 'q', binding('q', 'n1', { uid: 'not-its-uid' }))), { code: 409, message: /Precondition failed: UID in precondition: not-its-uid/ });
-  const dry = await rest.bind('default', 'q', binding('q', 'n1', { uid: meta(rest.get(POD, 'default', 'q').object as KObject)['uid'] }), { dryRun: true });
+  const dry = await rest.bind('default', 'q', binding('q', 'n1', { uid: meta((await rest.get(POD, 'default', 'q')).object as KObject)['uid'] }), { dryRun: true });
   t.equal(dry.code, 201);
-  t.notOk(spec(rest.get(POD, 'default', 'q').object as KObject)['nodeName'], 'dryRun: not bound');
+  t.notOk(spec((await rest.get(POD, 'default', 'q')).object as KObject)['nodeName'], 'dryRun: not bound');
 
   await rest.create(POD, 'default', { ...pod('r'), metadata: { name: 'r', finalizers: ['example.com/hold'] } });
   await rest.delete(POD, 'default', 'r');

@@ -1,7 +1,7 @@
 /**
  * controlplane/api/rest: the verbs on objects, kube-apiserver's generic
  * registry (k8s.io/apiserver/pkg/registry/generic/registry/store.go) over
- * the Store. HTTP-free: the server (server.ts) parses requests into these
+ * the storage interface (writes) and the watch cache (reads). HTTP-free: the server (server.ts) parses requests into these
  * calls and writes what they return.
  *
  * Create: decode as the kind's schema (wrong JSON types are 400, unknown
@@ -32,7 +32,8 @@ import { ErrorCode, NodenetError } from '../../errors/errors.js';
 import { deepEqual } from '../../reconcile/deep-equal.js';
 import type { Clock } from '../../reconcile/clock.js';
 import { STRATEGIES, nameProblems, validateMeta, type Strategy } from '../kinds/kinds.js';
-import type { Store } from '../store/store.js';
+import { ConflictError, guaranteedUpdate, StaleRead, type Storage, type UpdateDecision } from '../store/storage.js';
+import type { WatchCache } from '../store/watch-cache.js';
 import type { KObject, Stored } from '../store/types.js';
 import { ApiError, apiErrors, fieldErr, successStatus, type FieldError, type Status } from './errors.js';
 import { applyJsonPatch, applyMergePatch } from './patch.js';
@@ -100,7 +101,10 @@ export function rfc3339(ms: number): string {
 }
 
 export interface RestDeps {
-  readonly store: Store;
+  /** Where writes go (compare-and-swap on the revision read). */
+  readonly storage: Storage;
+  /** Where reads come from; a read that must see every acknowledged write waits for it (cache.fresh()). */
+  readonly cache: WatchCache;
   readonly schemas: Schemas;
   readonly clock: Clock;
   readonly uid?: () => string;
@@ -123,8 +127,10 @@ export class Rest {
     return STRATEGIES[grOf(r)]!;
   }
 
-  get(r: Resource, namespace: string, name: string): Stored {
-    const s = this.deps.store.get(this.key(r, namespace, name));
+  /** A GET: consistent (it sees every acknowledged write), as kube-apiserver's GET without resourceVersion. */
+  async get(r: Resource, namespace: string, name: string): Promise<Stored> {
+    await this.deps.cache.fresh();
+    const s = this.deps.cache.get(this.key(r, namespace, name));
     if (!s) throw apiErrors.notFound(r, name);
     return s;
   }
@@ -148,10 +154,13 @@ export class Rest {
   }
 
   /** A list: items (possibly one page), the revision it is consistent at, and a continue token. */
-  list(r: Resource, namespace: string | undefined, q: ListQuery): { items: readonly Stored[]; rev: number; continue?: string; remaining?: number } {
+  async list(r: Resource, namespace: string | undefined, q: ListQuery): Promise<{ items: readonly Stored[]; rev: number; continue?: string; remaining?: number }> {
     const sel = this.parseSelectors(r, q);
     const gr = grOf(r);
-    let rev = this.deps.store.rev;
+    const cache = this.deps.cache;
+    // No resourceVersion: a consistent list (every acknowledged write); "0": whatever the cache holds.
+    if (!q.continue && !q.resourceVersion) await cache.fresh();
+    let rev = cache.rev;
     let after = '';
     if (q.continue) {
       const c = decodeContinue(q.continue);
@@ -161,14 +170,15 @@ export class Rest {
       const want = parseRV(q.resourceVersion);
       if (q.resourceVersionMatch === 'Exact') rev = want;
       else if (q.resourceVersionMatch && q.resourceVersionMatch !== 'NotOlderThan') throw apiErrors.badRequest(`resourceVersionMatch: Unsupported value: ${JSON.stringify(q.resourceVersionMatch)}: supported values: "Exact", "NotOlderThan"`);
-      else if (want > this.deps.store.rev) throw new NodenetError(ErrorCode.Timeout, `Too large resource version: ${want}, current: ${this.deps.store.rev}`);
+      else if (want > cache.rev) throw new NodenetError(ErrorCode.Timeout, `Too large resource version: ${want}, current: ${cache.rev}`);
     } else if (q.resourceVersionMatch) {
       if (!q.resourceVersion) throw apiErrors.badRequest('resourceVersionMatch is forbidden unless resourceVersion is provided');
     }
     let all: readonly Stored[];
     try {
-      // At the current revision the store hands out just the namespace's run of keys; at an older one it rebuilds the lot.
-      all = rev === this.deps.store.rev ? this.deps.store.list(gr, r.namespaced ? namespace : undefined).items : this.deps.store.listAt(gr, rev);
+      // At the current revision the cache hands out just the namespace's run of keys; at an older one it rebuilds the
+      // lot from its ring, or the storage does when the ring no longer reaches back (a continue from long ago).
+      all = rev === cache.rev ? cache.list(gr, r.namespaced ? namespace : undefined).items : await this.listAt(gr, rev);
     } catch (e) {
       if (e instanceof NodenetError && e.code === ErrorCode.Expired && q.continue) {
         throw apiErrors.expired('The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.');
@@ -249,6 +259,20 @@ export class Rest {
     return decoded;
   }
 
+  private async listAt(gr: string, rev: number): Promise<readonly Stored[]> {
+    try {
+      return this.deps.cache.listAt(gr, rev);
+    } catch (e) {
+      if (e instanceof NodenetError && e.code === ErrorCode.Expired) return this.deps.cache.listFromStorage(gr, rev);
+      throw e;
+    }
+  }
+
+  /** The object under key: the cache's, or the storage's when the cache has not seen it (yet). */
+  private async lookup(key: string): Promise<Stored | undefined> {
+    return this.deps.cache.get(key) ?? (await this.deps.storage.get(key));
+  }
+
   private validate(r: Resource, o: O, old: O | null): void {
     const s = this.strategy(r);
     const meta = obj(o['metadata'])!;
@@ -259,10 +283,14 @@ export class Rest {
     if (errs.length) throw apiErrors.invalid(r, name, errs);
   }
 
-  /** The NamespaceLifecycle admission plugin: a namespaced object is created only in a namespace that exists and is not terminating. */
-  private checkNamespace(r: Resource, namespace: string, name: string): void {
+  /**
+   * The NamespaceLifecycle admission plugin: a namespaced object is created only in a namespace that exists and is not
+   * terminating. The cache first; a namespace it does not hold is looked up in the storage, as upstream's plugin
+   * falls back to a live GET when its informer has not seen the namespace yet.
+   */
+  private async checkNamespace(r: Resource, namespace: string, name: string): Promise<void> {
     if (!r.namespaced) return;
-    const ns = this.deps.store.latest(`namespaces//${namespace}`);
+    const ns = await this.lookup(`namespaces//${namespace}`);
     if (!ns) throw apiErrors.notFound({ resource: 'namespaces', group: '', kind: 'Namespace' }, namespace);
     const terminating = ns.object.metadata?.['deletionTimestamp'] || obj(ns.object['status'])?.['phase'] === 'Terminating';
     if (terminating && r.resource !== 'events') {
@@ -288,7 +316,7 @@ export class Rest {
       meta['namespace'] = namespace;
     } else delete meta['namespace'];
     if (meta['resourceVersion'] !== undefined && meta['resourceVersion'] !== '') throw apiErrors.badRequest('resourceVersion should not be set on objects to be created');
-    this.checkNamespace(r, namespace, typeof meta['name'] === 'string' ? meta['name'] : '');
+    await this.checkNamespace(r, namespace, typeof meta['name'] === 'string' ? meta['name'] : '');
     const generate = typeof meta['generateName'] === 'string' && meta['generateName'] !== '' && !meta['name'];
     if (!meta['name'] && !generate) throw apiErrors.invalid(r, '', [fieldErr.required('metadata.name', 'name or generateName is required')]);
     const s = this.strategy(r);
@@ -315,17 +343,17 @@ export class Rest {
       }
       this.validate(r, o, null);
       const key = this.key(r, namespace, String(meta['name']));
-      if (this.deps.store.latest(key) && !generate) throw apiErrors.alreadyExists(r, String(meta['name']));
+      if (this.deps.cache.get(key) && !generate) throw apiErrors.alreadyExists(r, String(meta['name']));
       // Each attempt allocates afresh (a generated name that was taken gives back what it was given).
       const a = r.resource === 'services' ? structuredClone(o) : o;
       const reservation = this.allocate(r, key, a, null);
       if (opts.dryRun) {
         reservation?.done();
-        if (this.deps.store.latest(key)) throw apiErrors.alreadyExists(r, String(meta['name']));
+        if (await this.lookup(key)) throw apiErrors.alreadyExists(r, String(meta['name']));
         return { object: a as KObject, code: 201, warnings };
       }
       try {
-        const stored = await this.deps.store.create(key, a as KObject);
+        const stored = await this.deps.storage.create(key, a as KObject);
         return { object: stored.object as KObject, code: 201, warnings };
       } catch (e) {
         if (e instanceof NodenetError && e.code === ErrorCode.AlreadyExists) {
@@ -352,7 +380,7 @@ export class Rest {
     }
     const rv = meta['resourceVersion'];
     const expect = rv === undefined || rv === '' ? undefined : parseRV(String(rv));
-    if (!opts.sub && this.strategy(r).allowCreateOnUpdate && !this.deps.store.latest(this.key(r, namespace, name))) {
+    if (!opts.sub && this.strategy(r).allowCreateOnUpdate && !(await this.lookup(this.key(r, namespace, name)))) {
       // AllowCreateOnUpdate: the PUT creates the object (its resourceVersion is not a precondition then).
       const m: O = { ...(obj((body as O)['metadata']) ?? {}), name };
       delete m['resourceVersion'];
@@ -375,7 +403,10 @@ export class Rest {
     );
   }
 
-  /** A read-modify-write with retries on a Conflict when there is no client precondition (GuaranteedUpdate). */
+  /**
+   * A read-modify-write (the storage's guaranteedUpdate): `next` makes the object from the current one; on a lost race
+   * it runs again on the version that won, unless the client gave a resourceVersion (then the race is a 409).
+   */
   private async writeUpdate(
     r: Resource,
     namespace: string,
@@ -386,22 +417,55 @@ export class Rest {
     warnings: string[],
   ): Promise<WriteResult> {
     const key = this.key(r, namespace, name);
-    for (let attempt = 0; ; attempt++) {
-      const cur = this.deps.store.latest(key);
-      if (!cur) throw apiErrors.notFound(r, name);
-      if (expect !== undefined && cur.rev !== expect) throw apiErrors.conflict(r, name);
-      const old = cur.object as O;
-      const o = next(cur);
-      const merged = this.prepareUpdate(r, o, old, opts.sub);
-      this.validate(r, merged, old);
-      const reservation = this.allocate(r, key, merged, old as KObject);
-      try {
-        const out = await this.commitUpdate(r, key, name, cur, merged, old, opts, warnings, attempt, expect);
-        if (out === null) continue;
-        return out;
-      } finally {
+    let reservation: Reservation | undefined;
+    let answer: WriteResult | null = null;
+    try {
+      const out = await this.guarded(r, name, key, (cur) => {
+        // Each attempt allocates afresh: the last attempt's reservation is over.
         reservation?.done();
-      }
+        reservation = undefined;
+        answer = null;
+        if (expect !== undefined && cur.rev !== expect) throw apiErrors.conflict(r, name);
+        const old = cur.object as O;
+        const o = next(cur);
+        const merged = this.prepareUpdate(r, o, old, opts.sub);
+        this.validate(r, merged, old);
+        reservation = this.allocate(r, key, merged, old as KObject);
+        const d = this.decideUpdate(r, merged, old, opts, warnings);
+        if ('keep' in d) answer = d.answer ?? null;
+        return d;
+      });
+      if (out.outcome === 'kept') return answer!;
+      return { object: out.stored.object as KObject, code: 200, warnings };
+    } finally {
+      reservation?.done();
+    }
+  }
+
+  /**
+   * guaranteedUpdate with the cache's version as the first guess, and the API's errors: a precondition that fails on
+   * the cached version is checked again on the storage's (the cache may lag it), a missing object is a 404, and a race
+   * lost 16 times, or lost against a client's precondition, a 409.
+   */
+  private async guarded(r: Resource, name: string, key: string, decide: (cur: Stored) => UpdateDecision): Promise<{ outcome: 'written' | 'deleted' | 'kept'; stored: Stored }> {
+    try {
+      return await guaranteedUpdate(
+        this.deps.storage,
+        key,
+        (cur, fresh) => {
+          try {
+            return decide(cur);
+          } catch (e) {
+            if (!fresh && e instanceof NodenetError && e.code === ErrorCode.Conflict) throw new StaleRead(e);
+            throw e;
+          }
+        },
+        { cached: this.deps.cache.get(key), attempts: 17 },
+      );
+    } catch (e) {
+      if (e instanceof ConflictError) throw apiErrors.conflict(r, name);
+      if (e instanceof NodenetError && e.code === ErrorCode.NotFound && !(e instanceof ApiError)) throw apiErrors.notFound(r, name);
+      throw e;
     }
   }
 
@@ -413,56 +477,29 @@ export class Rest {
     return a.reservation;
   }
 
-  /** writeUpdate's write; null: retry. */
-  private async commitUpdate(
+  /** What an update writes: nothing (a no-op, a dry run: `answer` is the reply), the merged object, or a deletion. */
+  private decideUpdate(
     r: Resource,
-    key: string,
-    name: string,
-    cur: Stored,
     merged: O,
     old: O,
     opts: WriteOptions & { sub?: Sub | undefined; operation?: 'Update' | 'Apply' },
     warnings: string[],
-    attempt: number,
-    expect: number | undefined,
-  ): Promise<WriteResult | null> {
-    {
-      const oldMeta = obj(old['metadata'])!;
-      const m = obj(merged['metadata'])!;
-      // Nothing changed: no write, no new resourceVersion (kube-apiserver skips the etcd write too).
-      if (deepEqual(stripVolatile(merged), stripVolatile(old))) return { object: old as KObject, code: 200, warnings };
-      // The last finalizer of an object being deleted went: the object goes.
-      if (oldMeta['deletionTimestamp'] && finalized(r, merged)) {
-        if (opts.dryRun) return { object: merged as KObject, code: 200, warnings };
-        const gone = await this.deps.store.delete(key, cur.rev).catch((e: unknown) => this.retryable(r, name, e, attempt));
-        if (gone === null) return null;
-        return { object: gone.object as KObject, code: 200, warnings };
-      }
-      // A binding writes the storage directly upstream (no field manager): managedFields stay as they were.
-      if (opts.sub === 'binding') {
-        if (opts.dryRun) return { object: merged as KObject, code: 200, warnings };
-        const res = await this.deps.store.update(key, merged as KObject, cur.rev).catch((e: unknown) => this.retryable(r, name, e, attempt, expect));
-        return res === null ? null : { object: res.object as KObject, code: 200, warnings };
-      }
-      // One entry per manager, operation and subresource, as upstream lists them (without field ownership: fieldsV1 stays empty).
-      const entry = managedEntry(opts.fieldManager ?? 'unknown', opts.operation ?? 'Update', apiVersionOf(r), this.deps.clock.now());
-      if (opts.sub === 'status') entry['subresource'] = 'status';
-      const same = (e: O) => e['manager'] === entry['manager'] && e['operation'] === entry['operation'] && (e['subresource'] ?? '') === (entry['subresource'] ?? '');
-      m['managedFields'] = [...arr(oldMeta['managedFields']).map(obj).filter((e): e is O => !!e && !same(e)), entry];
-      if (opts.dryRun) return { object: merged as KObject, code: 200, warnings };
-      const res = await this.deps.store.update(key, merged as KObject, cur.rev).catch((e: unknown) => this.retryable(r, name, e, attempt, expect));
-      if (res === null) return null;
-      return { object: res.object as KObject, code: 200, warnings };
-    }
-  }
-
-  /** null: retry the read-modify-write (a concurrent write, and the client set no precondition). */
-  private retryable(r: Resource, name: string, e: unknown, attempt: number, expect?: number): null {
-    if (e instanceof NodenetError && e.code === ErrorCode.Conflict) {
-      if (expect === undefined && attempt < 16) return null;
-      throw apiErrors.conflict(r, name);
-    }
-    throw e;
+  ): UpdateDecision & { answer?: WriteResult } {
+    const oldMeta = obj(old['metadata'])!;
+    const m = obj(merged['metadata'])!;
+    const keep = (object: O) => ({ keep: true as const, answer: { object: object as KObject, code: 200, warnings } });
+    // Nothing changed: no write, no new resourceVersion (kube-apiserver skips the etcd write too).
+    if (deepEqual(stripVolatile(merged), stripVolatile(old))) return keep(old);
+    // The last finalizer of an object being deleted went: the object goes.
+    if (oldMeta['deletionTimestamp'] && finalized(r, merged)) return opts.dryRun ? keep(merged) : { delete: true };
+    // A binding writes the storage directly upstream (no field manager): managedFields stay as they were.
+    if (opts.sub === 'binding') return opts.dryRun ? keep(merged) : { write: merged as KObject };
+    // One entry per manager, operation and subresource, as upstream lists them (without field ownership: fieldsV1 stays empty).
+    const entry = managedEntry(opts.fieldManager ?? 'unknown', opts.operation ?? 'Update', apiVersionOf(r), this.deps.clock.now());
+    if (opts.sub === 'status') entry['subresource'] = 'status';
+    const same = (e: O) => e['manager'] === entry['manager'] && e['operation'] === entry['operation'] && (e['subresource'] ?? '') === (entry['subresource'] ?? '');
+    m['managedFields'] = [...arr(oldMeta['managedFields']).map(obj).filter((e): e is O => !!e && !same(e)), entry];
+    return opts.dryRun ? keep(merged) : { write: merged as KObject };
   }
 
   /** The object an update stores, from what the client sent (o) and what is stored (old). */
@@ -517,7 +554,7 @@ export class Rest {
   ): Promise<WriteResult> {
     const warnings: string[] = [];
     const key = this.key(r, namespace, name);
-    if (type === 'apply' && !this.deps.store.latest(key)) {
+    if (type === 'apply' && !(await this.lookup(key))) {
       // Server-side apply creates what does not exist.
       const body = obj(patch);
       if (!body) throw apiErrors.badRequest('the apply configuration must be an object');
@@ -574,9 +611,9 @@ export class Rest {
   /** The delete itself: the object as deleted or as it stays, and whether it went. */
   private async deleteOne(r: Resource, namespace: string, name: string, opts: DeleteOptions): Promise<{ object: KObject; gone: boolean }> {
     const key = this.key(r, namespace, name);
-    for (let attempt = 0; ; attempt++) {
-      const cur = this.deps.store.latest(key);
-      if (!cur) throw apiErrors.notFound(r, name);
+    let answer: { object: KObject; gone: boolean } | null = null;
+    const out = await this.guarded(r, name, key, (cur) => {
+      answer = null;
       const meta = obj(cur.object.metadata)!;
       if (opts.preconditions?.uid && opts.preconditions.uid !== meta['uid']) {
         throw apiErrors.conflict(r, name, `Precondition failed: UID in precondition: ${opts.preconditions.uid}, UID in object meta: ${String(meta['uid'])}`);
@@ -588,27 +625,27 @@ export class Rest {
       const finalizers = new Set(had);
       if (opts.propagationPolicy === 'Foreground') finalizers.add(FOREGROUND);
       if (opts.propagationPolicy === 'Orphan') finalizers.add(ORPHAN);
-      // A Pod on a node is deleted gracefully: its kubelet stops it, then deletes it with a grace of 0.
+      const keep = (object: O | Readonly<KObject>): UpdateDecision => {
+        answer = { object: object as KObject, gone: false };
+        return { keep: true };
+      };
       const grace = r.resource === 'pods' ? this.podGracePeriod(cur.object, opts) : 0;
       if (grace > 0) {
         const dgp = meta['deletionGracePeriodSeconds'];
         // Already terminating with this grace or a shorter one: nothing to change (a shorter one shortens it).
-        if (meta['deletionTimestamp'] && typeof dgp === 'number' && dgp <= grace && finalizers.size === had.length) return { object: cur.object as KObject, gone: false };
+        if (meta['deletionTimestamp'] && typeof dgp === 'number' && dgp <= grace && finalizers.size === had.length) return keep(cur.object);
         const next = structuredClone(cur.object) as O;
         const nm = obj(next['metadata'])!;
         if (finalizers.size) nm['finalizers'] = [...finalizers];
         nm['deletionTimestamp'] = rfc3339(this.deps.clock.now() + grace * 1000);
         nm['deletionGracePeriodSeconds'] = grace;
-        if (opts.dryRun) return { object: next as KObject, gone: false };
-        const res = await this.deps.store.update(key, next as KObject, cur.rev).catch((e: unknown) => this.retryable(r, name, e, attempt));
-        if (res === null) continue;
-        return { object: res.object as KObject, gone: false };
+        return opts.dryRun ? keep(next) : { write: next as KObject };
       }
       // A Namespace with spec.finalizers terminates first (its controller empties it, then finalizes it).
       const terminating = r.resource === 'namespaces' && arr(obj(cur.object['spec'])?.['finalizers']).length > 0;
       if (finalizers.size || terminating) {
         const already = Boolean(meta['deletionTimestamp']) && finalizers.size === had.length;
-        if (already && (r.resource !== 'namespaces' || obj(cur.object['status'])?.['phase'] === 'Terminating')) return { object: cur.object as KObject, gone: false };
+        if (already && (r.resource !== 'namespaces' || obj(cur.object['status'])?.['phase'] === 'Terminating')) return keep(cur.object);
         // Deletion starts: a deletionTimestamp, and the finalizers do the rest.
         const next = structuredClone(cur.object) as O;
         const nm = obj(next['metadata'])!;
@@ -616,16 +653,16 @@ export class Rest {
         nm['deletionTimestamp'] ??= rfc3339(this.deps.clock.now());
         nm['deletionGracePeriodSeconds'] ??= 0;
         if (r.resource === 'namespaces') next['status'] = { ...(obj(next['status']) ?? {}), phase: 'Terminating' };
-        if (opts.dryRun) return { object: next as KObject, gone: false };
-        const res = await this.deps.store.update(key, next as KObject, cur.rev).catch((e: unknown) => this.retryable(r, name, e, attempt));
-        if (res === null) continue;
-        return { object: res.object as KObject, gone: false };
+        return opts.dryRun ? keep(next) : { write: next as KObject };
       }
-      if (opts.dryRun) return { object: cur.object as KObject, gone: true };
-      const gone = await this.deps.store.delete(key, cur.rev).catch((e: unknown) => this.retryable(r, name, e, attempt));
-      if (gone === null) continue;
-      return { object: gone.object as KObject, gone: true };
-    }
+      if (opts.dryRun) {
+        answer = { object: cur.object as KObject, gone: true };
+        return { keep: true };
+      }
+      return { delete: true };
+    });
+    if (out.outcome === 'kept') return answer!;
+    return { object: out.stored.object as KObject, gone: out.outcome === 'deleted' };
   }
 
   /**
@@ -639,7 +676,7 @@ export class Rest {
     const phase = obj(pod['status'])?.['phase'];
     const node = typeof spec['nodeName'] === 'string' ? spec['nodeName'] : '';
     if (!node || phase === 'Succeeded' || phase === 'Failed') return 0;
-    if (!this.deps.store.get(`nodes//${node}`)) return 0;
+    if (!this.deps.cache.get(`nodes//${node}`)) return 0;
     const asked = opts.gracePeriodSeconds;
     if (asked !== undefined) return asked < 0 ? 1 : asked;
     const own = spec['terminationGracePeriodSeconds'];
@@ -734,7 +771,7 @@ export class Rest {
   }
 
   async deleteCollection(r: Resource, namespace: string | undefined, q: ListQuery, opts: DeleteOptions): Promise<{ code: number; body: KObject }> {
-    const { items, rev } = this.list(r, namespace, { labelSelector: q.labelSelector, fieldSelector: q.fieldSelector });
+    const { items, rev } = await this.list(r, namespace, { labelSelector: q.labelSelector, fieldSelector: q.fieldSelector });
     const deleted: KObject[] = [];
     for (const s of items) {
       const name = String(s.object.metadata?.['name']);
@@ -791,8 +828,9 @@ export class Rest {
       { ...opts, sub: 'scale' },
       [],
     );
-    const stored = this.deps.store.latest(this.key(r, namespace, name));
-    return { ...res, object: stored ? this.scaleOf(r, stored) : res.object };
+    const meta = res.object.metadata ?? {};
+    const rev = Number(meta['resourceVersion']);
+    return { ...res, object: this.scaleOf(r, { key: this.key(r, namespace, name), rev, createRev: rev, object: res.object, json: '' }) };
   }
 
   /** Status for a delete that returned no object (kubectl prints the name either way). */

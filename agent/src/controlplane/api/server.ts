@@ -23,7 +23,7 @@ import { F } from '../../log/fields.js';
 import type { Logger } from '../../log/log.js';
 import type { Clock } from '../../reconcile/clock.js';
 import { ADMIN_USER, authenticate, authorize, type Tokens, type User } from '../auth/authz.js';
-import type { Store } from '../store/store.js';
+import type { CacheWatch, WatchCache } from '../store/watch-cache.js';
 import type { KObject, StoreEvent } from '../store/types.js';
 import { aggregated, apiGroup, apiGroupList, apiResourceList, apiVersions, versionInfo } from './discovery.js';
 import { apiErrors, fieldErr, statusOf, type Status } from './errors.js';
@@ -38,7 +38,8 @@ import { Query } from '../../net/query.js';
 
 export interface ApiServerOptions {
   readonly rest: Rest;
-  readonly store: Store;
+  /** The watch cache: watches, and the pod-log proxy's lookups. */
+  readonly cache: WatchCache;
   readonly tokens: Tokens;
   readonly log: Logger;
   readonly clock: Clock;
@@ -214,16 +215,16 @@ export class ApiServer {
       verb = this.verbOf(method, route, watch);
       const body = ['POST', 'PUT', 'PATCH'].includes(method) || (method === 'DELETE' && Number(req.headers['content-length'] ?? 0) > 0) ? await this.readBody(req, protobufKind(method, route)) : undefined;
       const bodyName = verb === 'create' && !route.sub ? String((body?.value as KObject | undefined)?.metadata?.['name'] ?? '') : route.name;
-      const pod = route.r.resource === 'pods' && route.name ? this.o.store.get(this.o.rest.key(route.r, route.namespace, route.name)) : undefined;
+      const pod = route.r.resource === 'pods' && route.name ? this.o.cache.get(this.o.rest.key(route.r, route.namespace, route.name)) : undefined;
       if (!authorize(user, { verb, gr: resource, namespace: route.namespace, name: bodyName, subresource: route.sub, boundNode: (pod?.object['spec'] as { nodeName?: string } | undefined)?.nodeName })) {
         throw apiErrors.forbidden(user.name, verb, route.r, route.namespace, bodyName || undefined);
       }
       if (verb === 'watch') return await this.watch(req, res, route, q, user, done);
       // A log is streamed from the node's kubelet (follow runs as long as the client reads): no request timer.
       if (route.sub === 'log' && verb === 'get' && route.r.subresources.includes('log')) {
-        const s = this.o.rest.get(route.r, route.namespace, route.name);
+        const s = await this.o.rest.get(route.r, route.namespace, route.name);
         const nodeName = (s.object['spec'] as { nodeName?: string } | undefined)?.nodeName;
-        return done(await proxyPodLog({ tokens: this.o.tokens, pod: s.object as KObject, node: nodeName ? (this.o.store.get(`nodes//${nodeName}`)?.object as KObject | undefined) : undefined, url, req, res }));
+        return done(await proxyPodLog({ tokens: this.o.tokens, pod: s.object as KObject, node: nodeName ? (this.o.cache.get(`nodes//${nodeName}`)?.object as KObject | undefined) : undefined, url, req, res }));
       }
       const timer = setTimeout(() => {
         if (!res.headersSent) done(this.status(res, statusOf(apiErrors.timeout(this.timeoutMs / 1000))));
@@ -305,13 +306,13 @@ export class ApiServer {
     switch (verb) {
       case 'get': {
         this.checkSub(route, ['', 'status', 'scale']);
-        const s = rest.get(r, ns, route.name);
+        const s = await rest.get(r, ns, route.name);
         if (route.sub === 'scale') return this.json(res, 200, rest.scaleOf(r, s));
         return this.object(req, res, route, 200, s.object as KObject, q);
       }
       case 'list': {
         this.checkSub(route, ['']);
-        const l = rest.list(r, route.nsGiven ? ns : undefined, {
+        const l = await rest.list(r, route.nsGiven ? ns : undefined, {
           labelSelector: q.string('labelSelector'),
           fieldSelector: q.string('fieldSelector'),
           limit: q.int64('limit'),
@@ -456,7 +457,7 @@ export class ApiServer {
   }
 
   private async watch(req: IncomingMessage, res: ServerResponse, route: Route, q: Query, user: User, done: (code: number) => void): Promise<void> {
-    const { rest, store } = this.o;
+    const { rest, cache } = this.o;
     const { r } = route;
     this.checkSub(route, ['']);
     const count = this.watches.get(user.name) ?? 0;
@@ -471,7 +472,9 @@ export class ApiServer {
     const timeoutSeconds = q.int64('timeoutSeconds') ?? 0;
     const timeoutMs = timeoutSeconds === 0 ? (1800 + Math.random() * 1800) * 1000 : Math.max(0, timeoutSeconds * 1000);
     const prefix = r.namespaced && route.nsGiven ? route.namespace : undefined;
-    const afterRev = rvParam === '' || rvParam === '0' ? store.rev : parseRV(rvParam);
+    // No resourceVersion: from the newest state (a consistent read, as a list without one); "0": any, the cache's.
+    if (rvParam === '') await cache.fresh();
+    const afterRev = rvParam === '' || rvParam === '0' ? cache.rev : parseRV(rvParam);
 
     // kubectl get -w asks for Tables: each event's object is then a one-row Table (the column definitions in the first).
     const table = this.wantsTable(req);
@@ -482,7 +485,7 @@ export class ApiServer {
     this.watches.set(user.name, count + 1);
     this.o.metrics?.watchOpened(r.resource);
     let closed = false;
-    let handle: { stop(): void } | null = null;
+    let handle: CacheWatch | null = null;
     const timers: unknown[] = [];
     const finish = () => {
       if (closed) return;
@@ -513,7 +516,7 @@ export class ApiServer {
     const inScope = (key: string) => prefix === undefined || key.startsWith(`${grOf(r)}/${prefix}/`);
     // rv unset or 0: the current state as ADDED events first, as kube-apiserver does.
     if (rvParam === '' || rvParam === '0') {
-      for (const s of store.list(grOf(r), prefix).items) if (rest.matches(r, sel, s.object)) write('ADDED', s.json);
+      for (const s of cache.list(grOf(r), prefix).items) if (rest.matches(r, sel, s.object)) write('ADDED', s.json);
     }
     const onEvent = (ev: StoreEvent) => {
       if (!inScope(ev.key)) return;
@@ -525,17 +528,19 @@ export class ApiServer {
       else if (now) write('ADDED', ev.cur.json);
       else if (before) write('DELETED', ev.cur.json); // stopped matching the selector
     };
-    try {
-      handle = store.watch({ gr: grOf(r), namespace: prefix, afterRev, onEvent });
-    } catch (e) {
-      // Too old: an ERROR event in a 200 stream, as kube-apiserver sends it (kubectl and informers then list again).
-      write('ERROR', statusOf(e instanceof NodenetError && e.code === ErrorCode.Expired ? apiErrors.expired(e.message) : e));
+    // Too old: an ERROR event in a 200 stream, as kube-apiserver sends it (kubectl and informers then list again).
+    const onError = (e: NodenetError) => {
+      write('ERROR', statusOf(e.code === ErrorCode.Expired ? apiErrors.expired(e.message) : e));
       finish();
+    };
+    handle = cache.watch({ gr: grOf(r), namespace: prefix, afterRev, onEvent, onError });
+    if (closed) {
+      handle.stop();
       return;
     }
     if (bookmarks) {
       const tick = () => {
-        write('BOOKMARK', { kind: r.kind, apiVersion: apiVersionOf(r), metadata: { resourceVersion: String(store.rev) } });
+        write('BOOKMARK', { kind: r.kind, apiVersion: apiVersionOf(r), metadata: { resourceVersion: String(handle!.progressRev) } });
         if (!closed) timers.push(this.o.clock.setTimeout(tick, this.bookmarkMs));
       };
       timers.push(this.o.clock.setTimeout(tick, this.bookmarkMs));

@@ -1,6 +1,6 @@
 /**
  * The Deployment controller with the ReplicaSet controller and the garbage
- * collector, on a real Store (fake persistence) and Rest. A test "kubelet"
+ * collector, on a real storage (LocalStorage over the fake persistence) and watch cache and Rest. A test "kubelet"
  * makes every Pod ready, so rollouts progress: a ReplicaSet per template by
  * pod-template-hash, a rolling update within maxSurge and maxUnavailable,
  * Recreate, scaling, revisions and history, and the status `kubectl rollout
@@ -14,7 +14,7 @@ import { RESOURCES } from '../api/resources.js';
 import { loadSchemas } from '../api/schema.js';
 import { GarbageCollector } from '../gc/garbage-collector.js';
 import { FakePersistence } from '../store/persistence.fake.js';
-import { Store } from '../store/store.js';
+import { openTestStore } from '../../testing/store.js';
 import type { KObject } from '../store/types.js';
 import { DeploymentController, HASH_LABEL, resolveFenceposts, REVISION, templateHash } from './deployment.js';
 import { ReplicaSetController } from './replicaset.js';
@@ -27,14 +27,15 @@ const [DEPLOY, POD, NS] = [R('deployments'), R('pods'), R('namespaces')];
 
 async function setup(t: Test, opts: { kubelet?: boolean } = {}) {
   const clock = new FakeClock(Date.UTC(2026, 11, 1));
-  const store = new Store({ persistence: new FakePersistence(), clock });
-  const rest = new Rest({ store, schemas, clock });
+  const ts = openTestStore({ persistence: new FakePersistence(), clock });
+  const store = ts.cache;
+  const rest = new Rest({ storage: ts.storage, cache: store, schemas, clock });
   await rest.create(NS, '', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } });
   const log = silentLogger();
   const events = new EventBroadcaster({ rest, clock, log });
-  const dc = new DeploymentController({ rest, store, clock, log, events: events.recorder('deployment-controller') });
-  const rc = new ReplicaSetController({ rest, store, clock, log, events: events.recorder('replicaset-controller') });
-  const gc = new GarbageCollector({ rest, store, clock, log });
+  const dc = new DeploymentController({ rest, cache: store, clock, log, events: events.recorder('deployment-controller') });
+  const rc = new ReplicaSetController({ rest, cache: store, clock, log, events: events.recorder('replicaset-controller') });
+  const gc = new GarbageCollector({ rest, cache: store, clock, log });
   dc.start();
   rc.start();
   gc.start();
@@ -43,7 +44,7 @@ async function setup(t: Test, opts: { kubelet?: boolean } = {}) {
     rc.stop();
     gc.stop();
     await events.stop();
-    store.close();
+    ts.close();
   });
   /** Every Pod without a status becomes Running and Ready (a stand-in for the kubelet of the next issue). */
   const kubelet = async () => {

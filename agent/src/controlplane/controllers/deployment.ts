@@ -36,7 +36,7 @@ import { deepEqual } from '../../reconcile/deep-equal.js';
 import { rfc3339, type Rest } from '../api/rest.js';
 import { RESOURCES } from '../api/resources.js';
 import { OWNER_UID, ownerUids } from './indexes.js';
-import type { Store } from '../store/store.js';
+import type { WatchCache } from '../store/watch-cache.js';
 import type { KObject } from '../store/types.js';
 import { namespaceOf } from '../store/types.js';
 import { controllerOf } from './replicaset.js';
@@ -74,7 +74,7 @@ export function resolveFenceposts(replicas: number, maxSurge: unknown, maxUnavai
 
 export interface DeploymentControllerOptions {
   readonly rest: Rest;
-  readonly store: Store;
+  readonly cache: WatchCache;
   readonly clock: Clock;
   readonly log: Logger;
   readonly retryMs?: number;
@@ -89,12 +89,12 @@ export class DeploymentController {
   private readonly work: WorkQueue;
 
   constructor(private readonly o: DeploymentControllerOptions) {
-    o.store.addIndex('replicasets.apps', OWNER_UID, ownerUids);
+    o.cache.addIndex('replicasets.apps', OWNER_UID, ownerUids);
     this.work = new WorkQueue({ name: 'deployment controller', clock: o.clock, log: o.log, process: (k) => this.sync(k), ...(o.retryMs ? { retryMs: o.retryMs } : {}) });
   }
 
   start(): void {
-    const st = this.o.store;
+    const st = this.o.cache;
     const rev = st.rev;
     for (const s of st.list('deployments.apps').items) this.work.add(s.key);
     this.handles.push(st.watch({ gr: 'deployments.apps', afterRev: rev, onEvent: (ev) => this.enqueue(ev.key) }));
@@ -132,7 +132,7 @@ export class DeploymentController {
   }
 
   private async sync(key: string): Promise<void> {
-    const s = this.o.store.get(key);
+    const s = this.o.cache.get(key);
     if (!s) return; // its ReplicaSets go with it through the garbage collector
     const d = s.object;
     const m = meta(d);
@@ -143,7 +143,7 @@ export class DeploymentController {
     const replicas = num(spec['replicas'], 1);
     const template = obj(spec['template']) ?? {};
     const hash = templateHash(template);
-    const all = this.o.store.byIndex('replicasets.apps', OWNER_UID, String(m['uid'])).map((x) => x.object).filter((x) => controllerOf(x)?.uid === m['uid']);
+    const all = this.o.cache.byIndex('replicasets.apps', OWNER_UID, String(m['uid'])).map((x) => x.object).filter((x) => controllerOf(x)?.uid === m['uid']);
     const rev = (x: Readonly<KObject>) => Number((meta(x)['annotations'] as O | undefined)?.[REVISION] ?? 0);
     let current = all.find((x) => (meta(x)['labels'] as O | undefined)?.[HASH_LABEL] === hash);
     const old = all.filter((x) => x !== current).sort((a, b) => rev(a) - rev(b));

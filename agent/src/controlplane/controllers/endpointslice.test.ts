@@ -1,5 +1,5 @@
 /**
- * The EndpointSlice controller on a real Store (fake persistence) and Rest:
+ * The EndpointSlice controller on a real storage (LocalStorage over the fake persistence) and watch cache and Rest:
  * the Pods a Service selects become endpoints with kube-proxy's conditions,
  * named ports resolved per Pod, at most 100 per slice, following Pod
  * changes; a Service without a selector keeps its user's slices; an edited
@@ -13,7 +13,8 @@ import { RESOURCES } from '../api/resources.js';
 import { loadSchemas } from '../api/schema.js';
 import { GarbageCollector } from '../gc/garbage-collector.js';
 import { FakePersistence } from '../store/persistence.fake.js';
-import { Store } from '../store/store.js';
+import type { WatchCache } from '../store/watch-cache.js';
+import { openTestStore } from '../../testing/store.js';
 import type { KObject } from '../store/types.js';
 import { desiredSlices, EndpointSliceController, MANAGED_BY, rfc3339Nano, TRIGGER_TIME_ANNOTATION } from './endpointslice.js';
 
@@ -24,17 +25,18 @@ const [SVC, POD, EPS, NS] = [R('services'), R('pods'), R('endpointslices'), R('n
 
 async function setup(t: Test) {
   const clock = new FakeClock();
-  const store = new Store({ persistence: new FakePersistence(), clock });
-  const rest = new Rest({ store, schemas, clock });
+  const ts = openTestStore({ persistence: new FakePersistence(), clock });
+  const store = ts.cache;
+  const rest = new Rest({ storage: ts.storage, cache: store, schemas, clock });
   await rest.create(NS, '', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } });
-  const ctl = new EndpointSliceController({ rest, store, clock, log: silentLogger() });
-  const gc = new GarbageCollector({ rest, store, clock, log: silentLogger() });
+  const ctl = new EndpointSliceController({ rest, cache: store, clock, log: silentLogger() });
+  const gc = new GarbageCollector({ rest, cache: store, clock, log: silentLogger() });
   ctl.start();
   gc.start();
   t.teardown(() => {
     ctl.stop();
     gc.stop();
-    store.close();
+    ts.close();
   });
   const settle = async () => {
     for (let i = 0; i < 5; i++) {
@@ -54,11 +56,11 @@ const pod = (name: string, app: string, o: { ip?: string; ready?: boolean; node?
 async function runPod(rest: Rest, p: KObject, ip: string, ready = true): Promise<void> {
   const name = String(p.metadata!['name']);
   await rest.create(POD, 'default', p);
-  const cur = rest.get(POD, 'default', name).object as KObject;
+  const cur = (await rest.get(POD, 'default', name)).object as KObject;
   await rest.update(POD, 'default', name, { ...structuredClone(cur), status: { phase: 'Running', podIP: ip, conditions: [{ type: 'Ready', status: ready ? 'True' : 'False' }] } }, { sub: 'status' });
 }
 
-function slicesOf(store: Store, svcName: string) {
+function slicesOf(store: WatchCache, svcName: string) {
   return store.list('endpointslices.discovery.k8s.io', 'default').items.map((s) => s.object as KObject & { endpoints: O[]; ports: O[] }).filter((s) => (s.metadata!['labels'] as O)['kubernetes.io/service-name'] === svcName);
 }
 
@@ -147,7 +149,7 @@ t.test('last-change-trigger-time: the Service\'s creation, a Pod\'s Ready transi
   await clock.advance(10_000);
   const ready = clock.now() - 2000;
   await rest.create(POD, 'default', pod('w1', 'web'));
-  const cur = rest.get(POD, 'default', 'w1').object as KObject;
+  const cur = (await rest.get(POD, 'default', 'w1')).object as KObject;
   await rest.update(POD, 'default', 'w1', { ...structuredClone(cur), status: { phase: 'Running', podIP: '10.244.1.5', conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: rfc3339Nano(ready) }] } }, { sub: 'status' });
   await settle();
   t.same(trigger('web'), [rfc3339Nano(ready)]);
@@ -170,7 +172,7 @@ t.test('last-change-trigger-time: a controller started over stored changes write
   ctl.stop();
   await rest.create(SVC, 'default', svc('late', { ports: [{ port: 80 }] }));
   await runPod(rest, pod('l1', 'late'), '10.244.1.8');
-  const again = new EndpointSliceController({ rest, store, clock: new FakeClock(), log: silentLogger() });
+  const again = new EndpointSliceController({ rest, cache: store, clock: new FakeClock(), log: silentLogger() });
   again.start();
   t.teardown(() => again.stop());
   await again.idle();

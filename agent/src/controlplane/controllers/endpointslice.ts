@@ -39,7 +39,7 @@ import type { Rest } from '../api/rest.js';
 import { RESOURCES } from '../api/resources.js';
 import { labelSelectorRequirements, matchesLabels } from '../api/selectors.js';
 import type { IndexFunc } from '../store/indexer.js';
-import type { Store } from '../store/store.js';
+import type { WatchCache } from '../store/watch-cache.js';
 import type { KObject, Stored, StoreEvent } from '../store/types.js';
 import { namespaceOf } from '../store/types.js';
 
@@ -78,7 +78,7 @@ const readyTransition = (pod: Readonly<KObject> | undefined): unknown =>
 
 export interface EndpointSliceControllerOptions {
   readonly rest: Rest;
-  readonly store: Store;
+  readonly cache: WatchCache;
   readonly clock: Clock;
   readonly log: Logger;
   readonly maxEndpointsPerSlice?: number;
@@ -178,11 +178,11 @@ export class EndpointSliceController {
 
   constructor(private readonly o: EndpointSliceControllerOptions) {
     this.work = new WorkQueue({ name: 'endpointslice controller', clock: o.clock, log: o.log, process: (k) => this.sync(k), ...(o.retryMs ? { retryMs: o.retryMs } : {}) });
-    o.store.addIndex(SLICES_GR, MANAGED_FOR_SERVICE, managedForService);
+    o.cache.addIndex(SLICES_GR, MANAGED_FOR_SERVICE, managedForService);
   }
 
   start(): void {
-    const st = this.o.store;
+    const st = this.o.cache;
     const rev = st.rev;
     for (const s of st.list('services').items) this.work.add(s.key);
     this.handles.push(st.watch({ gr: 'services', afterRev: rev, onEvent: (ev) => this.onService(ev) }));
@@ -223,7 +223,7 @@ export class EndpointSliceController {
     const ltt = readyTransition(ev.cur.object);
     const moved = ev.type !== 'DELETED' && ltt !== readyTransition(ev.prev?.object) ? timeOf(ltt) : undefined;
     const changedAt = moved !== undefined && moved <= now ? moved : now;
-    for (const s of this.o.store.list('services', ns).items) {
+    for (const s of this.o.cache.list('services', ns).items) {
       const sel = selectorOf(s.object);
       if (!sel) continue;
       const reqs = labelSelectorRequirements({ matchLabels: sel });
@@ -240,7 +240,7 @@ export class EndpointSliceController {
 
   /** The Service's managed slices, by name (the index answers in key order: one namespace, so name order). */
   private managedSlices(ns: string, name: string): Readonly<KObject>[] {
-    return this.o.store.byIndex(SLICES_GR, MANAGED_FOR_SERVICE, `${ns}/${name}`).map((s) => s.object);
+    return this.o.cache.byIndex(SLICES_GR, MANAGED_FOR_SERVICE, `${ns}/${name}`).map((s) => s.object);
   }
 
   private async sync(key: string): Promise<void> {
@@ -260,14 +260,14 @@ export class EndpointSliceController {
 
   private async syncService(key: string, trigger: number | undefined): Promise<void> {
     const [, ns = '', name = ''] = key.split('/');
-    const svc = this.o.store.get(key)?.object;
+    const svc = this.o.cache.get(key)?.object;
     const existing = this.managedSlices(ns, name);
     if (!svc || !selectorOf(svc) || meta(svc)['deletionTimestamp']) {
       // No Service, or one without a selector: the slices this controller made go (a user's stay).
       for (const s of existing) await this.o.rest.delete(SLICES, ns, String(meta(s)['name']));
       return;
     }
-    const pods = this.o.store.list('pods', ns).items.map((s) => s.object);
+    const pods = this.o.cache.list('pods', ns).items.map((s) => s.object);
     const want = desiredSlices(svc, pods, this.o.maxEndpointsPerSlice ?? MAX_ENDPOINTS_PER_SLICE);
     const m = meta(svc);
     const body = (d: { ports: Port[]; endpoints: O[] }, current?: Readonly<KObject>): KObject => {

@@ -1,5 +1,5 @@
 /**
- * The event recorder on a real Store (fake persistence) and Rest with a
+ * The event recorder on a real storage (LocalStorage over the fake persistence) and watch cache and Rest with a
  * fake clock: the Event a component records (name, namespace, involved
  * object, source, timestamps, count), repeats folded into one Event within
  * the window and new ones after it, a repeat of a deleted Event made
@@ -12,7 +12,7 @@ import { Rest } from '../api/rest.js';
 import { RESOURCES } from '../api/resources.js';
 import { loadSchemas } from '../api/schema.js';
 import { FakePersistence } from '../store/persistence.fake.js';
-import { Store } from '../store/store.js';
+import { openTestStore } from '../../testing/store.js';
 import type { KObject } from '../store/types.js';
 import { EventBroadcaster, refOf } from './events.js';
 
@@ -24,15 +24,16 @@ const START = Date.UTC(2026, 11, 1, 12, 0, 0);
 
 async function setup(t: Test, opts: { windowMs?: number } = {}) {
   const clock = new FakeClock(START);
-  const store = new Store({ persistence: new FakePersistence(), clock });
-  const rest = new Rest({ store, schemas, clock });
+  const ts = openTestStore({ persistence: new FakePersistence(), clock });
+  const store = ts.cache;
+  const rest = new Rest({ storage: ts.storage, cache: store, schemas, clock });
   await rest.create(NS, '', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } });
   const logs: O[] = [];
   const log = pino({ level: 'warn' }, { write: (s: string) => void logs.push(JSON.parse(s) as O) });
   const events = new EventBroadcaster({ rest, clock, log, ...opts });
   t.teardown(async () => {
     await events.stop();
-    store.close();
+    ts.close();
   });
   const list = () => store.list('events').items.map((s) => s.object as KObject & O);
   return { clock, store, rest, events, list, logs };

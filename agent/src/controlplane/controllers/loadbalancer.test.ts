@@ -1,5 +1,5 @@
 /**
- * The load-balancer controller on a real Store (fake persistence), Rest
+ * The load-balancer controller on a real storage (LocalStorage over the fake persistence) and watch cache, Rest
  * (with the Service allocator) and event recorder: addresses from the pool,
  * the lowest first, a requested one honoured when free, never one twice
  * (across restarts too), freed with the Service or its type, Services of
@@ -13,7 +13,7 @@ import { Rest } from '../api/rest.js';
 import { RESOURCES } from '../api/resources.js';
 import { loadSchemas } from '../api/schema.js';
 import { FakePersistence } from '../store/persistence.fake.js';
-import { Store } from '../store/store.js';
+import { openTestStore } from '../../testing/store.js';
 import type { KObject } from '../store/types.js';
 import { EventBroadcaster } from './events.js';
 import { LOAD_BALANCER_CLASS, LoadBalancerController, parseLoadBalancerPool } from './loadbalancer.js';
@@ -25,13 +25,14 @@ const [SVC, NS] = [R('services'), R('namespaces')];
 
 async function setup(t: Test, o: { persistence?: FakePersistence; pool?: string; start?: boolean } = {}) {
   const clock = new FakeClock(Date.UTC(2026, 11, 1));
-  const store = new Store({ persistence: o.persistence ?? new FakePersistence(), clock });
+  const ts = openTestStore({ persistence: o.persistence ?? new FakePersistence(), clock });
+  const store = ts.cache;
   const alloc = new ServiceAllocator();
   alloc.start(store);
-  const rest = new Rest({ store, schemas, clock, services: alloc });
+  const rest = new Rest({ storage: ts.storage, cache: store, schemas, clock, services: alloc });
   if (!store.get('namespaces//default')) await rest.create(NS, '', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } });
   const events = new EventBroadcaster({ rest, clock, log: silentLogger() });
-  const lb = new LoadBalancerController({ rest, store, clock, log: silentLogger(), events: events.recorder('service-lb-controller'), ...(o.pool !== undefined ? { pool: o.pool } : {}) });
+  const lb = new LoadBalancerController({ rest, cache: store, clock, log: silentLogger(), events: events.recorder('service-lb-controller'), ...(o.pool !== undefined ? { pool: o.pool } : {}) });
   if (o.start !== false) lb.start();
   let stopped = false;
   const stop = async () => {
@@ -40,7 +41,7 @@ async function setup(t: Test, o: { persistence?: FakePersistence; pool?: string;
     lb.stop();
     await events.stop();
     alloc.stop();
-    store.close();
+    ts.close();
   };
   t.teardown(stop);
   const settle = async () => {
@@ -49,7 +50,7 @@ async function setup(t: Test, o: { persistence?: FakePersistence; pool?: string;
       await events.idle();
     }
   };
-  const ingress = (name: string) => ((rest.get(SVC, 'default', name).object['status'] as { loadBalancer?: { ingress?: { ip: string }[] } } | undefined)?.loadBalancer?.ingress ?? []).map((i) => i.ip);
+  const ingress = async (name: string) => (((await rest.get(SVC, 'default', name)).object['status'] as { loadBalancer?: { ingress?: { ip: string }[] } } | undefined)?.loadBalancer?.ingress ?? []).map((i) => i.ip);
   const eventsOf = (name: string) =>
     store.list('events', 'default').items.map((s) => s.object as O).filter((e) => (e['involvedObject'] as O)['name'] === name).map((e) => ({ type: e['type'], reason: e['reason'], message: e['message'] }));
   return { clock, store, rest, lb, settle, ingress, eventsOf, stop };
@@ -74,19 +75,19 @@ t.test('addresses from the pool, lowest first; an exhausted pool is a Warning an
     await rest.create(SVC, 'default', lbSvc(n));
     await settle();
   }
-  t.same(['a', 'b', 'c'].map(ingress), [['192.0.2.10'], ['192.0.2.11'], []]);
+  t.same(await Promise.all(['a', 'b', 'c'].map(ingress)), [['192.0.2.10'], ['192.0.2.11'], []]);
   t.equal(lb.free, 0);
   t.same(eventsOf('a'), [{ type: 'Normal', reason: 'IPAllocated', message: 'Assigned IP ["192.0.2.10"]' }]);
   t.same(eventsOf('c'), [{ type: 'Warning', reason: 'AllocationFailed', message: 'Failed to allocate IP for "default/c": no available IPs in the pool 192.0.2.10-192.0.2.11' }]);
   await rest.patch(SVC, 'default', 'c', 'merge', { metadata: { labels: { touched: 'yes' } } });
   await settle();
   t.equal(eventsOf('c').length, 1, 'not told again on every change');
-  t.same(ingress('a'), ['192.0.2.10'], 'a change of a Service keeps its address');
+  t.same(await ingress('a'), ['192.0.2.10'], 'a change of a Service keeps its address');
   await rest.delete(SVC, 'default', 'a');
   await settle();
-  t.same(ingress('c'), ['192.0.2.10'], 'the deleted Service\'s address went to the waiting one');
+  t.same(await ingress('c'), ['192.0.2.10'], 'the deleted Service\'s address went to the waiting one');
   t.match(eventsOf('c')[1], { reason: 'IPAllocated', message: 'Assigned IP ["192.0.2.10"]' });
-  t.not(ingress('b')[0], ingress('c')[0]);
+  t.not((await ingress('b'))[0], (await ingress('c'))[0]);
 });
 
 t.test('spec.loadBalancerIP: given when in the pool and free; taken or outside: none, and a Warning', async (t) => {
@@ -94,45 +95,45 @@ t.test('spec.loadBalancerIP: given when in the pool and free; taken or outside: 
   await rest.create(SVC, 'default', lbSvc('want', { loadBalancerIP: '192.0.2.7' }));
   await rest.create(SVC, 'default', lbSvc('any'));
   await settle();
-  t.same(ingress('want'), ['192.0.2.7']);
-  t.same(ingress('any'), ['192.0.2.1'], 'the lowest free');
+  t.same(await ingress('want'), ['192.0.2.7']);
+  t.same(await ingress('any'), ['192.0.2.1'], 'the lowest free');
   await rest.create(SVC, 'default', lbSvc('dup', { loadBalancerIP: '192.0.2.7' }));
   await rest.create(SVC, 'default', lbSvc('far', { loadBalancerIP: '198.51.100.1' }));
   await settle();
-  t.same(ingress('dup'), []);
+  t.same(await ingress('dup'), []);
   t.same(eventsOf('dup'), [{ type: 'Warning', reason: 'AllocationFailed', message: 'Failed to allocate IP for "default/dup": 192.0.2.7 is already in use by default/want' }]);
-  t.same(ingress('far'), []);
+  t.same(await ingress('far'), []);
   t.match(eventsOf('far'), [{ reason: 'AllocationFailed', message: 'Failed to allocate IP for "default/far": "198.51.100.1" is not allowed in config: the pool is 192.0.2.1-192.0.2.14' }]);
   // Moving a Service to another requested address frees its first.
   await rest.patch(SVC, 'default', 'want', 'merge', { spec: { loadBalancerIP: '192.0.2.9' } });
   await settle();
-  t.same(ingress('want'), ['192.0.2.9']);
-  t.same(ingress('dup'), ['192.0.2.7'], 'the one waiting for .7 got it once it was free');
+  t.same(await ingress('want'), ['192.0.2.9']);
+  t.same(await ingress('dup'), ['192.0.2.7'], 'the one waiting for .7 got it once it was free');
   // Asking for a taken one drops the address a Service had.
   await rest.patch(SVC, 'default', 'any', 'merge', { spec: { loadBalancerIP: '192.0.2.9' } });
   await settle();
-  t.same(ingress('any'), [], 'no ingress while what it asks for is taken');
+  t.same(await ingress('any'), [], 'no ingress while what it asks for is taken');
 });
 
 t.test('released when the Service stops being a LoadBalancer; other loadBalancerClasses are left alone', async (t) => {
   const { rest, settle, ingress, eventsOf, lb } = await setup(t, { pool: '192.0.2.10/32' });
   await rest.create(SVC, 'default', lbSvc('a'));
   await settle();
-  t.same(ingress('a'), ['192.0.2.10']);
+  t.same(await ingress('a'), ['192.0.2.10']);
   await rest.create(SVC, 'default', lbSvc('other', { loadBalancerClass: 'example.com/cloud' }));
   await rest.create(SVC, 'default', lbSvc('ours', { loadBalancerClass: LOAD_BALANCER_CLASS }));
   await settle();
-  t.same(ingress('other'), [], 'another implementation\'s');
+  t.same(await ingress('other'), [], 'another implementation\'s');
   t.same(eventsOf('other'), [], 'not even an Event');
-  t.same(ingress('ours'), [], 'ours, waiting');
-  const cur = rest.get(SVC, 'default', 'other').object as KObject;
+  t.same(await ingress('ours'), [], 'ours, waiting');
+  const cur = (await rest.get(SVC, 'default', 'other')).object as KObject;
   await rest.update(SVC, 'default', 'other', { ...structuredClone(cur), status: { loadBalancer: { ingress: [{ ip: '203.0.113.9' }] } } }, { sub: 'status' });
   await settle();
-  t.same(ingress('other'), ['203.0.113.9'], 'its status is its implementation\'s');
+  t.same(await ingress('other'), ['203.0.113.9'], 'its status is its implementation\'s');
   const back = await rest.patch(SVC, 'default', 'a', 'merge', { spec: { type: 'ClusterIP' } });
   await settle();
   t.same((back.object['status'] as O)['loadBalancer'], {}, 'the load-balancer status goes with the type');
-  t.same(ingress('ours'), ['192.0.2.10'], 'and the address to the next');
+  t.same(await ingress('ours'), ['192.0.2.10'], 'and the address to the next');
   t.equal(lb.free, 0);
 });
 
@@ -142,7 +143,7 @@ t.test('restarts: the table is rebuilt from the Services\' statuses, so no addre
   await first.rest.create(SVC, 'default', lbSvc('a'));
   await first.rest.create(SVC, 'default', lbSvc('b'));
   await first.settle();
-  t.same([first.ingress('a'), first.ingress('b')], [['192.0.2.1'], ['192.0.2.2']]);
+  t.same([await first.ingress('a'), await first.ingress('b')], [['192.0.2.1'], ['192.0.2.2']]);
   await first.stop();
   // While no controller ran: a deletion, a new Service, and one whose status claims a's address.
   const second = await setup(t, { persistence, pool: '192.0.2.1-192.0.2.3', start: false });
@@ -154,7 +155,7 @@ t.test('restarts: the table is rebuilt from the Services\' statuses, so no addre
   await second.rest.update(SVC, 'default', 'd', { ...structuredClone(d), status: { loadBalancer: { ingress: [{ ip: '192.0.2.1' }] } } }, { sub: 'status' });
   second.lb.start();
   await second.settle();
-  const got = ['a', 'c', 'd'].map((n) => second.ingress(n)[0]);
+  const got = await Promise.all(['a', 'c', 'd'].map(async (n) => (await second.ingress(n))[0]));
   t.equal(got[0], '192.0.2.1', 'the oldest keeps its address');
   t.equal(new Set(got).size, 3, `distinct: ${got.join(', ')}`);
   t.ok(got.includes('192.0.2.2'), 'b\'s address, free since its deletion, was given again');
@@ -165,7 +166,7 @@ t.test('no pool: LoadBalancer Services stay pending, and an Event says so', asyn
   await rest.create(SVC, 'default', lbSvc('a'));
   await rest.create(SVC, 'default', { apiVersion: 'v1', kind: 'Service', metadata: { name: 'plain' }, spec: { ports: [{ port: 80 }] } });
   await settle();
-  t.same(ingress('a'), []);
+  t.same(await ingress('a'), []);
   t.same(eventsOf('a'), [{ type: 'Warning', reason: 'AllocationFailed', message: 'Failed to allocate IP for "default/a": no load-balancer IP pool is configured (nodenet control-plane --load-balancer-ip-pool): the Service stays pending' }]);
   t.same(eventsOf('plain'), [], 'nothing about other Services');
 });

@@ -36,7 +36,7 @@ import type { Clock } from '../../reconcile/clock.js';
 import { deepEqual } from '../../reconcile/deep-equal.js';
 import type { Rest } from '../api/rest.js';
 import { RESOURCES } from '../api/resources.js';
-import type { Store } from '../store/store.js';
+import type { WatchCache } from '../store/watch-cache.js';
 import type { KObject, StoreEvent } from '../store/types.js';
 import { NO_EVENTS, type EventRecorder } from './events.js';
 import { WorkQueue } from './work-queue.js';
@@ -107,7 +107,7 @@ const nameOf = (key: string): string => key.split('/').slice(1).join('/');
 
 export interface LoadBalancerControllerOptions {
   readonly rest: Rest;
-  readonly store: Store;
+  readonly cache: WatchCache;
   readonly clock: Clock;
   readonly log: Logger;
   /** The addresses to hand out (parseLoadBalancerPool's form); absent or empty: none. @throws TypeError from the constructor when malformed */
@@ -137,7 +137,7 @@ export class LoadBalancerController {
 
   /** The repair, then the watch: addresses shown by the stored Services are theirs, the oldest Service's first. */
   start(): void {
-    const { items, rev } = this.o.store.list('services');
+    const { items, rev } = this.o.cache.list('services');
     const created = (s: (typeof items)[number]) => str(s.object.metadata?.['creationTimestamp']);
     const oldestFirst = [...items].sort((a, b) => (created(a) < created(b) ? -1 : created(a) > created(b) ? 1 : a.key < b.key ? -1 : 1));
     for (const s of oldestFirst) {
@@ -151,7 +151,7 @@ export class LoadBalancerController {
       }
     }
     for (const s of items) this.work.add(s.key);
-    this.watch = this.o.store.watch({ gr: 'services', afterRev: rev, onEvent: (ev) => this.onEvent(ev) });
+    this.watch = this.o.cache.watch({ gr: 'services', afterRev: rev, onEvent: (ev) => this.onEvent(ev) });
   }
 
   stop(): void {
@@ -213,7 +213,7 @@ export class LoadBalancerController {
   }
 
   private async process(key: string): Promise<void> {
-    const cur = this.o.store.get(key)?.object;
+    const cur = this.o.cache.get(key)?.object;
     if (!cur || !isManagedLoadBalancer(cur)) {
       // Gone, no LoadBalancer (the strategy dropped its load-balancer status with the type), or another class's.
       this.release(key);

@@ -1,5 +1,5 @@
 /**
- * Node IPAM on a real Store (fake persistence) and Rest: a pod CIDR per
+ * Node IPAM on a real storage (LocalStorage over the fake persistence) and watch cache and Rest: a pod CIDR per
  * Node, never shared, kept across restarts, freed when the Node goes, a
  * Node's own honoured when it fits and refused (left alone) when it is
  * taken, immutable once set.
@@ -12,7 +12,7 @@ import { Rest } from '../api/rest.js';
 import { RESOURCES } from '../api/resources.js';
 import { loadSchemas } from '../api/schema.js';
 import { FakePersistence } from '../store/persistence.fake.js';
-import { Store } from '../store/store.js';
+import { openTestStore } from '../../testing/store.js';
 import type { KObject } from '../store/types.js';
 import { NodeIpam } from './node-ipam.js';
 
@@ -21,26 +21,27 @@ const NODES = RESOURCES.find((r) => r.resource === 'nodes')!;
 
 function setup(t: Test, persistence = new FakePersistence(), cidr = '10.244.0.0/22') {
   const clock = new FakeClock();
-  const store = new Store({ persistence, clock });
-  const rest = new Rest({ store, schemas, clock });
-  const ipam = new NodeIpam({ rest, store, clock, log: silentLogger(), clusterCIDR: cidr, maskSize: 24 });
+  const ts = openTestStore({ persistence, clock });
+  const store = ts.cache;
+  const rest = new Rest({ storage: ts.storage, cache: store, schemas, clock });
+  const ipam = new NodeIpam({ rest, cache: store, clock, log: silentLogger(), clusterCIDR: cidr, maskSize: 24 });
   const stop = () => {
     ipam.stop();
-    store.close();
+    ts.close();
   };
   t.teardown(stop);
   return { store, rest, ipam, stop };
 }
 
 const node = (name: string, podCIDR?: string): KObject => ({ apiVersion: 'v1', kind: 'Node', metadata: { name }, ...(podCIDR ? { spec: { podCIDR } } : {}) });
-const cidrOf = (rest: Rest, name: string) => (rest.get(NODES, '', name).object['spec'] as { podCIDR?: string; podCIDRs?: string[] } | undefined);
+const cidrOf = async (rest: Rest, name: string) => ((await rest.get(NODES, '', name)).object['spec'] as { podCIDR?: string; podCIDRs?: string[] } | undefined);
 
 t.test('each Node gets its own /24; a deleted Node\'s is free again; a full cluster CIDR leaves the Node without one', async (t) => {
   const { rest, ipam } = setup(t);
   ipam.start();
   for (const n of ['a', 'b', 'c']) await rest.create(NODES, '', node(n));
   await ipam.idle();
-  t.same(['a', 'b', 'c'].map((n) => cidrOf(rest, n)), [
+  t.same(await Promise.all(['a', 'b', 'c'].map((n) => cidrOf(rest, n))), [
     { podCIDR: '10.244.0.0/24', podCIDRs: ['10.244.0.0/24'] },
     { podCIDR: '10.244.1.0/24', podCIDRs: ['10.244.1.0/24'] },
     { podCIDR: '10.244.2.0/24', podCIDRs: ['10.244.2.0/24'] },
@@ -48,13 +49,13 @@ t.test('each Node gets its own /24; a deleted Node\'s is free again; a full clus
   await rest.create(NODES, '', node('d'));
   await rest.create(NODES, '', node('e'));
   await ipam.idle();
-  t.equal(cidrOf(rest, 'd')?.podCIDR, '10.244.3.0/24');
-  t.equal(cidrOf(rest, 'e')?.podCIDR, undefined, 'a /22 has four /24s');
+  t.equal((await cidrOf(rest, 'd'))?.podCIDR, '10.244.3.0/24');
+  t.equal((await cidrOf(rest, 'e'))?.podCIDR, undefined, 'a /22 has four /24s');
   t.equal(ipam.free, 0);
   await rest.delete(NODES, '', 'b');
   await rest.create(NODES, '', node('f'));
   await ipam.idle();
-  t.equal(cidrOf(rest, 'f')?.podCIDR, '10.244.1.0/24', 'b\'s block went to the next Node');
+  t.equal((await cidrOf(rest, 'f'))?.podCIDR, '10.244.1.0/24', 'b\'s block went to the next Node');
 });
 
 t.test('a Node\'s own pod CIDR: kept when it fits and is free, left alone when taken or outside; immutable once set', async (t) => {
@@ -63,14 +64,14 @@ t.test('a Node\'s own pod CIDR: kept when it fits and is free, left alone when t
   await rest.create(NODES, '', node('own', '10.244.2.0/24'));
   await rest.create(NODES, '', node('next'));
   await ipam.idle();
-  t.equal(cidrOf(rest, 'own')?.podCIDR, '10.244.2.0/24');
-  t.equal(cidrOf(rest, 'next')?.podCIDR, '10.244.0.0/24');
+  t.equal((await cidrOf(rest, 'own'))?.podCIDR, '10.244.2.0/24');
+  t.equal((await cidrOf(rest, 'next'))?.podCIDR, '10.244.0.0/24');
   await rest.create(NODES, '', node('clash', '10.244.2.0/24'));
   await rest.create(NODES, '', node('outside', '192.168.0.0/24'));
   await ipam.idle();
-  t.equal(cidrOf(rest, 'clash')?.podCIDR, '10.244.2.0/24', 'a taken one is reported, not rewritten (upstream: CIDRNotAvailable)');
+  t.equal((await cidrOf(rest, 'clash'))?.podCIDR, '10.244.2.0/24', 'a taken one is reported, not rewritten (upstream: CIDRNotAvailable)');
   t.equal(ipam.free, 2, 'the clash and the outsider hold nothing');
-  const cur = rest.get(NODES, '', 'next').object as KObject;
+  const cur = (await rest.get(NODES, '', 'next')).object as KObject;
   const moved = structuredClone(cur);
   (moved['spec'] as Record<string, unknown>)['podCIDR'] = '10.244.3.0/24';
   (moved['spec'] as Record<string, unknown>)['podCIDRs'] = ['10.244.3.0/24'];
@@ -93,7 +94,7 @@ t.test('restarts: the table is rebuilt from the Nodes, so no block is handed out
   second.ipam.start();
   await second.rest.create(NODES, '', node('d'));
   await second.ipam.idle();
-  const got = ['b', 'c', 'd'].map((n) => cidrOf(second.rest, n)?.podCIDR);
+  const got = await Promise.all(['b', 'c', 'd'].map(async (n) => (await cidrOf(second.rest, n))?.podCIDR));
   t.equal(got[0], '10.244.1.0/24');
   t.equal(new Set(got).size, 3, `distinct: ${got.join(', ')}`);
   t.ok(got.includes('10.244.0.0/24'), 'a\'s block, free after its deletion, was given again');

@@ -22,7 +22,7 @@ import { intToIp, ipToInt, parseCidr } from '../../net/ip.js';
 import type { Clock } from '../../reconcile/clock.js';
 import type { Rest } from '../api/rest.js';
 import { RESOURCES } from '../api/resources.js';
-import type { Store } from '../store/store.js';
+import type { WatchCache } from '../store/watch-cache.js';
 import type { KObject, StoreEvent } from '../store/types.js';
 
 type O = Record<string, unknown>;
@@ -33,7 +33,7 @@ export const DEFAULT_NODE_MASK = 24;
 
 export interface NodeIpamOptions {
   readonly rest: Rest;
-  readonly store: Store;
+  readonly cache: WatchCache;
   readonly clock: Clock;
   readonly log: Logger;
   readonly clusterCIDR?: string;
@@ -85,7 +85,7 @@ export class NodeIpam {
   }
 
   start(): void {
-    const { items, rev } = this.o.store.list('nodes');
+    const { items, rev } = this.o.cache.list('nodes');
     for (const s of items) {
       const name = String(s.object.metadata?.['name']);
       const cidr = podCIDROf(s.object);
@@ -93,7 +93,7 @@ export class NodeIpam {
       if (b !== undefined && !this.used.has(b)) this.used.set(b, name);
       this.work.add(name);
     }
-    this.watch = this.o.store.watch({ gr: 'nodes', afterRev: rev, onEvent: (ev) => this.onEvent(ev) });
+    this.watch = this.o.cache.watch({ gr: 'nodes', afterRev: rev, onEvent: (ev) => this.onEvent(ev) });
   }
 
   stop(): void {
@@ -124,7 +124,7 @@ export class NodeIpam {
   }
 
   private async process(name: string): Promise<void> {
-    const s = this.o.store.get(`nodes//${name}`);
+    const s = this.o.cache.get(`nodes//${name}`);
     if (!s || s.object.metadata?.['deletionTimestamp']) return;
     const have = podCIDROf(s.object);
     if (have) {
@@ -154,7 +154,7 @@ export class NodeIpam {
       await this.o.rest.update(NODES, '', name, next, { fieldManager: 'nodenet-node-ipam' });
       this.o.log.info({ [F.name]: name, podCIDR: cidr }, 'pod CIDR assigned');
     } catch (e) {
-      if (this.used.get(block) === name && !podCIDROf(this.o.store.get(`nodes//${name}`)?.object ?? {})) this.used.delete(block);
+      if (this.used.get(block) === name && !podCIDROf(this.o.cache.get(`nodes//${name}`)?.object ?? {})) this.used.delete(block);
       if (isNodenetError(e) && e.code === ErrorCode.NotFound) return;
       throw e;
     }

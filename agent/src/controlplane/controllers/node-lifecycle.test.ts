@@ -1,5 +1,5 @@
 /**
- * The node lifecycle controller on a real Store (fake persistence) and Rest
+ * The node lifecycle controller on a real storage (LocalStorage over the fake persistence) and watch cache and Rest
  * with a fake clock, with the EndpointSlice and ReplicaSet controllers where
  * the story goes through them: a Node that renews its Lease stays Ready; one
  * that goes silent for the grace period becomes Unknown, is tainted
@@ -16,7 +16,7 @@ import { RESOURCES } from '../api/resources.js';
 import { loadSchemas } from '../api/schema.js';
 import { DEFAULT_TOLERATION_SECONDS } from '../kinds/kinds.js';
 import { FakePersistence } from '../store/persistence.fake.js';
-import { Store } from '../store/store.js';
+import { openTestStore } from '../../testing/store.js';
 import type { KObject } from '../store/types.js';
 import { EndpointSliceController } from './endpointslice.js';
 import { EventBroadcaster } from './events.js';
@@ -32,14 +32,15 @@ const microTime = (ms: number) => new Date(ms).toISOString().replace(/\.(\d{3})Z
 
 async function setup(t: Test, o: { start?: boolean; persistence?: FakePersistence; clock?: FakeClock } = {}) {
   const clock = o.clock ?? new FakeClock(Date.UTC(2026, 11, 1, 12));
-  const store = new Store({ persistence: o.persistence ?? new FakePersistence(), clock });
-  const rest = new Rest({ store, schemas, clock });
+  const ts = openTestStore({ persistence: o.persistence ?? new FakePersistence(), clock });
+  const store = ts.cache;
+  const rest = new Rest({ storage: ts.storage, cache: store, schemas, clock });
   for (const name of ['default', 'kube-node-lease']) if (!store.get(`namespaces//${name}`)) await rest.create(NS, '', { apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
   const log = silentLogger();
   const broadcaster = new EventBroadcaster({ rest, clock, log });
-  const ctl = new NodeLifecycleController({ rest, store, clock, log, gracePeriodMs: GRACE, events: broadcaster.recorder(NODE_COMPONENT), evictionEvents: broadcaster.recorder(EVICTION_COMPONENT) });
-  const eps = new EndpointSliceController({ rest, store, clock, log });
-  const rsc = new ReplicaSetController({ rest, store, clock, log });
+  const ctl = new NodeLifecycleController({ rest, cache: store, clock, log, gracePeriodMs: GRACE, events: broadcaster.recorder(NODE_COMPONENT), evictionEvents: broadcaster.recorder(EVICTION_COMPONENT) });
+  const eps = new EndpointSliceController({ rest, cache: store, clock, log });
+  const rsc = new ReplicaSetController({ rest, cache: store, clock, log });
   const start = () => {
     ctl.start();
     eps.start();
@@ -51,7 +52,7 @@ async function setup(t: Test, o: { start?: boolean; persistence?: FakePersistenc
     eps.stop();
     rsc.stop();
     broadcaster.stop();
-    store.close();
+    ts.close();
   };
   t.teardown(stop);
   const settle = async () => {
@@ -78,7 +79,7 @@ async function setup(t: Test, o: { start?: boolean; persistence?: FakePersistenc
   /** A Pod bound to `node`, given Running, an IP and Ready by the test as a kubelet would. */
   const runPod = async (name: string, node: string, ip: string, spec: O = {}) => {
     await rest.create(POD, 'default', { apiVersion: 'v1', kind: 'Pod', metadata: { name, labels: { app: 'web' } }, spec: { nodeName: node, containers: [{ name: 'c', image: 'none', ports: [{ containerPort: 8080 }] }], ...spec } });
-    const cur = rest.get(POD, 'default', name).object as KObject;
+    const cur = (await rest.get(POD, 'default', name)).object as KObject;
     await rest.update(POD, 'default', name, { ...structuredClone(cur), status: { phase: 'Running', podIP: ip, conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: rfc3339(clock.now()) }] } }, { sub: 'status' });
   };
   const node = (name: string) => store.get(`nodes//${name}`)!.object as KObject;
@@ -300,8 +301,9 @@ t.test('pure parts: tolerations, eviction delays, condition taints; bad grace pe
   t.same(desiredTaints('True'), []);
   t.same(desiredTaints(undefined), []);
   t.same(desiredTaints('False').map((x) => `${x.key}:${x.effect}`), [`${TAINT_NOT_READY}:NoSchedule`, `${TAINT_NOT_READY}:NoExecute`]);
-  const store = new Store({ persistence: new FakePersistence(), clock: new FakeClock() });
-  t.teardown(() => store.close());
-  const rest = new Rest({ store, schemas, clock: new FakeClock() });
-  for (const g of [0, -1, Number.NaN]) t.throws(() => new NodeLifecycleController({ rest, store, clock: new FakeClock(), log: silentLogger(), gracePeriodMs: g }), { code: 'NN_ERR_INVALID_CONFIG' });
+  const ts = openTestStore({ persistence: new FakePersistence(), clock: new FakeClock() });
+  const store = ts.cache;
+  t.teardown(() => ts.close());
+  const rest = new Rest({ storage: ts.storage, cache: store, schemas, clock: new FakeClock() });
+  for (const g of [0, -1, Number.NaN]) t.throws(() => new NodeLifecycleController({ rest, cache: store, clock: new FakeClock(), log: silentLogger(), gracePeriodMs: g }), { code: 'NN_ERR_INVALID_CONFIG' });
 });

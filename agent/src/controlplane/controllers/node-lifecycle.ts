@@ -52,7 +52,7 @@ import { deepEqual } from '../../reconcile/deep-equal.js';
 import { rfc3339, type Rest } from '../api/rest.js';
 import { RESOURCES } from '../api/resources.js';
 import { POD_NODE_NAME, podNodeName } from './indexes.js';
-import type { Store } from '../store/store.js';
+import type { WatchCache } from '../store/watch-cache.js';
 import type { KObject, StoreEvent } from '../store/types.js';
 import { grOf, namespaceOf } from '../store/types.js';
 import { NO_EVENTS, type EventRecorder } from './events.js';
@@ -80,7 +80,7 @@ export const EVICTION_COMPONENT = 'taint-eviction-controller';
 
 export interface NodeLifecycleOptions {
   readonly rest: Rest;
-  readonly store: Store;
+  readonly cache: WatchCache;
   readonly clock: Clock;
   readonly log: Logger;
   /** How long a Node may be silent before it is Unknown (ms); default 40 s. */
@@ -196,12 +196,12 @@ export class NodeLifecycleController {
     const g = o.gracePeriodMs ?? DEFAULT_NODE_MONITOR_GRACE_PERIOD_MS;
     if (!Number.isFinite(g) || g <= 0) throw new NodenetError(ErrorCode.InvalidConfig, `node monitor grace period ${g} ms: must be more than 0`);
     this.gracePeriodMs = g;
-    o.store.addIndex('pods', POD_NODE_NAME, podNodeName);
+    o.cache.addIndex('pods', POD_NODE_NAME, podNodeName);
     this.work = new WorkQueue({ name: 'node lifecycle controller', clock: o.clock, log: o.log, process: (k) => this.process(k), ...(o.retryMs ? { retryMs: o.retryMs } : {}) });
   }
 
   start(): void {
-    const st = this.o.store;
+    const st = this.o.cache;
     const rev = st.rev;
     // Every Node known now is judged a full grace period from now, as upstream after a restart.
     for (const s of st.list('nodes').items) this.observeNode(s.object);
@@ -313,11 +313,11 @@ export class NodeLifecycleController {
   }
 
   private podsOn(node: string): Readonly<KObject>[] {
-    return this.o.store.byIndex('pods', POD_NODE_NAME, node).map((s) => s.object);
+    return this.o.cache.byIndex('pods', POD_NODE_NAME, node).map((s) => s.object);
   }
 
   private async syncNode(name: string): Promise<void> {
-    const s = this.o.store.get(`nodes//${name}`);
+    const s = this.o.cache.get(`nodes//${name}`);
     if (!s || meta(s.object)['deletionTimestamp']) return;
     let node = s.object;
     const h = this.health.get(name);
@@ -413,13 +413,13 @@ export class NodeLifecycleController {
   }
 
   private async syncPod(key: string): Promise<void> {
-    const pod = this.o.store.get(key)?.object;
+    const pod = this.o.cache.get(key)?.object;
     if (!pod) {
       this.cancelEviction(key, false);
       return;
     }
     const nodeName = str(obj(pod['spec'])?.['nodeName']);
-    const node = this.o.store.get(`nodes//${nodeName}`)?.object;
+    const node = this.o.cache.get(`nodes//${nodeName}`)?.object;
     if (!node || !this.health.has(nodeName)) return;
     const ready = str(conditionOf(node, 'Ready')?.['status']);
     if (ready !== '' && ready !== 'True') await this.markPodNotReady(pod, nodeName);
@@ -477,7 +477,7 @@ export class NodeLifecycleController {
       this.evictions.set(key, { ...e, timer: this.o.clock.setTimeout(() => this.work.add(`evict/${key.slice('pods/'.length)}`), early) });
       return;
     }
-    const pod = this.o.store.get(key)?.object;
+    const pod = this.o.cache.get(key)?.object;
     if (!pod || str(meta(pod)['uid']) !== e.uid || meta(pod)['deletionTimestamp']) {
       this.evictions.delete(key);
       return;

@@ -1,5 +1,5 @@
 /**
- * The pod GC on a real Store (fake persistence) and Rest with a fake clock:
+ * The pod GC on a real storage (LocalStorage over the fake persistence) and watch cache and Rest with a fake clock:
  * the Pods of a Node that is gone are deleted after the quarantine, with
  * their DisruptionTarget condition and an Event; a Node that comes back in
  * time keeps them; Pods of existing Nodes and unbound Pods are never
@@ -12,7 +12,7 @@ import { Rest } from '../api/rest.js';
 import { RESOURCES } from '../api/resources.js';
 import { loadSchemas } from '../api/schema.js';
 import { FakePersistence } from '../store/persistence.fake.js';
-import { Store } from '../store/store.js';
+import { openTestStore } from '../../testing/store.js';
 import type { KObject } from '../store/types.js';
 import type { EventRecorder } from './events.js';
 import { PodGarbageCollector } from './pod-gc.js';
@@ -23,15 +23,16 @@ const [NODES, PODS] = [R('nodes'), R('pods')];
 
 async function setup(t: Test) {
   const clock = new FakeClock();
-  const store = new Store({ persistence: new FakePersistence(), clock });
-  const rest = new Rest({ store, schemas, clock });
+  const ts = openTestStore({ persistence: new FakePersistence(), clock });
+  const store = ts.cache;
+  const rest = new Rest({ storage: ts.storage, cache: store, schemas, clock });
   await rest.create(R('namespaces'), '', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } });
   const events: string[] = [];
   const recorder: EventRecorder = { event: (o, type, reason, message) => void events.push(`${type} ${reason} ${String((o as KObject).metadata?.['name'])}: ${message}`) } as EventRecorder;
-  const gc = new PodGarbageCollector({ rest, store, clock, log: silentLogger(), events: recorder, quarantineMs: 40_000 });
+  const gc = new PodGarbageCollector({ rest, cache: store, clock, log: silentLogger(), events: recorder, quarantineMs: 40_000 });
   t.teardown(() => {
     gc.stop();
-    store.close();
+    ts.close();
   });
   return { clock, store, rest, gc, events };
 }
@@ -41,7 +42,7 @@ const pod = (name: string, nodeName?: string): KObject => ({
   apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: 'default' },
   spec: { ...(nodeName ? { nodeName } : {}), containers: [{ name: 'c', image: 'nodenet/host', command: ['sleep', '1'] }] },
 });
-const names = (rest: Rest) => rest.list(PODS, 'default', {}).items.map((s) => String(s.object.metadata?.['name'])).sort();
+const names = async (rest: Rest) => (await rest.list(PODS, 'default', {})).items.map((s) => String(s.object.metadata?.['name'])).sort();
 
 t.test('the Pods of a deleted Node go after the quarantine; the others stay', async (t) => {
   const { clock, rest, gc, events, store } = await setup(t);
@@ -49,18 +50,18 @@ t.test('the Pods of a deleted Node go after the quarantine; the others stay', as
   for (const [p, n] of [['a', 'n1'], ['b', 'n2'], ['c', 'n2'], ['free', undefined]] as const) await rest.create(PODS, 'default', pod(p, n));
   gc.start();
   await gc.idle();
-  t.same(names(rest), ['a', 'b', 'c', 'free'], 'nothing to do while every Node exists');
+  t.same(await names(rest), ['a', 'b', 'c', 'free'], 'nothing to do while every Node exists');
   await rest.delete(NODES, '', 'n2', {});
   await gc.idle();
   await clock.advance(39_000);
   await gc.idle();
-  t.same(names(rest), ['a', 'b', 'c', 'free'], 'within the quarantine: kept');
+  t.same(await names(rest), ['a', 'b', 'c', 'free'], 'within the quarantine: kept');
   let seen: KObject | undefined;
   const w = store.watch({ gr: 'pods', afterRev: store.rev, onEvent: (ev) => { if (ev.type === 'MODIFIED' && ev.cur.object.metadata?.['name'] === 'b') seen ??= ev.cur.object; } });
   await clock.advance(1_000);
   await gc.idle();
   w.stop();
-  t.same(names(rest), ['a', 'free'], 'after it: the orphans deleted at once (grace 0), the bound-elsewhere and unbound Pods kept');
+  t.same(await names(rest), ['a', 'free'], 'after it: the orphans deleted at once (grace 0), the bound-elsewhere and unbound Pods kept');
   t.match((seen?.['status'] as { conditions?: unknown[] } | undefined)?.conditions, [{ type: 'DisruptionTarget', status: 'True', reason: 'DeletionByPodGC', message: 'PodGC: node no longer exists' }], 'the condition says why, before the delete');
   t.same(events.sort(), ['Normal PodGCOrphaned b: Deleting Pod default/b: node n2 no longer exists', 'Normal PodGCOrphaned c: Deleting Pod default/c: node n2 no longer exists']);
 });
@@ -78,5 +79,5 @@ t.test('a Node back within the quarantine keeps its Pods; a Pod naming a Node th
   await gc.idle();
   await clock.advance(30_000);
   await gc.idle();
-  t.same(names(rest), ['a'], 'n1 came back: a kept; ghost\'s Node never existed: deleted after 40 s');
+  t.same(await names(rest), ['a'], 'n1 came back: a kept; ghost\'s Node never existed: deleted after 40 s');
 });

@@ -23,7 +23,7 @@ import type { Clock } from '../../reconcile/clock.js';
 import { rfc3339, type Rest } from '../api/rest.js';
 import { RESOURCES } from '../api/resources.js';
 import { POD_NODE_NAME, podNodeName } from './indexes.js';
-import type { Store } from '../store/store.js';
+import type { WatchCache } from '../store/watch-cache.js';
 import type { KObject, StoreEvent } from '../store/types.js';
 import { NO_EVENTS, type EventRecorder } from './events.js';
 import { WorkQueue } from './work-queue.js';
@@ -37,7 +37,7 @@ export const DEFAULT_ORPHAN_QUARANTINE_MS = 40_000;
 
 export interface PodGcOptions {
   readonly rest: Rest;
-  readonly store: Store;
+  readonly cache: WatchCache;
   readonly clock: Clock;
   readonly log: Logger;
   readonly events?: EventRecorder;
@@ -58,15 +58,15 @@ export class PodGarbageCollector {
 
   constructor(private readonly o: PodGcOptions) {
     this.quarantineMs = o.quarantineMs ?? DEFAULT_ORPHAN_QUARANTINE_MS;
-    o.store.addIndex('pods', POD_NODE_NAME, podNodeName);
+    o.cache.addIndex('pods', POD_NODE_NAME, podNodeName);
     this.work = new WorkQueue({ name: 'pod GC', clock: o.clock, log: o.log, process: (key) => this.process(key), retryMs: o.retryMs ?? 1000 });
   }
 
   start(): void {
-    const pods = this.o.store.list('pods');
+    const pods = this.o.cache.list('pods');
     for (const s of pods.items) if (nodeOf(s.object)) this.work.add(`pods/${str(s.object.metadata?.['namespace'])}/${str(s.object.metadata?.['name'])}`);
-    this.watches.push(this.o.store.watch({ gr: 'pods', afterRev: pods.rev, onEvent: (ev) => this.onPod(ev) }));
-    this.watches.push(this.o.store.watch({ gr: 'nodes', afterRev: this.o.store.rev, onEvent: (ev) => this.onNode(ev) }));
+    this.watches.push(this.o.cache.watch({ gr: 'pods', afterRev: pods.rev, onEvent: (ev) => this.onPod(ev) }));
+    this.watches.push(this.o.cache.watch({ gr: 'nodes', afterRev: this.o.cache.rev, onEvent: (ev) => this.onNode(ev) }));
   }
 
   stop(): void {
@@ -91,16 +91,16 @@ export class PodGarbageCollector {
       this.missingSince.delete(name);
       return;
     }
-    for (const s of this.o.store.byIndex('pods', POD_NODE_NAME, name)) this.work.add(`pods/${str(s.object.metadata?.['namespace'])}/${str(s.object.metadata?.['name'])}`);
+    for (const s of this.o.cache.byIndex('pods', POD_NODE_NAME, name)) this.work.add(`pods/${str(s.object.metadata?.['namespace'])}/${str(s.object.metadata?.['name'])}`);
   }
 
   private async process(key: string): Promise<void> {
-    const s = this.o.store.get(key);
+    const s = this.o.cache.get(key);
     if (!s) return;
     const pod = s.object;
     const node = nodeOf(pod);
     if (!node) return;
-    if (this.o.store.get(`nodes//${node}`)) {
+    if (this.o.cache.get(`nodes//${node}`)) {
       this.missingSince.delete(node);
       return;
     }

@@ -1,5 +1,5 @@
 /**
- * The ReplicaSet controller on a real Store (fake persistence) and Rest:
+ * The ReplicaSet controller on a real storage (LocalStorage over the fake persistence) and watch cache and Rest:
  * replicas kept (self-healing), scaled both ways, orphans adopted and
  * mislabelled Pods released, other controllers' Pods left alone, status
  * counts, and the Pods gone with their ReplicaSet; the Events it records.
@@ -12,7 +12,7 @@ import { RESOURCES } from '../api/resources.js';
 import { loadSchemas } from '../api/schema.js';
 import { GarbageCollector } from '../gc/garbage-collector.js';
 import { FakePersistence } from '../store/persistence.fake.js';
-import { Store } from '../store/store.js';
+import { openTestStore } from '../../testing/store.js';
 import type { KObject } from '../store/types.js';
 import { EventBroadcaster } from './events.js';
 import { controllerOf, ReplicaSetController } from './replicaset.js';
@@ -34,19 +34,20 @@ class FlakyRest extends Rest {
 
 async function setup(t: Test) {
   const clock = new FakeClock(Date.UTC(2026, 11, 1));
-  const store = new Store({ persistence: new FakePersistence(), clock });
-  const rest = new FlakyRest({ store, schemas, clock });
+  const ts = openTestStore({ persistence: new FakePersistence(), clock });
+  const store = ts.cache;
+  const rest = new FlakyRest({ storage: ts.storage, cache: store, schemas, clock });
   await rest.create(NS, '', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } });
   const events = new EventBroadcaster({ rest, clock, log: silentLogger() });
-  const ctl = new ReplicaSetController({ rest, store, clock, log: silentLogger(), events: events.recorder('replicaset-controller'), retryMs: 1000 });
-  const gc = new GarbageCollector({ rest, store, clock, log: silentLogger() });
+  const ctl = new ReplicaSetController({ rest, cache: store, clock, log: silentLogger(), events: events.recorder('replicaset-controller'), retryMs: 1000 });
+  const gc = new GarbageCollector({ rest, cache: store, clock, log: silentLogger() });
   ctl.start();
   gc.start();
   t.teardown(async () => {
     ctl.stop();
     gc.stop();
     await events.stop();
-    store.close();
+    ts.close();
   });
   const settle = async () => {
     for (let i = 0; i < 6; i++) {

@@ -24,7 +24,7 @@ import type { Clock } from '../../reconcile/clock.js';
 import type { Rest } from '../api/rest.js';
 import { RESOURCES } from '../api/resources.js';
 import { labelSelectorRequirements, matchesLabels } from '../api/selectors.js';
-import type { Store } from '../store/store.js';
+import type { WatchCache } from '../store/watch-cache.js';
 import type { KObject, StoreEvent } from '../store/types.js';
 import { namespaceOf } from '../store/types.js';
 
@@ -37,7 +37,7 @@ const [RS, POD] = [R('replicasets'), R('pods')];
 
 export interface ReplicaSetControllerOptions {
   readonly rest: Rest;
-  readonly store: Store;
+  readonly cache: WatchCache;
   readonly clock: Clock;
   readonly log: Logger;
   readonly retryMs?: number;
@@ -73,7 +73,7 @@ export class ReplicaSetController {
   }
 
   start(): void {
-    const st = this.o.store;
+    const st = this.o.cache;
     const rev = st.rev;
     for (const s of st.list('replicasets.apps').items) this.work.add(s.key);
     this.handles.push(st.watch({ gr: 'replicasets.apps', afterRev: rev, onEvent: (ev) => this.enqueue(ev.key) }));
@@ -101,7 +101,7 @@ export class ReplicaSetController {
       if (c?.kind === 'ReplicaSet') this.enqueue(`replicasets.apps/${ns}/${c.name}`);
       else if (!c) {
         // An orphan: a ReplicaSet whose selector matches may adopt it.
-        for (const s of this.o.store.list('replicasets.apps', ns).items) if (this.selects(s.object, o)) this.enqueue(s.key);
+        for (const s of this.o.cache.list('replicasets.apps', ns).items) if (this.selects(s.object, o)) this.enqueue(s.key);
       }
     }
   }
@@ -114,7 +114,7 @@ export class ReplicaSetController {
 
 
   private async sync(key: string): Promise<void> {
-    const s = this.o.store.get(key);
+    const s = this.o.cache.get(key);
     if (!s) return; // its Pods go with it through the garbage collector
     const rs = s.object;
     const m = meta(rs);
@@ -124,7 +124,7 @@ export class ReplicaSetController {
     const spec = obj(rs['spec']) ?? {};
     const want = typeof spec['replicas'] === 'number' ? spec['replicas'] : 1;
     const deleting = Boolean(m['deletionTimestamp']);
-    const pods = this.o.store.list('pods', ns).items.map((x) => x.object);
+    const pods = this.o.cache.list('pods', ns).items.map((x) => x.object);
     const owned: Readonly<KObject>[] = [];
     for (const p of pods) {
       const c = controllerOf(p);

@@ -1,5 +1,5 @@
 /**
- * The scheduler on a real Store (fake persistence) and Rest with a fake
+ * The scheduler on a real storage (LocalStorage over the fake persistence) and watch cache and Rest with a fake
  * clock: which node a Pod is bound to (Ready, schedulable, nodeSelector and
  * node affinity, taints and tolerations, allocatable pods), how replicas of
  * one owner spread, what a Pod that fits nowhere says (condition, Event,
@@ -13,7 +13,7 @@ import { Rest } from '../api/rest.js';
 import { RESOURCES } from '../api/resources.js';
 import { loadSchemas } from '../api/schema.js';
 import { FakePersistence } from '../store/persistence.fake.js';
-import { Store } from '../store/store.js';
+import { openTestStore } from '../../testing/store.js';
 import type { KObject } from '../store/types.js';
 import { EventBroadcaster } from './events.js';
 import { fitErrorMessage, matchesNodeAffinity, Scheduler, toleratesTaint, unfitReason } from './scheduler.js';
@@ -25,16 +25,17 @@ const [NS, POD, NODE] = [R('namespaces'), R('pods'), R('nodes')];
 
 async function setup(t: Test) {
   const clock = new FakeClock(Date.UTC(2026, 11, 1));
-  const store = new Store({ persistence: new FakePersistence(), clock });
-  const rest = new Rest({ store, schemas, clock });
+  const ts = openTestStore({ persistence: new FakePersistence(), clock });
+  const store = ts.cache;
+  const rest = new Rest({ storage: ts.storage, cache: store, schemas, clock });
   await rest.create(NS, '', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } });
   const events = new EventBroadcaster({ rest, clock, log: silentLogger() });
-  const sched = new Scheduler({ rest, store, clock, log: silentLogger(), events: events.recorder('default-scheduler') });
+  const sched = new Scheduler({ rest, cache: store, clock, log: silentLogger(), events: events.recorder('default-scheduler') });
   sched.start();
   t.teardown(async () => {
     sched.stop();
     await events.stop();
-    store.close();
+    ts.close();
   });
   const settle = async () => {
     for (let i = 0; i < 4; i++) {

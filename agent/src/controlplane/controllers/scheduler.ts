@@ -53,7 +53,7 @@ import { deepEqual } from '../../reconcile/deep-equal.js';
 import { rfc3339, type Rest } from '../api/rest.js';
 import { RESOURCES } from '../api/resources.js';
 import { quantityNanos } from '../kinds/kinds.js';
-import type { Store } from '../store/store.js';
+import type { WatchCache } from '../store/watch-cache.js';
 import type { KObject, StoreEvent } from '../store/types.js';
 import { NO_EVENTS, type EventRecorder } from './events.js';
 import { controllerOf } from './replicaset.js';
@@ -93,7 +93,7 @@ export interface Toleration {
 
 export interface SchedulerOptions {
   readonly rest: Rest;
-  readonly store: Store;
+  readonly cache: WatchCache;
   readonly clock: Clock;
   readonly log: Logger;
   /** Where its Events go (component `default-scheduler`); none: not recorded. */
@@ -227,7 +227,7 @@ export class Scheduler {
   }
 
   start(): void {
-    const st = this.o.store;
+    const st = this.o.cache;
     const rev = st.rev;
     for (const s of st.list('pods').items) if (wantsScheduling(s.object)) this.work.add(s.key);
     this.handles.push(st.watch({ gr: 'pods', afterRev: rev, onEvent: (ev) => this.onPod(ev) }));
@@ -277,7 +277,7 @@ export class Scheduler {
   }
 
   private async sync(key: string): Promise<void> {
-    const s = this.o.store.get(key);
+    const s = this.o.cache.get(key);
     if (!s || !wantsScheduling(s.object)) {
       this.unschedulable.delete(key);
       return;
@@ -291,7 +291,7 @@ export class Scheduler {
       await this.setScheduledCondition(pod, 'SchedulingGated', 'Scheduling is blocked due to non-empty scheduling gates');
       return;
     }
-    const nodes = this.o.store.list('nodes').items.map((x) => x.object);
+    const nodes = this.o.cache.list('nodes').items.map((x) => x.object);
     const load = this.load();
     const owner = controllerOf(pod)?.uid;
     const reasons = new Map<string, number>();
@@ -332,7 +332,7 @@ export class Scheduler {
   /** Unfinished Pods per node, in all and per controller uid. */
   private load(): Map<string, Load> {
     const out = new Map<string, Load>();
-    for (const s of this.o.store.list('pods').items) {
+    for (const s of this.o.cache.list('pods').items) {
       const p = s.object;
       const node = str(specOf(p)['nodeName']);
       if (!node || finished(p)) continue;

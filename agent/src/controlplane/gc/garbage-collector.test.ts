@@ -1,6 +1,6 @@
 /**
  * The GarbageCollector as kube-controller-manager's garbage collector and namespace controller
- * behave, on a real Store over the validating FakePersistence, a FakeClock and a real Rest: the
+ * behave, on a real storage and watch cache over the validating FakePersistence, a FakeClock and a real Rest: the
  * three propagation policies (Background, Foreground, Orphan) down a Deployment → ReplicaSet →
  * Pods chain, dependents with several owners and with owners that never existed, Namespace
  * termination, a start on a store that already holds garbage, and stop().
@@ -12,7 +12,8 @@ import { RESOURCES, type Resource } from '../api/resources.js';
 import { Rest } from '../api/rest.js';
 import { loadSchemas } from '../api/schema.js';
 import { FakePersistence } from '../store/persistence.fake.js';
-import { Store } from '../store/store.js';
+import type { WatchCache } from '../store/watch-cache.js';
+import { openTestStore } from '../../testing/store.js';
 import type { KObject } from '../store/types.js';
 import { GarbageCollector, type OwnerRef } from './garbage-collector.js';
 import { failure } from '../../testing/control-plane.js';
@@ -30,19 +31,20 @@ const START = Date.parse('2024-05-01T10:00:00Z');
 interface World {
   clock: FakeClock;
   persistence: FakePersistence;
-  store: Store;
+  store: WatchCache;
   rest: Rest;
   gc: GarbageCollector;
 }
 
 function build(t: Test, clock: FakeClock, persistence: FakePersistence, uidPrefix: string): Omit<World, 'gc'> & { gc: GarbageCollector } {
-  const store = new Store({ persistence, clock });
+  const ts = openTestStore({ persistence, clock });
+  const store = ts.cache;
   let n = 0;
-  const rest = new Rest({ store, schemas, clock, uid: () => `${uidPrefix}${++n}` });
-  const gc = new GarbageCollector({ rest, store, clock, log: silentLogger() });
+  const rest = new Rest({ storage: ts.storage, cache: store, schemas, clock, uid: () => `${uidPrefix}${++n}` });
+  const gc = new GarbageCollector({ rest, cache: store, clock, log: silentLogger() });
   t.teardown(() => {
     gc.stop();
-    store.close();
+    ts.close();
   });
   return { clock, persistence, store, rest, gc };
 }
@@ -73,7 +75,7 @@ async function quiet(w: World): Promise<void> {
 /** The Status of a call that must fail. */
 
 /** A reader of the DELETED events of the given resources from now on, in revision order, as `gr/ns/name`. */
-function deletions(t: Test, store: Store, ...rs: Resource[]): () => string[] {
+function deletions(t: Test, store: WatchCache, ...rs: Resource[]): () => string[] {
   const out: { rev: number; key: string }[] = [];
   const handles = rs.map((r) =>
     store.watch({ gr: r.group ? `${r.resource}.${r.group}` : r.resource, afterRev: store.rev, onEvent: (ev) => void (ev.type === 'DELETED' && out.push({ rev: ev.rev, key: ev.key })) }),
@@ -363,15 +365,16 @@ t.test('start: garbage left while no collector ran is collected at start', async
   const clock = new FakeClock(START);
   const persistence = new FakePersistence();
   {
-    const store = new Store({ persistence, clock });
-    const rest = new Rest({ store, schemas, clock, uid: (() => { let n = 0; return () => `old-${++n}`; })() });
+    const ts = openTestStore({ persistence, clock });
+  const store = ts.cache;
+    const rest = new Rest({ storage: ts.storage, cache: store, schemas, clock, uid: (() => { let n = 0; return () => `old-${++n}`; })() });
     await rest.create(NS, '', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } });
     await chain(rest);
     const keep = (await rest.create(DEPLOY, 'default', deploy('api'))).object;
     await rest.create(RS, 'default', rset('api-1', [owner(keep)]));
     await rest.delete(DEPLOY, 'default', 'web');
     t.ok(store.get(K.rs()), 'no collector: the ReplicaSet is left dangling');
-    store.close();
+    ts.close();
   }
   const w = build(t, clock, persistence, 'new-');
   t.ok(w.store.get(K.rs()), 'still there after the restart');

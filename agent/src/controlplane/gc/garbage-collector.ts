@@ -33,7 +33,7 @@ import { FOREGROUND, ORPHAN, type Rest } from '../api/rest.js';
 import { OWNER_UID, ownerUids } from '../controllers/indexes.js';
 import { WorkQueue } from '../controllers/work-queue.js';
 import { grOf as resourceGr, RESOURCES, type Resource } from '../api/resources.js';
-import type { Store } from '../store/store.js';
+import type { WatchCache } from '../store/watch-cache.js';
 import type { KObject, StoreEvent } from '../store/types.js';
 import { grOf, namespaceOf } from '../store/types.js';
 
@@ -66,7 +66,7 @@ export function resourceForKind(apiVersion: string, kind: string): Resource | un
 
 export interface GarbageCollectorDeps {
   readonly rest: Rest;
-  readonly store: Store;
+  readonly cache: WatchCache;
   readonly clock: Clock;
   readonly log: Logger;
   /** Delay before a failed item is tried again (default 200 ms). */
@@ -79,15 +79,15 @@ export class GarbageCollector {
 
   constructor(private readonly d: GarbageCollectorDeps) {
     // Dependents by owner uid: the store's index (filed at commit), not a graph of the collector's own.
-    for (const r of RESOURCES) d.store.addIndex(resourceGr(r), OWNER_UID, ownerUids);
+    for (const r of RESOURCES) d.cache.addIndex(resourceGr(r), OWNER_UID, ownerUids);
     this.queue = new WorkQueue({ name: 'garbage collector', clock: d.clock, log: d.log, process: (k) => this.process(k), retryMs: d.retryMs ?? 200 });
   }
 
   start(): void {
-    const rev = this.d.store.rev;
+    const rev = this.d.cache.rev;
     for (const r of RESOURCES) {
-      for (const s of this.d.store.list(resourceGr(r)).items) this.queue.add(s.key);
-      this.handles.push(this.d.store.watch({ gr: resourceGr(r), afterRev: rev, onEvent: (ev) => this.onEvent(ev) }));
+      for (const s of this.d.cache.list(resourceGr(r)).items) this.queue.add(s.key);
+      this.handles.push(this.d.cache.watch({ gr: resourceGr(r), afterRev: rev, onEvent: (ev) => this.onEvent(ev) }));
     }
   }
 
@@ -136,12 +136,12 @@ export class GarbageCollector {
   /** The objects whose ownerReferences name uid, of every kind served. */
   private liveDependents(uid: string): { key: string; r: Resource; obj: Readonly<KObject> }[] {
     const out = [];
-    for (const r of RESOURCES) for (const s of this.d.store.byIndex(resourceGr(r), OWNER_UID, uid)) out.push({ key: s.key, r, obj: s.object });
+    for (const r of RESOURCES) for (const s of this.d.cache.byIndex(resourceGr(r), OWNER_UID, uid)) out.push({ key: s.key, r, obj: s.object });
     return out;
   }
 
   private async process(key: string): Promise<void> {
-    const s = this.d.store.get(key);
+    const s = this.d.cache.get(key);
     const r = this.resource(key);
     if (!s || !r) return;
     const m = meta(s.object);
@@ -199,7 +199,7 @@ export class GarbageCollector {
         solid++; // a kind not served here: never collected on its account
         continue;
       }
-      const owner = this.d.store.get(this.d.rest.key(refRes, refRes.namespaced ? ns : '', ref.name));
+      const owner = this.d.cache.get(this.d.rest.key(refRes, refRes.namespaced ? ns : '', ref.name));
       if (!owner || meta(owner.object)['uid'] !== ref.uid) dangling.push(ref.uid);
       else if (meta(owner.object)['deletionTimestamp'] && list(meta(owner.object)['finalizers']).includes(FOREGROUND)) waiting.push(ref.uid);
       else solid++;
@@ -221,7 +221,7 @@ export class GarbageCollector {
     let left = 0;
     for (const r of RESOURCES) {
       if (!r.namespaced) continue;
-      const { items } = this.d.store.list(resourceGr(r), name);
+      const { items } = this.d.cache.list(resourceGr(r), name);
       left += items.length;
       for (const s of items) {
         if (meta(s.object)['deletionTimestamp']) continue;
@@ -237,7 +237,7 @@ export class GarbageCollector {
   }
 
   private async deleteObject(r: Resource, key: string, propagationPolicy: 'Background' | 'Foreground'): Promise<void> {
-    const s = this.d.store.get(key);
+    const s = this.d.cache.get(key);
     if (!s) return;
     const m = meta(s.object);
     try {
@@ -249,7 +249,7 @@ export class GarbageCollector {
   }
 
   private async updateMeta(r: Resource, key: string, change: (m: O) => void): Promise<void> {
-    const s = this.d.store.get(key);
+    const s = this.d.cache.get(key);
     if (!s) return;
     const next = structuredClone(s.object) as KObject;
     change(next.metadata as O);

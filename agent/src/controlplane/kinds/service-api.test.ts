@@ -1,5 +1,5 @@
 /**
- * Service updates through the REST verbs (a real Store over FakePersistence), for the patches
+ * Service updates through the REST verbs (a real storage and watch cache over FakePersistence), for the patches
  * issue 24 found: what kube-apiserver stores or refuses when a client patches a Service's
  * session affinity, type or IP families, so that no update leaves a Service the agents cannot use.
  */
@@ -9,7 +9,7 @@ import { RESOURCES } from '../api/resources.js';
 import { Rest } from '../api/rest.js';
 import { loadSchemas } from '../api/schema.js';
 import { FakePersistence } from '../store/persistence.fake.js';
-import { Store } from '../store/store.js';
+import { openTestStore } from '../../testing/store.js';
 import type { KObject } from '../store/types.js';
 import { failure } from '../../testing/control-plane.js';
 
@@ -20,10 +20,11 @@ const SVC = RESOURCES.find((r) => r.resource === 'services')!;
 
 async function setup(t: Test) {
   const clock = new FakeClock(Date.parse('2024-05-01T10:00:00Z'));
-  const store = new Store({ persistence: new FakePersistence(), clock });
+  const ts = openTestStore({ persistence: new FakePersistence(), clock });
+  const store = ts.cache;
   let n = 0;
-  const rest = new Rest({ store, schemas, clock, uid: () => `uid-${++n}` });
-  t.teardown(() => store.close());
+  const rest = new Rest({ storage: ts.storage, cache: store, schemas, clock, uid: () => `uid-${++n}` });
+  t.teardown(() => ts.close());
   await rest.create(NS, '', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } });
   return { store, rest };
 }

@@ -16,9 +16,9 @@ export class FakePersistence implements Persistence {
   failNext = 0;
   closed = false;
 
-  load(recent: number): Loaded {
+  load(): Loaded {
     this.closed = false;
-    return { objects: [...this.objects.values()], events: this.events.slice(-recent), rev: this.rev, compacted: this.compacted };
+    return { objects: [...this.objects.values()], rev: this.rev, compacted: this.compacted };
   }
 
   commit(events: readonly PersistedEvent[]): void {

@@ -1,9 +1,9 @@
 /**
- * controlplane/store/persistence: what the Store needs from a disk. The
- * Store holds the current objects and the recent history in memory and
- * decides everything (revisions, preconditions, who sees what); a
- * Persistence only makes a batch of changes durable in one transaction and
- * gives them back after a restart. Two implementations: SQLite
+ * controlplane/store/persistence: what LocalStorage needs from a disk.
+ * LocalStorage holds the current objects in memory and decides everything
+ * (revisions, preconditions, who sees what); a Persistence only makes a
+ * batch of changes durable in one transaction, gives them back after a
+ * restart, and keeps the history window. Two implementations: SQLite
  * (sqlite-persistence.ts) and a validating in-memory fake
  * (persistence.fake.ts) for unit tests, which also injects failures.
  */
@@ -30,8 +30,6 @@ export interface PersistedEvent {
 
 export interface Loaded {
   readonly objects: readonly PersistedObject[];
-  /** The newest `recent` events, ascending. */
-  readonly events: readonly PersistedEvent[];
   /** The highest revision ever committed (0 for a new database). */
   readonly rev: number;
   /** History up to and including this revision is gone. */
@@ -39,8 +37,8 @@ export interface Loaded {
 }
 
 export interface Persistence {
-  /** Reads the current state and the newest `recent` events. */
-  load(recent: number): Loaded;
+  /** Reads the current state. */
+  load(): Loaded;
   /**
    * Makes `events` (ascending revisions, all above every revision committed
    * before) durable in one transaction: the objects they leave and the

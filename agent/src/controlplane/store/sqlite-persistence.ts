@@ -1,5 +1,5 @@
 /**
- * controlplane/store/sqlite-persistence: the Store's disk, one SQLite file.
+ * controlplane/store/sqlite-persistence: LocalStorage's disk, one SQLite file.
  *
  *   objects(key PRIMARY KEY, rev, create_rev, value)   the current state
  *   events(rev PRIMARY KEY, key, type, create_rev, value, prev_rev, prev)
@@ -9,15 +9,15 @@
  *
  * WAL with synchronous=FULL: a commit returns once its WAL frames are
  * fsynced, so an acknowledged write survives a crash or a power loss
- * (synchronous=NORMAL, kine's setting, survives only a process crash). The
- * Store commits a whole batch per transaction, so one fsync covers every
+ * (synchronous=NORMAL, kine's setting, survives only a process crash).
+ * LocalStorage commits a whole batch per transaction, so one fsync covers every
  * write accepted in an event-loop turn. A revision is never handed out
  * twice: the highest one committed is the newest history row's, and when
  * compaction removes the rows that carried it, the compaction's own
  * transaction records it as the high-water mark first. (Until 2026-12-04
  * every commit wrote the mark: one more page in every fsynced WAL frame set.)
  *
- * One process owns a database: the Store above decides revisions in memory,
+ * One process owns a database: LocalStorage above decides revisions in memory,
  * so two processes on one file would hand out the same ones. Opening takes
  * an exclusive flock on `<file>.lock` (the kernel drops it when the process
  * dies, even by SIGKILL) and a second opener is refused, naming the pid
@@ -81,7 +81,6 @@ export class SqlitePersistence implements Persistence {
       setMeta: db.prepare('INSERT INTO meta(name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value'),
       getMeta: db.prepare('SELECT value FROM meta WHERE name = ?').pluck(),
       after: db.prepare('SELECT * FROM events WHERE rev > ? ORDER BY rev LIMIT ?'),
-      newest: db.prepare('SELECT * FROM (SELECT * FROM events ORDER BY rev DESC LIMIT ?) ORDER BY rev'),
       objects: db.prepare('SELECT key, rev, create_rev, value FROM objects'),
       compact: db.prepare('DELETE FROM events WHERE rev <= ?'),
       maxRev: db.prepare('SELECT max(m) FROM (SELECT max(rev) AS m FROM events UNION ALL SELECT max(rev) FROM objects)').pluck(),
@@ -107,16 +106,15 @@ export class SqlitePersistence implements Persistence {
     else if (v !== SCHEMA_VERSION) throw new Error(`database schema ${v}; this nodenet reads schema ${SCHEMA_VERSION}`);
   }
 
-  load(recent: number): Loaded {
+  load(): Loaded {
     try {
       const objects: PersistedObject[] = (this.stmts.objects.all() as { key: string; rev: number; create_rev: number; value: string }[]).map((r) => ({
         key: r.key, rev: r.rev, createRev: r.create_rev, json: r.value,
       }));
-      const events = (this.stmts.newest.all(recent) as EventRow[]).map(eventOf);
       const hw = (this.stmts.getMeta.get('rev') as number | undefined) ?? 0;
       const rev = Math.max(hw, (this.stmts.maxRev.get() as number | null) ?? 0);
       const compacted = (this.stmts.getMeta.get('compacted') as number | undefined) ?? 0;
-      return { objects, events, rev, compacted };
+      return { objects, rev, compacted };
     } catch (e) {
       throw storeError('loading', e);
     }
