@@ -38,6 +38,7 @@ import { EventBroadcaster } from './controllers/events.js';
 import { Scheduler } from './controllers/scheduler.js';
 import { EVICTION_COMPONENT, NODE_COMPONENT, NodeLifecycleController } from './controllers/node-lifecycle.js';
 import { ServiceAllocator } from './alloc/service-allocator.js';
+import { Claims } from './alloc/claims.js';
 import { LOAD_BALANCER_COMPONENT, LoadBalancerController, parseLoadBalancerPool } from './controllers/loadbalancer.js';
 import { ApiServer } from './api/server.js';
 import { Compactor } from './store/compactor.js';
@@ -196,7 +197,7 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
   const rest = new Rest({ storage, cache, schemas, clock, services });
   let ipam: NodeIpam;
   try {
-    ipam = new NodeIpam({ rest, cache, clock, log: log.child({ [F.subsys]: 'controlplane/node-ipam' }), ...(o.clusterCIDR ? { clusterCIDR: o.clusterCIDR } : {}), ...(o.nodeCIDRMaskSize ? { maskSize: o.nodeCIDRMaskSize } : {}) });
+    ipam = new NodeIpam({ rest, cache, claims: new Claims(storage, cache, 'podcidrs.nodenet.io'), clock, log: log.child({ [F.subsys]: 'controlplane/node-ipam' }), ...(o.clusterCIDR ? { clusterCIDR: o.clusterCIDR } : {}), ...(o.nodeCIDRMaskSize ? { maskSize: o.nodeCIDRMaskSize } : {}) });
   } catch (e) {
     await storage.close();
     throw new NodenetError(ErrorCode.InvalidConfig, `--cluster-cidr / --node-cidr-mask-size: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
@@ -214,10 +215,10 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
   lc.append({ name: 'compactor', start: () => compactor.start(), stop: () => compactor.stop() });
   lc.append({
     name: 'service-allocator',
-    // The repair: what the stored Services hold is allocated.
-    start: () => {
-      services.start(cache);
-      for (const d of services.duplicates) log.warn({ duplicate: d }, 'two Services hold the same value; the later keeps it until it is deleted');
+    // The repair: every value the stored Services hold has its allocation object, and no object outlives its Service.
+    start: async () => {
+      await services.start(cache, storage);
+      for (const d of services.duplicates) log.warn({ duplicate: d }, 'two Services hold the same value; the one its allocation object names keeps it');
     },
     stop: () => services.stop(),
   });
@@ -249,7 +250,7 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
       rest, cache, clock, log: sub('node-lifecycle'), ...(grace !== undefined ? { gracePeriodMs: grace } : {}),
       events: events.recorder(NODE_COMPONENT), evictionEvents: events.recorder(EVICTION_COMPONENT),
     }),
-    new LoadBalancerController({ rest, cache, clock, log: sub('loadbalancer'), events: events.recorder(LOAD_BALANCER_COMPONENT), ...(o.loadBalancerPool ? { pool: o.loadBalancerPool } : {}) }),
+    new LoadBalancerController({ rest, cache, claims: new Claims(storage, cache, 'loadbalancerips.nodenet.io'), clock, log: sub('loadbalancer'), events: events.recorder(LOAD_BALANCER_COMPONENT), ...(o.loadBalancerPool ? { pool: o.loadBalancerPool } : {}) }),
     new GarbageCollector({ rest, cache, clock, log: sub('gc') }),
     new PodGarbageCollector({ rest, cache, clock, log: sub('pod-gc'), events: events.recorder(POD_GC_COMPONENT), ...(o.orphanPodQuarantineMs !== undefined ? { quarantineMs: o.orphanPodQuarantineMs } : {}) }),
   ];

@@ -27,7 +27,7 @@ async function setup(t: Test, opts: { persistence?: FakePersistence; cidr?: stri
   const ts = openTestStore({ persistence, clock });
   const store = ts.cache;
   const alloc = new ServiceAllocator({ ...(opts.cidr ? { serviceCIDR: opts.cidr } : {}), ...(opts.ports ? { nodePortRange: opts.ports } : {}) });
-  alloc.start(store);
+  await alloc.start(store, ts.storage);
   const rest = new Rest({ storage: ts.storage, cache: store, schemas, clock, services: alloc });
   t.teardown(() => {
     alloc.stop();
@@ -261,4 +261,84 @@ t.test('load-balancer field validation, in kube-apiserver\'s words', async (t) =
   t.match((await failure(() => rest.patch(SVC, 'default', 'j', 'merge', { spec: { loadBalancerClass: 'example.com/other' } }))).details?.causes, [{ field: 'spec.loadBalancerClass', message: 'Invalid value: "example.com/other": may not change once set' }]);
   const cip = (await rest.patch(SVC, 'default', 'j', 'merge', { spec: { type: 'ClusterIP' } })).object;
   t.notOk('loadBalancerClass' in (cip['spec'] as O), 'dropped with the type');
+});
+
+// ---- the allocation objects (issue 25): the stored lock that holds across API servers ----
+
+import { MemoryStorage } from '../store/memory-storage.js';
+import { WatchCache } from '../store/watch-cache.js';
+import { IP_ADDRESSES, NODE_PORTS } from './service-allocator.js';
+import type { Storage } from '../store/storage.js';
+
+/** One API server (cache, allocator, Rest) over a shared backend. */
+async function server(t: Test, storage: Storage, opts: { cidr?: string; ports?: { from: number; to: number } } = {}) {
+  const clock = new FakeClock(Date.UTC(2026, 11, 1));
+  const cache = new WatchCache({ storage, clock });
+  await cache.start();
+  const alloc = new ServiceAllocator({ ...(opts.cidr ? { serviceCIDR: opts.cidr } : {}), ...(opts.ports ? { nodePortRange: opts.ports } : {}) });
+  await alloc.start(cache, storage);
+  const rest = new Rest({ storage, cache, schemas, clock, services: alloc });
+  t.teardown(() => {
+    alloc.stop();
+    cache.close();
+  });
+  return { cache, alloc, rest };
+}
+
+const parent = (s: { object: KObject } | undefined) => (s?.object['spec'] as { parentRef?: O } | undefined)?.parentRef;
+
+t.test('each ClusterIP and NodePort is an object naming its Service, written and deleted with it', async (t) => {
+  const { store, rest } = await setup(t, { cidr: '10.96.0.0/24' });
+  const a = await rest.create(SVC, 'default', svc('a', { type: 'NodePort' }));
+  const ip = spec(a.object).clusterIP!;
+  const port = spec(a.object).ports[0]!.nodePort!;
+  t.same(parent(store.get(`${IP_ADDRESSES}//${ip}`)), { group: '', resource: 'services', namespace: 'default', name: 'a' }, 'an IPAddress, KEP-1880\'s shape');
+  t.equal(store.get(`${IP_ADDRESSES}//${ip}`)?.object['kind'], 'IPAddress');
+  t.same(parent(store.get(`${NODE_PORTS}//${port}`))?.['name'], 'a');
+  t.equal(store.get(`${IP_ADDRESSES}//${ip}`)?.rev, store.get('services/default/a')!.rev + 1, 'written in the Service\'s transaction (its next revision)');
+  // The type changes away from NodePort: its NodePort object goes in the same write.
+  await rest.patch(SVC, 'default', 'a', 'merge', { spec: { type: 'ClusterIP', ports: [{ name: 'http', port: 80 }] } });
+  t.equal(store.get(`${NODE_PORTS}//${port}`), undefined, 'the released NodePort\'s object is gone');
+  t.ok(store.get(`${IP_ADDRESSES}//${ip}`), 'the address stays');
+  await rest.delete(SVC, 'default', 'a');
+  t.equal(store.get(`${IP_ADDRESSES}//${ip}`), undefined, 'deleted with the Service');
+});
+
+t.test('two API servers on one backend never hand out one value, though each cache lags the other\'s writes', async (t) => {
+  const storage = new MemoryStorage();
+  // A /29: 5 addresses for Services (the first is the kubernetes Service's, unused here), NodePorts 30000-30003.
+  const opts = { cidr: '10.96.0.0/29', ports: { from: 30000, to: 30003 } };
+  const one = await server(t, storage, opts);
+  const two = await server(t, storage, opts);
+  await one.rest.create(NS, '', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } });
+  await two.cache.fresh();
+  // Both ask at once, each for 4 NodePort Services: 8 asks for 5 addresses and 4 ports.
+  const asks = [one, two].flatMap((s, i) => Array.from({ length: 4 }, (_, j) => s.rest.create(SVC, 'default', svc(`s${i}-${j}`, { type: 'NodePort' })).catch((e: unknown) => statusOf(e))));
+  const made = await Promise.all(asks);
+  const ok = made.filter((m): m is Awaited<ReturnType<Rest['create']>> => 'object' in m);
+  const ips = ok.map((m) => spec(m.object).clusterIP);
+  const ports = ok.map((m) => spec(m.object).ports[0]!.nodePort);
+  t.equal(new Set(ips).size, ips.length, `no address twice: ${ips.join(' ')}`);
+  t.equal(new Set(ports).size, ports.length, `no NodePort twice: ${ports.join(' ')}`);
+  t.equal(ok.length, 4, 'as many as the ports allow');
+  for (const m of made) if (!('object' in m)) t.match(m, { code: 422, message: /range is full/ }, 'the rest: the range is full, as a full range is answered elsewhere');
+  // The same address asked for by both at once: one gets it, the other is told it is taken.
+  await one.rest.delete(SVC, 'default', 's0-0').catch(() => two.rest.delete(SVC, 'default', 's1-0'));
+  await Promise.all([one.cache.fresh(), two.cache.fresh()]);
+  const free = ['10.96.0.2', '10.96.0.3', '10.96.0.4', '10.96.0.5', '10.96.0.6'].find((ip) => !one.cache.get(`${IP_ADDRESSES}//${ip}`))!;
+  const race = await Promise.all([one, two].map((s, i) => s.rest.create(SVC, 'default', svc(`want-${i}`, { clusterIP: free })).catch((e: unknown) => statusOf(e))));
+  const won = race.filter((m) => 'object' in m);
+  t.equal(won.length, 1, `one of two gets ${free}`);
+  t.match(race.find((m) => !('object' in m)), { code: 422, message: /provided IP is already allocated/ });
+});
+
+t.test('the repair makes the objects a store written before them lacks, and drops objects no Service holds', async (t) => {
+  const storage = new MemoryStorage();
+  // A store as a version before allocation objects left it: a Service with an address and a NodePort, no objects.
+  await storage.create('services/default/old', { apiVersion: 'v1', kind: 'Service', metadata: { name: 'old', namespace: 'default' }, spec: { type: 'NodePort', clusterIP: '10.96.0.9', clusterIPs: ['10.96.0.9'], ports: [{ port: 80, nodePort: 30009 }] } });
+  await storage.create(`${IP_ADDRESSES}//10.96.0.77`, { kind: 'IPAddress', metadata: { name: '10.96.0.77' }, spec: { parentRef: { group: '', resource: 'services', namespace: 'default', name: 'gone' } } });
+  const { cache } = await server(t, storage, { cidr: '10.96.0.0/24' });
+  t.same(parent(cache.get(`${IP_ADDRESSES}//10.96.0.9`))?.['name'], 'old', 'the address got its object');
+  t.same(parent(cache.get(`${NODE_PORTS}//30009`))?.['name'], 'old', 'the NodePort too');
+  t.equal(cache.get(`${IP_ADDRESSES}//10.96.0.77`), undefined, 'the orphan is gone');
 });

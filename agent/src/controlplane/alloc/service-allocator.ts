@@ -4,15 +4,29 @@
  * (as kube-apiserver's Service REST does), so that the object a client gets
  * back already carries them.
  *
- * The stored Services are the record of what is allocated: an allocation is
- * written in the same transaction as its Service, so it can never be lost or
- * outlive it. The allocator's tables are rebuilt from the store at start
- * (kube-apiserver's repair loop does the same from the Services) and kept by
- * the store's watch; a write in flight holds a reservation until its
- * commit is known, so two concurrent creates never get the same value.
- * Two Services that already share a value in the store (written by an older
- * version, or by hand) are reported at start; the later one keeps it until
- * it is deleted.
+ * Each value a Service holds is a stored object of its own, keyed by the
+ * value, whose create-if-absent is the lock between writers: two API servers
+ * (or two requests of one) can never both create it.
+ *   ipaddresses.networking.k8s.io//<ip>   an IPAddress (networking.k8s.io/v1,
+ *                                         KEP-1880's shape: spec.parentRef
+ *                                         names the Service)
+ *   servicenodeports.nodenet.io//<port>   the same shape for a NodePort
+ *                                         (upstream keeps one bitmap object
+ *                                         per range, whose compare-and-swap
+ *                                         every concurrent create fights over)
+ * The allocation objects are written in the same storage transaction as
+ * their Service (the REST layer adds the operations this allocator returns:
+ * creates for new values, deletes for released ones), so a Service never
+ * exists without them nor they without it. Choosing a value reads the watch
+ * cache; a value another writer took first fails its create, and the write
+ * is tried again with another (`taken()`), or refused if it was the one the
+ * client asked for. Within one process a write in flight also holds a
+ * reservation, so concurrent creates rarely collide at all.
+ *
+ * The repair (start()): a Service that holds a value without its object (a
+ * store written before 2026-12-05) gets the object; an object whose Service
+ * is gone or holds the value no more is deleted; two Services sharing one
+ * value are reported, and the one the object names keeps it.
  *
  * The first address of the service CIDR is the `kubernetes` Service's, as
  * in Kubernetes; the network and broadcast addresses are never handed out.
@@ -27,8 +41,10 @@
  */
 import { fieldErr, type FieldError } from '../api/errors.js';
 import { cidrContains, intToIp, ipToInt, isIPv4, parseCidr } from '../../net/ip.js';
+import { ErrorCode, NodenetError } from '../../errors/errors.js';
+import type { Storage, TxnOp } from '../store/storage.js';
 import type { WatchCache } from '../store/watch-cache.js';
-import type { KObject, StoreEvent } from '../store/types.js';
+import type { KObject, Stored, StoreEvent } from '../store/types.js';
 
 type O = Record<string, unknown>;
 const obj = (v: unknown): O | undefined => (v && typeof v === 'object' && !Array.isArray(v) ? (v as O) : undefined);
@@ -51,6 +67,36 @@ interface Held {
 /** A reservation for a write in flight: `done()` once the write is committed or failed. */
 export interface Reservation {
   done(): void;
+}
+
+/** The group-resources of the allocation objects. */
+export const IP_ADDRESSES = 'ipaddresses.networking.k8s.io';
+export const NODE_PORTS = 'servicenodeports.nodenet.io';
+const ipKey = (v: number) => `${IP_ADDRESSES}//${intToIp(v)}`;
+const portKey = (v: number) => `${NODE_PORTS}//${v}`;
+
+/** The Service key (`services/<ns>/<name>`) an allocation object names as its parent. */
+function parentOf(s: Readonly<KObject>): string | undefined {
+  const ref = obj(obj(s['spec'])?.['parentRef']);
+  if (!ref || ref['resource'] !== 'services' || typeof ref['name'] !== 'string') return undefined;
+  return `services/${typeof ref['namespace'] === 'string' ? ref['namespace'] : ''}/${ref['name']}`;
+}
+
+/** The allocation object for a value held by the Service under svcKey. */
+function allocationObject(kind: 'ip' | 'port', value: number, svcKey: string): KObject {
+  const [, namespace, name] = svcKey.split('/');
+  const parentRef = { group: '', resource: 'services', namespace, name };
+  return kind === 'ip'
+    ? { apiVersion: 'networking.k8s.io/v1', kind: 'IPAddress', metadata: { name: intToIp(value), labels: { 'ipaddress.kubernetes.io/ip-family': 'IPv4', 'ipaddress.kubernetes.io/managed-by': 'ipallocator.k8s.io' } }, spec: { parentRef } }
+    : { apiVersion: 'nodenet.io/v1', kind: 'ServiceNodePort', metadata: { name: String(value) }, spec: { parentRef } };
+}
+
+/** What an allocation adds to the Service's write. */
+export interface Allocation {
+  readonly errors: FieldError[];
+  /** Creates of the allocation objects for new values, deletes of the released ones. */
+  readonly ops: TxnOp[];
+  readonly reservation: Reservation;
 }
 
 export const DEFAULT_SERVICE_CIDR = '10.96.0.0/12';
@@ -105,14 +151,17 @@ export class ServiceAllocator {
   readonly range: { readonly from: number; readonly to: number };
   private readonly base: number;
   private readonly size: number;
-  /** Committed: value → the Service keys holding it. */
-  private readonly ipOwners = new Map<number, Set<string>>();
-  private readonly portOwners = new Map<number, Set<string>>();
-  private readonly held = new Map<string, Held>();
+  /** Stored allocation objects: value → the Service key it names. */
+  private readonly ipOwners = new Map<number, string>();
+  private readonly portOwners = new Map<number, string>();
+  /** Values another writer was seen to take before the cache heard of it (until it does). */
+  private readonly ipElsewhere = new Set<number>();
+  private readonly portElsewhere = new Set<number>();
   /** Reserved by writes in flight: value → the key it is for. */
   private readonly ipPending = new Map<number, string>();
   private readonly portPending = new Map<number, string>();
-  private watch: { stop(): void } | null = null;
+  private watches: { stop(): void }[] = [];
+  private cache: WatchCache | null = null;
   private readonly random: () => number;
   /** Values held by two Services at start (the repair's report). */
   readonly duplicates: string[] = [];
@@ -132,16 +181,23 @@ export class ServiceAllocator {
     return intToIp(this.base + 1);
   }
 
-  /** Rebuilds the tables from the stored Services and follows the store from there. */
-  start(store: WatchCache): void {
-    const { items, rev } = store.list('services');
-    for (const s of items) this.take(s.key, s.object);
-    this.watch = store.watch({ gr: 'services', afterRev: rev, onEvent: (ev) => this.onEvent(ev) });
+  /**
+   * Reads the allocation objects from the cache and follows them; then the repair (see the header), through the
+   * storage. Resolves once the stored allocations agree with the stored Services.
+   */
+  async start(cache: WatchCache, storage: Storage): Promise<void> {
+    this.cache = cache;
+    for (const [gr, owners, elsewhere] of [[IP_ADDRESSES, this.ipOwners, this.ipElsewhere], [NODE_PORTS, this.portOwners, this.portElsewhere]] as const) {
+      const { items, rev } = cache.list(gr);
+      for (const s of items) this.own(owners, s);
+      this.watches.push(cache.watch({ gr, afterRev: rev, onEvent: (ev) => this.onAllocation(owners, elsewhere, ev) }));
+    }
+    await this.repair(cache, storage);
   }
 
   stop(): void {
-    this.watch?.stop();
-    this.watch = null;
+    for (const w of this.watches) w.stop();
+    this.watches = [];
   }
 
   /** Free addresses and ports (for status and tests). */
@@ -150,47 +206,99 @@ export class ServiceAllocator {
     return { ips: usable - new Set([...this.ipOwners.keys(), ...this.ipPending.keys()]).size, ports: this.range.to - this.range.from + 1 - new Set([...this.portOwners.keys(), ...this.portPending.keys()]).size };
   }
 
-  private onEvent(ev: StoreEvent): void {
-    this.drop(ev.key);
-    if (ev.type !== 'DELETED') this.take(ev.key, ev.cur.object);
+  /**
+   * A write failed because another writer holds the allocation object under `key` (TxnFailed on one of this
+   * allocator's creates): the value counts as taken until the cache hears of it, and the write may be tried again.
+   * @returns whether the key is one of this allocator's
+   */
+  taken(key: string): boolean {
+    const [gr, , name] = key.split('/');
+    if (gr === IP_ADDRESSES && name && isIPv4(name)) this.ipElsewhere.add(ipToInt(name));
+    else if (gr === NODE_PORTS && /^\d+$/.test(name ?? '')) this.portElsewhere.add(Number(name));
+    else return false;
+    return true;
   }
 
-  private take(key: string, o: Readonly<KObject>): void {
-    const h = heldBy(o);
-    this.held.set(key, h);
-    for (const [m, values] of [[this.ipOwners, h.ips], [this.portOwners, h.ports]] as const) {
-      for (const v of values) {
-        let s = m.get(v);
-        if (!s) m.set(v, (s = new Set()));
-        s.add(key);
-        if (s.size === 2 && !this.watch) this.duplicates.push(`${m === this.ipOwners ? intToIp(v) : `nodePort ${v}`}: ${[...s].join(', ')}`);
-      }
-    }
+  /** The deletes of the allocation objects a Service held, for its deletion's transaction. */
+  release(svcKey: string, old: Readonly<KObject>): TxnOp[] {
+    const h = heldBy(old);
+    return [...this.releaseOps(h.ips, [], this.ipOwners, ipKey, svcKey), ...this.releaseOps(h.ports, [], this.portOwners, portKey, svcKey)];
   }
 
-  private drop(key: string): void {
-    const h = this.held.get(key);
-    if (!h) return;
-    this.held.delete(key);
-    for (const [m, values] of [[this.ipOwners, h.ips], [this.portOwners, h.ports]] as const) {
-      for (const v of values) {
-        const s = m.get(v);
-        s?.delete(key);
-        if (s && s.size === 0) m.delete(v);
+  private releaseOps(had: readonly number[], keep: readonly number[], owners: Map<number, string>, keyOf: (v: number) => string, svcKey: string): TxnOp[] {
+    const ops: TxnOp[] = [];
+    for (const v of had) {
+      if (keep.includes(v) || owners.get(v) !== svcKey) continue;
+      const stored = this.cache?.get(keyOf(v));
+      if (stored) ops.push({ op: 'delete', key: keyOf(v), expectRev: stored.rev });
+    }
+    return ops;
+  }
+
+  private own(owners: Map<number, string>, s: Stored): void {
+    const name = String(s.object.metadata?.['name'] ?? '');
+    const v = owners === this.ipOwners ? (isIPv4(name) ? ipToInt(name) : NaN) : Number(name);
+    const parent = parentOf(s.object);
+    if (Number.isFinite(v) && parent) owners.set(v, parent);
+  }
+
+  private onAllocation(owners: Map<number, string>, elsewhere: Set<number>, ev: StoreEvent): void {
+    const name = String(ev.cur.object.metadata?.['name'] ?? '');
+    const v = owners === this.ipOwners ? (isIPv4(name) ? ipToInt(name) : NaN) : Number(name);
+    if (!Number.isFinite(v)) return;
+    elsewhere.delete(v);
+    if (ev.type === 'DELETED') owners.delete(v);
+    else this.own(owners, ev.cur);
+  }
+
+  /** The repair: every value a stored Service holds has its object, and every object a Service that holds it. */
+  private async repair(cache: WatchCache, storage: Storage): Promise<void> {
+    const holders = new Map<string, string[]>();
+    for (const s of cache.list('services').items) {
+      const h = heldBy(s.object);
+      for (const v of h.ips) this.claim(holders, ipKey(v), s.key);
+      for (const v of h.ports) this.claim(holders, portKey(v), s.key);
+    }
+    for (const [k, svcs] of holders) {
+      const stored = cache.get(k);
+      const owner = stored ? parentOf(stored.object) : undefined;
+      if (svcs.length > 1) this.duplicates.push(`${k.startsWith(IP_ADDRESSES) ? k.slice(IP_ADDRESSES.length + 2) : `nodePort ${k.slice(NODE_PORTS.length + 2)}`}: ${svcs.join(', ')}`);
+      if (owner && svcs.includes(owner)) continue;
+      const [gr, , name] = k.split('/');
+      const object = allocationObject(gr === IP_ADDRESSES ? 'ip' : 'port', gr === IP_ADDRESSES ? ipToInt(name!) : Number(name), svcs[0]!);
+      await (stored ? storage.update(k, object, stored.rev) : storage.create(k, object)).catch((e: unknown) => {
+        // Another writer repaired it first, or it changed meanwhile: what it holds now is right or repaired next start.
+        if (!(e instanceof NodenetError) || (e.code !== ErrorCode.AlreadyExists && e.code !== ErrorCode.Conflict)) throw e;
+      });
+    }
+    for (const gr of [IP_ADDRESSES, NODE_PORTS]) {
+      for (const s of cache.list(gr).items) {
+        if (holders.has(s.key)) continue;
+        // No Service holds it: an object left behind (by hand, or by a version without one transaction).
+        await storage.delete(s.key, s.rev).catch((e: unknown) => {
+          if (!(e instanceof NodenetError) || (e.code !== ErrorCode.NotFound && e.code !== ErrorCode.Conflict)) throw e;
+        });
       }
     }
+    await cache.fresh();
+  }
+
+  private claim(holders: Map<string, string[]>, k: string, svcKey: string): void {
+    const l = holders.get(k);
+    if (l) l.push(svcKey);
+    else holders.set(k, [svcKey]);
   }
 
   private ipTaken(v: number, key: string): boolean {
-    const owners = this.ipOwners.get(v);
+    const owner = this.ipOwners.get(v);
     const pending = this.ipPending.get(v);
-    return (owners !== undefined && [...owners].some((k) => k !== key)) || (pending !== undefined && pending !== key);
+    return (owner !== undefined && owner !== key) || (pending !== undefined && pending !== key) || (this.ipElsewhere.has(v) && owner !== key);
   }
 
   private portTaken(v: number, key: string): boolean {
-    const owners = this.portOwners.get(v);
+    const owner = this.portOwners.get(v);
     const pending = this.portPending.get(v);
-    return (owners !== undefined && [...owners].some((k) => k !== key)) || (pending !== undefined && pending !== key);
+    return (owner !== undefined && owner !== key) || (pending !== undefined && pending !== key) || (this.portElsewhere.has(v) && owner !== key);
   }
 
   /**
@@ -200,7 +308,7 @@ export class ServiceAllocator {
    * externalTrafficPolicy Local (an update keeps it). A requested value that is out of range or taken
    * is a field error, in kube-apiserver's words. On success the values are reserved until `done()`.
    */
-  allocate(key: string, o: O, old: Readonly<KObject> | null): { errors: FieldError[]; reservation: Reservation } {
+  allocate(key: string, o: O, old: Readonly<KObject> | null): Allocation {
     const spec = obj(o['spec']) ?? {};
     const want = isAllocating(spec);
     const errors: FieldError[] = [];
@@ -291,12 +399,22 @@ export class ServiceAllocator {
         }
       }
     }
-    if (errors.length) return { errors, reservation: { done() {} } };
+    if (errors.length) return { errors, ops: [], reservation: { done() {} } };
     for (const v of ips) this.ipPending.set(v, key);
     for (const v of ports) this.portPending.set(v, key);
+    // The objects: created for the values this write takes, deleted for those the stored version held and this one drops.
+    const now = heldBy(o as KObject);
+    const before = old ? heldBy(old) : { ips: [], ports: [] };
+    const ops: TxnOp[] = [
+      ...now.ips.filter((v) => this.ipOwners.get(v) !== key).map((v): TxnOp => ({ op: 'create', key: ipKey(v), obj: allocationObject('ip', v, key) })),
+      ...now.ports.filter((v) => this.portOwners.get(v) !== key).map((v): TxnOp => ({ op: 'create', key: portKey(v), obj: allocationObject('port', v, key) })),
+      ...this.releaseOps(before.ips, now.ips, this.ipOwners, ipKey, key),
+      ...this.releaseOps(before.ports, now.ports, this.portOwners, portKey, key),
+    ];
     let released = false;
     return {
       errors,
+      ops,
       reservation: {
         done: () => {
           if (released) return;

@@ -32,7 +32,7 @@ import { ErrorCode, NodenetError } from '../../errors/errors.js';
 import { deepEqual } from '../../reconcile/deep-equal.js';
 import type { Clock } from '../../reconcile/clock.js';
 import { STRATEGIES, nameProblems, validateMeta, type Strategy } from '../kinds/kinds.js';
-import { ConflictError, guaranteedUpdate, StaleRead, type Storage, type UpdateDecision } from '../store/storage.js';
+import { ConflictError, guaranteedUpdate, StaleRead, TxnFailed, type Storage, type TxnOp, type UpdateDecision } from '../store/storage.js';
 import type { WatchCache } from '../store/watch-cache.js';
 import type { KObject, Stored } from '../store/types.js';
 import { ApiError, apiErrors, fieldErr, successStatus, type FieldError, type Status } from './errors.js';
@@ -41,7 +41,7 @@ import { apiVersionOf, grOf, RESOURCES, type Resource } from './resources.js';
 import { decode, DecodeError, type Schemas } from './schema.js';
 import { matchesFields, matchesLabels, parseFieldSelector, parseLabelSelector, SelectorError, type FieldRequirement, type LabelRequirement } from './selectors.js';
 import { strategicMergePatch, StrategicPatchError } from './strategic-merge.js';
-import type { Reservation, ServiceAllocator } from '../alloc/service-allocator.js';
+import type { Allocation, ServiceAllocator } from '../alloc/service-allocator.js';
 import { labelSelectorString } from './table.js';
 
 type O = Record<string, unknown>;
@@ -346,21 +346,26 @@ export class Rest {
       if (this.deps.cache.get(key) && !generate) throw apiErrors.alreadyExists(r, String(meta['name']));
       // Each attempt allocates afresh (a generated name that was taken gives back what it was given).
       const a = r.resource === 'services' ? structuredClone(o) : o;
-      const reservation = this.allocate(r, key, a, null);
+      const alloc = this.allocate(r, key, a, null);
+      const reservation = alloc?.reservation;
       if (opts.dryRun) {
         reservation?.done();
         if (await this.lookup(key)) throw apiErrors.alreadyExists(r, String(meta['name']));
         return { object: a as KObject, code: 201, warnings };
       }
       try {
-        const stored = await this.deps.storage.create(key, a as KObject);
+        // A Service and the objects of the values it takes: one transaction.
+        const stored = alloc?.ops.length ? (await this.deps.storage.txn([{ op: 'create', key, obj: a as KObject }, ...alloc.ops]))[0]! : await this.deps.storage.create(key, a as KObject);
         return { object: stored.object as KObject, code: 201, warnings };
       } catch (e) {
-        if (e instanceof NodenetError && e.code === ErrorCode.AlreadyExists) {
+        // Another writer took one of the values first: choose again (a value the client asked for is then refused).
+        if (this.allocationTaken(e) && attempt < 8) continue;
+        const err = e instanceof TxnFailed ? e.cause : e;
+        if (err instanceof NodenetError && err.code === ErrorCode.AlreadyExists) {
           if (generate && attempt < 8) continue;
           throw apiErrors.alreadyExists(r, String(meta['name']));
         }
-        throw e;
+        throw err;
       } finally {
         reservation?.done();
       }
@@ -417,29 +422,40 @@ export class Rest {
     warnings: string[],
   ): Promise<WriteResult> {
     const key = this.key(r, namespace, name);
-    let reservation: Reservation | undefined;
-    let answer: WriteResult | null = null;
-    try {
-      const out = await this.guarded(r, name, key, (cur) => {
-        // Each attempt allocates afresh: the last attempt's reservation is over.
-        reservation?.done();
-        reservation = undefined;
-        answer = null;
-        if (expect !== undefined && cur.rev !== expect) throw apiErrors.conflict(r, name);
-        const old = cur.object as O;
-        const o = next(cur);
-        const merged = this.prepareUpdate(r, o, old, opts.sub);
-        this.validate(r, merged, old);
-        reservation = this.allocate(r, key, merged, old as KObject);
-        const d = this.decideUpdate(r, merged, old, opts, warnings);
-        if ('keep' in d) answer = d.answer ?? null;
-        return d;
-      });
-      if (out.outcome === 'kept') return answer!;
-      return { object: out.stored.object as KObject, code: 200, warnings };
-    } finally {
-      reservation?.done();
+    for (let round = 0; ; round++) {
+      let alloc: Allocation | undefined;
+      let answer: WriteResult | null = null;
+      try {
+        const out = await this.guarded(r, name, key, (cur) => {
+          // Each attempt allocates afresh: the last attempt's reservation is over.
+          alloc?.reservation.done();
+          alloc = undefined;
+          answer = null;
+          if (expect !== undefined && cur.rev !== expect) throw apiErrors.conflict(r, name);
+          const old = cur.object as O;
+          const o = next(cur);
+          const merged = this.prepareUpdate(r, o, old, opts.sub);
+          this.validate(r, merged, old);
+          alloc = this.allocate(r, key, merged, old as KObject);
+          const d = this.decideUpdate(r, key, merged, old, opts, warnings, alloc?.ops ?? []);
+          if ('keep' in d) answer = d.answer ?? null;
+          return d;
+        });
+        if (out.outcome === 'kept') return answer!;
+        return { object: out.stored.object as KObject, code: 200, warnings };
+      } catch (e) {
+        // Another writer took a value this update allocated: choose again.
+        if (this.allocationTaken(e) && round < 8) continue;
+        throw e instanceof TxnFailed ? e.cause : e;
+      } finally {
+        alloc?.reservation.done();
+      }
     }
+  }
+
+  /** A transaction failed on an allocation object another writer holds: the allocator counts it taken. */
+  private allocationTaken(e: unknown): boolean {
+    return e instanceof TxnFailed && e.index > 0 && e.code === ErrorCode.AlreadyExists && this.deps.services !== undefined && this.deps.services.taken(e.op.key);
   }
 
   /**
@@ -470,20 +486,27 @@ export class Rest {
   }
 
   /** Fills in a Service's ClusterIP and NodePorts (create: old null). @throws Invalid naming the field */
-  private allocate(r: Resource, key: string, o: O, old: KObject | null): Reservation | undefined {
+  private allocate(r: Resource, key: string, o: O, old: KObject | null): Allocation | undefined {
     if (r.resource !== 'services' || !this.deps.services) return undefined;
     const a = this.deps.services.allocate(key, o, old);
     if (a.errors.length) throw apiErrors.invalid(r, String(obj(o['metadata'])?.['name'] ?? ''), a.errors);
-    return a.reservation;
+    return a;
+  }
+
+  /** The operations a deletion of the object under key adds: a Service's allocation objects go with it. */
+  private releases(r: Resource, key: string, old: Readonly<KObject>): TxnOp[] {
+    return r.resource === 'services' && this.deps.services ? this.deps.services.release(key, old) : [];
   }
 
   /** What an update writes: nothing (a no-op, a dry run: `answer` is the reply), the merged object, or a deletion. */
   private decideUpdate(
     r: Resource,
+    key: string,
     merged: O,
     old: O,
     opts: WriteOptions & { sub?: Sub | undefined; operation?: 'Update' | 'Apply' },
     warnings: string[],
+    also: readonly TxnOp[],
   ): UpdateDecision & { answer?: WriteResult } {
     const oldMeta = obj(old['metadata'])!;
     const m = obj(merged['metadata'])!;
@@ -491,15 +514,15 @@ export class Rest {
     // Nothing changed: no write, no new resourceVersion (kube-apiserver skips the etcd write too).
     if (deepEqual(stripVolatile(merged), stripVolatile(old))) return keep(old);
     // The last finalizer of an object being deleted went: the object goes.
-    if (oldMeta['deletionTimestamp'] && finalized(r, merged)) return opts.dryRun ? keep(merged) : { delete: true };
+    if (oldMeta['deletionTimestamp'] && finalized(r, merged)) return opts.dryRun ? keep(merged) : { delete: true, also: this.releases(r, key, old as KObject) };
     // A binding writes the storage directly upstream (no field manager): managedFields stay as they were.
-    if (opts.sub === 'binding') return opts.dryRun ? keep(merged) : { write: merged as KObject };
+    if (opts.sub === 'binding') return opts.dryRun ? keep(merged) : { write: merged as KObject, also };
     // One entry per manager, operation and subresource, as upstream lists them (without field ownership: fieldsV1 stays empty).
     const entry = managedEntry(opts.fieldManager ?? 'unknown', opts.operation ?? 'Update', apiVersionOf(r), this.deps.clock.now());
     if (opts.sub === 'status') entry['subresource'] = 'status';
     const same = (e: O) => e['manager'] === entry['manager'] && e['operation'] === entry['operation'] && (e['subresource'] ?? '') === (entry['subresource'] ?? '');
     m['managedFields'] = [...arr(oldMeta['managedFields']).map(obj).filter((e): e is O => !!e && !same(e)), entry];
-    return opts.dryRun ? keep(merged) : { write: merged as KObject };
+    return opts.dryRun ? keep(merged) : { write: merged as KObject, also };
   }
 
   /** The object an update stores, from what the client sent (o) and what is stored (old). */
@@ -659,7 +682,7 @@ export class Rest {
         answer = { object: cur.object as KObject, gone: true };
         return { keep: true };
       }
-      return { delete: true };
+      return { delete: true, also: this.releases(r, key, cur.object) };
     });
     if (out.outcome === 'kept') return answer!;
     return { object: out.stored.object as KObject, gone: out.outcome === 'deleted' };

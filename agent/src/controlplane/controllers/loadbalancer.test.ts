@@ -14,6 +14,7 @@ import { RESOURCES } from '../api/resources.js';
 import { loadSchemas } from '../api/schema.js';
 import { FakePersistence } from '../store/persistence.fake.js';
 import { openTestStore } from '../../testing/store.js';
+import { Claims } from '../alloc/claims.js';
 import type { KObject } from '../store/types.js';
 import { EventBroadcaster } from './events.js';
 import { LOAD_BALANCER_CLASS, LoadBalancerController, parseLoadBalancerPool } from './loadbalancer.js';
@@ -28,12 +29,12 @@ async function setup(t: Test, o: { persistence?: FakePersistence; pool?: string;
   const ts = openTestStore({ persistence: o.persistence ?? new FakePersistence(), clock });
   const store = ts.cache;
   const alloc = new ServiceAllocator();
-  alloc.start(store);
+  await alloc.start(store, ts.storage);
   const rest = new Rest({ storage: ts.storage, cache: store, schemas, clock, services: alloc });
   if (!store.get('namespaces//default')) await rest.create(NS, '', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } });
   const events = new EventBroadcaster({ rest, clock, log: silentLogger() });
-  const lb = new LoadBalancerController({ rest, cache: store, clock, log: silentLogger(), events: events.recorder('service-lb-controller'), ...(o.pool !== undefined ? { pool: o.pool } : {}) });
-  if (o.start !== false) lb.start();
+  const lb = new LoadBalancerController({ rest, cache: store, claims: new Claims(ts.storage, store, 'loadbalancerips.nodenet.io'), clock, log: silentLogger(), events: events.recorder('service-lb-controller'), ...(o.pool !== undefined ? { pool: o.pool } : {}) });
+  if (o.start !== false) await lb.start();
   let stopped = false;
   const stop = async () => {
     if (stopped) return;
@@ -153,7 +154,7 @@ t.test('restarts: the table is rebuilt from the Services\' statuses, so no addre
   second.clock.advance(2000);
   const d = (await second.rest.create(SVC, 'default', lbSvc('d'))).object;
   await second.rest.update(SVC, 'default', 'd', { ...structuredClone(d), status: { loadBalancer: { ingress: [{ ip: '192.0.2.1' }] } } }, { sub: 'status' });
-  second.lb.start();
+  await second.lb.start();
   await second.settle();
   const got = await Promise.all(['a', 'c', 'd'].map(async (n) => (await second.ingress(n))[0]));
   t.equal(got[0], '192.0.2.1', 'the oldest keeps its address');
@@ -169,4 +170,39 @@ t.test('no pool: LoadBalancer Services stay pending, and an Event says so', asyn
   t.same(await ingress('a'), []);
   t.same(eventsOf('a'), [{ type: 'Warning', reason: 'AllocationFailed', message: 'Failed to allocate IP for "default/a": no load-balancer IP pool is configured (nodenet control-plane --load-balancer-ip-pool): the Service stays pending' }]);
   t.same(eventsOf('plain'), [], 'nothing about other Services');
+});
+
+import { MemoryStorage } from '../store/memory-storage.js';
+import { WatchCache } from '../store/watch-cache.js';
+
+t.test('two controllers at once on one backend (a leader change that overlaps) never give two Services one address', async (t) => {
+  const storage = new MemoryStorage();
+  const make = async () => {
+    const clock = new FakeClock(Date.UTC(2026, 11, 1));
+    const cache = new WatchCache({ storage, clock });
+    await cache.start();
+    const alloc = new ServiceAllocator();
+    await alloc.start(cache, storage);
+    const rest = new Rest({ storage, cache, schemas, clock, services: alloc });
+    const lb = new LoadBalancerController({ rest, cache, claims: new Claims(storage, cache, 'loadbalancerips.nodenet.io'), clock, log: silentLogger(), pool: '192.0.2.10-192.0.2.12' });
+    t.teardown(() => {
+      lb.stop();
+      alloc.stop();
+      cache.close();
+    });
+    return { cache, rest, lb };
+  };
+  const one = await make();
+  const two = await make();
+  await one.rest.create(NS, '', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } });
+  await Promise.all([one.lb.start(), two.lb.start()]);
+  for (const n of ['a', 'b', 'c']) await one.rest.create(SVC, 'default', lbSvc(n));
+  for (let i = 0; i < 20; i++) {
+    await Promise.all([one.cache.fresh(), two.cache.fresh()]);
+    await Promise.all([one.lb.idle(), two.lb.idle()]);
+  }
+  const ips = await Promise.all(['a', 'b', 'c'].map(async (n) => ((await one.rest.get(SVC, 'default', n)).object['status'] as { loadBalancer?: { ingress?: { ip: string }[] } }).loadBalancer?.ingress?.[0]?.ip));
+  t.equal(ips.filter(Boolean).length, 3, `each has one: ${ips.join(' ')}`);
+  t.equal(new Set(ips).size, 3, 'all different');
+  t.same([...new Claims(storage, one.cache, 'loadbalancerips.nodenet.io').all()].sort(), ['a', 'b', 'c'].map((n, i) => [ips[i]!, `services/default/${n}`]).sort(), 'one claim per address, naming its Service');
 });

@@ -11,10 +11,13 @@
  *   `spec.loadBalancerClass` or with its own (`LOAD_BALANCER_CLASS`); one of
  *   another class belongs to another implementation and is left alone (as
  *   MetalLB and ServiceLB do);
- * - the Services' own statuses are the record of what is assigned: at start
- *   the table is rebuilt from them, the oldest Service first, so no two
- *   Services ever share an address, across restarts too (a newer one that
- *   shows a taken address, or one outside the pool, gets a new one);
+ * - each address a Service holds is a stored claim (alloc/claims.ts,
+ *   `loadbalancerips.nodenet.io//<ip>`), taken by create-if-absent before
+ *   the status is written, so no two Services ever share an address, also
+ *   with two controllers at once (a leader change that overlaps); at start
+ *   the claims are repaired from the Services' statuses, the oldest Service
+ *   first (a newer one that shows a taken address, or one outside the
+ *   pool, gets a new one; a claim no Service shows goes);
  * - `spec.loadBalancerIP`, when set, is the address asked for: given when it
  *   is in the pool and free, else the Service gets none and a Warning says why;
  * - without a pool, LoadBalancer Services stay `<pending>` with no ingress
@@ -25,8 +28,8 @@
  * (Warning: pool exhausted, address taken or outside the pool, no pool).
  *
  * Watch → compare → act through the REST layer, one Service at a time from a
- * de-duplicated queue; an address is claimed in the table before its write,
- * so two Services never race for one.
+ * de-duplicated queue; an address is claimed (table and stored claim) before
+ * its write, so two Services never race for one.
  */
 import { ErrorCode, isNodenetError } from '../../errors/errors.js';
 import { F } from '../../log/fields.js';
@@ -37,6 +40,7 @@ import { deepEqual } from '../../reconcile/deep-equal.js';
 import type { Rest } from '../api/rest.js';
 import { RESOURCES } from '../api/resources.js';
 import type { WatchCache } from '../store/watch-cache.js';
+import type { Claims, Owner } from '../alloc/claims.js';
 import type { KObject, StoreEvent } from '../store/types.js';
 import { NO_EVENTS, type EventRecorder } from './events.js';
 import { WorkQueue } from './work-queue.js';
@@ -104,10 +108,17 @@ function ingressIPs(svc: Readonly<KObject>): string[] {
 }
 
 const nameOf = (key: string): string => key.split('/').slice(1).join('/');
+/** The claim owner for a Service key `services/<ns>/<name>`. */
+const ownerOf = (key: string): Owner => {
+  const [resource = 'services', namespace = '', name = ''] = key.split('/');
+  return { resource, namespace, name };
+};
 
 export interface LoadBalancerControllerOptions {
   readonly rest: Rest;
   readonly cache: WatchCache;
+  /** The stored claims on addresses (`loadbalancerips.nodenet.io`). */
+  readonly claims: Claims;
   readonly clock: Clock;
   readonly log: Logger;
   /** The addresses to hand out (parseLoadBalancerPool's form); absent or empty: none. @throws TypeError from the constructor when malformed */
@@ -136,22 +147,39 @@ export class LoadBalancerController {
   }
 
   /** The repair, then the watch: addresses shown by the stored Services are theirs, the oldest Service's first. */
-  start(): void {
+  async start(): Promise<void> {
     const { items, rev } = this.o.cache.list('services');
     const created = (s: (typeof items)[number]) => str(s.object.metadata?.['creationTimestamp']);
     const oldestFirst = [...items].sort((a, b) => (created(a) < created(b) ? -1 : created(a) > created(b) ? 1 : a.key < b.key ? -1 : 1));
+    const claimed = this.o.claims.all();
     for (const s of oldestFirst) {
       if (!isManagedLoadBalancer(s.object)) continue;
       for (const ip of ingressIPs(s.object)) {
         if (!isIPv4(ip) || !this.inPool(ipToInt(ip)) || this.held.has(s.key)) continue;
         const v = ipToInt(ip);
         const other = this.owner.get(v);
-        if (other === undefined) this.claim(s.key, v);
-        else this.o.log.warn({ [F.svc]: s.key, [F.ip]: ip, holder: other }, `${s.key} shows ${ip}, which ${other} (older) holds: it gets another`);
+        if (other === undefined) {
+          // A claim by another Service is stale here: an older one showing the address would be in the table already.
+          const stale = claimed.get(ip);
+          if (stale !== undefined && stale !== s.key) await this.o.claims.release(ip, ownerOf(stale));
+          if (stale === s.key || (await this.takeClaim(s.key, ip))) {
+            this.claim(s.key, v);
+            continue;
+          }
+        }
+        const holder = other ?? this.o.claims.holder(ip);
+        this.o.log.warn({ [F.svc]: s.key, [F.ip]: ip, holder }, `${s.key} shows ${ip}, which ${holder} (older) holds: it gets another`);
       }
     }
+    // A claim no Service shows any more (deleted while no controller ran, or a write that never happened).
+    for (const [ip, holder] of claimed) if (!isIPv4(ip) || this.owner.get(ipToInt(ip)) !== holder) await this.o.claims.release(ip, ownerOf(holder));
     for (const s of items) this.work.add(s.key);
     this.watch = this.o.cache.watch({ gr: 'services', afterRev: rev, onEvent: (ev) => this.onEvent(ev) });
+  }
+
+  /** Takes the stored claim on ip for the Service under key; false: another holds it. */
+  private takeClaim(key: string, ip: string): Promise<boolean> {
+    return this.o.claims.claim(ip, ownerOf(key));
   }
 
   stop(): void {
@@ -201,6 +229,8 @@ export class LoadBalancerController {
     if (v === undefined) return;
     this.held.delete(key);
     if (this.owner.get(v) === key) this.owner.delete(v);
+    // The stored claim goes too (only if it is this Service's: a compare-and-swap on the version read).
+    this.work.add(`release ${intToIp(v)} ${key}`);
     this.o.log.info({ [F.svc]: key, [F.ip]: intToIp(v) }, 'load-balancer IP released');
     // An address is free: the Services that found none (or not the one they asked for) try again.
     for (const k of this.waiting) if (k !== key) this.work.add(k);
@@ -212,7 +242,14 @@ export class LoadBalancerController {
     return undefined;
   }
 
-  private async process(key: string): Promise<void> {
+  private async process(item: string): Promise<void> {
+    if (item.startsWith('release ')) {
+      const [, ip, svc] = item.split(' ');
+      // Taken again meanwhile (the same Service got it back): keep it.
+      if (this.owner.get(ipToInt(ip!)) === svc) return;
+      return this.o.claims.release(ip!, ownerOf(svc!));
+    }
+    const key = item;
     const cur = this.o.cache.get(key)?.object;
     if (!cur || !isManagedLoadBalancer(cur)) {
       // Gone, no LoadBalancer (the strategy dropped its load-balancer status with the type), or another class's.
@@ -243,9 +280,18 @@ export class LoadBalancerController {
         return this.fail(cur, key, `no available IPs in the pool ${this.poolText()}`);
       }
     }
-    this.claim(key, v); // held while the write is in flight
-    this.told.delete(key);
     const ip = intToIp(v);
+    if (this.held.get(key) !== v) {
+      this.claim(key, v); // held while the claim and the write are in flight
+      if (!(await this.takeClaim(key, ip))) {
+        // Another controller holds it, though this one had not heard: it counts as taken, and this Service tries again.
+        this.release(key);
+        this.owner.set(v, this.o.claims.holder(ip) ?? '(another controller)');
+        this.work.add(key);
+        return;
+      }
+    }
+    this.told.delete(key);
     if (deepEqual(ingressIPs(cur), [ip])) return;
     if (await this.writeIngress(cur, key, [{ ip }])) {
       this.o.log.info({ [F.svc]: key, [F.ip]: ip }, 'load-balancer IP assigned');

@@ -13,6 +13,7 @@ import { RESOURCES } from '../api/resources.js';
 import { loadSchemas } from '../api/schema.js';
 import { FakePersistence } from '../store/persistence.fake.js';
 import { openTestStore } from '../../testing/store.js';
+import { Claims } from '../alloc/claims.js';
 import type { KObject } from '../store/types.js';
 import { NodeIpam } from './node-ipam.js';
 
@@ -24,7 +25,7 @@ function setup(t: Test, persistence = new FakePersistence(), cidr = '10.244.0.0/
   const ts = openTestStore({ persistence, clock });
   const store = ts.cache;
   const rest = new Rest({ storage: ts.storage, cache: store, schemas, clock });
-  const ipam = new NodeIpam({ rest, cache: store, clock, log: silentLogger(), clusterCIDR: cidr, maskSize: 24 });
+  const ipam = new NodeIpam({ rest, cache: store, claims: new Claims(ts.storage, store, 'podcidrs.nodenet.io'), clock, log: silentLogger(), clusterCIDR: cidr, maskSize: 24 });
   const stop = () => {
     ipam.stop();
     ts.close();
@@ -38,7 +39,7 @@ const cidrOf = async (rest: Rest, name: string) => ((await rest.get(NODES, '', n
 
 t.test('each Node gets its own /24; a deleted Node\'s is free again; a full cluster CIDR leaves the Node without one', async (t) => {
   const { rest, ipam } = setup(t);
-  ipam.start();
+  await ipam.start();
   for (const n of ['a', 'b', 'c']) await rest.create(NODES, '', node(n));
   await ipam.idle();
   t.same(await Promise.all(['a', 'b', 'c'].map((n) => cidrOf(rest, n))), [
@@ -60,7 +61,7 @@ t.test('each Node gets its own /24; a deleted Node\'s is free again; a full clus
 
 t.test('a Node\'s own pod CIDR: kept when it fits and is free, left alone when taken or outside; immutable once set', async (t) => {
   const { rest, ipam } = setup(t);
-  ipam.start();
+  await ipam.start();
   await rest.create(NODES, '', node('own', '10.244.2.0/24'));
   await rest.create(NODES, '', node('next'));
   await ipam.idle();
@@ -83,7 +84,7 @@ t.test('a Node\'s own pod CIDR: kept when it fits and is free, left alone when t
 t.test('restarts: the table is rebuilt from the Nodes, so no block is handed out twice', async (t) => {
   const persistence = new FakePersistence();
   const first = setup(t, persistence);
-  first.ipam.start();
+  await first.ipam.start();
   await first.rest.create(NODES, '', node('a'));
   await first.rest.create(NODES, '', node('b'));
   await first.ipam.idle();
@@ -91,11 +92,50 @@ t.test('restarts: the table is rebuilt from the Nodes, so no block is handed out
   first.stop();
   const second = setup(t, persistence);
   await second.rest.create(NODES, '', node('c')); // made while no IPAM ran
-  second.ipam.start();
+  await second.ipam.start();
   await second.rest.create(NODES, '', node('d'));
   await second.ipam.idle();
   const got = await Promise.all(['b', 'c', 'd'].map(async (n) => (await cidrOf(second.rest, n))?.podCIDR));
   t.equal(got[0], '10.244.1.0/24');
   t.equal(new Set(got).size, 3, `distinct: ${got.join(', ')}`);
   t.ok(got.includes('10.244.0.0/24'), 'a\'s block, free after its deletion, was given again');
+});
+
+import { MemoryStorage } from '../store/memory-storage.js';
+import { WatchCache } from '../store/watch-cache.js';
+
+t.test('two controllers at once on one backend (a leader change that overlaps) never give two Nodes one block; claims follow the Nodes', async (t) => {
+  const storage = new MemoryStorage();
+  const controllers = await Promise.all(
+    [0, 1].map(async () => {
+      const clock = new FakeClock();
+      const cache = new WatchCache({ storage, clock });
+      await cache.start();
+      const rest = new Rest({ storage, cache, schemas, clock });
+      const ipam = new NodeIpam({ rest, cache, claims: new Claims(storage, cache, 'podcidrs.nodenet.io'), clock, log: silentLogger(), clusterCIDR: '10.244.0.0/22', maskSize: 24 });
+      t.teardown(() => {
+        ipam.stop();
+        cache.close();
+      });
+      return { cache, rest, ipam };
+    }),
+  );
+  const [one, two] = controllers as [(typeof controllers)[0], (typeof controllers)[0]];
+  await Promise.all([one.ipam.start(), two.ipam.start()]);
+  for (const n of ['a', 'b', 'c', 'd']) await one.rest.create(NODES, '', node(n));
+  for (let i = 0; i < 20; i++) {
+    await Promise.all([one.cache.fresh(), two.cache.fresh()]);
+    await Promise.all([one.ipam.idle(), two.ipam.idle()]);
+  }
+  const cidrs = await Promise.all(['a', 'b', 'c', 'd'].map(async (n) => (await cidrOf(one.rest, n))?.podCIDR));
+  t.equal(cidrs.filter(Boolean).length, 4, `every Node has one: ${cidrs.join(' ')}`);
+  t.equal(new Set(cidrs).size, 4, 'all different');
+  const claims = new Claims(storage, one.cache, 'podcidrs.nodenet.io').all();
+  t.same([...claims].sort(), ['a', 'b', 'c', 'd'].map((n, i) => [cidrs[i]!, `nodes//${n}`]).sort(), 'one claim per Node, on its block, none left over');
+  await one.rest.delete(NODES, '', 'b');
+  for (let i = 0; i < 10; i++) {
+    await Promise.all([one.cache.fresh(), two.cache.fresh()]);
+    await Promise.all([one.ipam.idle(), two.ipam.idle()]);
+  }
+  t.notOk(new Claims(storage, one.cache, 'podcidrs.nodenet.io').all().has(cidrs[1]!), 'a deleted Node\'s claim goes');
 });

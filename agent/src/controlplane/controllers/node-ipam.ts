@@ -5,13 +5,18 @@
  *
  * Watch → compare → act, through the REST layer (validated, watched like
  * any client's write):
- * - the Nodes' own `spec.podCIDR`s are the record: at start the table is
- *   rebuilt from them, so no two Nodes ever share one across restarts;
+ * - each block a Node holds is a stored claim (alloc/claims.ts,
+ *   `podcidrs.nodenet.io//<cidr>`), taken by create-if-absent before the
+ *   Node is written: two controllers (a leader change that overlaps) never
+ *   hand out one block; at start the claims are repaired from the Nodes'
+ *   own `spec.podCIDR`s (a Node's CIDR without its claim gets it, a claim
+ *   without its Node's CIDR goes);
  * - a Node without one gets the lowest free block; a Node that comes with
  *   one keeps it when it is inside the cluster CIDR, of the right size and
  *   free (a conflict is logged and the Node left as it is, as upstream
  *   reports CIDRNotAvailable);
- * - a deleted Node's block is free again once its deletion is seen.
+ * - a deleted Node's block is free again once its deletion is seen (its
+ *   claim is deleted).
  * `spec.podCIDR` is immutable once set (validation), as upstream.
  */
 import { ErrorCode, isNodenetError } from '../../errors/errors.js';
@@ -23,6 +28,7 @@ import type { Clock } from '../../reconcile/clock.js';
 import type { Rest } from '../api/rest.js';
 import { RESOURCES } from '../api/resources.js';
 import type { WatchCache } from '../store/watch-cache.js';
+import type { Claims, Owner } from '../alloc/claims.js';
 import type { KObject, StoreEvent } from '../store/types.js';
 
 type O = Record<string, unknown>;
@@ -34,12 +40,16 @@ export const DEFAULT_NODE_MASK = 24;
 export interface NodeIpamOptions {
   readonly rest: Rest;
   readonly cache: WatchCache;
+  /** The stored claims on blocks (`podcidrs.nodenet.io`). */
+  readonly claims: Claims;
   readonly clock: Clock;
   readonly log: Logger;
   readonly clusterCIDR?: string;
   readonly maskSize?: number;
   readonly retryMs?: number;
 }
+
+const owner = (node: string): Owner => ({ resource: 'nodes', namespace: '', name: node });
 
 const podCIDROf = (o: Readonly<KObject>): string | undefined => {
   const v = (o['spec'] as O | undefined)?.['podCIDR'];
@@ -84,14 +94,27 @@ export class NodeIpam {
     return `${intToIp(this.base + block * 2 ** (32 - this.maskSize))}/${this.maskSize}`;
   }
 
-  start(): void {
+  /** The repair (claims agree with the Nodes), then the watch. */
+  async start(): Promise<void> {
     const { items, rev } = this.o.cache.list('nodes');
+    const shown = new Map<string, string>();
     for (const s of items) {
       const name = String(s.object.metadata?.['name']);
       const cidr = podCIDROf(s.object);
       const b = cidr ? this.blockOf(cidr) : undefined;
-      if (b !== undefined && !this.used.has(b)) this.used.set(b, name);
+      if (b !== undefined && cidr) {
+        shown.set(cidr, name);
+        if (await this.o.claims.claim(cidr, owner(name))) this.used.set(b, name);
+      }
       this.work.add(name);
+    }
+    for (const [cidr, holder] of this.o.claims.all()) {
+      const name = holder.split('/')[2]!;
+      if (shown.get(cidr) !== name) await this.o.claims.release(cidr, owner(name));
+      else {
+        const b = this.blockOf(cidr);
+        if (b !== undefined) this.used.set(b, name);
+      }
     }
     this.watch = this.o.cache.watch({ gr: 'nodes', afterRev: rev, onEvent: (ev) => this.onEvent(ev) });
   }
@@ -114,7 +137,11 @@ export class NodeIpam {
   private onEvent(ev: StoreEvent): void {
     const name = String(ev.cur.object.metadata?.['name']);
     if (ev.type === 'DELETED') {
-      for (const [b, n] of this.used) if (n === name) this.used.delete(b);
+      for (const [b, n] of this.used) {
+        if (n !== name) continue;
+        this.used.delete(b);
+        this.work.add(`release ${this.cidrOf(b)} ${name}`);
+      }
       return;
     }
     const cidr = podCIDROf(ev.cur.object);
@@ -123,29 +150,36 @@ export class NodeIpam {
     if (!cidr) this.work.add(name);
   }
 
-  private async process(name: string): Promise<void> {
+  private async process(item: string): Promise<void> {
+    if (item.startsWith('release ')) {
+      // A deleted Node's claim goes (the block is free in the table already).
+      const [, cidr, node] = item.split(' ');
+      return this.o.claims.release(cidr!, owner(node!));
+    }
+    const name = item;
     const s = this.o.cache.get(`nodes//${name}`);
     if (!s || s.object.metadata?.['deletionTimestamp']) return;
     const have = podCIDROf(s.object);
     if (have) {
       const b = this.blockOf(have);
       if (b === undefined) this.o.log.warn({ [F.name]: name, podCIDR: have, clusterCIDR: this.clusterCIDR }, `node ${name}'s podCIDR ${have} is not a /${this.maskSize} of the cluster CIDR; left as it is`);
-      else if (this.used.get(b) !== name) this.o.log.warn({ [F.name]: name, podCIDR: have, holder: this.used.get(b) }, `node ${name}'s podCIDR ${have} is taken by ${this.used.get(b)}: CIDRNotAvailable`);
+      else if (this.used.get(b) === name || (!this.used.has(b) && (await this.o.claims.claim(have, owner(name))))) this.used.set(b, name);
+      else this.o.log.warn({ [F.name]: name, podCIDR: have, holder: this.used.get(b) ?? this.o.claims.holder(have) }, `node ${name}'s podCIDR ${have} is taken by ${this.used.get(b) ?? this.o.claims.holder(have)}: CIDRNotAvailable`);
       return;
     }
     let block: number | undefined;
-    for (let i = 0; i < this.blocks; i++) {
-      if (!this.used.has(i)) {
-        block = i;
-        break;
-      }
+    for (let i = 0; i < this.blocks && block === undefined; i++) {
+      if (this.used.has(i)) continue;
+      // The claim is the lock: another controller may hold the block though this one has not heard of it yet.
+      this.used.set(i, name); // held while the claim and the write are in flight
+      if (await this.o.claims.claim(this.cidrOf(i), owner(name))) block = i;
+      else this.used.set(i, this.o.claims.holder(this.cidrOf(i))?.split('/')[2] ?? '(another controller)');
     }
     if (block === undefined) {
       this.o.log.error({ [F.name]: name, clusterCIDR: this.clusterCIDR }, `no pod CIDR left for node ${name}: the cluster CIDR ${this.clusterCIDR} has ${this.blocks} /${this.maskSize}s, all taken`);
       return;
     }
     const cidr = this.cidrOf(block);
-    this.used.set(block, name); // held while the write is in flight; the watch confirms it
     const next = structuredClone(s.object) as KObject;
     const spec = ((next['spec'] as O | undefined) ?? (next['spec'] = {})) as O;
     spec['podCIDR'] = cidr;
@@ -154,7 +188,11 @@ export class NodeIpam {
       await this.o.rest.update(NODES, '', name, next, { fieldManager: 'nodenet-node-ipam' });
       this.o.log.info({ [F.name]: name, podCIDR: cidr }, 'pod CIDR assigned');
     } catch (e) {
-      if (this.used.get(block) === name && !podCIDROf(this.o.cache.get(`nodes//${name}`)?.object ?? {})) this.used.delete(block);
+      // The Node did not take this block (gone, or another controller gave it another first): the claim goes.
+      if (this.used.get(block) === name && podCIDROf((await this.o.rest.get(NODES, '', name).catch(() => undefined))?.object ?? {}) !== cidr) {
+        this.used.delete(block);
+        await this.o.claims.release(cidr, owner(name));
+      }
       if (isNodenetError(e) && e.code === ErrorCode.NotFound) return;
       throw e;
     }

@@ -32,7 +32,7 @@ import { ErrorCode, NodenetError } from '../../errors/errors.js';
 import { F } from '../../log/fields.js';
 import { silentLogger, type Logger } from '../../log/log.js';
 import type { Persistence, PersistedEvent } from './persistence.js';
-import { ConflictError, type ListOptions, type ListResult, type Storage, type StorageWatch, type StorageWatchOptions } from './storage.js';
+import { ConflictError, TxnFailed, type ListOptions, type ListResult, type Storage, type StorageWatch, type StorageWatchOptions, type TxnOp } from './storage.js';
 import type { EventType, KObject, Stored, StoreEvent } from './types.js';
 
 export interface LocalStorageOptions {
@@ -99,6 +99,31 @@ export class LocalStorage implements Storage {
     if (!cur) return Promise.reject(new NodenetError(ErrorCode.NotFound, `${key} not found`));
     if (expectRev !== undefined && cur.rev !== expectRev) return Promise.reject(new ConflictError(key, expectRev, cur));
     return this.accept('DELETED', key, cur.object, cur);
+  }
+
+  txn(ops: readonly TxnOp[]): Promise<(Stored | undefined)[]> {
+    // Every check first, against the newest accepted versions and what the earlier operations of this one leave.
+    const view = new Map<string, Stored | null>();
+    const cur = (key: string) => (view.has(key) ? (view.get(key) ?? undefined) : this.latest(key));
+    for (const [i, o] of ops.entries()) {
+      const c = cur(o.key);
+      let err: NodenetError | null = null;
+      if (o.op === 'create') err = c ? new NodenetError(ErrorCode.AlreadyExists, `${o.key} already exists`) : null;
+      else if (o.op === 'update') err = !c ? new NodenetError(ErrorCode.NotFound, `${o.key} not found`) : c.rev !== o.expectRev ? new ConflictError(o.key, o.expectRev, c) : null;
+      else if (o.expectRev !== undefined) err = !c ? new NodenetError(ErrorCode.NotFound, `${o.key} not found`) : c.rev !== o.expectRev ? new ConflictError(o.key, o.expectRev, c) : null;
+      if (err) return Promise.reject(new TxnFailed(i, o, err));
+      // A placeholder: only presence matters for the later checks of this transaction.
+      view.set(o.key, o.op === 'delete' ? null : (c ?? ({ key: o.key, rev: -1, createRev: -1, object: o.obj, json: '' } as Stored)));
+    }
+    // Accepted together, in this turn: one batch, one database transaction; a failed commit fails them all.
+    return Promise.all(
+      ops.map((o) => {
+        if (o.op === 'create') return this.accept('ADDED', o.key, o.obj, null);
+        const c = this.latest(o.key);
+        if (o.op === 'update') return this.accept('MODIFIED', o.key, o.obj, c!);
+        return c ? this.accept('DELETED', o.key, c.object, c) : Promise.resolve(undefined);
+      }),
+    );
   }
 
   get(key: string, opts: { readonly rev?: number } = {}): Promise<Stored | undefined> {

@@ -18,7 +18,7 @@
  * Not durable: nothing survives the process.
  */
 import { ErrorCode, NodenetError } from '../../errors/errors.js';
-import { ConflictError, type ListOptions, type ListResult, type Storage, type StorageWatch, type StorageWatchOptions } from './storage.js';
+import { ConflictError, TxnFailed, type ListOptions, type ListResult, type Storage, type StorageWatch, type StorageWatchOptions, type TxnOp } from './storage.js';
 import type { EventType, KObject, Stored, StoreEvent } from './types.js';
 
 /** The state a restart keeps. */
@@ -70,6 +70,34 @@ export class MemoryStorage implements Storage {
       if (!cur) throw new NodenetError(ErrorCode.NotFound, `${key} not found`);
       if (expectRev !== undefined && cur.rev !== expectRev) throw new ConflictError(key, expectRev, cur);
       return this.commit('DELETED', key, cur.object, cur);
+    });
+  }
+
+  /** As etcd's Txn: every write of one transaction takes the same revision. */
+  async txn(ops: readonly TxnOp[]): Promise<(Stored | undefined)[]> {
+    this.open();
+    const view = new Map<string, boolean>();
+    const has = (key: string) => (view.has(key) ? view.get(key)! : this.data.objects.has(key));
+    for (const [i, o] of ops.entries()) {
+      const c = this.data.objects.get(o.key);
+      let err: NodenetError | null = null;
+      if (o.op === 'create') err = has(o.key) ? new NodenetError(ErrorCode.AlreadyExists, `${o.key} already exists`) : null;
+      else if (o.op === 'update' || o.expectRev !== undefined) {
+        const want = o.op === 'update' ? o.expectRev : o.expectRev!;
+        err = !has(o.key) ? new NodenetError(ErrorCode.NotFound, `${o.key} not found`) : view.has(o.key) || c!.rev !== want ? new ConflictError(o.key, want, c) : null;
+      }
+      if (err) throw new TxnFailed(i, o, err);
+      view.set(o.key, o.op !== 'delete');
+    }
+    if (this.failNext > 0) {
+      this.failNext--;
+      throw new NodenetError(ErrorCode.Store, 'memory storage: injected write failure');
+    }
+    const rev = ++this.data.rev;
+    return ops.map((o) => {
+      const c = this.data.objects.get(o.key);
+      if (o.op === 'delete') return c ? this.commit('DELETED', o.key, c.object, c, rev) : undefined;
+      return this.commit(o.op === 'create' ? 'ADDED' : 'MODIFIED', o.key, o.obj, o.op === 'create' ? null : c!, rev);
     });
   }
 
@@ -153,9 +181,9 @@ export class MemoryStorage implements Storage {
     }
   }
 
-  private commit(type: EventType, key: string, obj: KObject, prev: Stored | null): Stored {
+  private commit(type: EventType, key: string, obj: KObject, prev: Stored | null, txnRev?: number): Stored {
     if (key.split('/').length !== 3) throw new Error(`MemoryStorage: ${JSON.stringify(key)} is not <group-resource>/<namespace>/<name>`);
-    const rev = ++this.data.rev;
+    const rev = txnRev ?? ++this.data.rev;
     const object: KObject = { ...obj, metadata: { ...(obj.metadata ?? {}), resourceVersion: String(rev) } };
     const cur: Stored = { key, rev, createRev: prev && type !== 'ADDED' ? prev.createRev : rev, object, json: JSON.stringify(object) };
     if (type === 'DELETED') this.data.objects.delete(key);

@@ -13,7 +13,7 @@
  * (for a durable backend) a crash in the middle of a stream of writes.
  */
 import type { Test } from 'tap';
-import { ConflictError, guaranteedUpdate, StaleRead, type Storage } from './storage.js';
+import { ConflictError, guaranteedUpdate, StaleRead, TxnFailed, type Storage } from './storage.js';
 import type { KObject, Stored, StoreEvent } from './types.js';
 
 export interface CrashResult {
@@ -93,6 +93,34 @@ export function storageContract(t: Test, b: Backend): void {
     t.equal(await s.get(key('a')), undefined);
     await t.rejects(s.delete(key('a')), { code: 'NN_ERR_NOT_FOUND' });
     t.equal((await s.create(key('a'), svc('a'))).createRev > d.rev, true, 'a re-created key starts a new life');
+  });
+
+  t.test(`${b.name}: a transaction is all or nothing; its checks name the operation that failed`, async (t) => {
+    const s = await open();
+    const a = await s.create(key('a'), svc('a'));
+    const w = record(s, 'services/', a.rev);
+    const taken = await s.txn([{ op: 'create', key: key('b'), obj: svc('b') }, { op: 'create', key: key('a'), obj: svc('a') }]).then(() => null, (e: unknown) => e);
+    t.ok(taken instanceof TxnFailed && taken.index === 1 && taken.code === 'NN_ERR_ALREADY_EXISTS', 'the second create\'s key is taken');
+    t.equal(await s.get(key('b')), undefined, 'so the first is not stored either');
+    const stale = await s.txn([{ op: 'update', key: key('a'), obj: svc('a', { x: 1 }), expectRev: a.rev - 1 }]).then(() => null, (e: unknown) => e);
+    t.ok(stale instanceof TxnFailed && stale.cause instanceof ConflictError && stale.cause.current?.rev === a.rev, 'a stale revision, with the current version');
+    await t.rejects(s.txn([{ op: 'delete', key: key('nope'), expectRev: 5 }]), { code: 'NN_ERR_NOT_FOUND' });
+    const out = await s.txn([
+      { op: 'update', key: key('a'), obj: svc('a', { x: 2 }), expectRev: a.rev },
+      { op: 'create', key: key('b'), obj: svc('b') },
+      { op: 'delete', key: key('never-was') },
+    ]);
+    t.equal(out[2], undefined, 'a delete of nothing without a revision is no write');
+    const [ua, cb] = out as Stored[];
+    t.ok(ua!.rev > a.rev && cb!.rev >= ua!.rev, 'the writes take revisions above everything before, in order');
+    t.same((await s.list('services/', { rev: cb!.rev })).items.map((x) => x.json), [ua!.json, cb!.json], 'a list at the transaction\'s revision has all of it');
+    const end = await s.currentRev();
+    await until(() => w.h.progressRev >= end, 'the events');
+    t.same(w.events.map((e) => `${e.type} ${e.key}`), [`MODIFIED ${key('a')}`, `ADDED ${key('b')}`], 'one event per write, none for the failed ones');
+    const gone = await s.txn([{ op: 'delete', key: key('a'), expectRev: ua!.rev }, { op: 'delete', key: key('b') }]);
+    t.equal(gone[0]!.object.metadata?.['resourceVersion'], String(gone[0]!.rev), 'a deleted object carries the deletion revision');
+    t.same((await s.list('services/')).items, []);
+    w.h.stop();
   });
 
   t.test(`${b.name}: guaranteedUpdate under contention loses no update; every writer gets its own revision`, async (t) => {

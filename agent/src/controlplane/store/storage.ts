@@ -61,6 +61,24 @@ export interface StorageWatch {
   stop(): void;
 }
 
+/** One operation of a transaction. */
+export type TxnOp =
+  | { readonly op: 'create'; readonly key: string; readonly obj: KObject }
+  | { readonly op: 'update'; readonly key: string; readonly obj: KObject; readonly expectRev: number }
+  /** Deletes the key; with expectRev, only at that revision. Without it, a key that holds nothing is left alone (no event). */
+  | { readonly op: 'delete'; readonly key: string; readonly expectRev?: number };
+
+/** A transaction failed: `index` is the operation whose check failed (`cause` says how); nothing of it was stored. */
+export class TxnFailed extends NodenetError {
+  constructor(
+    readonly index: number,
+    readonly op: TxnOp,
+    override readonly cause: NodenetError,
+  ) {
+    super(cause.code, cause.message, { cause });
+  }
+}
+
 export interface Storage {
   /** The backend's name for logs and metrics: `sqlite`, `memory`, `etcd`. */
   readonly kind: string;
@@ -79,6 +97,14 @@ export interface Storage {
    * @throws NotFound; ConflictError as update
    */
   delete(key: string, expectRev?: number): Promise<Stored>;
+  /**
+   * Several writes, all or nothing (etcd's Txn): every check (create-if-absent, compare-and-swap) is made before any
+   * write, and the writes are stored in one transaction. A Service and the allocations it holds go in one (their
+   * lock is the allocations' create-if-absent). Resolves to what each operation stored (a delete: the object as
+   * deleted; a delete of nothing: undefined). The writes may share one revision (etcd) or take consecutive ones.
+   * @throws TxnFailed naming the operation whose check failed
+   */
+  txn(ops: readonly TxnOp[]): Promise<(Stored | undefined)[]>;
   /** The object under key now (read after every acknowledged write), or at revision rev. @throws Expired */
   get(key: string, opts?: { readonly rev?: number }): Promise<Stored | undefined>;
   /** The objects under a prefix, sorted by key, at one revision; paged by `after` and `limit`. */
@@ -106,8 +132,14 @@ export class ConflictError extends NodenetError {
   }
 }
 
-/** What a guaranteed update does with the current object: write this object, delete it, or leave it (a no-op answer). */
-export type UpdateDecision = { readonly write: KObject } | { readonly delete: true } | { readonly keep: true };
+/**
+ * What a guaranteed update does with the current object: write this object, delete it, or leave it (a no-op answer).
+ * `also`: more operations for the same transaction (a Service's allocation objects).
+ */
+export type UpdateDecision =
+  | { readonly write: KObject; readonly also?: readonly TxnOp[] }
+  | { readonly delete: true; readonly also?: readonly TxnOp[] }
+  | { readonly keep: true };
 
 export interface GuaranteedUpdateOptions {
   /** A version the caller already has (the watch cache's): tried first, read afresh on a conflict. */
@@ -132,7 +164,8 @@ export interface GuaranteedUpdateResult {
  * tryUpdate may throw (a precondition, validation): the error is the caller's. `fresh` tells it whether `cur` came
  * from the backend rather than a cache, so a precondition that fails against a cached version is checked again on
  * a fresh one (throw `StaleRead` to ask for that).
- * @throws NotFound when the key holds nothing; Conflict after `attempts` lost races
+ * @throws NotFound when the key holds nothing; Conflict after `attempts` lost races; TxnFailed when one of the
+ *   decision's `also` operations failed its check (the caller decides whether to try again)
  */
 export async function guaranteedUpdate(
   storage: Storage,
@@ -161,12 +194,17 @@ export async function guaranteedUpdate(
       throw e instanceof StaleRead ? e.cause : e;
     }
     if ('keep' in decision) return { outcome: 'kept', stored: cur, from: cur };
+    const main: TxnOp = 'delete' in decision ? { op: 'delete', key, expectRev: cur.rev } : { op: 'update', key, obj: decision.write, expectRev: cur.rev };
     try {
-      const stored = 'delete' in decision ? await storage.delete(key, cur.rev) : await storage.update(key, decision.write, cur.rev);
+      let stored: Stored;
+      if (decision.also?.length) stored = (await storage.txn([main, ...decision.also]))[0]!;
+      else stored = 'delete' in decision ? await storage.delete(key, cur.rev) : await storage.update(key, decision.write, cur.rev);
       return { outcome: 'delete' in decision ? 'deleted' : 'written', stored, from: cur };
     } catch (e) {
-      if (!(e instanceof ConflictError) || attempt + 1 >= attempts) throw e;
-      cur = e.current;
+      // A transaction's own operation lost the race: as a plain compare-and-swap would have.
+      const err = e instanceof TxnFailed && e.index === 0 ? e.cause : e;
+      if (!(err instanceof ConflictError) || attempt + 1 >= attempts) throw err;
+      cur = err.current;
       fresh = true;
     }
   }

@@ -349,7 +349,8 @@ export class WatchCache {
   }
 
   private apply(ev: StoreEvent): void {
-    if (ev.rev <= this.current) return;
+    // The writes of one transaction may share a revision (etcd's do): an equal revision is the next write of it.
+    if (ev.rev < this.current || (ev.rev === this.current && this.objects.get(ev.key)?.rev === ev.rev)) return;
     if (ev.type === 'DELETED') this.objects.remove(ev.key);
     else this.objects.put(ev.cur);
     this.current = ev.rev;
