@@ -45,10 +45,9 @@ import { ErrorCode, NodenetError } from '../../errors/errors.js';
 import type { Storage, TxnOp } from '../store/storage.js';
 import type { WatchCache } from '../store/watch-cache.js';
 import type { KObject, Stored, StoreEvent } from '../store/types.js';
+import { obj, arr } from '../../json/loose.js';
 
 type O = Record<string, unknown>;
-const obj = (v: unknown): O | undefined => (v && typeof v === 'object' && !Array.isArray(v) ? (v as O) : undefined);
-const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 
 export interface ServiceAllocatorOptions {
   /** Default 10.96.0.0/12. */

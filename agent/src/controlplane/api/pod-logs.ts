@@ -18,11 +18,8 @@ import type { Tokens } from '../auth/authz.js';
 import type { KObject } from '../store/types.js';
 import { Query } from '../../net/query.js';
 import { apiErrors, fieldErr, type FieldError } from './errors.js';
+import { obj, arr, str } from '../../json/loose.js';
 
-type O = Record<string, unknown>;
-const obj = (v: unknown): O | undefined => (v && typeof v === 'object' && !Array.isArray(v) ? (v as O) : undefined);
-const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
-const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 
 export const DEFAULT_KUBELET_PORT = 10250;
 

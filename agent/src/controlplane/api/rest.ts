@@ -43,9 +43,9 @@ import { matchesFields, matchesLabels, parseFieldSelector, parseLabelSelector, S
 import { strategicMergePatch, StrategicPatchError } from './strategic-merge.js';
 import type { Allocation, ServiceAllocator } from '../alloc/service-allocator.js';
 import { labelSelectorString } from './table.js';
+import { obj, arr } from '../../json/loose.js';
 
 type O = Record<string, unknown>;
-const obj = (v: unknown): O | undefined => (v && typeof v === 'object' && !Array.isArray(v) ? (v as O) : undefined);
 
 export type FieldValidation = 'Strict' | 'Warn' | 'Ignore';
 /** The subresources an update goes through. */
@@ -866,7 +866,6 @@ const NAMESPACES: Resource = RESOURCES.find((x) => x.resource === 'namespaces')!
 const PODS: Resource = RESOURCES.find((x) => x.resource === 'pods')!;
 /** What a Binding's errors name: `pods/binding` in a Conflict, `Binding` in a 422 (as upstream). */
 const BINDING = { resource: 'pods/binding', group: '', kind: 'Binding' } as const;
-const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 
 /** No finalizer holds the object: metadata.finalizers, and for a Namespace spec.finalizers too. */
 function finalized(r: Resource, o: O): boolean {

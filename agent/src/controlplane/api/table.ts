@@ -4,6 +4,7 @@
  * Priority-1 columns are the ones `-o wide` adds.
  */
 import type { KObject } from '../store/types.js';
+import { arr } from '../../json/loose.js';
 
 export interface Column {
   readonly name: string;
@@ -22,7 +23,6 @@ export interface Printer {
 type O = Record<string, unknown>;
 const get = (o: unknown, ...path: string[]): unknown => path.reduce<unknown>((v, k) => (v && typeof v === 'object' ? (v as O)[k] : undefined), o);
 const str = (v: unknown): string => (typeof v === 'string' ? v : v === undefined || v === null ? '' : String(v));
-const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 const none = (s: string): string => (s === '' ? '<none>' : s);
 
 /**

@@ -40,9 +40,9 @@ import type { WatchCache } from '../store/watch-cache.js';
 import type { KObject } from '../store/types.js';
 import { namespaceOf } from '../store/types.js';
 import { controllerOf } from './replicaset.js';
+import { obj } from '../../json/loose.js';
 
 type O = Record<string, unknown>;
-const obj = (v: unknown): O | undefined => (v && typeof v === 'object' && !Array.isArray(v) ? (v as O) : undefined);
 const meta = (o: Readonly<KObject>): O => (o.metadata ?? {}) as O;
 const R = (name: string) => RESOURCES.find((r) => r.resource === name)!;
 const [DEPLOY, RS] = [R('deployments'), R('replicasets')];

@@ -42,10 +42,9 @@ import type { IndexFunc } from '../store/indexer.js';
 import type { WatchCache } from '../store/watch-cache.js';
 import type { KObject, Stored, StoreEvent } from '../store/types.js';
 import { namespaceOf } from '../store/types.js';
+import { obj, arr } from '../../json/loose.js';
 
 type O = Record<string, unknown>;
-const obj = (v: unknown): O | undefined => (v && typeof v === 'object' && !Array.isArray(v) ? (v as O) : undefined);
-const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 const meta = (o: Readonly<KObject>): O => (o.metadata ?? {}) as O;
 
 const SLICES = RESOURCES.find((r) => r.resource === 'endpointslices')!;

@@ -8,9 +8,8 @@
  */
 import type { IndexFunc } from '../store/indexer.js';
 import type { Stored } from '../store/types.js';
+import { obj } from '../../json/loose.js';
 
-type O = Record<string, unknown>;
-const obj = (v: unknown): O | undefined => (v && typeof v === 'object' && !Array.isArray(v) ? (v as O) : undefined);
 
 /** Pods by `spec.nodeName` (the kubelet's and the node lifecycle controller's field selector). */
 export const POD_NODE_NAME = 'spec.nodeName';

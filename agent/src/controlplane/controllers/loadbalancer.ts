@@ -44,11 +44,9 @@ import type { Claims, Owner } from '../alloc/claims.js';
 import type { KObject, StoreEvent } from '../store/types.js';
 import { NO_EVENTS, type EventRecorder } from './events.js';
 import { WorkQueue } from './work-queue.js';
+import { obj, arr, str } from '../../json/loose.js';
 
 type O = Record<string, unknown>;
-const obj = (v: unknown): O | undefined => (v && typeof v === 'object' && !Array.isArray(v) ? (v as O) : undefined);
-const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
-const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 const SERVICES = RESOURCES.find((r) => r.resource === 'services')!;
 
 /** The `spec.loadBalancerClass` this controller answers to (besides none). */

@@ -57,12 +57,11 @@ import type { KObject, StoreEvent } from '../store/types.js';
 import { grOf, namespaceOf } from '../store/types.js';
 import { NO_EVENTS, type EventRecorder } from './events.js';
 import { WorkQueue } from './work-queue.js';
+import { obj, arr, str } from '../../json/loose.js';
+import { toleratesTaint, type Taint, type Toleration } from './taints.js';
 
 type O = Record<string, unknown>;
-const obj = (v: unknown): O | undefined => (v && typeof v === 'object' && !Array.isArray(v) ? (v as O) : undefined);
-const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 const meta = (o: Readonly<KObject>): O => (o.metadata ?? {}) as O;
-const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 const R = (name: string) => RESOURCES.find((r) => r.resource === name)!;
 const [NODES, PODS] = [R('nodes'), R('pods')];
 
@@ -92,20 +91,6 @@ export interface NodeLifecycleOptions {
   readonly evictionEvents?: EventRecorder;
 }
 
-export interface Taint {
-  readonly key: string;
-  readonly value?: string;
-  readonly effect: string;
-  readonly timeAdded?: string;
-}
-
-export interface Toleration {
-  readonly key?: string;
-  readonly operator?: string;
-  readonly value?: string;
-  readonly effect?: string;
-  readonly tolerationSeconds?: number;
-}
 
 /** What the controller saw of a Node's signs of life, and when (its clock). */
 interface Health {
@@ -133,14 +118,6 @@ export function taintsOf(node: Readonly<KObject>): Taint[] {
   return arr(obj(node['spec'])?.['taints']).map(obj).filter((t): t is O => !!t && typeof t['key'] === 'string').map((t) => t as unknown as Taint);
 }
 
-/** ToleratesTaint: effect empty matches every effect; key empty with Exists matches every key; Exists ignores the value. */
-export function tolerates(t: Toleration, taint: Taint): boolean {
-  if (t.effect && t.effect !== taint.effect) return false;
-  if (t.key && t.key !== taint.key) return false;
-  if (!t.key && t.operator !== 'Exists') return false;
-  if (t.operator === 'Exists') return true;
-  return (t.operator === undefined || t.operator === '' || t.operator === 'Equal') && (t.value ?? '') === (taint.value ?? '');
-}
 
 /**
  * The taint manager's decision for a Pod on a Node with these NoExecute taints: 'now' when one is not
@@ -151,7 +128,7 @@ export function evictionDelay(taints: readonly Taint[], tolerations: readonly To
   if (taints.length === 0) return 'never';
   const used: Toleration[] = [];
   for (const taint of taints) {
-    const t = tolerations.find((x) => tolerates(x, taint));
+    const t = tolerations.find((x) => toleratesTaint(x, taint));
     if (!t) return 'now';
     used.push(t);
   }

@@ -27,6 +27,7 @@ import type { WatchCache } from '../store/watch-cache.js';
 import type { KObject, StoreEvent } from '../store/types.js';
 import { NO_EVENTS, type EventRecorder } from './events.js';
 import { WorkQueue } from './work-queue.js';
+import { obj, str } from '../../json/loose.js';
 
 type O = Record<string, unknown>;
 const PODS = RESOURCES.find((r) => r.resource === 'pods')!;
@@ -45,8 +46,6 @@ export interface PodGcOptions {
   readonly retryMs?: number;
 }
 
-const obj = (v: unknown): O | undefined => (v && typeof v === 'object' && !Array.isArray(v) ? (v as O) : undefined);
-const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 const nodeOf = (p: Readonly<KObject>): string => str(obj(p['spec'])?.['nodeName']);
 
 export class PodGarbageCollector {

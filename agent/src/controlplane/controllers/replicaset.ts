@@ -27,10 +27,9 @@ import { labelSelectorRequirements, matchesLabels } from '../api/selectors.js';
 import type { WatchCache } from '../store/watch-cache.js';
 import type { KObject, StoreEvent } from '../store/types.js';
 import { namespaceOf } from '../store/types.js';
+import { obj, arr } from '../../json/loose.js';
 
 type O = Record<string, unknown>;
-const obj = (v: unknown): O | undefined => (v && typeof v === 'object' && !Array.isArray(v) ? (v as O) : undefined);
-const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 const meta = (o: Readonly<KObject>): O => (o.metadata ?? {}) as O;
 const R = (name: string) => RESOURCES.find((r) => r.resource === name)!;
 const [RS, POD] = [R('replicasets'), R('pods')];

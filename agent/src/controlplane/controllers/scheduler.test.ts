@@ -16,7 +16,8 @@ import { FakePersistence } from '../store/persistence.fake.js';
 import { openTestStore } from '../../testing/store.js';
 import type { KObject } from '../store/types.js';
 import { EventBroadcaster } from './events.js';
-import { fitErrorMessage, matchesNodeAffinity, Scheduler, toleratesTaint, unfitReason } from './scheduler.js';
+import { fitErrorMessage, matchesNodeAffinity, Scheduler, unfitReason } from './scheduler.js';
+import { toleratesTaint } from './taints.js';
 
 type O = Record<string, unknown>;
 const schemas = await loadSchemas([...RESOURCES.map((r) => r.model), 'V1Scale', 'V1Status', 'V1DeleteOptions', 'V1ListMeta']);

@@ -58,12 +58,10 @@ import type { KObject, StoreEvent } from '../store/types.js';
 import { NO_EVENTS, type EventRecorder } from './events.js';
 import { controllerOf } from './replicaset.js';
 import { WorkQueue } from './work-queue.js';
+import { obj, arr, objs, str } from '../../json/loose.js';
+import { toleratesTaint, type Taint, type Toleration } from './taints.js';
 
 type O = Record<string, unknown>;
-const obj = (v: unknown): O | undefined => (v && typeof v === 'object' && !Array.isArray(v) ? (v as O) : undefined);
-const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
-const objs = (v: unknown): O[] => arr(v).map(obj).filter((x): x is O => !!x);
-const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 const meta = (o: Readonly<KObject>): O => (o.metadata ?? {}) as O;
 const specOf = (o: Readonly<KObject>): O => obj(o['spec']) ?? {};
 const POD = RESOURCES.find((r) => r.resource === 'pods')!;
@@ -78,18 +76,6 @@ export const REASON = {
   taint: (t: Taint) => `node(s) had untolerated taint {${t.key}: ${t.value ?? ''}}`,
 } as const;
 
-export interface Taint {
-  readonly key: string;
-  readonly value?: string;
-  readonly effect: string;
-}
-
-export interface Toleration {
-  readonly key?: string;
-  readonly operator?: string;
-  readonly value?: string;
-  readonly effect?: string;
-}
 
 export interface SchedulerOptions {
   readonly rest: Rest;
@@ -104,17 +90,6 @@ export interface SchedulerOptions {
   readonly unschedulableRetryMs?: number;
 }
 
-/** v1 Toleration.ToleratesTaint. Pure. */
-export function toleratesTaint(tol: Toleration, taint: Taint): boolean {
-  if (tol.effect && tol.effect !== taint.effect) return false;
-  if (tol.key && tol.key !== taint.key) return false;
-  switch (tol.operator ?? '') {
-    case 'Exists': return true;
-    case '':
-    case 'Equal': return (tol.value ?? '') === (taint.value ?? '');
-    default: return false;
-  }
-}
 
 /** A node's taints, with the NoSchedule taint its Ready condition implies when it is not Ready. Pure. */
 export function effectiveTaints(node: Readonly<KObject>): Taint[] {

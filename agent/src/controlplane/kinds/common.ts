@@ -14,14 +14,13 @@ import { isIPv4 } from '../../net/ip.js';
 import { fieldErr, type FieldError } from '../api/errors.js';
 import { labelKeyProblem, labelValueProblem } from '../api/selectors.js';
 
-export type O = Record<string, unknown>;
-export const obj = (v: unknown): O | undefined => (v && typeof v === 'object' && !Array.isArray(v) ? (v as O) : undefined);
-export const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
+import { arr, obj, str, type O } from '../../json/loose.js';
+
+// The kinds read their objects with the one loose reader (json/loose.ts), re-exported for the strategies.
+export { arr, obj, str, type O };
 export const ensure = (o: O, k: string): O => (obj(o[k]) ?? (o[k] = {})) as O;
 /** A JSON value that is set: Go's non-nil pointer (null and absent are nil). */
 export const isSet = (v: unknown): boolean => v !== undefined && v !== null;
-/** A string field as Go reads it: absent and null are "". */
-export const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 /** An integer field as Go reads it: absent and null are 0. */
 export const num = (v: unknown): number => (typeof v === 'number' ? v : 0);
 /** Empty or absent (Go's len(x) == 0 for strings, slices and maps). */
