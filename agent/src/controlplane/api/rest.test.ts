@@ -13,6 +13,9 @@ import { RESOURCES, type Resource } from './resources.js';
 import { Rest } from './rest.js';
 import { loadSchemas } from './schema.js';
 import { failure } from '../../testing/control-plane.js';
+import { finalizeNamespace } from '../registry/namespace.js';
+import { bindPod } from '../registry/pod.js';
+import { scaleOf, updateScale } from '../registry/scale.js';
 
 type O = Record<string, unknown>;
 const schemas = await loadSchemas([...RESOURCES.map((r) => r.model), 'V1Scale', 'V1Status', 'V1DeleteOptions', 'V1ListMeta']);
@@ -539,13 +542,13 @@ t.test('deleteCollection: the objects a selector picks, answered as a list of th
 t.test('scale: get and update for Deployments and ReplicaSets', async (t) => {
   const { rest, store } = await setup(t);
   const d = await rest.create(DEPLOY, 'default', deploy('web', { replicas: 3, selector: { matchLabels: { app: 'web' }, matchExpressions: [{ key: 'track', operator: 'NotIn', values: ['canary'] }] } }));
-  const sc = rest.scaleOf(DEPLOY, store.get('deployments.apps/default/web')!);
+  const sc = scaleOf(DEPLOY, store.get('deployments.apps/default/web')!);
   t.same(sc, {
     kind: 'Scale', apiVersion: 'autoscaling/v1',
     metadata: { name: 'web', namespace: 'default', uid: meta(d.object)['uid'], resourceVersion: meta(d.object)['resourceVersion'], creationTimestamp: '2024-05-01T10:00:00Z' },
     spec: { replicas: 3 }, status: { replicas: 0, selector: 'app=web,track notin (canary)' },
   });
-  const up = await rest.updateScale(DEPLOY, 'default', 'web', (s) => ({ ...s, spec: { replicas: 5 } }), {});
+  const up = await updateScale(rest, DEPLOY, 'default', 'web', (s) => ({ ...s, spec: { replicas: 5 } }), {});
   t.equal(up.object['kind'], 'Scale');
   t.same(up.object['spec'], { replicas: 5 });
   t.not(meta(up.object)['resourceVersion'], meta(d.object)['resourceVersion']);
@@ -554,17 +557,17 @@ t.test('scale: get and update for Deployments and ReplicaSets', async (t) => {
   t.equal(meta(stored)['generation'], 2, 'a scale is a spec change');
   t.equal(meta(up.object)['resourceVersion'], meta(stored)['resourceVersion']);
   const rev = store.rev;
-  t.match(await failure(() => rest.updateScale(DEPLOY, 'default', 'web', () => ({ spec: { replicas: -1 } }), {})), {
+  t.match(await failure(() => updateScale(rest, DEPLOY, 'default', 'web', () => ({ spec: { replicas: -1 } }), {})), {
     code: 422, message: 'Scale "web" is invalid: spec.replicas: Invalid value: -1: must be greater than or equal to 0', details: { group: 'autoscaling', kind: 'Scale' },
   });
-  t.match(await failure(() => rest.updateScale(DEPLOY, 'default', 'web', () => ({ metadata: { resourceVersion: String(meta(d.object)['resourceVersion']) }, spec: { replicas: 2 } }), {})), { code: 409 }, 'a stale resourceVersion');
-  t.match(await failure(() => rest.updateScale(DEPLOY, 'default', 'nope', () => ({ spec: { replicas: 2 } }), {})), { code: 404 });
+  t.match(await failure(() => updateScale(rest, DEPLOY, 'default', 'web', () => ({ metadata: { resourceVersion: String(meta(d.object)['resourceVersion']) }, spec: { replicas: 2 } }), {})), { code: 409 }, 'a stale resourceVersion');
+  t.match(await failure(() => updateScale(rest, DEPLOY, 'default', 'nope', () => ({ spec: { replicas: 2 } }), {})), { code: 404 });
   t.equal(store.rev, rev);
 
   await rest.create(RS, 'default', rset('web-1', { replicas: 2 }));
   await rest.update(RS, 'default', 'web-1', { ...store.get('replicasets.apps/default/web-1')!.object, status: { replicas: 2 } }, { sub: 'status' });
-  t.same(rest.scaleOf(RS, store.get('replicasets.apps/default/web-1')!)['status'], { replicas: 2, selector: 'app=web' });
-  const rsUp = await rest.updateScale(RS, 'default', 'web-1', () => ({ spec: { replicas: 0 } }), {});
+  t.same(scaleOf(RS, store.get('replicasets.apps/default/web-1')!)['status'], { replicas: 2, selector: 'app=web' });
+  const rsUp = await updateScale(rest, RS, 'default', 'web-1', () => ({ spec: { replicas: 0 } }), {});
   t.same(rsUp.object['spec'], { replicas: 0 }, 'to zero');
   t.equal(spec(store.get('replicasets.apps/default/web-1')!.object)['replicas'], 0);
 });
@@ -592,12 +595,12 @@ t.test('namespaces: deletion terminates them; finalize lets them go', async (t) 
   t.same(spec(relabel.object), { finalizers: ['kubernetes'] }, 'an update does not touch spec.finalizers');
   t.ok(store.get('namespaces//team'), 'and an update of a terminating namespace does not delete it');
   const rv = String(meta(relabel.object)['resourceVersion']);
-  t.match(await failure(() => rest.finalizeNamespace('team', [], String(Number(rv) - 1))), { code: 409 });
-  await rest.finalizeNamespace('team', [], rv);
+  t.match(await failure(() => finalizeNamespace(rest, 'team', [], String(Number(rv) - 1))), { code: 409 });
+  await finalizeNamespace(rest, 'team', [], rv);
   t.equal(store.get('namespaces//team'), undefined, 'finalized and terminating: gone');
 
   await rest.create(NS, '', { metadata: { name: 'plain' } });
-  const f = await rest.finalizeNamespace('plain', []);
+  const f = await finalizeNamespace(rest, 'plain', []);
   t.same(spec(f.object), { finalizers: [] });
   t.ok(store.get('namespaces//plain'), 'finalize alone does not delete');
   await rest.delete(NS, '', 'plain');
@@ -642,7 +645,7 @@ t.test('binding: sets spec.nodeName once with PodScheduled=True; a bound, delete
   const before = (await rest.get(POD, 'default', 'p')).object as KObject;
   const binding = (name: string, node: string, m: O = {}) => ({ apiVersion: 'v1', kind: 'Binding', metadata: { name, ...m }, target: { apiVersion: 'v1', kind: 'Node', name: node } });
   await clock.advance(3_000);
-  const b = await rest.bind('default', 'p', binding('p', 'n1', { annotations: { 'example.com/why': 'test' } }));
+  const b = await bindPod(rest, 'default', 'p', binding('p', 'n1', { annotations: { 'example.com/why': 'test' } }));
   t.equal(b.code, 201);
   t.match(b.body, { kind: 'Status', apiVersion: 'v1', status: 'Success', code: 201 });
   const after = (await rest.get(POD, 'default', 'p')).object as KObject;
@@ -655,25 +658,25 @@ t.test('binding: sets spec.nodeName once with PodScheduled=True; a bound, delete
   const { nodeName: _n, ...specAfter } = spec(after);
   t.same(specAfter, spec(before), 'nothing else in the spec changed');
 
-  const again = await failure(() => rest.bind('default', 'p', binding('p', 'n2')));
+  const again = await failure(() => bindPod(rest, 'default', 'p', binding('p', 'n2')));
   t.match(again, { code: 409, reason: 'Conflict', message: 'Operation cannot be fulfilled on pods/binding "p": pod p is already assigned to node "n1"', details: { name: 'p', kind: 'pods/binding' } });
   t.equal(spec((await rest.get(POD, 'default', 'p')).object as KObject)['nodeName'], 'n1', 'still on n1');
-  t.match(await failure(() => rest.bind('default', 'missing', binding('missing', 'n1'))), { code: 404, reason: 'NotFound', message: 'pods "missing" not found' });
+  t.match(await failure(() => bindPod(rest, 'default', 'missing', binding('missing', 'n1'))), { code: 404, reason: 'NotFound', message: 'pods "missing" not found' });
 
   await rest.create(POD, 'default', pod('q'));
-  t.match(await failure(() => rest.bind('default', 'q', binding('other', 'n1'))), { code: 400, message: 'name in URL does not match name in Binding object' });
-  t.match(await failure(() => rest.bind('default', 'q', { ...binding('q', 'n1'), kind: 'Pod' })), { code: 400 });
-  t.match(await failure(() => rest.bind('default', 'q', { metadata: { name: 'q' }, target: { kind: 'Service' } })), {
+  t.match(await failure(() => bindPod(rest, 'default', 'q', binding('other', 'n1'))), { code: 400, message: 'name in URL does not match name in Binding object' });
+  t.match(await failure(() => bindPod(rest, 'default', 'q', { ...binding('q', 'n1'), kind: 'Pod' })), { code: 400 });
+  t.match(await failure(() => bindPod(rest, 'default', 'q', { metadata: { name: 'q' }, target: { kind: 'Service' } })), {
     code: 422, reason: 'Invalid', message: 'Binding "q" is invalid: [target.kind: Unsupported value: "Service": supported values: "Node", "<empty>", target.name: Required value]',
   });
-  t.match(await failure(() => rest.bind('default', 'q', binding('q', 'n1', { uid: 'not-its-uid' }))), { code: 409, message: /Precondition failed: UID in precondition: not-its-uid/ });
-  const dry = await rest.bind('default', 'q', binding('q', 'n1', { uid: meta((await rest.get(POD, 'default', 'q')).object as KObject)['uid'] }), { dryRun: true });
+  t.match(await failure(() => bindPod(rest, 'default', 'q', binding('q', 'n1', { uid: 'not-its-uid' }))), { code: 409, message: /Precondition failed: UID in precondition: not-its-uid/ });
+  const dry = await bindPod(rest, 'default', 'q', binding('q', 'n1', { uid: meta((await rest.get(POD, 'default', 'q')).object as KObject)['uid'] }), { dryRun: true });
   t.equal(dry.code, 201);
   t.notOk(spec((await rest.get(POD, 'default', 'q')).object as KObject)['nodeName'], 'dryRun: not bound');
 
   await rest.create(POD, 'default', { ...pod('r'), metadata: { name: 'r', finalizers: ['example.com/hold'] } });
   await rest.delete(POD, 'default', 'r');
-  t.match(await failure(() => rest.bind('default', 'r', binding('r', 'n1'))), { code: 409, message: 'Operation cannot be fulfilled on pods/binding "r": pod r is being deleted, cannot be assigned to a host' });
+  t.match(await failure(() => bindPod(rest, 'default', 'r', binding('r', 'n1'))), { code: 409, message: 'Operation cannot be fulfilled on pods/binding "r": pod r is being deleted, cannot be assigned to a host' });
   await rest.create(POD, 'default', pod('gated', { schedulingGates: [{ name: 'example.com/wait' }] }));
-  t.match(await failure(() => rest.bind('default', 'gated', binding('gated', 'n1'))), { code: 409, message: /pod gated has non-empty \.spec\.schedulingGates/ });
+  t.match(await failure(() => bindPod(rest, 'default', 'gated', binding('gated', 'n1'))), { code: 409, message: /pod gated has non-empty \.spec\.schedulingGates/ });
 });

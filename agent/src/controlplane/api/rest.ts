@@ -37,19 +37,18 @@ import type { WatchCache } from '../store/watch-cache.js';
 import type { KObject, Stored } from '../store/types.js';
 import { ApiError, apiErrors, fieldErr, successStatus, type FieldError, type Status } from './errors.js';
 import { applyJsonPatch, applyMergePatch } from './patch.js';
-import { apiVersionOf, grOf, RESOURCES, type Resource } from './resources.js';
+import { apiVersionOf, grOf, type Resource } from './resources.js';
 import { decode, DecodeError, type Schemas } from './schema.js';
 import { matchesFields, matchesLabels, parseFieldSelector, parseLabelSelector, SelectorError, type FieldRequirement, type LabelRequirement } from './selectors.js';
 import { strategicMergePatch, StrategicPatchError } from './strategic-merge.js';
 import type { Allocation, ServiceAllocator } from '../alloc/service-allocator.js';
-import { labelSelectorString } from './table.js';
 import { obj, arr } from '../../json/loose.js';
 
 type O = Record<string, unknown>;
 
 export type FieldValidation = 'Strict' | 'Warn' | 'Ignore';
 /** The subresources an update goes through. */
-type Sub = 'status' | 'scale' | 'finalize' | 'binding';
+export type Sub = 'status' | 'scale' | 'finalize' | 'binding';
 export type PatchType = 'json' | 'merge' | 'strategic' | 'apply';
 
 export interface WriteOptions {
@@ -117,6 +116,11 @@ export class Rest {
 
   constructor(private readonly deps: RestDeps) {
     this.uid = deps.uid ?? randomUUID;
+  }
+
+  /** The clock the registry's timestamps come from. */
+  get clock(): Clock {
+    return this.deps.clock;
   }
 
   key(r: Resource, namespace: string, name: string): string {
@@ -392,7 +396,7 @@ export class Rest {
       return this.create(r, namespace, { ...(body as O), metadata: m }, opts);
     }
     const uid = meta['uid'];
-    return this.writeUpdate(
+    return this.readModifyWrite(
       r,
       namespace,
       name,
@@ -410,9 +414,11 @@ export class Rest {
 
   /**
    * A read-modify-write (the storage's guaranteedUpdate): `next` makes the object from the current one; on a lost race
-   * it runs again on the version that won, unless the client gave a resourceVersion (then the race is a 409).
+   * it runs again on the version that won, unless the client gave a resourceVersion (then the race is a 409). The
+   * update path (prepare, validate, allocate, managedFields, no-op) for every verb; the kinds' own verbs
+   * (registry/) build on it.
    */
-  private async writeUpdate(
+  async readModifyWrite(
     r: Resource,
     namespace: string,
     name: string,
@@ -586,7 +592,7 @@ export class Rest {
       const created = await this.create(r, namespace, { ...body, metadata: { ...(meta ?? {}), name } }, { ...opts, fieldValidation: opts.fieldValidation ?? 'Strict', fieldManager: opts.fieldManager ?? 'unknown' }, 'Apply');
       return { ...created, code: 201 };
     }
-    return this.writeUpdate(
+    return this.readModifyWrite(
       r,
       namespace,
       name,
@@ -652,7 +658,8 @@ export class Rest {
         answer = { object: object as KObject, gone: false };
         return { keep: true };
       };
-      const grace = r.resource === 'pods' ? this.podGracePeriod(cur.object, opts) : 0;
+      // A Pod on a node is deleted gracefully: its kubelet stops it, then deletes it with a grace of 0.
+      const grace = this.strategy(r).gracePeriod?.(cur.object as O, opts.gracePeriodSeconds, (node) => this.deps.cache.get(`nodes//${node}`) !== undefined) ?? 0;
       if (grace > 0) {
         const dgp = meta['deletionGracePeriodSeconds'];
         // Already terminating with this grace or a shorter one: nothing to change (a shorter one shortens it).
@@ -688,111 +695,6 @@ export class Rest {
     return { object: out.stored.object as KObject, gone: out.outcome === 'deleted' };
   }
 
-  /**
-   * How long a Pod's deletion waits for its kubelet, as kube-apiserver's pod strategy decides: the
-   * request's gracePeriodSeconds, else the Pod's terminationGracePeriodSeconds; 0 for a Pod bound to
-   * no node or already finished. nodenet adds: 0 for a Pod bound to a Node that does not exist (no
-   * kubelet will ever finish it; upstream the pod garbage collector force-deletes those).
-   */
-  private podGracePeriod(pod: Readonly<KObject>, opts: DeleteOptions): number {
-    const spec = obj(pod['spec']) ?? {};
-    const phase = obj(pod['status'])?.['phase'];
-    const node = typeof spec['nodeName'] === 'string' ? spec['nodeName'] : '';
-    if (!node || phase === 'Succeeded' || phase === 'Failed') return 0;
-    if (!this.deps.cache.get(`nodes//${node}`)) return 0;
-    const asked = opts.gracePeriodSeconds;
-    if (asked !== undefined) return asked < 0 ? 1 : asked;
-    const own = spec['terminationGracePeriodSeconds'];
-    return typeof own === 'number' && own >= 0 ? own : 30;
-  }
-
-  /**
-   * The `finalize` subresource of a Namespace: sets spec.finalizers (the namespace controller removes
-   * `kubernetes` once the namespace is empty). A terminating namespace left with no finalizers of
-   * either kind goes, as the controller's DELETE that follows makes it go upstream.
-   * @param resourceVersion the version the caller read (a Conflict when it changed), if given
-   */
-  async finalizeNamespace(name: string, finalizers: readonly string[], resourceVersion?: string, opts: WriteOptions = {}): Promise<WriteResult> {
-    const r = NAMESPACES;
-    const expect = resourceVersion === undefined || resourceVersion === '' ? undefined : parseRV(resourceVersion);
-    return this.writeUpdate(
-      r,
-      '',
-      name,
-      (cur) => {
-        const next = structuredClone(cur.object) as O;
-        const spec = (obj(next['spec']) ?? (next['spec'] = {})) as O;
-        spec['finalizers'] = [...finalizers];
-        return next;
-      },
-      expect,
-      { ...opts, sub: 'finalize' },
-      [],
-    );
-  }
-
-  /**
-   * The `binding` subresource of a Pod (POST .../pods/<name>/binding), what kube-scheduler calls:
-   * a v1 Binding whose target is a Node sets spec.nodeName once and the PodScheduled=True condition,
-   * and merges the Binding's annotations into the Pod's; nothing else changes. The Binding's uid and
-   * resourceVersion, when set, are preconditions. A Pod already bound, being deleted or still gated
-   * is a 409 Conflict on `pods/binding`, as kube-apiserver's BindingREST answers; a missing Pod a 404.
-   * The Node itself is not looked up (upstream does not either).
-   * @returns a Status Success with code 201
-   */
-  async bind(namespace: string, name: string, body: unknown, opts: WriteOptions = {}): Promise<{ code: number; body: Status }> {
-    const b = obj(body);
-    if (!b) throw apiErrors.badRequest('the body of the request must be a JSON object (a Binding)');
-    if (b['apiVersion'] !== undefined && b['apiVersion'] !== 'v1') throw apiErrors.badRequest(`the API version in the data (${String(b['apiVersion'])}) does not match the expected API version (v1)`);
-    if (b['kind'] !== undefined && b['kind'] !== 'Binding') throw apiErrors.badRequest(`the kind in the data (${String(b['kind'])}) does not match the expected kind (Binding)`);
-    const meta = obj(b['metadata']) ?? {};
-    if (meta['namespace'] !== undefined && meta['namespace'] !== '' && meta['namespace'] !== namespace) {
-      throw apiErrors.badRequest('the namespace of the provided object does not match the namespace sent on the request');
-    }
-    if (meta['name'] !== name) throw apiErrors.badRequest('name in URL does not match name in Binding object');
-    const target = obj(b['target']) ?? {};
-    const errs: FieldError[] = [];
-    // ValidatePodBinding.
-    if (target['kind'] !== undefined && target['kind'] !== '' && target['kind'] !== 'Node') errs.push(fieldErr.notSupported('target.kind', target['kind'], ['Node', '<empty>']));
-    if (typeof target['name'] !== 'string' || target['name'] === '') errs.push(fieldErr.required('target.name'));
-    if (errs.length) throw apiErrors.invalid(BINDING, name, errs);
-    const node = String(target['name']);
-    const annotations = obj(meta['annotations']) ?? {};
-    for (const [k, v] of Object.entries(annotations)) if (typeof v !== 'string') throw apiErrors.badRequest(`metadata.annotations.${k}: must be a string`);
-    const uid = typeof meta['uid'] === 'string' && meta['uid'] !== '' ? meta['uid'] : undefined;
-    const rv = typeof meta['resourceVersion'] === 'string' && meta['resourceVersion'] !== '' ? meta['resourceVersion'] : undefined;
-    await this.writeUpdate(
-      PODS,
-      namespace,
-      name,
-      (cur) => {
-        const m = obj(cur.object.metadata) ?? {};
-        if (uid !== undefined && uid !== m['uid']) throw apiErrors.conflict(PODS, name, `Precondition failed: UID in precondition: ${uid}, UID in object meta: ${String(m['uid'])}`);
-        if (rv !== undefined && rv !== m['resourceVersion']) throw apiErrors.conflict(PODS, name, `Precondition failed: ResourceVersion in precondition: ${rv}, ResourceVersion in object meta: ${String(m['resourceVersion'])}`);
-        const spec = obj(cur.object['spec']) ?? {};
-        if (m['deletionTimestamp']) throw apiErrors.conflict(BINDING, name, `pod ${name} is being deleted, cannot be assigned to a host`);
-        if (typeof spec['nodeName'] === 'string' && spec['nodeName'] !== '') throw apiErrors.conflict(BINDING, name, `pod ${name} is already assigned to node ${JSON.stringify(spec['nodeName'])}`);
-        if (arr(spec['schedulingGates']).length) throw apiErrors.conflict(BINDING, name, `pod ${name} has non-empty .spec.schedulingGates`);
-        const next = structuredClone(cur.object) as O;
-        const ns = (next['spec'] = obj(next['spec']) ?? {}) as O;
-        ns['nodeName'] = node;
-        const nm = obj(next['metadata'])!;
-        if (Object.keys(annotations).length) nm['annotations'] = { ...(obj(nm['annotations']) ?? {}), ...annotations };
-        // UpdatePodCondition: PodScheduled=True, its transition time kept when it was True already.
-        const status = (next['status'] = obj(next['status']) ?? {}) as O;
-        const conds = arr(status['conditions']).map(obj).filter((c): c is O => !!c);
-        const was = conds.find((c) => c['type'] === 'PodScheduled');
-        const cond: O = { type: 'PodScheduled', status: 'True', lastProbeTime: null, lastTransitionTime: was?.['status'] === 'True' ? was['lastTransitionTime'] : rfc3339(this.deps.clock.now()) };
-        status['conditions'] = was ? conds.map((c) => (c === was ? cond : c)) : [...conds, cond];
-        return next;
-      },
-      undefined,
-      { ...opts, sub: 'binding' },
-      [],
-    );
-    return { code: 201, body: { ...successStatus(), code: 201 } };
-  }
-
   async deleteCollection(r: Resource, namespace: string | undefined, q: ListQuery, opts: DeleteOptions): Promise<{ code: number; body: KObject }> {
     const { items, rev } = await this.list(r, namespace, { labelSelector: q.labelSelector, fieldSelector: q.fieldSelector });
     const deleted: KObject[] = [];
@@ -809,63 +711,12 @@ export class Rest {
     return { code: 200, body: { apiVersion: apiVersionOf(r), kind: `${r.kind}List`, metadata: { resourceVersion: String(rev) }, items: deleted } };
   }
 
-  /** The `scale` subresource as an autoscaling/v1 Scale. */
-  scaleOf(r: Resource, s: Stored): KObject {
-    const sc = r.scale!;
-    const o = s.object as O;
-    const at = (p: readonly string[]) => p.reduce<unknown>((v, k) => obj(v)?.[k], o);
-    // labels.Selector.String() of the selector, as scaleFromDeployment / scaleFromReplicaSet.
-    const selText = labelSelectorString(at(sc.selector)) ?? '';
-    const meta = obj(o['metadata'])!;
-    return {
-      kind: 'Scale',
-      apiVersion: 'autoscaling/v1',
-      metadata: { name: meta['name'], namespace: meta['namespace'], uid: meta['uid'], resourceVersion: meta['resourceVersion'], creationTimestamp: meta['creationTimestamp'] },
-      spec: { replicas: Number(at(sc.specReplicas) ?? 0) },
-      status: { replicas: Number(at(sc.statusReplicas) ?? 0), selector: selText },
-    };
-  }
-
-  /** PUT or PATCH of `scale`: only spec.replicas changes. */
-  async updateScale(r: Resource, namespace: string, name: string, replicasOf: (scale: KObject) => unknown, opts: WriteOptions): Promise<WriteResult> {
-    const res = await this.writeUpdate(
-      r,
-      namespace,
-      name,
-      (cur) => {
-        const scale = this.scaleOf(r, cur);
-        const wanted = obj(replicasOf(scale));
-        const rv = obj(wanted?.['metadata'])?.['resourceVersion'];
-        if (rv !== undefined && rv !== '' && rv !== cur.object.metadata?.['resourceVersion']) throw apiErrors.conflict(r, name);
-        const replicas = obj(wanted?.['spec'])?.['replicas'];
-        if (typeof replicas !== 'number' || !Number.isInteger(replicas)) throw apiErrors.badRequest('spec.replicas: must be an integer');
-        if (replicas < 0) throw apiErrors.invalid({ resource: 'scale', group: 'autoscaling', kind: 'Scale' }, name, [fieldErr.invalid('spec.replicas', replicas, 'must be greater than or equal to 0')]);
-        const next = structuredClone(cur.object) as O;
-        let target = next;
-        const path = r.scale!.specReplicas;
-        for (const k of path.slice(0, -1)) target = (obj(target[k]) ?? (target[k] = {})) as O;
-        target[path[path.length - 1]!] = replicas;
-        return next;
-      },
-      undefined,
-      { ...opts, sub: 'scale' },
-      [],
-    );
-    const meta = res.object.metadata ?? {};
-    const rev = Number(meta['resourceVersion']);
-    return { ...res, object: this.scaleOf(r, { key: this.key(r, namespace, name), rev, createRev: rev, object: res.object, json: '' }) };
-  }
-
   /** Status for a delete that returned no object (kubectl prints the name either way). */
   deletedStatus(r: Resource, name: string, uid: string): Status {
     return successStatus({ name, group: r.group, kind: r.resource, uid });
   }
 }
 
-const NAMESPACES: Resource = RESOURCES.find((x) => x.resource === 'namespaces')!;
-const PODS: Resource = RESOURCES.find((x) => x.resource === 'pods')!;
-/** What a Binding's errors name: `pods/binding` in a Conflict, `Binding` in a 422 (as upstream). */
-const BINDING = { resource: 'pods/binding', group: '', kind: 'Binding' } as const;
 
 /** No finalizer holds the object: metadata.finalizers, and for a Namespace spec.finalizers too. */
 function finalized(r: Resource, o: O): boolean {

@@ -35,6 +35,9 @@ import { toTable } from './table.js';
 import { proxyPodLog } from './pod-logs.js';
 import { decodeProtobufBody, PROTOBUF_TYPE, type Expected as ProtobufExpected } from './protobuf.js';
 import { Query } from '../../net/query.js';
+import { finalizeNamespace } from '../registry/namespace.js';
+import { bindPod } from '../registry/pod.js';
+import { scaleOf, updateScale } from '../registry/scale.js';
 
 export interface ApiServerOptions {
   readonly rest: Rest;
@@ -307,7 +310,7 @@ export class ApiServer {
       case 'get': {
         this.checkSub(route, ['', 'status', 'scale']);
         const s = await rest.get(r, ns, route.name);
-        if (route.sub === 'scale') return this.json(res, 200, rest.scaleOf(r, s));
+        if (route.sub === 'scale') return this.json(res, 200, scaleOf(r, s));
         return this.object(req, res, route, 200, s.object as KObject, q);
       }
       case 'list': {
@@ -336,7 +339,7 @@ export class ApiServer {
       case 'create': {
         this.checkSub(route, ['', 'binding']);
         if (route.sub === 'binding') {
-          const b = await rest.bind(ns, route.name, this.bodyObject(body), this.writeOptions(q));
+          const b = await bindPod(rest, ns, route.name, this.bodyObject(body), this.writeOptions(q));
           return this.json(res, b.code, b.body);
         }
         const w = await rest.create(r, ns, this.bodyObject(body), this.writeOptions(q));
@@ -349,13 +352,13 @@ export class ApiServer {
           const fin = v.spec?.finalizers;
           if (fin !== undefined && (!Array.isArray(fin) || fin.some((f) => typeof f !== 'string'))) throw apiErrors.badRequest('spec.finalizers: must be a list of strings');
           const rv = typeof v.metadata?.resourceVersion === 'string' ? v.metadata.resourceVersion : undefined;
-          const w = await rest.finalizeNamespace(route.name, (fin ?? []) as string[], rv, this.writeOptions(q));
+          const w = await finalizeNamespace(rest, route.name, (fin ?? []) as string[], rv, this.writeOptions(q));
           return this.object(req, res, route, w.code, w.object, q, w.warnings);
         }
         this.checkSub(route, ['', 'status', 'scale']);
         if (route.sub === 'scale') {
           const v = this.bodyObject(body);
-          const w = await rest.updateScale(r, ns, route.name, () => v, this.writeOptions(q));
+          const w = await updateScale(rest, r, ns, route.name, () => v, this.writeOptions(q));
           return this.json(res, 200, w.object);
         }
         const w = await rest.update(r, ns, route.name, this.bodyObject(body), { ...this.writeOptions(q), sub: route.sub === 'status' ? 'status' : undefined });
@@ -366,7 +369,7 @@ export class ApiServer {
         const type = patchTypeOf(req.headers['content-type']);
         if (!body) throw apiErrors.badRequest('a patch needs a body');
         if (route.sub === 'scale') {
-          const w = await rest.updateScale(r, ns, route.name, (scale) => applyScalePatch(type, scale, body.value), this.writeOptions(q));
+          const w = await updateScale(rest, r, ns, route.name, (scale) => applyScalePatch(type, scale, body.value), this.writeOptions(q));
           return this.json(res, 200, w.object);
         }
         // PatchOptions.force is for apply only, as ValidatePatchOptions has it (this server's apply records no field

@@ -60,6 +60,7 @@ import { controllerOf } from './replicaset.js';
 import { WorkQueue } from './work-queue.js';
 import { obj, arr, objs, str } from '../../json/loose.js';
 import { toleratesTaint, type Taint, type Toleration } from './taints.js';
+import { bindPod } from '../registry/pod.js';
 
 type O = Record<string, unknown>;
 const meta = (o: Readonly<KObject>): O => (o.metadata ?? {}) as O;
@@ -289,7 +290,7 @@ export class Scheduler {
       return;
     }
     try {
-      await this.o.rest.bind(ns, name, { apiVersion: 'v1', kind: 'Binding', metadata: { name, namespace: ns, uid: meta(pod)['uid'] }, target: { apiVersion: 'v1', kind: 'Node', name: best.name } });
+      await bindPod(this.o.rest, ns, name, { apiVersion: 'v1', kind: 'Binding', metadata: { name, namespace: ns, uid: meta(pod)['uid'] }, target: { apiVersion: 'v1', kind: 'Node', name: best.name } });
     } catch (e) {
       // Gone: nothing to do. Bound or changed meanwhile (a Conflict): the queue tries again at once and sees it.
       if (isNodenetError(e) && e.code === ErrorCode.NotFound) {

@@ -36,6 +36,7 @@ import { grOf as resourceGr, RESOURCES, type Resource } from '../api/resources.j
 import type { WatchCache } from '../store/watch-cache.js';
 import type { KObject, StoreEvent } from '../store/types.js';
 import { grOf, namespaceOf } from '../store/types.js';
+import { finalizeNamespace } from '../registry/namespace.js';
 
 type O = Record<string, unknown>;
 
@@ -231,7 +232,7 @@ export class GarbageCollector {
     if (left > 0) return; // each deletion brings the namespace back to the queue
     const spec = (ns['spec'] ?? {}) as O;
     if (list(spec['finalizers']).includes(NAMESPACE_FINALIZER)) {
-      await this.d.rest.finalizeNamespace(name, list(spec['finalizers']).filter((f) => f !== NAMESPACE_FINALIZER), String(meta(ns)['resourceVersion']));
+      await finalizeNamespace(this.d.rest, name, list(spec['finalizers']).filter((f) => f !== NAMESPACE_FINALIZER), String(meta(ns)['resourceVersion']));
       this.d.log.info({ [F.resource]: resourceGr(nsRes), [F.name]: name }, 'namespace emptied and finalized');
     }
   }

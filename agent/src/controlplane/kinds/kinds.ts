@@ -20,7 +20,7 @@ import { defaultDeployment, defaultReplicaSet, validateDeployment, validateRepli
 import { arr, ensure, nameProblems, obj, type NameRule, type O } from './common.js';
 import { defaultEndpointSlice, validateEndpointSlice } from './endpointslice.js';
 import { defaultNode, validateNode } from './node.js';
-import { defaultPod, defaultTolerationSeconds, podQOS, validatePod } from './pod.js';
+import { defaultPod, defaultTolerationSeconds, podGracePeriod, podQOS, validatePod } from './pod.js';
 import { defaultService, prepareServiceUpdate, validateService } from './service.js';
 
 export type { NameRule } from './common.js';
@@ -46,6 +46,11 @@ export interface Strategy {
   bumpsGeneration?(o: O, old: O): boolean;
   /** An update of a missing object creates it (Events and Leases: AllowCreateOnUpdate). */
   readonly allowCreateOnUpdate?: boolean;
+  /**
+   * CheckGracefulDelete: the seconds a deletion waits (with a deletionTimestamp) before the object goes; 0 or absent:
+   * at once. `nodeExists` tells whether a Node of that name is stored.
+   */
+  gracePeriod?(o: Readonly<O>, asked: number | undefined, nodeExists: (name: string) => boolean): number;
 }
 
 /** The name rule's first problem with a name, or null. */
@@ -112,6 +117,7 @@ const pod: Strategy = {
   initialStatus: (o) => ({ phase: 'Pending', qosClass: podQOS(obj(o['spec']) ?? {}) }),
   prepareForCreate: (o) => defaultTolerationSeconds(ensure(o, 'spec')),
   bumpsGeneration: specChanged,
+  gracePeriod: podGracePeriod,
 };
 
 const deployment: Strategy = {

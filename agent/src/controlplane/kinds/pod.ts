@@ -157,3 +157,20 @@ export function defaultTolerationSeconds(spec: O): void {
   }
   if (add.length) spec['tolerations'] = [...arr(spec['tolerations']), ...add];
 }
+
+/**
+ * How long a Pod's deletion waits for its kubelet, as kube-apiserver's pod strategy decides (CheckGracefulDelete):
+ * the request's gracePeriodSeconds (negative: 1), else the Pod's terminationGracePeriodSeconds (default 30); 0 for a
+ * Pod bound to no node or already finished. nodenet adds: 0 for a Pod bound to a Node that does not exist (no
+ * kubelet will ever finish it; upstream the pod garbage collector force-deletes those).
+ */
+export function podGracePeriod(pod: Readonly<O>, asked: number | undefined, nodeExists: (name: string) => boolean): number {
+  const spec = obj(pod['spec']) ?? {};
+  const phase = obj(pod['status'])?.['phase'];
+  const node = str(spec['nodeName']);
+  if (!node || phase === 'Succeeded' || phase === 'Failed') return 0;
+  if (!nodeExists(node)) return 0;
+  if (asked !== undefined) return asked < 0 ? 1 : asked;
+  const own = spec['terminationGracePeriodSeconds'];
+  return typeof own === 'number' && own >= 0 ? own : 30;
+}
