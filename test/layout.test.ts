@@ -10,7 +10,7 @@
  *   5  ipam/, netlink/, netns/, netfilter/
  *   6  exec/
  * Ground, importable from every floor: reconcile/, errors/, log/, json/,
- * state/, net/, lifecycle/, and proto/ (the shim↔agent contract).
+ * state/, net/, lifecycle/, pki/, and proto/ (the shim↔agent contract).
  *
  * Also: product code never imports testing/ or a test file; nothing in
  * agent/ (tests included) imports the shim (cni/), which is C built on libc
@@ -32,7 +32,7 @@ const FLOORS: Readonly<Record<string, number>> = {
   ipam: 5, netlink: 5, netns: 5, netfilter: 5,
   exec: 6,
 };
-const GROUND = new Set(['reconcile', 'errors', 'log', 'json', 'state', 'net', 'lifecycle']);
+const GROUND = new Set(['reconcile', 'errors', 'log', 'json', 'state', 'net', 'lifecycle', 'pki']);
 const PURE = [
   /\/render\.ts$/, /\/plan\.ts$/, /ipam\/allocator\.ts$/, /ipam\/config\.ts$/, /ipam\/range(-set)?\.ts$/, /ipam\/resolv-conf\.ts$/,
   /reconcile\/change-tracker\.ts$/, /reconcile\/deep-equal\.ts$/, /-parse\.ts$/, /nft-listing\.ts$/, /nft-script\.ts$/,

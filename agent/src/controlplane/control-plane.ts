@@ -22,7 +22,7 @@ import { realClock, type Clock } from '../reconcile/clock.js';
 import { writeFileDurable } from '../state/durable.js';
 import { readJsonFile } from '../state/read.js';
 import type { Tokens } from './auth/authz.js';
-import { issue } from './auth/pki.js';
+import { issue } from '../pki/pki.js';
 import { OpenApi } from './api/openapi.js';
 import { RESOURCES } from './api/resources.js';
 import { Rest } from './api/rest.js';

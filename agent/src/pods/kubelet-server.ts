@@ -23,7 +23,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import { timingSafeEqual } from 'node:crypto';
-import { issue } from '../controlplane/auth/pki.js';
+import { issue } from '../pki/pki.js';
 import { F } from '../log/fields.js';
 import type { Logger } from '../log/log.js';
 import { Query } from '../net/query.js';

@@ -1,5 +1,5 @@
 /**
- * controlplane/auth/pki: the control plane's certificates, made with
+ * pki/pki: the cluster's certificates (the API server's and the kubelets' serving ones), made with
  * node:crypto alone. Node can make and use keys but not certificates, so
  * this module writes the X.509 DER itself (RFC 5280): a self-signed CA, and
  * a serving certificate signed by it whose subjectAltNames are the names
