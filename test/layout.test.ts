@@ -47,7 +47,9 @@ function walk(dir: string): string[] {
     return statSync(p).isDirectory() ? walk(p) : p.endsWith('.ts') ? [p] : [];
   });
 }
-const isTest = (f: string) => /\.test\.ts$/.test(f) || f.includes('/testing/') || /\/test-(fixtures|helpers)\.ts$/.test(f) || f.endsWith('nft-testdata.ts');
+/** Tests and what only tests use: helpers, fixtures and test data (`*testdata*.ts`, which product code must not import). */
+const isTest = (f: string) => /\.test\.ts$/.test(f) || f.includes('/testing/') || /\/test-(fixtures|helpers)\.ts$/.test(f) || /testdata[^/]*\.ts$/.test(f) ||
+  /\.(contract|crash|child)\.ts$/.test(f);
 const sources = [...walk(join(ROOT, 'agent/src')), ...walk(join(ROOT, 'proto'))].filter((f) => !isTest(f));
 
 function imports(file: string): { spec: string; target: string | null }[] {
@@ -93,6 +95,24 @@ t.test('imports go down the floors (or to the ground), never up; proxy/ and over
       else if (tf < ff) bad.push(`${relative(ROOT, f)} (floor ${ff}, ${from}/) imports ${to}/ on floor ${tf}: upward (${spec})`);
     }
   }
+  t.same(bad, [], bad.join('\n'));
+});
+
+t.test('the control plane imports nothing of the agent but the ground modules (it is a package of its own in all but its folder)', async (t) => {
+  const bad: string[] = [];
+  for (const f of sources.filter((x) => moduleOf(x) === 'controlplane')) {
+    for (const { spec, target } of imports(f)) {
+      const to = target ? moduleOf(target) : null;
+      if (to !== null && to !== 'controlplane' && !GROUND.has(to)) bad.push(`${relative(ROOT, f)} imports ${to}/ (${spec})`);
+    }
+  }
+  t.same(bad, [], bad.join('\n'));
+});
+
+t.test('test data is data: every *testdata*.ts is imported by tests only', async (t) => {
+  const data = [...walk(join(ROOT, 'agent/src'))].filter((f) => /testdata[^/]*\.ts$/.test(f));
+  t.ok(data.length >= 4, `${data.length} test data files`);
+  const bad = sources.flatMap((f) => imports(f).filter((i) => i.target && /testdata[^/]*\.ts$/.test(i.target)).map((i) => `${relative(ROOT, f)} imports ${i.spec}`));
   t.same(bad, [], bad.join('\n'));
 });
 
