@@ -19,6 +19,7 @@ import { fieldErr, type FieldError } from '../api/errors.js';
 import { labelSelectorRequirements, matchesLabels } from '../api/selectors.js';
 import { arr, ensure, isSet, labelSelectorErrors, nonNegative, num, type O, obj, semanticEqual } from './common.js';
 import { defaultPodSpec, podTemplateErrors } from './podspec.js';
+import { sameMap, specChanged, type Strategy } from './strategy.js';
 
 const PERCENT_TEXT = "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')";
 
@@ -146,3 +147,22 @@ export function validateReplicaSet(o: O, old: O | null): FieldError[] {
   if (old) errs.push(...selectorUpdateErrors(spec, old));
   return errs;
 }
+
+/** The Deployment's strategy. */
+export const deploymentStrategy: Strategy = {
+  nameRule: 'subdomain',
+  defaults: defaultDeployment,
+  validate: validateDeployment,
+  initialStatus: () => ({}),
+  // Annotations too: the Deployment controller copies them to the ReplicaSets.
+  bumpsGeneration: (o, old) => specChanged(o, old) || !sameMap(obj(o['metadata'])?.['annotations'], obj(old['metadata'])?.['annotations']),
+};
+
+/** The ReplicaSet's strategy. */
+export const replicaSetStrategy: Strategy = {
+  nameRule: 'subdomain',
+  defaults: defaultReplicaSet,
+  validate: validateReplicaSet,
+  initialStatus: () => ({ replicas: 0 }),
+  bumpsGeneration: specChanged,
+};

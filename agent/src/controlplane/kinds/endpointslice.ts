@@ -17,6 +17,7 @@
 import { isIPv4 } from '../../net/ip.js';
 import { fieldErr, type FieldError } from '../api/errors.js';
 import { arr, isSet, isV6, labelsErrors, labelValueErrors, nameErrors, nameProblems, type O, obj, portNumErrors, qualifiedNameErrors, specialIPProblems, str } from './common.js';
+import { sameMap, specChanged, type Strategy } from './strategy.js';
 
 const ADDRESS_TYPES = ['FQDN', 'IPv4', 'IPv6'];
 const PROTOCOLS = ['SCTP', 'TCP', 'UDP'];
@@ -112,3 +113,12 @@ function endpointErrors(path: string, ep: O, at: unknown): FieldError[] {
   }
   return errs;
 }
+
+/** The EndpointSlice's strategy. */
+export const endpointSliceStrategy: Strategy = {
+  nameRule: 'subdomain',
+  defaults: defaultEndpointSlice,
+  validate: validateEndpointSlice,
+  // Anything but metadata, or the labels (the EndpointSlice controllers compare generations).
+  bumpsGeneration: (o, old) => specChanged(o, old) || !sameMap(obj(o['metadata'])?.['labels'], obj(old['metadata'])?.['labels']),
+};

@@ -16,6 +16,7 @@
 import { fieldErr, type FieldError } from '../api/errors.js';
 import { labelValueProblem } from '../api/selectors.js';
 import { arr, CIDR_TEXT, isCidr, isV6, type O, obj, QUANTITY_REGEX_TEXT, qualifiedNameErrors, quantityNanos, quantityString, semanticEqual, str } from './common.js';
+import { plain, type Strategy } from './strategy.js';
 
 const TAINT_EFFECTS = ['NoSchedule', 'PreferNoSchedule', 'NoExecute'];
 const CIDR_CHANGE = 'node updates may not change podCIDR except from "" to valid';
@@ -96,3 +97,6 @@ function taintErrors(taints: unknown[]): FieldError[] {
   });
   return errs;
 }
+
+/** The Node's strategy: a kubelet registers its Node with its status (addresses, capacity, nodeInfo), which is kept. */
+export const nodeStrategy: Strategy = { ...plain('subdomain', (o) => obj(o['status'])), defaults: defaultNode, validate: validateNode };

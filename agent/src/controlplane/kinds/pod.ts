@@ -17,6 +17,7 @@
 import { fieldErr, type FieldError } from '../api/errors.js';
 import { arr, blank, ensure, inclusiveRange, isSet, MAX_INT32, type O, obj, quantityNanos, semanticEqual, str } from './common.js';
 import { defaultPodSpec, validatePodSpec } from './podspec.js';
+import { specChanged, type Strategy } from './strategy.js';
 
 /** SetDefaults_Pod on top of the spec defaults: requests default to the limits; a hostNetwork Pod's hostPorts to its containerPorts. */
 export function defaultPod(o: O): void {
@@ -174,3 +175,14 @@ export function podGracePeriod(pod: Readonly<O>, asked: number | undefined, node
   const own = spec['terminationGracePeriodSeconds'];
   return typeof own === 'number' && own >= 0 ? own : 30;
 }
+
+/** The Pod's strategy. */
+export const podStrategy: Strategy = {
+  nameRule: 'subdomain',
+  defaults: defaultPod,
+  validate: validatePod,
+  initialStatus: (o) => ({ phase: 'Pending', qosClass: podQOS(obj(o['spec']) ?? {}) }),
+  prepareForCreate: (o) => defaultTolerationSeconds(ensure(o, 'spec')),
+  bumpsGeneration: specChanged,
+  gracePeriod: podGracePeriod,
+};

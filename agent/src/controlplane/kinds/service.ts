@@ -52,6 +52,7 @@ import {
   specialIPProblems,
   str,
 } from './common.js';
+import type { Strategy } from './strategy.js';
 
 /** The cluster's only IP family (the service CIDR is IPv4). */
 const CLUSTER_FAMILIES = ['IPv4'];
@@ -444,3 +445,11 @@ function loadBalancerStatusErrors(o: O): FieldError[] {
   return errs;
 }
 
+/** The Service's strategy. */
+export const serviceStrategy: Strategy = {
+  nameRule: 'dns1035',
+  defaults: defaultService,
+  validate: validateService,
+  initialStatus: () => ({ loadBalancer: {} }),
+  prepareForUpdate: prepareServiceUpdate,
+};
