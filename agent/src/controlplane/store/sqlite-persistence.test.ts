@@ -5,6 +5,7 @@
  * contract's crash test (storage.contract.test.ts).
  */
 import t, { type Test as Tap } from 'tap';
+import Database from 'better-sqlite3';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -52,6 +53,37 @@ t.test('objects, revisions, compaction and history survive a reopen', async (t) 
   const c = open(file);
   t.equal((await c.create(key('n'), { kind: 'Service', metadata: { name: 'n' } })).rev, last + 1, 'no revision reused after a full compaction');
   await c.close();
+});
+
+t.test('a schema-1 database (objects WITHOUT ROWID) is rebuilt to schema 2 with every row, revision and history kept', async (t) => {
+  const file = tempDb(t);
+  const old = new Database(file);
+  old.exec(`
+    CREATE TABLE meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+    CREATE TABLE objects (key TEXT PRIMARY KEY, rev INTEGER NOT NULL, create_rev INTEGER NOT NULL, value TEXT NOT NULL) WITHOUT ROWID;
+    CREATE TABLE events (rev INTEGER PRIMARY KEY, key TEXT NOT NULL, type INTEGER NOT NULL, create_rev INTEGER NOT NULL, value TEXT NOT NULL, prev_rev INTEGER NOT NULL, prev TEXT);
+    INSERT INTO meta VALUES ('schema', 1), ('compacted', 2);
+  `);
+  const svc = (name: string, rev: number) => JSON.stringify({ kind: 'Service', metadata: { name, namespace: 'default', resourceVersion: String(rev) } });
+  old.prepare('INSERT INTO objects VALUES (?, ?, ?, ?)').run(key('b'), 4, 3, svc('b', 4));
+  old.prepare('INSERT INTO objects VALUES (?, ?, ?, ?)').run(key('a'), 5, 5, svc('a', 5));
+  old.prepare('INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?)').run(3, key('b'), 0, 3, svc('b', 3), 0, null);
+  old.prepare('INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?)').run(4, key('b'), 1, 3, svc('b', 4), 3, svc('b', 3));
+  old.prepare('INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?)').run(5, key('a'), 0, 5, svc('a', 5), 0, null);
+  old.close();
+  const s = open(file);
+  t.equal(await s.currentRev(), 5);
+  t.equal(await s.compactedRev(), 2);
+  t.same((await s.list('services/')).items.map((x) => [x.key, x.rev, x.createRev]), [[key('a'), 5, 5], [key('b'), 4, 3]]);
+  const events: string[] = [];
+  s.watch({ prefix: 'services/', afterRev: 2, onEvent: (e) => events.push(`${e.type}:${e.rev}`), onError: (e) => t.fail(e.message) });
+  t.same(events, ['ADDED:3', 'MODIFIED:4', 'ADDED:5'], 'the history too');
+  t.equal((await s.create(key('c'), { kind: 'Service', metadata: { name: 'c' } })).rev, 6, 'writes go on');
+  await s.close();
+  const check = new Database(file, { readonly: true });
+  t.equal(check.prepare("SELECT value FROM meta WHERE name = 'schema'").pluck().get(), 2);
+  t.match(String(check.prepare("SELECT sql FROM sqlite_master WHERE name = 'objects'").pluck().get()), /id INTEGER PRIMARY KEY/);
+  check.close();
 });
 
 t.test('a database from another schema is refused, not read', async (t) => {
