@@ -2,7 +2,8 @@ import t from 'tap';
 import { pino } from 'pino';
 import { silentLogger } from '../log/log.js';
 import { FakeClock } from './clock.fake.js';
-import { ApiEventRecorder, objectReference, type EventSink } from './event-recorder.js';
+import { ErrorCode, NodenetError } from '../errors/errors.js';
+import { ApiEventRecorder, EventWriter, objectReference, type EventSink } from './event-recorder.js';
 
 const T0 = Date.parse('2030-01-01T00:00:00Z');
 
@@ -101,6 +102,43 @@ t.test('never throws: a failed write is logged; the spam filter drops past the b
   r.event(NODE, 'Warning', 'R', 'after stop');
   await r.idle();
   t.notOk(calls.some((c) => c.body['message'] === 'after stop'), 'stopped: nothing more');
+});
+
+t.test('one EventWriter for several sources (the control plane\'s use): the source and the fieldPath tell Events apart; no spam filter when off; a NotFound NodenetError is a missing Event', async (t) => {
+  const clock = new FakeClock(T0);
+  const calls: { op: 'create' | 'patch'; namespace: string; name: string; body: Record<string, unknown>; component: string | undefined }[] = [];
+  const missing = new Set<string>();
+  const w = new EventWriter({
+    sink: {
+      async createEvent(namespace, event, source) {
+        calls.push({ op: 'create', namespace, name: String((event['metadata'] as { name: string }).name), body: event, component: source?.component });
+      },
+      async patchEvent(namespace, name, patch, source) {
+        if (missing.has(name)) throw new NodenetError(ErrorCode.NotFound, `events "${name}" not found`);
+        calls.push({ op: 'patch', namespace, name, body: patch, component: source?.component });
+      },
+    },
+    clock, log: silentLogger(), spam: null,
+  });
+  const POD = { kind: 'Pod', apiVersion: 'v1', namespace: 'ns1', name: 'p', uid: 'u3' };
+  const a = w.recorder({ component: 'kubelet', host: 'n1' });
+  const b = w.recorder({ component: 'scheduler', host: '' });
+  a.event({ ...POD, fieldPath: 'spec.containers{web}' }, 'Warning', 'BackOff', 'm');
+  a.event({ ...POD, fieldPath: 'spec.containers{side}' }, 'Warning', 'BackOff', 'm');
+  b.event(POD, 'Warning', 'BackOff', 'm');
+  a.event({ ...POD, fieldPath: 'spec.containers{web}' }, 'Warning', 'BackOff', 'm');
+  await w.idle();
+  t.same(calls.map((c) => `${c.op} ${c.component}`), ['create kubelet', 'create kubelet', 'create scheduler', 'patch kubelet'], 'another container or another component: an Event of its own; the sink is told who records');
+  t.match(calls[0]!.body, { metadata: { namespace: 'ns1' }, involvedObject: { ...POD, fieldPath: 'spec.containers{web}' }, source: { component: 'kubelet', host: 'n1' }, reportingInstance: 'n1' });
+  t.same(calls[2]!.body['source'], { component: 'scheduler' }, 'no host: none in the source');
+  t.equal(calls[3]!.name, calls[0]!.name, 'the repeat counts on the first');
+  for (let i = 0; i < 40; i++) b.event(POD, 'Normal', 'R', `m${i}`);
+  await w.idle();
+  t.equal(calls.filter((c) => c.body['reason'] === 'R').length, 40, 'spam filter off: all 40 written');
+  missing.add(calls[2]!.name);
+  b.event(POD, 'Warning', 'BackOff', 'm');
+  await w.idle();
+  t.match(calls.at(-1), { op: 'create', name: calls[2]!.name, body: { count: 2 } }, 'NN_ERR_NOT_FOUND on the patch: made again');
 });
 
 t.test('objectReference: from a watched object; null without a name', async (t) => {
