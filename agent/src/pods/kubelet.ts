@@ -38,27 +38,31 @@ import type { CniHandler } from '../cniserver/handler.js';
 import { F } from '../log/fields.js';
 import type { Logger } from '../log/log.js';
 import type { Clock } from '../reconcile/clock.js';
-import type { SandboxRef } from '../netns/pause-holder.js';
+import type { EventRecorder, EventSink, EventType } from '../reconcile/event-recorder.js';
 import { afterRestart, restartAt, shouldRestart, type BackoffEntry, type BackoffOptions } from './backoff.js';
 import { describeProblems, imageProblem, planPod, resolveContainer, type ContainerPlan, type FieldValues, type PodPlan, type Problem } from './pod-spec.js';
-import { podPhase, podStatus, rfc3339, statusDiffers, type ContainerView, type PodView, type Terminated } from './pod-status.js';
+import { podPhase, podStatus, statusDiffers, type ContainerView, type PodView, type Terminated } from './pod-status.js';
 import { firstProbeAt, initialProbeState, nextProbeAt, observe, probeActive, type ProbeKind, type ProbeState } from './probe.js';
 import { runProbe, type ProbeOutcome } from './probe-exec.js';
-import type { PodRecord, PodRuntime, RunRecord } from './runtime.js';
+import type { PodRecord, PodRuntime, RunRecord, SandboxRef } from './pod-runtime.js';
 
 type O = Record<string, unknown>;
 const obj = (v: unknown): O | undefined => (v && typeof v === 'object' && !Array.isArray(v) ? (v as O) : undefined);
 const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 
-/** What the kubelet writes to the API server (kubelet-api.ts over HTTPS; a fake in tests). */
-export interface KubeletApi {
+/** What the kubelet writes about its Pods to the API server (kubelet-api.ts over HTTPS; kubelet-api.fake.ts in tests). */
+export interface PodApi {
   /** A merge patch of the Pod's status subresource. */
   patchPodStatus(namespace: string, name: string, status: O): Promise<void>;
   /** The final delete: gracePeriodSeconds 0, the uid as precondition; gone already is success. */
   deletePod(namespace: string, name: string, uid: string): Promise<void>;
-  createEvent(namespace: string, event: O): Promise<void>;
-  patchEvent(namespace: string, name: string, patch: O): Promise<void>;
 }
+
+/** kubelet-api.ts's calls: the Pods' writes, and the Events' (the sink of the kubelet's and the agent's event recorders). */
+export interface KubeletApi extends PodApi, EventSink {}
+
+/** Runs one probe (probe-exec.ts's runProbe; a fake in tests). Never throws. */
+export type Prober = typeof runProbe;
 
 export interface KubeletOptions {
   readonly nodeName: string;
@@ -67,12 +71,16 @@ export interface KubeletOptions {
   readonly cni: CniHandler;
   /** The CNI network config of the node's pods (bridge, ipMasq false, host-local IPAM on the pod CIDR). */
   readonly cniConfig: O;
-  readonly api: KubeletApi;
+  readonly api: PodApi;
+  /** Events about the Pods: a recorder with source kubelet / this node (pods/start.ts: an ApiEventRecorder over kubelet-api.ts). */
+  readonly events: EventRecorder;
   readonly clock: Clock;
   readonly log: Logger;
   /** How often running containers are looked at (ms; default 250). */
   readonly pollMs?: number;
   readonly backoff?: BackoffOptions;
+  /** How probes run (default probe-exec.ts's runProbe). */
+  readonly probe?: Prober;
 }
 
 interface Ctr {
@@ -126,9 +134,6 @@ export class Kubelet {
   private readonly pods = new Map<string, PodState>();
   private stopped = false;
   private poller: unknown = null;
-  private events: Promise<void> = Promise.resolve();
-  private readonly seenEvents = new Map<string, { name: string; namespace: string; count: number; at: number }>();
-  private eventSeq = 0;
   readonly log: Logger;
 
   constructor(private readonly o: KubeletOptions) {
@@ -416,7 +421,7 @@ export class Kubelet {
     c.waiting = null;
     c.killing = false;
     try {
-      const run = await this.o.runtime.startContainer(p.sandbox!, p.uid, c.plan.name, c.restartCount, argv, env, c.plan.workingDir, now);
+      const run = await this.o.runtime.startContainer(p.sandbox!, { uid: p.uid, container: c.plan.name, run: c.restartCount, argv, env, cwd: c.plan.workingDir, nowMs: now });
       c.current = run;
       c.started = !c.plan.startup;
       c.probes = { readiness: initialProbeState('readiness'), liveness: initialProbeState('liveness'), startup: initialProbeState('startup') };
@@ -527,7 +532,7 @@ export class Kubelet {
       return;
     }
     const { env } = resolveContainer(c.plan, this.fieldValues(p), p.plan?.hostname ?? p.name);
-    const out: ProbeOutcome = await runProbe(spec.action, { podIP: p.podIP, sandbox: p.sandbox, timeoutMs: spec.timeoutSeconds * 1000, env });
+    const out: ProbeOutcome = await (this.o.probe ?? runProbe)(spec.action, { podIP: p.podIP, sandbox: p.sandbox, timeoutMs: spec.timeoutSeconds * 1000, env });
     if (c.current !== run || p.forgotten || this.stopped) return;
     const before = c.probes[kind];
     const after = observe(spec, before, out.ok);
@@ -601,43 +606,8 @@ export class Kubelet {
 
   // --- events ----------------------------------------------------------------------------------------------
 
-  /**
-   * A core/v1 Event about the Pod, from `kubelet` on this node; a repeat (same reason and message)
-   * within 10 minutes counts on the Event before it. Written in order, in the background; a failure
-   * is logged.
-   */
-  private event(p: PodState, type: 'Normal' | 'Warning', reason: string, message: string, container?: string): void {
-    const now = this.o.clock.now();
-    const key = `${p.uid}|${reason}|${message}|${container ?? ''}`;
-    const seen = this.seenEvents.get(key);
-    const ts = rfc3339(now);
-    this.events = this.events.then(async () => {
-      try {
-        if (seen && now - seen.at < 600_000) {
-          seen.count++;
-          await this.o.api.patchEvent(seen.namespace, seen.name, { count: seen.count, lastTimestamp: ts });
-          return;
-        }
-        const name = `${p.name}.${(BigInt(now) * 1_000_000n + BigInt(++this.eventSeq)).toString(16)}`;
-        this.seenEvents.set(key, { name, namespace: p.namespace, count: 1, at: now });
-        if (this.seenEvents.size > 4096) this.seenEvents.delete(this.seenEvents.keys().next().value!);
-        await this.o.api.createEvent(p.namespace, {
-          apiVersion: 'v1', kind: 'Event',
-          metadata: { name, namespace: p.namespace },
-          involvedObject: { kind: 'Pod', apiVersion: 'v1', namespace: p.namespace, name: p.name, uid: p.uid, ...(container ? { fieldPath: `spec.containers{${container}}` } : {}) },
-          reason, message, type,
-          source: { component: 'kubelet', host: this.o.nodeName },
-          reportingComponent: 'kubelet', reportingInstance: this.o.nodeName,
-          firstTimestamp: ts, lastTimestamp: ts, count: 1,
-        });
-      } catch (e) {
-        this.log.warn({ [F.pod]: `${p.namespace}/${p.name}`, [F.reason]: reason, [F.err]: e instanceof Error ? e.message : String(e) }, 'recording an event failed');
-      }
-    });
-  }
-
-  /** Resolves when the events recorded so far are written (tests, stop). */
-  flushEvents(): Promise<void> {
-    return this.events;
+  /** A core/v1 Event about the Pod (or one of its containers), through the shared recorder: never blocks or throws. */
+  private event(p: PodState, type: EventType, reason: string, message: string, container?: string): void {
+    this.o.events.event({ kind: 'Pod', apiVersion: 'v1', namespace: p.namespace, name: p.name, uid: p.uid, ...(container ? { fieldPath: `spec.containers{${container}}` } : {}) }, type, reason, message);
   }
 }

@@ -33,49 +33,15 @@ import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, 
 import { join } from 'node:path';
 import { writeFileDurable } from '../state/durable.js';
 import { listSandboxes, startSandbox, stopSandbox, joinCommand, type SandboxRef } from '../netns/pause-holder.js';
-import { toNetnsPath } from '../netns/netns.js';
 import { childPids, isAlive, procStat } from '../netns/proc.js';
 import { ErrorCode, NodenetError } from '../errors/errors.js';
-import type { BackoffEntry } from './backoff.js';
-import type { Terminated } from './pod-status.js';
+import { checkNames, sandboxNameOf, validNames, type ContainerStart, type ExitStatus, type PodRecord, type PodRuntime as PodRuntimeContract, type RunRecord } from './pod-runtime.js';
 
-/** One run of a container. */
-export interface RunRecord {
-  /** The run number: the container's restart count while it runs. */
-  readonly run: number;
-  /** nsenter's pid: the process group. */
-  readonly pgid: number;
-  /** The supervisor's host pid and /proc start time. */
-  readonly pid: number;
-  readonly procStart: string;
-  readonly startedAt: number;
-}
-
-export interface ContainerRecord {
-  readonly name: string;
-  readonly current: RunRecord | null;
-  /** The last run's end, when the container is not running (or has run before). */
-  readonly last: Terminated | null;
-  /** The termination before `last` (the lastState of a restarted container). */
-  readonly previous: Terminated | null;
-  readonly restartCount: number;
-  readonly backoff: BackoffEntry | null;
-}
-
-export interface PodRecord {
-  readonly version: 1;
-  readonly uid: string;
-  readonly namespace: string;
-  readonly name: string;
-  readonly sandbox: { readonly name: string; readonly pid: number; readonly startTime: string; readonly netns: string } | null;
-  readonly podIP: string | null;
-  readonly startedAt: number;
-  readonly containers: readonly ContainerRecord[];
-}
+export type { ContainerRecord, PodRecord, RunRecord } from './pod-runtime.js';
 
 const SUPERVISOR = 'f=$1; shift; trap : TERM INT HUP; "$@"; s=$?; echo "$s" > "$f.tmp" && mv -f "$f.tmp" "$f"';
 
-export class PodRuntime {
+export class ProcessPodRuntime implements PodRuntimeContract {
   constructor(private readonly o: { readonly runDir: string; readonly pauseBin: string }) {}
 
   get dir(): string {
@@ -83,7 +49,7 @@ export class PodRuntime {
   }
 
   sandboxName(uid: string): string {
-    return `pod-${uid}`;
+    return sandboxNameOf(uid);
   }
 
   logPath(uid: string, container: string, run: number): string {
@@ -95,11 +61,13 @@ export class PodRuntime {
   }
 
   save(r: PodRecord): void {
+    checkNames(r.uid);
     mkdirSync(this.dir, { recursive: true, mode: 0o700 });
     writeFileDurable(join(this.dir, `${r.uid}.json`), `${JSON.stringify(r)}\n`);
   }
 
   remove(uid: string): void {
+    if (!validNames(uid)) return; // nothing can have been made under it
     rmSync(join(this.dir, `${uid}.json`), { force: true });
     rmSync(join(this.dir, uid), { recursive: true, force: true });
   }
@@ -128,6 +96,7 @@ export class PodRuntime {
 
   /** Starts the pod's sandbox (pause with its own net, IPC, UTS and pid namespaces) and sets its hostname. */
   async startSandbox(uid: string, hostname: string): Promise<{ ref: SandboxRef; startTime: string }> {
+    checkNames(uid);
     const sb = await startSandbox({ name: this.sandboxName(uid), runDir: this.o.runDir, pauseBin: this.o.pauseBin, pidNamespace: true });
     const { stop: _stop, ...ref } = sb;
     try {
@@ -140,6 +109,7 @@ export class PodRuntime {
   }
 
   async stopSandbox(uid: string): Promise<void> {
+    if (!validNames(uid)) return; // no sandbox can have that name
     await stopSandbox(this.o.runDir, this.sandboxName(uid), { graceMs: 1000 });
   }
 
@@ -147,7 +117,10 @@ export class PodRuntime {
    * Starts one run of a container inside the sandbox, detached, under the supervisor.
    * Older runs' files but the previous one are removed.
    */
-  async startContainer(sb: SandboxRef, uid: string, container: string, run: number, argv: readonly string[], env: Readonly<Record<string, string>>, cwd: string | null, nowMs: number): Promise<RunRecord> {
+  async startContainer(sb: SandboxRef, start: ContainerStart): Promise<RunRecord> {
+    const { uid, container, run, argv, env, cwd, nowMs } = start;
+    checkNames(uid, container);
+    if (sb.name !== this.sandboxName(uid)) throw new NodenetError(ErrorCode.Pod, `could not start container ${container}: sandbox ${sb.name} is not pod ${uid}'s`);
     const dir = join(this.dir, uid, container);
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     for (const f of readdirSync(dir)) {
@@ -195,7 +168,7 @@ export class PodRuntime {
   }
 
   /** The exit of a run whose supervisor is gone: its recorded status, or 137 (SIGKILLed) when none was written. */
-  exitOf(uid: string, container: string, r: RunRecord): { exitCode: number; signal?: number } {
+  exitOf(uid: string, container: string, r: RunRecord): ExitStatus {
     let code = NaN;
     try { code = Number(readFileSync(this.exitPath(uid, container, r.run), 'utf8').trim()); } catch { /* killed before it could write */ }
     if (!Number.isInteger(code)) return { exitCode: 137, signal: 9 };
@@ -203,20 +176,19 @@ export class PodRuntime {
   }
 
   /** Sends a signal to a run's process group (nsenter, the supervisor, the command and what it started). */
-  signal(r: RunRecord, sig: NodeJS.Signals): void {
+  signal(r: RunRecord, sig: 'SIGTERM' | 'SIGKILL'): void {
     try { process.kill(-r.pgid, sig); } catch { /* the group is gone */ }
     // The supervisor may have outlived nsenter in another group only if something moved it; signal it directly too.
     if (sig === 'SIGKILL') try { process.kill(r.pid, sig); } catch { /* gone */ }
-  }
-
-  netnsOf(sb: SandboxRef): string {
-    return toNetnsPath(sb.netnsPath);
   }
 
   exists(file: string): boolean {
     return existsSync(file);
   }
 }
+
+/** lab/up.ts's name for the process runtime (it reads the records of a lab's nodes). */
+export const PodRuntime = ProcessPodRuntime;
 
 function readTail(file: string, n: number): string {
   try {

@@ -1,7 +1,9 @@
 /**
  * pods/start: the embedded kubelet put together for the agent (loaded by a
  * dynamic import from node/compose.ts: it brings client-node): the Kubelet
- * on the node's runtime and the agent's own CNI handler, fed by a watch of
+ * on the node's process runtime and the agent's own CNI handler, its Events
+ * through the shared recorder (reconcile/event-recorder.ts) over the same
+ * HTTP calls as its status, fed by a watch of
  * the Pods bound to this node (watch/cluster-watch.ts's boundPods), and its
  * log server on the node's primary IP.
  *
@@ -12,13 +14,15 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { CniHandler } from '../cniserver/handler.js';
 import { ErrorCode, NodenetError } from '../errors/errors.js';
+import { F } from '../log/fields.js';
 import type { Logger } from '../log/log.js';
 import type { Clock } from '../reconcile/clock.js';
+import { ApiEventRecorder } from '../reconcile/event-recorder.js';
 import { boundPods, ClusterWatch } from '../watch/cluster-watch.js';
 import { Kubelet } from './kubelet.js';
 import { kubeletApi } from './kubelet-api.js';
 import { startKubeletServer, type KubeletServer } from './kubelet-server.js';
-import { PodRuntime } from './runtime.js';
+import { ProcessPodRuntime } from './runtime.js';
 
 export interface StartKubeletOptions {
   readonly kubeconfig: KubeConfig;
@@ -47,13 +51,16 @@ export function podNetworkConfig(bridge: string): Record<string, unknown> {
 export async function startKubelet(o: StartKubeletOptions): Promise<RunningKubelet> {
   const token = o.kubeconfig.getCurrentUser()?.token;
   if (!token) throw new NodenetError(ErrorCode.InvalidConfig, 'runPods: the kubeconfig has no token, which the kubelet\'s log server needs (the control plane authenticates to it with the node\'s token)');
+  const api = kubeletApi(o.kubeconfig);
+  const events = new ApiEventRecorder({ sink: api, component: 'kubelet', host: o.nodeName, clock: o.clock, log: o.log.child({ [F.subsys]: 'kubelet/events' }) });
   const kubelet = new Kubelet({
     nodeName: o.nodeName,
     hostIP: o.hostIP,
-    runtime: new PodRuntime({ runDir: o.runDir, pauseBin: o.pauseBin }),
+    runtime: new ProcessPodRuntime({ runDir: o.runDir, pauseBin: o.pauseBin }),
     cni: o.cni,
     cniConfig: podNetworkConfig(o.bridge),
-    api: kubeletApi(o.kubeconfig),
+    api,
+    events,
     clock: o.clock,
     log: o.log,
   });
@@ -75,6 +82,7 @@ export async function startKubelet(o: StartKubeletOptions): Promise<RunningKubel
   } catch (e) {
     watch.stop();
     kubelet.stop();
+    await events.stop();
     throw new NodenetError(ErrorCode.InvalidConfig, `the kubelet cannot start: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
   }
   kubelet.log.info({ address: `${o.hostIP}:${server.address.port}` }, 'kubelet serving');
@@ -85,7 +93,8 @@ export async function startKubelet(o: StartKubeletOptions): Promise<RunningKubel
       watch.stop();
       kubelet.stop();
       await server.close();
-      await kubelet.flushEvents();
+      await events.idle();
+      await events.stop();
     },
   };
 }

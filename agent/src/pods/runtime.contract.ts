@@ -1,0 +1,96 @@
+/**
+ * The PodRuntime contract (pod-runtime.ts), one suite for every runtime:
+ * runtime.fake.test.ts runs it on the fake, runtime.priv.test.ts on the
+ * process runtime (root: pause holders, nsenter). What the fake refuses, the
+ * process runtime refuses too, and the runs end the same way.
+ */
+import type { Test } from 'tap';
+import { ErrorCode } from '../errors/errors.js';
+import type { PodRecord, PodRuntime, RunRecord } from './pod-runtime.js';
+
+export interface ContractTarget {
+  /** A fresh runtime; `cleanup` stops what the suite left (it stops its sandboxes itself). */
+  readonly runtime: PodRuntime;
+  /** Waits until the run no longer runs (the process runtime polls /proc; the fake is at once). */
+  gone(r: RunRecord): Promise<void>;
+  /** A uid unique to this run of the suite. */
+  readonly uid: (n: string) => string;
+}
+
+/** What a NodenetError(Pod) matches. */
+const isPodError = { name: 'NodenetError', code: ErrorCode.Pod };
+const start = (uid: string, container: string, run = 0, argv: readonly string[] = ['sleep', '100']) => ({ uid, container, run, argv, env: { PATH: '/usr/bin:/bin' }, cwd: null, nowMs: 1000 });
+
+export function runtimeContract(t: Test, target: () => ContractTarget): void {
+  t.test('bad names are refused before any effect; stopping or removing under one is a no-op', async (t) => {
+    const { runtime: rt, uid } = target();
+    await t.rejects(rt.startSandbox('../x', 'h'), isPodError, 'a uid with a slash');
+    await t.rejects(rt.startSandbox('', 'h'), isPodError, 'an empty uid');
+    t.throws(() => rt.save({ version: 1, uid: 'a/b', namespace: 'ns', name: 'n', sandbox: null, podIP: null, startedAt: 0, containers: [] }), isPodError, 'a record under a bad uid');
+    await rt.stopSandbox('../x');
+    rt.remove('../x');
+    const u = uid('names');
+    const { ref } = await rt.startSandbox(u, 'names');
+    t.teardown(() => rt.stopSandbox(u));
+    await t.rejects(rt.startContainer(ref, start(u, 'Web_1')), isPodError, 'a container name that is no DNS label');
+    await t.rejects(rt.startContainer(ref, start(u, '../../etc')), isPodError, 'a container name that is a path');
+  });
+
+  t.test('one live sandbox per uid; stopping is idempotent and ends every run in it (137, no status written)', async (t) => {
+    const { runtime: rt, uid, gone } = target();
+    const u = uid('one');
+    const { ref } = await rt.startSandbox(u, 'one');
+    t.teardown(() => rt.stopSandbox(u));
+    t.equal(ref.name, rt.sandboxName(u));
+    await t.rejects(rt.startSandbox(u, 'one'), isPodError, 'a second sandbox for the uid while the first runs');
+    const run = await rt.startContainer(ref, start(u, 'app'));
+    t.ok(rt.running(run), 'the run runs');
+    t.ok(rt.exists(rt.logPath(u, 'app', 0)), 'its log exists');
+    await rt.stopSandbox(u);
+    await rt.stopSandbox(u);
+    await gone(run);
+    t.notOk(rt.running(run), 'the run ended with its sandbox');
+    t.same(rt.exitOf(u, 'app', run), { exitCode: 137, signal: 9 }, 'killed with the pod: 137');
+    await t.rejects(rt.startContainer(ref, start(u, 'app', 1)), isPodError, 'no run in a stopped sandbox');
+    const again = await rt.startSandbox(u, 'one');
+    t.not(again.ref.pid, ref.pid, 'a new sandbox after the stop');
+    await t.rejects(rt.startContainer(ref, start(u, 'app', 1)), isPodError, 'not in the old sandbox\'s ref either');
+  });
+
+  t.test('a container in another Pod\'s sandbox is refused', async (t) => {
+    const { runtime: rt, uid } = target();
+    const [a, b] = [uid('a'), uid('b')];
+    const sa = await rt.startSandbox(a, 'a');
+    t.teardown(() => rt.stopSandbox(a));
+    await t.rejects(rt.startContainer(sa.ref, start(b, 'app')), isPodError);
+  });
+
+  t.test('SIGTERM ends a run with 143; signalling a run that is gone is nothing', async (t) => {
+    const { runtime: rt, uid, gone } = target();
+    const u = uid('term');
+    const { ref } = await rt.startSandbox(u, 'term');
+    t.teardown(() => rt.stopSandbox(u));
+    const run = await rt.startContainer(ref, start(u, 'app'));
+    rt.signal(run, 'SIGTERM');
+    await gone(run);
+    t.same(rt.exitOf(u, 'app', run), { exitCode: 143, signal: 15 });
+    t.doesNotThrow(() => rt.signal(run, 'SIGKILL'));
+  });
+
+  t.test('records: saved, listed, adopted while their sandbox runs, removed idempotently', async (t) => {
+    const { runtime: rt, uid } = target();
+    const u = uid('rec');
+    const { ref, startTime } = await rt.startSandbox(u, 'rec');
+    t.teardown(() => rt.stopSandbox(u));
+    const r: PodRecord = { version: 1, uid: u, namespace: 'ns', name: 'rec', sandbox: { name: ref.name, pid: ref.pid, startTime, netns: ref.netnsPath }, podIP: '10.244.1.2', startedAt: 5, containers: [] };
+    rt.save(r);
+    t.same(rt.records().filter((x) => x.uid === u), [r]);
+    t.equal(rt.adoptSandbox(r)?.pid, ref.pid, 'adopted while it runs');
+    t.equal(rt.adoptSandbox({ ...r, sandbox: { ...r.sandbox!, startTime: `${startTime}0` } }), null, 'not another process under its pid');
+    await rt.stopSandbox(u);
+    t.equal(rt.adoptSandbox(r), null, 'not once stopped');
+    rt.remove(u);
+    rt.remove(u);
+    t.same(rt.records().filter((x) => x.uid === u), []);
+  });
+}
