@@ -1,7 +1,9 @@
 /**
  * pods/kubelet: the embedded kubelet. It runs the Pods the API server binds
- * to this node, as pkg/kubelet's pod workers do, on nodenet's own runtime
- * (pods/runtime.ts: a pause holder per Pod, processes joined to it).
+ * to this node, as pkg/kubelet's pod workers do, on a PodRuntime
+ * (pod-runtime.ts; runtime.ts: a pause holder per Pod, processes joined to
+ * it; runtime.fake.ts in kubelet.test.ts). Its Events go through the shared
+ * recorder (reconcile/event-recorder.ts) it is given.
  *
  * One worker per Pod (by uid), serialised: every event (the Pod changed on
  * the watch, a container exited, a back-off or a retry is due, a probe
@@ -9,22 +11,33 @@
  * looks at everything and acts:
  * 1. a Pod with a deletionTimestamp (or gone from the API) is terminated:
  *    SIGTERM to every container's process group, the grace period
- *    (deletionGracePeriodSeconds), SIGKILL, CNI DEL (the IP is freed), the
- *    pause holder stopped, the record removed, then the final delete with
+ *    (deletionGracePeriodSeconds), SIGKILL (a run that outlives it by 5 s
+ *    is left to the sandbox's stop), CNI DEL (the IP is freed), the pause
+ *    holder stopped, the record removed, then the final delete with
  *    gracePeriodSeconds 0 (uid precondition);
  * 2. a spec nodenet cannot honour (pod-spec.ts) fails the Pod: a Warning
  *    Event naming the fields, phase Failed, reason UnsupportedPodSpec;
  * 3. the sandbox: pause, then CNI ADD through the agent's own CNI handler
  *    (the code the shim reaches), ipMasq off (the overlay masquerades),
- *    IPAM from the node's pod CIDR;
+ *    IPAM from the node's pod CIDR, then the record. A failed attempt is
+ *    undone (CNI DEL, the pause stopped; an undo that fails is done again
+ *    before the next attempt), reported (FailedCreatePodSandBox) and tried
+ *    again after 5 s, not sooner whatever kicks the worker. A sandbox whose
+ *    pause died (and with it every process of the Pod) is released and made
+ *    again (SandboxChanged; a new IP), unless no container will run again;
  * 4. each container: started when it never ran; after an exit, started
  *    again as the restart policy says, after the crash-loop back-off
- *    (backoff.ts; waiting reason CrashLoopBackOff meanwhile); an image other
- *    than nodenet/host waits with ErrImageNeverPull;
+ *    (backoff.ts; waiting reason CrashLoopBackOff meanwhile); a start that
+ *    fails is an exit (StartError, 128) under the same rules, and the worker
+ *    wakes itself for the restart; an image other than nodenet/host waits
+ *    with ErrImageNeverPull;
  * 5. a Pod whose containers are all done for good (Succeeded, Failed)
  *    gives its IP back and stops its sandbox;
  * 6. the status (pod-status.ts), patched only when it differs from the
  *    API server's.
+ * A sync that fails (the record, CNI, the runtime, the API) is logged and
+ * tried again after 2 s; each step is idempotent, so the retry picks up
+ * where it stopped. kubelet.test.ts fails every step in turn.
  * Probes (probe.ts, probe-exec.ts) run on timers per container run.
  *
  * Restart: start() adopts the records under <runDir>/kubelet/ whose pause
@@ -44,7 +57,7 @@ import { describeProblems, imageProblem, planPod, resolveContainer, type Contain
 import { podPhase, podStatus, statusDiffers, type ContainerView, type PodView, type Terminated } from './pod-status.js';
 import { firstProbeAt, initialProbeState, nextProbeAt, observe, probeActive, type ProbeKind, type ProbeState } from './probe.js';
 import { runProbe, type ProbeOutcome } from './probe-exec.js';
-import type { PodRecord, PodRuntime, RunRecord, SandboxRef } from './pod-runtime.js';
+import type { ExitStatus, PodRecord, PodRuntime, RunRecord, SandboxRef } from './pod-runtime.js';
 
 type O = Record<string, unknown>;
 const obj = (v: unknown): O | undefined => (v && typeof v === 'object' && !Array.isArray(v) ? (v as O) : undefined);
@@ -116,9 +129,15 @@ interface PodState {
   finished: boolean;
   lastPosted: string | null;
   lastPostedRv: string;
+  /** No new sandbox before this time (ms): the last attempt failed. */
+  sandboxRetryAt: number;
+  /** A sandbox attempt failed and its undo may have too: CNI DEL and the sandbox's stop are owed before the next. */
+  sandboxDirty: boolean;
   busy: boolean;
   again: boolean;
   wake: unknown;
+  /** When `wake` fires. */
+  wakeMs: number;
   forgotten: boolean;
 }
 
@@ -129,6 +148,14 @@ export interface LogTarget {
 }
 
 const CNI_IFNAME = 'eth0';
+/** A failed sync is retried after this long. */
+const SYNC_RETRY_MS = 2000;
+/** A sandbox that could not be made is tried again after this long. */
+const SANDBOX_RETRY_MS = 5000;
+/** How long a run may outlive its SIGKILL before the sandbox's stop is left to end it. */
+const KILL_WAIT_MS = 5000;
+/** How a run given up on is recorded: SIGKILLed. */
+const KILLED: ExitStatus = { exitCode: 137, signal: 9 };
 
 export class Kubelet {
   private readonly pods = new Map<string, PodState>();
@@ -232,7 +259,7 @@ export class Kubelet {
   // --- the worker ------------------------------------------------------------------------------------------
 
   private newState(uid: string, namespace: string, name: string): PodState & { adopted?: PodRecord } {
-    return { uid, namespace, name, pod: null, deleted: false, plan: null, problems: null, sandbox: null, sandboxStart: '', podIP: null, startedAt: null, ctrs: new Map(), finished: false, lastPosted: null, lastPostedRv: '', busy: false, again: false, wake: null, forgotten: false };
+    return { uid, namespace, name, pod: null, deleted: false, plan: null, problems: null, sandbox: null, sandboxStart: '', podIP: null, startedAt: null, ctrs: new Map(), finished: false, lastPosted: null, lastPostedRv: '', sandboxRetryAt: 0, sandboxDirty: false, busy: false, again: false, wake: null, wakeMs: 0, forgotten: false };
   }
 
   private kick(p: PodState): void {
@@ -248,17 +275,24 @@ export class Kubelet {
         try {
           await this.sync(p);
         } catch (e) {
+          // Retried in 2 s, not at once for a kick made during the failed sync (a container's exit it recorded).
           this.log.warn({ [F.pod]: `${p.namespace}/${p.name}`, [F.err]: e instanceof Error ? e.message : String(e) }, 'pod sync failed; retrying');
-          this.wakeAt(p, this.o.clock.now() + 2000);
+          this.wakeAt(p, this.o.clock.now() + SYNC_RETRY_MS);
+          break;
         }
       } while (p.again && !this.stopped && !p.forgotten);
       p.busy = false;
     })();
   }
 
+  /** Syncs `p` at `at`, or at the wake already set if that is earlier (every sync arms again what it still waits for). */
   private wakeAt(p: PodState, at: number): void {
     if (this.stopped) return;
-    if (p.wake !== null) this.o.clock.clearTimeout(p.wake);
+    if (p.wake !== null) {
+      if (p.wakeMs <= at) return;
+      this.o.clock.clearTimeout(p.wake);
+    }
+    p.wakeMs = at;
     p.wake = this.o.clock.setTimeout(() => {
       p.wake = null;
       this.kick(p);
@@ -298,20 +332,55 @@ export class Kubelet {
       return;
     }
     const plan = p.plan!;
+    if (p.sandbox && !this.o.runtime.sandboxRunning(p.sandbox, p.sandboxStart)) {
+      // The pause died under the Pod (as the pod's PID 1 it took every process along): the runs are over, and
+      // what is left (the IP, the bind mount) goes before a new sandbox is made, as the kubelet's SandboxChanged.
+      this.event(p, 'Normal', 'SandboxChanged', 'Pod sandbox changed, it will be killed and re-created.');
+      this.log.warn({ [F.pod]: key, pause: p.sandbox.pid }, 'pod sandbox died; making a new one');
+      for (const c of p.ctrs.values()) {
+        if (!c.current) continue;
+        const still = this.o.runtime.running(c.current);
+        if (still) this.o.runtime.signal(c.current, 'SIGKILL');
+        this.exited(p, c, c.current, still ? KILLED : undefined);
+      }
+      p.sandbox = null;
+      p.sandboxStart = '';
+      p.podIP = null;
+      p.sandboxDirty = true;
+    }
+    // A Pod whose containers are all done for good needs no sandbox (one that died, or never came up).
+    const wantsRun = [...p.ctrs.values()].some((c) => !c.last || shouldRestart(plan.restartPolicy, c.last.exitCode));
+    if (!p.sandbox && !p.finished && !wantsRun) {
+      await this.releaseSandbox(p);
+      p.finished = true;
+    }
     if (!p.sandbox && !p.finished && phaseNow !== 'Succeeded' && phaseNow !== 'Failed') {
+      // Not again before the retry time, whatever kicks the worker meanwhile (its own status coming back, say).
+      if (this.o.clock.now() < p.sandboxRetryAt) {
+        this.wakeAt(p, p.sandboxRetryAt);
+        await this.postStatus(p);
+        return;
+      }
       try {
         await this.createSandbox(p);
       } catch (e) {
         const msg = e instanceof Error ? e.message : String(e);
         this.event(p, 'Warning', 'FailedCreatePodSandBox', `Failed to create pod sandbox: ${msg}`);
         this.log.warn({ [F.pod]: key, [F.err]: msg }, 'pod sandbox failed');
-        this.wakeAt(p, this.o.clock.now() + 5000);
+        p.sandboxRetryAt = this.o.clock.now() + SANDBOX_RETRY_MS;
+        this.wakeAt(p, p.sandboxRetryAt);
         await this.postStatus(p);
         return;
       }
     }
     const now = this.o.clock.now();
     let nextWake: number | null = null;
+    /** After a start that failed, the worker comes back when the restart is due (the first at once). */
+    const retryStart = (c: Ctr) => {
+      if (c.current || !c.last || !shouldRestart(plan.restartPolicy, c.last.exitCode)) return;
+      const at = restartAt(c.backoff, c.last.startedAt, c.last.finishedAt, this.o.backoff);
+      nextWake = nextWake === null ? at : Math.min(nextWake, at);
+    };
     if (p.sandbox) {
       for (const c of p.ctrs.values()) {
         const img = imageProblem(c.plan.image);
@@ -323,6 +392,7 @@ export class Kubelet {
         if (c.current) continue;
         if (!c.last) {
           await this.startRun(p, c, plan);
+          retryStart(c);
           continue;
         }
         if (!shouldRestart(plan.restartPolicy, c.last.exitCode)) {
@@ -334,6 +404,7 @@ export class Kubelet {
           c.backoff = afterRestart(c.backoff, c.last.finishedAt - c.last.startedAt, now, this.o.backoff);
           c.restartCount++;
           await this.startRun(p, c, plan);
+          retryStart(c);
         } else {
           const secs = Math.round((c.backoff?.delayMs ?? 0) / 1000);
           const message = `back-off ${secs}s restarting failed container=${c.plan.name} pod=${p.name}_${p.namespace}(${p.uid})`;
@@ -347,9 +418,7 @@ export class Kubelet {
     // Every container done for good: the Pod is finished, its IP goes back and its sandbox stops.
     const phase = podPhase(this.view(p));
     if ((phase === 'Succeeded' || phase === 'Failed') && p.sandbox) {
-      await this.cniDel(p.uid, p.sandbox.netnsPath);
-      await this.o.runtime.stopSandbox(p.uid);
-      p.sandbox = null;
+      await this.releaseSandbox(p);
       p.finished = true;
     }
     this.save(p);
@@ -379,8 +448,15 @@ export class Kubelet {
     }
   }
 
+  /**
+   * A new sandbox with its IP, recorded. A failed attempt is undone (CNI DEL, the sandbox stopped) and, if the undo
+   * fails too, undone again before the next attempt (`sandboxDirty`): a sandbox or an attachment left behind
+   * would refuse the next one.
+   */
   private async createSandbox(p: PodState): Promise<void> {
+    if (p.sandboxDirty) await this.releaseSandbox(p);
     const hostname = p.plan?.hostname ?? p.name;
+    p.sandboxDirty = true;
     const { ref, startTime } = await this.o.runtime.startSandbox(p.uid, hostname);
     try {
       const out = await this.o.cni.add({ containerId: p.uid, netns: ref.netnsPath, ifName: CNI_IFNAME, args: '', path: '', config: new TextEncoder().encode(JSON.stringify(this.o.cniConfig)) });
@@ -392,12 +468,29 @@ export class Kubelet {
       p.podIP = ip;
       p.startedAt ??= this.o.clock.now();
       this.save(p);
+      p.sandboxDirty = false;
       this.log.info({ [F.pod]: `${p.namespace}/${p.name}`, [F.ip]: ip, pause: ref.pid }, 'pod sandbox ready');
     } catch (e) {
-      await this.cniDel(p.uid, ref.netnsPath).catch(() => undefined);
-      await this.o.runtime.stopSandbox(p.uid).catch(() => undefined);
+      p.sandbox = null;
+      p.sandboxStart = '';
+      p.podIP = null;
+      try {
+        await this.cniDel(p.uid, ref.netnsPath);
+        await this.o.runtime.stopSandbox(p.uid);
+        p.sandboxDirty = false;
+      } catch (undo) {
+        this.log.warn({ [F.pod]: `${p.namespace}/${p.name}`, [F.err]: undo instanceof Error ? undo.message : String(undo) }, 'undoing a failed sandbox failed; done again before the next');
+      }
       throw e;
     }
+  }
+
+  /** The IP back (CNI DEL, idempotent) and the sandbox stopped (idempotent); what is owed of a failed attempt too. */
+  private async releaseSandbox(p: PodState): Promise<void> {
+    if (p.sandbox || p.podIP || p.sandboxDirty) await this.cniDel(p.uid, p.sandbox?.netnsPath ?? '');
+    await this.o.runtime.stopSandbox(p.uid);
+    p.sandbox = null;
+    p.sandboxDirty = false;
   }
 
   private cniDel(uid: string, netns: string): Promise<void> {
@@ -436,10 +529,14 @@ export class Kubelet {
     }
   }
 
-  /** A run ended: its termination is recorded, probes stop, the worker decides what next. */
-  private exited(p: PodState, c: Ctr, run: RunRecord): void {
+  /**
+   * A run ended: its termination is recorded, probes stop, the worker decides what next. `forced`: the end of a
+   * run given up on (it outlived SIGKILL; the sandbox's stop ends it). Never throws (it runs on the poller's
+   * timer): a record that cannot be written is written by the sync it kicks.
+   */
+  private exited(p: PodState, c: Ctr, run: RunRecord, forced?: ExitStatus): void {
     if (c.current !== run) return;
-    const ex = this.o.runtime.exitOf(p.uid, c.plan.name, run);
+    const ex = forced ?? this.o.runtime.exitOf(p.uid, c.plan.name, run);
     const now = this.o.clock.now();
     c.previous = c.last;
     c.last = { exitCode: ex.exitCode, ...(ex.signal ? { signal: ex.signal } : {}), reason: ex.exitCode === 0 ? 'Completed' : 'Error', startedAt: run.startedAt, finishedAt: now };
@@ -448,7 +545,11 @@ export class Kubelet {
     c.killing = false;
     this.clearProbes(c);
     this.log.info({ [F.pod]: `${p.namespace}/${p.name}`, container: c.plan.name, run: run.run, exitCode: ex.exitCode }, 'container exited');
-    this.save(p);
+    try {
+      this.save(p);
+    } catch (e) {
+      this.log.warn({ [F.pod]: `${p.namespace}/${p.name}`, [F.err]: e instanceof Error ? e.message : String(e) }, 'writing the pod record failed; the sync writes it');
+    }
     this.kick(p);
   }
 
@@ -459,6 +560,7 @@ export class Kubelet {
       this.poller = null;
       for (const p of this.pods.values()) {
         for (const c of p.ctrs.values()) if (c.current && !this.o.runtime.running(c.current)) this.exited(p, c, c.current);
+        if (p.sandbox && !this.o.runtime.sandboxRunning(p.sandbox, p.sandboxStart)) this.kick(p);
       }
       this.arm();
     }, this.o.pollMs ?? 250);
@@ -485,13 +587,16 @@ export class Kubelet {
       const deadline = this.o.clock.now() + graceSeconds * 1000;
       while (alive().length && this.o.clock.now() < deadline) await this.sleep(100);
       for (const c of alive()) this.o.runtime.signal(c.current!, 'SIGKILL');
-      const killDeadline = this.o.clock.now() + 5000;
+      const killDeadline = this.o.clock.now() + KILL_WAIT_MS;
       while (alive().length && this.o.clock.now() < killDeadline) await this.sleep(50);
-      for (const c of running) if (c.current) this.exited(p, c, c.current);
+      for (const c of running) {
+        if (!c.current) continue;
+        const stuck = this.o.runtime.running(c.current);
+        if (stuck) this.log.warn({ [F.pod]: `${p.namespace}/${p.name}`, container: c.plan.name, pid: c.current.pid }, 'container outlived SIGKILL; the sandbox\'s stop ends it');
+        this.exited(p, c, c.current, stuck ? KILLED : undefined);
+      }
     }
-    if (p.sandbox || p.podIP) await this.cniDel(p.uid, p.sandbox?.netnsPath ?? '');
-    await this.o.runtime.stopSandbox(p.uid);
-    p.sandbox = null;
+    await this.releaseSandbox(p);
     this.o.runtime.remove(p.uid);
   }
 

@@ -101,6 +101,8 @@ export interface PodRuntime {
   startSandbox(uid: string, hostname: string): Promise<{ ref: SandboxRef; startTime: string }>;
   /** Stops a Pod's sandbox and every process in it. Idempotent. */
   stopSandbox(uid: string): Promise<void>;
+  /** Whether a sandbox still runs: its pause, the same process (pid and start time). */
+  sandboxRunning(sb: SandboxRef, startTime: string): boolean;
 
   /** Starts one run of a container in the sandbox, detached. @throws NodenetError(Pod): bad names, the sandbox not running */
   startContainer(sb: SandboxRef, start: ContainerStart): Promise<RunRecord>;

@@ -13,6 +13,8 @@ export interface ContractTarget {
   readonly runtime: PodRuntime;
   /** Waits until the run no longer runs (the process runtime polls /proc; the fake is at once). */
   gone(r: RunRecord): Promise<void>;
+  /** Waits until the run's command itself runs (`sleep` here; the process runtime: exec'd by the supervisor's child). */
+  commandRuns(r: RunRecord): Promise<void>;
   /** A uid unique to this run of the suite. */
   readonly uid: (n: string) => string;
 }
@@ -21,9 +23,9 @@ export interface ContractTarget {
 const isPodError = { name: 'NodenetError', code: ErrorCode.Pod };
 const start = (uid: string, container: string, run = 0, argv: readonly string[] = ['sleep', '100']) => ({ uid, container, run, argv, env: { PATH: '/usr/bin:/bin' }, cwd: null, nowMs: 1000 });
 
-export function runtimeContract(t: Test, target: () => ContractTarget): void {
+export function runtimeContract(t: Test, make: () => ContractTarget): void {
   t.test('bad names are refused before any effect; stopping or removing under one is a no-op', async (t) => {
-    const { runtime: rt, uid } = target();
+    const { runtime: rt, uid } = make();
     await t.rejects(rt.startSandbox('../x', 'h'), isPodError, 'a uid with a slash');
     await t.rejects(rt.startSandbox('', 'h'), isPodError, 'an empty uid');
     t.throws(() => rt.save({ version: 1, uid: 'a/b', namespace: 'ns', name: 'n', sandbox: null, podIP: null, startedAt: 0, containers: [] }), isPodError, 'a record under a bad uid');
@@ -37,11 +39,13 @@ export function runtimeContract(t: Test, target: () => ContractTarget): void {
   });
 
   t.test('one live sandbox per uid; stopping is idempotent and ends every run in it (137, no status written)', async (t) => {
-    const { runtime: rt, uid, gone } = target();
+    const { runtime: rt, uid, gone } = make();
     const u = uid('one');
-    const { ref } = await rt.startSandbox(u, 'one');
+    const { ref, startTime } = await rt.startSandbox(u, 'one');
     t.teardown(() => rt.stopSandbox(u));
     t.equal(ref.name, rt.sandboxName(u));
+    t.ok(rt.sandboxRunning(ref, startTime), 'it runs');
+    t.notOk(rt.sandboxRunning(ref, `${startTime}0`), 'not under another start time');
     await t.rejects(rt.startSandbox(u, 'one'), isPodError, 'a second sandbox for the uid while the first runs');
     const run = await rt.startContainer(ref, start(u, 'app'));
     t.ok(rt.running(run), 'the run runs');
@@ -50,6 +54,7 @@ export function runtimeContract(t: Test, target: () => ContractTarget): void {
     await rt.stopSandbox(u);
     await gone(run);
     t.notOk(rt.running(run), 'the run ended with its sandbox');
+    t.notOk(rt.sandboxRunning(ref, startTime), 'the sandbox no longer runs');
     t.same(rt.exitOf(u, 'app', run), { exitCode: 137, signal: 9 }, 'killed with the pod: 137');
     await t.rejects(rt.startContainer(ref, start(u, 'app', 1)), isPodError, 'no run in a stopped sandbox');
     const again = await rt.startSandbox(u, 'one');
@@ -58,19 +63,23 @@ export function runtimeContract(t: Test, target: () => ContractTarget): void {
   });
 
   t.test('a container in another Pod\'s sandbox is refused', async (t) => {
-    const { runtime: rt, uid } = target();
+    const { runtime: rt, uid } = make();
     const [a, b] = [uid('a'), uid('b')];
     const sa = await rt.startSandbox(a, 'a');
     t.teardown(() => rt.stopSandbox(a));
     await t.rejects(rt.startContainer(sa.ref, start(b, 'app')), isPodError);
   });
 
+  // A SIGTERM in the instant between the supervisor's fork and the command's exec finds the child still
+  // trapping it (runtime.ts): the run then ends at the kubelet's SIGKILL. Hence the wait for the command.
   t.test('SIGTERM ends a run with 143; signalling a run that is gone is nothing', async (t) => {
-    const { runtime: rt, uid, gone } = target();
+    const target = make();
+    const { runtime: rt, uid, gone } = target;
     const u = uid('term');
     const { ref } = await rt.startSandbox(u, 'term');
     t.teardown(() => rt.stopSandbox(u));
     const run = await rt.startContainer(ref, start(u, 'app'));
+    await target.commandRuns(run);
     rt.signal(run, 'SIGTERM');
     await gone(run);
     t.same(rt.exitOf(u, 'app', run), { exitCode: 143, signal: 15 });
@@ -78,7 +87,7 @@ export function runtimeContract(t: Test, target: () => ContractTarget): void {
   });
 
   t.test('records: saved, listed, adopted while their sandbox runs, removed idempotently', async (t) => {
-    const { runtime: rt, uid } = target();
+    const { runtime: rt, uid } = make();
     const u = uid('rec');
     const { ref, startTime } = await rt.startSandbox(u, 'rec');
     t.teardown(() => rt.stopSandbox(u));

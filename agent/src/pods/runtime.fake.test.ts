@@ -9,7 +9,7 @@ import { ErrorCode } from '../errors/errors.js';
 import { runtimeContract } from './runtime.contract.js';
 import { FakePodRuntime } from './runtime.fake.js';
 
-runtimeContract(t, () => ({ runtime: new FakePodRuntime(), gone: async () => undefined, uid: (n) => `u-${n}` }));
+runtimeContract(t, () => ({ runtime: new FakePodRuntime(), gone: async () => undefined, commandRuns: async () => undefined, uid: (n) => `u-${n}` }));
 
 const start = (uid: string, container: string, run = 0) => ({ uid, container, run, argv: ['sleep', '100'], env: {}, cwd: null, nowMs: 1000 });
 

@@ -28,6 +28,7 @@ interface Injection {
   readonly match: string | undefined;
   readonly error: unknown;
   times: number;
+  skip: number;
 }
 
 interface FakeSandbox {
@@ -65,9 +66,9 @@ export class FakePodRuntime implements PodRuntime {
   private readonly behaviour = new Map<string, SignalBehaviour>();
   private nextPid = 1000;
 
-  /** The next `times` (default 1) calls of `step` (for `match` only, if given) throw `error`. */
-  failNext(step: RuntimeStep, o: { match?: string; error?: unknown; times?: number } = {}): void {
-    this.injections.push({ step, match: o.match, error: o.error ?? new NodenetError(ErrorCode.Pod, `injected failure in ${step}`), times: o.times ?? 1 });
+  /** After `skip` (default 0) calls, the next `times` (default 1) calls of `step` (for `match` only, if given) throw `error`. */
+  failNext(step: RuntimeStep, o: { match?: string; error?: unknown; times?: number; skip?: number } = {}): void {
+    this.injections.push({ step, match: o.match, error: o.error ?? new NodenetError(ErrorCode.Pod, `injected failure in ${step}`), times: o.times ?? 1, skip: o.skip ?? 0 });
   }
 
   /** How `<uid>/<container>`'s runs take signals from now on. */
@@ -190,6 +191,11 @@ export class FakePodRuntime implements PodRuntime {
     this.sandboxes.delete(uid);
   }
 
+  sandboxRunning(sb: SandboxRef, startTime: string): boolean {
+    const own = [...this.sandboxes.values()].find((x) => x.ref.name === sb.name);
+    return !!own?.alive && own.ref.pid === sb.pid && own.startTime === startTime;
+  }
+
   async startContainer(sb: SandboxRef, s: ContainerStart): Promise<RunRecord> {
     const key = `${s.uid}/${s.container}`;
     this.enter('startContainer', key, `startContainer ${key}#${s.run}`);
@@ -238,6 +244,10 @@ export class FakePodRuntime implements PodRuntime {
     const i = this.injections.findIndex((x) => x.step === step && (x.match === undefined || x.match === key));
     if (i < 0) return;
     const inj = this.injections[i]!;
+    if (inj.skip > 0) {
+      inj.skip--;
+      return;
+    }
     if (--inj.times <= 0) this.injections.splice(i, 1);
     throw inj.error;
   }

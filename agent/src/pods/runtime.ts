@@ -16,7 +16,12 @@
  * status (128+n for a signal, as a shell reports it) to `<run>.exit`:
  * `trap : TERM INT HUP` keeps the supervisor alive through the SIGTERM sent
  * to the process group (a trapped signal is reset to the default in the
- * command it runs), so the status of the command is still recorded. A run
+ * command it runs), so the status of the command is still recorded;
+ * startContainer returns once the supervisor traps (its SigCgt), so even a
+ * signal sent right after the start is recorded that way (one window is
+ * left: a SIGTERM between the supervisor's fork and the command's exec finds
+ * the child still trapping it, and the run ends at the SIGKILL after the
+ * grace period instead). A run
  * whose supervisor is gone without a file was SIGKILLed: 137. The agent
  * watches the supervisor's pid and start time (/proc/PID/stat: a reused pid
  * is never taken for it) on a poll, the same way for processes it started
@@ -108,6 +113,10 @@ export class ProcessPodRuntime implements PodRuntimeContract {
     return { ref, startTime: procStat(ref.pid)?.startTime ?? '' };
   }
 
+  sandboxRunning(sb: SandboxRef, startTime: string): boolean {
+    return isAlive(sb.pid, startTime || undefined);
+  }
+
   async stopSandbox(uid: string): Promise<void> {
     if (!validNames(uid)) return; // no sandbox can have that name
     await stopSandbox(this.o.runDir, this.sandboxName(uid), { graceMs: 1000 });
@@ -149,7 +158,8 @@ export class ProcessPodRuntime implements PodRuntimeContract {
       const kid = kids[0];
       if (kid !== undefined) {
         const st = procStat(kid);
-        if (st) return { run, pgid, pid: kid, procStart: st.startTime, startedAt: nowMs };
+        // Once it traps SIGTERM: a SIGTERM before that would end the supervisor with no status written (137).
+        if (st && (trapsTerm(kid) || Date.now() > deadline)) return { run, pgid, pid: kid, procStart: st.startTime, startedAt: nowMs };
       }
       if (!isAlive(pgid) || Date.now() > deadline) {
         // A command that is over before it was seen: the supervisor wrote its status, the run stands for it (nsenter's ids).
@@ -189,6 +199,16 @@ export class ProcessPodRuntime implements PodRuntimeContract {
 
 /** lab/up.ts's name for the process runtime (it reads the records of a lab's nodes). */
 export const PodRuntime = ProcessPodRuntime;
+
+/** Whether a process catches SIGTERM (its SigCgt mask in /proc/PID/status has bit 15). */
+function trapsTerm(pid: number): boolean {
+  try {
+    const m = /^SigCgt:\s*([0-9a-f]+)$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m !== null && (BigInt(`0x${m[1]!}`) & (1n << 14n)) !== 0n;
+  } catch {
+    return false;
+  }
+}
 
 function readTail(file: string, n: number): string {
   try {

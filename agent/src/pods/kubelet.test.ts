@@ -1,0 +1,460 @@
+/**
+ * The embedded kubelet without root, on validating fakes: the runtime
+ * (runtime.fake.ts), the CNI handler (cniserver/handler.fake.ts), the API
+ * server (kubelet-api.fake.ts, whose watch feeds the kubelet), a fake clock
+ * and a fake prober; its Events through the shared recorder. Each step of
+ * running and stopping a Pod fails in turn, by name first (what the kubelet
+ * reports, retries and cleans up), then every call of a whole lifecycle
+ * (nothing leaks, the Pod still runs and still goes).
+ */
+import t, { type Test } from 'tap';
+import { pino } from 'pino';
+import { FakeCniHandler } from '../cniserver/handler.fake.js';
+import { FakeClock } from '../reconcile/clock.fake.js';
+import { ApiEventRecorder } from '../reconcile/event-recorder.js';
+import { FakeKubeletApi } from './kubelet-api.fake.js';
+import { Kubelet, type Prober } from './kubelet.js';
+import type { PodRecord } from './pod-runtime.js';
+import { FakePodRuntime } from './runtime.fake.js';
+
+type O = Record<string, unknown>;
+const T0 = Date.parse('2030-01-01T00:00:00Z');
+const CNI_CONFIG = { cniVersion: '1.1.0', name: 'nodenet', type: 'nodenet-cni', bridge: 'cbr0', isGateway: true, isDefaultGateway: true, ipMasq: false, ipam: { type: 'host-local' } };
+
+interface Setup {
+  readonly clock: FakeClock;
+  readonly runtime: FakePodRuntime;
+  readonly cni: FakeCniHandler;
+  readonly api: FakeKubeletApi;
+  readonly kubelet: Kubelet;
+  readonly logs: O[];
+  /** Moves the clock (firing what is due) and waits for the Events recorded meanwhile to be written. */
+  run(ms: number): Promise<void>;
+  /** Probe results by container name (default: success). */
+  readonly probes: Map<string, boolean>;
+}
+
+async function setup(t: Test, o: { records?: { record: PodRecord; live: boolean }[]; runtime?: FakePodRuntime; cni?: FakeCniHandler; api?: FakeKubeletApi } = {}): Promise<Setup> {
+  const clock = new FakeClock(T0);
+  const runtime = o.runtime ?? new FakePodRuntime();
+  for (const r of o.records ?? []) runtime.seed(r.record, r.live);
+  const cni = o.cni ?? new FakeCniHandler();
+  const api = o.api ?? new FakeKubeletApi();
+  const logs: O[] = [];
+  const log = pino({ level: 'info' }, { write: (s: string) => void logs.push(JSON.parse(s) as O) });
+  const events = new ApiEventRecorder({ sink: api, component: 'kubelet', host: 'n1', clock, log });
+  const probes = new Map<string, boolean>();
+  const probe: Prober = async (action) => {
+    const ok = probes.get(action.kind === 'exec' ? action.command.join(' ') : '') ?? true;
+    return { ok, message: ok ? '' : 'injected probe failure' };
+  };
+  const kubelet = new Kubelet({ nodeName: 'n1', hostIP: '192.168.50.11', runtime, cni, cniConfig: CNI_CONFIG, api, events, clock, log, probe, backoff: { initialMs: 10_000, maxMs: 300_000 } });
+  api.watch(kubelet);
+  await kubelet.start();
+  t.teardown(async () => {
+    kubelet.stop();
+    await events.stop();
+  });
+  const run = async (ms: number) => {
+    await clock.advance(ms);
+    await events.idle();
+  };
+  return { clock, runtime, cni, api, kubelet, logs, run, probes };
+}
+
+const container = (name: string, extra: O = {}): O => ({ name, image: 'nodenet/host', command: ['sleep', '1000'], ...extra });
+function pod(name: string, spec: O = {}): O {
+  return { metadata: { name, namespace: 'default' }, spec: { nodeName: 'n1', terminationGracePeriodSeconds: 5, containers: [container('app')], ...spec } };
+}
+
+const meta = (p: O | undefined) => (p?.['metadata'] ?? {}) as O;
+const statusOf = (s: Setup, name: string) => (s.api.pod('default', name)?.['status'] ?? {}) as O;
+const cond = (s: Setup, name: string, type: string) => ((statusOf(s, name)['conditions'] as O[] | undefined) ?? []).find((c) => c['type'] === type)?.['status'];
+const cstatus = (s: Setup, name: string, c: string) => ((statusOf(s, name)['containerStatuses'] as O[] | undefined) ?? []).find((x) => x['name'] === c) ?? {};
+const reasons = (s: Setup, name: string) => s.api.events(name).map((e) => `${String(e['type'])} ${String(e['reason'])}${e['count'] !== 1 ? ` x${String(e['count'])}` : ''}`);
+const leaks = (s: Setup) => ({ ...s.runtime.leaks(), attachments: [...s.cni.attachments.keys()] });
+const NO_LEAKS = { sandboxes: [], processes: [], records: [], attachments: [] };
+
+/** A Pod created and run to Running and Ready. */
+async function running(s: Setup, name = 'web', spec: O = {}): Promise<string> {
+  const uid = String(meta(s.api.createPod(pod(name, spec)))['uid']);
+  await s.run(0);
+  return uid;
+}
+
+t.test('a Pod runs and stops: sandbox with its hostname, CNI ADD, the container with its env, the record, the status; then SIGTERM, CNI DEL, the sandbox, the record and the Pod gone', async (t) => {
+  const s = await setup(t);
+  const uid = await running(s, 'web', { containers: [container('app', { env: [{ name: 'IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } }] })] });
+  t.equal(statusOf(s, 'web')['phase'], 'Running');
+  t.equal(cond(s, 'web', 'Ready'), 'True');
+  t.equal(statusOf(s, 'web')['podIP'], '10.244.1.2');
+  t.equal(s.runtime.hostname(uid), 'web');
+  t.equal(s.runtime.current(uid, 'app')?.env['IP'], '10.244.1.2', 'the env sees the Pod IP');
+  t.same(s.runtime.record(uid)?.containers.map((c) => c.current?.run), [0], 'the record has the run');
+  t.match(s.api.events('web'), [{ reason: 'Started', type: 'Normal', involvedObject: { kind: 'Pod', name: 'web', uid, fieldPath: 'spec.containers{app}' }, source: { component: 'kubelet', host: 'n1' } }]);
+  const effects = () => s.runtime.calls.filter((c) => !c.startsWith('save'));
+  t.same(effects(), [`startSandbox ${uid}`, `startContainer ${uid}/app#0`]);
+  t.equal(s.runtime.calls[1], `save ${uid}`, 'the record written before any container starts');
+
+  s.api.deleteGracefully('default', 'web');
+  await s.run(0);
+  t.equal(s.api.pod('default', 'web'), undefined, 'the final delete');
+  t.same(effects().slice(2), [`signal ${uid}/app#0 SIGTERM`, `stopSandbox ${uid}`, `remove ${uid}`]);
+  t.same(s.cni.calls.map((c) => c.cmd), ['add', 'del']);
+  t.same(reasons(s, 'web'), ['Normal Started', 'Normal Killing']);
+  t.same(leaks(s), NO_LEAKS);
+  t.same(s.kubelet.podUids(), []);
+});
+
+t.test('the sandbox fails to start: FailedCreatePodSandBox, Pending with ContainerCreating, nothing held; retried after 5 s', async (t) => {
+  const s = await setup(t);
+  s.runtime.failNext('startSandbox');
+  const uid = await running(s);
+  t.equal(statusOf(s, 'web')['phase'], 'Pending');
+  t.same(cstatus(s, 'web', 'app')['state'], { waiting: { reason: 'ContainerCreating' } });
+  t.equal(cond(s, 'web', 'PodReadyToStartContainers'), 'False');
+  t.equal(statusOf(s, 'web')['podIP'], undefined, 'no IP');
+  t.match(s.api.events('web'), [{ type: 'Warning', reason: 'FailedCreatePodSandBox', message: /Failed to create pod sandbox: injected failure in startSandbox/ }]);
+  t.same(leaks(s), NO_LEAKS, 'nothing held while it waits');
+  await s.run(4_999);
+  t.equal(s.runtime.calls.filter((c) => c.startsWith('startSandbox')).length, 1, 'not before 5 s');
+  await s.run(1);
+  t.equal(statusOf(s, 'web')['phase'], 'Running');
+  t.ok(s.runtime.current(uid, 'app'));
+});
+
+t.test('CNI ADD fails: FailedCreatePodSandBox, the sandbox stopped again, no IP; retried', async (t) => {
+  const s = await setup(t);
+  s.cni.failNext('add', new Error('no IP left in 10.244.1.0/24'));
+  const uid = await running(s);
+  t.match(s.api.events('web'), [{ reason: 'FailedCreatePodSandBox', message: /no IP left/ }]);
+  t.same(leaks(s), NO_LEAKS, 'the sandbox stopped, no attachment');
+  t.same(s.cni.calls.map((c) => c.cmd), ['add', 'del'], 'a DEL after the failed ADD, as a runtime does');
+  await s.run(5_000);
+  t.equal(statusOf(s, 'web')['phase'], 'Running');
+  t.equal(s.runtime.current(uid, 'app')?.run, 0);
+});
+
+t.test('the record cannot be written after CNI ADD: the sandbox and its IP released, FailedCreatePodSandBox, retried with a new sandbox', async (t) => {
+  const s = await setup(t);
+  s.runtime.failNext('save');
+  const uid = await running(s);
+  t.match(s.api.events('web'), [{ reason: 'FailedCreatePodSandBox', message: /injected failure in save/ }]);
+  t.same(leaks(s), NO_LEAKS, 'no sandbox, no IP, no record');
+  t.equal(statusOf(s, 'web')['podIP'], undefined, 'no IP reported');
+  t.notOk(s.runtime.calls.some((c) => c.startsWith('startContainer')), 'no container started in the released sandbox');
+  await s.run(5_000);
+  t.equal(statusOf(s, 'web')['phase'], 'Running');
+  t.equal(cond(s, 'web', 'Ready'), 'True');
+  t.equal(s.runtime.current(uid, 'app')?.run, 0, 'run 0: the first run');
+});
+
+t.test('a failed sandbox whose undo fails too (CNI DEL after the record could not be written): undone again before the next attempt, which then succeeds', async (t) => {
+  const s = await setup(t);
+  s.runtime.failNext('save');
+  s.cni.failNext('del', new Error('link busy'));
+  const uid = await running(s);
+  t.equal(s.cni.attachments.size, 1, 'the IP is still held');
+  t.same(s.runtime.leaks().sandboxes, [`pod-${uid}`], 'and the sandbox runs (its stop came after the DEL)');
+  t.ok(s.logs.some((l) => l['msg'] === 'undoing a failed sandbox failed; done again before the next'));
+  await s.run(5_000);
+  t.same(s.cni.calls.map((c) => c.cmd), ['add', 'del', 'del', 'add'], 'the DEL again, then the ADD');
+  t.ok(s.runtime.calls.indexOf(`stopSandbox ${uid}`) < s.runtime.calls.lastIndexOf(`startSandbox ${uid}`), 'the old sandbox stopped before the new one');
+  t.equal(statusOf(s, 'web')['phase'], 'Running');
+  t.equal(s.cni.attachments.size, 1, 'one IP');
+  s.api.deleteGracefully('default', 'web');
+  await s.run(0);
+  t.same(leaks(s), NO_LEAKS);
+});
+
+t.test('a container fails to start: Failed Event on its fieldPath, StartError, restarted at once, then after the back-off (CrashLoopBackOff); the other container runs on', async (t) => {
+  const s = await setup(t);
+  const api = s.api;
+  s.runtime.failNext('startContainer', { match: 'uid-1/b', error: new Error('nsenter: cannot change directory to /nowhere'), times: 3 });
+  const uid = await running(s, 'web', { containers: [container('a'), container('b')] });
+  t.equal(uid, 'uid-1');
+  t.ok(s.runtime.current(uid, 'a'), 'a runs');
+  t.equal(statusOf(s, 'web')['phase'], 'Running');
+  t.equal(cond(s, 'web', 'Ready'), 'False');
+  t.match(api.events('web').find((e) => e['reason'] === 'Failed'), { type: 'Warning', message: 'Error: nsenter: cannot change directory to /nowhere', involvedObject: { fieldPath: 'spec.containers{b}' } });
+  t.match(cstatus(s, 'web', 'b'), { restartCount: 1, state: { waiting: { reason: 'CrashLoopBackOff' } }, lastState: { terminated: { exitCode: 128, reason: 'StartError' } } }, 'the first restart is at once, and fails too');
+  await s.run(9_999);
+  t.equal(s.runtime.calls.filter((c) => c.startsWith('startContainer uid-1/b')).length, 2, 'then 10 s of back-off');
+  await s.run(1);
+  t.equal(s.runtime.calls.filter((c) => c.startsWith('startContainer uid-1/b')).length, 3);
+  await s.run(19_999);
+  t.equal(s.runtime.calls.filter((c) => c.startsWith('startContainer uid-1/b')).length, 3, 'then 20 s');
+  await s.run(1);
+  t.equal(s.runtime.current(uid, 'b')?.run, 3, 'the fourth start runs (restart count 3)');
+  t.match(cstatus(s, 'web', 'b'), { restartCount: 3, ready: true, state: { running: {} } });
+  t.equal(cond(s, 'web', 'Ready'), 'True');
+  t.same(reasons(s, 'web').sort(), ['Normal Started', 'Normal Started', 'Warning BackOff x2', 'Warning Failed x3'].sort(), 'a repeat counts on its Event');
+  t.equal(s.runtime.current(uid, 'a')?.run, 0, 'a was never restarted');
+});
+
+t.test('a container that fails to start is retried without the watch bringing the status back', async (t) => {
+  const s = await setup(t);
+  s.runtime.failNext('startContainer');
+  const uid = String(meta(s.api.createPod(pod('web')))['uid']);
+  s.api.watch({ onPod: () => undefined, onPodDeleted: () => undefined });
+  await s.run(0);
+  t.equal(s.runtime.calls.filter((c) => c.startsWith('startContainer')).length, 2, 'the first start failed, the second (the first restart, at once) came');
+  t.equal(s.runtime.current(uid, 'app')?.run, 1, 'on the kubelet\'s own');
+});
+
+t.test('the record cannot be written at the end of a sync: logged, retried in 2 s; the status waits for it; nothing starts twice', async (t) => {
+  const s = await setup(t);
+  s.runtime.failNext('save', { skip: 1 });
+  const uid = await running(s);
+  t.ok(s.runtime.current(uid, 'app'), 'the container was started');
+  t.equal(s.runtime.record(uid)?.containers[0]?.current, null, 'the record does not have its run yet');
+  t.equal(statusOf(s, 'web')['phase'], 'Pending', 'no status before the record');
+  t.ok(s.logs.some((l) => l['msg'] === 'pod sync failed; retrying' && /injected failure in save/.test(String(l['err']))), 'logged');
+  await s.run(2_000);
+  t.equal(s.runtime.record(uid)?.containers[0]?.current?.run, 0, 'the record catches up');
+  t.equal(statusOf(s, 'web')['phase'], 'Running');
+  t.equal(s.runtime.calls.filter((c) => c.startsWith('startContainer')).length, 1, 'one start');
+});
+
+t.test('the status cannot be written: retried in 2 s, nothing started twice', async (t) => {
+  const s = await setup(t);
+  s.api.failNext('patchPodStatus');
+  const uid = await running(s);
+  t.equal(statusOf(s, 'web')['phase'], 'Pending', 'not written yet');
+  t.ok(s.runtime.current(uid, 'app'), 'the container runs');
+  await s.run(2_000);
+  t.equal(statusOf(s, 'web')['phase'], 'Running');
+  t.equal(cond(s, 'web', 'Ready'), 'True');
+  t.equal(s.runtime.calls.filter((c) => c.startsWith('startContainer')).length, 1);
+  t.equal(s.runtime.calls.filter((c) => c.startsWith('startSandbox')).length, 1);
+});
+
+t.test('a container exits and its record cannot be written right then: the poll goes on, the container restarts', async (t) => {
+  const s = await setup(t);
+  const uid = await running(s);
+  s.runtime.failNext('save');
+  s.runtime.exit(uid, 'app', 3);
+  await s.run(250);
+  t.equal(s.runtime.current(uid, 'app')?.run, 1, 'restarted');
+  t.match(cstatus(s, 'web', 'app'), { restartCount: 1, lastState: { terminated: { exitCode: 3, reason: 'Error' } } });
+  s.runtime.exit(uid, 'app', 3);
+  await s.run(250);
+  t.match(cstatus(s, 'web', 'app'), { state: { waiting: { reason: 'CrashLoopBackOff' } } }, 'the poller still runs: the second exit is seen');
+});
+
+t.test('the sandbox dies under the Pod: SandboxChanged, its IP released, a new sandbox, the containers started again in it', async (t) => {
+  const s = await setup(t);
+  const uid = await running(s);
+  const ip = statusOf(s, 'web')['podIP'];
+  s.runtime.crashSandbox(uid);
+  await s.run(250);
+  t.match(s.api.events('web').find((e) => e['reason'] === 'SandboxChanged'), { type: 'Normal', message: 'Pod sandbox changed, it will be killed and re-created.' });
+  t.equal(s.runtime.leaks().sandboxes.length, 1, 'a new sandbox');
+  t.equal(s.runtime.current(uid, 'app')?.run, 1, 'the container runs again, restart count 1');
+  t.equal(s.cni.attachments.size, 1, 'one IP held');
+  t.not(statusOf(s, 'web')['podIP'], undefined);
+  t.equal(s.cni.calls.filter((c) => c.cmd === 'del').length, 1, `the old IP (${String(ip)}) released`);
+  t.equal(statusOf(s, 'web')['phase'], 'Running');
+});
+
+t.test('the sandbox dies under a Pod with restartPolicy Never: its containers are over (137), no new sandbox, Failed, its IP released', async (t) => {
+  const s = await setup(t);
+  const uid = await running(s, 'job', { restartPolicy: 'Never' });
+  s.runtime.crashSandbox(uid);
+  await s.run(250);
+  t.equal(statusOf(s, 'job')['phase'], 'Failed');
+  t.match(cstatus(s, 'job', 'app'), { state: { terminated: { exitCode: 137 } } });
+  t.equal(s.runtime.calls.filter((c) => c.startsWith('startSandbox')).length, 1, 'no second sandbox');
+  t.same(leaks(s).attachments, []);
+  t.same(leaks(s).sandboxes, []);
+});
+
+t.test('graceful deletion: a container that ignores SIGTERM is killed after the grace period; one that does not even die of SIGKILL is left to the sandbox after 5 s more', async (t) => {
+  const s = await setup(t);
+  const uid = await running(s, 'web', { containers: [container('term'), container('stuck'), container('dead')] });
+  s.runtime.onSignal(uid, 'term', 'ignore-term');
+  s.runtime.onSignal(uid, 'stuck', 'unkillable');
+  s.api.deleteGracefully('default', 'web', 7);
+  await s.run(0);
+  t.same(s.runtime.current(uid, 'term')?.signals, ['SIGTERM']);
+  t.equal(s.runtime.current(uid, 'dead'), null, 'dead ended on SIGTERM');
+  await s.run(6_900);
+  t.same(s.runtime.current(uid, 'term')?.signals, ['SIGTERM'], 'no SIGKILL within the grace period');
+  await s.run(100);
+  t.equal(s.runtime.current(uid, 'term'), null, 'SIGKILLed at 7 s');
+  t.same(s.runtime.current(uid, 'stuck')?.signals, ['SIGTERM', 'SIGKILL']);
+  t.ok(s.api.pod('default', 'web'), 'still there while stuck runs');
+  await s.run(5_000);
+  t.equal(s.api.pod('default', 'web'), undefined, 'gone after 5 s more');
+  t.same(leaks(s), NO_LEAKS, 'the sandbox took stuck along');
+});
+
+for (const [step, inject] of [
+  ['CNI DEL', (s: Setup) => s.cni.failNext('del', new Error('link busy'))],
+  ['the sandbox\'s stop', (s: Setup) => s.runtime.failNext('stopSandbox')],
+  ['the record\'s removal', (s: Setup) => s.runtime.failNext('remove')],
+  ['the final delete', (s: Setup) => s.api.failNext('deletePod')],
+] as const) {
+  t.test(`deletion: ${step} fails: logged, retried in 2 s; the Pod goes and nothing leaks`, async (t) => {
+    const s = await setup(t);
+    await running(s);
+    inject(s);
+    s.api.deleteGracefully('default', 'web');
+    await s.run(0);
+    t.ok(s.api.pod('default', 'web'), 'not deleted yet');
+    t.ok(s.logs.some((l) => l['msg'] === 'pod sync failed; retrying'), 'logged');
+    await s.run(2_000);
+    t.equal(s.api.pod('default', 'web'), undefined, 'deleted after the retry');
+    t.same(leaks(s), NO_LEAKS);
+    t.same(s.kubelet.podUids(), []);
+    t.equal(s.api.calls.filter((c) => c.startsWith('deletePod')).length, step === 'the final delete' ? 2 : 1);
+  });
+}
+
+t.test('a Pod gone from the API at once (force delete): torn down with a short grace, no final delete', async (t) => {
+  const s = await setup(t);
+  const uid = await running(s);
+  s.runtime.onSignal(uid, 'app', 'ignore-term');
+  s.api.forceDelete('default', 'web');
+  await s.run(0);
+  t.ok(s.runtime.current(uid, 'app'));
+  await s.run(2_000);
+  t.same(leaks(s), NO_LEAKS, 'SIGKILLed after at most 2 s, all released');
+  t.notOk(s.api.calls.some((c) => c.startsWith('deletePod')));
+});
+
+t.test('restartPolicy Never, exit 0: Succeeded, the IP and the sandbox released; a failed CNI DEL is retried', async (t) => {
+  const s = await setup(t);
+  const uid = await running(s, 'job', { restartPolicy: 'Never' });
+  s.cni.failNext('del', new Error('netlink busy'));
+  s.runtime.exit(uid, 'app', 0);
+  await s.run(250);
+  t.equal(s.cni.attachments.size, 1, 'the DEL failed: the IP is still held');
+  await s.run(2_000);
+  t.same(leaks(s).attachments, [], 'released by the retry');
+  t.same(leaks(s).sandboxes, []);
+  t.equal(statusOf(s, 'job')['phase'], 'Succeeded');
+  t.match(cstatus(s, 'job', 'app'), { state: { terminated: { exitCode: 0, reason: 'Completed' } } });
+  t.same(leaks(s).records, [uid], 'the record stays until the Pod is deleted');
+  s.api.deleteGracefully('default', 'job');
+  await s.run(0);
+  t.same(leaks(s), NO_LEAKS);
+});
+
+t.test('restart: a record whose sandbox died is cleaned (CNI DEL, stop, removed), even when the DEL fails; a live one is adopted without a restart, and torn down once the watch has no Pod for it', async (t) => {
+  const dead: PodRecord = { version: 1, uid: 'dead', namespace: 'default', name: 'old', sandbox: { name: 'pod-dead', pid: 5, startTime: '5', netns: '/fake/netns/pod-dead' }, podIP: '10.244.1.9', startedAt: T0, containers: [] };
+  const dead2: PodRecord = { ...dead, uid: 'dead2', name: 'old2', sandbox: { ...dead.sandbox!, name: 'pod-dead2' } };
+  const run0 = { run: 0, pgid: 77, pid: 77, procStart: '77', startedAt: T0 };
+  const live: PodRecord = { version: 1, uid: 'live', namespace: 'default', name: 'kept', sandbox: { name: 'pod-live', pid: 70, startTime: '70', netns: '/fake/netns/pod-live' }, podIP: '10.244.1.7', startedAt: T0, containers: [{ name: 'app', current: run0, last: null, previous: null, restartCount: 0, backoff: null }] };
+  const gone: PodRecord = { ...live, uid: 'gone', name: 'gone', sandbox: { ...live.sandbox!, name: 'pod-gone', pid: 80, startTime: '80' }, containers: [{ ...live.containers[0]!, current: { ...run0, pid: 88, pgid: 88, procStart: '88' } }] };
+  const cni = new FakeCniHandler();
+  cni.failNext('del', new Error('link busy'));
+  const s = await setup(t, { cni, records: [{ record: dead, live: false }, { record: dead2, live: false }, { record: live, live: true }, { record: gone, live: true }] });
+  t.same(s.runtime.leaks().records.sort(), ['gone', 'live'], 'the dead records are removed');
+  t.same(cni.calls.map((c) => `${c.cmd} ${c.req.containerId}`), ['del dead', 'del dead2'], 'each DEL tried, the failed one too');
+  t.ok(s.logs.some((l) => l['msg'] === 'CNI DEL of a dead sandbox failed'));
+  s.api.createPod({ metadata: { name: 'kept', namespace: 'default', uid: 'live' }, spec: { nodeName: 'n1', containers: [container('app')] } });
+  await s.run(0);
+  s.kubelet.onSynced();
+  await s.run(0);
+  t.equal(s.runtime.current('live', 'app')?.run, 0, 'adopted: the same run');
+  t.equal(statusOf(s, 'kept')['phase'], 'Running');
+  t.equal(statusOf(s, 'kept')['podIP'], '10.244.1.7', 'its IP');
+  t.notOk(s.runtime.calls.some((c) => c.startsWith('startContainer') || c.startsWith('startSandbox')), 'nothing started');
+  t.same(s.runtime.leaks().sandboxes, ['pod-live'], 'the one the API has no Pod for is torn down');
+  t.same(s.runtime.leaks().records, ['live']);
+});
+
+t.test('a uid the runtime refuses: FailedCreatePodSandBox, and its deletion still completes', async (t) => {
+  const s = await setup(t);
+  s.api.createPod({ metadata: { name: 'odd', namespace: 'default', uid: 'a/b' }, spec: { nodeName: 'n1', containers: [container('app')] } });
+  await s.run(0);
+  t.match(s.api.events('odd'), [{ reason: 'FailedCreatePodSandBox', message: /invalid pod uid/ }]);
+  s.api.deleteGracefully('default', 'odd');
+  await s.run(0);
+  t.equal(s.api.pod('default', 'odd'), undefined);
+  t.same(leaks(s), NO_LEAKS);
+});
+
+t.test('probes: readiness failing makes the Pod not Ready; liveness failing kills and restarts the container', async (t) => {
+  const s = await setup(t);
+  const probe = (cmd: string) => ({ exec: { command: ['check', cmd] }, periodSeconds: 1, failureThreshold: 1 });
+  const uid = await running(s, 'web', { containers: [container('app', { readinessProbe: probe('ready'), livenessProbe: { ...probe('alive'), initialDelaySeconds: 2 } })] });
+  await s.run(1_000);
+  t.equal(cond(s, 'web', 'Ready'), 'True');
+  s.probes.set('check ready', false);
+  await s.run(1_000);
+  t.equal(cond(s, 'web', 'Ready'), 'False', 'not Ready');
+  t.equal(s.runtime.current(uid, 'app')?.run, 0, 'readiness restarts nothing');
+  s.probes.set('check ready', true);
+  s.probes.set('check alive', false);
+  for (let i = 0; i < 20 && !s.api.events('web').some((e) => e['reason'] === 'Killing'); i++) await s.run(100);
+  t.match(s.api.events('web').find((e) => e['reason'] === 'Killing'), { message: 'Container app failed liveness probe, will be restarted' });
+  t.ok(s.api.events('web').some((e) => e['reason'] === 'Unhealthy' && /Liveness probe failed: injected probe failure/.test(String(e['message']))));
+  s.probes.set('check alive', true);
+  await s.run(250);
+  t.equal(s.runtime.current(uid, 'app')?.run, 1, 'restarted');
+  await s.run(1_000);
+  t.equal(cond(s, 'web', 'Ready'), 'True');
+});
+
+/** Counts the calls that change something, across the runtime, the CNI handler and the API, and fails the n-th (0: none). */
+class Failer {
+  calls = 0;
+  failAt = 0;
+  readonly log: string[] = [];
+  wrap<T extends object>(name: string, target: T, sync: readonly string[], async: readonly string[]): T {
+    return new Proxy(target, {
+      get: (obj, prop, recv) => {
+        const v = Reflect.get(obj, prop, recv) as unknown;
+        if (typeof v !== 'function') return v;
+        const fn = (v as (...a: unknown[]) => unknown).bind(obj);
+        const p = String(prop);
+        if (!sync.includes(p) && !async.includes(p)) return fn;
+        return (...args: unknown[]) => {
+          this.calls++;
+          this.log.push(`${name}.${p}`);
+          if (this.calls === this.failAt) {
+            const err = new Error(`injected failure in ${name}.${p}`);
+            if (async.includes(p)) return Promise.reject(err);
+            throw err;
+          }
+          return fn(...args);
+        };
+      },
+    });
+  }
+}
+
+async function lifecycle(t: Test, f: Failer) {
+  const runtime = f.wrap('runtime', new FakePodRuntime(), ['save', 'remove'], ['startSandbox', 'stopSandbox', 'startContainer']);
+  const cni = f.wrap('cni', new FakeCniHandler(), [], ['add', 'del']);
+  const api = f.wrap('api', new FakeKubeletApi(), [], ['patchPodStatus', 'deletePod']);
+  const s = await setup(t, { runtime, cni, api });
+  const uid = String(meta(s.api.createPod(pod('web', { containers: [container('a'), container('b')] })))['uid']);
+  await s.run(0);
+  await s.run(30_000);
+  const up = { phase: statusOf(s, 'web')['phase'], ready: cond(s, 'web', 'Ready'), runs: [s.runtime.current(uid, 'a') !== null, s.runtime.current(uid, 'b') !== null] };
+  s.api.deleteGracefully('default', 'web');
+  await s.run(0);
+  await s.run(30_000);
+  return { s, up };
+}
+
+t.test('every call of a whole lifecycle failing in turn: the Pod still comes up (Running, Ready, both containers), still goes, and nothing leaks', async (t) => {
+  const ok = new Failer();
+  const { s: s0, up: up0 } = await lifecycle(t, ok);
+  t.same(up0, { phase: 'Running', ready: 'True', runs: [true, true] });
+  t.same(leaks(s0), NO_LEAKS);
+  const steps = ok.calls;
+  t.ok(steps >= 12, `a Pod's life makes ${steps} changes: ${ok.log.join(', ')}`);
+  for (let n = 1; n <= steps; n++) {
+    const f = new Failer();
+    f.failAt = n;
+    const { s, up } = await lifecycle(t, f);
+    const what = `step ${n} (${ok.log[n - 1]})`;
+    t.same(up, { phase: 'Running', ready: 'True', runs: [true, true] }, `${what} fails: the Pod still comes up`);
+    t.equal(s.api.pod('default', 'web'), undefined, `${what}: the Pod still goes`);
+    t.same(leaks(s), NO_LEAKS, `${what}: nothing leaks`);
+  }
+});
