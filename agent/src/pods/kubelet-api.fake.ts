@@ -26,7 +26,7 @@ export interface PodWatcher {
 }
 
 /** RFC 7386 JSON merge patch: null deletes, objects merge, the rest replaces. Pure. */
-export function mergePatch(target: unknown, patch: unknown): unknown {
+function mergePatch(target: unknown, patch: unknown): unknown {
   const p = obj(patch);
   if (!p) return structuredClone(patch);
   const out: O = { ...(obj(target) ?? {}) };

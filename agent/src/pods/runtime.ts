@@ -42,8 +42,6 @@ import { childPids, isAlive, procStat } from '../netns/proc.js';
 import { ErrorCode, NodenetError } from '../errors/errors.js';
 import { checkNames, sandboxNameOf, validNames, type ContainerStart, type ExitStatus, type PodRecord, type PodRuntime as PodRuntimeContract, type RunRecord } from './pod-runtime.js';
 
-export type { ContainerRecord, PodRecord, RunRecord } from './pod-runtime.js';
-
 const SUPERVISOR = 'f=$1; shift; trap : TERM INT HUP; "$@"; s=$?; echo "$s" > "$f.tmp" && mv -f "$f.tmp" "$f"';
 
 export class ProcessPodRuntime implements PodRuntimeContract {
