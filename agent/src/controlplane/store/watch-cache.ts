@@ -18,7 +18,8 @@
  *   it. Progress notifications are not trusted for this (etcd 3.4 can send
  *   one ahead of events: etcd#15220); an event, or the backend watch's own
  *   delivered mark, is.
- * - **History.** The newest `ringSize` events are kept; `listAt` rebuilds a
+ * - **History.** At least the newest `ringSize` events are kept (up to a
+ *   quarter more, trimmed in steps); `listAt` rebuilds a
  *   group-resource at a revision within them (paged lists keep their
  *   snapshot). A list at an older revision goes to the backend (async).
  * - **Watches.** A watch from a revision the ring holds is replayed from it
@@ -355,7 +356,8 @@ export class WatchCache {
     else this.objects.put(ev.cur);
     this.current = ev.rev;
     this.ring.push(ev);
-    if (this.ring.length > this.ringSize) {
+    // Trimmed in steps of a quarter of the ring, not per event: a slice per event copied the whole ring each time.
+    if (this.ring.length > this.ringSize + Math.max(1, this.ringSize >> 2)) {
       const drop = this.ring.length - this.ringSize;
       this.ringFloor = this.ring[drop - 1]!.rev;
       this.ring = this.ring.slice(drop);
