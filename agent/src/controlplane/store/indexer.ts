@@ -22,7 +22,7 @@
  * arrays handed out are copies: a caller may keep one across later writes.
  */
 import { ErrorCode, NodenetError } from '../../errors/errors.js';
-import { grOf, type Stored } from './types.js';
+import { byKey, grOf, type Stored } from './types.js';
 
 /** The values an object is filed under in one index (none: it is not in that index). */
 export type IndexFunc = (s: Stored) => readonly string[];
@@ -40,7 +40,6 @@ interface Resource {
   readonly indexes: Map<string, Index>;
 }
 
-const byKeyOrder = (a: Stored, b: Stored): number => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
 
 /** The first position in `sorted` whose key is >= key. */
 function lowerBound(sorted: readonly Stored[], key: string): number {
@@ -152,7 +151,7 @@ export class Indexer {
       if (!a) all.set(gr, (a = []));
       a.push(s);
     }
-    for (const [gr, a] of all) this.resource(gr).sorted.reset(a.sort(byKeyOrder));
+    for (const [gr, a] of all) this.resource(gr).sorted.reset(a.sort(byKey));
     for (const [gr, idx] of indexes) for (const [name, i] of idx) this.addIndex(gr, name, i.fn);
   }
 
@@ -220,7 +219,7 @@ export class Indexer {
     const idx = this.resources.get(gr)?.indexes.get(name);
     if (!idx) throw new NodenetError(ErrorCode.Internal, `${gr} has no index ${JSON.stringify(name)}`);
     const m = idx.values.get(value);
-    return m ? [...m.values()].sort(byKeyOrder) : [];
+    return m ? [...m.values()].sort(byKey) : [];
   }
 
   private resource(gr: string): Resource {

@@ -32,8 +32,8 @@ import { ErrorCode, NodenetError } from '../../errors/errors.js';
 import { F } from '../../log/fields.js';
 import { silentLogger, type Logger } from '../../log/log.js';
 import type { Persistence, PersistedEvent } from './persistence.js';
-import { ConflictError, TxnFailed, type ListOptions, type ListResult, type Storage, type StorageWatch, type StorageWatchOptions, type TxnOp } from './storage.js';
-import type { EventType, KObject, Stored, StoreEvent } from './types.js';
+import { ConflictError, TxnFailed, type ListOptions, type ListResult, type Storage, type StorageWatch, type StorageWatchOptions, type TxnOp, watchHandle } from './storage.js';
+import { byKey, type EventType, type KObject, type Stored, type StoreEvent } from './types.js';
 
 export interface LocalStorageOptions {
   readonly persistence: Persistence;
@@ -144,7 +144,7 @@ export class LocalStorage implements Storage {
         all = [];
         for (const [k, s] of this.objects) if (match(k)) all.push(s);
       } else all = [...this.stateAt(match, rev).values()];
-      all.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+      all.sort(byKey);
       const limit = opts.limit && opts.limit > 0 ? opts.limit : Infinity;
       return Promise.resolve({ items: all.length > limit ? all.slice(0, limit) : all, rev, more: all.length > limit });
     } catch (e) {
@@ -154,22 +154,14 @@ export class LocalStorage implements Storage {
 
   /** Every committed object, sorted by key, and the revision: list('') without the wait, for a synchronous start. */
   snapshot(): ListResult {
-    const items = [...this.objects.values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    const items = [...this.objects.values()].sort(byKey);
     return { items, rev: this.committed, more: false };
   }
 
   watch(opts: StorageWatchOptions): StorageWatch {
     if (this.closed) throw new NodenetError(ErrorCode.Store, 'storage closed');
     const w: Watcher = { ...opts, stopped: false, progress: opts.afterRev };
-    const handle: StorageWatch = {
-      get progressRev() {
-        return w.progress;
-      },
-      stop: () => {
-        w.stopped = true;
-        this.watchers.delete(w);
-      },
-    };
+    const handle = watchHandle(w, () => this.watchers.delete(w));
     if (opts.afterRev < this.compacted) {
       w.stopped = true;
       opts.onError(new NodenetError(ErrorCode.Expired, `too old resource version: ${opts.afterRev} (${this.compacted})`));

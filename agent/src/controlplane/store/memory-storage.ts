@@ -18,8 +18,8 @@
  * Not durable: nothing survives the process.
  */
 import { ErrorCode, NodenetError } from '../../errors/errors.js';
-import { ConflictError, TxnFailed, type ListOptions, type ListResult, type Storage, type StorageWatch, type StorageWatchOptions, type TxnOp } from './storage.js';
-import type { EventType, KObject, Stored, StoreEvent } from './types.js';
+import { ConflictError, TxnFailed, type ListOptions, type ListResult, type Storage, type StorageWatch, type StorageWatchOptions, type TxnOp, watchHandle } from './storage.js';
+import { byKey, type EventType, type KObject, type Stored, type StoreEvent } from './types.js';
 
 /** The state a restart keeps. */
 export class MemoryData {
@@ -111,7 +111,7 @@ export class MemoryStorage implements Storage {
     const rev = opts.rev === undefined || opts.rev > this.data.rev ? this.data.rev : opts.rev;
     const all = [...this.stateAt(rev).values()]
       .filter((s) => s.key.startsWith(prefix) && (opts.after === undefined || s.key > opts.after))
-      .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+      .sort(byKey);
     const limit = opts.limit && opts.limit > 0 ? opts.limit : Infinity;
     return { items: all.slice(0, limit), rev, more: all.length > limit };
   }
@@ -119,15 +119,7 @@ export class MemoryStorage implements Storage {
   watch(opts: StorageWatchOptions): StorageWatch {
     this.open();
     const w: Watcher = { ...opts, stopped: false, progress: opts.afterRev, queue: [], scheduled: false };
-    const handle: StorageWatch = {
-      get progressRev() {
-        return w.progress;
-      },
-      stop: () => {
-        w.stopped = true;
-        this.watchers.delete(w);
-      },
-    };
+    const handle = watchHandle(w, () => this.watchers.delete(w));
     if (opts.afterRev < this.data.compacted) {
       w.stopped = true;
       const err = new NodenetError(ErrorCode.Expired, `too old resource version: ${opts.afterRev} (${this.data.compacted})`);

@@ -220,6 +220,19 @@ export class StaleRead extends Error {
   }
 }
 
+/** A backend's handle on one of its watches: `w.progress` is its delivered mark; stop() marks it stopped and calls `remove`. */
+export function watchHandle(w: { stopped: boolean; progress: number }, remove: () => void): StorageWatch {
+  return {
+    get progressRev() {
+      return w.progress;
+    },
+    stop: () => {
+      w.stopped = true;
+      remove();
+    },
+  };
+}
+
 /** The prefix of a group-resource's keys, or of one namespace's of it. */
 export function prefixOf(gr: string, namespace?: string): string {
   return namespace === undefined ? `${gr}/` : `${gr}/${namespace}/`;

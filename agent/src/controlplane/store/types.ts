@@ -52,6 +52,9 @@ export interface StoreEvent {
   readonly prev: Stored | null;
 }
 
+/** The order of keys: every list the storage and the cache hand out is sorted by it. */
+export const byKey = (a: { readonly key: string }, b: { readonly key: string }): number => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
+
 export function keyString(k: ObjectKey): string {
   return `${k.gr}/${k.namespace}/${k.name}`;
 }

@@ -37,7 +37,7 @@ import { silentLogger, type Logger } from '../../log/log.js';
 import { realClock, type Clock } from '../../reconcile/clock.js';
 import { Indexer, type IndexFunc } from './indexer.js';
 import { prefixOf, type Storage, type StorageWatch } from './storage.js';
-import { grOf, namespaceOf, type Stored, type StoreEvent } from './types.js';
+import { byKey, grOf, namespaceOf, type Stored, type StoreEvent } from './types.js';
 
 export interface WatchCacheOptions {
   readonly storage: Storage;
@@ -164,7 +164,7 @@ export class WatchCache {
       if (ev.type === 'ADDED') state.delete(ev.key);
       else state.set(ev.key, ev.prev!);
     }
-    return [...state.values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    return [...state.values()].sort(byKey);
   }
 
   /** The objects of a group-resource at `rev` from the backend (older than the ring). @throws Expired when compacted */
