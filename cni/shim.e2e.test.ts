@@ -11,7 +11,7 @@ import t from 'tap';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { silentLogger } from '../agent/src/log/log.js';
+import { silentLogger } from '../lib/log/log.js';
 import { FakeCniHandler } from '../agent/src/cniserver/handler.fake.js';
 import { replayDeletions, deletionQueueDirFor } from '../agent/src/cniserver/replay-deletions.js';
 import { startCniServer, type CniServer } from '../agent/src/cniserver/server.js';

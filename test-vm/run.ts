@@ -22,7 +22,7 @@ import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import { ownerAlive, readOwner, readProcesses, recordProcess, writeOwner } from '../agent/src/lab/owner.js';
 import { isAlive } from '../agent/src/netns/proc.js';
-import { K8S_MAJOR, K8S_MINOR } from '../agent/src/controlplane/api/discovery.js';
+import { K8S_MAJOR, K8S_MINOR } from '../controlplane/api/discovery.js';
 import { cables, encodeFrame, FrameReader, imageKey, parseResult, qemuArgv, switchPorts, vmIP, VM_PREFIX, type Accel, type VmResult } from './qemu.js';
 import { suitesOf, type VmSuite } from './suite.js';
 

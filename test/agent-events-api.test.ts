@@ -10,10 +10,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api } from '@kubernetes/client-node';
-import { startControlPlane, type ControlPlane } from '../agent/src/controlplane/control-plane.js';
-import { silentLogger } from '../agent/src/log/log.js';
+import { startControlPlane, type ControlPlane } from '../controlplane/control-plane.js';
+import { silentLogger } from '../lib/log/log.js';
 import { apiEventRecorder } from '../agent/src/node/compose.js';
-import { objectReference } from '../agent/src/reconcile/event-recorder.js';
+import { objectReference } from '../lib/reconcile/event-recorder.js';
 import { loadKubeConfig } from '../agent/src/watch/kube-source.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'nn-agent-events-'));

@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startControlPlane, type ControlPlane } from '../agent/src/controlplane/control-plane.js';
+import { startControlPlane, type ControlPlane } from '../controlplane/control-plane.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'nn-cp-bad-'));
 let cp: ControlPlane;

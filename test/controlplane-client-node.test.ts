@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AppsV1Api, CoreV1Api, KubeConfig, makeInformer, PatchStrategy, setHeaderOptions, Watch, type V1Service } from '@kubernetes/client-node';
-import { startControlPlane, type ControlPlane } from '../agent/src/controlplane/control-plane.js';
+import { startControlPlane, type ControlPlane } from '../controlplane/control-plane.js';
 import { waitFor } from '../agent/src/testing/wait.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'nn-cp-client-'));

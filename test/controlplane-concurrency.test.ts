@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startControlPlane, type ControlPlane } from '../agent/src/controlplane/control-plane.js';
+import { startControlPlane, type ControlPlane } from '../controlplane/control-plane.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'nn-cp-conc-'));
 const agent = new Agent({ keepAlive: true, maxSockets: 64 });

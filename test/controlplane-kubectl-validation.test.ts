@@ -6,7 +6,7 @@
  * No root needed.
  */
 import t from 'tap';
-import { testControlPlane } from '../agent/src/testing/control-plane.js';
+import { testControlPlane } from '../controlplane/testing/control-plane.js';
 
 const env = testControlPlane(t, 'nn-cp-validation-', { nodes: ['n1'] });
 const { kubectl, ok } = env;

@@ -7,7 +7,7 @@ import t from 'tap';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
-import { testControlPlane } from '../agent/src/testing/control-plane.js';
+import { testControlPlane } from '../controlplane/testing/control-plane.js';
 import { waitFor } from '../agent/src/testing/wait.js';
 
 const env = testControlPlane(t, 'nn-cp-kubectl-', { nodes: ['n1'] });

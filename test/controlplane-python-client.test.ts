@@ -13,7 +13,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { startControlPlane, type ControlPlane } from '../agent/src/controlplane/control-plane.js';
+import { startControlPlane, type ControlPlane } from '../controlplane/control-plane.js';
 
 const PYTHON = '/usr/bin/python3';
 const SCRIPT = join(import.meta.dirname, 'python-client.py');

@@ -7,7 +7,7 @@
  * and `pretty`. No root needed.
  */
 import t from 'tap';
-import { testControlPlane } from '../agent/src/testing/control-plane.js';
+import { testControlPlane } from '../controlplane/testing/control-plane.js';
 import { waitFor } from '../agent/src/testing/wait.js';
 
 const env = testControlPlane(t, 'nn-cp-query-', { bookmarkEveryMs: 200 });

@@ -10,7 +10,7 @@
 import t from 'tap';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { testControlPlane } from '../agent/src/testing/control-plane.js';
+import { testControlPlane } from '../controlplane/testing/control-plane.js';
 import { waitFor } from '../agent/src/testing/wait.js';
 
 const env = testControlPlane(t, 'nn-cp-sched-', { nodes: ['n1'] });

@@ -1,23 +1,25 @@
 /**
  * The layout ARCHITECTURE.md describes, enforced on the imports (no root).
  *
- * Floors, top to bottom; a module may import its own floor (but proxy/ and
- * overlay/ never each other) and the floors below, never one above:
- *   1  cli/, main.ts
- *   2  node/ (the agent and the composition root)
- *   3  cniserver/, watch/, controlplane/, pods/, lab/, config/
- *   4  sandbox/, proxy/, overlay/, trace/, cnitypes/
- *   5  ipam/, netlink/, netns/, netfilter/
- *   6  exec/
- * Ground, importable from every floor: reconcile/, errors/, log/, json/,
- * state/, net/, lifecycle/, pki/, and proto/ (the shim↔agent contract).
+ * Three packages and the wire:
+ *   lib/           the ground: reconcile/, errors/, log/, json/, state/, net/, lifecycle/, pki/ (and
+ *                  testing/ helpers for tests). It imports nothing of ours but itself and proto/.
+ *   controlplane/  the API server, its storage and the controllers: imports lib/ and itself, nothing
+ *                  of the agent's.
+ *   agent/src/     the node agent, the CLI and the lab, in floors. A module may import its own floor
+ *                  (but proxy/ and overlay/ never each other) and the floors below, never one above:
+ *                    1  cli/, main.ts
+ *                    2  node/ (the agent and the composition root)
+ *                    3  cniserver/, watch/, pods/, lab/, config/ (and the controlplane/ package)
+ *                    4  sandbox/, proxy/, overlay/, trace/, cnitypes/
+ *                    5  ipam/, netlink/, netns/, netfilter/
+ *                    6  exec/
+ *   proto/         the shim<->agent contract, importable from every floor; it imports nothing of ours.
  *
- * Also: product code never imports testing/ or a test file; nothing in
- * agent/ (tests included) imports the shim (cni/), which is C built on libc
- * alone (its sources include only each other and C library headers) and
- * shares nothing with the agent but the wire (proto/cni/v1); proto/ imports
- * nothing of ours; the pure modules import no fs, child_process, execa or
- * netlink.
+ * Also: product code never imports testing/ or a test file; nothing in agent/ (tests included) imports
+ * the shim (cni/), which is C built on libc alone (its sources include only each other and C library
+ * headers) and shares nothing with the agent but the wire (proto/cni/v1); the pure modules import no
+ * fs, child_process, execa or netlink.
  */
 import t from 'tap';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -50,7 +52,9 @@ function walk(dir: string): string[] {
 /** Tests and what only tests use: helpers, fixtures and test data (`*testdata*.ts`, which product code must not import). */
 const isTest = (f: string) => /\.test\.ts$/.test(f) || f.includes('/testing/') || /\/test-(fixtures|helpers)\.ts$/.test(f) || /testdata[^/]*\.ts$/.test(f) ||
   /\.(contract|crash|child)\.ts$/.test(f);
-const sources = [...walk(join(ROOT, 'agent/src')), ...walk(join(ROOT, 'proto'))].filter((f) => !isTest(f));
+const PACKAGES = ['agent/src', 'controlplane', 'lib'] as const;
+const all = [...PACKAGES.flatMap((p) => walk(join(ROOT, p))), ...walk(join(ROOT, 'proto'))];
+const sources = all.filter((f) => !isTest(f));
 
 function imports(file: string): { spec: string; target: string | null }[] {
   const text = readFileSync(file, 'utf8');
@@ -62,17 +66,25 @@ function imports(file: string): { spec: string; target: string | null }[] {
   return out;
 }
 
-/** agent/src/<module>/... → module ('main.ts' for the entry). */
+/** agent/src/<module>/... → module ('main.ts' for the entry); lib/<module>/... → module (a ground one); controlplane/... → 'controlplane'. */
 function moduleOf(file: string): string | null {
-  const rel = relative(join(ROOT, 'agent/src'), file);
-  if (rel.startsWith('..')) return null;
-  const [first] = rel.split('/');
-  return first ?? null;
+  const rel = relative(ROOT, file);
+  if (rel.startsWith('controlplane/')) return 'controlplane';
+  for (const p of ['agent/src/', 'lib/']) if (rel.startsWith(p)) return rel.slice(p.length).split('/')[0] ?? null;
+  return null;
 }
+const packageOf = (file: string) => PACKAGES.find((p) => relative(ROOT, file).startsWith(`${p}/`)) ?? null;
 
-t.test('every agent module is on a floor or the ground', async (t) => {
-  const mods = new Set(sources.map(moduleOf).filter((m): m is string => m !== null));
-  for (const m of mods) t.ok(m in FLOORS || GROUND.has(m), `agent/src/${m} has a place in the layout`);
+t.test('every agent module is on a floor, every lib/ module is ground, and neither package holds the other\'s', async (t) => {
+  const bad: string[] = [];
+  for (const f of sources) {
+    const pkg = packageOf(f);
+    const m = moduleOf(f);
+    if (pkg === 'agent/src' && !(m! in FLOORS && m !== 'controlplane')) bad.push(`${relative(ROOT, f)}: agent/src/${m} has no floor (ground modules live in lib/, the control plane in controlplane/)`);
+    if (pkg === 'lib' && !GROUND.has(m!)) bad.push(`${relative(ROOT, f)}: lib/${m} is not a ground module`);
+  }
+  t.ok(sources.length > 200, `${sources.length} product files`);
+  t.same(bad, [], bad.join('\n'));
 });
 
 t.test('imports go down the floors (or to the ground), never up; proxy/ and overlay/ never meet', async (t) => {
@@ -98,19 +110,32 @@ t.test('imports go down the floors (or to the ground), never up; proxy/ and over
   t.same(bad, [], bad.join('\n'));
 });
 
-t.test('the control plane imports nothing of the agent but the ground modules (it is a package of its own in all but its folder)', async (t) => {
+t.test('the ground (lib/) imports nothing of ours but itself and proto/', async (t) => {
   const bad: string[] = [];
-  for (const f of sources.filter((x) => moduleOf(x) === 'controlplane')) {
+  for (const f of all.filter((x) => packageOf(x) === 'lib')) {
     for (const { spec, target } of imports(f)) {
-      const to = target ? moduleOf(target) : null;
-      if (to !== null && to !== 'controlplane' && !GROUND.has(to)) bad.push(`${relative(ROOT, f)} imports ${to}/ (${spec})`);
+      if (!target) continue;
+      const rel = relative(ROOT, target);
+      if (!rel.startsWith('lib/') && !rel.startsWith('proto/')) bad.push(`${relative(ROOT, f)} imports ${rel} (${spec})`);
+    }
+  }
+  t.same(bad, [], bad.join('\n'));
+});
+
+t.test('the control plane imports nothing of the agent, tests included: lib/ and itself', async (t) => {
+  const bad: string[] = [];
+  for (const f of all.filter((x) => packageOf(x) === 'controlplane')) {
+    for (const { spec, target } of imports(f)) {
+      if (!target) continue;
+      const rel = relative(ROOT, target);
+      if (!rel.startsWith('controlplane/') && !rel.startsWith('lib/') && !rel.startsWith('proto/')) bad.push(`${relative(ROOT, f)} imports ${rel} (${spec})`);
     }
   }
   t.same(bad, [], bad.join('\n'));
 });
 
 t.test('test data is data: every *testdata*.ts is imported by tests only', async (t) => {
-  const data = [...walk(join(ROOT, 'agent/src'))].filter((f) => /testdata[^/]*\.ts$/.test(f));
+  const data = all.filter((f) => /testdata[^/]*\.ts$/.test(f));
   t.ok(data.length >= 4, `${data.length} test data files`);
   const bad = sources.flatMap((f) => imports(f).filter((i) => i.target && /testdata[^/]*\.ts$/.test(i.target)).map((i) => `${relative(ROOT, f)} imports ${i.spec}`));
   t.same(bad, [], bad.join('\n'));
@@ -123,7 +148,7 @@ t.test('product code never imports test helpers or tests', async (t) => {
 
 t.test('nothing in agent/ imports the shim, tests included; proto/ imports nothing of ours', async (t) => {
   const bad: string[] = [];
-  for (const f of walk(join(ROOT, 'agent/src'))) {
+  for (const f of all) {
     for (const { spec, target } of imports(f)) if (target && relative(ROOT, target).startsWith('cni/')) bad.push(`${relative(ROOT, f)} imports ${spec}`);
   }
   for (const f of sources.filter((x) => relative(ROOT, x).startsWith('proto/'))) {
@@ -159,7 +184,7 @@ t.test('the CNI ADD/DEL path spawns nothing: no module it reaches imports child_
   const entries = [
     'cniserver/server.ts', 'cniserver/sandbox-handler.ts', 'cniserver/replay-deletions.ts',
     'sandbox/sandbox.ts', 'sandbox/ipam-adapter.ts', 'sandbox/record-store.ts', 'sandbox/masquerade.ts',
-    'netlink/netlink.ts', 'netlink/link-deleter.ts', 'netfilter/nft-sets.ts', 'netns/sysctl.ts', 'ipam/ipam.ts', 'ipam/disk-store.ts',
+    'netlink/netlink.ts', 'netlink/link-deleter.ts', 'netfilter/nft/nft-sets.ts', 'netns/sysctl.ts', 'ipam/ipam.ts', 'ipam/disk-store.ts',
   ].map((f) => join(ROOT, 'agent/src', f));
   const seen = new Set<string>();
   const queue = [...entries];

@@ -39,8 +39,8 @@ import { AGENT_JS, type Lab, type LabControlPlane, type VNode } from '../agent/s
 import { newLab, shOk } from '../agent/src/testing/lab.js';
 import { makeEndpointSlice, makeService, withField, type EndpointSpec, type JsonObject } from '../agent/src/testing/addresses.js';
 import { proxyStatusFile, readProxyStatus, type ProxyStatus } from '../agent/src/node/proxy-status.js';
-import { DEFAULT_SERVICE_CIDR } from '../agent/src/controlplane/alloc/service-allocator.js';
-import { MANAGED_BY } from '../agent/src/controlplane/controllers/endpointslice.js';
+import { DEFAULT_SERVICE_CIDR } from '../controlplane/alloc/service-allocator.js';
+import { MANAGED_BY } from '../controlplane/controllers/endpointslice.js';
 import { stringify as stringifyYaml } from 'yaml';
 
 export type Mode = 'iptables' | 'nftables' | 'ipvs';

@@ -11,9 +11,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, KubeConfig, ListWatch, Watch, type KubernetesObject, type V1Service } from '@kubernetes/client-node';
-import { startControlPlane, type ControlPlane } from '../agent/src/controlplane/control-plane.js';
-import { silentLogger } from '../agent/src/log/log.js';
-import { realClock } from '../agent/src/reconcile/clock.js';
+import { startControlPlane, type ControlPlane } from '../controlplane/control-plane.js';
+import { silentLogger } from '../lib/log/log.js';
+import { realClock } from '../lib/reconcile/clock.js';
 import { waitFor } from '../agent/src/testing/wait.js';
 import { Informer, type ListWatchLike } from '../agent/src/watch/informer.js';
 

@@ -10,9 +10,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, DiscoveryV1Api } from '@kubernetes/client-node';
-import { startControlPlane, type ControlPlane } from '../agent/src/controlplane/control-plane.js';
-import { silentLogger } from '../agent/src/log/log.js';
-import { realClock } from '../agent/src/reconcile/clock.js';
+import { startControlPlane, type ControlPlane } from '../controlplane/control-plane.js';
+import { silentLogger } from '../lib/log/log.js';
+import { realClock } from '../lib/reconcile/clock.js';
 import { waitFor } from '../agent/src/testing/wait.js';
 import { KubeSource, loadKubeConfig, PROXY_LABEL_SELECTOR } from '../agent/src/watch/kube-source.js';
 

@@ -12,8 +12,8 @@
  * cleanly on the message 'stop', on SIGTERM/SIGINT, or when the parent goes.
  */
 import { join } from 'node:path';
-import { startControlPlane, type ControlPlane } from '../../agent/src/controlplane/control-plane.js';
-import { createLogger, type LevelWithSilent } from '../../agent/src/log/log.js';
+import { startControlPlane, type ControlPlane } from '../../controlplane/control-plane.js';
+import { createLogger, type LevelWithSilent } from '../../lib/log/log.js';
 
 const [dataDir, level] = process.argv.slice(2);
 const send = process.send?.bind(process);

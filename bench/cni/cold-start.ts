@@ -20,7 +20,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { buildShim } from '../../scripts/cni-build.mjs';
-import { silentLogger } from '../../agent/src/log/log.js';
+import { silentLogger } from '../../lib/log/log.js';
 import { startCniServer } from '../../agent/src/cniserver/server.js';
 
 const argv = process.argv.slice(2);

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { packageRoot } from '../../agent/src/config/paths.js';
 import { runVmSuite } from '../vm-suite.js';
 import type { Runner } from '../../agent/src/exec/runner.js';
-import { probeIpvs } from '../../agent/src/netfilter/ipvs-probe.js';
+import { probeIpvs } from '../../agent/src/netfilter/ipvs/ipvs-probe.js';
 import type { LookupArgs } from './args.js';
 import type { CaseResult } from './case.js';
 import { describeMachine, measure } from './measure.js';

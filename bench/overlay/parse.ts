@@ -11,7 +11,7 @@
  *   from its summary line.
  * - rr.child.ts's client: one JSON line of round-trip samples in µs.
  */
-import { isObject, type JsonObject } from '../../agent/src/json/read.js';
+import { isObject, type JsonObject } from '../../lib/json/read.js';
 
 export interface IperfRun {
   /** Received bits per second over the measured interval (after --omit). */

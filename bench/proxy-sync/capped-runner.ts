@@ -5,7 +5,7 @@
  * a case stops at --cap-s instead of running for hours. Past the deadline it
  * refuses to start anything.
  */
-import { ErrorCode, NodenetError } from '../../agent/src/errors/errors.js';
+import { ErrorCode, NodenetError } from '../../lib/errors/errors.js';
 import type { RunOptions, RunResult, Runner } from '../../agent/src/exec/runner.js';
 
 export class CappedRunner implements Runner {

@@ -32,7 +32,7 @@ import { fileURLToPath } from 'node:url';
 import { benchArgs, isRoot } from '../start.js';
 import { NATIVE_EXTERNAL, REQUIRE_BANNER } from '../../scripts/esm-bundle.mjs';
 import { removeNetns } from '../../agent/src/netns/scratch-netns.js';
-import { probeIpvs } from '../../agent/src/netfilter/ipvs-probe.js';
+import { probeIpvs } from '../../agent/src/netfilter/ipvs/ipvs-probe.js';
 import { SpawnRunner } from '../../agent/src/exec/runner.js';
 import { caseNetns, parseBenchArgs, type BenchArgs, type BenchMode, type CaseSpec } from './args.js';
 import { runCase } from './case.js';

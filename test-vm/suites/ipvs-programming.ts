@@ -18,9 +18,9 @@
 import { writeFileSync } from 'node:fs';
 import type { GuestContext, VmSuite } from '../suite.js';
 import { runner, sh } from '../guest/node.js';
-import { GenlIpvs } from '../../agent/src/netfilter/ipvs-genl.js';
-import { IpvsadmExecutor } from '../../agent/src/netfilter/ipvsadm.js';
-import type { Ipvs, IpvsOp, VirtualServer } from '../../agent/src/netfilter/ipvs-types.js';
+import { GenlIpvs } from '../../agent/src/netfilter/ipvs/ipvs-genl.js';
+import { IpvsadmExecutor } from '../../agent/src/netfilter/ipvs/ipvsadm.js';
+import type { Ipvs, IpvsOp, VirtualServer } from '../../agent/src/netfilter/ipvs/ipvs-types.js';
 
 const SIZES = [100, 1000, 5000];
 

@@ -7,7 +7,7 @@
  * and IPs stay, and a restarted agent picks up from its state dir.
  */
 import { readFileSync } from 'node:fs';
-import { ErrorCode, NodenetError } from '../errors/errors.js';
+import { ErrorCode, NodenetError } from '../../../lib/errors/errors.js';
 import { FLAG_KEYS, parseAgentConfig, type AgentConfig } from '../config/config.js';
 import { FlagError, parseFlags, type FlagSpecs } from './flags.js';
 

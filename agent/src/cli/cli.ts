@@ -8,7 +8,7 @@
  */
 import type { AgentConfig } from '../config/config.js';
 import type { Runner } from '../exec/runner.js';
-import { isNodenetError } from '../errors/errors.js';
+import { isNodenetError } from '../../../lib/errors/errors.js';
 import type { Lab } from '../lab/lab.js';
 import { AGENT_USAGE, agentCommand, type RunningAgent } from './agent-cmd.js';
 import { BENCH_USAGE, benchCommand } from './bench-cmd.js';

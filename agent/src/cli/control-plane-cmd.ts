@@ -4,12 +4,12 @@
  * server itself comes from the deps (node/compose.ts).
  */
 import { isIP } from 'node:net';
-import { DEFAULT_NODE_PORT_RANGE, DEFAULT_SERVICE_CIDR, parsePortRange } from '../controlplane/alloc/service-allocator.js';
-import { DEFAULT_CLUSTER_CIDR, DEFAULT_NODE_MASK } from '../controlplane/controllers/node-ipam.js';
-import { parseLoadBalancerPool } from '../controlplane/controllers/loadbalancer.js';
-import { DEFAULT_NODE_MONITOR_GRACE_PERIOD_MS } from '../controlplane/controllers/node-lifecycle.js';
-import { DEFAULT_ORPHAN_QUARANTINE_MS } from '../controlplane/controllers/pod-gc.js';
-import { parseCidr } from '../net/ip.js';
+import { DEFAULT_NODE_PORT_RANGE, DEFAULT_SERVICE_CIDR, parsePortRange } from '../../../controlplane/alloc/service-allocator.js';
+import { DEFAULT_CLUSTER_CIDR, DEFAULT_NODE_MASK } from '../../../controlplane/controllers/node-ipam.js';
+import { parseLoadBalancerPool } from '../../../controlplane/controllers/loadbalancer.js';
+import { DEFAULT_NODE_MONITOR_GRACE_PERIOD_MS } from '../../../controlplane/controllers/node-lifecycle.js';
+import { DEFAULT_ORPHAN_QUARANTINE_MS } from '../../../controlplane/controllers/pod-gc.js';
+import { parseCidr } from '../../../lib/net/ip.js';
 import { FlagError, parseFlags, type FlagSpecs } from './flags.js';
 
 export const CONTROL_PLANE_USAGE = `usage: nodenet control-plane [--data-dir D] [--listen ADDR:PORT] [--node N[,N...]] [--host SAN[,SAN...]]

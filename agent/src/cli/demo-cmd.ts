@@ -30,7 +30,7 @@ import type { Runner } from '../exec/runner.js';
 import { AGENT_JS, type Lab, type VNode } from '../lab/lab.js';
 import { CLUSTER_CIDR } from '../lab/plan.js';
 import { labNodes } from '../lab/nodes.js';
-import { requireIpvs, type IpvsProbeDeps } from '../netfilter/ipvs-probe.js';
+import { requireIpvs, type IpvsProbeDeps } from '../netfilter/ipvs/ipvs-probe.js';
 import { FlagError, parseFlags } from './flags.js';
 import { proxyModeFlag } from './lab-cmd.js';
 import { traceCommand, type TraceDeps } from './trace-cmd.js';

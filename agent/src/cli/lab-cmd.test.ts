@@ -4,11 +4,11 @@
  */
 import t from 'tap';
 import { existsSync } from 'node:fs';
-import { ErrorCode } from '../errors/errors.js';
+import { ErrorCode } from '../../../lib/errors/errors.js';
 import { FakeRunner } from '../exec/runner.fake.js';
 import { SpawnRunner, type Runner } from '../exec/runner.js';
-import { IPVS_PROC_FILE } from '../netfilter/ipvs-probe.js';
-import { NO_IPVS_MESSAGE } from '../netfilter/ipvs-types.js';
+import { IPVS_PROC_FILE } from '../netfilter/ipvs/ipvs-probe.js';
+import { NO_IPVS_MESSAGE } from '../netfilter/ipvs/ipvs-types.js';
 import { parseFlags } from './flags.js';
 import { labCommand, labExecArgs, labName, labUpArgs, LAB_USAGE, type LabCmdDeps } from './lab-cmd.js';
 

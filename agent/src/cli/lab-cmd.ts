@@ -12,7 +12,7 @@ import { spawnSync } from 'node:child_process';
 import type { Runner } from '../exec/runner.js';
 import { labDown, labExecArgv, labNodeList, labStatus, labUp, listLabs } from '../lab/up.js';
 import { execTarget, labNameProblem, MAX_LAB_NODES, proxyModeProblem, type LabProxyMode } from '../lab/up-plan.js';
-import type { IpvsProbeDeps } from '../netfilter/ipvs-probe.js';
+import type { IpvsProbeDeps } from '../netfilter/ipvs/ipvs-probe.js';
 import { FlagError, parseFlags, type FlagSpecs, type ParsedFlags } from './flags.js';
 import { formatTable } from './table.js';
 import { packageRoot } from '../config/paths.js';

@@ -3,7 +3,7 @@
  * network namespace (`--netns NAME|PATH`) and which chain prefix
  * (`--prefix KUBE`). Errors are FlagErrors naming the flag.
  */
-import { NetnsNotFoundError } from '../errors/errors.js';
+import { NetnsNotFoundError } from '../../../lib/errors/errors.js';
 import { validatePrefix } from '../proxy/iptables/chains.js';
 import { FlagError, type ParsedFlags } from './flags.js';
 

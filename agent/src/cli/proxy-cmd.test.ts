@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { silentLogger } from '../log/log.js';
+import { silentLogger } from '../../../lib/log/log.js';
 import { startHealthServer, type HealthSource } from '../node/health-server.js';
 import type { ProxyStatus } from '../node/proxy-status.js';
 import { FlagError } from './flags.js';

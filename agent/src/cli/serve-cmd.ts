@@ -6,7 +6,7 @@
  * /exit?code=N exits N.
  */
 import { hostname } from 'node:os';
-import { createLogger, type Logger } from '../log/log.js';
+import { createLogger, type Logger } from '../../../lib/log/log.js';
 import { startServe, type ServeOptions } from '../pods/serve.js';
 import { CommandError } from './errors.js';
 import { FlagError, parseFlags, type FlagSpecs } from './flags.js';

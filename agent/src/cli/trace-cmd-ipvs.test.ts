@@ -6,10 +6,10 @@
  * (testing/ipvs-node.ts).
  */
 import t from 'tap';
-import { NetnsNotFoundError } from '../errors/errors.js';
+import { NetnsNotFoundError } from '../../../lib/errors/errors.js';
 import type { FakeRunner } from '../exec/runner.fake.js';
-import { silentLogger } from '../log/log.js';
-import { FakeIptables } from '../netfilter/iptables.fake.js';
+import { silentLogger } from '../../../lib/log/log.js';
+import { FakeIptables } from '../netfilter/iptables/iptables.fake.js';
 import { IptablesBackend } from '../proxy/iptables/proxier.js';
 import { CFG, ep, EXTERNAL_CLIENT, NODE_IP, snapshot, svc } from '../proxy/test-fixtures.js';
 import { ipvsNodeRunner, ipvsNodeState, type IpvsNodeState } from '../testing/ipvs-node.js';

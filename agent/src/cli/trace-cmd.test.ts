@@ -6,13 +6,13 @@
  * in the expected namespace (anything else fails the test).
  */
 import t from 'tap';
-import { NetnsNotFoundError } from '../errors/errors.js';
+import { NetnsNotFoundError } from '../../../lib/errors/errors.js';
 import { FakeRunner } from '../exec/runner.fake.js';
 import type { RunResult } from '../exec/runner.js';
-import { silentLogger } from '../log/log.js';
-import { FakeIptables } from '../netfilter/iptables.fake.js';
-import { parseSave } from '../netfilter/iptables-parse.js';
-import { NftFake } from '../netfilter/nft.fake.js';
+import { silentLogger } from '../../../lib/log/log.js';
+import { FakeIptables } from '../netfilter/iptables/iptables.fake.js';
+import { parseSave } from '../netfilter/iptables/iptables-parse.js';
+import { NftFake } from '../netfilter/nft/nft.fake.js';
 import { IptablesBackend } from '../proxy/iptables/proxier.js';
 import { NftablesBackend } from '../proxy/nftables/proxier.js';
 import { snapshotFromObjects } from '../proxy/snapshot.js';

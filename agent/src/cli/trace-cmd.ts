@@ -18,7 +18,7 @@
  * bad argument); 1 the rules could not be read or are not there.
  */
 import type { Runner } from '../exec/runner.js';
-import { isIPv4, parseIPv4 } from '../net/ip.js';
+import { isIPv4, parseIPv4 } from '../../../lib/net/ip.js';
 import { toNetnsPath } from '../netns/netns.js';
 import type { Protocol } from '../proxy/types.js';
 import type { NftTracePacket } from '../trace/nft-tracer.js';

@@ -7,7 +7,7 @@
  * with a fixed address plan encoded in the config's cniVersion.
  * Tests can make any command fail once with `failNext`.
  */
-import { ErrorCode, NodenetError } from '../errors/errors.js';
+import { ErrorCode, NodenetError } from '../../../lib/errors/errors.js';
 import { parseBridgeNetConf } from '../cnitypes/netconf.js';
 import { encodeResult, type CniResult } from '../cnitypes/result.js';
 import type { CniCallRequest, CniHandler } from './handler.js';

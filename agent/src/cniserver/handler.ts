@@ -3,7 +3,7 @@
  * logic implements CniHandler; the server (server.ts) and the DEL replay
  * (replay-deletions.ts) only translate to and from the wire.
  */
-import { asNodenetError } from '../errors/errors.js';
+import { asNodenetError } from '../../../lib/errors/errors.js';
 import type { CniCallRequest } from '../../../proto/cni/v1/contract.js';
 
 export type { CniCallRequest };

@@ -5,10 +5,10 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { deletionQueueDir, type DeletionRecord } from '../../../proto/cni/v1/contract.js';
 import { writeDeletionRecord } from '../testing/cni-client.js';
-import { ErrorCode, NodenetError } from '../errors/errors.js';
+import { ErrorCode, NodenetError } from '../../../lib/errors/errors.js';
 import { FakeCniHandler } from './handler.fake.js';
 import { DeletionReplayer, deletionQueueDirFor, parseRecord, replayDeletions } from './replay-deletions.js';
-import { FakeClock } from '../reconcile/clock.fake.js';
+import { FakeClock } from '../../../lib/reconcile/clock.fake.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 function memLog(): { log: pino.Logger; lines: Record<string, unknown>[] } {

@@ -23,10 +23,10 @@
 import { mkdirSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, watch as fsWatch } from 'node:fs';
 import { join } from 'node:path';
 import { deletionQueueDir } from '../../../proto/cni/v1/contract.js';
-import { readJsonText } from '../json/read.js';
-import { F } from '../log/fields.js';
-import type { Logger } from '../log/log.js';
-import type { Clock } from '../reconcile/clock.js';
+import { readJsonText } from '../../../lib/json/read.js';
+import { F } from '../../../lib/log/fields.js';
+import type { Logger } from '../../../lib/log/log.js';
+import type { Clock } from '../../../lib/reconcile/clock.js';
 import type { CniCallRequest, CniHandler } from './handler.js';
 
 const STALE_TMP_MS = 60 * 60 * 1000;

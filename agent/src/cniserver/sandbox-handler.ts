@@ -7,13 +7,13 @@
  * a replayed DEL from the queue may race a new call); different containers
  * run concurrently.
  */
-import { ErrorCode, NodenetError } from '../errors/errors.js';
+import { ErrorCode, NodenetError } from '../../../lib/errors/errors.js';
 import type { CniCallRequest, CniHandler } from './handler.js';
 import { parseBridgeNetConf, type BridgeNetConf } from '../cnitypes/netconf.js';
 import { parseCniArgs } from '../cnitypes/cni-args.js';
 import { encodeResult, type CniResult } from '../cnitypes/result.js';
-import type { Logger } from '../log/log.js';
-import { F } from '../log/fields.js';
+import type { Logger } from '../../../lib/log/log.js';
+import { F } from '../../../lib/log/fields.js';
 import { CNI_NAME_RE, isObject } from '../cnitypes/fields.js';
 import type { AttachRequest, AttachResult, Sandbox } from '../sandbox/sandbox.js';
 

@@ -9,7 +9,7 @@ import { credentials, Metadata, status, type ServiceError } from '@grpc/grpc-js'
 import { pino } from 'pino';
 import { CniServiceClient, type CniRequest, type CniResponse } from '../../../proto/cni/v1/cni.js';
 import { CniRequest as CniRequestCodec, CniResponse as CniResponseCodec } from '../../../proto/cni/v1/cni_messages.js';
-import { ErrorCode, NodenetError } from '../errors/errors.js';
+import { ErrorCode, NodenetError } from '../../../lib/errors/errors.js';
 import { FakeCniHandler } from './handler.fake.js';
 import { parseGrpcTimeout, startCniServer } from './server.js';
 

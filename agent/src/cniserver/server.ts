@@ -32,9 +32,9 @@ import { createServer, type Http2Session, type IncomingHttpHeaders, type ServerH
 import { connect } from 'node:net';
 import { dirname } from 'node:path';
 import { CniRequest, CniResponse, protobufPackage } from '../../../proto/cni/v1/cni_messages.js';
-import { ErrorCode, NodenetError } from '../errors/errors.js';
-import { F } from '../log/fields.js';
-import type { Logger } from '../log/log.js';
+import { ErrorCode, NodenetError } from '../../../lib/errors/errors.js';
+import { F } from '../../../lib/log/fields.js';
+import type { Logger } from '../../../lib/log/log.js';
 import { cniErrorOf, type CniCallRequest, type CniHandler } from './handler.js';
 
 export interface CniServerOptions {

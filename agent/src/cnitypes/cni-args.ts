@@ -6,7 +6,7 @@
  * with an empty key is an error (CNI 4: CNI_ARGS comes from the environment).
  * Values may contain '=' (everything after the first '=' is the value).
  */
-import { ErrorCode, NodenetError } from '../errors/errors.js';
+import { ErrorCode, NodenetError } from '../../../lib/errors/errors.js';
 
 export function parseCniArgs(args: string): ReadonlyMap<string, string> {
   const out = new Map<string, string>();

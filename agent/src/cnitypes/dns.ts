@@ -4,7 +4,7 @@
  */
 import { invalidField, isIP, optString, optStringArray, type JsonObject } from './fields.js';
 import type { CniDNS } from './result.js';
-import { join } from '../json/read.js';
+import { join } from '../../../lib/json/read.js';
 
 export function dnsFrom(o: JsonObject, p: string): CniDNS {
   const out: { -readonly [K in keyof CniDNS]: CniDNS[K] } = {};

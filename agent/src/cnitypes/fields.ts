@@ -5,9 +5,9 @@
  * alone), plus the CNI spec's value checks.
  */
 import { isIPv6 } from 'node:net';
-import { ErrorCode, NodenetError } from '../errors/errors.js';
-import { isIPv4 } from '../net/ip.js';
-import { fieldReaders, isObject as isJsonObject, type JsonObject } from '../json/read.js';
+import { ErrorCode, NodenetError } from '../../../lib/errors/errors.js';
+import { isIPv4 } from '../../../lib/net/ip.js';
+import { fieldReaders, isObject as isJsonObject, type JsonObject } from '../../../lib/json/read.js';
 
 export type { JsonObject };
 

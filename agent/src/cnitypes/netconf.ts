@@ -14,7 +14,7 @@
  * Unknown keys are ignored, as other plugins' conventions may add them.
  * `ipam` stays unknown: the IPAM module parses it.
  */
-import { ErrorCode, NodenetError } from '../errors/errors.js';
+import { ErrorCode, NodenetError } from '../../../lib/errors/errors.js';
 import { dnsFrom } from './dns.js';
 import {
   CNI_NAME_RE, invalidField, isInterfaceName, isIP, isIPPrefix, isObject, objectAt, optArray, optBool, optInt, optObject,

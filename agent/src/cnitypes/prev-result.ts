@@ -16,7 +16,7 @@ import {
 } from './fields.js';
 import type { CniInterface, CniIPConfig, CniResult, CniRoute } from './result.js';
 import { requireSupportedVersion, versionAtLeast } from './version.js';
-import { join } from '../json/read.js';
+import { join } from '../../../lib/json/read.js';
 
 const U32 = 0xffffffff;
 

@@ -3,7 +3,7 @@ import { encodeResult, type CniResult } from './result.js';
 import { parsePrevResult } from './prev-result.js';
 import { SUPPORTED_VERSIONS } from './version.js';
 import { SUPPORTED_VERSIONS as CONTRACT_VERSIONS } from '../../../proto/cni/v1/contract.js';
-import { NodenetError } from '../errors/errors.js';
+import { NodenetError } from '../../../lib/errors/errors.js';
 
 const full: CniResult = {
   interfaces: [

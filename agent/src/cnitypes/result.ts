@@ -11,7 +11,7 @@
  * Empty lists and an empty dns are omitted, as upstream's encoder does.
  * The reverse direction (any version's JSON -> CniResult) is prev-result.ts.
  */
-import { ErrorCode, NodenetError } from '../errors/errors.js';
+import { ErrorCode, NodenetError } from '../../../lib/errors/errors.js';
 import { ipFamily } from './fields.js';
 import { requireSupportedVersion, versionAtLeast } from './version.js';
 

@@ -2,7 +2,7 @@
  * cnitypes/version: ordering the CNI spec versions nodenet speaks (the list
  * itself is the shim↔agent contract's, proto/cni/v1/contract.ts).
  */
-import { IncompatibleVersionError } from '../errors/errors.js';
+import { IncompatibleVersionError } from '../../../lib/errors/errors.js';
 import { isSupportedVersion, LATEST_VERSION, SUPPORTED_VERSIONS, type CniVersion } from '../../../proto/cni/v1/contract.js';
 
 export { isSupportedVersion, LATEST_VERSION, SUPPORTED_VERSIONS, type CniVersion };

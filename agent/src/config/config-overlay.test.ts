@@ -1,5 +1,5 @@
 import t from 'tap';
-import { NodenetError } from '../errors/errors.js';
+import { NodenetError } from '../../../lib/errors/errors.js';
 import { parseAgentConfig } from './config.js';
 
 t.test('overlay vxlan needs a kubeconfig and the cluster CIDR, each error naming its field', async (t) => {

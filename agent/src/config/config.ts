@@ -6,12 +6,12 @@
  * /var/lib/nodenet). Tests and the demo give every virtual node its own.
  */
 import { isIP } from 'node:net';
-import { ErrorCode, NodenetError } from '../errors/errors.js';
-import { parseCidr, type Cidr } from '../net/ip.js';
-import { fieldReaders, type JsonObject } from '../json/read.js';
+import { ErrorCode, NodenetError } from '../../../lib/errors/errors.js';
+import { parseCidr, type Cidr } from '../../../lib/net/ip.js';
+import { fieldReaders, type JsonObject } from '../../../lib/json/read.js';
 import { validatePrefix } from '../proxy/iptables/chains.js';
 import { parseNodePortAddresses } from '../proxy/node-port-addresses.js';
-import { KNOWN_SCHEDULERS } from '../netfilter/ipvs-types.js';
+import { KNOWN_SCHEDULERS } from '../netfilter/ipvs/ipvs-types.js';
 import { MAX_SHARDS } from '../proxy/nftables/names.js';
 
 export type ProxyMode = 'iptables' | 'nftables' | 'ipvs' | 'none';

@@ -3,7 +3,7 @@
  * It rejects any command no handler claims, so a test cannot silently run
  * something it did not expect.
  */
-import { ErrorCode, NodenetError } from '../errors/errors.js';
+import { ErrorCode, NodenetError } from '../../../lib/errors/errors.js';
 import { wrapNetns, type RunOptions, type RunResult, type Runner } from './runner.js';
 
 export type FakeHandler = (argv: readonly string[], opts: RunOptions) => RunResult | undefined;

@@ -8,7 +8,7 @@
  */
 import { spawn } from 'node:child_process';
 import { constants as osConstants } from 'node:os';
-import { ErrorCode, NodenetError } from '../errors/errors.js';
+import { ErrorCode, NodenetError } from '../../../lib/errors/errors.js';
 
 export interface RunOptions {
   /** Text written to the command's stdin. */

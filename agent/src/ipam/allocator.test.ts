@@ -1,6 +1,6 @@
 import t from 'tap';
-import { ErrorCode, CniCode } from '../errors/errors.js';
-import { parseIPv4, type IPv4 } from '../net/ip.js';
+import { ErrorCode, CniCode } from '../../../lib/errors/errors.js';
+import { parseIPv4, type IPv4 } from '../../../lib/net/ip.js';
 import { allocate, candidates } from './allocator.js';
 import { parseRangeSet } from './range-set.js';
 import { FakeStore } from './store.fake.js';

@@ -15,7 +15,7 @@
  * Precondition: the caller holds store.withLock for the whole call, so the
  * existence check and the reservation are one atomic step.
  */
-import { intToIp, ipToInt, type IPv4 } from '../net/ip.js';
+import { intToIp, ipToInt, type IPv4 } from '../../../lib/net/ip.js';
 import { ipamExhausted, ipamInvalid } from './ipam-errors.js';
 import { addressIn, rangeSize, type Range } from './range.js';
 import { rangeFor, rangeSetToString, type RangeSet } from './range-set.js';

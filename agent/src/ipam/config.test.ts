@@ -1,5 +1,5 @@
 import t, { type Test } from 'tap';
-import { NodenetError, ErrorCode, CniCode } from '../errors/errors.js';
+import { NodenetError, ErrorCode, CniCode } from '../../../lib/errors/errors.js';
 import { parseIpamConf, parseRequestedIPs, parseNetworkName } from './config.js';
 import { parseRange, rangeContains, rangesOverlap } from './range.js';
 

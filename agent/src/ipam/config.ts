@@ -11,7 +11,7 @@
  * subnet (the node's podCIDR). Every error is IpamInvalid (CNI 7) and names
  * the offending field. IPv4 only. Unknown keys are ignored, as host-local does.
  */
-import { ipToInt, type Cidr, type IPv4 } from '../net/ip.js';
+import { ipToInt, type Cidr, type IPv4 } from '../../../lib/net/ip.js';
 import { ipamInvalid } from './ipam-errors.js';
 import { isPlainObject, parseCidrField, parseRange, parseIPv4Field, stringField, type RangeDefaults } from './range.js';
 import { parseRangeSet, rangeSetsOverlap, type RangeSet } from './range-set.js';

@@ -4,8 +4,8 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, existsSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ErrorCode } from '../errors/errors.js';
-import { isIPv4, parseIPv4, ipToInt, type IPv4 } from '../net/ip.js';
+import { ErrorCode } from '../../../lib/errors/errors.js';
+import { isIPv4, parseIPv4, ipToInt, type IPv4 } from '../../../lib/net/ip.js';
 import { parseIpamConf } from './config.js';
 import { DiskStore, LAST_RESERVED_PREFIX, TMP_PREFIX } from './disk-store.js';
 import { createDiskIpam } from './ipam.js';

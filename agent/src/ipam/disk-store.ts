@@ -57,8 +57,8 @@ import {
 } from 'node:fs';
 import { promisify } from 'node:util';
 import { join } from 'node:path';
-import { ipToInt, isIPv4, type IPv4 } from '../net/ip.js';
-import { NodenetError } from '../errors/errors.js';
+import { ipToInt, isIPv4, type IPv4 } from '../../../lib/net/ip.js';
+import { NodenetError } from '../../../lib/errors/errors.js';
 import { parseNetworkName } from './config.js';
 import { lockExclusive } from './flock.js';
 import { ipamStoreError, storeMisuse } from './ipam-errors.js';

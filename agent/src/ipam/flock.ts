@@ -4,8 +4,8 @@
  * agent never leaves the store locked), waited for with backoff so the
  * event loop never blocks.
  */
-import { TryAgainLaterError } from '../errors/errors.js';
-import { tryLockExclusive } from '../state/flock.js';
+import { TryAgainLaterError } from '../../../lib/errors/errors.js';
+import { tryLockExclusive } from '../../../lib/state/flock.js';
 import { ipamStoreError } from './ipam-errors.js';
 
 /**

@@ -1,5 +1,5 @@
 /** ipam/ipam-errors: constructors for the IPAM module's NodenetErrors, so codes and CNI codes stay consistent. */
-import { ErrorCode, NodenetError } from '../errors/errors.js';
+import { ErrorCode, NodenetError } from '../../../lib/errors/errors.js';
 
 /** An invalid IPAM config field or request; the message starts with the field's path. */
 export function ipamInvalid(field: string, msg: string): NodenetError {

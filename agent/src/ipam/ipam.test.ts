@@ -1,6 +1,6 @@
 import t from 'tap';
-import { ErrorCode } from '../errors/errors.js';
-import { parseIPv4, type IPv4 } from '../net/ip.js';
+import { ErrorCode } from '../../../lib/errors/errors.js';
+import { parseIPv4, type IPv4 } from '../../../lib/net/ip.js';
 import { parseIpamConf } from './config.js';
 import { Ipam } from './ipam.js';
 import { FakeStore } from './store.fake.js';

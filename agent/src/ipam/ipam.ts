@@ -16,10 +16,10 @@
  * failing, and a failed ADD releases only what that call reserved.
  */
 import { readdirSync } from 'node:fs';
-import { type IPv4 } from '../net/ip.js';
-import { F } from '../log/fields.js';
-import { silentLogger, type Logger } from '../log/log.js';
-import { ErrorCode, NodenetError } from '../errors/errors.js';
+import { type IPv4 } from '../../../lib/net/ip.js';
+import { F } from '../../../lib/log/fields.js';
+import { silentLogger, type Logger } from '../../../lib/log/log.js';
+import { ErrorCode, NodenetError } from '../../../lib/errors/errors.js';
 import { allocate, type Allocation } from './allocator.js';
 import { compareIPs, parseNetworkName, type IpamConf, type Route } from './config.js';
 import { ipamInvalid } from './ipam-errors.js';

@@ -9,8 +9,8 @@
  * rangeStart/rangeEnd/gateway on the network or broadcast address, so neither
  * can ever be handed out. IPv4 only: an IPv6 value is rejected by name.
  */
-import { isObject, show } from '../json/read.js';
-import { broadcast, intToIp, ipToInt, isIPv4, parseCidr, type Cidr, type IPv4 } from '../net/ip.js';
+import { isObject, show } from '../../../lib/json/read.js';
+import { broadcast, intToIp, ipToInt, isIPv4, parseCidr, type Cidr, type IPv4 } from '../../../lib/net/ip.js';
 import { ipamInvalid } from './ipam-errors.js';
 
 export interface Range {

@@ -4,7 +4,7 @@
  * mutations outside withLock throw, withLock is not reentrant, ids and IPs
  * are checked. Releasing an unknown IP is a no-op, as on disk.
  */
-import { ipToInt, isIPv4, type IPv4 } from '../net/ip.js';
+import { ipToInt, isIPv4, type IPv4 } from '../../../lib/net/ip.js';
 import { storeMisuse } from './ipam-errors.js';
 import { StoreLock } from './store-lock.js';
 import { assertValidOwner, reservationMatches, type Reservation, type Store } from './store.js';

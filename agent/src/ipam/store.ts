@@ -13,7 +13,7 @@
  * implementations check it and throw rather than race. Reads may run outside
  * the lock but then only see a snapshot that may already be stale.
  */
-import type { IPv4 } from '../net/ip.js';
+import type { IPv4 } from '../../../lib/net/ip.js';
 import { storeMisuse } from './ipam-errors.js';
 
 /** One attachment, CNI's primary key for an ADD: (containerID, ifName). */

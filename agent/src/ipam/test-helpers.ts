@@ -1,6 +1,6 @@
 /** ipam/test-helpers: assertions shared by the ipam tests (not a test file itself). */
 import type { Test } from 'tap';
-import { NodenetError, type ErrorCode } from '../errors/errors.js';
+import { NodenetError, type ErrorCode } from '../../../lib/errors/errors.js';
 
 /** Await `p` (or call it) and assert it rejects with a NodenetError of `code` whose message matches `re`. */
 export async function rejectsWith(t: Test, p: Promise<unknown> | (() => unknown), code: ErrorCode, re: RegExp): Promise<NodenetError | undefined> {

@@ -4,7 +4,7 @@
  * commands that look into a lab from outside (`nodenet trace --lab`).
  */
 import { readdirSync } from 'node:fs';
-import { readJsonFile } from '../state/read.js';
+import { readJsonFile } from '../../../lib/state/read.js';
 import { readOwner } from './owner.js';
 import { labRoot } from './plan.js';
 

@@ -10,9 +10,9 @@
  * the lab's namespaces' processes would never reach it). Removing a lab
  * kills the recorded processes that still run, never a recycled pid.
  */
-import { readJsonFile } from '../state/read.js';
+import { readJsonFile } from '../../../lib/state/read.js';
 import { isAlive, procStat } from '../netns/proc.js';
-import { writeFileDurable } from '../state/durable.js';
+import { writeFileDurable } from '../../../lib/state/durable.js';
 
 export interface LabOwner {
   readonly pid: number;

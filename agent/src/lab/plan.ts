@@ -8,7 +8,7 @@
  * - Service ClusterIPs from 10.96.0.0/16.
  * testing/addresses.ts builds the tests' conventions on top of these.
  */
-import { cidrContains, parseCidr, parseIPv4, type Cidr, type IPv4 } from '../net/ip.js';
+import { cidrContains, parseCidr, parseIPv4, type Cidr, type IPv4 } from '../../../lib/net/ip.js';
 
 export const UNDERLAY_CIDR = parseCidr('192.168.77.0/24').cidr;
 export const UNDERLAY_PREFIX = 24;

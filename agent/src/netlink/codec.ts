@@ -5,7 +5,7 @@
  * peer, vxlan data, bridge-port slave data). No I/O here.
  */
 import { AttrStream, ifla, rt, type StreamData } from 'netlink';
-import { parseCidr, parseIPv4 } from '../net/ip.js';
+import { parseCidr, parseIPv4 } from '../../../lib/net/ip.js';
 import type { AddressInfo, FdbEntry, LinkInfo, NeighInfo, RouteInfo, RouteScopeName, VxlanInfo } from './ops.js';
 
 export const AF_INET = 2;

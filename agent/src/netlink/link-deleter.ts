@@ -18,7 +18,7 @@
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { LinkNotFoundError } from '../errors/errors.js';
+import { LinkNotFoundError } from '../../../lib/errors/errors.js';
 import { NetlinkError } from './netlink-error.js';
 
 const WORKER = `

@@ -2,7 +2,7 @@
  * netlink/netlink-error: a kernel refusal of a netlink request. Callers
  * branch on `errno` (e.g. 'EEXIST', 'ENETUNREACH').
  */
-import { ErrorCode, NodenetError } from '../errors/errors.js';
+import { ErrorCode, NodenetError } from '../../../lib/errors/errors.js';
 
 export class NetlinkError extends NodenetError {
   override name = 'NetlinkError';

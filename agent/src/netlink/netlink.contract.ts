@@ -7,7 +7,7 @@
  * Test-support code: imported by tests only.
  */
 import type tap from 'tap';
-import { ErrorCode, LinkNotFoundError, NodenetError } from '../errors/errors.js';
+import { ErrorCode, LinkNotFoundError, NodenetError } from '../../../lib/errors/errors.js';
 import type { NetnsPath } from '../netns/netns.js';
 import { NetlinkError } from './netlink-error.js';
 import type { NetlinkOps } from './ops.js';

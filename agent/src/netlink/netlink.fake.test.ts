@@ -1,5 +1,5 @@
 import t from 'tap';
-import { NetnsNotFoundError } from '../errors/errors.js';
+import { NetnsNotFoundError } from '../../../lib/errors/errors.js';
 import { FakeNetlinkKernel } from './netlink.fake.js';
 import { netlinkContract } from './netlink.contract.js';
 import { NetlinkError } from './netlink-error.js';

@@ -27,8 +27,8 @@
  * Not modelled: IPv6, routing tables other than main, the bridge adjusting
  * its MTU to its ports, carrier (a veth is "running" only if both ends are up).
  */
-import { ErrorCode, LinkNotFoundError, NetnsNotFoundError, NodenetError } from '../errors/errors.js';
-import { cidrContains, parseIPNet, parseIPv4 } from '../net/ip.js';
+import { ErrorCode, LinkNotFoundError, NetnsNotFoundError, NodenetError } from '../../../lib/errors/errors.js';
+import { cidrContains, parseIPNet, parseIPv4 } from '../../../lib/net/ip.js';
 import type { NetnsPath } from '../netns/netns.js';
 import { parseRouteDst } from './codec.js';
 import { NetlinkError } from './netlink-error.js';

@@ -31,8 +31,8 @@
  */
 import { closeSync, openSync } from 'node:fs';
 import { createRtNetlink, FlagsNew, type rt, type RtNetlinkSocket } from 'netlink';
-import { ErrorCode, LinkNotFoundError, NetnsNotFoundError, NodenetError } from '../errors/errors.js';
-import { parseIPNet, parseIPv4, broadcast } from '../net/ip.js';
+import { ErrorCode, LinkNotFoundError, NetnsNotFoundError, NodenetError } from '../../../lib/errors/errors.js';
+import { parseIPNet, parseIPv4, broadcast } from '../../../lib/net/ip.js';
 import { withNetnsSync, type NetnsPath } from '../netns/netns.js';
 import {
   AF_BRIDGE, AF_INET, RT_TABLE_MAIN, RTNH_F_ONLINK,

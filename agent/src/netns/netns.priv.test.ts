@@ -2,7 +2,7 @@ import t from 'tap';
 import { statSync, writeFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { NetnsNotFoundError, NodenetError } from '../errors/errors.js';
+import { NetnsNotFoundError, NodenetError } from '../../../lib/errors/errors.js';
 import { currentNetnsInode, netnsInode, toNetnsPath, withNetnsSync } from './netns.js';
 import { makeScratchNetns } from './scratch-netns.js';
 import { createRtNetlink } from 'netlink';

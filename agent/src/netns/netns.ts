@@ -27,7 +27,7 @@
  * socket inside adds ~0.1-0.3 ms, all of it the socket, not the swap.
  */
 import { closeSync, openSync, statSync } from 'node:fs';
-import { ErrorCode, NetnsNotFoundError, NodenetError } from '../errors/errors.js';
+import { ErrorCode, NetnsNotFoundError, NodenetError } from '../../../lib/errors/errors.js';
 import { CLONE_NEWNET, SyscallError, setns } from './libc.js';
 
 declare const netnsBrand: unique symbol;

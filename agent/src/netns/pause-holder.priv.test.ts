@@ -4,7 +4,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { NodenetError } from '../errors/errors.js';
+import { NodenetError } from '../../../lib/errors/errors.js';
 import { openNetlink } from '../netlink/netlink.js';
 import { listSandboxes, joinCommand, startSandbox, stopSandbox, type Sandbox } from './pause-holder.js';
 import { childPids, isAlive, procStat } from './proc.js';

@@ -24,11 +24,11 @@
  */
 import { spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { readJsonFile } from '../state/read.js';
-import { writeFileDurable } from '../state/durable.js';
+import { readJsonFile } from '../../../lib/state/read.js';
+import { writeFileDurable } from '../../../lib/state/durable.js';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ErrorCode, NodenetError } from '../errors/errors.js';
+import { ErrorCode, NodenetError } from '../../../lib/errors/errors.js';
 import { MNT_DETACH, SyscallError, bindMount, umount2 } from './libc.js';
 import { toNetnsPath, type NetnsPath } from './netns.js';
 import { childPids, isAlive, procStat } from './proc.js';

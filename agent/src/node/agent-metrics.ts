@@ -39,8 +39,8 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { CniCallObserver, CniServerCommand } from '../cniserver/server.js';
 import type { ProxyMode } from '../config/config.js';
 import type { ProxierObserver, SyncStats } from '../proxy/proxier.js';
-import type { Clock } from '../reconcile/clock.js';
-import type { RejectionCount } from '../reconcile/last-good.js';
+import type { Clock } from '../../../lib/reconcile/clock.js';
+import type { RejectionCount } from '../../../lib/reconcile/last-good.js';
 
 function linear(start: number, step: number, count: number): number[] {
   return Array.from({ length: count }, (_, i) => start + step * i);

@@ -25,9 +25,9 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { splitBindAddress } from '../config/config.js';
-import { ErrorCode, NodenetError } from '../errors/errors.js';
-import { F } from '../log/fields.js';
-import type { Logger } from '../log/log.js';
+import { ErrorCode, NodenetError } from '../../../lib/errors/errors.js';
+import { F } from '../../../lib/log/fields.js';
+import type { Logger } from '../../../lib/log/log.js';
 import type { HealthReport } from './agent-metrics.js';
 import type { ProxyStatus } from './proxy-status.js';
 

@@ -1,10 +1,10 @@
 import t from 'tap';
 import { setImmediate as tick } from 'node:timers/promises';
-import { createLogger } from '../log/log.js';
-import { FakeConntrack } from '../netfilter/conntrack.fake.js';
+import { createLogger } from '../../../lib/log/log.js';
+import { FakeConntrack } from '../netfilter/conntrack/conntrack.fake.js';
 import { FakeSysctl } from '../netns/sysctl.fake.js';
 import { FakeBackend } from '../proxy/backend.fake.js';
-import { realClock } from '../reconcile/clock.js';
+import { realClock } from '../../../lib/reconcile/clock.js';
 import { clusterIP, makeEndpointSlice, makeService, nodeIP, nodeName, CLUSTER_CIDR } from '../testing/addresses.js';
 import { LARGE_SYNC_SERVICE_PORTS, ProxyHost, type ProxySourceHandlers } from './proxy-host.js';
 

@@ -33,16 +33,16 @@
  * /status (node/health-server.ts, the same status()) does not answer; the
  * kernel rules stay the source of truth.
  */
-import { F } from '../log/fields.js';
-import type { Logger } from '../log/log.js';
-import type { Conntrack } from '../netfilter/conntrack.js';
+import { F } from '../../../lib/log/fields.js';
+import type { Logger } from '../../../lib/log/log.js';
+import type { Conntrack } from '../netfilter/conntrack/conntrack.js';
 import type { Sysctl } from '../netns/sysctl.js';
 import type { EndpointSliceHandler, ServiceHandler } from '../proxy/handlers.js';
 import { Proxier, type ProxierObserver } from '../proxy/proxier.js';
 import { ServiceHealthServer } from '../proxy/healthcheck.js';
 import type { ProxyBackend, ProxyNodeConfig, ProxySnapshot } from '../proxy/types.js';
-import type { Clock } from '../reconcile/clock.js';
-import type { EventRecorder } from '../reconcile/event-recorder.js';
+import type { Clock } from '../../../lib/reconcile/clock.js';
+import type { EventRecorder } from '../../../lib/reconcile/event-recorder.js';
 import { AppliedCache, describeApplied, writeProxyStatus, type ProxyStatus } from './proxy-status.js';
 
 export const NODE_SYSCTLS: readonly (readonly [string, string])[] = [

@@ -3,10 +3,10 @@
  * sync (`<runDir>/proxy-status.json`) and the one reader of it (`nodenet
  * proxy status`, the demo, the tests).
  */
-import { isMissingFile, readJsonFile } from '../state/read.js';
+import { isMissingFile, readJsonFile } from '../../../lib/state/read.js';
 import type { Proxier } from '../proxy/proxier.js';
 import { endpointString, type EndpointInfo, type ProxySnapshot } from '../proxy/types.js';
-import { writeFileDurable } from '../state/durable.js';
+import { writeFileDurable } from '../../../lib/state/durable.js';
 
 export interface ProxyStatus {
   readonly mode: string;

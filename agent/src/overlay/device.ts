@@ -12,8 +12,8 @@
  * place when they differ. Never `df set`: it black-holes large packets
  * (MEASURED.md).
  */
-import { ErrorCode, NodenetError } from '../errors/errors.js';
-import { parseIPNet } from '../net/ip.js';
+import { ErrorCode, NodenetError } from '../../../lib/errors/errors.js';
+import { parseIPNet } from '../../../lib/net/ip.js';
 import type { LinkInfo, NetlinkOps } from '../netlink/ops.js';
 import { VXLAN_DEVICE, VXLAN_OVERHEAD, VXLAN_PORT, VXLAN_VNI } from './lease.js';
 

@@ -25,7 +25,7 @@
  *   VtepMAC, a public-ip that is no IPv4 address).
  */
 import { createHash } from 'node:crypto';
-import { isIPv4, parseCidr, parseIPv4, type Cidr, type IPv4 } from '../net/ip.js';
+import { isIPv4, parseCidr, parseIPv4, type Cidr, type IPv4 } from '../../../lib/net/ip.js';
 
 export const ANNOTATION_PREFIX = 'flannel.alpha.coreos.com';
 export const A_BACKEND_TYPE = `${ANNOTATION_PREFIX}/backend-type`;

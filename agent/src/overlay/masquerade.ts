@@ -20,7 +20,7 @@
  * pods of an overlay node (their CNI config says ipMasq false): it would
  * hide pod sources from each other.
  */
-import type { Nft } from '../netfilter/nft.js';
+import type { Nft } from '../netfilter/nft/nft.js';
 
 export const OVERLAY_TABLE = 'nodenet-overlay';
 

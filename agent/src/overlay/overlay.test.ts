@@ -5,14 +5,14 @@
  */
 import t from 'tap';
 import { pino } from 'pino';
-import { silentLogger, type Logger } from '../log/log.js';
-import { parseCidr } from '../net/ip.js';
-import { NftFake } from '../netfilter/nft.fake.js';
+import { silentLogger, type Logger } from '../../../lib/log/log.js';
+import { parseCidr } from '../../../lib/net/ip.js';
+import { NftFake } from '../netfilter/nft/nft.fake.js';
 import { FakeNetlinkKernel } from '../netlink/netlink.fake.js';
 import type { NetlinkOps } from '../netlink/ops.js';
 import type { NetnsPath } from '../netns/netns.js';
-import { FakeClock } from '../reconcile/clock.fake.js';
-import { FakeEventRecorder } from '../reconcile/event-recorder.fake.js';
+import { FakeClock } from '../../../lib/reconcile/clock.fake.js';
+import { FakeEventRecorder } from '../../../lib/reconcile/event-recorder.fake.js';
 import { A_BACKEND_DATA, A_BACKEND_TYPE, A_PUBLIC_IP, A_PUBLIC_IP_OVERWRITE, leaseAnnotations, vtepMacFor } from './lease.js';
 import { OVERLAY_TABLE } from './masquerade.js';
 import { VxlanOverlay } from './overlay.js';

@@ -54,16 +54,16 @@
  *   append only, and the kernel ignores an append to an existing unicast
  *   entry; flannel uses NLM_F_REPLACE), a gap of one netlink round trip.
  */
-import { LinkNotFoundError } from '../errors/errors.js';
-import { F } from '../log/fields.js';
-import type { Logger } from '../log/log.js';
-import type { Cidr } from '../net/ip.js';
-import type { Nft } from '../netfilter/nft.js';
+import { LinkNotFoundError } from '../../../lib/errors/errors.js';
+import { F } from '../../../lib/log/fields.js';
+import type { Logger } from '../../../lib/log/log.js';
+import type { Cidr } from '../../../lib/net/ip.js';
+import type { Nft } from '../netfilter/nft/nft.js';
 import type { LinkInfo, NetlinkOps } from '../netlink/ops.js';
-import type { Clock } from '../reconcile/clock.js';
-import { objectReference, type EventRecorder } from '../reconcile/event-recorder.js';
-import { LastGood, type ObjectRejection, type RejectionCount } from '../reconcile/last-good.js';
-import { BoundedFrequencyRunner } from '../reconcile/sync-runner.js';
+import type { Clock } from '../../../lib/reconcile/clock.js';
+import { objectReference, type EventRecorder } from '../../../lib/reconcile/event-recorder.js';
+import { LastGood, type ObjectRejection, type RejectionCount } from '../../../lib/reconcile/last-good.js';
+import { BoundedFrequencyRunner } from '../../../lib/reconcile/sync-runner.js';
 import { ensureVxlanDevice, findUnderlay, type Underlay } from './device.js';
 import {
   A_BACKEND_DATA, A_BACKEND_TYPE, A_PUBLIC_IP, A_PUBLIC_IP_OVERWRITE, A_SUBNET_MANAGER, VXLAN_DEVICE,

@@ -23,10 +23,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import { timingSafeEqual } from 'node:crypto';
-import { issue } from '../pki/pki.js';
-import { F } from '../log/fields.js';
-import type { Logger } from '../log/log.js';
-import { Query } from '../net/query.js';
+import { issue } from '../../../lib/pki/pki.js';
+import { F } from '../../../lib/log/fields.js';
+import type { Logger } from '../../../lib/log/log.js';
+import { Query } from '../../../lib/net/query.js';
 import type { Kubelet, LogTarget } from './kubelet.js';
 
 export interface KubeletServerOptions {

@@ -10,8 +10,8 @@
 import t, { type Test } from 'tap';
 import { pino } from 'pino';
 import { FakeCniHandler } from '../cniserver/handler.fake.js';
-import { FakeClock } from '../reconcile/clock.fake.js';
-import { ApiEventRecorder } from '../reconcile/event-recorder.js';
+import { FakeClock } from '../../../lib/reconcile/clock.fake.js';
+import { ApiEventRecorder } from '../../../lib/reconcile/event-recorder.js';
 import { FakeKubeletApi } from './kubelet-api.fake.js';
 import { Kubelet, type Prober } from './kubelet.js';
 import type { PodRecord } from './pod-runtime.js';

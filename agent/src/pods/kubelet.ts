@@ -48,10 +48,10 @@
  * meanwhile start. stop() stops the timers and leaves every Pod running.
  */
 import type { CniHandler } from '../cniserver/handler.js';
-import { F } from '../log/fields.js';
-import type { Logger } from '../log/log.js';
-import type { Clock } from '../reconcile/clock.js';
-import type { EventRecorder, EventSink, EventType } from '../reconcile/event-recorder.js';
+import { F } from '../../../lib/log/fields.js';
+import type { Logger } from '../../../lib/log/log.js';
+import type { Clock } from '../../../lib/reconcile/clock.js';
+import type { EventRecorder, EventSink, EventType } from '../../../lib/reconcile/event-recorder.js';
 import { afterRestart, restartAt, shouldRestart, type BackoffEntry, type BackoffOptions } from './backoff.js';
 import { describeProblems, imageProblem, planPod, resolveContainer, type ContainerPlan, type FieldValues, type PodPlan, type Problem } from './pod-spec.js';
 import { podPhase, podStatus, statusDiffers, type ContainerView, type PodView, type Terminated } from './pod-status.js';

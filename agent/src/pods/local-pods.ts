@@ -14,10 +14,10 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { openSync, closeSync, readdirSync, rmSync } from 'node:fs';
-import type { ObjectReader } from '../json/read.js';
-import { writeFileDurable } from '../state/durable.js';
-import { isMissingFile, readJsonFile } from '../state/read.js';
-import { ErrorCode, NodenetError } from '../errors/errors.js';
+import type { ObjectReader } from '../../../lib/json/read.js';
+import { writeFileDurable } from '../../../lib/state/durable.js';
+import { isMissingFile, readJsonFile } from '../../../lib/state/read.js';
+import { ErrorCode, NodenetError } from '../../../lib/errors/errors.js';
 import type { Runner } from '../exec/runner.js';
 import { joinCommand, startSandbox, stopSandbox, type SandboxRef } from '../netns/pause-holder.js';
 import { isAlive } from '../netns/proc.js';

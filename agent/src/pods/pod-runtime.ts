@@ -22,7 +22,7 @@
  * - signal never throws (a run already gone is ignored); save may fail (the
  *   disk); remove is idempotent.
  */
-import { ErrorCode, NodenetError } from '../errors/errors.js';
+import { ErrorCode, NodenetError } from '../../../lib/errors/errors.js';
 import type { SandboxRef } from '../netns/pause-holder.js';
 import type { BackoffEntry } from './backoff.js';
 import type { Terminated } from './pod-status.js';

@@ -5,7 +5,7 @@
  * process runtime refuses too, and the runs end the same way.
  */
 import type { Test } from 'tap';
-import { ErrorCode } from '../errors/errors.js';
+import { ErrorCode } from '../../../lib/errors/errors.js';
 import type { PodRecord, PodRuntime, RunRecord } from './pod-runtime.js';
 
 export interface ContractTarget {

@@ -5,7 +5,7 @@
  * behaviours, a sandbox that crashes, injected failures, the call log.
  */
 import t from 'tap';
-import { ErrorCode } from '../errors/errors.js';
+import { ErrorCode } from '../../../lib/errors/errors.js';
 import { runtimeContract } from './runtime.contract.js';
 import { FakePodRuntime } from './runtime.fake.js';
 

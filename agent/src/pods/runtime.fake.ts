@@ -16,7 +16,7 @@
  * Tests see every call (`calls`), can make any step fail (`failNext`), and
  * ask what is left running or recorded (`leaks`).
  */
-import { ErrorCode, NodenetError } from '../errors/errors.js';
+import { ErrorCode, NodenetError } from '../../../lib/errors/errors.js';
 import type { NetnsPath } from '../netns/netns.js';
 import { checkNames, sandboxNameOf, validNames, type ContainerStart, type ExitStatus, type PodRecord, type PodRuntime, type RunRecord, type SandboxRef } from './pod-runtime.js';
 

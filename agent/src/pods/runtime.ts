@@ -36,10 +36,10 @@
 import { spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { writeFileDurable } from '../state/durable.js';
+import { writeFileDurable } from '../../../lib/state/durable.js';
 import { listSandboxes, startSandbox, stopSandbox, joinCommand, type SandboxRef } from '../netns/pause-holder.js';
 import { childPids, isAlive, procStat } from '../netns/proc.js';
-import { ErrorCode, NodenetError } from '../errors/errors.js';
+import { ErrorCode, NodenetError } from '../../../lib/errors/errors.js';
 import { checkNames, sandboxNameOf, validNames, type ContainerStart, type ExitStatus, type PodRecord, type PodRuntime as PodRuntimeContract, type RunRecord } from './pod-runtime.js';
 
 const SUPERVISOR = 'f=$1; shift; trap : TERM INT HUP; "$@"; s=$?; echo "$s" > "$f.tmp" && mv -f "$f.tmp" "$f"';

@@ -23,8 +23,8 @@ import { createServer as createHttpServer, type IncomingMessage, type Server as 
 import { createServer as createTcpServer, type Server as TcpServer, type Socket } from 'node:net';
 import { createSocket, type Socket as UdpSocket } from 'node:dgram';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { F } from '../log/fields.js';
-import type { Logger } from '../log/log.js';
+import { F } from '../../../lib/log/fields.js';
+import type { Logger } from '../../../lib/log/log.js';
 
 export interface ServeOptions {
   readonly name: string;

@@ -13,11 +13,11 @@
  */
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { CniHandler } from '../cniserver/handler.js';
-import { ErrorCode, NodenetError } from '../errors/errors.js';
-import { F } from '../log/fields.js';
-import type { Logger } from '../log/log.js';
-import type { Clock } from '../reconcile/clock.js';
-import { ApiEventRecorder } from '../reconcile/event-recorder.js';
+import { ErrorCode, NodenetError } from '../../../lib/errors/errors.js';
+import { F } from '../../../lib/log/fields.js';
+import type { Logger } from '../../../lib/log/log.js';
+import type { Clock } from '../../../lib/reconcile/clock.js';
+import { ApiEventRecorder } from '../../../lib/reconcile/event-recorder.js';
 import { boundPods, ClusterWatch } from '../watch/cluster-watch.js';
 import { Kubelet } from './kubelet.js';
 import { kubeletApi } from './kubelet-api.js';

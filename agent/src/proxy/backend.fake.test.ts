@@ -1,5 +1,5 @@
 import t from 'tap';
-import { ErrorCode } from '../errors/errors.js';
+import { ErrorCode } from '../../../lib/errors/errors.js';
 import { clusterIP, makeEndpointSlice, makeService, podIP } from '../testing/addresses.js';
 import { FakeBackend } from './backend.fake.js';
 import { snapshotFromObjects } from './snapshot.js';

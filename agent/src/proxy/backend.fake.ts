@@ -12,9 +12,9 @@
  * installedEquals(snapshot) then exposes. failNext() makes syncs throw
  * NodenetError(RuleApply) like a failed restore.
  */
-import { ErrorCode, NodenetError } from '../errors/errors.js';
-import { isIPv4 } from '../net/ip.js';
-import { deepEqual } from '../reconcile/deep-equal.js';
+import { ErrorCode, NodenetError } from '../../../lib/errors/errors.js';
+import { isIPv4 } from '../../../lib/net/ip.js';
+import { deepEqual } from '../../../lib/reconcile/deep-equal.js';
 import { spnString, type EndpointInfo, type ProxyBackend, type ProxySnapshot, type ServiceKey, type ServicePortInfo, type SyncScope } from './types.js';
 
 type Installed = Map<ServiceKey, Map<string, { svc: ServicePortInfo; eps: readonly EndpointInfo[] }>>;

@@ -19,8 +19,8 @@
  * deduplicated and sorted; an endpoint action is dropped when a service
  * action already clears its frontend.
  */
-import type { ConntrackTarget } from '../netfilter/conntrack.js';
-import type { IPv4 } from '../net/ip.js';
+import type { ConntrackTarget } from '../netfilter/conntrack/conntrack.js';
+import type { IPv4 } from '../../../lib/net/ip.js';
 import { servingCount, type UpdateEndpointsMapResult } from './endpoints-map.js';
 import type { UpdateServiceMapResult } from './service-map.js';
 import type { EndpointInfo, ServicePortInfo, SpnKey } from './types.js';

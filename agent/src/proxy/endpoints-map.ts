@@ -19,8 +19,8 @@
  *   clients whose packets met the REJECT may hold entries that would keep
  *   blackholing them.
  */
-import { ChangeTracker, type Change } from '../reconcile/change-tracker.js';
-import { deepEqual } from '../reconcile/deep-equal.js';
+import { ChangeTracker, type Change } from '../../../lib/reconcile/change-tracker.js';
+import { deepEqual } from '../../../lib/reconcile/deep-equal.js';
 import { mergeSlices, type EndpointSliceInfo, type ServiceEndpoints } from './model/endpoint-slice.js';
 import { parseSpnKey, type EndpointInfo, type ServiceKey, type ServicePortName, type SpnKey } from './types.js';
 

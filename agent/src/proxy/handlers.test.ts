@@ -1,7 +1,7 @@
 import t from 'tap';
 import { pino } from 'pino';
-import { silentLogger } from '../log/log.js';
-import { FakeEventRecorder } from '../reconcile/event-recorder.fake.js';
+import { silentLogger } from '../../../lib/log/log.js';
+import { FakeEventRecorder } from '../../../lib/reconcile/event-recorder.fake.js';
 import { clusterIP, makeEndpointSlice, makeService, podIP, withField } from '../testing/addresses.js';
 import { ObjectAdmission } from './handlers.js';
 

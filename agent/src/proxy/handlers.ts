@@ -29,11 +29,11 @@
  * Tombstones (client-go's DeletedFinalStateUnknown) are the watch layer's
  * business: a delete handler receives the last known object.
  */
-import { InvalidObjectError } from '../errors/errors.js';
-import { F } from '../log/fields.js';
-import type { Logger } from '../log/log.js';
-import { objectReference, type EventRecorder } from '../reconcile/event-recorder.js';
-import { LastGood, type LastGoodVersion, type ObjectRejection, type RejectionCount } from '../reconcile/last-good.js';
+import { InvalidObjectError } from '../../../lib/errors/errors.js';
+import { F } from '../../../lib/log/fields.js';
+import type { Logger } from '../../../lib/log/log.js';
+import { objectReference, type EventRecorder } from '../../../lib/reconcile/event-recorder.js';
+import { LastGood, type LastGoodVersion, type ObjectRejection, type RejectionCount } from '../../../lib/reconcile/last-good.js';
 import { parseEndpointSlice, type EndpointSliceInfo } from './model/endpoint-slice.js';
 import { objectKey } from './model/fields.js';
 import { parseService, type PortRange } from './model/service.js';

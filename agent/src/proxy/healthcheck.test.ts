@@ -4,7 +4,7 @@
  */
 import t from 'tap';
 import { createServer } from 'node:net';
-import { silentLogger } from '../log/log.js';
+import { silentLogger } from '../../../lib/log/log.js';
 import { ep, snapshot, svc } from './test-fixtures.js';
 import { healthBody, healthCheckNodePorts, localReadyEndpoints, ServiceHealthServer, type HealthListen, httpListen } from './healthcheck.js';
 

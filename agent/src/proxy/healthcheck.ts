@@ -24,8 +24,8 @@
  */
 import { createServer, type IncomingMessage, type RequestListener, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { F } from '../log/fields.js';
-import type { Logger } from '../log/log.js';
+import { F } from '../../../lib/log/fields.js';
+import type { Logger } from '../../../lib/log/log.js';
 import type { ProxySnapshot, ServiceKey } from './types.js';
 
 /** One open listener. close() is idempotent and resolves once the port is free. */

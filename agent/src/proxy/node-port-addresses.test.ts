@@ -1,5 +1,5 @@
 import t from 'tap';
-import { NodenetError } from '../errors/errors.js';
+import { NodenetError } from '../../../lib/errors/errors.js';
 import { parseNodePortAddresses, primaryNodeIP, resolveNodePortAddresses, type NodeNetwork } from './node-port-addresses.js';
 
 // A lab node: lo, eth0 on the underlay with the default route, the pod bridge, the VXLAN device, a pod's veth.

@@ -33,8 +33,8 @@
  * LOCAL`, `fib daddr type local ip daddr CIDR`), so an address added later
  * inside a CIDR serves at once.
  */
-import { ErrorCode, NodenetError } from '../errors/errors.js';
-import { cidrContains, isIPv4, parseCidr, parseIPNet, type Cidr, type IPv4 } from '../net/ip.js';
+import { ErrorCode, NodenetError } from '../../../lib/errors/errors.js';
+import { cidrContains, isIPv4, parseCidr, parseIPNet, type Cidr, type IPv4 } from '../../../lib/net/ip.js';
 
 /** The special value of the option. */
 export const NODE_PORT_ADDRESSES_PRIMARY = 'primary';

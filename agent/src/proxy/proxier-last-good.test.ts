@@ -10,13 +10,13 @@
  */
 import t, { type Test } from 'tap';
 import { pino } from 'pino';
-import type { IPv4 } from '../net/ip.js';
-import { FakeConntrack } from '../netfilter/conntrack.fake.js';
-import { FakeIptables } from '../netfilter/iptables.fake.js';
-import { formatDump } from '../netfilter/iptables-parse.js';
-import { NftFake } from '../netfilter/nft.fake.js';
-import { FakeClock } from '../reconcile/clock.fake.js';
-import { FakeEventRecorder } from '../reconcile/event-recorder.fake.js';
+import type { IPv4 } from '../../../lib/net/ip.js';
+import { FakeConntrack } from '../netfilter/conntrack/conntrack.fake.js';
+import { FakeIptables } from '../netfilter/iptables/iptables.fake.js';
+import { formatDump } from '../netfilter/iptables/iptables-parse.js';
+import { NftFake } from '../netfilter/nft/nft.fake.js';
+import { FakeClock } from '../../../lib/reconcile/clock.fake.js';
+import { FakeEventRecorder } from '../../../lib/reconcile/event-recorder.fake.js';
 import { CLUSTER_CIDR, clusterIP, makeEndpointSlice, makeService, nodeIP, nodeName, podIP, withField, type JsonObject } from '../testing/addresses.js';
 import { traceIptables } from '../trace/iptables-tracer.js';
 import { traceNftables } from '../trace/nft-tracer.js';

@@ -5,9 +5,9 @@
  * successful sync put in the kernel (network programming latency).
  */
 import t from 'tap';
-import { silentLogger } from '../log/log.js';
-import { FakeConntrack } from '../netfilter/conntrack.fake.js';
-import { FakeClock } from '../reconcile/clock.fake.js';
+import { silentLogger } from '../../../lib/log/log.js';
+import { FakeConntrack } from '../netfilter/conntrack/conntrack.fake.js';
+import { FakeClock } from '../../../lib/reconcile/clock.fake.js';
 import { CLUSTER_CIDR, clusterIP, makeEndpointSlice, makeService, nodeIP, nodeName, podIP, withField, type JsonObject } from '../testing/addresses.js';
 import { FakeBackend } from './backend.fake.js';
 import { LAST_CHANGE_TRIGGER_TIME, lastChangeTriggerTime, Proxier, type ProxierObserver, type SyncStats } from './proxier.js';

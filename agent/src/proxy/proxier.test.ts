@@ -1,9 +1,9 @@
 import t from 'tap';
-import { silentLogger } from '../log/log.js';
-import { FakeConntrack } from '../netfilter/conntrack.fake.js';
+import { silentLogger } from '../../../lib/log/log.js';
+import { FakeConntrack } from '../netfilter/conntrack/conntrack.fake.js';
 import { CLUSTER_CIDR, clusterIP, makeEndpointSlice, makeService, nodeIP, nodeName, podIP, withField, type EndpointSpec, type JsonObject } from '../testing/addresses.js';
 import { FakeBackend } from './backend.fake.js';
-import { FakeClock } from '../reconcile/clock.fake.js';
+import { FakeClock } from '../../../lib/reconcile/clock.fake.js';
 import { Proxier, type ProxierDeps } from './proxier.js';
 import type { ProxyBackend, ProxySnapshot, SyncScope } from './types.js';
 

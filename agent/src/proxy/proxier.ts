@@ -27,20 +27,20 @@
  * Syncs never overlap: the runner serializes them and syncNow() chains
  * direct calls behind any sync in flight.
  */
-import { asNodenetError } from '../errors/errors.js';
-import { F } from '../log/fields.js';
-import type { Logger } from '../log/log.js';
-import type { Conntrack } from '../netfilter/conntrack.js';
-import type { Clock } from '../reconcile/clock.js';
-import type { EventRecorder } from '../reconcile/event-recorder.js';
-import type { RejectionCount } from '../reconcile/last-good.js';
+import { asNodenetError } from '../../../lib/errors/errors.js';
+import { F } from '../../../lib/log/fields.js';
+import type { Logger } from '../../../lib/log/log.js';
+import type { Conntrack } from '../netfilter/conntrack/conntrack.js';
+import type { Clock } from '../../../lib/reconcile/clock.js';
+import type { EventRecorder } from '../../../lib/reconcile/event-recorder.js';
+import type { RejectionCount } from '../../../lib/reconcile/last-good.js';
 import { describeAction, planConntrackCleanup, type ConntrackAction } from './conntrack-plan.js';
 import { EndpointsChangeTracker, EndpointsMap, type UpdateEndpointsMapResult } from './endpoints-map.js';
 import { ObjectAdmission, type EndpointSliceHandler, type Ignored, type Rejection, type ServiceHandler } from './handlers.js';
 import type { PortRange } from './model/service.js';
 import { ServiceChangeTracker, ServicePortMap, type UpdateServiceMapResult } from './service-map.js';
 import { SnapshotTracker } from './snapshot.js';
-import { BoundedFrequencyRunner } from '../reconcile/sync-runner.js';
+import { BoundedFrequencyRunner } from '../../../lib/reconcile/sync-runner.js';
 import type { ProxyBackend, ProxyNodeConfig, ProxySnapshot, ServiceKey, SpnKey, SyncScope } from './types.js';
 
 export interface ProxierDeps {

@@ -9,8 +9,8 @@
  * diffs against its own applied state rather than trusting the events'
  * prev, so a change that turns out to equal what is applied is not reported.
  */
-import { ChangeTracker, type Change } from '../reconcile/change-tracker.js';
-import { deepEqual } from '../reconcile/deep-equal.js';
+import { ChangeTracker, type Change } from '../../../lib/reconcile/change-tracker.js';
+import { deepEqual } from '../../../lib/reconcile/deep-equal.js';
 import { spnKey, type ServiceKey, type ServicePortInfo, type SpnKey } from './types.js';
 
 /** A Service's ports as the tracker holds them; null = no Service (absent, ignored or invalid). */

@@ -13,7 +13,7 @@
  * Endpoints are on another node (NODE_NAME is this one) unless `node` or
  * `local` says otherwise.
  */
-import { parseCidr, parseIPv4 } from '../net/ip.js';
+import { parseCidr, parseIPv4 } from '../../../lib/net/ip.js';
 import { spnString, type EndpointInfo, type Protocol, type ProxyNodeConfig, type ProxySnapshot, type ServicePortInfo } from './types.js';
 
 export const NODE_NAME = 'node1';

@@ -7,7 +7,7 @@
  * objects. One ServicePort is the unit of rendering, as in kube-proxy: a
  * Service with two ports is two ServicePorts with their own chains.
  */
-import type { IPv4, Cidr } from '../net/ip.js';
+import type { IPv4, Cidr } from '../../../lib/net/ip.js';
 import { flat } from './flat.js';
 
 export type Protocol = 'TCP' | 'UDP' | 'SCTP';

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { rng } from '../testing/rng.js';
+import { rng } from '../../../lib/testing/rng.js';
 import { VersionedSortedMap } from './versioned-map.js';
 
 const sorted = (m: ReadonlyMap<string, number>): [string, number][] => [...m.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));

@@ -5,7 +5,7 @@
  */
 import type { NetnsPath } from '../netns/netns.js';
 import type { VethSpec } from '../netlink/ops.js';
-import type { Logger } from '../log/log.js';
+import type { Logger } from '../../../lib/log/log.js';
 import type { Sysctl } from '../netns/sysctl.js';
 
 export type { Sysctl };

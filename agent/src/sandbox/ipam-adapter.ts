@@ -9,7 +9,7 @@ import type { Ipam } from '../ipam/ipam.js';
 import { ipamDataDir, parseIpamConf } from '../ipam/config.js';
 import { ipamInvalid } from '../ipam/ipam-errors.js';
 import { parseResolvConf } from '../ipam/resolv-conf.js';
-import type { IPv4 } from '../net/ip.js';
+import type { IPv4 } from '../../../lib/net/ip.js';
 import { addressIn } from '../ipam/range.js';
 import { rangeFor } from '../ipam/range-set.js';
 import type { IpamResult, SandboxIpam } from './deps.js';

@@ -1,7 +1,7 @@
 import t from 'tap';
-import { silentLogger } from '../log/log.js';
-import { NftFake } from '../netfilter/nft.fake.js';
-import { NftSetsError, type NftElementOp, type NftSets } from '../netfilter/nft-sets.js';
+import { silentLogger } from '../../../lib/log/log.js';
+import { NftFake } from '../netfilter/nft/nft.fake.js';
+import { NftSetsError, type NftElementOp, type NftSets } from '../netfilter/nft/nft-sets.js';
 import { MASQ_TABLE, masqueradeEntry, masqueradeScript, NftMasquerade } from './masquerade.js';
 
 const elements = (nft: NftFake, set: string) => [...(nft.table('ip', MASQ_TABLE)?.sets.get(set)?.elements.keys() ?? [])].sort();

@@ -27,12 +27,12 @@
  * and it is removed. If setup fails (no nft on the node), the agent keeps
  * serving ADDs without ipMasq; one with ipMasq fails, naming the cause.
  */
-import { ErrorCode, NodenetError } from '../errors/errors.js';
-import { F } from '../log/fields.js';
-import type { Logger } from '../log/log.js';
-import { parseIPNet } from '../net/ip.js';
-import type { Nft } from '../netfilter/nft.js';
-import { NftSetsError, type NftElementOp, type NftSets } from '../netfilter/nft-sets.js';
+import { ErrorCode, NodenetError } from '../../../lib/errors/errors.js';
+import { F } from '../../../lib/log/fields.js';
+import type { Logger } from '../../../lib/log/log.js';
+import { parseIPNet } from '../../../lib/net/ip.js';
+import type { Nft } from '../netfilter/nft/nft.js';
+import { NftSetsError, type NftElementOp, type NftSets } from '../netfilter/nft/nft-sets.js';
 import type { Masquerade, MasqueradeEntry } from './deps.js';
 
 export const MASQ_TABLE = 'nodenet-cni';

@@ -10,8 +10,8 @@
  */
 import { readdir, readFile, rm } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
-import { readJsonText, type ObjectReader } from '../json/read.js';
-import { writeFileDurableAsync } from '../state/durable.js';
+import { readJsonText, type ObjectReader } from '../../../lib/json/read.js';
+import { writeFileDurableAsync } from '../../../lib/state/durable.js';
 import type { AttachmentRecord, AttachmentStore } from './deps.js';
 
 function fileName(containerId: string, ifName: string): string {

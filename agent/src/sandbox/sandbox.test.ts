@@ -6,8 +6,8 @@
 import t from 'tap';
 import { Ipam } from '../ipam/ipam.js';
 import { FakeStore } from '../ipam/store.fake.js';
-import { silentLogger } from '../log/log.js';
-import { NftFake } from '../netfilter/nft.fake.js';
+import { silentLogger } from '../../../lib/log/log.js';
+import { NftFake } from '../netfilter/nft/nft.fake.js';
 import { FakeNetlinkKernel } from '../netlink/netlink.fake.js';
 import type { NetlinkOps } from '../netlink/ops.js';
 import { FakeSysctl } from '../netns/sysctl.fake.js';

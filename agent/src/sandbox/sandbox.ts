@@ -27,9 +27,9 @@
  * are serialised by the caller.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { ErrorCode, LinkNotFoundError, NetnsNotFoundError, NodenetError } from '../errors/errors.js';
-import { F } from '../log/fields.js';
-import { cidrContains, parseIPNet } from '../net/ip.js';
+import { ErrorCode, LinkNotFoundError, NetnsNotFoundError, NodenetError } from '../../../lib/errors/errors.js';
+import { F } from '../../../lib/log/fields.js';
+import { cidrContains, parseIPNet } from '../../../lib/net/ip.js';
 import type { VethSpec } from '../netlink/ops.js';
 import type { AttachmentRecord, NetOps, SandboxDeps } from './deps.js';
 import { masqueradeEntry } from './masquerade.js';

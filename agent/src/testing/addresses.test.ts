@@ -1,5 +1,5 @@
 import t from 'tap';
-import { cidrContains } from '../net/ip.js';
+import { cidrContains } from '../../../lib/net/ip.js';
 import { CLUSTER_CIDR, SERVICE_CIDR, UNDERLAY_CIDR, clusterIP, makeService, nodeIP, nodePort, podCIDR, podGateway, podIP, withField } from './addresses.js';
 
 t.test('address conventions', async (t) => {

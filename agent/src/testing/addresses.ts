@@ -15,7 +15,7 @@
  * metadata, spec with explicit protocol), so parsers are tested against the
  * real shape, and `withField` edits one JSON path to make a bad object.
  */
-import { intToIp, ipToInt, parseIPv4, type Cidr, type IPv4 } from '../net/ip.js';
+import { intToIp, ipToInt, parseIPv4, type Cidr, type IPv4 } from '../../../lib/net/ip.js';
 import { CLUSTER_CIDR, nodePodCIDR, nodeUnderlayIP, SERVICE_CIDR, UNDERLAY_CIDR, UNDERLAY_GATEWAY } from '../lab/plan.js';
 
 /** The lab's plan (lab/plan.ts) is the tests' plan. */

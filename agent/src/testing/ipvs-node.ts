@@ -10,12 +10,12 @@
  */
 import { FakeRunner } from '../exec/runner.fake.js';
 import type { RunResult } from '../exec/runner.js';
-import { silentLogger } from '../log/log.js';
-import { renderIpsetRestore, type IpsetOp } from '../netfilter/ipset-parse.js';
-import { FakeIpset } from '../netfilter/ipset.fake.js';
-import { FakeIptables } from '../netfilter/iptables.fake.js';
-import type { VirtualServerState } from '../netfilter/ipvs-types.js';
-import { FakeIpvs } from '../netfilter/ipvs.fake.js';
+import { silentLogger } from '../../../lib/log/log.js';
+import { renderIpsetRestore, type IpsetOp } from '../netfilter/iptables/ipset-parse.js';
+import { FakeIpset } from '../netfilter/iptables/ipset.fake.js';
+import { FakeIptables } from '../netfilter/iptables/iptables.fake.js';
+import type { VirtualServerState } from '../netfilter/ipvs/ipvs-types.js';
+import { FakeIpvs } from '../netfilter/ipvs/ipvs.fake.js';
 import { FakeNetlinkKernel } from '../netlink/netlink.fake.js';
 import { FakeSysctl } from '../netns/sysctl.fake.js';
 import { DUMMY_DEVICE } from '../proxy/ipvs/names.js';

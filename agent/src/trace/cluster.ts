@@ -12,7 +12,7 @@
  * source node's Service rules.
  */
 import type { Runner } from '../exec/runner.js';
-import { parseIPNet } from '../net/ip.js';
+import { parseIPNet } from '../../../lib/net/ip.js';
 import type { NftTracePacket } from './nft-tracer.js';
 import { readLiveRules, TraceUsageError, type TraceMode } from './live.js';
 import { formatPath, lookupRoute, tracePath, type NodeNetwork, type PathResult } from './path.js';

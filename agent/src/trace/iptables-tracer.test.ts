@@ -1,7 +1,7 @@
 import t from 'tap';
-import { parseIPv4 } from '../net/ip.js';
-import { FakeIptables } from '../netfilter/iptables.fake.js';
-import { parseSave } from '../netfilter/iptables-parse.js';
+import { parseIPv4 } from '../../../lib/net/ip.js';
+import { FakeIptables } from '../netfilter/iptables/iptables.fake.js';
+import { parseSave } from '../netfilter/iptables/iptables-parse.js';
 import type { Protocol } from '../proxy/types.js';
 import { traceIptables } from './iptables-tracer.js';
 

@@ -19,11 +19,11 @@
  *
  * Test infrastructure: pure, no I/O.
  */
-import { cidrContains, isIPv4 } from '../net/ip.js';
-import { IP_PROTOCOL_NUMBERS } from '../net/protocols.js';
-import type { IptDump, IptRule, Negatable, SetMatch } from '../netfilter/iptables-parse.js';
-import { entryParts, type IpsetState } from '../netfilter/ipset-parse.js';
-import type { IptablesTable } from '../netfilter/iptables-types.js';
+import { cidrContains, isIPv4 } from '../../../lib/net/ip.js';
+import { IP_PROTOCOL_NUMBERS } from '../../../lib/net/protocols.js';
+import type { IptDump, IptRule, Negatable, SetMatch } from '../netfilter/iptables/iptables-parse.js';
+import { entryParts, type IpsetState } from '../netfilter/iptables/ipset-parse.js';
+import type { IptablesTable } from '../netfilter/iptables/iptables-types.js';
 import type { TracePacket, TraceResult } from '../proxy/types.js';
 
 export interface IptablesTraceOptions {

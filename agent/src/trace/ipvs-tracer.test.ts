@@ -5,7 +5,7 @@
  * (testing/ipvs-node.ts), and the tracer walks packets over that.
  */
 import t from 'tap';
-import { parseIpvsadmList } from '../netfilter/ipvsadm-parse.js';
+import { parseIpvsadmList } from '../netfilter/ipvs/ipvsadm-parse.js';
 import type { IpvsOptions } from '../proxy/ipvs/plan.js';
 import { CFG, ep, EXTERNAL_CLIENT, NODE_IP, snapshot, svc } from '../proxy/test-fixtures.js';
 import type { NftTracePacket } from './nft-tracer.js';

@@ -26,11 +26,11 @@
  *
  * Test infrastructure and `nodenet trace`: pure, no I/O.
  */
-import { cidrContains, parseIPv4 } from '../net/ip.js';
-import { parseRuleArgs, type IptChain, type IptDump, type IptTableDump } from '../netfilter/iptables-parse.js';
-import type { IpsetState } from '../netfilter/ipset-parse.js';
-import type { IptablesTable } from '../netfilter/iptables-types.js';
-import { vsKey, type IpvsProtocol, type VirtualServerState } from '../netfilter/ipvs-types.js';
+import { cidrContains, parseIPv4 } from '../../../lib/net/ip.js';
+import { parseRuleArgs, type IptChain, type IptDump, type IptTableDump } from '../netfilter/iptables/iptables-parse.js';
+import type { IpsetState } from '../netfilter/iptables/ipset-parse.js';
+import type { IptablesTable } from '../netfilter/iptables/iptables-types.js';
+import { vsKey, type IpvsProtocol, type VirtualServerState } from '../netfilter/ipvs/ipvs-types.js';
 import type { TracePacket, TraceResult } from '../proxy/types.js';
 import { traceIptables } from './iptables-tracer.js';
 import type { NftTracePacket } from './nft-tracer.js';

@@ -23,18 +23,18 @@
  * whole trace fail on a node that also runs Docker.
  */
 import type { Runner, RunResult } from '../exec/runner.js';
-import { silentLogger } from '../log/log.js';
-import { BACKEND_COMMANDS, detectBackend } from '../netfilter/iptables.js';
-import { chainNamesFromSave, parseRuleArgs, parseSave, tokenize, type IptDump } from '../netfilter/iptables-parse.js';
-import type { IptablesBackendKind } from '../netfilter/iptables-types.js';
-import { NftExecutor } from '../netfilter/nft.js';
-import { parseNftListing } from '../netfilter/nft-listing.js';
-import type { NftTableState } from '../netfilter/nft-state.js';
+import { silentLogger } from '../../../lib/log/log.js';
+import { BACKEND_COMMANDS, detectBackend } from '../netfilter/iptables/iptables.js';
+import { chainNamesFromSave, parseRuleArgs, parseSave, tokenize, type IptDump } from '../netfilter/iptables/iptables-parse.js';
+import type { IptablesBackendKind } from '../netfilter/iptables/iptables-types.js';
+import { NftExecutor } from '../netfilter/nft/nft.js';
+import { parseNftListing } from '../netfilter/nft/nft-listing.js';
+import type { NftTableState } from '../netfilter/nft/nft-state.js';
 import { fixedChains } from '../proxy/iptables/chains.js';
 import { MAX_SHARDS, shardTableName, tableName } from '../proxy/nftables/names.js';
-import { parseIpsetSave, type IpsetState } from '../netfilter/ipset-parse.js';
-import { parseIpvsadmList } from '../netfilter/ipvsadm-parse.js';
-import type { VirtualServerState } from '../netfilter/ipvs-types.js';
+import { parseIpsetSave, type IpsetState } from '../netfilter/iptables/ipset-parse.js';
+import { parseIpvsadmList } from '../netfilter/ipvs/ipvsadm-parse.js';
+import type { VirtualServerState } from '../netfilter/ipvs/ipvs-types.js';
 import { DUMMY_DEVICE, ipvsNames, isOurSet } from '../proxy/ipvs/names.js';
 
 export type TraceMode = 'iptables' | 'nftables' | 'ipvs';

@@ -1,9 +1,9 @@
 import t from 'tap';
-import { NftFake } from '../netfilter/nft.fake.js';
-import type { NftTableState } from '../netfilter/nft-state.js';
-import { KERNEL_LISTING } from '../netfilter/nft-testdata.js';
-import { parseNftListing } from '../netfilter/nft-listing.js';
-import type { IPv4 } from '../net/ip.js';
+import { NftFake } from '../netfilter/nft/nft.fake.js';
+import type { NftTableState } from '../netfilter/nft/nft-state.js';
+import { KERNEL_LISTING } from '../netfilter/nft/nft-testdata.js';
+import { parseNftListing } from '../netfilter/nft/nft-listing.js';
+import type { IPv4 } from '../../../lib/net/ip.js';
 import { traceNftables, NftTraceError } from './nft-tracer.js';
 
 const NODE = ['192.168.0.2'];

@@ -20,9 +20,9 @@
  * it there to stand for an earlier connection). Masquerade is what
  * postrouting does with the mark the rules set.
  */
-import { cidrContains, isIPv4 } from '../net/ip.js';
-import { parseNftListing } from '../netfilter/nft-listing.js';
-import type { NftChainState, NftTableState } from '../netfilter/nft-state.js';
+import { cidrContains, isIPv4 } from '../../../lib/net/ip.js';
+import { parseNftListing } from '../netfilter/nft/nft-listing.js';
+import type { NftChainState, NftTableState } from '../netfilter/nft/nft-state.js';
 import type { Protocol, TracePacket, TraceResult } from '../proxy/types.js';
 
 /** A TracePacket, or a ping (ICMP echo request; it has no port). */

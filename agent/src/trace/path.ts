@@ -21,7 +21,7 @@
  * entry for its MAC, or an underlay IP no node owns is where the packet is
  * lost, and the trace says so.
  */
-import { cidrContains, isIPv4, parseIPNet } from '../net/ip.js';
+import { cidrContains, isIPv4, parseIPNet } from '../../../lib/net/ip.js';
 import type { AddressInfo, FdbEntry, LinkInfo, NeighInfo, RouteInfo } from '../netlink/ops.js';
 
 /** One node's network, as netlink lists it in the node's namespace. */

@@ -3,7 +3,7 @@
  * trace` prints it. Pure: the rules were read by trace/live.ts; this runs
  * the mode's tracer and formats the answer for people or as JSON.
  */
-import { BACKEND_COMMANDS } from '../netfilter/iptables.js';
+import { BACKEND_COMMANDS } from '../netfilter/iptables/iptables.js';
 import type { TraceResult } from '../proxy/types.js';
 import { traceIptables } from './iptables-tracer.js';
 import { LOCAL_VIP_TEXT, traceIpvs, type IpvsTraceInfo } from './ipvs-tracer.js';

@@ -18,9 +18,9 @@
 import { request as httpRequest, type RequestOptions } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { ListWatch, Watch, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
-import { F } from '../log/fields.js';
-import type { Logger } from '../log/log.js';
-import type { Clock } from '../reconcile/clock.js';
+import { F } from '../../../lib/log/fields.js';
+import type { Logger } from '../../../lib/log/log.js';
+import type { Clock } from '../../../lib/reconcile/clock.js';
 import { Informer, SyncGroup, type BackoffOptions, type ListWatchLike, type SourceHandler } from './informer.js';
 
 export type WatchKind = 'services' | 'endpointslices' | 'nodes' | 'pods';

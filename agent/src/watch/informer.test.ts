@@ -7,8 +7,8 @@
  */
 import t from 'tap';
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { silentLogger } from '../log/log.js';
-import { FakeClock, settle } from '../reconcile/clock.fake.js';
+import { silentLogger } from '../../../lib/log/log.js';
+import { FakeClock, settle } from '../../../lib/reconcile/clock.fake.js';
 import { backoffDelay, Informer, SyncGroup, type ListWatchLike } from './informer.js';
 
 class ScriptedListWatch implements ListWatchLike {

@@ -24,9 +24,9 @@
  *   sources).
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { F } from '../log/fields.js';
-import type { Logger } from '../log/log.js';
-import type { Clock } from '../reconcile/clock.js';
+import { F } from '../../../lib/log/fields.js';
+import type { Logger } from '../../../lib/log/log.js';
+import type { Clock } from '../../../lib/reconcile/clock.js';
 
 /**
  * Drops `metadata.managedFields` from an object as it arrives, as client-go's

@@ -13,10 +13,10 @@
  * EndpointSlice handlers each hear synced once, after both.
  */
 import { KubeConfig } from '@kubernetes/client-node';
-import { ErrorCode, NodenetError } from '../errors/errors.js';
-import type { Logger } from '../log/log.js';
+import { ErrorCode, NodenetError } from '../../../lib/errors/errors.js';
+import type { Logger } from '../../../lib/log/log.js';
 import type { EndpointSliceHandler, ServiceHandler } from '../proxy/handlers.js';
-import type { Clock } from '../reconcile/clock.js';
+import type { Clock } from '../../../lib/reconcile/clock.js';
 import type { BackoffOptions } from './informer.js';
 import { ClusterWatch } from './cluster-watch.js';
 

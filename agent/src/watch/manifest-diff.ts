@@ -13,7 +13,7 @@
  * Only the kinds a consumer asks for are kept; others are counted so the
  * source can say what it skipped. No fs here: the source reads the files.
  */
-import { sha1Base64 } from '../json/digest.js';
+import { sha1Base64 } from '../../../lib/json/digest.js';
 import { parseAllDocuments } from 'yaml';
 
 /** File names the source reads: JSON and YAML manifests. */

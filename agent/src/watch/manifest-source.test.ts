@@ -1,7 +1,7 @@
 import t from 'tap';
 import { mkdtempSync, rmSync, writeFileSync, renameSync, unlinkSync, utimesSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { silentLogger } from '../log/log.js';
+import { silentLogger } from '../../../lib/log/log.js';
 import { ManifestSource } from './manifest-source.js';
 import type { EndpointSliceHandler, ServiceHandler } from '../proxy/handlers.js';
 
@@ -81,7 +81,7 @@ t.test('a missing directory is an empty list', async (t) => {
 });
 
 t.test('timers come from the injected clock: no rescan until it moves, then one per poll', async (t) => {
-  const { FakeClock } = await import('../reconcile/clock.fake.js');
+  const { FakeClock } = await import('../../../lib/reconcile/clock.fake.js');
   const clock = new FakeClock(0);
   const dir = mkdtempSync(`${tmpdir()}/nn-manifests-`);
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));

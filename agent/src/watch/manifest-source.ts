@@ -18,10 +18,10 @@
  */
 import { watch, type FSWatcher } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
-import { F } from '../log/fields.js';
-import type { Logger } from '../log/log.js';
+import { F } from '../../../lib/log/fields.js';
+import type { Logger } from '../../../lib/log/log.js';
 import type { EndpointSliceHandler, ServiceHandler } from '../proxy/handlers.js';
-import { realClock, type Clock } from '../reconcile/clock.js';
+import { realClock, type Clock } from '../../../lib/reconcile/clock.js';
 import { diffObjects, isManifestFile, mergeFiles, parseManifestFile, type ManifestEvent, type ManifestObject } from './manifest-diff.js';
 
 const KINDS: ReadonlySet<string> = new Set(['Service', 'EndpointSlice']);

@@ -15,9 +15,9 @@
  */
 import { CoordinationV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type KubeConfig, type V1Lease, type V1Node } from '@kubernetes/client-node';
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { F } from '../log/fields.js';
-import type { Logger } from '../log/log.js';
-import type { Clock } from '../reconcile/clock.js';
+import { F } from '../../../lib/log/fields.js';
+import type { Logger } from '../../../lib/log/log.js';
+import type { Clock } from '../../../lib/reconcile/clock.js';
 import { ClusterWatch, ownNode } from './cluster-watch.js';
 
 export interface NodeRegistrationOptions {

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { NodenetError } from '../../errors/errors.js';
+import { NodenetError } from '../../../../lib/errors/errors.js';
 import { endpointChain, fixedChains, hash16, isOwnedChain, isServiceChain, servicePortChain, validatePrefix } from './chains.js';
 
 t.test('chain names are kube-proxy’s (vectors from its proxier_test.go)', async (t) => {

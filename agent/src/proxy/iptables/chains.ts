@@ -12,11 +12,11 @@
  * iptables limits chain names to 28 characters; the prefix is therefore at
  * most 7 characters ("PREFIX-SVC-" + 16 ≤ 28). Pure: the digest is json/digest's sha256.
  */
-import { ErrorCode, NodenetError } from '../../errors/errors.js';
+import { ErrorCode, NodenetError } from '../../../../lib/errors/errors.js';
 import type { Protocol } from '../types.js';
-import { MAX_CHAIN_NAME } from '../../netfilter/iptables-parse.js';
+import { MAX_CHAIN_NAME } from '../../netfilter/iptables/iptables-parse.js';
 import { base32Prefix, flat } from '../flat.js';
-import { sha256Short } from '../../json/digest.js';
+import { sha256Short } from '../../../../lib/json/digest.js';
 
 declare const chainBrand: unique symbol;
 /** A validated iptables chain name (≤ 28 chars). */

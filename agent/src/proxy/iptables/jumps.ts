@@ -9,7 +9,7 @@
  * full sync (after the restore that creates the target chains) and removes
  * them on cleanup. Pure.
  */
-import type { JumpRule } from '../../netfilter/iptables-types.js';
+import type { JumpRule } from '../../netfilter/iptables/iptables-types.js';
 import { fixedChains } from './chains.js';
 
 const NEW = ['-m', 'conntrack', '--ctstate', 'NEW'] as const;

@@ -1,9 +1,9 @@
 import t, { type Test } from 'tap';
-import { ErrorCode, NodenetError } from '../../errors/errors.js';
-import { silentLogger } from '../../log/log.js';
-import { parseCidr, parseIPv4 } from '../../net/ip.js';
-import { FakeIptables } from '../../netfilter/iptables.fake.js';
-import { formatDump, getChain } from '../../netfilter/iptables-parse.js';
+import { ErrorCode, NodenetError } from '../../../../lib/errors/errors.js';
+import { silentLogger } from '../../../../lib/log/log.js';
+import { parseCidr, parseIPv4 } from '../../../../lib/net/ip.js';
+import { FakeIptables } from '../../netfilter/iptables/iptables.fake.js';
+import { formatDump, getChain } from '../../netfilter/iptables/iptables-parse.js';
 import { traceIptables } from '../../trace/iptables-tracer.js';
 import type { Protocol, ProxySnapshot } from '../types.js';
 import { EXTERNAL_CLIENT, NODE_IP, ep, nodeConfig, snapshot, svc } from '../test-fixtures.js';

@@ -27,12 +27,12 @@
  * runner asked for a partial one; the error is NodenetError(RuleApply).
  * Assumes one sync at a time (the bounded runner serialises them).
  */
-import { asNodenetError, ErrorCode, NodenetError } from '../../errors/errors.js';
-import type { Iptables, IptablesTable } from '../../netfilter/iptables-types.js';
-import { F } from '../../log/fields.js';
-import type { Logger } from '../../log/log.js';
+import { asNodenetError, ErrorCode, NodenetError } from '../../../../lib/errors/errors.js';
+import type { Iptables, IptablesTable } from '../../netfilter/iptables/iptables-types.js';
+import { F } from '../../../../lib/log/fields.js';
+import type { Logger } from '../../../../lib/log/log.js';
 import type { ProxyBackend, ProxyNodeConfig, ProxySnapshot, SyncScope } from '../types.js';
-import { classifyJumps, scanSave } from '../../netfilter/iptables-jumps.js';
+import { classifyJumps, scanSave } from '../../netfilter/iptables/iptables-jumps.js';
 import { fixedChains, isOwnedChain } from './chains.js';
 import { builtinJumps } from './jumps.js';
 import { renderIptables, type IptablesPrevious, type IptablesRender } from './render.js';

@@ -1,8 +1,8 @@
 import t from 'tap';
-import { NodenetError } from '../../errors/errors.js';
-import { FakeIptables } from '../../netfilter/iptables.fake.js';
-import { getChain, parseRestore } from '../../netfilter/iptables-parse.js';
-import { parseCidr, parseIPv4 } from '../../net/ip.js';
+import { NodenetError } from '../../../../lib/errors/errors.js';
+import { FakeIptables } from '../../netfilter/iptables/iptables.fake.js';
+import { getChain, parseRestore } from '../../netfilter/iptables/iptables-parse.js';
+import { parseCidr, parseIPv4 } from '../../../../lib/net/ip.js';
 import { ep, nodeConfig, snapshot, svc } from '../test-fixtures.js';
 import { builtinJumps } from './jumps.js';
 import { LARGE_CLUSTER_ENDPOINTS, formatProbability, masqueradeMark, renderIptables } from './render.js';

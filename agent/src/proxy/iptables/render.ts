@@ -56,13 +56,13 @@
  * Output order is deterministic: Services by "ns/name:port/PROTO", endpoints
  * by "ip:port" (kube-proxy's string order).
  */
-import { ErrorCode, NodenetError } from '../../errors/errors.js';
-import { quoteArg, type JumpRule } from '../../netfilter/iptables-types.js';
-import { jumpInsertLine } from '../../netfilter/iptables-jumps.js';
-import { cidrContains } from '../../net/ip.js';
+import { ErrorCode, NodenetError } from '../../../../lib/errors/errors.js';
+import { quoteArg, type JumpRule } from '../../netfilter/iptables/iptables-types.js';
+import { jumpInsertLine } from '../../netfilter/iptables/iptables-jumps.js';
+import { cidrContains } from '../../../../lib/net/ip.js';
 import { endpointString, spnString, type EndpointInfo, type ProxyNodeConfig, type ProxySnapshot, type SyncScope } from '../types.js';
 import { categorizeEndpoints, externallyAccessible, externalPolicyLocal, internalPolicyLocal } from '../categorize.js';
-import { sha1Base64 } from '../../json/digest.js';
+import { sha1Base64 } from '../../../../lib/json/digest.js';
 import { compact } from '../flat.js';
 import { endpointChain, fixedChains, isServiceChain, servicePortChains, type ChainName } from './chains.js';
 

@@ -24,8 +24,8 @@
  * edited (a service must exist before its real servers), drained, deleted,
  * then services deleted.
  */
-import type { IpsetOp, IpsetState } from '../../netfilter/ipset-parse.js';
-import { rsKey, vsKey, type IpvsOp, type RealServer, type RealServerState, type VirtualServer, type VirtualServerState, type VsKey } from '../../netfilter/ipvs-types.js';
+import type { IpsetOp, IpsetState } from '../../netfilter/iptables/ipset-parse.js';
+import { rsKey, vsKey, type IpvsOp, type RealServer, type RealServerState, type VirtualServer, type VirtualServerState, type VsKey } from '../../netfilter/ipvs/ipvs-types.js';
 import type { DesiredService, DesiredSet } from './plan.js';
 
 /** A real server being drained: kept at weight 0 until it has no connections. */

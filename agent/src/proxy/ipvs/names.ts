@@ -5,9 +5,9 @@
  * ipset names are limited to 31 characters, which limits the prefix to 5
  * (`KUBE-LOAD-BALANCER-SOURCE-CIDR` is 30). Pure.
  */
-import { ErrorCode, NodenetError } from '../../errors/errors.js';
-import type { IpsetType } from '../../netfilter/ipset-parse.js';
-import { MAX_SET_NAME } from '../../netfilter/ipset-parse.js';
+import { ErrorCode, NodenetError } from '../../../../lib/errors/errors.js';
+import type { IpsetType } from '../../netfilter/iptables/ipset-parse.js';
+import { MAX_SET_NAME } from '../../netfilter/iptables/ipset-parse.js';
 import { validatePrefix } from '../iptables/chains.js';
 
 export const DUMMY_DEVICE = 'kube-ipvs0';

@@ -6,8 +6,8 @@
  * added and removed), and for the cases that must fall back to a full plan.
  */
 import t from 'tap';
-import { rng } from '../../testing/rng.js';
-import { parseCidr } from '../../net/ip.js';
+import { rng } from '../../../../lib/testing/rng.js';
+import { parseCidr } from '../../../../lib/net/ip.js';
 import { spnString, type EndpointInfo, type ProxySnapshot, type ServicePortInfo } from '../types.js';
 import { CFG, ep, nodeConfig, svc, type SvcOpts } from '../test-fixtures.js';
 import { planIpvs, planIpvsPartial, type IpvsPlan } from './plan.js';

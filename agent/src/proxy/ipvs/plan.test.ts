@@ -1,7 +1,7 @@
 import t from 'tap';
-import { ErrorCode } from '../../errors/errors.js';
-import { parseIPv4 } from '../../net/ip.js';
-import { parseRestore } from '../../netfilter/iptables-parse.js';
+import { ErrorCode } from '../../../../lib/errors/errors.js';
+import { parseIPv4 } from '../../../../lib/net/ip.js';
+import { parseRestore } from '../../netfilter/iptables/iptables-parse.js';
 import { CFG, ep, NODE_IP, snapshot, svc } from '../test-fixtures.js';
 import { ipvsNames } from './names.js';
 import { ipvsSysctls, planIpvs } from './plan.js';
@@ -145,7 +145,7 @@ t.test('render: KUBE-IPVS-OUT-FILTER drops the node\'s own connections to a VIP 
   const r = renderIpvsIptables(planIpvs(SNAP, NODE), CFG);
   const out = r.text.split('\n').filter((l) => l.startsWith('-A KUBE-IPVS-OUT-FILTER'));
   t.same(out, ['-A KUBE-IPVS-OUT-FILTER -s 1.2.3.4 -m ipvs --vaddr 1.2.3.4 --vproto tcp --vport 80 -j DROP'], "kube-proxy's rule, one per VIP:port");
-  const { FakeIptables } = await import('../../netfilter/iptables.fake.js');
+  const { FakeIptables } = await import('../../netfilter/iptables/iptables.fake.js');
   const ipt = new FakeIptables();
   await ipt.restore(r.text, { noflush: true });
   t.match(await ipt.save('filter'), /-A KUBE-IPVS-OUT-FILTER -s 1\.2\.3\.4(\/32)? -m ipvs --vaddr 1\.2\.3\.4(\/32)? --vproto tcp --vport 80 -j DROP/, 'the restore takes it');
@@ -161,7 +161,7 @@ t.test('render: --ipvs-filter=false leaves KUBE-IPVS-FILTER empty; no cluster CI
 });
 
 t.test('packets through the rules and sets (iptables tracer with ipset membership): the ping to a ClusterIP', async (t) => {
-  const { FakeIptables } = await import('../../netfilter/iptables.fake.js');
+  const { FakeIptables } = await import('../../netfilter/iptables/iptables.fake.js');
   const { traceIptables } = await import('../../trace/iptables-tracer.js');
   const trace = async (filter: boolean, pkt: Parameters<typeof traceIptables>[1]) => {
     const plan = planIpvs(SNAP, NODE, { filter });

@@ -23,10 +23,10 @@
  * Two Services claiming one virtual service (the same external IP:port):
  * the first keeps it, the second is reported in `conflicts`.
  */
-import { cidrContains, parseCidr } from '../../net/ip.js';
-import type { IpsetType } from '../../netfilter/ipset-parse.js';
-import type { RealServer, VirtualServer, VsKey } from '../../netfilter/ipvs-types.js';
-import { vsKey } from '../../netfilter/ipvs-types.js';
+import { cidrContains, parseCidr } from '../../../../lib/net/ip.js';
+import type { IpsetType } from '../../netfilter/iptables/ipset-parse.js';
+import type { RealServer, VirtualServer, VsKey } from '../../netfilter/ipvs/ipvs-types.js';
+import { vsKey } from '../../netfilter/ipvs/ipvs-types.js';
 import { categorizeEndpoints, externalPolicyLocal, internalPolicyLocal } from '../categorize.js';
 import { spnString, type EndpointInfo, type ProxyNodeConfig, type ProxySnapshot, type ServicePortInfo } from '../types.js';
 import { DEFAULT_SCHEDULER, DUMMY_DEVICE, ipvsNames, SET_INFO, type IpvsNames, type SetId } from './names.js';

@@ -1,14 +1,14 @@
 import t from 'tap';
-import { ErrorCode } from '../../errors/errors.js';
-import { silentLogger } from '../../log/log.js';
-import { FakeIpset } from '../../netfilter/ipset.fake.js';
-import { FakeIptables } from '../../netfilter/iptables.fake.js';
-import { FakeIpvs } from '../../netfilter/ipvs.fake.js';
+import { ErrorCode } from '../../../../lib/errors/errors.js';
+import { silentLogger } from '../../../../lib/log/log.js';
+import { FakeIpset } from '../../netfilter/iptables/ipset.fake.js';
+import { FakeIptables } from '../../netfilter/iptables/iptables.fake.js';
+import { FakeIpvs } from '../../netfilter/ipvs/ipvs.fake.js';
 import { FakeNetlinkKernel } from '../../netlink/netlink.fake.js';
 import { FakeSysctl } from '../../netns/sysctl.fake.js';
 import { CFG, ep, snapshot, svc } from '../test-fixtures.js';
 import { IpvsBackend } from './proxier.js';
-import { parseIPv4 } from '../../net/ip.js';
+import { parseIPv4 } from '../../../../lib/net/ip.js';
 
 const SYSCTLS = {
   'net.ipv4.vs.conntrack': '0', 'net.ipv4.vs.conn_reuse_mode': '1', 'net.ipv4.vs.expire_nodest_conn': '0', 'net.ipv4.vs.expire_quiescent_template': '0',

@@ -28,19 +28,19 @@
  *
  * Assumes one sync at a time (the bounded runner serialises them).
  */
-import { asNodenetError, ErrorCode, LinkNotFoundError, NodenetError } from '../../errors/errors.js';
-import { F } from '../../log/fields.js';
-import type { Logger } from '../../log/log.js';
-import type { Ipset } from '../../netfilter/ipset.js';
-import type { IpsetState } from '../../netfilter/ipset-parse.js';
-import type { Iptables } from '../../netfilter/iptables-types.js';
-import { vsKey, type Ipvs, type IpvsOp, type VirtualServer, type VirtualServerState, type VsKey } from '../../netfilter/ipvs-types.js';
+import { asNodenetError, ErrorCode, LinkNotFoundError, NodenetError } from '../../../../lib/errors/errors.js';
+import { F } from '../../../../lib/log/fields.js';
+import type { Logger } from '../../../../lib/log/log.js';
+import type { Ipset } from '../../netfilter/iptables/ipset.js';
+import type { IpsetState } from '../../netfilter/iptables/ipset-parse.js';
+import type { Iptables } from '../../netfilter/iptables/iptables-types.js';
+import { vsKey, type Ipvs, type IpvsOp, type VirtualServer, type VirtualServerState, type VsKey } from '../../netfilter/ipvs/ipvs-types.js';
 import type { NetlinkOps } from '../../netlink/ops.js';
 import type { Sysctl } from '../../netns/sysctl.js';
 import type { ProxyBackend, ProxyNodeConfig, ProxySnapshot, SyncScope } from '../types.js';
 import { diffAddresses, diffIpvs, diffSets, type DrainingServer } from './diff.js';
 import { DUMMY_DEVICE, ipvsNames, isOurSet, type IpvsNames } from './names.js';
-import type { IPv4 } from '../../net/ip.js';
+import type { IPv4 } from '../../../../lib/net/ip.js';
 import { ipvsSysctls, planIpvs, planIpvsPartial, type IpvsOptions, type IpvsPlan, type IpvsPlanDelta } from './plan.js';
 import { ipvsBuiltinJumps, ipvsOwnedChains, renderIpvsIptables } from './render.js';
 

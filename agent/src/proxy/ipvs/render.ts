@@ -40,8 +40,8 @@
  * on kube-ipvs0), and MASQUERADE is always --random-fully.
  */
 import { masqueradeMark } from '../iptables/render.js';
-import type { JumpRule } from '../../netfilter/iptables-types.js';
-import { quoteArg } from '../../netfilter/iptables-types.js';
+import type { JumpRule } from '../../netfilter/iptables/iptables-types.js';
+import { quoteArg } from '../../netfilter/iptables/iptables-types.js';
 import type { ProxyNodeConfig } from '../types.js';
 import type { IpvsNames, SetId } from './names.js';
 import type { IpvsPlan } from './plan.js';

@@ -1,7 +1,7 @@
 import t from 'tap';
-import { InvalidObjectError } from '../../errors/errors.js';
+import { InvalidObjectError } from '../../../../lib/errors/errors.js';
 import { makeEndpointSlice, nodeName, podIP, withField, type JsonObject } from '../../testing/addresses.js';
-import { ipToInt, parseIPv4 } from '../../net/ip.js';
+import { ipToInt, parseIPv4 } from '../../../../lib/net/ip.js';
 import { compareEndpoints, mergeSlices, parseEndpointSlice, type EndpointSliceInfo, type ParsedEndpointSlice } from './endpoint-slice.js';
 
 function info(p: ParsedEndpointSlice): EndpointSliceInfo {

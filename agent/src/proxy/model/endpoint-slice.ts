@@ -20,8 +20,8 @@
  *   two slices (an endpoint moving between slices) counts once, preferring
  *   the ready copy, then serving, then local.
  */
-import { InvalidObjectError } from '../../errors/errors.js';
-import { isIPv4, parseIPv4, type IPv4 } from '../../net/ip.js';
+import { InvalidObjectError } from '../../../../lib/errors/errors.js';
+import { isIPv4, parseIPv4, type IPv4 } from '../../../../lib/net/ip.js';
 import { compact, flat } from '../flat.js';
 import { spnKey, type EndpointInfo, type Protocol, type ServiceKey, type ServicePortName, type SpnKey } from '../types.js';
 import { excludedByLabels, isDNS1123Label, isDNS1123Subdomain, isObj, join, objectMeta, optArr, optBool, optObj, optInt, optStr, portNumber, protocolField, show } from './fields.js';

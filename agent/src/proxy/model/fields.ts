@@ -3,8 +3,8 @@
  * message names the JSON path, `spec.ports[1].port`), plus Kubernetes' name
  * and port rules. Pure; shared by the Service and EndpointSlice parsers.
  */
-import { InvalidObjectError } from '../../errors/errors.js';
-import { fieldReaders, isObject, join, show, type JsonObject } from '../../json/read.js';
+import { InvalidObjectError } from '../../../../lib/errors/errors.js';
+import { fieldReaders, isObject, join, show, type JsonObject } from '../../../../lib/json/read.js';
 import type { Protocol } from '../types.js';
 
 export type Obj = JsonObject;
@@ -19,7 +19,7 @@ export function optInt(o: Obj, key: string, path: string): number | undefined {
   return readers.optInt(o, key, path);
 }
 
-import { isDNS1035Label, isDNS1123Label, isDNS1123Subdomain } from '../../net/dns-names.js';
+import { isDNS1035Label, isDNS1123Label, isDNS1123Subdomain } from '../../../../lib/net/dns-names.js';
 export { isDNS1035Label, isDNS1123Label, isDNS1123Subdomain };
 
 /**

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { InvalidObjectError } from '../../errors/errors.js';
+import { InvalidObjectError } from '../../../../lib/errors/errors.js';
 import { clusterIP, makeService, withField, type Json, type JsonObject } from '../../testing/addresses.js';
 import { parseService, type ParsedService } from './service.js';
 

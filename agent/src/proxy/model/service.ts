@@ -30,8 +30,8 @@
  * kube-proxy, the endpoint port comes from the EndpointSlice port whose name
  * equals the Service port's name (the slice controller resolved targetPort).
  */
-import { InvalidObjectError } from '../../errors/errors.js';
-import { isIPv4, parseCidr, parseIPv4, cidrContains, type Cidr, type IPv4 } from '../../net/ip.js';
+import { InvalidObjectError } from '../../../../lib/errors/errors.js';
+import { isIPv4, parseCidr, parseIPv4, cidrContains, type Cidr, type IPv4 } from '../../../../lib/net/ip.js';
 import type { Protocol, ServiceKey, ServicePortInfo, ServiceType, TrafficPolicy } from '../types.js';
 import { compact } from '../flat.js';
 import {

@@ -8,7 +8,7 @@
  * "ip:port" string instead, kube-proxy's order, and keeps the shared
  * module's merge order.) Pure.
  */
-import { ipToInt } from '../../net/ip.js';
+import { ipToInt } from '../../../../lib/net/ip.js';
 import { categorizeEndpoints, type EndpointCategories } from '../categorize.js';
 import type { EndpointInfo, ServicePortInfo } from '../types.js';
 

@@ -13,7 +13,7 @@
  */
 import type { EndpointInfo, ServicePortName } from '../types.js';
 import { base32Prefix, flat } from '../flat.js';
-import { sha256Short } from '../../json/digest.js';
+import { sha256Short } from '../../../../lib/json/digest.js';
 
 /** nft accepts names up to 255 bytes; keep room for the longest kind prefix. */
 const NAME_MAX = 256;

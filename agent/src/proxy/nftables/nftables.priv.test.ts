@@ -8,12 +8,12 @@
  */
 import t, { type Test } from 'tap';
 import { SpawnRunner } from '../../exec/runner.js';
-import { silentLogger } from '../../log/log.js';
-import { intToIp, ipToInt, type IPv4 } from '../../net/ip.js';
-import { NftExecutor, type NftTableInfo } from '../../netfilter/nft.js';
-import { NftFake } from '../../netfilter/nft.fake.js';
-import { parseNftListing } from '../../netfilter/nft-listing.js';
-import type { NftTableState } from '../../netfilter/nft-state.js';
+import { silentLogger } from '../../../../lib/log/log.js';
+import { intToIp, ipToInt, type IPv4 } from '../../../../lib/net/ip.js';
+import { NftExecutor, type NftTableInfo } from '../../netfilter/nft/nft.js';
+import { NftFake } from '../../netfilter/nft/nft.fake.js';
+import { parseNftListing } from '../../netfilter/nft/nft-listing.js';
+import type { NftTableState } from '../../netfilter/nft/nft-state.js';
 import { traceNftables, type NftTracePacket } from '../../trace/nft-tracer.js';
 import type { EndpointInfo, ProxySnapshot, ServicePortInfo } from '../types.js';
 import { NftablesBackend } from './proxier.js';

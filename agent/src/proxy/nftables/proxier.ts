@@ -34,10 +34,10 @@
  *
  * Assumes one sync at a time (the bounded runner serialises them).
  */
-import { asNodenetError, ErrorCode, NodenetError } from '../../errors/errors.js';
-import { F } from '../../log/fields.js';
-import type { Logger } from '../../log/log.js';
-import type { Nft } from '../../netfilter/nft.js';
+import { asNodenetError, ErrorCode, NodenetError } from '../../../../lib/errors/errors.js';
+import { F } from '../../../../lib/log/fields.js';
+import type { Logger } from '../../../../lib/log/log.js';
+import type { Nft } from '../../netfilter/nft/nft.js';
 import type { ProxyBackend, ProxyNodeConfig, ProxySnapshot, SyncScope } from '../types.js';
 import { isAffinitySetName, isServiceObjectName, MAX_SHARDS, shardTableName, tableName } from './names.js';
 import { EMPTY_APPLIED, renderNftables, type NftablesApplied, type NftablesRenderOptions } from './render.js';

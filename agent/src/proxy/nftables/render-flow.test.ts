@@ -7,14 +7,14 @@
  * the sharded one (NODENET_TEST_NFT_SHARDS): every flow must end the same.
  */
 import t, { type Test } from 'tap';
-import { NftFake } from '../../netfilter/nft.fake.js';
-import type { NftTableState } from '../../netfilter/nft-state.js';
+import { NftFake } from '../../netfilter/nft/nft.fake.js';
+import type { NftTableState } from '../../netfilter/nft/nft-state.js';
 import { traceNftables, type NftTracePacket } from '../../trace/nft-tracer.js';
 import type { ProxyNodeConfig, ProxySnapshot } from '../types.js';
 import { renderNftables, type NftablesRenderOptions } from './render.js';
 import { shardTableName } from './names.js';
 import { CFG, NODE_IP, ep, nodeConfig, snapshot, svc } from '../test-fixtures.js';
-import { parseCidr, type IPv4 } from '../../net/ip.js';
+import { parseCidr, type IPv4 } from '../../../../lib/net/ip.js';
 
 const POD = '10.0.1.1';
 const OUTSIDE = '203.0.113.9';

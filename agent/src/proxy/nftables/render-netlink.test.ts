@@ -8,9 +8,9 @@
  * Services with every construct the render writes, and as batch bytes.
  */
 import t, { type Test } from 'tap';
-import { parseCidr } from '../../net/ip.js';
-import { parseOneLine, parsePartialScript, type NlCommand } from '../../netfilter/nft-netlink/commands.js';
-import { encodeBatch } from '../../netfilter/nft-netlink/encode.js';
+import { parseCidr } from '../../../../lib/net/ip.js';
+import { parseOneLine, parsePartialScript, type NlCommand } from '../../netfilter/nft/netlink/commands.js';
+import { encodeBatch } from '../../netfilter/nft/netlink/encode.js';
 import { ep, nodeConfig, snapshot, svc } from '../test-fixtures.js';
 import type { ProxyNodeConfig, ProxySnapshot, SyncScope } from '../types.js';
 import { EMPTY_APPLIED, renderNftables, type NftablesApplied, type NftablesRenderOptions } from './render.js';

@@ -9,8 +9,8 @@
 import t from 'tap';
 import { renderNftables, EMPTY_APPLIED } from './render.js';
 import { CFG, ep, nodeConfig, snapshot, svc } from '../test-fixtures.js';
-import { parseCidr, parseIPv4 } from '../../net/ip.js';
-import { NftFake } from '../../netfilter/nft.fake.js';
+import { parseCidr, parseIPv4 } from '../../../../lib/net/ip.js';
+import { NftFake } from '../../netfilter/nft/nft.fake.js';
 
 /** Strips the first newline and the common indentation of a template literal. */
 function golden(parts: TemplateStringsArray): string {

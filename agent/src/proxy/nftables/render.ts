@@ -83,9 +83,9 @@
  * Pure: the caller passes what is applied (`existing`) and stores the
  * returned `applied` after the transaction succeeded.
  */
-import { ErrorCode, NodenetError } from '../../errors/errors.js';
-import { cidrContains } from '../../net/ip.js';
-import { L4_PROTOCOL_NUMBERS } from '../../net/protocols.js';
+import { ErrorCode, NodenetError } from '../../../../lib/errors/errors.js';
+import { cidrContains } from '../../../../lib/net/ip.js';
+import { L4_PROTOCOL_NUMBERS } from '../../../../lib/net/protocols.js';
 import type { EndpointInfo, ProxyNodeConfig, ProxySnapshot, ServicePortInfo, SyncScope } from '../types.js';
 import { spnString } from '../types.js';
 import { compact, flat } from '../flat.js';
@@ -93,7 +93,7 @@ import { externallyAccessible, externalPolicyLocal, internalPolicyLocal, usesClu
 import { categorizeSorted } from './endpoints.js';
 import { endpointObjects, serviceKeyOfObject, servicePortChains, shardOf, shardTableName, tableName } from './names.js';
 import { CowMap, CowSet, type MutableMap, type MutableSet } from './cow.js';
-import { ipv4Bytes, type NlCommand, type NlMatch, type NlRule } from '../../netfilter/nft-netlink/commands.js';
+import { ipv4Bytes, type NlCommand, type NlMatch, type NlRule } from '../../netfilter/nft/netlink/commands.js';
 
 export interface NftablesRenderOptions {
   /**

@@ -1,0 +1,293 @@
+/**
+ * controlplane/control-plane: `nodenet control-plane`, the embedded
+ * Kubernetes API server, put together.
+ *
+ * Its data directory (0700) holds everything it needs across restarts:
+ *   state.db              the objects and the history (SQLite, WAL)
+ *   state.db.lock         its flock: one control plane per data directory (a second is refused)
+ *   pki/ca.{crt,key}      the cluster CA (made once)
+ *   pki/apiserver.{crt,key}  the serving certificate, re-issued when the names it must cover change
+ *   tokens.json           the admin token and one token per node (0600)
+ *   admin.kubeconfig      ready for kubectl: server, CA, admin token
+ *   nodes/<name>.kubeconfig  one per node the control plane was told about
+ */
+import { randomBytes, X509Certificate } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { stringify as toYaml } from 'yaml';
+import { ErrorCode, NodenetError } from '../lib/errors/errors.js';
+import { F } from '../lib/log/fields.js';
+import { silentLogger, type Logger } from '../lib/log/log.js';
+import { realClock, type Clock } from '../lib/reconcile/clock.js';
+import { writeFileDurable } from '../lib/state/durable.js';
+import { readJsonFile } from '../lib/state/read.js';
+import type { Tokens } from './auth/authz.js';
+import { issue } from '../lib/pki/pki.js';
+import { OpenApi } from './api/openapi.js';
+import { RESOURCES } from './api/resources.js';
+import { Rest } from './api/rest.js';
+import { loadSchemas } from './api/schema.js';
+import { ApiMetrics } from './api/metrics.js';
+import { GarbageCollector } from './gc/garbage-collector.js';
+import { NodeIpam } from './controllers/node-ipam.js';
+import { PodGarbageCollector, POD_GC_COMPONENT } from './controllers/pod-gc.js';
+import { EndpointSliceController } from './controllers/endpointslice.js';
+import { ReplicaSetController } from './controllers/replicaset.js';
+import { DeploymentController } from './controllers/deployment.js';
+import { EventBroadcaster } from './controllers/events.js';
+import { Scheduler } from './controllers/scheduler.js';
+import { EVICTION_COMPONENT, NODE_COMPONENT, NodeLifecycleController } from './controllers/node-lifecycle.js';
+import { ServiceAllocator } from './alloc/service-allocator.js';
+import { Claims } from './alloc/claims.js';
+import { LOAD_BALANCER_COMPONENT, LoadBalancerController, parseLoadBalancerPool } from './controllers/loadbalancer.js';
+import { ApiServer } from './api/server.js';
+import { Compactor } from './store/compactor.js';
+import { LocalStorage } from './store/local-storage.js';
+import { SqlitePersistence } from './store/sqlite-persistence.js';
+import type { Storage } from './store/storage.js';
+import { WatchCache } from './store/watch-cache.js';
+import { Lifecycle } from '../lib/lifecycle/lifecycle.js';
+import { isDNS1123Subdomain } from '../lib/net/dns-names.js';
+
+export interface ControlPlaneOptions {
+  readonly dataDir: string;
+  readonly host: string;
+  readonly port: number;
+  /** Plain HTTP: only on a loopback address. */
+  readonly insecureHttp?: boolean;
+  /** Nodes to make tokens and kubeconfigs for. */
+  readonly nodes?: readonly string[];
+  /** More names and addresses the serving certificate covers (the listen address and localhost always). */
+  readonly hosts?: readonly string[];
+  readonly version: string;
+  readonly log?: Logger;
+  readonly clock?: Clock;
+  /** Store history window (ms); default 5 minutes. */
+  readonly historyMs?: number;
+  /** How often the history is compacted (ms); default a minute (tests shorten it). */
+  readonly compactEveryMs?: number;
+  /** ClusterIPs come from here (default 10.96.0.0/12; its first address is the `kubernetes` Service's). */
+  readonly serviceCIDR?: string;
+  /** NodePorts come from here (default 30000-32767). */
+  readonly nodePortRange?: { readonly from: number; readonly to: number };
+  /** Nodes' pod CIDRs come from here (default 10.244.0.0/16) ... */
+  readonly clusterCIDR?: string;
+  /** ... in blocks of this prefix length (default 24). */
+  readonly nodeCIDRMaskSize?: number;
+  /** How long a Node may go without renewing its Lease or posting a heartbeat before it is Ready=Unknown (ms; default 40 s). */
+  readonly nodeMonitorGracePeriodMs?: number;
+  /** The pod GC deletes the Pods of a Node gone this long (default 40 s, upstream's quarantine). */
+  readonly orphanPodQuarantineMs?: number;
+  /** LoadBalancer Services' ingress IPs come from here (CIDR or START-END, comma-separated); none: they stay pending. */
+  readonly loadBalancerPool?: string;
+  /** How often a watch that allows bookmarks gets one (ms; default 30 s, tests shorten it). */
+  readonly bookmarkEveryMs?: number;
+}
+
+export interface ControlPlane {
+  readonly url: string;
+  readonly kubeconfig: string;
+  /** The storage backend (writes, and what a consistent read asks). */
+  readonly storage: Storage;
+  /** The watch cache over it (every read). */
+  readonly cache: WatchCache;
+  readonly rest: Rest;
+  nodeKubeconfig(name: string): string;
+  stop(): Promise<void>;
+}
+
+/** The namespaces kube-apiserver makes at start. */
+const SYSTEM_NAMESPACES = ['default', 'kube-system', 'kube-public', 'kube-node-lease'];
+
+function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127\./.test(host);
+}
+
+function loadOrMakeTokens(file: string, nodes: readonly string[]): Tokens {
+  let admin = '';
+  const known: Record<string, string> = {};
+  if (existsSync(file)) {
+    readJsonFile(file, (r) => {
+      admin = r.string('admin');
+      const ns = r.optObject('nodes');
+      for (const k of Object.keys(ns?.obj ?? {})) known[k] = ns!.string(k);
+    });
+  }
+  let changed = !admin;
+  admin ||= randomBytes(32).toString('base64url');
+  for (const n of nodes) {
+    if (!known[n]) {
+      known[n] = randomBytes(32).toString('base64url');
+      changed = true;
+    }
+  }
+  const tokens = { admin, nodes: known };
+  if (changed) writeFileDurable(file, `${JSON.stringify(tokens, null, 2)}\n`, { mode: 0o600 });
+  return tokens;
+}
+
+function kubeconfig(server: string, caPem: string | null, user: string, token: string): string {
+  const cluster: Record<string, unknown> = { server };
+  if (caPem) cluster['certificate-authority-data'] = Buffer.from(caPem).toString('base64');
+  return toYaml({
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [{ name: 'nodenet', cluster }],
+    users: [{ name: user, user: { token } }],
+    contexts: [{ name: 'nodenet', context: { cluster: 'nodenet', user, namespace: 'default' } }],
+    'current-context': 'nodenet',
+  });
+}
+
+/** The CA and a serving certificate covering `hosts`, made or reused. */
+function ensurePki(dir: string, hosts: readonly string[]): { caPem: string; cert: string; key: string } {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const caCrt = join(dir, 'ca.crt');
+  const caKey = join(dir, 'ca.key');
+  if (!existsSync(caCrt) || !existsSync(caKey)) {
+    const ca = issue({ commonName: 'nodenet-ca', organization: 'nodenet', isCA: true });
+    writeFileDurable(caKey, ca.keyPem, { mode: 0o600 });
+    writeFileDurable(caCrt, ca.certPem, { mode: 0o644 });
+  }
+  const caPem = readFileSync(caCrt, 'utf8');
+  const crt = join(dir, 'apiserver.crt');
+  const key = join(dir, 'apiserver.key');
+  const covers = (pem: string) => {
+    const x = new X509Certificate(pem);
+    return x.checkIssued(new X509Certificate(caPem)) && hosts.every((h) => (/^\d+\.\d+\.\d+\.\d+$/.test(h) ? x.checkIP(h) : x.checkHost(h)) !== undefined) && Date.parse(x.validTo) > Date.now() + 30 * 86_400_000;
+  };
+  if (!existsSync(crt) || !existsSync(key) || !covers(readFileSync(crt, 'utf8'))) {
+    const s = issue({ commonName: 'nodenet-apiserver', hosts, issuer: { certPem: caPem, keyPem: readFileSync(caKey, 'utf8'), commonName: 'nodenet-ca', organization: 'nodenet' } });
+    writeFileDurable(key, s.keyPem, { mode: 0o600 });
+    writeFileDurable(crt, s.certPem, { mode: 0o644 });
+  }
+  return { caPem, cert: readFileSync(crt, 'utf8'), key: readFileSync(key, 'utf8') };
+}
+
+export async function startControlPlane(o: ControlPlaneOptions): Promise<ControlPlane> {
+  const log = (o.log ?? silentLogger()).child({ [F.subsys]: 'controlplane' });
+  const clock = o.clock ?? realClock;
+  if (o.insecureHttp && !isLoopback(o.host)) {
+    throw new NodenetError(ErrorCode.InvalidConfig, `--insecure-http: plain HTTP is only allowed on a loopback address, not ${o.host}`);
+  }
+  for (const n of o.nodes ?? []) if (!isDNS1123Subdomain(n)) throw new NodenetError(ErrorCode.InvalidConfig, `--node ${JSON.stringify(n)}: a node name must be a lowercase RFC 1123 subdomain`);
+  const grace = o.nodeMonitorGracePeriodMs;
+  try {
+    if (o.loadBalancerPool) parseLoadBalancerPool(o.loadBalancerPool);
+  } catch (e) {
+    throw new NodenetError(ErrorCode.InvalidConfig, `--load-balancer-ip-pool: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+  }
+  if (grace !== undefined && !(Number.isFinite(grace) && grace > 0)) throw new NodenetError(ErrorCode.InvalidConfig, `--node-monitor-grace-period: must be more than 0, not ${grace} ms`);
+  mkdirSync(o.dataDir, { recursive: true, mode: 0o700 });
+  chmodSync(o.dataDir, 0o700);
+  const tokens = loadOrMakeTokens(join(o.dataDir, 'tokens.json'), o.nodes ?? []);
+  const hosts = [...new Set(['localhost', '127.0.0.1', o.host === '0.0.0.0' ? '' : o.host, ...(o.hosts ?? [])].filter(Boolean))];
+  const pki = o.insecureHttp ? null : ensurePki(join(o.dataDir, 'pki'), hosts);
+
+  const schemas = await loadSchemas([...RESOURCES.map((r) => r.model), 'V1Scale', 'V1Status', 'V1DeleteOptions', 'V1ListMeta']);
+  let services: ServiceAllocator;
+  try {
+    services = new ServiceAllocator({ ...(o.serviceCIDR ? { serviceCIDR: o.serviceCIDR } : {}), ...(o.nodePortRange ? { nodePortRange: o.nodePortRange } : {}) });
+  } catch (e) {
+    throw new NodenetError(ErrorCode.InvalidConfig, `--service-cidr / --service-node-port-range: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+  }
+  // Opening the database takes the data directory's lock: a second control plane on it stops here.
+  const storage = new LocalStorage({ persistence: new SqlitePersistence(join(o.dataDir, 'state.db')), log });
+  const cache = new WatchCache({ storage, clock, log });
+  const rest = new Rest({ storage, cache, schemas, clock, services });
+  let ipam: NodeIpam;
+  try {
+    ipam = new NodeIpam({ rest, cache, claims: new Claims(storage, cache, 'podcidrs.nodenet.io'), clock, log: log.child({ [F.subsys]: 'controlplane/node-ipam' }), ...(o.clusterCIDR ? { clusterCIDR: o.clusterCIDR } : {}), ...(o.nodeCIDRMaskSize ? { maskSize: o.nodeCIDRMaskSize } : {}) });
+  } catch (e) {
+    await storage.close();
+    throw new NodenetError(ErrorCode.InvalidConfig, `--cluster-cidr / --node-cidr-mask-size: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+  }
+  const events = new EventBroadcaster({ rest, clock, log: log.child({ [F.subsys]: 'controlplane/events' }) });
+  const metrics = new ApiMetrics(() => cache.counts());
+  const server = new ApiServer({ rest, cache, tokens, metrics, anonymousAdmin: o.insecureHttp === true, log: log.child({ [F.subsys]: 'controlplane/api' }), clock, openapi: new OpenApi(schemas), version: o.version, ...(o.bookmarkEveryMs ? { bookmarkEveryMs: o.bookmarkEveryMs } : {}), ...(pki ? { tls: { cert: pki.cert, key: pki.key } } : {}) });
+  const sub = (name: string) => log.child({ [F.subsys]: `controlplane/${name}` });
+
+  // Every component in start order; they stop in reverse, and a failed start stops what had started.
+  const lc = new Lifecycle(log);
+  lc.append({ name: 'storage', stop: () => storage.close() });
+  lc.append({ name: 'watch-cache', start: () => cache.start(), stop: () => cache.close() });
+  const compactor = new Compactor({ storage, clock, log, onCompacted: (rev) => cache.compacted(rev), ...(o.historyMs ? { historyMs: o.historyMs } : {}), ...(o.compactEveryMs ? { everyMs: o.compactEveryMs } : {}) });
+  lc.append({ name: 'compactor', start: () => compactor.start(), stop: () => compactor.stop() });
+  lc.append({
+    name: 'service-allocator',
+    // The repair: every value the stored Services hold has its allocation object, and no object outlives its Service.
+    start: async () => {
+      await services.start(cache, storage);
+      for (const d of services.duplicates) log.warn({ duplicate: d }, 'two Services hold the same value; the one its allocation object names keeps it');
+    },
+    stop: () => services.stop(),
+  });
+  lc.append({
+    name: 'bootstrap',
+    start: async () => {
+      const nsRes = RESOURCES.find((r) => r.resource === 'namespaces')!;
+      for (const ns of SYSTEM_NAMESPACES) {
+        if (!cache.get(`namespaces//${ns}`)) await rest.create(nsRes, '', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }, { fieldManager: 'nodenet-control-plane' });
+      }
+      // The `kubernetes` Service, on the first address of the service CIDR, as kube-apiserver makes it.
+      if (!cache.get('services/default/kubernetes')) {
+        const svcRes = RESOURCES.find((r) => r.resource === 'services')!;
+        await rest.create(svcRes, 'default', {
+          apiVersion: 'v1', kind: 'Service',
+          metadata: { name: 'kubernetes', labels: { component: 'apiserver', provider: 'kubernetes' } },
+          spec: { clusterIP: services.firstIP, ports: [{ name: 'https', port: 443, protocol: 'TCP', targetPort: o.port || 6443 }], sessionAffinity: 'None', type: 'ClusterIP' },
+        }, { fieldManager: 'nodenet-control-plane' });
+      }
+    },
+  });
+  const controllers = [
+    ipam,
+    new EndpointSliceController({ rest, cache, clock, log: sub('endpointslice') }),
+    new ReplicaSetController({ rest, cache, clock, log: sub('replicaset'), events: events.recorder('replicaset-controller') }),
+    new DeploymentController({ rest, cache, clock, log: sub('deployment'), events: events.recorder('deployment-controller') }),
+    new Scheduler({ rest, cache, clock, log: sub('scheduler'), events: events.recorder('default-scheduler') }),
+    new NodeLifecycleController({
+      rest, cache, clock, log: sub('node-lifecycle'), ...(grace !== undefined ? { gracePeriodMs: grace } : {}),
+      events: events.recorder(NODE_COMPONENT), evictionEvents: events.recorder(EVICTION_COMPONENT),
+    }),
+    new LoadBalancerController({ rest, cache, claims: new Claims(storage, cache, 'loadbalancerips.nodenet.io'), clock, log: sub('loadbalancer'), events: events.recorder(LOAD_BALANCER_COMPONENT), ...(o.loadBalancerPool ? { pool: o.loadBalancerPool } : {}) }),
+    new GarbageCollector({ rest, cache, clock, log: sub('gc') }),
+    new PodGarbageCollector({ rest, cache, clock, log: sub('pod-gc'), events: events.recorder(POD_GC_COMPONENT), ...(o.orphanPodQuarantineMs !== undefined ? { quarantineMs: o.orphanPodQuarantineMs } : {}) }),
+  ];
+  // The recorder flushes last: the controllers' final Events go out before it stops.
+  lc.append({ name: 'events', stop: () => events.stop() });
+  for (const c of controllers) lc.append({ name: c.constructor.name, start: () => c.start(), stop: () => c.stop() });
+  let addr: { port: number } | undefined;
+  lc.append({
+    name: 'api-server',
+    start: async () => {
+      try {
+        addr = await server.listen(o.port, o.host);
+      } catch (e) {
+        throw new NodenetError(ErrorCode.InvalidConfig, `cannot listen on ${o.host}:${o.port}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+      }
+    },
+    stop: () => server.close(),
+  });
+  await lc.start();
+  const dialHost = o.host === '0.0.0.0' ? '127.0.0.1' : o.host;
+  const url = `${pki ? 'https' : 'http'}://${dialHost.includes(':') ? `[${dialHost}]` : dialHost}:${addr!.port}`;
+  mkdirSync(join(o.dataDir, 'nodes'), { recursive: true, mode: 0o700 });
+  for (const [n, t] of Object.entries(tokens.nodes)) writeFileDurable(join(o.dataDir, 'nodes', `${n}.kubeconfig`), kubeconfig(url, pki?.caPem ?? null, `system:node:${n}`, t), { mode: 0o600 });
+  // The admin's last: provisioning (provision/nodenet.sh) waits for it, then hands the node kubeconfigs out.
+  const kc = join(o.dataDir, 'admin.kubeconfig');
+  writeFileDurable(kc, kubeconfig(url, pki?.caPem ?? null, 'admin', tokens.admin), { mode: 0o600 });
+  log.info({ url, dataDir: o.dataDir, [F.rev]: cache.rev, storage: storage.kind }, 'control plane serving');
+  return {
+    url,
+    kubeconfig: kc,
+    storage,
+    cache,
+    rest,
+    nodeKubeconfig: (name) => join(o.dataDir, 'nodes', `${name}.kubeconfig`),
+    async stop() {
+      await lc.stop();
+      log.info('control plane stopped');
+    },
+  };
+}
