@@ -14,7 +14,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { AGENT_JS, type Lab, type LabControlPlane, type VNode } from '../agent/src/lab/lab.js';
 import { newLab, sh, shOk } from '../agent/src/testing/lab.js';
 import { waitFor } from '../agent/src/testing/wait.js';
-import { vtepMacFor } from '../agent/src/overlay/lease.js';
+import { vtepMacFor } from '../agent/src/overlay/vxlan/lease.js';
 
 interface Pod { readonly node: VNode; readonly ns: string; readonly ip: string }
 

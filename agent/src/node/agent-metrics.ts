@@ -20,6 +20,7 @@
  * overlay when scraped:
  *   nodenet_{proxy,overlay}_objects_rejected_total{kind}          distinct rejections
  *   nodenet_{proxy,overlay}_objects_served_from_last_good{kind}   served from their last valid version now
+ *   nodenet_overlay_foreign_nodes{backend_type}                     Nodes announced with another overlay backend
  * and prom-client's process and Node.js runtime figures. One registry per agent, never the
  * global one, so two agents in one test process do not mix.
  *
@@ -97,8 +98,10 @@ export interface AgentMetricsOptions {
   readonly defaultMetrics?: boolean;
   /** The proxier's rejections per kind now (Proxier.rejectionCounts); null before it started. */
   readonly proxyRejections?: () => readonly RejectionCount[] | null;
-  /** The overlay's (VxlanOverlay.rejectionCounts); absent without an overlay. */
+  /** The overlay's (Overlay.rejectionCounts); absent without an overlay. */
   readonly overlayRejections?: () => readonly RejectionCount[];
+  /** The Nodes on another overlay backend (Overlay.foreignNodes); absent without an overlay. */
+  readonly overlayForeignNodes?: () => readonly { readonly backendType: string }[];
 }
 
 /**
@@ -166,6 +169,21 @@ export class AgentMetrics {
       rejectionMetrics('proxy', 'Services and EndpointSlices', ['Service', 'EndpointSlice'], o.proxyRejections ?? (() => null), registers);
     }
     if (o.overlayRejections) rejectionMetrics('overlay', 'Nodes', ['Node'], o.overlayRejections, registers);
+    const foreign = o.overlayForeignNodes;
+    if (foreign) {
+      new Gauge({
+        name: 'nodenet_overlay_foreign_nodes',
+        help: 'Nodes announced with another overlay backend than this node runs, by that backend type: no route to their pods is made from here',
+        labelNames: ['backend_type'],
+        registers,
+        collect() {
+          this.reset();
+          const by = new Map<string, number>();
+          for (const f of foreign()) by.set(f.backendType, (by.get(f.backendType) ?? 0) + 1);
+          for (const [t, n] of by) this.set({ backend_type: t }, n);
+        },
+      });
+    }
     if (o.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
   }
 

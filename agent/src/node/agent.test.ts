@@ -245,3 +245,77 @@ t.test('the proxy in the agent: sysctls through the Sysctl, a manifest becomes r
   t.same(readProxyStatus(`${w.dir}/run/proxy-status.json`)?.applied['default/web'], ['10.244.1.5:8080']);
   t.match(await w.iptables.save('nat'), /-A KUBE-SERVICES -m comment --comment "default\/web cluster IP" -m tcp -p tcp -d 10\.96\.0\.10 --dport 80 -j KUBE-SVC-/);
 });
+
+/** An agent whose registration and overlay are recording fakes; the pod CIDR comes from the "Node". */
+function listedAgent(t: Test, opts: { failCni?: boolean } = {}) {
+  const dir = mkdtempSync(join(tmpdir(), 'nn-agent-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const config = parseAgentConfig({ nodeName: 'node1', clusterCIDR: '10.244.0.0/16', stateDir: `${dir}/state`, runDir: `${dir}/run`, proxyMode: 'none', manifestsDir: `${dir}/manifests` });
+  const kernel = new FakeNetlinkKernel();
+  const nft = new NftFake();
+  const log = silentLogger();
+  const masquerade = new NftMasquerade({ nft, sets: nft, log });
+  const calls: string[] = [];
+  let overlayPodCIDR: string | null = null;
+  const agent = new Agent({
+    config, log, clock: new FakeClock(),
+    sandbox: (c) => ({
+      node: kernel.open(), openPod: (p) => kernel.open(p), resolveNetns: (p) => kernel.netnsPath(p),
+      ipam: new IpamAdapter(new Ipam({ storeFor: () => new FakeStore(), networks: () => ['nodenet'] }), c.podCIDR),
+      masq: masquerade, sysctl: new FakeSysctl(), records: new MemoryAttachmentStore(), bridgeMac: (b) => bridgeMacFor('node1', b),
+    }),
+    masquerade,
+    serveCni: async (o) => {
+      if (opts.failCni) throw new Error('socket taken');
+      calls.push('cni start');
+      const s = await startCniServer(o);
+      return { ...s, close: async () => { calls.push('cni stop'); await s.close(); } };
+    },
+    watchQueue: () => ({ close() {} }),
+    proxy: null,
+    registration: {
+      start: async () => void calls.push('registration start'),
+      podCIDR: async () => '10.244.7.0/24',
+      stop: () => void calls.push('registration stop'),
+    },
+    overlay: (c) => {
+      overlayPodCIDR = c.podCIDR;
+      return {
+        start: async () => void calls.push('overlay start'),
+        stop: async () => void calls.push('overlay stop'),
+        mtu: 1400,
+        rejectionCounts: () => [],
+        foreignNodes: () => [],
+      };
+    },
+    close: () => void calls.push('resources closed'),
+  });
+  return { agent, kernel, config, calls, overlayPodCIDR: () => overlayPodCIDR };
+}
+
+t.test('one list of components: the Node\'s pod CIDR reaches the overlay and IPAM, the overlay\'s MTU the pods; stop in reverse', async (t) => {
+  const w = listedAgent(t);
+  t.same(w.agent.componentNames, ['resources', 'dirs', 'node registration', 'overlay', 'ipMasq', 'CNI server', 'DEL replay', 'ready', 'ready marker']);
+  await w.agent.start();
+  t.equal(w.overlayPodCIDR(), '10.244.7.0/24', 'the overlay is made after the registration, with the Node\'s pod CIDR');
+  const ns = w.kernel.createNetns('pod1');
+  const r = await callAgent(w.config.cniSocket, 'ADD', {
+    containerId: 'c1', netns: w.kernel.netnsPath(ns), ifName: 'eth0', args: '', path: '/opt/cni/bin', config: new TextEncoder().encode(JSON.stringify(CONF)),
+  }, 5000);
+  const res = result(r);
+  t.match(res.ips[0]!.address, /^10\.244\.7\.\d+\/24$/, 'IPAM on the Node\'s pod CIDR');
+  t.equal((await w.kernel.open(ns).getLink('eth0'))!.mtu, 1400, 'the pod\'s MTU is the overlay backend\'s');
+  t.ok(existsSync(`${w.config.runDir}/agent.ready`));
+  await w.agent.stop();
+  t.same(w.calls, ['registration start', 'overlay start', 'cni start', 'cni stop', 'overlay stop', 'registration stop', 'resources closed']);
+  t.notOk(existsSync(`${w.config.runDir}/agent.ready`), 'the ready marker goes first');
+});
+
+t.test('a failed start stops, in reverse, what had started, and closes what compose opened', async (t) => {
+  const w = listedAgent(t, { failCni: true });
+  await t.rejects(w.agent.start(), /socket taken/);
+  t.same(w.calls, ['registration start', 'overlay start', 'overlay stop', 'registration stop', 'resources closed']);
+  t.notOk(w.agent.isReady);
+  await w.agent.stop();
+  t.equal(w.calls.filter((c) => c === 'resources closed').length, 1, 'a stop after the failed start closes nothing twice');
+});

@@ -19,7 +19,7 @@ import { applyLeftovers, LEGACY_LAB_ROOT, planLeftovers, readWorld } from '../la
 import { labRoot } from '../lab/plan.js';
 import { labDir, labNodes } from '../lab/nodes.js';
 import type { NodeNetwork as TraceNetwork } from '../trace/path.js';
-import { parseCidr, parseIPNet, type Cidr, type IPv4 } from '../../../lib/net/ip.js';
+import { parseIPNet, type Cidr, type IPv4 } from '../../../lib/net/ip.js';
 import { ConntrackExecutor } from '../netfilter/conntrack/conntrack.js';
 import { createIptables, detectBackend, ExecIptables } from '../netfilter/iptables/iptables.js';
 import { NetlinkNftSets } from '../netfilter/nft/nft-sets.js';
@@ -48,13 +48,12 @@ import type { CniHandler } from '../cniserver/handler.js';
 import { pausePath } from '../config/paths.js';
 import { realClock } from '../../../lib/reconcile/clock.js';
 import { ApiEventRecorder, type EventSink } from '../../../lib/reconcile/event-recorder.js';
-import type { RejectionCount } from '../../../lib/reconcile/last-good.js';
 import { IpamAdapter } from '../sandbox/ipam-adapter.js';
 import { NftMasquerade } from '../sandbox/masquerade.js';
 import { DiskAttachmentStore } from '../sandbox/record-store.js';
 import type { NodeRegistration } from '../watch/node-registration.js';
 import { ManifestSource } from '../watch/manifest-source.js';
-import { removeVxlanOverlay, VxlanOverlay } from '../overlay/overlay.js';
+import { Overlay, removeOverlay as removeNodeOverlay } from '../overlay/overlay.js';
 import type { ControlPlaneOptions } from '../../../controlplane/control-plane.js';
 
 // Loaded when used (a chunk of their own in dist/): client-node's import alone takes about 1.2 s, and
@@ -66,7 +65,7 @@ const embeddedKubelet = () => import('../pods/start.js');
 const clusterWatch = () => import('../watch/cluster-watch.js');
 const nodeAnnotations = () => import('../watch/node-annotations.js');
 const kubeletApiModule = () => import('../pods/kubelet-api.js');
-import { Agent } from './agent.js';
+import { Agent, type AgentOverlay, type AgentRegistration } from './agent.js';
 import { startHealthServer } from './health-server.js';
 import { ProxyHost, type ProxyHostDeps } from './proxy-host.js';
 import { proxyStatusFile } from './proxy-status.js';
@@ -106,38 +105,17 @@ export async function composeAgent(given: AgentConfig, logger?: Logger): Promise
   const runner = new SpawnRunner();
   const deleter = new ThreadedLinkDeleter();
   const node = openNetlink(undefined, { deleter });
-  // On an API server the agent registers its Node and renews its Lease, as a kubelet does, and takes its pod
-  // CIDR from spec.podCIDR (node IPAM) when none is configured.
-  let registration: NodeRegistration | null = null;
-  if (cfg.kubeconfig) {
-    try {
-      const [{ NodeRegistration: Registration }, { loadKubeConfig }] = await Promise.all([nodeRegistration(), kubeWatch()]);
-      registration = new Registration({ kubeconfig: loadKubeConfig(cfg.kubeconfig), nodeName: cfg.nodeName, addresses: await internalIPs(node, cfg.bridge), clock: realClock, log, leaseSeconds: cfg.nodeLeaseDurationSeconds, leaseMs: (cfg.nodeLeaseDurationSeconds * 1000) / 4, ...(cfg.runPods ? { kubeletPort: cfg.kubeletPort } : {}) });
-      await registration.start();
-      if (!cfg.podCIDR) {
-        const fromApi = await registration.podCIDR();
-        if (!fromApi) throw new NodenetError(ErrorCode.InvalidConfig, `node ${cfg.nodeName} has no spec.podCIDR after 30 s and none is configured (--pod-cidr): is node IPAM running?`);
-        cfg = { ...cfg, podCIDR: parseCidr(fromApi).cidr };
-        log.info({ podCIDR: fromApi }, 'pod CIDR from the Node object');
-      }
-    } catch (e) {
-      registration?.stop();
-      node.close();
-      await deleter.close();
-      throw e;
-    }
-  }
   const nft = new NftExecutor({ runner });
   const sets = new NetlinkNftSets();
   const masquerade = new NftMasquerade({ nft, sets, log: log.child({ [F.subsys]: 'masquerade' }) });
   const sysctl = new ProcSysctl();
-  let overlay: Awaited<ReturnType<typeof composeOverlay>> | null = null;
+  const close = async () => {
+    node.close();
+    sets.close();
+    await deleter.close();
+  };
   try {
-    if (cfg.overlay === 'vxlan') {
-      // Before the Agent: the pods' default MTU is the VXLAN device's (underlay MTU - 50).
-      overlay = await composeOverlay(cfg, log, runner, nodeAddresses(await node.listAddresses())[0] ?? null);
-      if (cfg.mtu === null) cfg = { ...cfg, mtu: overlay.mtu };
-    }
+    const nodeIPs = nodeAddresses(await node.listAddresses());
     const proxy =
       cfg.proxyMode === 'none'
         ? null
@@ -154,7 +132,7 @@ export async function composeAgent(given: AgentConfig, logger?: Logger): Promise
             statusFile: proxyStatusFile(cfg.runDir),
             minSyncIntervalMs: cfg.proxyMinSyncMs,
             maxSyncIntervalMs: cfg.proxySyncPeriodMs,
-            nodeIPs: nodeAddresses(await node.listAddresses()),
+            nodeIPs,
             nodePortAddresses: cfg.nodePortAddresses,
             serviceCIDR: cfg.serviceCIDR,
             bridge: cfg.bridge,
@@ -165,78 +143,98 @@ export async function composeAgent(given: AgentConfig, logger?: Logger): Promise
       config: cfg,
       log: base,
       clock: realClock,
-      sandbox: {
+      // Made once the pod CIDR is known (it may come from the Node).
+      sandbox: (c) => ({
         node,
         openPod: (p) => openNetlink(p),
         resolveNetns: toNetnsPath,
-        ipam: new IpamAdapter(createDiskIpam(`${cfg.stateDir}/ipam`, { log }), cfg.podCIDR),
+        ipam: new IpamAdapter(createDiskIpam(`${c.stateDir}/ipam`, { log }), c.podCIDR),
         masq: masquerade,
         sysctl,
-        records: new DiskAttachmentStore(`${cfg.stateDir}/attachments`),
-        bridgeMac: (bridge) => bridgeMacFor(cfg.nodeName, bridge),
-      },
+        records: new DiskAttachmentStore(`${c.stateDir}/attachments`),
+        bridgeMac: (bridge) => bridgeMacFor(c.nodeName, bridge),
+      }),
       masquerade,
       serveCni: startCniServer,
       serveHealth: startHealthServer,
       proxy,
-      ...(overlay ? { overlayRejections: overlay.rejectionCounts } : {}),
+      // On an API server the agent registers its Node and renews its Lease, as a kubelet does, and takes its pod
+      // CIDR from spec.podCIDR (node IPAM) when none is configured.
+      ...(cfg.kubeconfig ? { registration: registrationComponent(cfg, node, log) } : {}),
+      ...(cfg.overlay === 'vxlan' ? { overlay: (c: AgentConfig) => overlayComponent(c, log, runner, nodeIPs[0] ?? null) } : {}),
       ...(cfg.runPods && cfg.kubeconfig ? { pods: await kubeletStarter(cfg, node, log) } : {}),
-      close: async () => {
-        await overlay?.close();
-        registration?.stop();
-        node.close();
-        sets.close();
-        await deleter.close();
-      },
+      close,
     });
-  } catch (e) {
-    await overlay?.close().catch(() => undefined);
-    registration?.stop();
-    node.close();
-    sets.close();
-    await deleter.close();
-    throw e;
-  }
-}
-
-/**
- * The VXLAN overlay on real dependencies (its own netlink socket, nft, a
- * watch of every Node, the patch of this node's annotations), set up and
- * started; waits (at most 10 s) for its first sync so pods started right
- * after the agent reach their peers. close() stops it and leaves the
- * device and its entries in place.
- */
-async function composeOverlay(
-  cfg: AgentConfig,
-  log: Logger,
-  runner: Runner,
-  nodeIP: string | null,
-): Promise<{ readonly mtu: number; close(): Promise<void>; rejectionCounts(): readonly RejectionCount[] }> {
-  if (!cfg.kubeconfig || !cfg.podCIDR || !cfg.clusterCIDR) throw new NodenetError(ErrorCode.InvalidConfig, 'overlay vxlan needs kubeconfig, clusterCIDR and a pod CIDR');
-  const [{ ClusterWatch }, { loadKubeConfig }, { nodeAnnotationPatcher }] = await Promise.all([clusterWatch(), kubeWatch(), nodeAnnotations()]);
-  const kc = loadKubeConfig(cfg.kubeconfig);
-  const nl = openNetlink();
-  const overlay = new VxlanOverlay({
-    nodeName: cfg.nodeName, podCIDR: cfg.podCIDR, clusterCIDR: cfg.clusterCIDR, netlink: nl, nft: new NftExecutor({ runner }),
-    underlayInterface: cfg.underlayInterface, nodeIP, publish: nodeAnnotationPatcher(kc, cfg.nodeName), clock: realClock, log,
-    events: apiEventRecorder(async () => kc, 'nodenet-overlay', cfg.nodeName, log),
-  });
-  let watch: InstanceType<typeof ClusterWatch> | null = null;
-  const close = async () => {
-    watch?.stop();
-    await overlay.stop();
-    nl.close();
-  };
-  try {
-    await overlay.setup();
-    watch = new ClusterWatch({ kubeconfig: kc, log, clock: realClock, sources: [{ kind: 'nodes', name: 'nodes (overlay)', handler: overlay.handler, synced: () => overlay.synced() }] });
-    await watch.start();
-    if (!(await overlay.whenFirstSynced(10_000))) log.warn({ [F.subsys]: 'overlay' }, 'no overlay sync within 10 s of the start (is the API server reachable?); going on');
   } catch (e) {
     await close();
     throw e;
   }
-  return { mtu: overlay.mtu, close, rejectionCounts: () => [overlay.rejectionCounts()] };
+}
+
+/** The Node's registration and Lease on the API server (watch/node-registration.ts), loaded when started. */
+function registrationComponent(cfg: AgentConfig, node: NetlinkOps, log: Logger): AgentRegistration {
+  let registration: NodeRegistration | null = null;
+  return {
+    async start() {
+      const [{ NodeRegistration: Registration }, { loadKubeConfig }] = await Promise.all([nodeRegistration(), kubeWatch()]);
+      registration = new Registration({ kubeconfig: loadKubeConfig(cfg.kubeconfig!), nodeName: cfg.nodeName, addresses: await internalIPs(node, cfg.bridge), clock: realClock, log, leaseSeconds: cfg.nodeLeaseDurationSeconds, leaseMs: (cfg.nodeLeaseDurationSeconds * 1000) / 4, ...(cfg.runPods ? { kubeletPort: cfg.kubeletPort } : {}) });
+      await registration.start();
+    },
+    podCIDR: async () => registration?.podCIDR() ?? null,
+    stop: () => registration?.stop(),
+  };
+}
+
+/**
+ * The overlay on real dependencies (its own netlink socket, nft, a watch of
+ * every Node, the patch of this node's annotations). start() sets it up,
+ * starts the watch and waits (at most 10 s) for its first sync, so pods
+ * started right after the agent reach their peers; stop() stops it and
+ * leaves the device and its entries in place.
+ */
+function overlayComponent(cfg: AgentConfig, log: Logger, runner: Runner, nodeIP: string | null): AgentOverlay {
+  if (!cfg.kubeconfig || !cfg.podCIDR || !cfg.clusterCIDR) throw new NodenetError(ErrorCode.InvalidConfig, `overlay ${cfg.overlay} needs kubeconfig, clusterCIDR and a pod CIDR`);
+  const { kubeconfig, podCIDR, clusterCIDR } = cfg;
+  let overlay: Overlay | null = null;
+  let watch: { stop(): void } | null = null;
+  let nl: NetlinkOps & { close(): void } | null = null;
+  const stop = async () => {
+    watch?.stop();
+    await overlay?.stop();
+    nl?.close();
+    watch = null;
+    nl = null;
+  };
+  return {
+    async start() {
+      const [{ ClusterWatch }, { loadKubeConfig }, { nodeAnnotationPatcher }] = await Promise.all([clusterWatch(), kubeWatch(), nodeAnnotations()]);
+      const kc = loadKubeConfig(kubeconfig);
+      nl = openNetlink();
+      const o = new Overlay({
+        nodeName: cfg.nodeName, podCIDR, clusterCIDR, netlink: nl, nft: new NftExecutor({ runner }),
+        underlayInterface: cfg.underlayInterface, nodeIP, publish: nodeAnnotationPatcher(kc, cfg.nodeName), clock: realClock, log,
+        events: apiEventRecorder(async () => kc, 'nodenet-overlay', cfg.nodeName, log),
+      });
+      overlay = o;
+      try {
+        await o.setup();
+        const w = new ClusterWatch({ kubeconfig: kc, log, clock: realClock, sources: [{ kind: 'nodes', name: 'nodes (overlay)', handler: o.handler, synced: () => o.synced() }] });
+        watch = w;
+        await w.start();
+        if (!(await o.whenFirstSynced(10_000))) log.warn({ [F.subsys]: 'overlay' }, 'no overlay sync within 10 s of the start (is the API server reachable?); going on');
+      } catch (e) {
+        await stop();
+        throw e;
+      }
+    },
+    stop,
+    get mtu() {
+      if (!overlay) throw new Error('overlay: mtu before start()');
+      return overlay.mtu;
+    },
+    rejectionCounts: () => (overlay ? [overlay.rejectionCounts()] : []),
+    foreignNodes: () => overlay?.foreignNodes() ?? [],
+  };
 }
 
 /**
@@ -266,7 +264,7 @@ type KubeConfigLike = Parameters<Awaited<ReturnType<typeof kubeletApiModule>>['k
 export async function removeOverlay(o: { readonly runner: Runner; readonly netns?: string }): Promise<void> {
   const nl = openNetlink(o.netns ? toNetnsPath(o.netns) : undefined);
   try {
-    await removeVxlanOverlay(nl, new NftExecutor({ runner: o.runner, ...(o.netns ? { netns: o.netns } : {}) }));
+    await removeNodeOverlay(nl, new NftExecutor({ runner: o.runner, ...(o.netns ? { netns: o.netns } : {}) }));
   } finally {
     nl.close();
   }

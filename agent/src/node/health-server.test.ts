@@ -57,7 +57,7 @@ interface World {
   call(cmd: CniCommand, r: { containerId: string; netns: string; ifName: string }): ReturnType<typeof callAgent>;
 }
 
-async function world(t: Test, opts: { proxy?: boolean; config?: Record<string, unknown>; overlayRejections?: () => readonly RejectionCount[] } = {}): Promise<World> {
+async function world(t: Test, opts: { proxy?: boolean; config?: Record<string, unknown>; overlayRejections?: () => readonly RejectionCount[]; overlayForeign?: () => readonly { backendType: string }[] } = {}): Promise<World> {
   const proxy = opts.proxy ?? true;
   const dir = mkdtempSync(join(tmpdir(), 'nn-health-'));
   const config = parseAgentConfig({
@@ -99,7 +99,9 @@ async function world(t: Test, opts: { proxy?: boolean; config?: Record<string, u
     serveCni: startCniServer,
     serveHealth: startHealthServer,
     watchQueue: () => ({ close() {} }),
-    ...(opts.overlayRejections ? { overlayRejections: opts.overlayRejections } : {}),
+    ...(opts.overlayRejections
+      ? { overlay: () => ({ start: async () => {}, stop: async () => {}, mtu: 1450, rejectionCounts: opts.overlayRejections!, foreignNodes: opts.overlayForeign ?? (() => []) }) }
+      : {}),
     proxy: proxy
       ? {
           mode: 'iptables', nodeConfig, backend, conntrack: new FakeConntrack(), sysctl, removeOtherMode: async () => false,
@@ -264,7 +266,8 @@ t.test('/metrics: kube-proxy\'s names with the values of real syncs; network pro
 
 t.test('/metrics: the objects the proxy and the overlay could not use, and those served from their last valid version', async (t) => {
   let overlay: RejectionCount = { kind: 'Node', rejected: 0, servedFromLastGood: 0 };
-  const w = await world(t, { overlayRejections: () => [overlay] });
+  let foreign: { backendType: string }[] = [];
+  const w = await world(t, { overlayRejections: () => [overlay], overlayForeign: () => foreign });
   await listed(w);
   let m = (await get(`${w.metricsUrl}/metrics`)).body;
   for (const kind of ['Service', 'EndpointSlice']) {
@@ -287,6 +290,11 @@ t.test('/metrics: the objects the proxy and the overlay could not use, and those
   t.equal(sample(m, 'nodenet_proxy_objects_rejected_total', { kind: 'EndpointSlice' }), 0);
   t.equal(sample(m, 'nodenet_overlay_objects_rejected_total', { kind: 'Node' }), 2);
   t.equal(sample(m, 'nodenet_overlay_objects_served_from_last_good', { kind: 'Node' }), 1);
+  t.equal(sample(m, 'nodenet_overlay_foreign_nodes', { backend_type: 'host-gw' }), undefined, 'no Node on another backend: no series');
+  foreign = [{ backendType: 'host-gw' }, { backendType: 'host-gw' }, { backendType: 'wireguard' }];
+  m = (await get(`${w.metricsUrl}/metrics`)).body;
+  t.equal(sample(m, 'nodenet_overlay_foreign_nodes', { backend_type: 'host-gw' }), 2, 'Nodes on another backend, by type');
+  t.equal(sample(m, 'nodenet_overlay_foreign_nodes', { backend_type: 'wireguard' }), 1);
   t.match(m, /# TYPE nodenet_proxy_objects_rejected_total counter/);
   t.match(m, /# TYPE nodenet_proxy_objects_served_from_last_good gauge/);
   t.match(JSON.parse((await get(`${w.metricsUrl}/status`)).body), {

@@ -13,9 +13,10 @@ import type { NetlinkOps } from '../netlink/ops.js';
 import type { NetnsPath } from '../netns/netns.js';
 import { FakeClock } from '../../../lib/reconcile/clock.fake.js';
 import { FakeEventRecorder } from '../../../lib/reconcile/event-recorder.fake.js';
-import { A_BACKEND_DATA, A_BACKEND_TYPE, A_PUBLIC_IP, A_PUBLIC_IP_OVERWRITE, leaseAnnotations, vtepMacFor } from './lease.js';
+import { A_BACKEND_DATA, A_BACKEND_TYPE, A_PUBLIC_IP, A_PUBLIC_IP_OVERWRITE } from './subnet.js';
+import { leaseAnnotations, vtepMacFor } from './vxlan/lease.js';
 import { OVERLAY_TABLE } from './masquerade.js';
-import { VxlanOverlay } from './overlay.js';
+import { Overlay } from './overlay.js';
 
 const node = (name: string, n: number | null, annotations: Record<string, string> = {}) => ({
   apiVersion: 'v1', kind: 'Node', metadata: { name, annotations }, spec: n === null ? {} : { podCIDR: `10.244.${n}.0/24` },
@@ -34,8 +35,8 @@ async function nodeNs(kernel: FakeNetlinkKernel, name = 'n1'): Promise<{ ns: Net
   return { ns, nl };
 }
 
-function overlay(nl: NetlinkOps, nft: NftFake, clock: FakeClock, published: Record<string, string>[], opts: { fail?: () => boolean; events?: FakeEventRecorder; log?: Logger } = {}): VxlanOverlay {
-  return new VxlanOverlay({
+function overlay(nl: NetlinkOps, nft: NftFake, clock: FakeClock, published: Record<string, string>[], opts: { fail?: () => boolean; events?: FakeEventRecorder; log?: Logger } = {}): Overlay {
+  return new Overlay({
     nodeName: 'n1', podCIDR: parseCidr('10.244.1.0/24').cidr, clusterCIDR: parseCidr('10.244.0.0/16').cidr, netlink: nl, nft,
     underlayInterface: null, nodeIP: '192.168.77.11', clock, log: opts.log ?? silentLogger(), ...(opts.events ? { events: opts.events } : {}),
     publish: async (a) => {
@@ -361,10 +362,26 @@ t.test('a peer that says it left (another backend or VNI) is withdrawn; a Node n
   await clock.advance(100);
   t.same([...o.peers().keys()], [], 'both left this network');
   t.equal(ops(kernel, mark).filter((l) => l.startsWith('route del')).length, 2, 'their routes removed');
-  t.equal(events.events.length, 1, 'no Event: a departure is not a rejection');
+  // Leaving for another VXLAN network is a departure, not a rejection: no Event. Another backend type is
+  // reported (issue 25: never silently skipped), as a backend mismatch, not as a rejection.
+  t.same(events.events.slice(1).map((e) => [e.involved.name, e.type, e.reason]), [['n2', 'Warning', 'OverlayBackendMismatch']], 'one Event, for the Node on another backend');
+  t.match(events.events[1]!.message, /Node n2 announces the overlay backend "host-gw", which nodenet does not have \(this node runs vxlan\)/);
+  t.same(o.foreignNodes(), [{ node: 'n2', backendType: 'host-gw', known: false }]);
+  t.same(o.rejected().map((r) => r.key), ['n4'], 'a departure is not a rejection (n4 is, from before)');
+  o.handler.update(node('n2', 2, { [A_BACKEND_TYPE]: 'host-gw' }), node('n2', 2, { ...leaseAnnotations({ vtepMac: vtepMacFor('n2'), publicIP: '192.168.77.12' }), [A_BACKEND_TYPE]: 'host-gw' }));
+  t.equal(events.events.length, 2, 'delivered again: nothing more said');
 
   mark = kernel.journal.length;
   o.handler.update(node('n5', null), peer('n5', 5));
   await clock.advance(100);
   t.same([...o.peers().keys()], ['n5'], 'n5 joined');
+
+  // n2 back on vxlan: a peer again, no longer foreign; a Node on a backend gone from the list with its delete.
+  o.handler.update(node('n2', 2, { [A_BACKEND_TYPE]: 'host-gw' }), peer('n2', 2));
+  o.handler.add(node('n6', 6, { ...leaseAnnotations({ vtepMac: vtepMacFor('n6'), publicIP: '192.168.77.16' }), [A_BACKEND_TYPE]: 'wireguard' }));
+  await clock.advance(100);
+  t.same([...o.peers().keys()].sort(), ['n2', 'n5']);
+  t.same(o.foreignNodes().map((f) => f.node), ['n6']);
+  o.handler.delete(node('n6', 6));
+  t.same(o.foreignNodes(), []);
 });

@@ -1,5 +1,6 @@
 import t from 'tap';
-import { A_BACKEND_DATA, A_BACKEND_TYPE, A_PUBLIC_IP, A_PUBLIC_IP_OVERWRITE, A_SUBNET_MANAGER, annotationsHold, leaseAnnotations, leaseFromNode, vtepMacFor } from './lease.js';
+import { A_BACKEND_DATA, A_BACKEND_TYPE, A_PUBLIC_IP, A_PUBLIC_IP_OVERWRITE, A_SUBNET_MANAGER, annotationsHold } from '../subnet.js';
+import { leaseAnnotations, leaseFromNode, vtepMacFor } from './lease.js';
 
 const node = (name: string, podCIDR: string | undefined, annotations: Record<string, string>) => ({
   apiVersion: 'v1', kind: 'Node', metadata: { name, annotations }, spec: podCIDR === undefined ? {} : { podCIDR },

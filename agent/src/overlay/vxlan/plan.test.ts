@@ -1,5 +1,5 @@
 import t from 'tap';
-import { parseCidr, parseIPv4 } from '../../../lib/net/ip.js';
+import { parseCidr, parseIPv4 } from '../../../../lib/net/ip.js';
 import type { Lease } from './lease.js';
 import { describeOp, gatewayOf, planOverlay, type DeviceState, type OverlayOp } from './plan.js';
 

@@ -32,7 +32,7 @@
  * An entry already right is not touched (no delete + add): a restarted agent
  * that finds the kernel as it left it plans nothing.
  */
-import { parseCidr } from '../../../lib/net/ip.js';
+import { parseCidr } from '../../../../lib/net/ip.js';
 import type { Lease } from './lease.js';
 
 /** What the kernel holds on the device (listNeighs/listFdb/listRoutes; other devices' entries are ignored). */
