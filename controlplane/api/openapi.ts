@@ -12,7 +12,7 @@
  */
 import { createHash } from 'node:crypto';
 import { K8S_MAJOR, K8S_MINOR } from './discovery.js';
-import { apiVersionOf, RESOURCES, type Resource } from './resources.js';
+import { RESOURCES, type Resource } from './resources.js';
 import type { FieldType, Schemas } from './schema.js';
 import { PATCH_STRATEGIES } from './strategic-merge.js';
 
@@ -184,9 +184,4 @@ export class OpenApi {
   document(path: string): J | undefined {
     return this.docs.get(path);
   }
-}
-
-/** The API versions served, for tests. */
-export function servedGroupVersions(): string[] {
-  return [...new Set(RESOURCES.map((r) => apiVersionOf(r)))];
 }

@@ -55,10 +55,6 @@ export interface StoreEvent {
 /** The order of keys: every list the storage and the cache hand out is sorted by it. */
 export const byKey = (a: { readonly key: string }, b: { readonly key: string }): number => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
 
-export function keyString(k: ObjectKey): string {
-  return `${k.gr}/${k.namespace}/${k.name}`;
-}
-
 /** The group-resource part of a key string. */
 export function grOf(key: string): string {
   return key.slice(0, key.indexOf('/'));

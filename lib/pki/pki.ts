@@ -116,10 +116,6 @@ function pem(label: string, der: Buffer): string {
   return `-----BEGIN ${label}-----\n${b64}\n-----END ${label}-----\n`;
 }
 
-function derOfPem(p: string): Buffer {
-  return Buffer.from(p.replace(/-----[^-]+-----/g, '').replace(/\s+/g, ''), 'base64');
-}
-
 /** Makes a key pair and a certificate for it. */
 export function issue(spec: CertSpec): Issued {
   const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
@@ -168,9 +164,4 @@ export function issue(spec: CertSpec): Issued {
   const sig = sign('sha256', tbs, signer);
   const cert = seq(tbs, alg, bitString(sig));
   return { certPem: pem('CERTIFICATE', cert), keyPem: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString() };
-}
-
-/** The DER bytes of a PEM certificate (for tests and fingerprints). */
-export function certDer(certPem: string): Buffer {
-  return derOfPem(certPem);
 }

@@ -27,10 +27,6 @@ export function rangeFor(set: RangeSet, ip: string): Range | undefined {
   return set.find((r) => rangeContains(r, ip));
 }
 
-export function rangeSetContains(set: RangeSet, ip: string): boolean {
-  return rangeFor(set, ip) !== undefined;
-}
-
 export function rangeSetsOverlap(a: RangeSet, b: RangeSet): boolean {
   return a.some((x) => b.some((y) => rangesOverlap(x, y)));
 }

@@ -30,7 +30,7 @@ import { isAlive } from '../netns/proc.js';
 import { writeFileDurable } from '../../../lib/state/durable.js';
 import { readJsonFile } from '../../../lib/state/read.js';
 import { pausePath } from '../config/paths.js';
-import { PodRuntime } from '../pods/runtime.js';
+import { ProcessPodRuntime } from '../pods/runtime.js';
 import { Lab, relayScript } from './lab.js';
 import { applyLeftovers } from './leftovers.js';
 import { labDir } from './nodes.js';
@@ -296,7 +296,7 @@ export function labExecArgv(name: string, target: ExecTarget, cmd: readonly stri
     return ['nsenter', `--net=/var/run/netns/nn-${name}-${target.node}`, '--', ...cmd];
   }
   for (const n of record.nodes) {
-    const runtime = new PodRuntime({ runDir: `${dir}/${n}/run`, pauseBin: pausePath() });
+    const runtime = new ProcessPodRuntime({ runDir: `${dir}/${n}/run`, pauseBin: pausePath() });
     for (const r of runtime.records()) {
       if (r.namespace !== target.namespace || r.name !== target.name) continue;
       if (!r.sandbox || !isAlive(r.sandbox.pid, r.sandbox.startTime)) throw new NodenetError(ErrorCode.NotFound, `pod ${target.namespace}/${target.name} on ${n} has no running sandbox`);

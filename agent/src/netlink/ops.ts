@@ -221,6 +221,3 @@ export interface NetlinkOps {
   /** Closes the socket. Later calls fail. Idempotent. */
   close(): void;
 }
-
-/** How deps ask for a handle: bound to `netns`, or to the caller's own namespace. */
-export type OpenNetlink = (netns?: NetnsPath) => NetlinkOps;

@@ -14,8 +14,6 @@
 
 export const INITIAL_BACKOFF_MS = 10_000;
 export const MAX_BACKOFF_MS = 300_000;
-/** Running this long resets the back-off. */
-export const RESET_AFTER_MS = 2 * MAX_BACKOFF_MS;
 
 export interface BackoffEntry {
   /** The delay the next restart waits for, from the container's finish. */

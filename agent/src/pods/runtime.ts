@@ -195,9 +195,6 @@ export class ProcessPodRuntime implements PodRuntimeContract {
   }
 }
 
-/** lab/up.ts's name for the process runtime (it reads the records of a lab's nodes). */
-export const PodRuntime = ProcessPodRuntime;
-
 /** Whether a process catches SIGTERM (its SigCgt mask in /proc/PID/status has bit 15). */
 function trapsTerm(pid: number): boolean {
   try {

@@ -19,7 +19,7 @@
  * netmask; a NEW or SET of a destination forwarding method, weight and both
  * thresholds: the kernel answers EINVAL otherwise (ip_vs_genl_parse_*).
  */
-import type { ForwardMethod, IpvsOp, IpvsProtocol, RealServer, RealServerState, VirtualServer, VirtualServerState } from './ipvs-types.js';
+import type { ForwardMethod, IpvsOp, IpvsProtocol, RealServer, RealServerState, VirtualServer } from './ipvs-types.js';
 
 export const IPVS_GENL_NAME = 'IPVS';
 export const IPVS_GENL_VERSION = 1;
@@ -213,11 +213,6 @@ export function decodeInfoVersion(data: Buffer): string | null {
   if (!v || v.length < 4) return null;
   const n = readU32(v);
   return `${(n >> 16) & 0xff}.${(n >> 8) & 0xff}.${n & 0xff}`;
-}
-
-/** Joins a service with its destinations (for list()). */
-export function withDests(vs: VirtualServer, dests: readonly RealServerState[]): VirtualServerState {
-  return { ...vs, dests };
 }
 
 /** For tests and the fake: builds a kernel-style GET_SERVICE reply (16-byte address, flags with HASHED). */

@@ -56,12 +56,6 @@ export function rsKey(r: Pick<RealServer, 'address' | 'port'>): RsKey {
   return `${r.address}:${r.port}`;
 }
 
-/** "TCP/10.96.0.10:80" → its parts; null if malformed. */
-export function parseVsKey(k: string): Pick<VirtualServer, 'protocol' | 'address' | 'port'> | null {
-  const m = /^(TCP|UDP|SCTP)\/(\d+\.\d+\.\d+\.\d+):(\d+)$/.exec(k);
-  return m ? { protocol: m[1] as IpvsProtocol, address: m[2]!, port: Number(m[3]) } : null;
-}
-
 /** One change to the kernel's IPVS table; a batch is applied in order. */
 export type IpvsOp =
   | { readonly op: 'add-service'; readonly vs: VirtualServer }

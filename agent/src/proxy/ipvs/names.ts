@@ -73,7 +73,3 @@ export function ipvsNames(prefix: string): IpvsNames {
 export function isOurSet(names: IpvsNames, name: string): boolean {
   return (Object.values(names.sets) as string[]).includes(name);
 }
-
-export function setInfo(id: SetId): (typeof SET_INFO)[number] {
-  return SET_INFO.find((s) => s.id === id)!;
-}

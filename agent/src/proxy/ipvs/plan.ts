@@ -23,7 +23,7 @@
  * Two Services claiming one virtual service (the same external IP:port):
  * the first keeps it, the second is reported in `conflicts`.
  */
-import { cidrContains, parseCidr } from '../../../../lib/net/ip.js';
+import { cidrContains } from '../../../../lib/net/ip.js';
 import type { IpsetType } from '../../netfilter/iptables/ipset-parse.js';
 import type { RealServer, VirtualServer, VsKey } from '../../netfilter/ipvs/ipvs-types.js';
 import { vsKey } from '../../netfilter/ipvs/ipvs-types.js';
@@ -393,9 +393,4 @@ export function ipvsSysctls(kernelRelease: string, strictARP: boolean): [string,
   out.push(['net.ipv4.vs.expire_nodest_conn', '1'], ['net.ipv4.vs.expire_quiescent_template', '1']);
   if (strictARP) out.push(['net.ipv4.conf.all.arp_ignore', '1'], ['net.ipv4.conf.all.arp_announce', '2']);
   return out;
-}
-
-/** True for an address this plan puts on the device (the cidr form "a.b.c.d/32"). */
-export function isPlannedAddress(plan: IpvsPlan, cidr: string): boolean {
-  return plan.addresses.includes(`${parseCidr(cidr).ip}/32`);
 }
