@@ -19,7 +19,8 @@
  * Also: product code never imports testing/ or a test file; nothing in agent/ (tests included) imports
  * the shim (cni/), which is C built on libc alone (its sources include only each other and C library
  * headers) and shares nothing with the agent but the wire (proto/cni/v1); the pure modules import no
- * fs, child_process, execa or netlink.
+ * fs, child_process, execa or netlink. Each bench under bench/ imports only itself and bench/lib (what the
+ * benches share: the percentile definition, argument parsing, report formats), never another bench.
  */
 import t from 'tap';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -209,5 +210,26 @@ t.test('pure modules import no fs, child_process, execa or netlink', async (t) =
   const pure = sources.filter((f) => PURE.some((re) => re.test(f)));
   t.ok(pure.length > 20, `${pure.length} pure modules checked`);
   const bad = pure.flatMap((f) => imports(f).filter((i) => IMPURE_IMPORTS.test(i.spec)).map((i) => `${relative(ROOT, f)} imports ${i.spec}`));
+  t.same(bad, [], bad.join('\n'));
+});
+
+t.test('no bench imports another bench: what they share is in bench/lib (which imports no bench)', async (t) => {
+  const files = walk(join(ROOT, 'bench'));
+  const folderOf = (f: string) => {
+    const parts = relative(join(ROOT, 'bench'), f).split('/');
+    return parts.length > 1 ? parts[0]! : null;
+  };
+  const bad: string[] = [];
+  for (const f of files) {
+    const from = folderOf(f);
+    if (from === null) bad.push(`${relative(ROOT, f)}: a file at bench/'s top, outside any bench (shared code lives in bench/lib)`);
+    for (const { spec, target } of imports(f)) {
+      if (!target || !relative(ROOT, target).startsWith('bench/')) continue;
+      const to = folderOf(target);
+      if (to !== from && to !== 'lib') bad.push(`${relative(ROOT, f)} imports ${relative(ROOT, target)} (${spec})`);
+    }
+  }
+  t.ok(files.length > 50, `${files.length} bench files`);
+  t.ok(files.some((f) => folderOf(f) === 'lib'), 'bench/lib exists');
   t.same(bad, [], bad.join('\n'));
 });

@@ -18,7 +18,7 @@
  *   --out FILE              also write the results as JSON to FILE
  */
 import { FlagError } from '../../agent/src/cli/flags.js';
-import { benchFlags } from '../start.js';
+import { benchFlags, int, ints } from '../lib/args.js';
 
 export interface BenchArgs {
   readonly quick: boolean;
@@ -51,21 +51,6 @@ export const MAX_WATCHERS = 200;
 const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 const STRING_FLAGS = ['services', 'slices', 'creates', 'concurrency', 'paced', 'slope', 'qps', 'watchers', 'watch-writes', 'list-repeat', 'load-concurrency', 'log-level', 'out'];
-
-/** A whole number flag value in min..max. @throws FlagError naming the flag (bench/programming uses it too) */
-export function int(flag: string, v: string, min: number, max: number): number {
-  if (!/^\d+$/.test(v)) throw new FlagError(`--${flag}: ${JSON.stringify(v)} is not a whole number`);
-  const n = Number(v);
-  if (n < min || n > max) throw new FlagError(`--${flag}: ${n} is outside ${min}..${max}`);
-  return n;
-}
-
-function ints(flag: string, v: string, min: number, max: number): number[] {
-  const items = v.split(',').map((s) => s.trim()).filter(Boolean);
-  if (items.length === 0) throw new FlagError(`--${flag} needs at least one value`);
-  if (new Set(items).size !== items.length) throw new FlagError(`--${flag}: ${v} repeats a value`);
-  return items.map((s) => int(flag, s, min, max));
-}
 
 /** Parses argv (without node and the script). @throws FlagError naming the flag */
 export function parseBenchArgs(argv: readonly string[]): BenchArgs {

@@ -1,9 +1,10 @@
 import t from 'tap';
+import { formatReferences } from '../lib/report.js';
+import { summarize, type Summary } from '../lib/stats.js';
 import {
-  createLabel, formatCreates, formatLists, formatReferences, formatReport, formatSlope, formatTargets, formatWatches, mib, ms, ratio, references, targets, thousands,
+  createLabel, formatCreates, formatLists, formatReport, formatSlope, formatTargets, formatWatches, references, targets,
   type BenchResult, type CreateCase, type ListCase, type SlopePoint, type WatchCase,
 } from './report.js';
-import { summarize, type Summary } from './stats.js';
 
 const sum = (o: Partial<Summary>): Summary => ({ n: 100, mean: 2, min: 0.5, p50: 1.5, p90: 3, p99: 4, max: 9, ...o });
 
@@ -27,31 +28,6 @@ const watch = (o: Partial<WatchCase> = {}): WatchCase => ({
 const list = (o: Partial<ListCase> = {}): ListCase => ({
   kind: 'Services', path: '/api/v1/namespaces/default/services', limit: null, items: 10_000, pages: 1, bytes: 6_291_456,
   fetchMs: sum({ p50: 95.2, max: 130.4 }), parseMs: sum({ p50: 41 }), totalMs: sum({ p50: 136, max: 170 }), rssAfterMiB: 250.4, peakRssMiB: 290.6, ...o,
-});
-
-t.test('number formats', async (t) => {
-  t.equal(thousands(1234567.4), '1,234,567');
-  t.equal(thousands(-1234.4), '-1,234');
-  t.equal(thousands(-0.2), '0', 'no "-0"');
-  t.equal(ms(0.456), '0.46');
-  t.equal(ms(-0.08), '-0.08');
-  t.equal(ms(4.56), '4.6');
-  t.equal(ms(-2.21), '-2.2');
-  t.equal(ms(12345.6), '12,346');
-  t.equal(ms(NaN), '–');
-  t.equal(mib(6_291_456), '6.0');
-});
-
-t.test('ratio: reference over ours, "inside" or "over"', async (t) => {
-  t.equal(ratio(1000, 3.24), '309× inside');
-  t.equal(ratio(1000, 9.62), '104× inside');
-  t.equal(ratio(1400, 1.62), '864× inside');
-  t.equal(ratio(30_000, 13.3), '2,256× inside');
-  t.equal(ratio(1000, 250), '4.0× inside');
-  t.equal(ratio(1000, 2500), '2.5× over');
-  t.equal(ratio(1000, 1000), '1.0× inside', 'at the limit is inside (≤)');
-  t.equal(ratio(1000, NaN), '–');
-  t.equal(ratio(1000, 0), '–', 'no zero division');
 });
 
 t.test('labels', async (t) => {

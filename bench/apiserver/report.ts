@@ -15,8 +15,9 @@
  * A ratio "N× inside" is reference / nodenet: how many times over nodenet
  * would have to slow down to reach the reference.
  */
-import type { MachineMeta } from '../start.js';
-import type { Summary } from './stats.js';
+import type { MachineMeta } from '../lib/machine.js';
+import { formatReferences, mib, ms, ratio, table, thousands, type ReferenceRow } from '../lib/report.js';
+import type { Summary } from '../lib/stats.js';
 
 export interface CreateCase {
   /** 'closed': N clients back to back; 'paced': an open loop at a fixed rate; 'load': filling the store for the lists. */
@@ -120,40 +121,6 @@ export interface BenchResult {
   /** Things worth knowing that the run noticed (server quirks, workarounds). */
   readonly notes: readonly string[];
   readonly totalWallMs: number;
-}
-
-// ---- numbers ----
-
-/** 1234567 → "1,234,567" (sign kept). */
-export function thousands(n: number): string {
-  const s = Math.round(Math.abs(n)).toString().replace(/\B(?=(\d{3})+(?!\d))/g, ',');
-  return n < 0 && Math.round(Math.abs(n)) !== 0 ? `-${s}` : s;
-}
-
-/** Milliseconds: two decimals below 1, one below 10, whole numbers with separators above; "–" for none. */
-export function ms(n: number): string {
-  if (!Number.isFinite(n)) return '–';
-  const a = Math.abs(n);
-  if (a < 1) return n.toFixed(2);
-  if (a < 10) return n.toFixed(1);
-  return thousands(n);
-}
-
-export function mib(bytes: number): string {
-  return (bytes / 1048576).toFixed(1);
-}
-
-/** "310× inside" when nodenet's figure is below the reference, "2.5× over" when above. */
-export function ratio(reference: number, ours: number): string {
-  if (!Number.isFinite(ours) || !Number.isFinite(reference) || ours <= 0 || reference <= 0) return '–';
-  const r = reference / ours;
-  const f = (x: number) => (x >= 100 ? thousands(x) : x >= 10 ? x.toFixed(0) : x.toFixed(1));
-  return r >= 1 ? `${f(r)}× inside` : `${f(1 / r)}× over`;
-}
-
-/** A Markdown table: the first column left-aligned, the others right-aligned (bench/programming uses it too). */
-export function table(head: readonly string[], rows: readonly (readonly string[])[]): string {
-  return [`| ${head.join(' | ')} |`, `|${head.map((_, i) => (i === 0 ? '---' : '---:')).join('|')}|`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
 }
 
 // ---- tables ----
@@ -269,13 +236,6 @@ export function formatTargets(rows: readonly TargetRow[]): string {
 // ---- references ----
 
 
-export interface ReferenceRow {
-  readonly reference: string;
-  readonly theirs: string;
-  readonly ours: string;
-  readonly ratio: string;
-}
-
 export function references(creates: readonly CreateCase[], lists: readonly ListCase[]): ReferenceRow[] {
   const rows: ReferenceRow[] = [];
   const slo = 'SIG-scalability SLO: mutating API call p99 ≤ 1 s';
@@ -298,10 +258,6 @@ export function references(creates: readonly CreateCase[], lists: readonly ListC
     rows.push({ reference: 'vcluster load test: offered rate', theirs: `${VCLUSTER_QPS} creates/s`, ours: `${createLabel(fastest)}: ${thousands(fastest.perSec)} creates/s`, ratio: `${r >= 10 ? r.toFixed(0) : r.toFixed(1)}× the rate` });
   }
   return rows;
-}
-
-export function formatReferences(rows: readonly ReferenceRow[]): string {
-  return table(['reference', 'theirs', 'nodenet', 'ratio'], rows.map((r) => [r.reference, r.theirs, r.ours, r.ratio]));
 }
 
 // ---- the whole report ----

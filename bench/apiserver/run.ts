@@ -34,14 +34,16 @@ import { closeSync, fdatasyncSync, mkdirSync, mkdtempSync, openSync, readFileSyn
 import { loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { benchArgs, machineMeta } from '../start.js';
+import { benchArgs } from '../lib/args.js';
+import { machineMeta } from '../lib/machine.js';
 import { parseBenchArgs } from './args.js';
-import { ApiClient, closedLoop, openLoop, openWatch, outcomeOf, type Outcome } from './http-client.js';
-import { parseKubeconfig, type ApiTarget } from './kubeconfig.js';
-import { parseWatchLine } from './ndjson.js';
-import { mountOf, parseProcStatCpuMs, parseProcStatTotals, parseProcStatus } from './proc.js';
+import { ApiClient, closedLoop, openLoop, openWatch, outcomeOf, type Outcome } from '../lib/http-client.js';
+import { parseKubeconfig, type ApiTarget } from '../lib/kubeconfig.js';
+import { parseWatchLine } from '../lib/ndjson.js';
+import { mountOf, parseProcStatCpuMs, parseProcStatTotals, parseProcStatus } from '../lib/proc.js';
 import { formatReport, type BenchResult, type CreateCase, type ListCase, type MemoryPoints, type Meta, type SlopePoint, type WatchCase } from './report.js';
-import { summarize } from './stats.js';
+import { thousands } from '../lib/report.js';
+import { summarize } from '../lib/stats.js';
 import { loadServiceName, loadSlice, namespace, service, SERVICES_PATH, SLICES_PATH, WARMUP_NAMESPACE, WARMUP_SERVICES_PATH } from './workload.js';
 
 const SERVER = join(dirname(fileURLToPath(import.meta.url)), 'server.child.ts');
@@ -174,10 +176,6 @@ async function pacedCase(s: Server, client: ApiClient, n: number, qps: number, p
   const c = createCase('paced', 'Service', { concurrency: null, qps, outcomes: r.outcomes, wallMs: r.wallMs, cpu: cpuSince(s.pid, c0), maxLagMs: r.maxLagMs });
   say(`paced ${thousands(n)} Services at ${qps}/s: mean ${c.latencyMs.mean.toFixed(2)} ms, p99 ${c.latencyMs.p99.toFixed(2)} ms, send lag max ${r.maxLagMs.toFixed(1)} ms, errors ${c.errors}`);
   return c;
-}
-
-function thousands(n: number): string {
-  return Math.round(n).toLocaleString('en');
 }
 
 async function listOnce(client: ApiClient, path: string, limit: number | null): Promise<{ items: number; pages: number; bytes: number; fetchMs: number; parseMs: number }> {

@@ -22,6 +22,7 @@ import { dirname, join } from 'node:path';
 import { buildShim } from '../../scripts/cni-build.mjs';
 import { silentLogger } from '../../lib/log/log.js';
 import { startCniServer } from '../../agent/src/cniserver/server.js';
+import { percentileOf } from '../lib/stats.js';
 
 const argv = process.argv.slice(2);
 const ci = argv.indexOf('--compare');
@@ -91,9 +92,8 @@ for (let i = 0; i < runs; i++) {
 await server.close();
 rmSync(work, { recursive: true, force: true });
 
-const pct = (xs: number[], p: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((xs.length - 1) * p))]!;
 console.log(`runs per variant: ${runs}`);
 console.log('variant                  wall median   wall p90   CPU/run (user+sys)');
 for (const [k, v] of variants.entries()) {
-  console.log(`${v.name.padEnd(24)} ${pct(wall[k]!, 0.5).toFixed(1).padStart(8)} ms ${pct(wall[k]!, 0.9).toFixed(1).padStart(8)} ms ${((ticks[k]! * 10) / runs).toFixed(0).padStart(8)} ms`);
+  console.log(`${v.name.padEnd(24)} ${percentileOf(wall[k]!, 50).toFixed(1).padStart(8)} ms ${percentileOf(wall[k]!, 90).toFixed(1).padStart(8)} ms ${((ticks[k]! * 10) / runs).toFixed(0).padStart(8)} ms`);
 }

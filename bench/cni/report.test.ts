@@ -1,5 +1,5 @@
 import t from 'tap';
-import { checkTargets, pct, table, targetsTable, type PluginKind, type Row } from './report.js';
+import { checkTargets, table, targetsTable, type PluginKind, type Row } from './report.js';
 
 const row = (plugin: string, kind: PluginKind, conc: number, addP50: number, perSec: number): Row => ({
   plugin, kind, conc,
@@ -58,11 +58,4 @@ t.test('tables: every row, and the targets with the verdicts', async (t) => {
   t.match(tt, /\| ADD p50 at concurrency 1 ≤ floor \+ 8 ms \| nodenet, 10,000 Services \| .* \| \*\*no\*\* \|/);
   t.match(tt, /\| ADDs\/s at concurrency 16 ≥ 0\.8 × floor \| nodenet, 0 Services \| 72\.0\/s \| 57\.6\/s \| 57\.6\/s \| 122\/s \| yes \|/);
   t.equal(targetsTable([]), 'targets: no floor row to compare with\n');
-});
-
-t.test('pct: nearest rank, a sample that happened', async (t) => {
-  t.equal(pct([5, 1, 3, 2, 4], 50), 3);
-  t.equal(pct([1, 2, 3, 4], 50), 3);
-  t.equal(pct([1, 2, 3], 99), 3);
-  t.ok(Number.isNaN(pct([], 50)));
 });

@@ -10,7 +10,9 @@
  * Every nodenet row is checked (0 Services and N Services alike); the
  * reference plugins, and `/bin/true` (the floor of any native plugin, since
  * the shim is C), are shown beside them for scale, never checked.
+ * Percentiles are bench/lib/stats' (nearest rank).
  */
+import { table as markdownTable } from '../lib/report.js';
 
 export type PluginKind = 'floor' | 'exec-floor' | 'nodenet' | 'reference';
 
@@ -28,12 +30,6 @@ export interface Row {
 /** Issue 24's targets. */
 export const ADD_P50_ABOVE_FLOOR_MS = 8;
 export const RATE_SHARE_OF_FLOOR = 0.8;
-
-/** Nearest-rank percentile (a sample that happened); NaN for none. */
-export function pct(xs: readonly number[], p: number): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length ? s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]! : NaN;
-}
 
 export interface TargetCheck {
   readonly target: 'latency' | 'rate';
@@ -77,30 +73,26 @@ export function fmt(x: number): string {
 
 export function table(rows: readonly Row[], pods: number): string {
   const head = ['plugin', 'conc', 'ADD p50 / p99 ms', 'DEL p50 / p99 ms', 'ADDs/s', 'DELs/s', 'agent ADD p50 / p99 ms', 'agent DEL p50 / p99 ms', 'CPU per ADD: plugin + agent ms'];
-  const lines = [`| ${head.join(' | ')} |`, `|${head.map((_h, i) => (i < 2 ? '---' : '---:')).join('|')}|`];
-  for (const r of rows) {
-    lines.push(`| ${[
-      r.plugin, String(r.conc),
-      `${fmt(r.add.p50)} / ${fmt(r.add.p99)}`, `${fmt(r.del.p50)} / ${fmt(r.del.p99)}`,
-      fmt(r.add.perSec), fmt(r.del.perSec),
-      r.agentAdd ? `${fmt(r.agentAdd.p50)} / ${fmt(r.agentAdd.p99)}` : '–',
-      r.agentDel ? `${fmt(r.agentDel.p50)} / ${fmt(r.agentDel.p99)}` : '–',
-      `${fmt(r.cpuPerAdd.plugin)}${r.cpuPerAdd.agent === null ? '' : ` + ${fmt(r.cpuPerAdd.agent)}`}`,
-    ].join(' | ')} |`);
-  }
-  return `${pods} pods per batch\n\n${lines.join('\n')}\n`;
+  const cells = rows.map((r) => [
+    r.plugin, String(r.conc),
+    `${fmt(r.add.p50)} / ${fmt(r.add.p99)}`, `${fmt(r.del.p50)} / ${fmt(r.del.p99)}`,
+    fmt(r.add.perSec), fmt(r.del.perSec),
+    r.agentAdd ? `${fmt(r.agentAdd.p50)} / ${fmt(r.agentAdd.p99)}` : '–',
+    r.agentDel ? `${fmt(r.agentDel.p50)} / ${fmt(r.agentDel.p99)}` : '–',
+    `${fmt(r.cpuPerAdd.plugin)}${r.cpuPerAdd.agent === null ? '' : ` + ${fmt(r.cpuPerAdd.agent)}`}`,
+  ]);
+  return `${pods} pods per batch\n\n${markdownTable(head, cells, 2)}\n`;
 }
 
 /** The targets as a table: what each nodenet row reached against the floor's limit, the reference beside it. */
 export function targetsTable(checks: readonly TargetCheck[]): string {
   if (checks.length === 0) return 'targets: no floor row to compare with\n';
   const head = ['target (issue 24)', 'plugin', 'floor', 'limit', 'nodenet', 'reference', 'met'];
-  const lines = [`| ${head.join(' | ')} |`, `|${head.map((_h, i) => (i < 2 ? '---' : '---:')).join('|')}|`];
-  for (const c of checks) {
+  const cells = checks.map((c) => {
     const [what, unit] = c.target === 'latency'
       ? [`ADD p50 at concurrency 1 ≤ floor + ${ADD_P50_ABOVE_FLOOR_MS} ms`, ' ms']
       : [`ADDs/s at concurrency 16 ≥ ${RATE_SHARE_OF_FLOOR} × floor`, '/s'];
-    lines.push(`| ${[what, c.plugin, `${fmt(c.floor)}${unit}`, `${fmt(c.limit)}${unit}`, `${fmt(c.value)}${unit}`, c.reference === null ? '–' : `${fmt(c.reference)}${unit}`, c.met ? 'yes' : '**no**'].join(' | ')} |`);
-  }
-  return `${lines.join('\n')}\n`;
+    return [what, c.plugin, `${fmt(c.floor)}${unit}`, `${fmt(c.limit)}${unit}`, `${fmt(c.value)}${unit}`, c.reference === null ? '–' : `${fmt(c.reference)}${unit}`, c.met ? 'yes' : '**no**'];
+  });
+  return `${markdownTable(head, cells, 2)}\n`;
 }

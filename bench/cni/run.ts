@@ -44,8 +44,9 @@ import { newLab } from '../../agent/src/testing/lab.js';
 import { parseFlags } from '../../agent/src/cli/flags.js';
 import { openNetlink } from '../../agent/src/netlink/netlink.js';
 import { toNetnsPath } from '../../agent/src/netns/netns.js';
-import { initialEndpoints, service, slice } from '../proxy-sync/workload.js';
-import { checkTargets, pct, table, targetsTable, type PluginKind, type Row } from './report.js';
+import { initialEndpoints, service, slice } from '../lib/services.js';
+import { percentileOf as pct } from '../lib/stats.js';
+import { checkTargets, table, targetsTable, type PluginKind, type Row } from './report.js';
 
 const REF_DIR = '/usr/lib/cni';
 

@@ -3,7 +3,7 @@
  * validated. Pure.
  */
 import { FlagError, parseFlags } from '../../agent/src/cli/flags.js';
-import { list, posInt as int } from '../proxy-sync/args.js';
+import { int, list } from '../lib/args.js';
 import { LOOKUP_MODES, type LookupMode } from './modes.js';
 import { MAX_SERVICES } from './workload.js';
 

@@ -3,6 +3,7 @@
  * written under bench/results/), a Markdown table and the chart's data
  * rows. Pure.
  */
+import { median } from '../lib/stats.js';
 import type { CaseResult } from './case.js';
 import { modeLabel, type LookupMode } from './modes.js';
 
@@ -50,13 +51,6 @@ export const REFERENCE = [
 
 const int = (n: number | null | undefined): string => (n == null || !Number.isFinite(n) ? '–' : Math.round(n).toLocaleString('en-US'));
 const us = (n: number | null | undefined): string => (n == null || !Number.isFinite(n) ? '–' : n < 100 ? n.toFixed(1) : Math.round(n).toLocaleString('en-US'));
-
-export function median(xs: readonly number[]): number | null {
-  if (!xs.length) return null;
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-}
 
 function target(r: CaseResult, position: 'first' | 'last') {
   return r.targets.find((t) => t.position === position)?.run ?? null;

@@ -9,7 +9,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { packageRoot } from '../../agent/src/config/paths.js';
-import { runVmSuite } from '../vm-suite.js';
+import { runVmSuite } from '../lib/vm-suite.js';
 import type { Runner } from '../../agent/src/exec/runner.js';
 import { probeIpvs } from '../../agent/src/netfilter/ipvs/ipvs-probe.js';
 import type { LookupArgs } from './args.js';

@@ -1,7 +1,10 @@
 /**
- * bench/lookup/stats: latency summaries (pure). Percentiles are
- * nearest-rank on the sorted samples: p99 of 1,000 samples is the 990th.
+ * bench/lookup/stats: latency summaries (pure), in the shape the lookup
+ * results carry. Percentiles are bench/lib/stats' nearest rank on the sorted
+ * samples: p99 of 1,000 samples is the 990th.
  */
+import { summarize as summarizeSamples } from '../lib/stats.js';
+
 export interface LatencySummary {
   readonly count: number;
   /** Microseconds. */
@@ -13,28 +16,8 @@ export interface LatencySummary {
   readonly mean: number;
 }
 
-/** Nearest-rank percentile of ascending `sorted` (q in 0..100); NaN when empty. */
-export function percentile(sorted: ArrayLike<number>, q: number): number {
-  const n = sorted.length;
-  if (n === 0) return NaN;
-  if (q <= 0) return sorted[0]!;
-  const rank = Math.ceil((q / 100) * n);
-  return sorted[Math.min(n, rank) - 1]!;
-}
-
 /** The summary of samples in µs (the input is not modified). */
 export function summarize(samples: ArrayLike<number>): LatencySummary {
-  const s = Float64Array.from(samples).sort();
-  let sum = 0;
-  for (const v of s) sum += v;
-  const n = s.length;
-  return {
-    count: n,
-    p50: percentile(s, 50),
-    p90: percentile(s, 90),
-    p99: percentile(s, 99),
-    min: n ? s[0]! : NaN,
-    max: n ? s[n - 1]! : NaN,
-    mean: n ? sum / n : NaN,
-  };
+  const s = summarizeSamples(samples);
+  return { count: s.n, p50: s.p50, p90: s.p90, p99: s.p99, min: s.min, max: s.max, mean: s.mean };
 }

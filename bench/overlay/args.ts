@@ -14,9 +14,7 @@
  *   --out FILE              where the results JSON goes (default bench/overlay/results/<date>.json)
  */
 import { FlagError } from '../../agent/src/cli/flags.js';
-import { benchFlags } from '../start.js';
-import { int } from '../apiserver/args.js';
-import { list } from '../proxy-sync/args.js';
+import { benchFlags, int, list } from '../lib/args.js';
 
 /**
  * The paths: nodenet's (a) over cbr0 on one node and (b) across nodes over nodenet.1, (c) node to node on

@@ -4,7 +4,7 @@
  *
  * Throughput is the median of the repeated iperf3 runs (nearest-rank, so a
  * median is a run that happened), with the lowest and highest beside it;
- * latency is the p50 and p99 of every sample (apiserver/stats).
+ * latency is the p50 and p99 of every sample (bench/lib/stats).
  *
  * The reference: flannel users typically see 80–95% of the underlay's TCP
  * throughput across nodes over VXLAN (the encapsulation: 50 bytes per
@@ -22,9 +22,9 @@
  * report gives (b) against both, so nodenet's own cost and the machine's
  * ceiling read apart.
  */
-import type { MachineMeta } from '../start.js';
-import { thousands } from '../apiserver/report.js';
-import { median, summarize } from '../apiserver/stats.js';
+import type { MachineMeta } from '../lib/machine.js';
+import { table, thousands } from '../lib/report.js';
+import { median, summarize } from '../lib/stats.js';
 import { BARE_CASES, type BenchArgs, type CaseName } from './args.js';
 import type { IperfRun } from './parse.js';
 
@@ -215,11 +215,6 @@ export function verdict(share: number | null): string {
 }
 
 // ---- the report ----
-
-/** A Markdown table: the first `left` columns left-aligned (names, paths), the figures right-aligned. */
-export function table(head: readonly string[], rows: readonly (readonly string[])[], left = 1): string {
-  return [`| ${head.join(' | ')} |`, `|${head.map((_, i) => (i < left ? '---' : '---:')).join('|')}|`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
-}
 
 export function formatCases(cases: readonly CaseResult[]): string {
   const head = ['case', 'path', 'MTU', 'TCP Gbit/s, median (min–max)', 'retransmits', 'iperf3 CPU send / recv', 'CPU-s per GB', 'ping RTT p50 / p99 µs', 'TCP RR p50 / p99 µs', 'of the underlay'];

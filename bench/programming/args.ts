@@ -16,9 +16,9 @@
  *   --keep-logs DIR             copy each case's agent and control-plane logs to DIR/<mode>-<N>/ before its lab goes
  */
 import { FlagError } from '../../agent/src/cli/flags.js';
-import { benchFlags } from '../start.js';
-import { int } from '../apiserver/args.js';
-import { MAX_SERVICES, list, mode, type BenchMode } from '../proxy-sync/args.js';
+import { benchFlags, int, list } from '../lib/args.js';
+import { mode, type BenchMode } from '../lib/proxy-modes.js';
+import { MAX_SERVICES } from '../lib/services.js';
 
 /** bench:proxy's modes but IPVS: this bench runs its agents in namespaces on this kernel, which has none. */
 function programmingMode(m: string): BenchMode {

@@ -14,9 +14,9 @@
 import { readFileSync } from 'node:fs';
 import { CoreV1Api, DiscoveryV1Api } from '@kubernetes/client-node';
 import { loadKubeConfig } from '../../agent/src/watch/kube-source.js';
-import { ApiClient } from '../apiserver/http-client.js';
-import { parseKubeconfig } from '../apiserver/kubeconfig.js';
-import { median } from '../apiserver/stats.js';
+import { ApiClient } from '../lib/http-client.js';
+import { parseKubeconfig } from '../lib/kubeconfig.js';
+import { median } from '../lib/stats.js';
 import type { ListProbe } from './report.js';
 import { SERVICES_LIST_PATH, SLICES_LIST_PATH } from './timeline.js';
 

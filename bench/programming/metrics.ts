@@ -5,10 +5,11 @@
  *
  * A histogram knows only its bucket bounds, so a percentile from it is
  * "at most le": the upper bound of the first bucket whose cumulative count
- * reaches the rank (nearest-rank, as bench/apiserver/stats). kube-proxy's
+ * reaches the rank (bench/lib/stats' nearestRank, the one definition). kube-proxy's
  * network-programming buckets start at 0.25 s, so below that it says
  * "≤ 0.25 s"; the mean (sum / count) is exact.
  */
+import { nearestRank } from '../lib/stats.js';
 
 export interface Histogram {
   /** Cumulative counts by upper bound, ascending; the last bound is +Inf. */
@@ -64,7 +65,7 @@ export function histogramDiff(before: Histogram, after: Histogram): Histogram {
 export function histogramPercentileBound(h: Histogram, p: number): number {
   if (!(p >= 0 && p <= 100)) throw new RangeError(`p must be in 0..100, got ${p}`);
   if (h.count === 0) return NaN;
-  const rank = Math.max(1, Math.ceil((p / 100) * h.count));
+  const rank = nearestRank(h.count, p);
   for (const [le, c] of h.buckets) if (c >= rank) return le;
   return Infinity;
 }

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { summarize } from '../apiserver/stats.js';
+import { summarize } from '../lib/stats.js';
 import { parseBenchArgs } from './args.js';
 import {
   formatChanges, formatFresh, formatLists, formatReport, references, summarizeChanges,

@@ -21,11 +21,11 @@
  *   0.72 ms iptables vs 0.04 ms nftables at 30,000 Services) are data-path
  *   figures, for the lookup bench, not this one. Compared with the agent's
  *   own sync times at this run's N.
- * A ratio "N× inside" is reference / ours (apiserver/report's ratio).
+ * A ratio "N× inside" is reference / ours (bench/lib/report's ratio).
  */
-import type { MachineMeta } from '../start.js';
-import { formatReferences, ms, ratio, table, thousands, type ReferenceRow } from '../apiserver/report.js';
-import { summarize, type Summary } from '../apiserver/stats.js';
+import type { MachineMeta } from '../lib/machine.js';
+import { formatReferences, ms, ratio, table, thousands, type ReferenceRow } from '../lib/report.js';
+import { summarize, type Summary } from '../lib/stats.js';
 import type { BenchArgs } from './args.js';
 import type { HistogramSummary } from './metrics.js';
 import type { FreshPhases } from './timeline.js';

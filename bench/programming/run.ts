@@ -12,7 +12,7 @@
  * first; the npm script does) in the underlay namespace, reached from here
  * on 127.0.0.1 through the lab's relay. Then:
  *   1. N ClusterIP Services and N EndpointSlices of 2 endpoints (workload.ts)
- *      created over HTTPS by concurrent clients (bench/apiserver's ApiClient);
+ *      created over HTTPS by concurrent clients (bench/lib's ApiClient);
  *   2. a fresh agent on node n1 (proxyMinSyncMs from --min-sync-ms, log level
  *      debug): spawn → the first proxy-status.json showing every Service with
  *      both endpoints, split into phases from its log and the server's
@@ -31,24 +31,23 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync
 import { loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { benchArgs, isRoot, machineMeta } from '../start.js';
+import { benchArgs } from '../lib/args.js';
+import { isRoot, machineMeta } from '../lib/machine.js';
 import { AGENT_JS, type Lab, type VNode } from '../../agent/src/lab/lab.js';
 import { CLUSTER_CIDR } from '../../agent/src/lab/plan.js';
 import { newLab, runner } from '../../agent/src/testing/lab.js';
-import { ApiClient, closedLoop, outcomeOf } from '../apiserver/http-client.js';
-import { parseKubeconfig } from '../apiserver/kubeconfig.js';
-import { parseProcStatCpuMs, parseProcStatTotals, parseProcStatus } from '../apiserver/proc.js';
-import { median, summarize } from '../apiserver/stats.js';
-import { SERVICES_PATH, SLICES_PATH } from '../apiserver/workload.js';
-import type { BenchMode } from '../proxy-sync/args.js';
-import { modeLabel } from '../proxy-sync/report.js';
-import { initialEndpoints, planChanges } from '../proxy-sync/workload.js';
+import { ApiClient, closedLoop, outcomeOf } from '../lib/http-client.js';
+import { parseKubeconfig } from '../lib/kubeconfig.js';
+import { parseProcStatCpuMs, parseProcStatTotals, parseProcStatus } from '../lib/proc.js';
+import { modeLabel, type BenchMode } from '../lib/proxy-modes.js';
+import { initialEndpoints, planChanges } from '../lib/services.js';
+import { median, summarize } from '../lib/stats.js';
 import { parseBenchArgs, type BenchArgs } from './args.js';
 import { histogramDiff, parseHistogram, summarizeHistogram, type HistogramSummary } from './metrics.js';
 import { formatReport, summarizeChanges, type BenchResult, type CaseResult, type ChangeSample, type CpuUse, type FreshResult, type ListProbe, type LoadFigure, type Meta, type StartupFloor } from './report.js';
 import { epochNow, StatusWatcher } from './status-watch.js';
 import { failedSyncs, freshPhases, parseLog, syncFor } from './timeline.js';
-import { changeApplied, changedEndpoints, countInitialApplied, serviceObject, sliceName, sliceObject } from './workload.js';
+import { changeApplied, changedEndpoints, countInitialApplied, serviceObject, SERVICES_PATH, sliceName, sliceObject, SLICES_PATH } from './workload.js';
 
 const TAG = '[bench:programming]';
 const NODE = 'n1';

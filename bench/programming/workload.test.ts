@@ -1,5 +1,5 @@
 import t from 'tap';
-import { planChanges } from '../proxy-sync/workload.js';
+import { planChanges } from '../lib/services.js';
 import {
   appliedKey, changeApplied, changedEndpoints, countInitialApplied, endpointIP, endpointString, serviceObject, sliceObject, TRIGGER_TIME_ANNOTATION,
 } from './workload.js';

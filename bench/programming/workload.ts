@@ -8,15 +8,18 @@
  * control plane's EndpointSlice controller leaves the bench's slices alone.
  * Each Service has one EndpointSlice `svc-<n>-a` with 2 ready endpoints on
  * the bench's node. Endpoint j (0-based, in Service order, as
- * bench/proxy-sync numbers them) is 10.160.0.0/15, 250 to a /24
+ * bench/lib/services numbers them) is 10.160.0.0/15, 250 to a /24
  * (10.160.0.2 ... 10.161.x.251): outside the service CIDR (10.96.0.0/12),
  * the cluster CIDR (10.244.0.0/16) and the underlay, so no address is also
- * something else. The one-endpoint changes are bench/proxy-sync's
+ * something else. The one-endpoint changes are bench/lib/services'
  * planChanges: spread over the Services, each replacing the second endpoint
  * with one after the last initial endpoint.
  */
-import { NAMESPACE } from '../apiserver/workload.js';
-import { ENDPOINTS_PER_SERVICE, POD_IP_POOL, SERVICE_PORT, TARGET_PORT, initialEndpoints, serviceName, type EndpointChange } from '../proxy-sync/workload.js';
+import { ENDPOINTS_PER_SERVICE, POD_IP_POOL, SERVICE_PORT, TARGET_PORT, initialEndpoints, serviceName, type EndpointChange } from '../lib/services.js';
+
+export const NAMESPACE = 'default';
+export const SERVICES_PATH = `/api/v1/namespaces/${NAMESPACE}/services`;
+export const SLICES_PATH = `/apis/discovery.k8s.io/v1/namespaces/${NAMESPACE}/endpointslices`;
 
 export const PORT_NAME = 'http';
 /** kube-proxy's annotation: when the change behind an EndpointSlice write happened (the controller sets it). */

@@ -13,11 +13,9 @@
  *   --case MODE:SIZE --netns NAME   internal: run one case in this process (the parent spawns these)
  */
 import { FlagError, parseFlags } from '../../agent/src/cli/flags.js';
-
-export const BENCH_MODES = ['iptables', 'nftables', 'iptables-legacy', 'nftables-sharded', 'ipvs'] as const;
-/** The shard count of mode nftables-sharded (the agent's nftablesShards default). */
-export const BENCH_NFT_SHARDS = 8;
-export type BenchMode = (typeof BENCH_MODES)[number];
+import { int, list } from '../lib/args.js';
+import { mode, type BenchMode } from '../lib/proxy-modes.js';
+import { MAX_SERVICES } from '../lib/services.js';
 
 export interface CaseSpec {
   readonly mode: BenchMode;
@@ -38,35 +36,8 @@ export interface BenchArgs {
 }
 
 const FLAGS = ['sizes', 'modes', 'repeat', 'cap-s', 'no-restart', 'out', 'case', 'netns'];
-export const MAX_SERVICES = 32_000;
 
 export const USAGE = 'usage: npm run bench:proxy -- [--sizes 1000,10000,30000] [--modes iptables,nftables] [--repeat 3] [--cap-s 600] [--no-restart] [--out FILE]';
-
-function isMode(s: string): s is BenchMode {
-  return (BENCH_MODES as readonly string[]).includes(s);
-}
-
-/** A whole number in min..max. @throws FlagError naming the flag (bench/lookup uses it too) */
-export function posInt(flag: string, v: string, min: number, max: number): number {
-  if (!/^\d+$/.test(v)) throw new FlagError(`--${flag}: ${JSON.stringify(v)} is not a whole number`);
-  const n = Number(v);
-  if (n < min || n > max) throw new FlagError(`--${flag}: ${n} is outside ${min}..${max}`);
-  return n;
-}
-
-/** A comma-separated list of distinct values. @throws FlagError naming the flag (bench/programming uses it too) */
-export function list(flag: string, v: string): string[] {
-  const items = v.split(',').map((s) => s.trim()).filter(Boolean);
-  if (items.length === 0) throw new FlagError(`--${flag} needs at least one value`);
-  if (new Set(items).size !== items.length) throw new FlagError(`--${flag}: ${v} repeats a value`);
-  return items;
-}
-
-/** One of BENCH_MODES. @throws FlagError naming the flag */
-export function mode(flag: string, s: string): BenchMode {
-  if (!isMode(s)) throw new FlagError(`--${flag}: unknown mode ${JSON.stringify(s)} (one of ${BENCH_MODES.join(', ')})`);
-  return s;
-}
 
 /** The namespace name of one case: nn-bps-<pid>-<mode>-<size>. */
 export function caseNetns(pid: number, m: BenchMode, services: number): string {
@@ -79,10 +50,10 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
   if (p.positional.length || p.rest.length) throw new FlagError(`unexpected argument ${JSON.stringify(p.positional[0] ?? p.rest[0])}`);
   if (p.help) throw new FlagError(USAGE);
   const f = p.flags;
-  const sizes = list('sizes', f.get('sizes') ?? '1000,10000,30000').map((s) => posInt('sizes', s, 1, MAX_SERVICES));
+  const sizes = list('sizes', f.get('sizes') ?? '1000,10000,30000').map((s) => int('sizes', s, 1, MAX_SERVICES));
   const modes = list('modes', f.get('modes') ?? 'iptables,nftables').map((s) => mode('modes', s));
-  const repeat = posInt('repeat', f.get('repeat') ?? '3', 1, 1000);
-  const capS = posInt('cap-s', f.get('cap-s') ?? '600', 10, 24 * 3600);
+  const repeat = int('repeat', f.get('repeat') ?? '3', 1, 1000);
+  const capS = int('cap-s', f.get('cap-s') ?? '600', 10, 24 * 3600);
   const out = f.get('out') ?? null;
   if (out === '') throw new FlagError('--out needs a file name');
   let one: CaseSpec | null = null;
@@ -92,7 +63,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     if (!m) throw new FlagError(`--case: expected MODE:SIZE, got ${JSON.stringify(c)}`);
     const netns = f.get('netns');
     if (netns === undefined || !/^nn-bps-[A-Za-z0-9-]+$/.test(netns)) throw new FlagError('--case needs --netns nn-bps-...');
-    one = { mode: mode('case', m[1]!), services: posInt('case', m[2]!, 1, MAX_SERVICES), netns };
+    one = { mode: mode('case', m[1]!), services: int('case', m[2]!, 1, MAX_SERVICES), netns };
   } else if (f.has('netns')) throw new FlagError('--netns is only valid with --case');
   if (one && repeat > one.services) throw new FlagError(`--repeat ${repeat} exceeds the ${one.services} Services`);
   for (const s of sizes) if (!one && repeat > s) throw new FlagError(`--repeat ${repeat} exceeds the ${s} Services of one size`);

@@ -40,12 +40,13 @@ import { fullGc } from '../../agent/src/node/full-gc.js';
 import { Proxier } from '../../agent/src/proxy/proxier.js';
 import type { ProxyBackend, ProxyNodeConfig } from '../../agent/src/proxy/types.js';
 import { CLUSTER_CIDR, nodeIP, nodeName, type JsonObject } from '../../agent/src/testing/addresses.js';
-import { BENCH_NFT_SHARDS, type CaseSpec } from './args.js';
+import type { CaseSpec } from './args.js';
+import { BENCH_NFT_SHARDS } from '../lib/proxy-modes.js';
 import { shardTableName } from '../../agent/src/proxy/nftables/names.js';
 import { CappedRunner } from './capped-runner.js';
 import { TimingRunner } from './timing-runner.js';
 import type { CaseResult, SyncMeasure } from './report.js';
-import { endpointAt, initialEndpoints, nodePortRangeFor, planChanges, service, slice, TARGET_PORT } from './workload.js';
+import { endpointAt, initialEndpoints, nodePortRangeFor, planChanges, service, slice, TARGET_PORT } from '../lib/services.js';
 
 export interface CaseOptions {
   readonly repeat: number;

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { commandTime, evaluateTargets, targets30k, formatTable, formatTargets, median, modeLabel, ms, parseCaseResult, splitLine, thousands, type CaseResult, type SyncMeasure } from './report.js';
+import { commandTime, evaluateTargets, targets30k, formatTable, formatTargets, ms, parseCaseResult, splitLine, type CaseResult, type SyncMeasure } from './report.js';
 
 const sync = (o: Partial<SyncMeasure> = {}): SyncMeasure => ({
   ok: true, wallMs: 100, durationMs: 90, scope: 'full', changedServices: null, renderMs: null, applyMs: null, kernelMs: null, commands: [], error: null, ...o,
@@ -17,11 +17,9 @@ function result(o: Partial<CaseResult> = {}): CaseResult {
 }
 
 t.test('statistics and number formats', async (t) => {
-  t.equal(median([3, 1, 2]), 2);
-  t.equal(median([4, 1, 3, 2]), 2.5);
-  t.ok(Number.isNaN(median([])));
-  t.equal(thousands(1234567.4), '1,234,567');
-  t.equal(thousands(999), '999');
+  const row = (changes: SyncMeasure[]) => formatTable([result({ changes })], 600).split('\n')[2]!.split(' | ')[4];
+  t.equal(row([change(60), change(40), change(50)]), '50 / 60', 'the change p50 of an odd count: the middle one');
+  t.equal(row([change(60), change(40), change(50), change(45)]), '45 / 60', 'of an even count: the lower middle (bench/lib/stats), not the mean of the two');
   t.equal(ms(4.56), '4.6');
   t.equal(ms(12345.6), '12,346');
   t.equal(ms(NaN), '–');
@@ -135,6 +133,7 @@ t.test('targets at 30,000 Services: nftables (either layout) full ≤ 3 s and ev
 });
 
 t.test('IPVS cases: the mode, and where they ran when not here', async (t) => {
-  t.equal(modeLabel({ mode: 'ipvs', iptablesBackend: null }), 'IPVS');
-  t.equal(modeLabel({ mode: 'ipvs', iptablesBackend: null, where: 'a qemu VM, kernel 6.1.0-57-amd64, tcg' }), 'IPVS (a qemu VM, kernel 6.1.0-57-amd64, tcg)');
+  const label = (o: Partial<CaseResult>) => formatTable([result({ mode: 'ipvs', elements: null, ...o })], 600).split('\n')[2]!.split(' | ')[0];
+  t.equal(label({}), '| IPVS');
+  t.equal(label({ where: 'a qemu VM, kernel 6.1.0-57-amd64, tcg' }), '| IPVS (a qemu VM, kernel 6.1.0-57-amd64, tcg)');
 });

@@ -8,7 +8,9 @@
  * also covers draining the trackers and building the snapshot, so a pass
  * there is never flattered.
  */
-import { BENCH_MODES, BENCH_NFT_SHARDS, type BenchMode } from './args.js';
+import { BENCH_MODES, isBenchMode, modeLabel, type BenchMode } from '../lib/proxy-modes.js';
+import { thousands } from '../lib/report.js';
+import { median } from '../lib/stats.js';
 import type { CommandTiming } from './timing-runner.js';
 
 export interface SyncMeasure {
@@ -93,7 +95,6 @@ const isNumOrNull = (v: unknown): v is number | null => v === null || isNum(v);
 const isStr = (v: unknown): v is string => typeof v === 'string';
 const isStrOrNull = (v: unknown): v is string | null => v === null || isStr(v);
 const isBool = (v: unknown): v is boolean => typeof v === 'boolean';
-const isMode = (v: unknown): v is BenchMode => typeof v === 'string' && (BENCH_MODES as readonly string[]).includes(v);
 const isKind = (v: unknown): v is 'nft' | 'legacy' | null => v === null || v === 'nft' || v === 'legacy';
 const isScope = (v: unknown): v is 'full' | 'partial' | null => v === null || v === 'full' || v === 'partial';
 
@@ -140,7 +141,7 @@ export function parseCaseResult(x: unknown): CaseResult {
   const ch = x['changes'];
   if (!Array.isArray(ch)) throw new TypeError(`${p}.changes: expected an array`);
   return {
-    mode: field(x, 'mode', isMode, `one of ${BENCH_MODES.join(', ')}`, p),
+    mode: field(x, 'mode', isBenchMode, `one of ${BENCH_MODES.join(', ')}`, p),
     services: field(x, 'services', isNum, 'a number', p),
     netns: field(x, 'netns', isStr, 'a string', p),
     ...(x['where'] === undefined ? {} : { where: field(x, 'where', isStr, 'a string', p) }),
@@ -165,33 +166,14 @@ export function parseCaseResult(x: unknown): CaseResult {
 
 // ---- statistics and formatting ----
 
-/** The median (mean of the two middle values for an even count); NaN for none. */
-export function median(xs: readonly number[]): number {
-  if (xs.length === 0) return NaN;
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
-}
-
 export function max(xs: readonly number[]): number {
   return xs.length ? Math.max(...xs) : NaN;
-}
-
-/** 1234567 → "1,234,567". */
-export function thousands(n: number): string {
-  return Math.round(n).toString().replace(/\B(?=(\d{3})+(?!\d))/g, ',');
 }
 
 /** Milliseconds: one decimal below 10 ms, whole numbers with separators above. */
 export function ms(n: number): string {
   if (!Number.isFinite(n)) return '–';
   return n < 10 ? n.toFixed(1) : thousands(n);
-}
-
-export function modeLabel(r: Pick<CaseResult, 'mode' | 'iptablesBackend' | 'where'>): string {
-  if (r.mode === 'nftables-sharded') return `nftables (${BENCH_NFT_SHARDS} shards)`;
-  if (r.mode === 'ipvs') return r.where ? `IPVS (${r.where})` : 'IPVS';
-  return r.mode === 'nftables' ? 'nftables' : `iptables (${r.iptablesBackend ?? (r.mode === 'iptables-legacy' ? 'legacy' : '?')})`;
 }
 
 function syncCell(m: SyncMeasure | null, capped: boolean, capS: number): string {

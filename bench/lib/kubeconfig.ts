@@ -1,5 +1,5 @@
 /**
- * bench/apiserver/kubeconfig: the server URL, CA and bearer token from the
+ * bench/lib/kubeconfig: the server URL, CA and bearer token from the
  * admin.kubeconfig the control plane writes (its current context). Pure.
  */
 import { parse } from 'yaml';

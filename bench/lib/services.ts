@@ -1,6 +1,8 @@
 /**
- * bench/proxy-sync/workload: the Services and EndpointSlices the bench feeds
- * to a Proxier, as Kubernetes-shaped JSON (testing/addresses.ts builders and
+ * bench/lib/services: the numbered Services and EndpointSlices the Service
+ * benches share (bench:proxy feeds them to a Proxier, bench:cni loads them
+ * into an agent, bench:programming numbers its endpoints and changes the
+ * same way), as Kubernetes-shaped JSON (testing/addresses.ts builders and
  * address conventions). Pure.
  *
  * Service n (1-based) is `bench/svc-<n>`: ClusterIP 10.96.0.0+n, TCP port 80
@@ -24,6 +26,8 @@ const PODS_PER_NODE = 253;
 const MAX_NODES = 254;
 /** Unique pod IPs the address conventions give (10.244.1.2 .. 10.244.254.254). */
 export const POD_IP_POOL = PODS_PER_NODE * MAX_NODES;
+/** The most Services a workload may have: 2 endpoints each and a spare pool within POD_IP_POOL. */
+export const MAX_SERVICES = 32_000;
 
 /** Endpoint j (0-based): node floor(j/253)+1, pod (j mod 253)+1, on that node. */
 export function endpointAt(j: number): { ip: string; nodeName: string } {

@@ -1,6 +1,6 @@
 /**
- * bench/apiserver/proc: what the bench reads from /proc about the server
- * process and the disk under its data directory, parsed. Pure: the caller
+ * bench/lib/proc: what a bench reads from /proc about a process (the server,
+ * an agent), the machine and the disk under a data directory, parsed. Pure: the caller
  * reads the files.
  */
 

@@ -1,5 +1,5 @@
 /**
- * bench/apiserver/http-client: the load generator's side of the wire,
+ * bench/lib/http-client: the load generator's side of the wire,
  * node:https (or node:http for a plain server) with keep-alive agents, the
  * kubeconfig's CA and bearer token. Effectful; the timing it reports is
  * performance.now() in this process.

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { parseEndpointSlice } from '../../agent/src/proxy/model/endpoint-slice.js';
 import { parseService } from '../../agent/src/proxy/model/service.js';
-import { ENDPOINTS_PER_SERVICE, POD_IP_POOL, endpointAt, initialEndpoints, nodePortOf, nodePortRangeFor, planChanges, service, slice } from './workload.js';
+import { ENDPOINTS_PER_SERVICE, MAX_SERVICES, POD_IP_POOL, endpointAt, initialEndpoints, nodePortOf, nodePortRangeFor, planChanges, service, slice } from './services.js';
 
 t.test('endpoint addresses: unique 10.244.N.x pod IPs, 253 per node', async (t) => {
   t.same(endpointAt(0), { ip: '10.244.1.2', nodeName: 'node-1' });
@@ -51,4 +51,9 @@ t.test('planChanges: distinct Services spread over the list, new IPs from the sp
   t.throws(() => planChanges(3, 4), RangeError);
   t.throws(() => planChanges(32131, 1), /need 64263 pod IPs/);
   t.throws(() => planChanges(0, 0), RangeError);
+});
+
+t.test('MAX_SERVICES fits the address conventions: their endpoints and a spare pool for the changes', async (t) => {
+  t.ok(MAX_SERVICES * ENDPOINTS_PER_SERVICE + 100 <= POD_IP_POOL, `${MAX_SERVICES} Services`);
+  t.equal(planChanges(MAX_SERVICES, 100).length, 100);
 });

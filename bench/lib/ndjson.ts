@@ -1,5 +1,5 @@
 /**
- * bench/apiserver/ndjson: a watch stream's newline-delimited JSON, cut into
+ * bench/lib/ndjson: a watch stream's newline-delimited JSON, cut into
  * lines as its chunks arrive (a chunk may end inside a line, or hold many). Pure.
  */
 export class LineSplitter {

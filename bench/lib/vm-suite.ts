@@ -1,12 +1,12 @@
 /**
- * bench/vm-suite: runs one test-vm suite for a benchmark, for what this kernel lacks (IPVS): the runner
+ * bench/lib/vm-suite: runs one test-vm suite for a benchmark, for what this kernel lacks (IPVS): the runner
  * (`test-vm/run.ts --suite NAME --param k=v ... --share-out DIR --timeout S`) in a child process, its
  * progress lines handed over as they come, and the file the suite wrote in its share read back.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { packageRoot } from '../agent/src/config/paths.js';
+import { packageRoot } from '../../agent/src/config/paths.js';
 
 export interface VmSuiteRun {
   readonly suite: string;
