@@ -96,3 +96,22 @@ export const ELEMENT_BATCH_GOLDEN: readonly ElementBatchGolden[] = [
       '1100010095100000000000000000000a',
   },
 ];
+
+const BIG_IPS = Array.from({ length: 250 }, (_, i) => `10.244.${i >> 6}.${(i & 63) * 4 + 2}`);
+
+/**
+ * A reconcile-sized batch: 250 pods added to both sets, one op per set
+ * (13,152 bytes; each message is past the 4,096 bytes of any proxy message).
+ * Too long for hex here: the old encoder's bytes as their length and sha256,
+ * computed with encodeBatch of nft-sets.ts at commit 72c67a8.
+ */
+export const BIG_ELEMENT_BATCH: Omit<ElementBatchGolden, 'hex'> & { readonly length: number; readonly sha256: string } = {
+  name: 'reconcile: 250 pods in both sets',
+  seq: 31337,
+  ops: [
+    { op: 'add', family: 'ip', table: 'nodenet-cni', set: 'masq-pods', interval: false, elements: BIG_IPS },
+    { op: 'add', family: 'ip', table: 'nodenet-cni', set: 'masq-exempt', interval: true, elements: BIG_IPS.map((ip) => `${ip} . ${ip.split('.').slice(0, 3).join('.')}.0/24`) },
+  ],
+  length: 13152,
+  sha256: 'bf590eea60ce9088fb906b759cb04c7d9ea20025c1b0db2a78afa2536ad8be32',
+};

@@ -1,13 +1,14 @@
 /**
  * NftSets over a real NETLINK_NETFILTER socket opened inside a scratch
  * namespace (root): elements land where `nft list` sees them, the kernel's
- * answers (ENOENT, one transaction) match the fake's, and nothing leaks into
- * the root namespace.
+ * answers (ENOENT, one transaction) match the fake's, element messages past
+ * the proxy's 4 KB are taken, and nothing leaks into the root namespace.
  */
 import t from 'tap';
 import { execFileSync } from 'node:child_process';
 import { makeScratchNetns } from '../../netns/scratch-netns.js';
 import { NetlinkNftSets, NftSetsError } from './nft-sets.js';
+import { BIG_ELEMENT_BATCH } from './nft-sets-testdata.js';
 
 const ns = makeScratchNetns(t, 'nfsets');
 execFileSync('ip', ['netns', 'exec', ns.name, 'nft', '-f', '-'], {
@@ -46,6 +47,16 @@ t.test('the kernel\'s answers: ENOENT for a missing element, set or table; a fai
   ]);
   t.equal(await errnoOf(batch), 'ENOENT');
   t.notMatch(list('pods'), /10\.244\.1\.77/, 'all or nothing');
+});
+
+t.test('a reconcile-sized batch: 250 elements a set, messages of 5 and 9 KB, in and out', async (t) => {
+  const ops = BIG_ELEMENT_BATCH.ops.map((o) => ({ ...o, table: 't', set: o.interval ? 'ex' : 'pods' }));
+  await sets.applyElements(ops);
+  t.equal((list('pods').match(/10\.244\.[0-3]\.\d+/g) ?? []).length, 250);
+  t.equal((list('ex').match(/10\.244\.[0-3]\.\d+ \. 10\.244\.[0-3]\.0\/24/g) ?? []).length, 250);
+  await sets.applyElements(ops.map((o) => ({ ...o, op: 'delete' as const })));
+  t.notMatch(list('pods'), /10\.244\./);
+  t.notMatch(list('ex'), /elements/);
 });
 
 t.test('many small batches on one socket', async (t) => {

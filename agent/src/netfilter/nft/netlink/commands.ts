@@ -104,7 +104,18 @@ export type NlCommand =
       readonly value: NlVerdict | null;
       readonly comment: string | null;
     })
-  | (CmdBase & { readonly op: 'delete-element'; readonly set: string; readonly key: readonly NlKeyPart[] });
+  | (CmdBase & { readonly op: 'delete-element'; readonly set: string; readonly key: readonly NlKeyPart[] })
+  /**
+   * Several elements of one set in one message, each with its range's last key in an interval set: what
+   * the CNI path's ipMasq sets send (netfilter/nft/nft-sets.ts builds these; no script line parses to one).
+   */
+  | (CmdBase & { readonly op: 'add-elements' | 'delete-elements'; readonly set: string; readonly elements: readonly NlElement[] });
+
+/** An element of an element list: its key and, in an interval set, the last key of its range (null otherwise). */
+export interface NlElement {
+  readonly key: readonly NlKeyPart[];
+  readonly keyEnd: readonly NlKeyPart[] | null;
+}
 
 export type ParseResult =
   | { readonly ok: true; readonly commands: readonly NlCommand[] }

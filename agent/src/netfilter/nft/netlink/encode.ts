@@ -14,6 +14,10 @@
  * line; a big batch (acks 'last') asks only on its last message, since the
  * kernel reports an error for any message whatever its flags.
  *
+ * The CNI path's ipMasq set elements (nft-sets.ts) are written here too, as
+ * element lists: one NEWSETELEM/DELSETELEM per set with every element of it,
+ * and NFTA_SET_ELEM_KEY_END for a range in an interval set.
+ *
  * Expressions use the legacy 16-byte registers (NFT_REG_1 = 1) as nft 1.0.6
  * does. Pure: no I/O.
  */
@@ -35,7 +39,7 @@ const HOOK_NUM = { prerouting: 0, input: 1, forward: 2, output: 3, postrouting: 
 const RULE_A = { TABLE: 1, CHAIN: 2, EXPRESSIONS: 4, USERDATA: 7 } as const;
 const SET_A = { TABLE: 1, NAME: 2, FLAGS: 3, KEY_TYPE: 4, KEY_LEN: 5, DATA_TYPE: 6, DATA_LEN: 7, ID: 10, TIMEOUT: 11, USERDATA: 13 } as const;
 const ELEM_LIST_A = { TABLE: 1, SET: 2, ELEMENTS: 3 } as const;
-const ELEM_A = { KEY: 1, DATA: 2, USERDATA: 6 } as const;
+const ELEM_A = { KEY: 1, DATA: 2, USERDATA: 6, KEY_END: 10 } as const;
 const NFTA_LIST_ELEM = 1;
 const EXPR_A = { NAME: 1, DATA: 2 } as const;
 const DATA_A = { VALUE: 1, VERDICT: 2 } as const;
@@ -130,6 +134,7 @@ class Writer {
     return at;
   }
   end(at: number): void {
+    if (this.off - at > 0xffff) throw new RangeError(`netlink attribute of ${this.off - at} bytes: more than its u16 length holds`);
     this.u16le(at, this.off - at);
     this.pad();
   }
@@ -548,9 +553,9 @@ export function encodeKey(parts: readonly NlKeyPart[]): Buffer {
   return b;
 }
 
-/** NFTA_SET_ELEM_KEY { NFTA_DATA_VALUE { the key } }, written in place. */
-function writeKey(w: Writer, parts: readonly NlKeyPart[]): void {
-  const at = w.begin(ELEM_A.KEY);
+/** NFTA_SET_ELEM_KEY (or _KEY_END) { NFTA_DATA_VALUE { the key } }, written in place. */
+function writeKey(w: Writer, parts: readonly NlKeyPart[], type: number = ELEM_A.KEY): void {
+  const at = w.begin(type);
   const v = w.off;
   const n = parts.length * 4;
   const b = w.buf;
@@ -590,8 +595,8 @@ function beginMessage(w: Writer, type: number, flags: number, seq: number, famil
   w.off += 20;
   return at;
 }
-function endMessage(w: Writer, at: number): void {
-  if (w.off - at > MSG_MAX) throw new RangeError(`nf_tables message of ${w.off - at} bytes: more than the ${MSG_MAX} the encoder reserves`);
+function endMessage(w: Writer, at: number, max = MSG_MAX): void {
+  if (w.off - at > max) throw new RangeError(`nf_tables message of ${w.off - at} bytes: more than the ${MSG_MAX} the encoder reserves`);
   w.buf.writeUInt32LE(w.off - at, at);
 }
 
@@ -638,7 +643,10 @@ function typeAndFlags(c: NlCommand): [number, number] {
     case 'add-element':
       return [nft(NFT_MSG.NEWSETELEM), R | NLM_F.CREATE];
     case 'delete-element':
+    case 'delete-elements':
       return [nft(NFT_MSG.DELSETELEM), R];
+    case 'add-elements':
+      return [nft(NFT_MSG.NEWSETELEM), R | NLM_F.CREATE];
   }
 }
 
@@ -729,6 +737,23 @@ function writeAttrs(w: Writer, c: NlCommand, ids: Map<string, number>): void {
     case 'delete-element':
       writeElementList(w, c.table, c.set, c.key, null, null);
       return;
+    case 'add-elements':
+    case 'delete-elements': {
+      // Any number of elements: room is made for each as it comes (the message may pass MSG_MAX; the
+      // ELEMENTS nest's u16 length is the limit, and end() refuses more).
+      w.str(ELEM_LIST_A.TABLE, c.table);
+      w.str(ELEM_LIST_A.SET, c.set);
+      const list = w.begin(ELEM_LIST_A.ELEMENTS);
+      for (const e of c.elements) {
+        w.ensure(4 + 2 * 8 + 4 * (e.key.length + (e.keyEnd?.length ?? 0)));
+        const el = w.begin(NFTA_LIST_ELEM);
+        writeKey(w, e.key);
+        if (e.keyEnd !== null) writeKey(w, e.keyEnd, ELEM_A.KEY_END);
+        w.end(el);
+      }
+      w.end(list);
+      return;
+    }
   }
 }
 
@@ -767,7 +792,8 @@ function writeCommand(w: Writer, c: NlCommand, seq: number, setIds: Map<string, 
   const [type, flags] = typeAndFlags(c);
   const at = beginMessage(w, type, ack ? flags : flags & ~NLM_F.ACK, seq, NFPROTO_IPV4, 0);
   writeAttrs(w, c, setIds);
-  endMessage(w, at);
+  // An element list reserves room as it goes; every other message fits the MSG_MAX beginMessage reserved.
+  endMessage(w, at, c.op === 'add-elements' || c.op === 'delete-elements' ? Infinity : MSG_MAX);
 }
 
 /** BATCH_BEGIN or BATCH_END. */
