@@ -101,7 +101,22 @@ t.test('ClusterIPs and NodePorts are allocated in the create path; a taken one i
   t.equal(dup.code, 1);
   t.match(dup.err, new RegExp(`The Service "np2" is invalid: spec.ports\\[0\\].nodePort: Invalid value: ${port}: provided port is already allocated`));
   t.equal(await ok(['apply', '-f', '-'], { input: 'apiVersion: v1\nkind: Service\nmetadata: {name: np}\nspec: {type: NodePort, ports: [{port: 80}]}\n' }), 'service/np unchanged\n', 'a second apply keeps the NodePort');
+  const npIP = await ok(['get', 'svc', 'np', '-o', 'jsonpath={.spec.clusterIP}']);
+
+  // Each ClusterIP is an IPAddress object (KEP-1880), served for reading as upstream serves it.
+  t.match(await ok(['api-resources', '-o', 'wide']), /^ipaddresses\s+networking\.k8s\.io\/v1\s+false\s+IPAddress\s+get,list,watch\s*$/m);
+  const ips = await ok(['get', 'ipaddresses']);
+  t.match(ips, /^NAME\s+PARENTREF\s+AGE\n/);
+  t.match(ips, /^10\.96\.0\.1\s+services\/default\/kubernetes\s+\d+[sm]$/m, 'the kubernetes Service\'s address');
+  t.match(ips, new RegExp(`^${npIP.replaceAll('.', '\\.')}\\s+services/default/np\\s`, 'm'));
+  const one = JSON.parse(await ok(['get', 'ipaddress', npIP, '-o', 'json'])) as { apiVersion: string; kind: string; metadata: { uid?: string; resourceVersion?: string; labels?: Record<string, string> }; spec: unknown };
+  t.match(one, { apiVersion: 'networking.k8s.io/v1', kind: 'IPAddress', metadata: { labels: { 'ipaddress.kubernetes.io/managed-by': 'ipallocator.k8s.io' } }, spec: { parentRef: { group: '', resource: 'services', namespace: 'default', name: 'np' } } });
+  t.match(one.metadata.uid, /^[0-9a-f-]{36}$/);
+  const del = await kubectl(['delete', 'ipaddress', npIP]);
+  t.equal(del.code, 1, 'the allocator alone writes them');
+  t.match(del.err, /MethodNotAllowed|does not allow this method/);
   await ok(['delete', 'svc', 'np']);
+  await waitFor(async () => !(await ok(['get', 'ipaddresses', '-o', 'name'])).includes(npIP), 'the IPAddress to go with its Service');
 });
 
 t.test('node IPAM: a Node gets a pod CIDR of its own', async (t) => {

@@ -46,6 +46,8 @@ import type { Storage, TxnOp } from '../store/storage.js';
 import type { WatchCache } from '../store/watch-cache.js';
 import type { KObject, Stored, StoreEvent } from '../store/types.js';
 import { obj, arr } from '../../lib/json/loose.js';
+import { randomUUID } from 'node:crypto';
+import { realClock, type Clock } from '../../lib/reconcile/clock.js';
 
 type O = Record<string, unknown>;
 
@@ -55,6 +57,8 @@ export interface ServiceAllocatorOptions {
   /** Default 30000-32767. */
   readonly nodePortRange?: { readonly from: number; readonly to: number };
   readonly random?: () => number;
+  /** The allocation objects' creationTimestamp. Default the real clock. */
+  readonly clock?: Clock;
 }
 
 /** What one Service holds. */
@@ -82,12 +86,14 @@ function parentOf(s: Readonly<KObject>): string | undefined {
 }
 
 /** The allocation object for a value held by the Service under svcKey. */
-function allocationObject(kind: 'ip' | 'port', value: number, svcKey: string): KObject {
+function allocationObject(kind: 'ip' | 'port', value: number, svcKey: string, nowMs: number): KObject {
   const [, namespace, name] = svcKey.split('/');
   const parentRef = { group: '', resource: 'services', namespace, name };
+  // uid and creationTimestamp as every served object has (IPAddresses are served: kubectl get ipaddresses).
+  const meta = { uid: randomUUID(), creationTimestamp: new Date(Math.floor(nowMs / 1000) * 1000).toISOString().replace('.000Z', 'Z') };
   return kind === 'ip'
-    ? { apiVersion: 'networking.k8s.io/v1', kind: 'IPAddress', metadata: { name: intToIp(value), labels: { 'ipaddress.kubernetes.io/ip-family': 'IPv4', 'ipaddress.kubernetes.io/managed-by': 'ipallocator.k8s.io' } }, spec: { parentRef } }
-    : { apiVersion: 'nodenet.io/v1', kind: 'ServiceNodePort', metadata: { name: String(value) }, spec: { parentRef } };
+    ? { apiVersion: 'networking.k8s.io/v1', kind: 'IPAddress', metadata: { name: intToIp(value), ...meta, labels: { 'ipaddress.kubernetes.io/ip-family': 'IPv4', 'ipaddress.kubernetes.io/managed-by': 'ipallocator.k8s.io' } }, spec: { parentRef } }
+    : { apiVersion: 'nodenet.io/v1', kind: 'ServiceNodePort', metadata: { name: String(value), ...meta }, spec: { parentRef } };
 }
 
 /** What an allocation adds to the Service's write. */
@@ -162,6 +168,7 @@ export class ServiceAllocator {
   private watches: { stop(): void }[] = [];
   private cache: WatchCache | null = null;
   private readonly random: () => number;
+  private readonly clock: Clock;
   /** Values held by two Services at start (the repair's report). */
   readonly duplicates: string[] = [];
 
@@ -169,6 +176,7 @@ export class ServiceAllocator {
     const c = parseCidr(opts.serviceCIDR ?? DEFAULT_SERVICE_CIDR);
     if (c.prefix > 30) throw new TypeError(`service CIDR ${c.cidr} is too small (at most /30)`);
     this.cidr = c.cidr;
+    this.clock = opts.clock ?? realClock;
     this.base = ipToInt(c.ip);
     this.size = 2 ** (32 - c.prefix);
     this.range = opts.nodePortRange ?? DEFAULT_NODE_PORT_RANGE;
@@ -264,7 +272,7 @@ export class ServiceAllocator {
       if (svcs.length > 1) this.duplicates.push(`${k.startsWith(IP_ADDRESSES) ? k.slice(IP_ADDRESSES.length + 2) : `nodePort ${k.slice(NODE_PORTS.length + 2)}`}: ${svcs.join(', ')}`);
       if (owner && svcs.includes(owner)) continue;
       const [gr, , name] = k.split('/');
-      const object = allocationObject(gr === IP_ADDRESSES ? 'ip' : 'port', gr === IP_ADDRESSES ? ipToInt(name!) : Number(name), svcs[0]!);
+      const object = allocationObject(gr === IP_ADDRESSES ? 'ip' : 'port', gr === IP_ADDRESSES ? ipToInt(name!) : Number(name), svcs[0]!, this.clock.now());
       await (stored ? storage.update(k, object, stored.rev) : storage.create(k, object)).catch((e: unknown) => {
         // Another writer repaired it first, or it changed meanwhile: what it holds now is right or repaired next start.
         if (!(e instanceof NodenetError) || (e.code !== ErrorCode.AlreadyExists && e.code !== ErrorCode.Conflict)) throw e;
@@ -405,8 +413,8 @@ export class ServiceAllocator {
     const now = heldBy(o as KObject);
     const before = old ? heldBy(old) : { ips: [], ports: [] };
     const ops: TxnOp[] = [
-      ...now.ips.filter((v) => this.ipOwners.get(v) !== key).map((v): TxnOp => ({ op: 'create', key: ipKey(v), obj: allocationObject('ip', v, key) })),
-      ...now.ports.filter((v) => this.portOwners.get(v) !== key).map((v): TxnOp => ({ op: 'create', key: portKey(v), obj: allocationObject('port', v, key) })),
+      ...now.ips.filter((v) => this.ipOwners.get(v) !== key).map((v): TxnOp => ({ op: 'create', key: ipKey(v), obj: allocationObject('ip', v, key, this.clock.now()) })),
+      ...now.ports.filter((v) => this.portOwners.get(v) !== key).map((v): TxnOp => ({ op: 'create', key: portKey(v), obj: allocationObject('port', v, key, this.clock.now()) })),
       ...this.releaseOps(before.ips, now.ips, this.ipOwners, ipKey, key),
       ...this.releaseOps(before.ports, now.ports, this.portOwners, portKey, key),
     ];

@@ -5,7 +5,8 @@
  *
  * Each message is one line, `number:jsonName:type` per field. The numbers and
  * names were read from upstream's generated.proto (k8s.io/api core/v1,
- * apps/v1, discovery/v1, coordination/v1, autoscaling/v1 at 10b39a3;
+ * apps/v1, discovery/v1, coordination/v1, autoscaling/v1 at 10b39a3,
+ * networking/v1's IPAddress from its types.go;
  * k8s.io/apimachinery meta/v1 at eed236c); whether a Go field is a pointer,
  * `omitempty` or `,inline` from the struct tags of the same types.go. That
  * is what decides the JSON a protobuf body stands for, since client-go's
@@ -59,6 +60,7 @@ const PACKAGES: Record<string, string> = {
   apps: 'k8s.io.api.apps.v1',
   discovery: 'k8s.io.api.discovery.v1',
   coordination: 'k8s.io.api.coordination.v1',
+  networking: 'k8s.io.api.networking.v1',
   autoscaling: 'k8s.io.api.autoscaling.v1',
   meta: 'k8s.io.apimachinery.pkg.apis.meta.v1',
 };
@@ -75,6 +77,7 @@ const KINDS: Record<string, string> = {
   'apps/v1/ReplicaSet': 'apps.ReplicaSet',
   'discovery.k8s.io/v1/EndpointSlice': 'discovery.EndpointSlice',
   'coordination.k8s.io/v1/Lease': 'coordination.Lease',
+  'networking.k8s.io/v1/IPAddress': 'networking.IPAddress',
   'autoscaling/v1/Scale': 'autoscaling.Scale',
 };
 
@@ -269,6 +272,10 @@ const TABLE: Record<string, string> = {
   'discovery.ForZone': '1:name:!s',
   'coordination.Lease': '1:metadata:meta.ObjectMeta 2:spec:coordination.LeaseSpec',
   'coordination.LeaseSpec': '1:holderIdentity:*s 2:leaseDurationSeconds:*i32 3:acquireTime:*mtime 4:renewTime:*mtime 5:leaseTransitions:*i32 6:strategy:*s 7:preferredHolder:*s',
+  // Read-only here (writes are 405), listed so that every served kind has its table.
+  'networking.IPAddress': '1:metadata:meta.ObjectMeta 2:spec:networking.IPAddressSpec',
+  'networking.IPAddressSpec': '1:parentRef:*networking.ParentReference',
+  'networking.ParentReference': '1:group:s 2:resource:!s 3:namespace:s 4:name:!s',
   'autoscaling.Scale': '1:metadata:meta.ObjectMeta 2:spec:autoscaling.ScaleSpec 3:status:autoscaling.ScaleStatus',
   'autoscaling.ScaleSpec': '1:replicas:i32',
   'autoscaling.ScaleStatus': '1:replicas:!i32 2:selector:s',

@@ -126,6 +126,13 @@ export const RESOURCES: readonly Resource[] = [
     verbs: ALL, subresources: [], model: 'V1Lease',
     fieldSelectors: ['metadata.name', 'metadata.namespace'], fields: metaFields,
   },
+  {
+    // The ClusterIP allocator's objects (KEP-1880, alloc/service-allocator.ts), one per address a Service holds:
+    // served for reading; the allocator alone writes them, in its Service's transaction.
+    group: 'networking.k8s.io', version: 'v1', resource: 'ipaddresses', kind: 'IPAddress', singular: 'ipaddress', namespaced: false, shortNames: [], categories: [],
+    verbs: ['get', 'list', 'watch'], subresources: [], model: 'V1IPAddress',
+    fieldSelectors: ['metadata.name'], fields: metaFields,
+  },
 ];
 
 /** The API groups served, in discovery order, with their versions. */

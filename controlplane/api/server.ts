@@ -29,7 +29,7 @@ import { aggregated, apiGroup, apiGroupList, apiResourceList, apiVersions, versi
 import { apiErrors, fieldErr, statusOf, type Status } from './errors.js';
 import type { ApiMetrics } from './metrics.js';
 import type { OpenApi } from './openapi.js';
-import { apiVersionOf, findResource, grOf, RESOURCES, type Resource } from './resources.js';
+import { apiVersionOf, findResource, grOf, RESOURCES, type Resource, type Verb } from './resources.js';
 import { parseRV, type DeleteOptions, type FieldValidation, type PatchType, type Rest, type WriteOptions } from './rest.js';
 import { toTable } from './table.js';
 import { proxyPodLog } from './pod-logs.js';
@@ -222,6 +222,8 @@ export class ApiServer {
       if (!authorize(user, { verb, gr: resource, namespace: route.namespace, name: bodyName, subresource: route.sub, boundNode: (pod?.object['spec'] as { nodeName?: string } | undefined)?.nodeName })) {
         throw apiErrors.forbidden(user.name, verb, route.r, route.namespace, bodyName || undefined);
       }
+      // A verb the resource does not serve (discovery lists its verbs): 405, after authorization, as upstream's routes.
+      if (!route.sub && !route.r.verbs.includes(verb as Verb)) throw apiErrors.methodNotAllowed();
       if (verb === 'watch') return await this.watch(req, res, route, q, user, done);
       // A log is streamed from the node's kubelet (follow runs as long as the client reads): no request timer.
       if (route.sub === 'log' && verb === 'get' && route.r.subresources.includes('log')) {

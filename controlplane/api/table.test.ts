@@ -217,6 +217,13 @@ t.test('namespaces, leases', async (t) => {
   t.same(row('leases.coordination.k8s.io', { metadata: { name: 'free', creationTimestamp: ago(S) }, spec: {} }), ['free', '', '1s']);
 });
 
+t.test('ipaddresses: NAME, PARENTREF (resource[.group][/namespace]/name), AGE', async (t) => {
+  t.same(header('ipaddresses.networking.k8s.io'), ['NAME', 'PARENTREF', 'AGE']);
+  t.same(row('ipaddresses.networking.k8s.io', { metadata: { name: '10.96.0.10', creationTimestamp: ago(M) }, spec: { parentRef: { group: '', resource: 'services', namespace: 'kube-system', name: 'kube-dns' } } }), ['10.96.0.10', 'services/kube-system/kube-dns', '60s']);
+  t.same(row('ipaddresses.networking.k8s.io', { metadata: { name: '10.96.0.11', creationTimestamp: ago(M) }, spec: { parentRef: { group: 'gateway.networking.k8s.io', resource: 'Gateways', name: 'gw' } } }), ['10.96.0.11', 'gateways.gateway.networking.k8s.io/gw', '60s']);
+  t.same(row('ipaddresses.networking.k8s.io', { metadata: { name: '10.96.0.12', creationTimestamp: ago(M) }, spec: {} }), ['10.96.0.12', '<none>', '60s']);
+});
+
 t.test('events: LAST SEEN, TYPE, REASON, OBJECT, MESSAGE; wide adds SUBOBJECT, SOURCE, FIRST SEEN, COUNT, NAME', async (t) => {
   t.same(header('events'), ['LAST SEEN', 'TYPE', 'REASON', 'OBJECT', 'MESSAGE']);
   t.same(header('events', true), ['LAST SEEN', 'TYPE', 'REASON', 'OBJECT', 'SUBOBJECT', 'SOURCE', 'MESSAGE', 'FIRST SEEN', 'COUNT', 'NAME']);

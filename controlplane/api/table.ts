@@ -325,6 +325,21 @@ export const PRINTERS: Readonly<Record<string, Printer>> = {
     columns: [NAME, col('Holder', 'The holder of the lease.'), AGE],
     row: (o, now) => [str(get(o, 'metadata', 'name')), str(get(o, 'spec', 'holderIdentity')), age(o, now)],
   },
+  'ipaddresses.networking.k8s.io': {
+    columns: [NAME, col('ParentRef', 'ParentRef references the resource that an IPAddress is attached to.'), AGE],
+    // Upstream's printIPAddress: <resource>[.<group>][/<namespace>]/<name>, or <none>.
+    row: (o, now) => {
+      const ref = get(o, 'spec', 'parentRef');
+      let parent = '<none>';
+      if (ref && typeof ref === 'object') {
+        const r = ref as Record<string, unknown>;
+        parent = `${str(r['resource'])}${r['group'] ? `.${str(r['group'])}` : ''}`.toLowerCase();
+        if (r['namespace']) parent += `/${str(r['namespace'])}`;
+        parent += `/${str(r['name'])}`;
+      }
+      return [str(get(o, 'metadata', 'name')), parent, age(o, now)];
+    },
+  },
 };
 
 /** The Table for objects of one group-resource. */
