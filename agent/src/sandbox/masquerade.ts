@@ -15,7 +15,7 @@
  * which is what the reference plugin's per-pod chain does (traffic to the
  * pod's own subnet untouched, multicast untouched, the rest masqueraded),
  * without a chain per pod. An ADD with ipMasq adds two set elements and a
- * DEL removes them, over netlink (netfilter/nft-sets.ts): no process is
+ * DEL removes them, over netlink (netfilter/nft/nft-sets.ts): no process is
  * spawned on the CNI path, and the cost does not grow with the rules of the
  * node (the old per-pod `iptables-save` + `iptables-restore` took 0.9-1.1 s
  * with 10,000 Services in iptables mode).

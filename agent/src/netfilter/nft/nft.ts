@@ -28,7 +28,7 @@ export interface Nft {
   apply(script: string): Promise<void>;
   /**
    * Applies `script` like apply(), but as nodenet's own nf_tables netlink
-   * batch (netfilter/nft-netlink/), without nft's dump of every chain, when
+   * batch (netfilter/nft/netlink/), without nft's dump of every chain, when
    * every line is one the encoder knows. Returns `applied: false` having
    * sent nothing when one is not (the caller then uses apply()). Optional:
    * executors without it always go through apply().

@@ -10,7 +10,7 @@
  * back, one window: full sync 6.1 -> 5.3 s, RSS after the post-sync GC
  * 447 -> 319 MiB; at 10,000: 1.96 -> 1.56 s.
  * The transaction goes instead as nodenet's own nf_tables netlink batch
- * (netfilter/nft-netlink/) when the executor offers one and every line is a
+ * (netfilter/nft/netlink/) when the executor offers one and every line is a
  * shape the encoder knows: nft 1.0.6 dumps every chain before applying a
  * script with rules or elements (1.2-1.7 s at 30,000 Services), which made
  * a one-endpoint change cost seconds, and its parser and evaluator are most

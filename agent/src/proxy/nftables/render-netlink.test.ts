@@ -2,7 +2,7 @@
  * A full sync through netlink is rendered straight into the batch
  * (RenderSink): the per-service chains and rules as nf_tables commands the
  * render builds itself, never as text. Those must be exactly what the
- * parser, proven byte for byte against nft 1.0.6 (nft-netlink/encode.test.ts),
+ * parser, proven byte for byte against nft 1.0.6 (nft/netlink/encode.test.ts),
  * reads from the line the text render writes in their place, and at the
  * same place: checked here line by line for full and partial renders of
  * Services with every construct the render writes, and as batch bytes.

@@ -73,7 +73,7 @@
  * Each is one transaction, all-or-nothing, with one exception: a full sync of the sharded layout (not one
  * that rebuilds tables) is rendered table by table (each shard with its fixed part, Services, elements and
  * stale objects, then the main table's elements and stale objects), and a sink may commit each shard as a
- * transaction of its own while the next renders (RenderSink.beginTable/endTable; nft-netlink TableBatches).
+ * transaction of its own while the next renders (RenderSink.beginTable/endTable; nft/netlink TableBatches).
  * On 2 CPUs that hides the kernel's commit behind the render: measured at 30,000 Services, 3.6 → 2.7 s.
  * Each table is then consistent on its own at every moment: a shard's DNAT chains and its maps commit
  * together, and the main table (filter checks, cluster-ips, masquerade on the mark) commits last, after the
@@ -162,7 +162,7 @@ export interface NftablesApplied {
  * Where a render can go instead of a text: line by line, the per-service
  * chains and rules (nine of ten lines of a full sync) as the nf_tables
  * commands themselves, whose text is never built, the rest as text lines.
- * A command is exactly what netfilter/nft-netlink/commands.ts parses from
+ * A command is exactly what netfilter/nft/netlink/commands.ts parses from
  * the line the text render writes in its place (render-netlink.test.ts);
  * its `line` is 0, the line number being its place in the transaction,
  * counted as the text render counts lines (comment lines included).

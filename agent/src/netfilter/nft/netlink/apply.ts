@@ -1,5 +1,5 @@
 /**
- * netfilter/nft-netlink/apply: applies an `nft -f` script as nodenet's own
+ * netfilter/nft/netlink/apply: applies an `nft -f` script as nodenet's own
  * nf_tables netlink batch when every line of it is one the encoder knows.
  *
  * Why: nft 1.0.6 dumps every chain of the kernel before it applies any

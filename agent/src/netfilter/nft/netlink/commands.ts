@@ -1,5 +1,5 @@
 /**
- * netfilter/nft-netlink/commands: the `nft -f` lines of a proxy sync (partial
+ * netfilter/nft/netlink/commands: the `nft -f` lines of a proxy sync (partial
  * or full), as typed commands the encoder (encode.ts) turns into nf_tables
  * netlink messages.
  *

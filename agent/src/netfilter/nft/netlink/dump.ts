@@ -1,5 +1,5 @@
 /**
- * netfilter/nft-netlink/dump: reading names from nf_tables over netlink:
+ * netfilter/nft/netlink/dump: reading names from nf_tables over netlink:
  * whether a table exists, and the names of its chains and sets (no rules, no
  * elements).
  *

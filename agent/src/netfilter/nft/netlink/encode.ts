@@ -1,5 +1,5 @@
 /**
- * netfilter/nft-netlink/encode: typed commands (commands.ts) → one nf_tables
+ * netfilter/nft/netlink/encode: typed commands (commands.ts) → one nf_tables
  * netlink batch, the bytes `nft -f` would send for the same script.
  *
  * Layout (include/uapi/linux/netfilter/nfnetlink.h, nf_tables.h): each

@@ -1,5 +1,5 @@
 /**
- * netfilter/nft-netlink/socket: sends one nf_tables batch on a
+ * netfilter/nft/netlink/socket: sends one nf_tables batch on a
  * NETLINK_NETFILTER socket and collects the kernel's answers.
  *
  * The socket is a raw AF_NETLINK one made with libc through koffi, created

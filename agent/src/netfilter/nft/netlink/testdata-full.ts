@@ -1,5 +1,5 @@
 /**
- * netfilter/nft-netlink/testdata-full: the messages nft 1.0.6 sends for a
+ * netfilter/nft/netlink/testdata-full: the messages nft 1.0.6 sends for a
  * FULL proxy sync, one per line, as captured on these machines with
  * `strace -f -e trace=sendmsg -e write=all -xx nft -f FILE` into an empty
  * scratch namespace. FILE is the full render (proxy/nftables/render.ts) of a

@@ -1,5 +1,5 @@
 /**
- * netfilter/nft-netlink/testdata: the messages nft 1.0.6 sends for each line
+ * netfilter/nft/netlink/testdata: the messages nft 1.0.6 sends for each line
  * of two scripts, as captured on these machines with
  * `strace -e trace=sendmsg -e write=all -xx nft -c -f FILE` in a scratch
  * namespace holding a kube-proxy table (the batch of a check run is the same
