@@ -62,7 +62,7 @@ export interface ControlPlaneOptions {
   readonly version: string;
   readonly log?: Logger;
   readonly clock?: Clock;
-  /** Store history window (ms); default 5 minutes. */
+  /** The storage's history window (ms), what watches may resume from; default 5 minutes. */
   readonly historyMs?: number;
   /** How often the history is compacted (ms); default a minute (tests shorten it). */
   readonly compactEveryMs?: number;

@@ -7,7 +7,7 @@
  * from it (`recorder('replicaset-controller')`) that stamps its name as
  * `source.component` and `reportingComponent`. The Event's shape, its name,
  * the correlation of repeats, the queue and the logging of failures are the
- * agent's too: reconcile/event-recorder.ts's EventWriter, here with a sink
+ * agent's too: lib/reconcile/event-recorder.ts's EventWriter, here with a sink
  * that writes through the REST layer like any client (the component as the
  * field manager). What is the control plane's own: a recorder takes an
  * object as read from the store and refers to it by its kind, namespace,

@@ -1,8 +1,8 @@
 /**
  * controlplane/controllers/indexes: the store indexes the controllers share
  * (client-go's index functions: `cache.MetaNamespaceIndexFunc` is built
- * into the store's sorted lists; these are the others). Each controller
- * adds the ones it asks (Store.addIndex is a no-op for one already there),
+ * into the watch cache's sorted lists; these are the others). Each controller
+ * adds the ones it asks (WatchCache.addIndex is a no-op for one already there),
  * so a read on the write path costs the size of its answer, never the
  * size of the store. Pure.
  */

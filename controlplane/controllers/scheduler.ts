@@ -42,7 +42,7 @@
  * inter-pod affinity, no topology spread constraints.
  *
  * Watch → compare → act through the REST layer, one Pod at a time from a
- * de-duplicated queue; the Store is the scheduler's cache (a binding is
+ * de-duplicated queue; the watch cache is the scheduler's cache (a binding is
  * committed before the next Pod is looked at, so no "assumed" Pods).
  */
 import { ErrorCode, isNodenetError } from '../../lib/errors/errors.js';

@@ -18,7 +18,7 @@
  *   again with the same function (two controllers sharing one index); with
  *   another function it is refused, as client-go refuses it.
  *
- * Pure (no I/O); the Store owns one and feeds it what it commits. The
+ * Pure (no I/O); the watch cache owns one and feeds it what the backend's watch delivers. The
  * arrays handed out are copies: a caller may keep one across later writes.
  */
 import { ErrorCode, NodenetError } from '../../lib/errors/errors.js';
