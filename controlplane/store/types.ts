@@ -17,14 +17,6 @@ export interface KObject {
   [k: string]: unknown;
 }
 
-export interface ObjectKey {
-  /** `services`, `deployments.apps`: the resource and its group, as kube-apiserver names a GroupResource. */
-  readonly gr: string;
-  /** '' for cluster-scoped kinds. */
-  readonly namespace: string;
-  readonly name: string;
-}
-
 /** One stored object: immutable once stored (callers copy before they change anything). */
 export interface Stored {
   readonly key: string;

@@ -18,6 +18,7 @@
  * too (lab/leftovers.ts says the same).
  */
 import type { LabOwner } from './owner.js';
+import { obj as looseObj } from '../../../lib/json/loose.js';
 
 export const LAB_NAME_RE = /^[a-z][a-z0-9]{0,9}$/;
 export const MAX_LAB_NODES = 20;
@@ -95,7 +96,7 @@ export interface PodRow {
 }
 
 type Obj = Record<string, unknown>;
-const obj = (v: unknown): Obj => (v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Obj) : {});
+const obj = (v: unknown): Obj => looseObj(v) ?? {};
 const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 const str = (v: unknown, dflt = ''): string => (typeof v === 'string' ? v : dflt);
 

@@ -57,6 +57,7 @@
  * skipped and said once like the rest. A new Node under a kept peer's name
  * (another uid) that the overlay cannot use is not kept.
  */
+import { obj } from '../../../lib/json/loose.js';
 import { F } from '../../../lib/log/fields.js';
 import type { Logger } from '../../../lib/log/log.js';
 import { isIPv4, parseCidr, parseIPv4, type Cidr, type IPv4 } from '../../../lib/net/ip.js';
@@ -115,10 +116,6 @@ export function subnetAnnotations(o: { readonly backendType: string; readonly ba
 /** Whether `current` (a Node's annotations) already holds every one of `wanted`. */
 export function annotationsHold(current: Readonly<Record<string, string>> | undefined, wanted: Readonly<Record<string, string>>): boolean {
   return Object.entries(wanted).every(([k, v]) => current?.[k] === v);
-}
-
-function obj(v: unknown): Record<string, unknown> | null {
-  return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
 }
 
 /** A Node's name and annotations (strings only), from an unknown object. */

@@ -14,8 +14,9 @@
 import { HttpError } from './kubelet-api.js';
 import type { KubeletApi } from './kubelet.js';
 
+import { obj } from '../../../lib/json/loose.js';
+
 type O = Record<string, unknown>;
-const obj = (v: unknown): O | undefined => (v && typeof v === 'object' && !Array.isArray(v) ? (v as O) : undefined);
 
 export type ApiOp = 'patchPodStatus' | 'deletePod' | 'createEvent' | 'patchEvent';
 

@@ -58,9 +58,9 @@ import { podPhase, podStatus, statusDiffers, type ContainerView, type PodView, t
 import { firstProbeAt, initialProbeState, nextProbeAt, observe, probeActive, type ProbeKind, type ProbeState } from './probe.js';
 import { runProbe, type ProbeOutcome } from './probe-exec.js';
 import type { ExitStatus, PodRecord, PodRuntime, RunRecord, SandboxRef } from './pod-runtime.js';
+import { obj } from '../../../lib/json/loose.js';
 
 type O = Record<string, unknown>;
-const obj = (v: unknown): O | undefined => (v && typeof v === 'object' && !Array.isArray(v) ? (v as O) : undefined);
 const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 
 /** What the kubelet writes about its Pods to the API server (kubelet-api.ts over HTTPS; kubelet-api.fake.ts in tests). */

@@ -24,8 +24,9 @@
 
 export const HOST_IMAGE = 'nodenet/host';
 
+import { obj } from '../../../lib/json/loose.js';
+
 type O = Record<string, unknown>;
-const obj = (v: unknown): O | undefined => (v && typeof v === 'object' && !Array.isArray(v) ? (v as O) : undefined);
 const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 const isSet = (v: unknown): boolean => v !== undefined && v !== null && !(Array.isArray(v) && v.length === 0) && !(obj(v) && Object.keys(v as O).length === 0) && v !== false && v !== '';

@@ -43,8 +43,9 @@ export interface PodView {
   readonly failed?: { readonly reason: string; readonly message: string };
 }
 
+import { obj } from '../../../lib/json/loose.js';
+
 type O = Record<string, unknown>;
-const obj = (v: unknown): O | undefined => (v && typeof v === 'object' && !Array.isArray(v) ? (v as O) : undefined);
 const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 
 /** RFC 3339 with seconds, as metav1.Time marshals. */

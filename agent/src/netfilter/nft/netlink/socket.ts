@@ -324,13 +324,3 @@ export class NfnlSocket {
     this.fd = -1;
   }
 }
-
-/** One batch on a socket of its own (opened in `netns`, closed after). */
-export function sendBatch(batch: Buffer, netns?: string): NetlinkAnswer[] {
-  const s = new NfnlSocket(netns);
-  try {
-    return s.send(batch);
-  } finally {
-    s.close();
-  }
-}
