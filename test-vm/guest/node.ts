@@ -8,6 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, writeFileSync, copyFileSync, symlinkSync } from 'node:fs';
 import { request } from 'node:https';
 import { parse as parseYaml } from 'yaml';
+import { nodenetNetConf } from '../../agent/src/cnitypes/nodenet-netconf.js';
 import { SpawnRunner, type RunResult } from '../../agent/src/exec/runner.js';
 import { timeScale, waitFor } from '../../agent/src/testing/wait.js';
 import type { GuestContext } from '../suite.js';
@@ -159,7 +160,7 @@ export async function nodeKubeconfig(ctx: GuestContext, timeoutMs: number): Prom
 export async function cniPod(agent: AgentHandle, name: string): Promise<{ ns: string; ip: string }> {
   await sh(['ip', 'netns', 'add', name]);
   await sh(['ip', '-n', name, 'link', 'set', 'lo', 'up']);
-  const conf = { cniVersion: '1.1.0', name: 'nodenet', type: 'nodenet-cni', bridge: 'cbr0', isGateway: true, isDefaultGateway: true, hairpinMode: true, ipMasq: false, agentSocket: agent.socket, ipam: { type: 'host-local' } };
+  const conf = nodenetNetConf({ ipMasq: false, agentSocket: agent.socket });
   const env = { CNI_COMMAND: 'ADD', CNI_CONTAINERID: name, CNI_NETNS: `/var/run/netns/${name}`, CNI_IFNAME: 'eth0', CNI_PATH: '/nodenet/dist', PATH: process.env['PATH'] ?? '/usr/bin:/bin' };
   const r = await runner.run([SHIM], { input: JSON.stringify(conf), env, allowFailure: true });
   if (r.exitCode !== 0) throw new Error(`CNI ADD ${name}: ${r.stdout}${r.stderr}`);

@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { stringify as toYaml } from 'yaml';
 import type { Runner } from '../exec/runner.js';
+import { nodenetNetConf } from '../cnitypes/nodenet-netconf.js';
 import { LocalPods } from '../pods/local-pods.js';
 import { FlagError, OUTPUT_FLAGS, outputFormat, parseFlags, type FlagSpecs } from './flags.js';
 import { distDir, pausePath, shimPath } from '../config/paths.js';
@@ -17,14 +18,6 @@ export const POD_USAGE = `usage: nodenet pod run NAME [--socket S | --cni-conf F
        nodenet pod ls [--run-dir D] [-o wide|json|yaml]
        nodenet pod rm NAME [--run-dir D]                     apps killed, CNI DEL, pause stopped
 A pod is a pause process holding new network, IPC and UTS namespaces, wired with a CNI ADD through nodenet-cni.`;
-
-/** The CNI config `nodenet pod run --socket S` hands the shim: bridge semantics, IPAM from the node's podCIDR. */
-export function defaultCniConfig(socket: string): Record<string, unknown> {
-  return {
-    cniVersion: '1.1.0', name: 'nodenet', type: 'nodenet-cni', bridge: 'cbr0',
-    isGateway: true, isDefaultGateway: true, hairpinMode: true, agentSocket: socket, ipam: { type: 'host-local' },
-  };
-}
 
 export function localPods(runner: Runner, runDir: string): LocalPods {
   return new LocalPods({ runner, shim: [shimPath()], pauseBin: pausePath(), runDir, cniPath: distDir() });
@@ -70,7 +63,7 @@ export async function podCommand(argv: readonly string[], deps: { runner: Runner
     case 'run': {
       if (p.flags.has('socket') && p.flags.has('cni-conf')) throw new FlagError('--socket and --cni-conf exclude each other');
       const confFile = p.flags.get('cni-conf');
-      const conf: unknown = confFile ? JSON.parse(readFileSync(confFile, 'utf8')) : defaultCniConfig(p.flags.get('socket') ?? `${runDir}/cni.sock`);
+      const conf: unknown = confFile ? JSON.parse(readFileSync(confFile, 'utf8')) : nodenetNetConf({ agentSocket: p.flags.get('socket') ?? `${runDir}/cni.sock` });
       const pod = await pods.create(need(), conf, { pidNamespace: p.flags.has('pid-ns') });
       let line = `pod ${pod.name} ip ${pod.ip} netns ${pod.sandbox.netnsPath}`;
       if (p.rest.length) line += ` app pid ${pods.startApp(pod.name, p.rest).pid}`;

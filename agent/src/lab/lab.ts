@@ -26,6 +26,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import type { Runner, RunResult } from '../exec/runner.js';
 import { distDir, packageRoot, pausePath, shimPath } from '../config/paths.js';
+import { nodenetNetConf } from '../cnitypes/nodenet-netconf.js';
 import { listSandboxes, stopSandbox } from '../netns/pause-holder.js';
 import { writeOwner } from './owner.js';
 import { labRoot, nodeUnderlayIP, onUnderlay, UNDERLAY_GATEWAY, UNDERLAY_PREFIX } from './plan.js';
@@ -427,18 +428,7 @@ export class VNode {
 
   /** A CNI network config for this node's agent, as a runtime would hand it to the plugin. */
   cniConfig(overrides: Record<string, unknown> = {}): Record<string, unknown> {
-    return {
-      cniVersion: '1.1.0',
-      name: 'nodenet',
-      type: 'nodenet-cni',
-      bridge: 'cbr0',
-      isGateway: true,
-      isDefaultGateway: true,
-      hairpinMode: true,
-      agentSocket: this.socket,
-      ipam: { type: 'host-local' },
-      ...overrides,
-    };
+    return { ...nodenetNetConf({ agentSocket: this.socket }), ...overrides };
   }
 
   /** Calls the real shim exactly as a runtime does: env + config on stdin. */

@@ -13,6 +13,7 @@
  */
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { CniHandler } from '../cniserver/handler.js';
+import { nodenetNetConf } from '../cnitypes/nodenet-netconf.js';
 import { ErrorCode, NodenetError } from '../../../lib/errors/errors.js';
 import { F } from '../../../lib/log/fields.js';
 import type { Logger } from '../../../lib/log/log.js';
@@ -43,11 +44,6 @@ export interface RunningKubelet {
   stop(): Promise<void>;
 }
 
-/** The CNI config of the kubelet's Pods: the node's bridge, the pod CIDR's host-local IPAM, no ipMasq (the overlay masquerades). */
-export function podNetworkConfig(bridge: string): Record<string, unknown> {
-  return { cniVersion: '1.1.0', name: 'nodenet', type: 'nodenet-cni', bridge, isGateway: true, isDefaultGateway: true, hairpinMode: true, ipMasq: false, ipam: { type: 'host-local' } };
-}
-
 export async function startKubelet(o: StartKubeletOptions): Promise<RunningKubelet> {
   const token = o.kubeconfig.getCurrentUser()?.token;
   if (!token) throw new NodenetError(ErrorCode.InvalidConfig, 'runPods: the kubeconfig has no token, which the kubelet\'s log server needs (the control plane authenticates to it with the node\'s token)');
@@ -58,7 +54,8 @@ export async function startKubelet(o: StartKubeletOptions): Promise<RunningKubel
     hostIP: o.hostIP,
     runtime: new ProcessPodRuntime({ runDir: o.runDir, pauseBin: o.pauseBin }),
     cni: o.cni,
-    cniConfig: podNetworkConfig(o.bridge),
+    // The node's bridge, the pod CIDR's host-local IPAM, no ipMasq (the overlay masquerades).
+    cniConfig: nodenetNetConf({ bridge: o.bridge, ipMasq: false }),
     api,
     events,
     clock: o.clock,
