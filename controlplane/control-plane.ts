@@ -3,8 +3,9 @@
  * Kubernetes API server, put together.
  *
  * Its data directory (0700) holds everything it needs across restarts:
- *   state.db              the objects and the history (SQLite, WAL)
- *   state.db.lock         its flock: one control plane per data directory (a second is refused)
+ *   state.db              the objects and the history (SQLite, WAL), unless --storage etcd:URL,...
+ *                         puts them in etcd (several control planes then share it)
+ *   state.db.lock         its flock: one control plane per SQLite database (a second is refused)
  *   pki/ca.{crt,key}      the cluster CA (made once)
  *   pki/apiserver.{crt,key}  the serving certificate, re-issued when the names it must cover change
  *   tokens.json           the admin token and one token per node (0600)
@@ -42,8 +43,7 @@ import { Claims } from './alloc/claims.js';
 import { LOAD_BALANCER_COMPONENT, LoadBalancerController, parseLoadBalancerPool } from './controllers/loadbalancer.js';
 import { ApiServer } from './api/server.js';
 import { Compactor } from './store/compactor.js';
-import { LocalStorage } from './store/local-storage.js';
-import { SqlitePersistence } from './store/sqlite-persistence.js';
+import { describeStorage, openStorage, type StorageSpec } from './store/spec.js';
 import type { Storage } from './store/storage.js';
 import { WatchCache } from './store/watch-cache.js';
 import { Lifecycle } from '../lib/lifecycle/lifecycle.js';
@@ -51,6 +51,8 @@ import { isDNS1123Subdomain } from '../lib/net/dns-names.js';
 
 export interface ControlPlaneOptions {
   readonly dataDir: string;
+  /** Where the cluster state lives (default SQLite in the data directory). */
+  readonly storage?: StorageSpec;
   readonly host: string;
   readonly port: number;
   /** Plain HTTP: only on a loopback address. */
@@ -191,8 +193,10 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
   } catch (e) {
     throw new NodenetError(ErrorCode.InvalidConfig, `--service-cidr / --service-node-port-range: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
   }
-  // Opening the database takes the data directory's lock: a second control plane on it stops here.
-  const storage = new LocalStorage({ persistence: new SqlitePersistence(join(o.dataDir, 'state.db')), log });
+  // Opening SQLite takes the data directory's lock: a second control plane on it stops here. On etcd, several
+  // control planes share the state (each with the same CA and tokens).
+  const spec: StorageSpec = o.storage ?? { kind: 'sqlite', dir: null };
+  const storage = openStorage(spec, o.dataDir, log);
   const cache = new WatchCache({ storage, clock, log });
   const rest = new Rest({ storage, cache, schemas, clock, services });
   let ipam: NodeIpam;
@@ -226,17 +230,21 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
     name: 'bootstrap',
     start: async () => {
       const nsRes = RESOURCES.find((r) => r.resource === 'namespaces')!;
+      // Several API servers on one etcd may start at once: a create another made first is as good.
+      const ensure = (p: Promise<unknown>) => p.catch((e: unknown) => {
+        if (!(e instanceof NodenetError && e.code === 'NN_ERR_ALREADY_EXISTS')) throw e;
+      });
       for (const ns of SYSTEM_NAMESPACES) {
-        if (!cache.get(`namespaces//${ns}`)) await rest.create(nsRes, '', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }, { fieldManager: 'nodenet-control-plane' });
+        if (!cache.get(`namespaces//${ns}`)) await ensure(rest.create(nsRes, '', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }, { fieldManager: 'nodenet-control-plane' }));
       }
       // The `kubernetes` Service, on the first address of the service CIDR, as kube-apiserver makes it.
       if (!cache.get('services/default/kubernetes')) {
         const svcRes = RESOURCES.find((r) => r.resource === 'services')!;
-        await rest.create(svcRes, 'default', {
+        await ensure(rest.create(svcRes, 'default', {
           apiVersion: 'v1', kind: 'Service',
           metadata: { name: 'kubernetes', labels: { component: 'apiserver', provider: 'kubernetes' } },
           spec: { clusterIP: services.firstIP, ports: [{ name: 'https', port: 443, protocol: 'TCP', targetPort: o.port || 6443 }], sessionAffinity: 'None', type: 'ClusterIP' },
-        }, { fieldManager: 'nodenet-control-plane' });
+        }, { fieldManager: 'nodenet-control-plane' }));
       }
     },
   });
@@ -277,7 +285,7 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
   // The admin's last: provisioning (provision/nodenet.sh) waits for it, then hands the node kubeconfigs out.
   const kc = join(o.dataDir, 'admin.kubeconfig');
   writeFileDurable(kc, kubeconfig(url, pki?.caPem ?? null, 'admin', tokens.admin), { mode: 0o600 });
-  log.info({ url, dataDir: o.dataDir, [F.rev]: cache.rev, storage: storage.kind }, 'control plane serving');
+  log.info({ url, dataDir: o.dataDir, [F.rev]: cache.rev, storage: describeStorage(spec, o.dataDir) }, 'control plane serving');
   return {
     url,
     kubeconfig: kc,

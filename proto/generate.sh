@@ -4,7 +4,7 @@
 # The output sits next to its .proto, is committed, and is never edited by hand.
 # Run: npm run proto
 #
-# Two files per .proto:
+# Two files per .proto of proto/cni/ (one for proto/etcd/, etcd's v3 API, a client of which the control plane is):
 #   X.ts           messages + grpc-js service definition and client (the agent)
 #   X_messages.ts  messages only, importing nothing but @bufbuild/protobuf/wire:
 #                  the agent's CNI server (agent/src/cniserver/server.ts), which
@@ -28,6 +28,12 @@ opts="outputServices=grpc-js,esModuleInterop=true,env=node,oneof=unions,importSu
 opts+=",outputJsonMethods=false,useExactTypes=false,useOptionals=messages"
 mapfile -t protos < <(find . -name '*.proto' | sed 's|^\./||' | sort)
 plugin="protoc-gen-ts_proto=$root/node_modules/.bin/protoc-gen-ts_proto"
-protoc --plugin="$plugin" --ts_proto_out=. --ts_proto_opt="$opts" -I . "${protos[@]}"
-protoc --plugin="$plugin" --ts_proto_out=. -I . "${protos[@]}" \
+mapfile -t etcdprotos < <(printf '%s\n' "${protos[@]}" | grep '^etcd/')
+mapfile -t cniprotos < <(printf '%s\n' "${protos[@]}" | grep '^cni/')
+protoc --plugin="$plugin" --ts_proto_out=. --ts_proto_opt="$opts" -I . "${cniprotos[@]}"
+# etcd's IDs (cluster, member, lease) are full 64-bit values: int64 and uint64 as bigint there.
+protoc --plugin="$plugin" --ts_proto_out=. --ts_proto_opt="$opts,forceLong=bigint" -I . "${etcdprotos[@]}"
+# The messages-only twin for the shim<->agent contract (proto/cni/) only; etcd's API (proto/etcd/) is a
+# client's, used through grpc-js.
+protoc --plugin="$plugin" --ts_proto_out=. -I . "${cniprotos[@]}" \
   --ts_proto_opt="${opts/outputServices=grpc-js/outputServices=none},fileSuffix=_messages"

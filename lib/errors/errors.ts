@@ -68,6 +68,7 @@ export const ERRORS = {
   NN_ERR_TIMEOUT: { cni: CniCode.Internal, http: 504, reason: 'Timeout' },
   NN_ERR_STORE: { cni: CniCode.Internal, http: 500, reason: 'InternalError' },
   NN_ERR_STORE_LOCKED: { cni: CniCode.Internal, http: 500, reason: 'InternalError' },
+  NN_ERR_STORE_UNAVAILABLE: { cni: CniCode.Internal, http: 503, reason: 'ServiceUnavailable' },
 } as const satisfies Record<string, { readonly cni: CniCode; readonly http: number; readonly reason: StatusReason }>;
 
 export type ErrorCode = keyof typeof ERRORS;
@@ -113,6 +114,7 @@ export const ErrorCode = {
   Timeout: 'NN_ERR_TIMEOUT',
   Store: 'NN_ERR_STORE',
   StoreLocked: 'NN_ERR_STORE_LOCKED',
+  StoreUnavailable: 'NN_ERR_STORE_UNAVAILABLE',
 } as const satisfies Record<string, ErrorCode>;
 
 export interface ErrorOptions {
