@@ -9,7 +9,7 @@ import { controlPlaneArgs, controlPlaneCommand, parseDurationMs, parseListen, ty
 t.test('defaults: loopback 6443, TLS, a 5-minute history, no nodes', async (t) => {
   t.same(controlPlaneArgs(new Map()), {
     dataDir: '/var/lib/nodenet/control-plane', host: '127.0.0.1', port: 6443, nodes: [], hosts: [], insecureHttp: false, historyMs: 300_000,
-    serviceCIDR: '10.96.0.0/12', nodePortRange: { from: 30000, to: 32767 }, clusterCIDR: '10.244.0.0/16', nodeCIDRMaskSize: 24, nodeMonitorGracePeriodMs: 40_000, orphanPodQuarantineMs: 40_000, logLevel: 'info',
+    serviceCIDR: '10.96.0.0/12', nodePortRange: { from: 30000, to: 32767 }, clusterCIDR: '10.244.0.0/16', nodeCIDRMaskSize: 24, nodeMonitorGracePeriodMs: 40_000, orphanPodQuarantineMs: 40_000, storage: { kind: 'sqlite', dir: null }, logLevel: 'info',
   });
 });
 
@@ -17,7 +17,19 @@ t.test('every flag lands in its option; lists are comma-separated', async (t) =>
   const f = parseFlags(['--data-dir', '/tmp/x', '--listen', '[::1]:7443', '--node', 'n1, n2', '--host', '10.0.0.1,cp.local', '--insecure-http', '--history-seconds', '60', '--log-level', 'debug', '--log-file', '/tmp/x.log', '--service-cidr', '10.100.0.0/16', '--service-node-port-range', '31000-31999', '--cluster-cidr', '10.200.0.0/14', '--node-cidr-mask-size', '26', '--node-monitor-grace-period', '1m30s'], {
     'data-dir': { type: 'string' }, listen: { type: 'string' }, node: { type: 'string' }, host: { type: 'string' }, 'insecure-http': { type: 'boolean' }, 'history-seconds': { type: 'string' }, 'log-level': { type: 'string' }, 'log-file': { type: 'string' }, 'service-cidr': { type: 'string' }, 'service-node-port-range': { type: 'string' }, 'cluster-cidr': { type: 'string' }, 'node-cidr-mask-size': { type: 'string' }, 'node-monitor-grace-period': { type: 'string' },
   });
-  t.same(controlPlaneArgs(f.flags), { dataDir: '/tmp/x', host: '::1', port: 7443, nodes: ['n1', 'n2'], hosts: ['10.0.0.1', 'cp.local'], insecureHttp: true, historyMs: 60_000, serviceCIDR: '10.100.0.0/16', nodePortRange: { from: 31000, to: 31999 }, clusterCIDR: '10.200.0.0/14', nodeCIDRMaskSize: 26, nodeMonitorGracePeriodMs: 90_000, orphanPodQuarantineMs: 40_000, logLevel: 'debug', logFile: '/tmp/x.log' });
+  t.same(controlPlaneArgs(f.flags), { dataDir: '/tmp/x', host: '::1', port: 7443, nodes: ['n1', 'n2'], hosts: ['10.0.0.1', 'cp.local'], insecureHttp: true, historyMs: 60_000, serviceCIDR: '10.100.0.0/16', nodePortRange: { from: 31000, to: 31999 }, clusterCIDR: '10.200.0.0/14', nodeCIDRMaskSize: 26, nodeMonitorGracePeriodMs: 90_000, orphanPodQuarantineMs: 40_000, storage: { kind: 'sqlite', dir: null }, logLevel: 'debug', logFile: '/tmp/x.log' });
+});
+
+t.test('--storage: sqlite:DIR or etcd:URL,... with --etcd-prefix; anything else is a usage error naming the flag', async (t) => {
+  const args = (m: Record<string, string>) => controlPlaneArgs(new Map(Object.entries(m)));
+  t.same(args({ storage: 'sqlite:/srv/cp' }).storage, { kind: 'sqlite', dir: '/srv/cp' });
+  t.same(args({ storage: 'etcd:http://10.0.0.1:2379,http://10.0.0.2:2379' }).storage, { kind: 'etcd', endpoints: 'http://10.0.0.1:2379,http://10.0.0.2:2379', prefix: '/registry' });
+  t.same(args({ storage: 'etcd:127.0.0.1:2379', 'etcd-prefix': '/nodenet' }).storage, { kind: 'etcd', endpoints: '127.0.0.1:2379', prefix: '/nodenet' });
+  t.throws(() => args({ storage: 'postgres://x' }), /--storage "postgres:\/\/x": sqlite:DIR or etcd:URL/);
+  t.throws(() => args({ storage: 'etcd:' }), /--storage: no etcd endpoint given/);
+  t.throws(() => args({ storage: 'etcd:https://10.0.0.1:2379' }), /only http:\/\/ is supported/);
+  t.throws(() => args({ storage: 'etcd:10.0.0.1:2379', 'etcd-prefix': 'registry/' }), /--etcd-prefix "registry\/": a key prefix/);
+  t.throws(() => args({ 'etcd-prefix': '/x' }), /--etcd-prefix: only with --storage etcd/);
 });
 
 t.test('bad service ranges are usage errors naming the flag', async (t) => {

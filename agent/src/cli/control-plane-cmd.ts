@@ -11,12 +11,13 @@ import { DEFAULT_NODE_MONITOR_GRACE_PERIOD_MS } from '../../../controlplane/cont
 import { DEFAULT_ORPHAN_QUARANTINE_MS } from '../../../controlplane/controllers/pod-gc.js';
 import { parseCidr } from '../../../lib/net/ip.js';
 import { FlagError, parseFlags, type FlagSpecs } from './flags.js';
+import { parseStorageSpec, type StorageSpec } from '../../../controlplane/store/spec.js';
 
 export const CONTROL_PLANE_USAGE = `usage: nodenet control-plane [--data-dir D] [--listen ADDR:PORT] [--node N[,N...]] [--host SAN[,SAN...]]
                              [--insecure-http] [--history-seconds S] [--service-cidr CIDR] [--service-node-port-range FROM-TO]
                              [--cluster-cidr CIDR] [--node-cidr-mask-size N] [--node-monitor-grace-period D]
                              [--orphan-pod-quarantine D] [--load-balancer-ip-pool CIDR|START-END[,...]]
-                             [--log-level L] [--log-file F]
+                             [--storage sqlite:DIR|etcd:URL[,URL...]] [--etcd-prefix P] [--log-level L] [--log-file F]
 Serves the Kubernetes API (core/v1 Namespaces, Nodes, Pods, Services, Events; EndpointSlices; Deployments,
 ReplicaSets; Leases) from a SQLite database in the data directory, for kubectl and the agents.
   --data-dir D        state.db, pki/, tokens.json, admin.kubeconfig, nodes/<N>.kubeconfig (default /var/lib/nodenet/control-plane)
@@ -35,6 +36,10 @@ ReplicaSets; Leases) from a SQLite database in the data directory, for kubectl a
   --load-balancer-ip-pool CIDR|START-END[,...]  LoadBalancer Services get their EXTERNAL-IP from here (a CIDR
                       without its network and broadcast addresses); without a pool they stay <pending>
   --history-seconds S how long watch history is kept for resuming watchers (default 300); older resourceVersions get 410
+  --storage S         where the cluster state lives: sqlite:DIR (default: the data directory's state.db) or
+                      etcd:http://HOST:PORT[,...] (etcd 3.4+; several control planes may share it, each with the
+                      same data directory's CA and tokens)
+  --etcd-prefix P     the etcd key prefix (default /registry, kube-apiserver's)
 On start it prints the kubeconfig to use: export KUBECONFIG=<data-dir>/admin.kubeconfig`;
 
 export interface ControlPlaneArgs {
@@ -52,6 +57,7 @@ export interface ControlPlaneArgs {
   readonly nodeMonitorGracePeriodMs: number;
   readonly orphanPodQuarantineMs: number;
   readonly loadBalancerPool?: string;
+  readonly storage: StorageSpec;
   readonly logLevel: string;
   readonly logFile?: string;
 }
@@ -70,6 +76,8 @@ const SPECS: FlagSpecs = {
   'node-monitor-grace-period': { type: 'string' },
   'orphan-pod-quarantine': { type: 'string' },
   'load-balancer-ip-pool': { type: 'string' },
+  storage: { type: 'string' },
+  'etcd-prefix': { type: 'string' },
   'log-level': { type: 'string' },
   'log-file': { type: 'string' },
 };
@@ -149,8 +157,16 @@ export function controlPlaneArgs(flags: ReadonlyMap<string, string>): ControlPla
       throw new FlagError(`--load-balancer-ip-pool: ${(e as Error).message}`);
     }
   }
+  let storage: StorageSpec;
+  try {
+    storage = parseStorageSpec(flags.get('storage') ?? 'sqlite', flags.get('etcd-prefix') ?? '/registry');
+  } catch (e) {
+    throw new FlagError((e as Error).message.startsWith('--') ? (e as Error).message : `--storage: ${(e as Error).message}`);
+  }
+  if (flags.has('etcd-prefix') && storage.kind !== 'etcd') throw new FlagError('--etcd-prefix: only with --storage etcd:URL');
   return {
     dataDir: flags.get('data-dir') ?? '/var/lib/nodenet/control-plane',
+    storage,
     host,
     port,
     nodes: list(flags.get('node')),
