@@ -12,7 +12,8 @@
  *   admin.kubeconfig      ready for kubectl: server, CA, admin token
  *   nodes/<name>.kubeconfig  one per node the control plane was told about
  */
-import { randomBytes, X509Certificate } from 'node:crypto';
+import { randomBytes, randomUUID, X509Certificate } from 'node:crypto';
+import { hostname } from 'node:os';
 import { chmodSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify as toYaml } from 'yaml';
@@ -47,6 +48,8 @@ import { describeStorage, openStorage, type StorageSpec } from './store/spec.js'
 import type { Storage } from './store/storage.js';
 import { WatchCache } from './store/watch-cache.js';
 import { Lifecycle } from '../lib/lifecycle/lifecycle.js';
+import { LeaderElector } from './leaderelection/leader-election.js';
+import { RestLeaseLock } from './leaderelection/rest-lock.js';
 import { isDNS1123Subdomain } from '../lib/net/dns-names.js';
 
 export interface ControlPlaneOptions {
@@ -199,9 +202,9 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
   const storage = openStorage(spec, o.dataDir, log);
   const cache = new WatchCache({ storage, clock, log });
   const rest = new Rest({ storage, cache, schemas, clock, services });
-  let ipam: NodeIpam;
+  const makeIpam = () => new NodeIpam({ rest, cache, claims: new Claims(storage, cache, 'podcidrs.nodenet.io'), clock, log: log.child({ [F.subsys]: 'controlplane/node-ipam' }), ...(o.clusterCIDR ? { clusterCIDR: o.clusterCIDR } : {}), ...(o.nodeCIDRMaskSize ? { maskSize: o.nodeCIDRMaskSize } : {}) });
   try {
-    ipam = new NodeIpam({ rest, cache, claims: new Claims(storage, cache, 'podcidrs.nodenet.io'), clock, log: log.child({ [F.subsys]: 'controlplane/node-ipam' }), ...(o.clusterCIDR ? { clusterCIDR: o.clusterCIDR } : {}), ...(o.nodeCIDRMaskSize ? { maskSize: o.nodeCIDRMaskSize } : {}) });
+    makeIpam(); // the flags checked at start, not when leading begins
   } catch (e) {
     await storage.close();
     throw new NodenetError(ErrorCode.InvalidConfig, `--cluster-cidr / --node-cidr-mask-size: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
@@ -248,12 +251,14 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
       }
     },
   });
-  const controllers = [
-    ipam,
+  // The scheduler and the controller manager's controllers run behind leader election, each on its Lease in
+  // kube-system (kube-scheduler, kube-controller-manager), as upstream's do: with several API servers on one etcd
+  // exactly one replica of each acts. They are made afresh each time this replica starts leading.
+  const makeControllerManager = () => [
+    makeIpam(),
     new EndpointSliceController({ rest, cache, clock, log: sub('endpointslice') }),
     new ReplicaSetController({ rest, cache, clock, log: sub('replicaset'), events: events.recorder('replicaset-controller') }),
     new DeploymentController({ rest, cache, clock, log: sub('deployment'), events: events.recorder('deployment-controller') }),
-    new Scheduler({ rest, cache, clock, log: sub('scheduler'), events: events.recorder('default-scheduler') }),
     new NodeLifecycleController({
       rest, cache, clock, log: sub('node-lifecycle'), ...(grace !== undefined ? { gracePeriodMs: grace } : {}),
       events: events.recorder(NODE_COMPONENT), evictionEvents: events.recorder(EVICTION_COMPONENT),
@@ -262,9 +267,25 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
     new GarbageCollector({ rest, cache, clock, log: sub('gc') }),
     new PodGarbageCollector({ rest, cache, clock, log: sub('pod-gc'), events: events.recorder(POD_GC_COMPONENT), ...(o.orphanPodQuarantineMs !== undefined ? { quarantineMs: o.orphanPodQuarantineMs } : {}) }),
   ];
+  const makeScheduler = () => [new Scheduler({ rest, cache, clock, log: sub('scheduler'), events: events.recorder('default-scheduler') })];
   // The recorder flushes last: the controllers' final Events go out before it stops.
   lc.append({ name: 'events', stop: () => events.stop() });
-  for (const c of controllers) lc.append({ name: c.constructor.name, start: () => c.start(), stop: () => c.stop() });
+  const identity = `${hostname()}_${randomUUID()}`;
+  for (const [lease, make] of [['kube-controller-manager', makeControllerManager], ['kube-scheduler', makeScheduler]] as const) {
+    let running: { start(): unknown; stop(): unknown }[] = [];
+    const elector = new LeaderElector({
+      lock: new RestLeaseLock(rest, lease), identity, clock, log,
+      onStartedLeading: async () => {
+        running = make();
+        for (const c of running) await c.start();
+      },
+      onStoppedLeading: async () => {
+        for (const c of [...running].reverse()) await c.stop();
+        running = [];
+      },
+    });
+    lc.append({ name: `leader-election ${lease}`, start: () => elector.start(), stop: () => elector.stop() });
+  }
   let addr: { port: number } | undefined;
   lc.append({
     name: 'api-server',

@@ -129,3 +129,30 @@ t.test('the etcd leader killed under writes through both servers: writes go on a
   etcd.start(leader);
   await etcd.waitReady();
 });
+
+t.test('leader election: one holder of kube-controller-manager and kube-scheduler; a clean stop hands both over at the next retry', async (t) => {
+  const holder = async (i: number, lease: string) => kubectl(i, ['get', 'lease', '-n', 'kube-system', lease, '-o', 'jsonpath={.spec.holderIdentity}']);
+  const cm = await holder(1, 'kube-controller-manager');
+  const sched = await holder(1, 'kube-scheduler');
+  t.match(cm, /^.+_[0-9a-f-]{36}$/, `kube-controller-manager held by ${cm}`);
+  t.equal(sched, cm, 'the first server leads both');
+  t.match(await kubectl(1, ['get', 'lease', '-n', 'kube-system']), /kube-controller-manager\s+\S+_[0-9a-f-]{36}/, 'kubectl shows the holders, as on a real cluster');
+  await servers[0]!.stop();
+  servers.shift();
+  kubeconfigs.shift();
+  let next = '';
+  for (let i = 0; i < 50 && (next === '' || next === cm); i++) {
+    await new Promise((r) => setTimeout(r, 200));
+    next = await holder(0, 'kube-controller-manager');
+  }
+  t.not(next, cm, 'another replica holds it now');
+  t.not(next, '');
+  // The new leader's controllers act: a Deployment gets its ReplicaSet.
+  await kubectl(0, ['create', 'deployment', 'after', '--image=nodenet/host', '--', 'sleep', '1']);
+  let rs = '';
+  for (let i = 0; i < 50 && !rs; i++) {
+    await new Promise((r) => setTimeout(r, 200));
+    rs = await kubectl(0, ['get', 'rs', '-l', 'app=after', '-o', 'name']);
+  }
+  t.match(rs, /replicaset\.apps\/after-/, 'reconciled by the new leader');
+});

@@ -111,11 +111,12 @@ export class LeaderElector {
     return this.lastLeader;
   }
 
-  /** Starts trying to acquire (the first try at once). */
-  start(): void {
-    if (this.running) return;
+  /** Starts trying to acquire: the first try at once (resolved when it is done: leading or not), then every retry period. */
+  start(): Promise<void> {
+    if (this.running) return this.busy;
     this.running = true;
-    this.schedule(0);
+    this.busy = this.round().finally(() => this.schedule(this.leading ? this.retryMs : this.retryMs * (1 + 0.2 * this.random())));
+    return this.busy;
   }
 
   /** Stops; a held lease is released and onStoppedLeading called. */
