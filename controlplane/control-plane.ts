@@ -51,6 +51,9 @@ import { Lifecycle } from '../lib/lifecycle/lifecycle.js';
 import { LeaderElector } from './leaderelection/leader-election.js';
 import { RestLeaseLock } from './leaderelection/rest-lock.js';
 import { isDNS1123Subdomain } from '../lib/net/dns-names.js';
+import { ApiServerEndpoints } from './controllers/apiserver-endpoints.js';
+import { isIP } from 'node:net';
+import { networkInterfaces } from 'node:os';
 
 export interface ControlPlaneOptions {
   readonly dataDir: string;
@@ -87,6 +90,20 @@ export interface ControlPlaneOptions {
   readonly loadBalancerPool?: string;
   /** How often a watch that allows bookmarks gets one (ms; default 30 s, tests shorten it). */
   readonly bookmarkEveryMs?: number;
+  /**
+   * This server's address in the `kubernetes` Service's EndpointSlice (kube-apiserver's --advertise-address);
+   * default the listen address (on 0.0.0.0: this machine's first non-loopback IPv4 address).
+   */
+  readonly advertiseAddress?: string;
+  /**
+   * The address clients are given (kubeadm's controlPlaneEndpoint, HOST:PORT): a load balancer in front of several
+   * API servers. The kubeconfigs written name it, and the serving certificate covers its host. Default: this server.
+   */
+  readonly controlPlaneEndpoint?: string;
+  /** On a clean stop, /readyz is red this long before the server closes (kube-apiserver's --shutdown-delay-duration; default 0). */
+  readonly shutdownDelayMs?: number;
+  /** The API server leases' TTL and renewal (ms; defaults 15 s and 10 s, kube-apiserver's; tests shorten them). */
+  readonly apiServerLease?: { readonly ttlMs: number; readonly renewEveryMs: number; readonly checkEveryMs?: number };
 }
 
 export interface ControlPlane {
@@ -169,6 +186,41 @@ function ensurePki(dir: string, hosts: readonly string[]): { caPem: string; cert
   return { caPem, cert: readFileSync(crt, 'utf8'), key: readFileSync(key, 'utf8') };
 }
 
+const REPAIR_EVERY_MS = 3 * 60_000;
+
+/** A component that runs fn at start and then every everyMs, for as long as it runs. */
+function periodic(clock: Clock, everyMs: number, fn: () => Promise<void>, onError: (e: unknown) => void): { start(): Promise<void>; stop(): Promise<void> } {
+  let timer: unknown = null;
+  let running = false;
+  let last: Promise<void> = Promise.resolve();
+  const run = (): Promise<void> => {
+    last = fn().catch(onError).finally(() => {
+      if (running) timer = clock.setTimeout(() => void run(), everyMs);
+    });
+    return last;
+  };
+  return {
+    start: () => { running = true; return run(); },
+    async stop() {
+      running = false;
+      if (timer !== null) clock.clearTimeout(timer);
+      await last;
+    },
+  };
+}
+
+function parseEndpoint(v: string): { host: string; port: number } {
+  const m = /^(?:\[([^\]]+)\]|([^:]+)):(\d+)$/.exec(v);
+  const port = Number(m?.[3]);
+  if (!m || !(port >= 1 && port <= 65535)) throw new NodenetError(ErrorCode.InvalidConfig, `--control-plane-endpoint ${JSON.stringify(v)}: want HOST:PORT (a name or an address, and a port 1-65535)`);
+  return { host: m[1] ?? m[2]!, port };
+}
+
+function firstNonLoopbackIPv4(): string {
+  for (const list of Object.values(networkInterfaces())) for (const a of list ?? []) if (a.family === 'IPv4' && !a.internal) return a.address;
+  return '127.0.0.1';
+}
+
 export async function startControlPlane(o: ControlPlaneOptions): Promise<ControlPlane> {
   const log = (o.log ?? silentLogger()).child({ [F.subsys]: 'controlplane' });
   const clock = o.clock ?? realClock;
@@ -186,7 +238,10 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
   mkdirSync(o.dataDir, { recursive: true, mode: 0o700 });
   chmodSync(o.dataDir, 0o700);
   const tokens = loadOrMakeTokens(join(o.dataDir, 'tokens.json'), o.nodes ?? []);
-  const hosts = [...new Set(['localhost', '127.0.0.1', o.host === '0.0.0.0' ? '' : o.host, ...(o.hosts ?? [])].filter(Boolean))];
+  const endpoint = o.controlPlaneEndpoint ? parseEndpoint(o.controlPlaneEndpoint) : null;
+  const advertise = o.advertiseAddress ?? (o.host === '0.0.0.0' ? firstNonLoopbackIPv4() : o.host === 'localhost' ? '127.0.0.1' : o.host);
+  if (!isIP(advertise)) throw new NodenetError(ErrorCode.InvalidConfig, `--advertise-address ${JSON.stringify(advertise)}: not an IP address`);
+  const hosts = [...new Set(['localhost', '127.0.0.1', o.host === '0.0.0.0' ? '' : o.host, advertise, endpoint?.host ?? '', ...(o.hosts ?? [])].filter(Boolean))];
   const pki = o.insecureHttp ? null : ensurePki(join(o.dataDir, 'pki'), hosts);
 
   const schemas = await loadSchemas([...RESOURCES.map((r) => r.model), 'V1Scale', 'V1Status', 'V1DeleteOptions', 'V1ListMeta']);
@@ -220,15 +275,8 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
   lc.append({ name: 'watch-cache', start: () => cache.start(), stop: () => cache.close() });
   const compactor = new Compactor({ storage, clock, log, onCompacted: (rev) => cache.compacted(rev), ...(o.historyMs ? { historyMs: o.historyMs } : {}), ...(o.compactEveryMs ? { everyMs: o.compactEveryMs } : {}) });
   lc.append({ name: 'compactor', start: () => compactor.start(), stop: () => compactor.stop() });
-  lc.append({
-    name: 'service-allocator',
-    // The repair: every value the stored Services hold has its allocation object, and no object outlives its Service.
-    start: async () => {
-      await services.start(cache, storage);
-      for (const d of services.duplicates) log.warn({ duplicate: d }, 'two Services hold the same value; the one its allocation object names keeps it');
-    },
-    stop: () => services.stop(),
-  });
+  // Every API server follows the allocation objects; their repair is the controller manager's leader's (below).
+  lc.append({ name: 'service-allocator', start: () => services.start(cache), stop: () => services.stop() });
   lc.append({
     name: 'bootstrap',
     start: async () => {
@@ -255,6 +303,12 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
   // kube-system (kube-scheduler, kube-controller-manager), as upstream's do: with several API servers on one etcd
   // exactly one replica of each acts. They are made afresh each time this replica starts leading.
   const makeControllerManager = () => [
+    // The allocators' repair, at once and every 3 minutes (kube-apiserver's repair interval): every value the
+    // stored Services hold has its allocation object, and no object outlives its Service.
+    periodic(clock, REPAIR_EVERY_MS, async () => {
+      await services.repair(cache, storage);
+      for (const d of services.duplicates) log.warn({ duplicate: d }, 'two Services hold the same value; the one its allocation object names keeps it');
+    }, (e) => log.warn({ [F.err]: e instanceof Error ? e.message : String(e) }, 'the allocators\' repair failed; retrying at the next interval')),
     makeIpam(),
     new EndpointSliceController({ rest, cache, clock, log: sub('endpointslice') }),
     new ReplicaSetController({ rest, cache, clock, log: sub('replicaset'), events: events.recorder('replicaset-controller') }),
@@ -298,9 +352,28 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
     },
     stop: () => server.close(),
   });
+  const endpoints = new ApiServerEndpoints({
+    storage, cache, rest, clock, log: sub('apiserver-endpoints'), ip: advertise, port: 0, ...(o.apiServerLease ?? {}),
+  });
+  const delay = o.shutdownDelayMs ?? 0;
+  // Stopped first, as kube-apiserver's shutdown begins: /readyz turns red and this server leaves the kubernetes
+  // EndpointSlice at once; balancers and clients then have the delay to move away while every request is still
+  // served; then the rest stops.
+  lc.append({
+    name: 'kubernetes endpoints',
+    start: () => { endpoints.port = addr!.port; return endpoints.start(); },
+    stop: async () => {
+      server.beginShutdown();
+      await endpoints.stop();
+      if (delay > 0) {
+        log.info({ delayMs: delay }, '/readyz is red: waiting for balancers and clients to move away');
+        await new Promise<void>((r) => clock.setTimeout(r, delay));
+      }
+    },
+  });
   await lc.start();
-  const dialHost = o.host === '0.0.0.0' ? '127.0.0.1' : o.host;
-  const url = `${pki ? 'https' : 'http'}://${dialHost.includes(':') ? `[${dialHost}]` : dialHost}:${addr!.port}`;
+  const dialHost = endpoint?.host ?? (o.host === '0.0.0.0' ? '127.0.0.1' : o.host);
+  const url = `${pki ? 'https' : 'http'}://${dialHost.includes(':') ? `[${dialHost}]` : dialHost}:${endpoint?.port ?? addr!.port}`;
   mkdirSync(join(o.dataDir, 'nodes'), { recursive: true, mode: 0o700 });
   for (const [n, t] of Object.entries(tokens.nodes)) writeFileDurable(join(o.dataDir, 'nodes', `${n}.kubeconfig`), kubeconfig(url, pki?.caPem ?? null, `system:node:${n}`, t), { mode: 0o600 });
   // The admin's last: provisioning (provision/nodenet.sh) waits for it, then hands the node kubeconfigs out.

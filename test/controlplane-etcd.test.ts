@@ -4,8 +4,9 @@
  * sharing one data directory's CA and tokens, and the real kubectl. Either
  * server answers with the same objects and resourceVersions; a watch opened
  * on one resumes on the other from its last resourceVersion with no 410;
- * the etcd leader killed under writes loses nothing acknowledged. Needs no
- * root.
+ * the etcd leader killed under writes loses nothing acknowledged; the
+ * `kubernetes` EndpointSlice lists the live servers, and one stopping turns
+ * /readyz red first. Needs no root.
  */
 import t from 'tap';
 import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -28,7 +29,9 @@ t.teardown(async () => {
 });
 const kubeconfigs: string[] = [];
 for (let i = 0; i < 2; i++) {
-  const s = await startControlPlane({ host: '127.0.0.1', port: 0, version: '0.1.0', dataDir: data, storage, compactEveryMs: 3_600_000 });
+  // Each advertises an address of its own in the kubernetes EndpointSlice (TEST-NET-1 addresses, which nothing
+  // here dials: an EndpointSlice may not hold a loopback address).
+  const s = await startControlPlane({ host: '127.0.0.1', port: 0, version: '0.1.0', dataDir: data, storage, compactEveryMs: 3_600_000, advertiseAddress: `192.0.2.${i + 1}` });
   servers.push(s);
   const kc = join(dir, `admin-${i}.kubeconfig`);
   copyFileSync(s.kubeconfig, kc);
@@ -128,6 +131,41 @@ t.test('the etcd leader killed under writes through both servers: writes go on a
   t.notOk(await etcd.leader() === leader, 'another member leads');
   etcd.start(leader);
   await etcd.waitReady();
+});
+
+/** GET path on a server's URL without a token (the health endpoints are anonymous). */
+function getAnon(url: string, path: string): Promise<{ code: number; body: string }> {
+  const u = new URL(path, url);
+  return new Promise((resolve, reject) => {
+    const req = request({ host: u.hostname, port: u.port, path: `${u.pathname}${u.search}`, ca: readFileSync(join(data, 'pki', 'ca.crt'), 'utf8') }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => { body += c; });
+      res.on('end', () => resolve({ code: res.statusCode ?? 0, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+const sliceAddresses = async (i: number) => (await kubectl(i, ['get', 'endpointslice', 'kubernetes', '-o', 'jsonpath={.endpoints[*].addresses[0]}'])).split(' ').filter(Boolean);
+
+t.test('the kubernetes EndpointSlice lists every live API server; one stopping turns /readyz red first, then leaves at once', async (t) => {
+  t.same(await sliceAddresses(1), ['192.0.2.1', '192.0.2.2'], 'both servers, from their leases');
+  const third = await startControlPlane({ host: '127.0.0.1', port: 0, version: '0.1.0', dataDir: data, storage, compactEveryMs: 3_600_000, advertiseAddress: '192.0.2.3', shutdownDelayMs: 1500 });
+  t.teardown(() => third.stop().catch(() => {}));
+  t.same(await sliceAddresses(0), ['192.0.2.1', '192.0.2.2', '192.0.2.3'], 'a third joins at its start');
+  t.equal((await getAnon(third.url, '/readyz')).code, 200);
+  const stopping = third.stop();
+  await new Promise((r) => setTimeout(r, 300));
+  const red = await getAnon(third.url, '/readyz?verbose');
+  t.equal(red.code, 500, '/readyz is red during the shutdown delay');
+  t.match(red.body, /\[-\]shutdown failed/, 'saying why, as kube-apiserver does');
+  t.match(await kubectl(0, ['get', '--raw', '/version']), /gitVersion/, 'while the others serve as before');
+  t.equal((await getAnon(third.url, '/healthz')).code, 200, 'and it still serves every request');
+  t.same(await sliceAddresses(0), ['192.0.2.1', '192.0.2.2'], 'it left the slice at the start of its stop, no TTL to wait');
+  await stopping;
+  await t.rejects(getAnon(third.url, '/healthz'), 'then it closes');
 });
 
 t.test('leader election: one holder of kube-controller-manager and kube-scheduler; a clean stop hands both over at the next retry', async (t) => {

@@ -60,7 +60,7 @@ t.test('Services and EndpointSlices through the node\'s kubeconfig, synced after
     await src.start();
     await waitFor(() => events.includes('eps synced'), 'synced');
     const firstSynced = events.findIndex((e) => e.endsWith('synced'));
-    t.same(events.slice(0, firstSynced).sort(), ['eps add other/db-1', 'svc add default/kubernetes', 'svc add other/db'], 'both lists, across namespaces, before any synced');
+    t.same(events.slice(0, firstSynced).sort(), ['eps add default/kubernetes', 'eps add other/db-1', 'svc add default/kubernetes', 'svc add other/db'], 'both lists, across namespaces, before any synced');
     t.same(events.slice(firstSynced).sort(), ['eps synced', 'svc synced'], 'each handler synced once');
     events.length = 0;
     const before = (await core.readNamespacedService({ namespace: 'other', name: 'db' })).metadata!.resourceVersion;

@@ -27,7 +27,8 @@ async function setup(t: Test, opts: { persistence?: FakePersistence; cidr?: stri
   const ts = openTestStore({ persistence, clock });
   const store = ts.cache;
   const alloc = new ServiceAllocator({ ...(opts.cidr ? { serviceCIDR: opts.cidr } : {}), ...(opts.ports ? { nodePortRange: opts.ports } : {}) });
-  await alloc.start(store, ts.storage);
+  alloc.start(store);
+  await alloc.repair(store, ts.storage);
   const rest = new Rest({ storage: ts.storage, cache: store, schemas, clock, services: alloc });
   t.teardown(() => {
     alloc.stop();
@@ -276,7 +277,8 @@ async function server(t: Test, storage: Storage, opts: { cidr?: string; ports?: 
   const cache = new WatchCache({ storage, clock });
   await cache.start();
   const alloc = new ServiceAllocator({ ...(opts.cidr ? { serviceCIDR: opts.cidr } : {}), ...(opts.ports ? { nodePortRange: opts.ports } : {}) });
-  await alloc.start(cache, storage);
+  alloc.start(cache);
+  await alloc.repair(cache, storage);
   const rest = new Rest({ storage, cache, schemas, clock, services: alloc });
   t.teardown(() => {
     alloc.stop();
@@ -341,4 +343,36 @@ t.test('the repair makes the objects a store written before them lacks, and drop
   t.same(parent(cache.get(`${IP_ADDRESSES}//10.96.0.9`))?.['name'], 'old', 'the address got its object');
   t.same(parent(cache.get(`${NODE_PORTS}//30009`))?.['name'], 'old', 'the NodePort too');
   t.equal(cache.get(`${IP_ADDRESSES}//10.96.0.77`), undefined, 'the orphan is gone');
+});
+
+t.test('the repair works on one snapshot: a Service created by another API server while it runs keeps its objects', async (t) => {
+  const storage = new MemoryStorage();
+  await storage.create('namespaces//default', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } });
+  // A Service without its object, so that the repair has a write to make (and awaits it).
+  await storage.create('services/default/old', { apiVersion: 'v1', kind: 'Service', metadata: { name: 'old', namespace: 'default' }, spec: { clusterIP: '10.96.0.9', clusterIPs: ['10.96.0.9'], ports: [{ port: 80 }] } });
+  const other = await server(t, storage, { cidr: '10.96.0.0/24' }); // another API server, its repair done
+  const clock = new FakeClock(Date.UTC(2026, 11, 1));
+  const cache = new WatchCache({ storage, clock });
+  await cache.start();
+  const alloc = new ServiceAllocator({ serviceCIDR: '10.96.0.0/24' });
+  alloc.start(cache);
+  t.teardown(() => { alloc.stop(); cache.close(); });
+  // Put the old Service back without its object, then race: while this repair writes, the other server creates one.
+  await storage.delete(`${IP_ADDRESSES}//10.96.0.9`);
+  await cache.fresh();
+  let made: string | undefined;
+  const racing: Storage = Object.assign(Object.create(storage) as Storage, {
+    create: async (key: string, obj: KObject) => {
+      const r = await storage.create(key, obj);
+      if (!made) {
+        made = spec((await other.rest.create(SVC, 'default', svc('new'))).object).clusterIP;
+        await cache.fresh();
+      }
+      return r;
+    },
+  });
+  await alloc.repair(cache, racing);
+  t.ok(made, 'the other server created a Service during the repair');
+  t.same(parent(await storage.get(`${IP_ADDRESSES}//${made}`))?.['name'], 'new', 'its IPAddress is still there');
+  t.same(parent(await storage.get(`${IP_ADDRESSES}//10.96.0.9`))?.['name'], 'old', 'and the repair made the old Service\'s');
 });

@@ -23,7 +23,7 @@
  * client asked for. Within one process a write in flight also holds a
  * reservation, so concurrent creates rarely collide at all.
  *
- * The repair (start()): a Service that holds a value without its object (a
+ * The repair (repair(), run by the controller manager's leader): a Service that holds a value without its object (a
  * store written before 2026-12-05) gets the object; an object whose Service
  * is gone or holds the value no more is deleted; two Services sharing one
  * value are reported, and the one the object names keeps it.
@@ -189,17 +189,16 @@ export class ServiceAllocator {
   }
 
   /**
-   * Reads the allocation objects from the cache and follows them; then the repair (see the header), through the
-   * storage. Resolves once the stored allocations agree with the stored Services.
+   * Reads the allocation objects from the cache and follows them. Every API server does this; the repair
+   * (repair()) is the controller manager's leader's.
    */
-  async start(cache: WatchCache, storage: Storage): Promise<void> {
+  start(cache: WatchCache): void {
     this.cache = cache;
     for (const [gr, owners, elsewhere] of [[IP_ADDRESSES, this.ipOwners, this.ipElsewhere], [NODE_PORTS, this.portOwners, this.portElsewhere]] as const) {
       const { items, rev } = cache.list(gr);
       for (const s of items) this.own(owners, s);
       this.watches.push(cache.watch({ gr, afterRev: rev, onEvent: (ev) => this.onAllocation(owners, elsewhere, ev) }));
     }
-    await this.repair(cache, storage);
   }
 
   stop(): void {
@@ -258,16 +257,25 @@ export class ServiceAllocator {
     else this.own(owners, ev.cur);
   }
 
-  /** The repair: every value a stored Service holds has its object, and every object a Service that holds it. */
-  private async repair(cache: WatchCache, storage: Storage): Promise<void> {
+  /**
+   * The repair: every value a stored Service holds has its object, and every object a Service that holds it.
+   * It works on one snapshot of the cache, taken before any write: a Service and its objects are written in one
+   * transaction, so the snapshot never shows one without the other, while objects written during the repair (by
+   * this or another API server) are not in it and are left alone. Resolves once the cache has seen its writes.
+   */
+  async repair(cache: WatchCache, storage: Storage): Promise<void> {
+    this.duplicates.length = 0;
     const holders = new Map<string, string[]>();
-    for (const s of cache.list('services').items) {
+    const services = cache.list('services').items;
+    const allocations = [IP_ADDRESSES, NODE_PORTS].flatMap((gr) => cache.list(gr).items);
+    const snapshot = new Map(allocations.map((s) => [s.key, s]));
+    for (const s of services) {
       const h = heldBy(s.object);
       for (const v of h.ips) this.claim(holders, ipKey(v), s.key);
       for (const v of h.ports) this.claim(holders, portKey(v), s.key);
     }
     for (const [k, svcs] of holders) {
-      const stored = cache.get(k);
+      const stored = snapshot.get(k);
       const owner = stored ? parentOf(stored.object) : undefined;
       if (svcs.length > 1) this.duplicates.push(`${k.startsWith(IP_ADDRESSES) ? k.slice(IP_ADDRESSES.length + 2) : `nodePort ${k.slice(NODE_PORTS.length + 2)}`}: ${svcs.join(', ')}`);
       if (owner && svcs.includes(owner)) continue;
@@ -278,14 +286,12 @@ export class ServiceAllocator {
         if (!(e instanceof NodenetError) || (e.code !== ErrorCode.AlreadyExists && e.code !== ErrorCode.Conflict)) throw e;
       });
     }
-    for (const gr of [IP_ADDRESSES, NODE_PORTS]) {
-      for (const s of cache.list(gr).items) {
-        if (holders.has(s.key)) continue;
-        // No Service holds it: an object left behind (by hand, or by a version without one transaction).
-        await storage.delete(s.key, s.rev).catch((e: unknown) => {
-          if (!(e instanceof NodenetError) || (e.code !== ErrorCode.NotFound && e.code !== ErrorCode.Conflict)) throw e;
-        });
-      }
+    for (const s of allocations) {
+      if (holders.has(s.key)) continue;
+      // No Service holds it: an object left behind (by hand, or by a version without one transaction).
+      await storage.delete(s.key, s.rev).catch((e: unknown) => {
+        if (!(e instanceof NodenetError) || (e.code !== ErrorCode.NotFound && e.code !== ErrorCode.Conflict)) throw e;
+      });
     }
     await cache.fresh();
   }

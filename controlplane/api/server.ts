@@ -111,6 +111,7 @@ export class ApiServer {
   private readonly sockets = new Set<Socket>();
   /** Responses to requests with `?pretty`: their JSON is indented, as kube-apiserver's (json.MarshalIndent, two spaces). */
   private readonly pretty = new WeakSet<ServerResponse>();
+  private shuttingDown = false;
 
   constructor(private readonly o: ApiServerOptions) {
     this.maxBody = o.maxBodyBytes ?? 3 * 1024 * 1024;
@@ -135,6 +136,14 @@ export class ApiServer {
       this.server!.listen(port, host, () => resolve());
     });
     return this.server.address() as AddressInfo;
+  }
+
+  /**
+   * The first step of a clean stop (kube-apiserver's --shutdown-delay-duration): /readyz turns red while every
+   * request is still served, so that load balancers and clients' health checks move away before close().
+   */
+  beginShutdown(): void {
+    this.shuttingDown = true;
   }
 
   async close(): Promise<void> {
@@ -170,9 +179,15 @@ export class ApiServer {
     try {
       const path = url.pathname.replace(/\/+$/, '') || '/';
       // Health endpoints answer without a token, as kube-apiserver's do for anonymous probes.
+      // /readyz says only whether this server takes requests (it is not shutting down): a store without quorum
+      // reaches clients as a 503 from every server, not as a balancer with no server left.
       if (method === 'GET' && (path === '/healthz' || path === '/livez' || path === '/readyz')) {
-        res.writeHead(200, { 'Content-Type': 'text/plain; charset=utf-8' }).end('ok');
-        return done(200);
+        const red = path === '/readyz' && this.shuttingDown;
+        const body = q.has('verbose')
+          ? `[+]ping ok\n${path === '/readyz' ? `[${red ? '-' : '+'}]shutdown ${red ? 'failed: reason withheld' : 'ok'}\n` : ''}${path.slice(1)} check ${red ? 'failed' : 'passed'}\n`
+          : red ? '[-]shutdown failed: reason withheld\nreadyz check failed\n' : 'ok';
+        res.writeHead(red ? 500 : 200, { 'Content-Type': 'text/plain; charset=utf-8', 'X-Content-Type-Options': 'nosniff' }).end(body);
+        return done(red ? 500 : 200);
       }
       user = this.o.anonymousAdmin && req.headers.authorization === undefined ? ADMIN_USER : authenticate(this.o.tokens, req.headers.authorization);
       if (!user) throw apiErrors.unauthorized();

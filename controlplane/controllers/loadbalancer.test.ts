@@ -29,7 +29,8 @@ async function setup(t: Test, o: { persistence?: FakePersistence; pool?: string;
   const ts = openTestStore({ persistence: o.persistence ?? new FakePersistence(), clock });
   const store = ts.cache;
   const alloc = new ServiceAllocator();
-  await alloc.start(store, ts.storage);
+  alloc.start(store);
+  await alloc.repair(store, ts.storage);
   const rest = new Rest({ storage: ts.storage, cache: store, schemas, clock, services: alloc });
   if (!store.get('namespaces//default')) await rest.create(NS, '', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } });
   const events = new EventBroadcaster({ rest, clock, log: silentLogger() });
@@ -182,7 +183,8 @@ t.test('two controllers at once on one backend (a leader change that overlaps) n
     const cache = new WatchCache({ storage, clock });
     await cache.start();
     const alloc = new ServiceAllocator();
-    await alloc.start(cache, storage);
+    alloc.start(cache);
+    await alloc.repair(cache, storage);
     const rest = new Rest({ storage, cache, schemas, clock, services: alloc });
     const lb = new LoadBalancerController({ rest, cache, claims: new Claims(storage, cache, 'loadbalancerips.nodenet.io'), clock, log: silentLogger(), pool: '192.0.2.10-192.0.2.12' });
     t.teardown(() => {

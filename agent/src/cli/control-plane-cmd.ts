@@ -17,7 +17,9 @@ export const CONTROL_PLANE_USAGE = `usage: nodenet control-plane [--data-dir D] 
                              [--insecure-http] [--history-seconds S] [--service-cidr CIDR] [--service-node-port-range FROM-TO]
                              [--cluster-cidr CIDR] [--node-cidr-mask-size N] [--node-monitor-grace-period D]
                              [--orphan-pod-quarantine D] [--load-balancer-ip-pool CIDR|START-END[,...]]
-                             [--storage sqlite:DIR|etcd:URL[,URL...]] [--etcd-prefix P] [--log-level L] [--log-file F]
+                             [--storage sqlite:DIR|etcd:URL[,URL...]] [--etcd-prefix P] [--advertise-address IP]
+                             [--control-plane-endpoint HOST:PORT] [--shutdown-delay-duration D] [--log-level L] [--log-file F]
+       nodenet control-plane migrate --from sqlite:DIR --to etcd:URL[,URL...] [--etcd-prefix P]
 Serves the Kubernetes API (core/v1 Namespaces, Nodes, Pods, Services, Events; EndpointSlices; Deployments,
 ReplicaSets; Leases) from a SQLite database in the data directory, for kubectl and the agents.
   --data-dir D        state.db, pki/, tokens.json, admin.kubeconfig, nodes/<N>.kubeconfig (default /var/lib/nodenet/control-plane)
@@ -40,6 +42,13 @@ ReplicaSets; Leases) from a SQLite database in the data directory, for kubectl a
                       etcd:http://HOST:PORT[,...] (etcd 3.4+; several control planes may share it, each with the
                       same data directory's CA and tokens)
   --etcd-prefix P     the etcd key prefix (default /registry, kube-apiserver's)
+  --advertise-address IP  this server's address in the kubernetes Service's EndpointSlice, which lists every live
+                      API server (each renews a lease every 10 s; one not renewed for 15 s is taken out); default the
+                      listen address
+  --control-plane-endpoint HOST:PORT  the address the written kubeconfigs name (a load balancer in front of
+                      several API servers, as kubeadm's controlPlaneEndpoint); the certificate covers HOST
+  --shutdown-delay-duration D  on SIGTERM, /readyz is red this long before the server stops serving, so that
+                      balancers move away first (default 0s, kube-apiserver's)
 On start it prints the kubeconfig to use: export KUBECONFIG=<data-dir>/admin.kubeconfig`;
 
 export interface ControlPlaneArgs {
@@ -58,6 +67,9 @@ export interface ControlPlaneArgs {
   readonly orphanPodQuarantineMs: number;
   readonly loadBalancerPool?: string;
   readonly storage: StorageSpec;
+  readonly advertiseAddress?: string;
+  readonly controlPlaneEndpoint?: string;
+  readonly shutdownDelayMs: number;
   readonly logLevel: string;
   readonly logFile?: string;
 }
@@ -78,6 +90,9 @@ const SPECS: FlagSpecs = {
   'load-balancer-ip-pool': { type: 'string' },
   storage: { type: 'string' },
   'etcd-prefix': { type: 'string' },
+  'advertise-address': { type: 'string' },
+  'control-plane-endpoint': { type: 'string' },
+  'shutdown-delay-duration': { type: 'string' },
   'log-level': { type: 'string' },
   'log-file': { type: 'string' },
 };
@@ -164,7 +179,20 @@ export function controlPlaneArgs(flags: ReadonlyMap<string, string>): ControlPla
     throw new FlagError((e as Error).message.startsWith('--') ? (e as Error).message : `--storage: ${(e as Error).message}`);
   }
   if (flags.has('etcd-prefix') && storage.kind !== 'etcd') throw new FlagError('--etcd-prefix: only with --storage etcd:URL');
+  const advertiseAddress = flags.get('advertise-address');
+  if (advertiseAddress !== undefined && (!isIP(advertiseAddress) || advertiseAddress === '0.0.0.0' || advertiseAddress === '::')) throw new FlagError(`--advertise-address ${JSON.stringify(advertiseAddress)}: an IP address clients can reach (not 0.0.0.0)`);
+  const controlPlaneEndpoint = flags.get('control-plane-endpoint');
+  if (controlPlaneEndpoint !== undefined) {
+    const m = /^(?:\[([^\]]+)\]|([^:/\s]+)):(\d+)$/.exec(controlPlaneEndpoint);
+    if (!m || !(Number(m[3]) >= 1 && Number(m[3]) <= 65535)) throw new FlagError(`--control-plane-endpoint ${JSON.stringify(controlPlaneEndpoint)}: expected HOST:PORT, e.g. 192.168.77.1:6443 or api.example:6443`);
+  }
+  const delayText = flags.get('shutdown-delay-duration') ?? '0s';
+  const shutdownDelayMs = parseDurationMs(delayText);
+  if (shutdownDelayMs === null) throw new FlagError(`--shutdown-delay-duration ${JSON.stringify(delayText)}: a duration, in seconds (3) or with a unit (3s, 500ms)`);
   return {
+    ...(advertiseAddress !== undefined ? { advertiseAddress } : {}),
+    ...(controlPlaneEndpoint !== undefined ? { controlPlaneEndpoint } : {}),
+    shutdownDelayMs,
     dataDir: flags.get('data-dir') ?? '/var/lib/nodenet/control-plane',
     storage,
     host,
