@@ -19,6 +19,7 @@ export type StartAgent = (cfg: AgentConfig) => Promise<RunningAgent>;
 
 export const AGENT_USAGE = `usage: nodenet agent [--config FILE] [--node-name N] [--pod-cidr CIDR] [--cluster-cidr CIDR] [--state-dir D] [--run-dir D]
                      [--cni-socket S] [--bridge B] [--mtu N] [--proxy-mode none|iptables|nftables|ipvs] [--kubeconfig FILE|in-cluster | --manifests DIR]
+                     [--api-server-failover true|false]
                      [--proxy-prefix KUBE] [--cluster-ip-ping reject|drop] [--nftables-shards 8] [--proxy-min-sync-ms MS] [--proxy-sync-period-ms MS] [--node-lease-duration-seconds S]
                      [--nodeport-addresses primary|CIDR,...] [--service-cluster-ip-range CIDR]
                      [--metrics-bind-address IP:PORT] [--healthz-bind-address IP:PORT]
@@ -32,7 +33,10 @@ nodes/<N>.kubeconfig, any cluster's, or in-cluster) or finds in a manifest direc
 /readyz on --healthz-bind-address (default 127.0.0.1:10256), as kube-proxy's; "" or 0 turns one off.
 On an API server, --overlay vxlan joins the pod network of every Node (flannel's vxlan backend, on --iface or
 the interface of the node's primary IP), and --run-pods runs the Pods bound to this node (the embedded kubelet,
-serving the API server's log requests on --kubelet-port).
+serving the API server's log requests on --kubelet-port). With a kubeconfig file, the agent reaches every API
+server the kubernetes EndpointSlice lists through a balancer on 127.0.0.1 that health-checks them every second and
+moves the connections off a dead one (k3s's agent load balancer); --api-server-failover false dials the
+kubeconfig's server only.
 Flags override the config file's keys.`;
 
 const SPECS: FlagSpecs = Object.fromEntries([['config', { type: 'string' }], ...Object.keys(FLAG_KEYS).map((k) => [k, { type: 'string' }])]);

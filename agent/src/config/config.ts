@@ -40,6 +40,12 @@ export interface AgentConfig {
   readonly manifestsDir: string | null;
   /** The API server the proxy watches: a kubeconfig file, or 'in-cluster' (a Pod's service account). */
   readonly kubeconfig: string | null;
+  /**
+   * Client-side failover over every API server (watch/api-balancer.ts, k3s's agent load balancer): the
+   * agent's clients dial a balancer on 127.0.0.1 that follows the kubernetes EndpointSlice. Only with a
+   * kubeconfig file whose server is https.
+   */
+  readonly apiServerFailover: boolean;
   /** nftables mode: a ping to a ClusterIP is rejected at once ('reject', kube-proxy's behaviour) or silently dropped ('drop'). */
   readonly clusterIPPing: 'reject' | 'drop';
   /**
@@ -103,6 +109,7 @@ export const DEFAULTS: AgentConfig = {
   proxyPrefix: 'KUBE',
   manifestsDir: null,
   kubeconfig: null,
+  apiServerFailover: true,
   clusterIPPing: 'reject',
   nftablesShards: 8,
   ipvsScheduler: 'rr',
@@ -258,6 +265,7 @@ export function parseAgentConfig(raw: unknown): AgentConfig {
     proxyPrefix: prefix,
     manifestsDir,
     kubeconfig,
+    apiServerFailover: boolField(o, 'apiServerFailover') ?? DEFAULTS.apiServerFailover,
     clusterIPPing: ping,
     nftablesShards,
     ipvsScheduler: scheduler,
@@ -293,6 +301,7 @@ export const FLAG_KEYS: Readonly<Record<string, keyof AgentConfig>> = {
   'proxy-prefix': 'proxyPrefix',
   manifests: 'manifestsDir',
   kubeconfig: 'kubeconfig',
+  'api-server-failover': 'apiServerFailover',
   'cluster-ip-ping': 'clusterIPPing',
   'nftables-shards': 'nftablesShards',
   'ipvs-scheduler': 'ipvsScheduler',

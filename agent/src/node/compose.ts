@@ -5,6 +5,7 @@
  * Everything else takes them as deps (the Agent, the proxy host, the CLI
  * commands), so each runs on fakes in a unit test.
  */
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { release } from 'node:os';
 import { startCniServer } from '../cniserver/server.js';
@@ -65,6 +66,7 @@ const embeddedKubelet = () => import('../pods/start.js');
 const clusterWatch = () => import('../watch/cluster-watch.js');
 const nodeAnnotations = () => import('../watch/node-annotations.js');
 const kubeletApiModule = () => import('../pods/kubelet-api.js');
+const apiBalancerModule = () => import('../watch/api-balancer.js');
 import { Agent, type AgentOverlay, type AgentRegistration } from './agent.js';
 import { startHealthServer } from './health-server.js';
 import { ProxyHost, type ProxyHostDeps } from './proxy-host.js';
@@ -109,12 +111,22 @@ export async function composeAgent(given: AgentConfig, logger?: Logger): Promise
   const sets = new NetlinkNftSets();
   const masquerade = new NftMasquerade({ nft, sets, log: log.child({ [F.subsys]: 'masquerade' }) });
   const sysctl = new ProcSysctl();
+  let failover: { stop(): Promise<void> } | null = null;
   const close = async () => {
+    await failover?.stop();
     node.close();
     sets.close();
     await deleter.close();
   };
   try {
+    // Client-side failover first: every client below dials the balancer's kubeconfig.
+    if (cfg.kubeconfig && cfg.kubeconfig !== 'in-cluster' && cfg.apiServerFailover) {
+      const f = await apiFailover(cfg.kubeconfig, cfg.runDir, log);
+      if (f) {
+        failover = f;
+        cfg = { ...cfg, kubeconfig: f.kubeconfig };
+      }
+    }
     const nodeIPs = nodeAddresses(await node.listAddresses());
     const proxy =
       cfg.proxyMode === 'none'
@@ -169,6 +181,53 @@ export async function composeAgent(given: AgentConfig, logger?: Logger): Promise
     await close();
     throw e;
   }
+}
+
+/**
+ * The balancer over every API server (watch/api-balancer.ts) for a kubeconfig file: started, with a kubeconfig
+ * of its own under the run directory whose server is the balancer, and a watch of the kubernetes EndpointSlice
+ * through it. null (the kubeconfig is used as it is, and the log says why) when its server is not https, or
+ * when its certificate does not cover 127.0.0.1, which the clients then dial.
+ */
+async function apiFailover(kubeconfig: string, runDir: string, log: Logger): Promise<{ kubeconfig: string; stop(): Promise<void> } | null> {
+  const [{ loadKubeConfig }, { ApiBalancer, addrKey, serversFromSlice }, { ClusterWatch }] = await Promise.all([kubeWatch(), apiBalancerModule(), clusterWatch()]);
+  const blog = log.child({ [F.subsys]: 'api-balancer' });
+  const kc = loadKubeConfig(kubeconfig);
+  const cluster = kc.getCurrentCluster()!;
+  const url = new URL(cluster.server);
+  if (url.protocol !== 'https:') {
+    blog.info({ server: cluster.server }, 'client-side failover needs an https server: dialing the kubeconfig\'s server only');
+    return null;
+  }
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  const ca = cluster.caData ? Buffer.from(cluster.caData, 'base64').toString('utf8') : cluster.caFile ? readFileSync(cluster.caFile, 'utf8') : undefined;
+  const balancer = new ApiBalancer({ server: { host, port: Number(url.port || 443) }, ca, log, clock: realClock });
+  const probe = await balancer.check(addrKey({ host, port: Number(url.port || 443) }));
+  if (probe.coversLoopback === false) {
+    blog.warn({ server: cluster.server }, 'the API server\'s certificate does not cover 127.0.0.1, which the balancer\'s clients dial: client-side failover is off, dialing the kubeconfig\'s server only');
+    return null;
+  }
+  await balancer.start();
+  const local = `https://127.0.0.1:${balancer.port}`;
+  const mine = loadKubeConfig(kubeconfig);
+  mine.clusters = mine.clusters.map((c) => (c.name === cluster.name ? { ...c, server: local } : c));
+  const file = `${runDir}/api-server.kubeconfig`;
+  mkdirSync(runDir, { recursive: true });
+  writeFileSync(file, mine.exportConfig(), { mode: 0o600 });
+  const onSlice = (o: unknown) => balancer.setServers(serversFromSlice(o));
+  const watch = new ClusterWatch({
+    kubeconfig: loadKubeConfig(file), log: blog, clock: realClock,
+    sources: [{ kind: 'endpointslices', name: 'kubernetes EndpointSlice', fieldSelector: 'metadata.namespace=default,metadata.name=kubernetes', handler: { add: onSlice, update: (_p, c) => onSlice(c), delete: () => {} } }],
+  });
+  await watch.start();
+  blog.info({ server: cluster.server, local }, 'API clients go through the balancer');
+  return {
+    kubeconfig: file,
+    async stop() {
+      watch.stop();
+      await balancer.stop();
+    },
+  };
 }
 
 /** The Node's registration and Lease on the API server (watch/node-registration.ts), loaded when started. */
