@@ -324,7 +324,9 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
   const makeScheduler = () => [new Scheduler({ rest, cache, clock, log: sub('scheduler'), events: events.recorder('default-scheduler') })];
   // The recorder flushes last: the controllers' final Events go out before it stops.
   lc.append({ name: 'events', stop: () => events.stop() });
+  // client-go's identity (hostname_uuid); written to the data directory so that a lab can tell which replica leads.
   const identity = `${hostname()}_${randomUUID()}`;
+  writeFileDurable(join(o.dataDir, 'identity'), `${identity}\n`, { mode: 0o600 });
   for (const [lease, make] of [['kube-controller-manager', makeControllerManager], ['kube-scheduler', makeScheduler]] as const) {
     let running: { start(): unknown; stop(): unknown }[] = [];
     const elector = new LeaderElector({

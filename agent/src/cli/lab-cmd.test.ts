@@ -12,7 +12,20 @@ import { NO_IPVS_MESSAGE } from '../netfilter/ipvs/ipvs-types.js';
 import { parseFlags } from './flags.js';
 import { labCommand, labExecArgs, labName, labUpArgs, LAB_USAGE, type LabCmdDeps } from './lab-cmd.js';
 
-const UP = { name: { type: 'string' }, nodes: { type: 'string' }, 'proxy-mode': { type: 'string' }, overlay: { type: 'string' }, 'run-pods': { type: 'string' } } as const;
+const UP = { name: { type: 'string' }, nodes: { type: 'string' }, 'proxy-mode': { type: 'string' }, overlay: { type: 'string' }, 'run-pods': { type: 'string' }, 'etcd-members': { type: 'string' }, 'api-servers': { type: 'string' } } as const;
+
+t.test('lab up --etcd-members N --api-servers M: the HA control plane; an even etcd refused with the seeds\' reason', async (t) => {
+  t.same(labUpArgs(parseFlags(['--etcd-members', '3'], UP)).ha, { etcdMembers: 3, apiServers: 2 }, 'two API servers by default');
+  t.same(labUpArgs(parseFlags(['--etcd-members', '5', '--api-servers', '3'], UP)).ha, { etcdMembers: 5, apiServers: 3 });
+  t.same(labUpArgs(parseFlags(['--etcd-members', '1', '--api-servers', '1'], UP)).ha, { etcdMembers: 1, apiServers: 1 }, '1 member: etcd without HA');
+  t.equal(labUpArgs(parseFlags([], UP)).ha, undefined, 'none: SQLite');
+  t.throws(() => labUpArgs(parseFlags(['--etcd-members', '2'], UP)), { name: 'FlagError', message: /--etcd-members 2: an etcd cluster has an odd number of members .*two are worse than one/ });
+  t.throws(() => labUpArgs(parseFlags(['--etcd-members', '4'], UP)), { message: /4 members need 3 for a quorum, so they survive no more failures than 3 do/ });
+  t.throws(() => labUpArgs(parseFlags(['--etcd-members', '9'], UP)), { message: /--etcd-members must be 1, 3, 5 or 7, got 9/ });
+  t.throws(() => labUpArgs(parseFlags(['--api-servers', '2'], UP)), { message: /--api-servers: several API servers share etcd; give --etcd-members too/ });
+  t.throws(() => labUpArgs(parseFlags(['--etcd-members', '3', '--api-servers', '0'], UP)), { message: /--api-servers must be 1..9, got 0/ });
+  t.throws(() => labUpArgs(parseFlags(['--etcd-members', 'three'], UP)), { message: /--etcd-members "three": a number/ });
+});
 
 t.test('lab up: the full cluster by default', async (t) => {
   t.same(labUpArgs(parseFlags([], UP)), { name: 'default', nodes: 2, proxyMode: 'iptables', overlay: 'vxlan', runPods: true });

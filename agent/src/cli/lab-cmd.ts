@@ -7,10 +7,12 @@
  *   nodenet lab status     its nodes and pods (or every lab)
  *   nodenet lab exec       a command in a node's or a pod's namespaces
  *   nodenet lab cleanup    remove what dead labs and crashed tests left
+ *   nodenet lab kill|stop|cont|partition|heal|start TARGET   faults on an HA lab's control plane
  */
 import { spawnSync } from 'node:child_process';
 import type { Runner } from '../exec/runner.js';
-import { labDown, labExecArgv, labNodeList, labStatus, labUp, listLabs } from '../lab/up.js';
+import { haStatus, labDown, labExecArgv, labFault, labNodeList, labStatus, labUp, listLabs } from '../lab/up.js';
+import { HA_ACTIONS, haShapeProblem, type HaAction, type HaShape } from '../lab/ha-plan.js';
 import { execTarget, labNameProblem, MAX_LAB_NODES, proxyModeProblem, type LabProxyMode } from '../lab/up-plan.js';
 import type { IpvsProbeDeps } from '../netfilter/ipvs/ipvs-probe.js';
 import { FlagError, parseFlags, type FlagSpecs, type ParsedFlags } from './flags.js';
@@ -18,6 +20,8 @@ import { formatTable } from './table.js';
 import { packageRoot } from '../config/paths.js';
 
 export const LAB_USAGE = `usage: nodenet lab up [--name NAME] [--nodes N] [--proxy-mode iptables|nftables|ipvs] [--overlay vxlan|none] [--run-pods true|false]
+                     [--etcd-members 1|3|5|7 [--api-servers M]]
+       nodenet lab kill|stop|cont|partition|heal|start [--name NAME] TARGET
        nodenet lab down [--name NAME]
        nodenet lab status [--name NAME]
        nodenet lab exec [--name NAME] NODE|POD -- CMD ARGS...
@@ -27,6 +31,13 @@ up: a cluster on this machine, out of network namespaces: an underlay bridge, th
     the embedded kubelet and the proxy, iptables by default). It keeps running after the command returns; a crashed
     lab of that name is removed first. ipvs needs a kernel with IPVS (the test-vm/ VMs or your own): without one,
     up refuses before it makes anything. NAME (default "default"): a lowercase letter, then up to 9 letters or digits.
+    --etcd-members N: the control plane of the seeds' HA section instead of one process on SQLite: N etcd members
+    (an odd number: Raft needs a majority) and M API servers (--api-servers, default 2) on them, each in a
+    namespace of its own on the underlay, behind HAProxy on 192.168.77.1:6443; the scheduler and the controller
+    manager run in every API server behind leader election. 1 member runs etcd without HA.
+kill|stop|cont|partition|heal|start TARGET (an HA lab): SIGKILL, SIGSTOP, SIGCONT, its underlay port down or up,
+    or a killed part started again on its data. TARGET: etcd:N, api-server:N, leader:etcd,
+    leader:controller-manager or leader:scheduler (the part that leads now).
 down: removes every trace of the lab (processes, namespaces, pods, mounts, its run directory); idempotent.
 status: its nodes (underlay IP, pod CIDR, Ready, agent) and pods; without --name, every lab and the default's.
 exec: runs CMD in a node's network namespace (n1, n2, ...) or in a pod's namespaces (NAMESPACE/NAME, or NAME in
@@ -45,7 +56,8 @@ export interface LabCmdDeps {
 
 const NAME: FlagSpecs = { name: { type: 'string' } };
 const SPECS: Readonly<Record<string, FlagSpecs>> = {
-  up: { ...NAME, nodes: { type: 'string' }, 'proxy-mode': { type: 'string' }, overlay: { type: 'string' }, 'run-pods': { type: 'string' } },
+  up: { ...NAME, nodes: { type: 'string' }, 'proxy-mode': { type: 'string' }, overlay: { type: 'string' }, 'run-pods': { type: 'string' }, 'etcd-members': { type: 'string' }, 'api-servers': { type: 'string' } },
+  ...Object.fromEntries(HA_ACTIONS.map((a) => [a, NAME])),
   down: NAME,
   status: NAME,
   exec: NAME,
@@ -58,6 +70,7 @@ export interface LabUpArgs {
   readonly proxyMode: LabProxyMode;
   readonly overlay: 'vxlan' | 'none';
   readonly runPods: boolean;
+  readonly ha?: HaShape;
 }
 
 function noArgs(p: ParsedFlags): void {
@@ -90,7 +103,24 @@ export function labUpArgs(p: ParsedFlags): LabUpArgs {
   if (overlay !== 'vxlan' && overlay !== 'none') throw new FlagError(`--overlay must be vxlan or none, got ${JSON.stringify(overlay)}`);
   const runPods = p.flags.get('run-pods') ?? 'true';
   if (runPods !== 'true' && runPods !== 'false') throw new FlagError(`--run-pods must be true or false, got ${JSON.stringify(runPods)}`);
-  return { name: labName(p), nodes: Number(nodes), proxyMode, overlay, runPods: runPods === 'true' };
+  const etcd = p.flags.get('etcd-members');
+  const servers = p.flags.get('api-servers');
+  if (servers !== undefined && etcd === undefined) throw new FlagError('--api-servers: several API servers share etcd; give --etcd-members too (3 for HA)');
+  let ha: HaShape | undefined;
+  if (etcd !== undefined) {
+    if (!/^\d+$/.test(etcd)) throw new FlagError(`--etcd-members ${JSON.stringify(etcd)}: a number of members (1, 3, 5 or 7)`);
+    if (servers !== undefined && !/^\d+$/.test(servers)) throw new FlagError(`--api-servers ${JSON.stringify(servers)}: a number of API servers`);
+    ha = { etcdMembers: Number(etcd), apiServers: Number(servers ?? '2') };
+    const problem = haShapeProblem(ha);
+    if (problem) throw new FlagError(problem);
+  }
+  return { name: labName(p), nodes: Number(nodes), proxyMode, overlay, runPods: runPods === 'true', ...(ha ? { ha } : {}) };
+}
+
+/** A fault subcommand's one target word (pure). */
+export function labFaultArgs(p: ParsedFlags): { name: string; target: string } {
+  if (p.rest.length || p.positional.length !== 1) throw new FlagError('one TARGET: etcd:N, api-server:N, leader:etcd, leader:controller-manager or leader:scheduler');
+  return { name: labName(p), target: p.positional[0]! };
 }
 
 /** `lab exec`'s target and command (pure): exactly one target word, then `--` and the command. */
@@ -108,7 +138,7 @@ export async function labCommand(argv: readonly string[], deps: LabCmdDeps): Pro
     return sub === undefined ? 2 : 0;
   }
   const spec = SPECS[sub];
-  if (!spec) throw new FlagError(`unknown lab subcommand ${JSON.stringify(sub)} (up, down, status, exec, cleanup)`);
+  if (!spec) throw new FlagError(`unknown lab subcommand ${JSON.stringify(sub)} (up, down, status, exec, cleanup, ${HA_ACTIONS.join(', ')})`);
   const p = parseFlags(tail, spec);
   if (p.help) {
     say(LAB_USAGE);
@@ -118,7 +148,7 @@ export async function labCommand(argv: readonly string[], deps: LabCmdDeps): Pro
     case 'up': {
       const a = labUpArgs(p);
       const rec = await labUp({ runner: deps.runner, ...a, say: (s) => say(`  ${s}`), ...(deps.ipvsExists ? { ipvsExists: deps.ipvsExists } : {}) });
-      say(`lab ${rec.name} is up: ${rec.nodes.length} node(s) Ready, proxy ${rec.proxyMode}, overlay ${rec.overlay}${rec.runPods ? ', pods run by the agents' : ''}.
+      say(`lab ${rec.name} is up: ${rec.nodes.length} node(s) Ready, proxy ${rec.proxyMode}, overlay ${rec.overlay}${rec.runPods ? ', pods run by the agents' : ''}${rec.ha ? `, control plane: ${rec.ha.etcdMembers} etcd member(s), ${rec.ha.apiServers} API server(s) behind HAProxy` : ''}.
 Use it with the real kubectl:
   export KUBECONFIG=${rec.kubeconfig}
   kubectl get nodes -o wide
@@ -129,7 +159,21 @@ Look inside:
   nodenet lab status${rec.name === 'default' ? '' : ` --name ${rec.name}`}
   nodenet lab exec${rec.name === 'default' ? '' : ` --name ${rec.name}`} n1 -- ip -br addr
   nodenet lab exec${rec.name === 'default' ? '' : ` --name ${rec.name}`} ${rec.nodes[rec.nodes.length - 1]} -- curl -s http://<the web Service's CLUSTER-IP>/hostname
-Remove it: nodenet lab down${rec.name === 'default' ? '' : ` --name ${rec.name}`}`);
+${rec.ha ? `Break it and watch it heal:
+  nodenet lab kill${rec.name === 'default' ? '' : ` --name ${rec.name}`} leader:etcd
+  nodenet lab kill${rec.name === 'default' ? '' : ` --name ${rec.name}`} leader:controller-manager
+  nodenet lab start${rec.name === 'default' ? '' : ` --name ${rec.name}`} etcd:N
+` : ''}Remove it: nodenet lab down${rec.name === 'default' ? '' : ` --name ${rec.name}`}`);
+      return 0;
+    }
+    case 'kill':
+    case 'stop':
+    case 'cont':
+    case 'partition':
+    case 'heal':
+    case 'start': {
+      const a = labFaultArgs(p);
+      say(await labFault(deps.runner, a.name, sub as HaAction, a.target));
       return 0;
     }
     case 'down': {
@@ -153,6 +197,11 @@ Remove it: nodenet lab down${rec.name === 'default' ? '' : ` --name ${rec.name}`
       const st = await labStatus(deps.runner, name);
       say(`lab ${name}: ${st.state}, API https://127.0.0.1:${st.record.port}, KUBECONFIG=${st.record.kubeconfig}, proxy ${st.record.proxyMode}, overlay ${st.record.overlay}`);
       if (st.apiError) say(`the API did not answer: ${st.apiError}`);
+      if (st.record.ha) {
+        const h = await haStatus(deps.runner, name);
+        const role = (r: string) => st.processes.filter((x) => x.role.startsWith(r)).map((x) => `${x.role.split(' ')[1]}${x.alive ? '' : ' (dead)'}`).join(' ');
+        say(`control plane: etcd members ${role('etcd ')}, leader ${h?.etcdLeader || 'none'}; API servers ${role('api-server ')} behind HAProxy; kube-controller-manager on API server ${h?.controllerManager || '?'}, kube-scheduler on ${h?.scheduler || '?'}`);
+      }
       say(`\n${formatTable(['NODE', 'UNDERLAY IP', 'POD CIDR', 'STATUS', 'AGENT'], st.nodes.map((n) => [n.name, n.internalIP, n.podCIDR, n.ready, n.agent])).trimEnd()}`);
       say(`\n${st.pods.length ? formatTable(['POD', 'NODE', 'IP', 'PHASE'], st.pods.map((r) => [r.pod, r.node, r.ip, r.phase])).trimEnd() : 'no pods'}`);
       const dead = st.processes.filter((x) => !x.alive);

@@ -30,6 +30,9 @@ import { nodenetNetConf } from '../cnitypes/nodenet-netconf.js';
 import { listSandboxes, stopSandbox } from '../netns/pause-holder.js';
 import { writeOwner } from './owner.js';
 import { labRoot, nodeUnderlayIP, onUnderlay, UNDERLAY_GATEWAY, UNDERLAY_PREFIX } from './plan.js';
+import { HaParts, apiServerDataDir } from './ha.js';
+import type { HaShape } from './ha-plan.js';
+import { replaceProcess } from './owner.js';
 
 export const REPO = packageRoot();
 export const AGENT_JS = `${distDir()}nodenet.js`;
@@ -104,10 +107,13 @@ export class Lab {
     return { name: full, path: `/var/run/netns/${full}` };
   }
 
-  /** A namespace plugged into the underlay with the given address (a client outside the cluster). */
-  async addUnderlayHost(name: string, addr: string): Promise<{ name: string; path: string }> {
+  /**
+   * A namespace plugged into the underlay with the given address (a client outside the cluster, an etcd member,
+   * an API server); `port` names its underlay port (default u<tag><name>, cut to 15 characters).
+   */
+  async addUnderlayHost(name: string, addr: string, opts: { port?: string } = {}): Promise<{ name: string; path: string }> {
     const ns = await this.addNetns(name);
-    const ifx = `u${this.tag}${name}`.slice(0, 15);
+    const ifx = opts.port ?? `u${this.tag}${name}`.slice(0, 15);
     await this.sh.run(['ip', 'link', 'add', ifx, 'netns', this.ul, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', ns.name]);
     await this.sh.run(['ip', '-n', this.ul, '-batch', '-'], `link set ${ifx} master ul0\nlink set ${ifx} up\n`);
     await this.sh.run(['ip', '-n', ns.name, '-batch', '-'], `addr add ${addr} dev eth0\nlink set eth0 up\n`);
@@ -129,9 +135,9 @@ export class Lab {
    * get their tokens and kubeconfigs. kubectl reaches it from the underlay
    * namespace (LabControlPlane.kubectl).
    */
-  async startControlPlane(opts: { nodes: readonly string[]; args?: readonly string[]; detached?: boolean }): Promise<LabControlPlane> {
+  async startControlPlane(opts: { nodes: readonly string[]; args?: readonly string[]; detached?: boolean; ha?: HaShape }): Promise<LabControlPlane> {
     if (this.controlPlane) throw new Error('the lab already has a control plane');
-    const cp = new LabControlPlane(this, opts.nodes, opts.args ?? []);
+    const cp = new LabControlPlane(this, opts.nodes, opts.args ?? [], opts.ha ?? null);
     await cp.start({ detached: opts.detached === true });
     this.controlPlane = cp;
     return cp;
@@ -159,18 +165,23 @@ export class Lab {
   }
 }
 
-/** A lab's `nodenet control-plane` process, in the underlay namespace. */
+/**
+ * A lab's control plane: one `nodenet control-plane` process in the underlay namespace, or (ha) etcd members and
+ * API servers in namespaces of their own behind HAProxy in the underlay namespace (lab/ha.ts). Either way it is
+ * reached at https://192.168.77.1:6443, and its admin and node kubeconfigs name that address.
+ */
 export class LabControlPlane {
   readonly dataDir: string;
   readonly kubeconfig: string;
   readonly url = `https://${UNDERLAY_GATEWAY}:6443`;
   private proc: ChildProcess | null = null;
+  private parts: HaParts | null = null;
   private relay: ChildProcess | null = null;
   private local: { server: Server; url: string; kubeconfig: string; sockets: Set<Socket> } | null = null;
   private readonly stderrFile: string;
 
-  constructor(readonly lab: Lab, readonly nodes: readonly string[], readonly args: readonly string[]) {
-    this.dataDir = `${lab.runRoot}/control-plane`;
+  constructor(readonly lab: Lab, readonly nodes: readonly string[], readonly args: readonly string[], readonly ha: HaShape | null = null) {
+    this.dataDir = ha ? apiServerDataDir(lab.runRoot, 1) : `${lab.runRoot}/control-plane`;
     this.kubeconfig = `${this.dataDir}/admin.kubeconfig`;
     this.stderrFile = `${lab.runRoot}/control-plane.stderr`;
   }
@@ -180,12 +191,18 @@ export class LabControlPlane {
   }
 
   get running(): boolean {
-    return this.proc !== null;
+    return this.ha ? this.parts !== null : this.proc !== null;
   }
 
-  /** Its pid while it runs (nsenter execs node: the control plane's own). */
+  /** Its pid while it runs (nsenter execs node: the control plane's own); in HA, the balancer's, the part that stays. */
   get pid(): number | null {
-    return this.proc?.pid ?? null;
+    return this.ha ? this.parts?.pid ?? null : this.proc?.pid ?? null;
+  }
+
+  /** What the HA operations (lab/ha.ts haAct) need of this lab. @throws when it is not an HA control plane */
+  haLab(): import('./ha.js').HaLab {
+    if (!this.ha) throw new Error('not an HA control plane');
+    return { runner: this.lab.runner, tag: this.lab.tag, runRoot: this.lab.runRoot, shape: this.ha, nodes: this.nodes, agentJs: AGENT_JS, detached: false, apiServerExtraArgs: this.args };
   }
 
   /**
@@ -193,7 +210,8 @@ export class LabControlPlane {
    * `detached`: in a session of its own and not waited for by this process, so it outlives it (`nodenet lab up`).
    */
   async start(opts: { detached?: boolean } = {}): Promise<void> {
-    if (this.proc) throw new Error('control plane already running');
+    if (this.proc || this.parts) throw new Error('control plane already running');
+    if (this.ha) return this.startHa(opts.detached === true);
     mkdirSync(this.dataDir, { recursive: true, mode: 0o700 });
     const out = openSync(this.stderrFile, 'a');
     const p = spawn('nsenter', [`--net=/var/run/netns/${this.lab.ul}`, '--', process.execPath, AGENT_JS, 'control-plane',
@@ -203,6 +221,7 @@ export class LabControlPlane {
     if (opts.detached) p.unref();
     this.proc = p;
     p.on('exit', () => { if (this.proc === p) this.proc = null; });
+    replaceProcess(this.lab.runRoot, 'control-plane', p.pid!);
     const deadline = Date.now() + 30_000;
     while (Date.now() < deadline) {
       if (this.proc !== p) throw new Error(`control plane exited at start: ${this.stderr()}`);
@@ -215,8 +234,26 @@ export class LabControlPlane {
     throw new Error(`control plane not ready after 30 s: ${this.stderr()}`);
   }
 
+  private async startHa(detached: boolean): Promise<void> {
+    const parts = new HaParts({ ...this.haLab(), detached }, (name, addr, port) => this.lab.addUnderlayHost(name, addr, { port }));
+    this.parts = parts;
+    await parts.start();
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const r = await this.kubectl(['get', '--raw', '/readyz'], true);
+      if (r.exitCode === 0) return;
+      if (Date.now() > deadline) throw new Error(`the HA control plane does not answer through HAProxy after 30 s: ${r.stderr.trim()}`);
+      await sleep(100);
+    }
+  }
+
   /** Stops it: SIGKILL is a crash. */
   async stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+    if (this.parts) {
+      await this.parts.stop(signal);
+      this.parts = null;
+      return;
+    }
     const p = this.proc;
     if (!p) return;
     const exited = new Promise<void>((r) => p.once('exit', () => r()));

@@ -83,6 +83,15 @@ export function recordProcess(dir: string, role: string, pid: number): LabProces
   return p;
 }
 
+/** Records a process under a role, replacing what was recorded under it (a part of the lab started again). */
+export function replaceProcess(dir: string, role: string, pid: number): LabProcess {
+  const st = procStat(pid);
+  if (!st) throw new Error(`${role}: process ${pid} is not running`);
+  const p: LabProcess = { role, pid, startTime: st.startTime };
+  writeFileDurable(`${dir}/${PROCESSES_FILE}`, `${JSON.stringify({ processes: [...readProcesses(dir).filter((x) => x.role !== role), p] }, null, 2)}\n`);
+  return p;
+}
+
 /** SIGKILLs the recorded processes that still run (same pid and start time); returns them. */
 export function killRecorded(dir: string): LabProcess[] {
   const killed: LabProcess[] = [];

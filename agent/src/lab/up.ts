@@ -31,7 +31,9 @@ import { writeFileDurable } from '../../../lib/state/durable.js';
 import { readJsonFile } from '../../../lib/state/read.js';
 import { pausePath } from '../config/paths.js';
 import { ProcessPodRuntime } from '../pods/runtime.js';
-import { Lab, relayScript } from './lab.js';
+import { AGENT_JS, Lab, relayScript } from './lab.js';
+import { haAct, etcdLeader, leaseHolder, type HaLab } from './ha.js';
+import { haShapeProblem, parseHaTarget, type HaAction, type HaShape } from './ha-plan.js';
 import { applyLeftovers } from './leftovers.js';
 import { labDir } from './nodes.js';
 import { ownerAlive, readOwner, readProcesses, recordProcess, writeOwner, type LabProcess } from './owner.js';
@@ -51,6 +53,8 @@ export interface LabRecord {
   readonly proxyMode: string;
   readonly overlay: string;
   readonly runPods: boolean;
+  /** An HA control plane's shape (lab/ha-plan.ts); null: one control plane on SQLite. */
+  readonly ha: HaShape | null;
   readonly createdAt: string;
 }
 
@@ -61,6 +65,8 @@ export interface LabUpOptions {
   readonly proxyMode: LabProxyMode;
   readonly overlay: 'vxlan' | 'none';
   readonly runPods: boolean;
+  /** etcd members and API servers behind HAProxy (lab/ha.ts); absent: one control plane on SQLite. */
+  readonly ha?: HaShape;
   /** How ipvs mode looks for IPVS before anything is made (default: the real /proc/net/ip_vs); a seam for tests. */
   readonly ipvsExists?: IpvsProbeDeps['exists'];
   /** Default labRoot(). */
@@ -86,6 +92,7 @@ export function readLabRecord(dir: string): LabRecord | null {
       proxyMode: r.string('proxyMode'),
       overlay: r.string('overlay'),
       runPods: r.bool('runPods'),
+      ha: r.optObject('ha') ? { etcdMembers: r.optObject('ha')!.int('etcdMembers', { min: 1 }), apiServers: r.optObject('ha')!.int('apiServers', { min: 1 }) } : null,
       createdAt: r.string('createdAt'),
     }));
   } catch {
@@ -129,6 +136,8 @@ async function kubectlJson(runner: Runner, kubeconfig: string, args: readonly st
  */
 export async function labUp(o: LabUpOptions): Promise<LabRecord> {
   checkName(o.name);
+  const haProblem = o.ha ? haShapeProblem(o.ha) : null;
+  if (haProblem) throw new NodenetError(ErrorCode.InvalidConfig, haProblem);
   const nodes = labNodeNames(o.nodes);
   if (o.proxyMode === 'ipvs') await requireIpvs('lab up --proxy-mode ipvs', { runner: o.runner, ...(o.ipvsExists ? { exists: o.ipvsExists } : {}) });
   const root = o.root ?? labRoot();
@@ -147,11 +156,12 @@ export async function labUp(o: LabUpOptions): Promise<LabRecord> {
   const lab = await Lab.create(o.name, { runner: o.runner, root });
   const dir = lab.runRoot;
   try {
-    o.say(`control plane in ${lab.ul} (https://192.168.77.1:6443)...`);
-    const cp = await lab.startControlPlane({ nodes, detached: true });
-    // From here the lab belongs to its control plane: this command exits, the lab stays.
+    if (o.ha) o.say(`control plane: ${o.ha.etcdMembers} etcd member(s) (192.168.77.231-) and ${o.ha.apiServers} API server(s) (192.168.77.241-), each in a namespace of its own, behind HAProxy on https://192.168.77.1:6443...`);
+    else o.say(`control plane in ${lab.ul} (https://192.168.77.1:6443)...`);
+    const cp = await lab.startControlPlane({ nodes, detached: true, ...(o.ha ? { ha: o.ha } : {}) });
+    // From here the lab belongs to its control plane (in HA, to HAProxy, which no fault target stops): this
+    // command exits, the lab stays.
     writeOwner(dir, { tag: o.name, namespacePrefix: `nn-${o.name}-` }, cp.pid!);
-    recordProcess(dir, 'control-plane', cp.pid!);
     const nsRelay = await cp.startSocketRelay({ detached: true });
     recordProcess(dir, 'relay (underlay)', nsRelay.pid!);
     const portFile = `${dir}/loopback.port`;
@@ -175,7 +185,7 @@ export async function labUp(o: LabUpOptions): Promise<LabRecord> {
       }
       recordProcess(dir, `agent ${n}`, node.agentPid!);
     }
-    const rec: LabRecord = { name: o.name, nodes, port, kubeconfig, proxyMode: o.proxyMode, overlay: o.overlay, runPods: o.runPods, createdAt: new Date().toISOString() };
+    const rec: LabRecord = { name: o.name, nodes, port, kubeconfig, proxyMode: o.proxyMode, overlay: o.overlay, runPods: o.runPods, ha: o.ha ?? null, createdAt: new Date().toISOString() };
     writeFileDurable(`${dir}/${LAB_RECORD}`, `${JSON.stringify(rec, null, 2)}\n`);
     o.say('waiting for every Node to be Ready...');
     const deadline = Date.now() + (o.readyTimeoutMs ?? 120_000);
@@ -309,4 +319,28 @@ export function labExecArgv(name: string, target: ExecTarget, cmd: readonly stri
 /** The lab's node names, from lab.json. */
 export function labNodeList(name: string, root = labRoot()): readonly string[] {
   return upRecord(name, root).record.nodes;
+}
+
+/** The HA operations' view of a lab made by `lab up --etcd-members`. @throws InvalidConfig when it has no HA control plane */
+export function haLabOf(runner: Runner, name: string, root = labRoot()): HaLab {
+  const { dir, record } = upRecord(name, root);
+  if (!record.ha) throw new NodenetError(ErrorCode.InvalidConfig, `lab ${name} has one control plane on SQLite: kill, stop, cont, partition, heal and start work on a lab made with --etcd-members N [--api-servers M]`);
+  return { runner, tag: name, runRoot: dir, shape: record.ha, nodes: record.nodes, agentJs: AGENT_JS, detached: true };
+}
+
+/** `nodenet lab kill|stop|cont|partition|heal|start TARGET`: a line saying what was done. */
+export async function labFault(runner: Runner, name: string, action: HaAction, targetWord: string, root = labRoot()): Promise<string> {
+  const lab = haLabOf(runner, name, root);
+  const target = parseHaTarget(targetWord, lab.shape);
+  if (typeof target === 'string') throw new NodenetError(ErrorCode.InvalidConfig, target);
+  return haAct(lab, action, target);
+}
+
+/** An HA lab's control plane as `lab status` shows it: who leads etcd and the two leases. */
+export async function haStatus(runner: Runner, name: string, root = labRoot()): Promise<{ etcdLeader: number; controllerManager: number; scheduler: number } | null> {
+  const { record } = upRecord(name, root);
+  if (!record.ha) return null;
+  const lab = haLabOf(runner, name, root);
+  const [e, cm, sc] = await Promise.all([etcdLeader(lab), leaseHolder(lab, 'kube-controller-manager'), leaseHolder(lab, 'kube-scheduler')]);
+  return { etcdLeader: e, controllerManager: cm.server, scheduler: sc.server };
 }
