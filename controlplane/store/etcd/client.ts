@@ -9,13 +9,15 @@
  *   channel starting at the next member (a member that answers but has no
  *   leader, after a partition, is left that way).
  * - Every unary call has a deadline (default 5 s). Errors become stable
- *   codes: a call that never reached a member (UNAVAILABLE before it was
- *   sent) is StoreUnavailable; one whose outcome is unknown (a deadline, a
- *   connection lost in flight, etcd's "request timed out" or "leader
- *   changed") is Timeout, and the caller's retry must find it applied once
- *   or not at all (every write nodenet sends is a compare-and-swap); etcd's
- *   "required revision has been compacted" is Expired; anything else is
- *   Store.
+ *   codes: a call that never reached a member is StoreUnavailable, and only
+ *   when grpc-js says so (UNAVAILABLE with "No connection established",
+ *   "Name resolution failed", "Stream refused by server": not sent, or
+ *   refused unread); one whose outcome is unknown (a deadline, any other
+ *   UNAVAILABLE, such as a connection reset with the call in flight, etcd's
+ *   "request timed out" or "leader changed") is Timeout, and the caller's
+ *   retry must find it applied once or not at all (every write nodenet
+ *   sends is a compare-and-swap); etcd's "required revision has been
+ *   compacted" is Expired; anything else is Store.
  * - Watch streams carry `hasleader: true` (etcd's WithRequireLeader, as
  *   kube-apiserver's client): a member cut off from its leader cancels
  *   them, so they move to a member that has one instead of going quiet.
@@ -64,6 +66,12 @@ function targetOf(eps: readonly EtcdEndpoint[]): string {
 
 /** etcd's messages that mean "the outcome is unknown" (the write may or may not have been applied). */
 const UNKNOWN_OUTCOME = /request timed out|leader changed|no leader|timed out due to|connection closed|transport is closing|Connection dropped/i;
+/**
+ * grpc-js's details of an UNAVAILABLE call that no member received (no connection to send it on, or the stream
+ * refused before the server read it). Any other UNAVAILABLE may come after the request was sent: "read ECONNRESET"
+ * when a member dies with the call in flight, and the write may have been committed (found by the fault tests).
+ */
+const NOT_SENT = /^(No connection established|Name resolution failed|Stream refused by server)/;
 
 /** A gRPC failure as one of the registry's codes (see the header). */
 export function etcdError(e: unknown, what: string): NodenetError {
@@ -72,8 +80,8 @@ export function etcdError(e: unknown, what: string): NodenetError {
   const msg = typeof se.details === 'string' && se.details ? se.details : e instanceof Error ? e.message : String(e);
   const text = `etcd ${what}: ${msg}`;
   if (/required revision has been compacted/.test(msg)) return new NodenetError(ErrorCode.Expired, text, { cause: e });
-  if (se.code === status.DEADLINE_EXCEEDED || UNKNOWN_OUTCOME.test(msg)) return new NodenetError(ErrorCode.Timeout, text, { cause: e });
-  if (se.code === status.UNAVAILABLE) return new NodenetError(ErrorCode.StoreUnavailable, text, { cause: e });
+  if (se.code === status.UNAVAILABLE && NOT_SENT.test(msg)) return new NodenetError(ErrorCode.StoreUnavailable, text, { cause: e });
+  if (se.code === status.DEADLINE_EXCEEDED || se.code === status.UNAVAILABLE || UNKNOWN_OUTCOME.test(msg)) return new NodenetError(ErrorCode.Timeout, text, { cause: e });
   return new NodenetError(ErrorCode.Store, text, { cause: e });
 }
 
