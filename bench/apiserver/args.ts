@@ -15,10 +15,15 @@
  *   --list-repeat 5         full lists timed per kind (quick: 3)
  *   --load-concurrency 16   clients loading the Services and EndpointSlices
  *   --log-level info        the server's log level (`nodenet control-plane`'s default: one line per request, to a file)
+ *   --storage sqlite        the server's store: sqlite, etcd, or both (sqlite,etcd: one run after the other, side by side).
+ *                           The default stays SQLite alone, the embedded default whose figures the README and earlier
+ *                           results hold, and a run that needs no etcd installed
+ *   --etcd-members 3        etcd members (an odd number, 1 to 7), on loopback, data under /tmp
+ *   --floor-writes 2000     requests per case of etcd alone, the floor measured in the same run (quick: 300)
  *   --out FILE              also write the results as JSON to FILE
  */
 import { FlagError } from '../../agent/src/cli/flags.js';
-import { benchFlags, int, ints } from '../lib/args.js';
+import { benchFlags, int, ints, list } from '../lib/args.js';
 
 export interface BenchArgs {
   readonly quick: boolean;
@@ -35,14 +40,21 @@ export interface BenchArgs {
   readonly listRepeat: number;
   readonly loadConcurrency: number;
   readonly logLevel: string;
+  /** In the order run. */
+  readonly storage: readonly StorageKind[];
+  readonly etcdMembers: number;
+  readonly floorWrites: number;
   readonly out: string | null;
 }
 
-export const USAGE = 'usage: npm run bench:apiserver -- [--quick] [--services N] [--slices N] [--creates N] [--concurrency 1,16] [--paced N] [--slope N] [--qps Q] ' +
-  '[--watchers 10,100] [--watch-writes N] [--list-repeat N] [--load-concurrency N] [--log-level L] [--out FILE]';
+export type StorageKind = 'sqlite' | 'etcd';
 
-const FULL = { services: 10_000, slices: 20_000, creates: 2000, paced: 5000, slope: 30_000, watchWrites: 300, listRepeat: 5 };
-const QUICK = { services: 1000, slices: 2000, creates: 300, paced: 600, slope: 3000, watchWrites: 100, listRepeat: 3 };
+export const USAGE = 'usage: npm run bench:apiserver -- [--quick] [--services N] [--slices N] [--creates N] [--concurrency 1,16] [--paced N] [--slope N] [--qps Q] ' +
+  '[--watchers 10,100] [--watch-writes N] [--list-repeat N] [--load-concurrency N] [--log-level L] [--storage sqlite|etcd|sqlite,etcd] [--etcd-members N] ' +
+  '[--floor-writes N] [--out FILE]';
+
+const FULL = { services: 10_000, slices: 20_000, creates: 2000, paced: 5000, slope: 30_000, watchWrites: 300, listRepeat: 5, floorWrites: 2000 };
+const QUICK = { services: 1000, slices: 2000, creates: 300, paced: 600, slope: 3000, watchWrites: 100, listRepeat: 3, floorWrites: 300 };
 
 /** Names the bench gives objects are 5-digit zero-padded (workload.ts). */
 export const MAX_OBJECTS = 60_000;
@@ -50,7 +62,7 @@ export const MAX_OBJECTS = 60_000;
 export const MAX_WATCHERS = 200;
 const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
-const STRING_FLAGS = ['services', 'slices', 'creates', 'concurrency', 'paced', 'slope', 'qps', 'watchers', 'watch-writes', 'list-repeat', 'load-concurrency', 'log-level', 'out'];
+const STRING_FLAGS = ['services', 'slices', 'creates', 'concurrency', 'paced', 'slope', 'qps', 'watchers', 'watch-writes', 'list-repeat', 'load-concurrency', 'log-level', 'storage', 'etcd-members', 'floor-writes', 'out'];
 
 /** Parses argv (without node and the script). @throws FlagError naming the flag */
 export function parseBenchArgs(argv: readonly string[]): BenchArgs {
@@ -65,6 +77,13 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
   const slices = int('slices', get('slices', d.slices), 0, MAX_OBJECTS);
   const slope = int('slope', get('slope', d.slope), 0, MAX_OBJECTS);
   if (slope !== 0 && slope <= services) throw new FlagError(`--slope: ${slope} must be above --services (${services}), or 0 to skip the slope's last point`);
+  const storage = list('storage', get('storage', 'sqlite')).map((k) => {
+    if (k !== 'sqlite' && k !== 'etcd') throw new FlagError(`--storage: ${JSON.stringify(k)} is not sqlite or etcd`);
+    return k;
+  });
+  const etcdMembers = int('etcd-members', get('etcd-members', 3), 1, 7);
+  if (etcdMembers % 2 === 0) throw new FlagError(`--etcd-members: ${etcdMembers} is even; etcd wants an odd number (a quorum of ${etcdMembers / 2 + 1} of ${etcdMembers} survives no more failures than ${etcdMembers - 1} members)`);
+  if (f.has('etcd-members') && !storage.includes('etcd')) throw new FlagError('--etcd-members: only with --storage etcd (or sqlite,etcd)');
   return {
     quick,
     services,
@@ -79,6 +98,9 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     listRepeat: int('list-repeat', get('list-repeat', d.listRepeat), 1, 100),
     loadConcurrency: int('load-concurrency', get('load-concurrency', 16), 1, 256),
     logLevel,
+    storage,
+    etcdMembers,
+    floorWrites: int('floor-writes', get('floor-writes', d.floorWrites), 1, 100_000),
     out,
   };
 }

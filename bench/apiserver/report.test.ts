@@ -2,8 +2,8 @@ import t from 'tap';
 import { formatReferences } from '../lib/report.js';
 import { summarize, type Summary } from '../lib/stats.js';
 import {
-  createLabel, formatCreates, formatLists, formatReport, formatSlope, formatTargets, formatWatches, references, targets,
-  type BenchResult, type CreateCase, type ListCase, type SlopePoint, type WatchCase,
+  createLabel, floorAnalysis, floorLabel, formatComparison, formatComparisonReport, formatCreates, formatEtcdCosts, formatFloor, formatLists, formatReport, formatSlope, formatTargets,
+  formatWatches, references, targets, type BenchResult, type CreateCase, type EtcdFloor, type FloorCase, type ListCase, type SlopePoint, type WatchCase,
 } from './report.js';
 
 const sum = (o: Partial<Summary>): Summary => ({ n: 100, mean: 2, min: 0.5, p50: 1.5, p90: 3, p99: 4, max: 9, ...o });
@@ -145,4 +145,94 @@ t.test('the whole report: header, sections, notes', async (t) => {
   t.match(formatReport({ ...r, meta: { ...r.meta, quick: true } }), /^nodenet API server \(--quick\):/);
   const sections = ['| case |', '| Services + EndpointSlices in the store |', '| target |', '| watchers |', '| list |', '| reference |'].map((h) => text.indexOf(h));
   t.ok(sections.every((i, k) => i > 0 && (k === 0 || i > sections[k - 1]!)), 'creates, the slope, the targets, watches, lists, references, in that order');
+});
+
+// ---- etcd ----
+
+const meta = (o: Partial<BenchResult['meta']> = {}): BenchResult['meta'] => ({
+  date: '2026-12-05T00:00:00.000Z', node: 'v20.20.2', kernel: '6.18.44', cpus: 2, cpuModel: 'AMD EPYC', memTotalMiB: 24105, dataDirFs: 'ext4 (/dev/vda, mounted on /)',
+  fsyncMs: summarize([0.2, 0.25, 0.3]), serverLogLevel: 'info', loadavgBefore: [0.5, 0.4, 0.3], loadavgAfter: [1.5, 0.9, 0.5], otherCpus: 0.05, quick: false, ...o,
+});
+const cost = { walFsyncsPerOp: 3, walFsyncMeanMs: 0.5, proposalsPerOp: 1, backendCommitMeanMs: 8 };
+const ec1 = create({ perSec: 300, latencyMs: sum({ p50: 3, p99: 9 }), serverCpuMsPerOp: 1.2, storeCpuMsPerOp: 2, etcdCost: cost });
+const ec16 = create({ concurrency: 16, perSec: 900, latencyMs: sum({ p50: 17, p99: 40 }), serverCpuMsPerOp: 0.9, storeCpuMsPerOp: 1.1, etcdCost: { ...cost, walFsyncsPerOp: 0.5 } });
+const sqliteRun: BenchResult = {
+  meta: meta(), creates: [c1, c16, paced], slope, load: [loadSvc], watches: [watch()], lists: [list()],
+  memory: { idleMiB: 106, afterLoadMiB: 240, afterAllMiB: 260, endHwmMiB: 300 }, notes: [], totalWallMs: 80_000,
+};
+const etcdRun: BenchResult = {
+  ...sqliteRun, meta: meta({ storage: { kind: 'etcd', detail: 'etcd 3.4.23, 3 members on 127.0.0.1' } }), creates: [ec1, ec16],
+  slope: [{ services: 1, slices: 0, cases: [{ ...ec1 }, { ...ec16 }] }, { services: 10_001, slices: 20_000, cases: [ec1, ec16] }],
+  watches: [watch({ ackToEventMs: sum({ p50: 0.4 }), sentToEventMs: sum({ p50: 3.3, p99: 12 }) })], lists: [list({ fetchMs: sum({ p50: 120 }) })],
+};
+const fc = (o: Partial<FloorCase>): FloorCase => ({
+  op: 'put', clients: 1, requests: 2000, errors: 0, firstError: null, wallMs: 4000, perSec: 500, latencyMs: sum({ p50: 1.8, p99: 6 }), etcdCpuMsPerOp: 1.5, clientCpuMsPerOp: 0.4, cost, ...o,
+});
+const floor: EtcdFloor = {
+  version: '3.4.23', members: 3, clientMember: 0, leaderMember: 1, valueBytes: [595, 383],
+  cases: [
+    fc({ op: 'range-serializable', perSec: 2000, latencyMs: sum({ p50: 0.5, p99: 2 }), cost: null }),
+    fc({ op: 'range-linearizable', perSec: 1500, latencyMs: sum({ p50: 0.7, p99: 2.5 }), cost: null }),
+    fc({}),
+    fc({ clients: 16, perSec: 1800, latencyMs: sum({ p50: 8, p99: 20 }), etcdCpuMsPerOp: 0.6, cost: { ...cost, walFsyncsPerOp: 0.4 } }),
+    fc({ op: 'txn-create-2', perSec: 450, latencyMs: sum({ p50: 2, p99: 7 }) }),
+    fc({ op: 'txn-create-2', clients: 16, perSec: 1600, latencyMs: sum({ p50: 9, p99: 22 }), etcdCpuMsPerOp: 0.7, cost: { ...cost, walFsyncsPerOp: 0.45 } }),
+  ],
+};
+
+t.test('the create table with etcd: its members\' CPU between the server\'s and the client\'s; what etcd did per create', async (t) => {
+  t.match(formatCreates([ec1]), /\| CPU ms\/create server \+ etcd \+ client \|[^\n]*\n[^\n]*\n\| 1 client \| 2,000 \| 300 \| 3\.0 \| 9\.0 \| 9\.0 \| 2\.0 \| 1\.2 \+ 2\.0 \+ 0\.31 \| 0 \|/);
+  t.equal(formatEtcdCosts([ec1, c16]), [
+    '| case | raft entries / create | WAL fsyncs / create (all members) | WAL fsync mean ms | etcd CPU ms/create |',
+    '|---|---:|---:|---:|---:|',
+    '| 1 client | 1.00 | 3.00 | 0.50 | 2.0 |',
+  ].join('\n'), 'SQLite\'s cases have no row');
+  t.match(formatReport(etcdRun), /\(etcd 3\.4\.23, 3 members on 127\.0\.0\.1, logging at info/);
+  t.match(formatReport(etcdRun), /201 only after the etcd quorum committed it/);
+  t.match(formatReport(etcdRun), /What etcd did per create/);
+  t.match(formatReport(etcdRun), /besides the server, etcd's members and the client/);
+  t.notMatch(formatReport(sqliteRun), /What etcd did|etcd's members/);
+});
+
+t.test('the floor: one row per case, labelled by what it costs', async (t) => {
+  t.equal(floorLabel({ op: 'range-linearizable', clients: 1 }), 'read, linearizable (a raft round trip: ReadIndex), 1 client');
+  t.equal(floorLabel({ op: 'txn-create-2', clients: 16 }), 'txn: two creates-if-absent (nodenet\'s Service write), 16 clients');
+  const text = formatFloor(floor);
+  t.match(text, /\| read, serializable \(one member, no raft\), 1 client \| 2,000 \| 2,000 \| 0\.50 \| 2\.0 \| 1\.5 \| 0\.40 \| – \| – \| – \| 0 \|/);
+  t.match(text, /\| put \(one key\), 16 clients \| 2,000 \| 1,800 \| 8\.0 \| 20 \| 0\.60 \| 0\.40 \| 1\.00 \| 0\.40 \| 0\.50 \| 0 \|/);
+  t.equal(text.split('\n').length, 2 + floor.cases.length);
+});
+
+t.test('side by side: SQLite, etcd, etcd alone and the ratio; a place for the failover figures', async (t) => {
+  const text = formatComparison({ runs: [sqliteRun, etcdRun], floor, failover: null });
+  t.match(text, /^\|  \| SQLite \| etcd, 3 members \| etcd alone \| nodenet on etcd against etcd alone \|/);
+  t.match(text, /\| durable creates\/s, 1 client \(10,001 Services \+ 20,000 EndpointSlices in the store\) \| 1,000 \| 300 \| 450 \| 67% of its rate \|/);
+  t.match(text, /\| p50 \/ p99 ms, 16 clients \| 5\.0 \/ 9\.6 \| 17 \/ 40 \| 9\.0 \/ 22 \| 1\.9× its p50 \|/);
+  t.match(text, /\| CPU ms per create, 1 client: server \+ etcd \| 0\.70 \+ – \| 1\.2 \+ 2\.0 \| – \+ 1\.5 \| – \|/);
+  t.match(text, /\| watch delivery, 10 watchers: write acknowledged → event p50 ms \(negative: the event first\) \| -0\.29 \| 0\.40 \| – \| – \|/);
+  t.match(text, /\| list 10,000 Services, one request: fetch p50 ms \| 95 \| 120 \| – \| – \|/);
+  t.match(text, /\| failover: the etcd leader killed → the first acknowledged write \| no failover \(one process\) \| not measured yet \(issue 26's fault tests\) \| – \| – \|/);
+  const measured = formatComparison({ runs: [sqliteRun, etcdRun], floor, failover: { etcdLeaderKilledToWriteMs: 1234, apiServerKilledToWatchMs: null, controllerLeaderKilledToReconcileMs: 16_500 } });
+  t.match(measured, /leader killed → the first acknowledged write \| no failover \(one process\) \| 1,234 ms \|/);
+  t.match(measured, /first reconcile by the new leader \| no failover \(one process\) \| 16,500 ms \|/);
+  t.match(measured, /its watch resumed on another \| no failover \(one process\) \| not measured yet/);
+  t.match(formatComparison({ runs: [etcdRun], floor: null, failover: null }), /\| durable creates\/s, 1 client [^|]*\| – \| 300 \| – \| – \|/, 'a backend not run, or no floor: dashes');
+});
+
+t.test('the floor in words: the disk, a raft round trip, the sum, how near nodenet comes, the published figures', async (t) => {
+  const lines = floorAnalysis({ runs: [sqliteRun, etcdRun], floor, failover: null });
+  t.match(lines[0], /4 KiB write \+ fdatasync in the data directory takes p50 0\.25 ms \(p99 0\.30 ms\); etcd's own WAL fsyncs averaged 0\.50 ms during the 1-client puts/);
+  t.match(lines[1], /takes 0\.20 ms more than a serializable one \(p50 0\.70 against 0\.50 ms/);
+  t.match(lines[2], /≈ 1\.2 ms here; etcd alone takes p50 1\.8 ms for a put \(500\/s\) and 2\.0 ms for nodenet's transaction of two creates \(450\/s\)/);
+  t.match(lines[3], /nodenet on etcd, 1 client: p50 3\.0 ms, 300 creates\/s, 67% of etcd alone's rate for the same transaction: the other 1\.0 ms are the API server's/);
+  t.match(lines[4], /16 clients: etcd alone 1,800 puts\/s and 1,600 transactions\/s .*nodenet on etcd 900 creates\/s, 56% of it/);
+  t.match(lines[5], /583 writes\/s with 1 client, 44,341\/s with 1,000\. Here, 3 members on one disk and 2 CPUs: 500 puts\/s with 1 client \(0\.9× the published: the members, the client/);
+  t.same(floorAnalysis({ runs: [sqliteRun], floor: null, failover: null }), [], 'no floor, no words');
+});
+
+t.test('the report of several backends: each run under its heading, then side by side and the floor', async (t) => {
+  const text = formatComparisonReport({ runs: [sqliteRun, etcdRun], floor, failover: null });
+  const at = ['## SQLite', '## etcd', '## Side by side', '## The floor: etcd alone (3.4.23, 3 members, the client on member 0, the raft leader member 1; values of 595 and 383 bytes)'].map((h) => text.indexOf(h));
+  t.ok(at.every((i, k) => i >= 0 && (k === 0 || i > at[k - 1]!)), 'in that order');
+  t.notMatch(formatComparisonReport({ runs: [etcdRun], floor: null, failover: null }), /## The floor/);
 });

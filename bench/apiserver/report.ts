@@ -12,9 +12,18 @@
  *   SQLite, the intensive case, 5,000 Secrets at 200 qps, 1.4 s average
  *   response time. Compared with our mean at the same offered rate (the
  *   paced case), and with the mean of 16 closed-loop clients.
+ * - etcd's published benchmark (etcd.io, "etcd v3 demo benchmarks" in its
+ *   docs' benchmarks section): 583 writes/s with 1 client and 44,341/s with
+ *   1,000 clients over 100 connections, three members on 8-vCPU machines
+ *   with SSDs. Compared with etcd alone here (the floor).
  * A ratio "N× inside" is reference / nodenet: how many times over nodenet
  * would have to slow down to reach the reference.
+ *
+ * With `--storage sqlite,etcd` the run is one per backend and a side-by-side
+ * table (formatComparison), with etcd alone measured in the same run as the
+ * floor (formatFloor): raw EtcdClient requests against the same members.
  */
+import type { EtcdCost } from './etcd-metrics.js';
 import type { MachineMeta } from '../lib/machine.js';
 import { formatReferences, mib, ms, ratio, table, thousands, type ReferenceRow } from '../lib/report.js';
 import type { Summary } from '../lib/stats.js';
@@ -39,6 +48,10 @@ export interface CreateCase {
   readonly clientCpuMsPerOp: number;
   /** Paced only: the latest a request left after its scheduled time. */
   readonly maxSendLagMs: number | null;
+  /** The store's processes' CPU per request (the etcd members together); absent or null for SQLite, which is the server. */
+  readonly storeCpuMsPerOp?: number | null;
+  /** etcd's own figures per request (WAL fsyncs, raft entries); absent or null for SQLite. */
+  readonly etcdCost?: EtcdCost | null;
 }
 
 export interface WatchCase {
@@ -90,7 +103,16 @@ export interface MemoryPoints {
   readonly endHwmMiB: number;
 }
 
+/** Where the server kept its state. */
+export interface StorageMeta {
+  readonly kind: 'sqlite' | 'etcd';
+  /** How, in words (SQLite's journal mode; etcd's version, members, where their data is). */
+  readonly detail: string;
+}
+
 export interface Meta extends MachineMeta {
+  /** Absent in results from before `--storage` (SQLite). */
+  readonly storage?: StorageMeta;
   readonly dataDirFs: string;
   /** 4 KiB write + fdatasync in the data directory: the floor of one durable commit. */
   readonly fsyncMs: Summary;
@@ -133,10 +155,12 @@ export function createLabel(c: CreateCase): string {
 }
 
 export function formatCreates(cases: readonly CreateCase[]): string {
-  const head = ['case', 'creates', 'per second', 'p50 ms', 'p99 ms', 'max ms', 'mean ms', 'CPU ms/create server + client', 'errors'];
+  const store = cases.some((c) => c.storeCpuMsPerOp != null);
+  const head = ['case', 'creates', 'per second', 'p50 ms', 'p99 ms', 'max ms', 'mean ms', store ? 'CPU ms/create server + etcd + client' : 'CPU ms/create server + client', 'errors'];
   return table(head, cases.map((c) => [
     createLabel(c), thousands(c.requests), thousands(c.perSec), ms(c.latencyMs.p50), ms(c.latencyMs.p99), ms(c.latencyMs.max), ms(c.latencyMs.mean),
-    `${ms(c.serverCpuMsPerOp)} + ${ms(c.clientCpuMsPerOp)}`, c.errors ? `${c.errors}: ${c.firstError ?? '?'}` : '0',
+    store ? `${ms(c.serverCpuMsPerOp)} + ${ms(c.storeCpuMsPerOp ?? NaN)} + ${ms(c.clientCpuMsPerOp)}` : `${ms(c.serverCpuMsPerOp)} + ${ms(c.clientCpuMsPerOp)}`,
+    c.errors ? `${c.errors}: ${c.firstError ?? '?'}` : '0',
   ]));
 }
 
@@ -269,13 +293,14 @@ export function formatReport(r: BenchResult): string {
   const out = [
     `nodenet API server${m.quick ? ' (--quick)' : ''}: ${m.cpus} × ${m.cpuModel}, ${thousands(m.memTotalMiB)} MiB, kernel ${m.kernel}, Node ${m.node}`,
     `Data dir on ${m.dataDirFs}; 4 KiB write + fdatasync there: p50 ${ms(m.fsyncMs.p50)} ms, p99 ${ms(m.fsyncMs.p99)} ms (the floor of one durable commit).`,
-    `Server in its own process, from source under tsx (SQLite WAL, synchronous=FULL, logging at ${m.serverLogLevel} to a file); the client in another: node:https, keep-alive, TLS with the kubeconfig's CA, bearer token.`,
+    `Server in its own process, from source under tsx (${m.storage?.detail ?? 'SQLite WAL, synchronous=FULL'}, logging at ${m.serverLogLevel} to a file); the client in another: node:https, keep-alive, TLS with the kubeconfig's CA, bearer token.`,
     '',
-    `Durable creates, POST /api/v1/namespaces/<a namespace of the case's own>/services (201 only after the fsync), into a store already holding ${loaded || 'nothing'} ` +
+    `Durable creates, POST /api/v1/namespaces/<a namespace of the case's own>/services (201 only after the ${m.storage?.kind === 'etcd' ? 'etcd quorum committed it' : 'fsync'}), into a store already holding ${loaded || 'nothing'} ` +
       '(each case\'s Services are deleted after it, so every case starts from the same store):',
     '',
     formatCreates(r.creates),
     ...r.creates.filter((c) => c.kind === 'paced').map((c) => `(${createLabel(c)}: latency counts from each request's scheduled time; the client sent at most ${ms(c.maxSendLagMs ?? NaN)} ms late.)`),
+    ...(r.creates.some((c) => c.etcdCost) ? ['', 'What etcd did per create (its own metrics, all members together):', '', formatEtcdCosts(r.creates)] : []),
     '',
     'The slope: the same closed-loop creates with the store empty, as above, and topped up to more Services:',
     '',
@@ -306,7 +331,203 @@ export function formatReport(r: BenchResult): string {
   ];
   if (r.notes.length) out.push('', 'Notes:', ...r.notes.map((n) => `- ${n}`));
   out.push('', `Total bench time ${(r.totalWallMs / 1000).toFixed(0)} s; load average ${m.loadavgBefore.map((x) => x.toFixed(2)).join(' ')} before, ` +
-    `${m.loadavgAfter.map((x) => x.toFixed(2)).join(' ')} after; besides the server and the client, the machine (other processes, kernel threads such as the ext4 journal's) ` +
+    `${m.loadavgAfter.map((x) => x.toFixed(2)).join(' ')} after; besides the server${m.storage?.kind === 'etcd' ? ', etcd\'s members' : ''} and the client, the machine (other processes, kernel threads such as the ext4 journal's) ` +
     `used ${m.otherCpus.toFixed(2)} of the ${m.cpus} CPUs on average during the run.`);
   return out.join('\n');
+}
+
+// ---- etcd: its cost per request, etcd alone (the floor), and the backends side by side ----
+
+export function formatEtcdCosts(cases: readonly CreateCase[]): string {
+  const head = ['case', 'raft entries / create', 'WAL fsyncs / create (all members)', 'WAL fsync mean ms', 'etcd CPU ms/create'];
+  return table(head, cases.filter((c) => c.etcdCost).map((c) => [
+    createLabel(c), c.etcdCost!.proposalsPerOp.toFixed(2), c.etcdCost!.walFsyncsPerOp.toFixed(2), ms(c.etcdCost!.walFsyncMeanMs), ms(c.storeCpuMsPerOp ?? NaN),
+  ]));
+}
+
+/** What etcd's published benchmark measured (three 8-vCPU members with SSDs). */
+export const ETCD_PUBLISHED_1_CLIENT_PER_SEC = 583;
+export const ETCD_PUBLISHED_1000_CLIENTS_PER_SEC = 44_341;
+
+export type FloorOp = 'range-serializable' | 'range-linearizable' | 'put' | 'txn-create-2';
+
+/** One case of etcd alone: raw requests of one kind from `clients` concurrent loops over one gRPC channel. */
+export interface FloorCase {
+  readonly op: FloorOp;
+  readonly clients: number;
+  readonly requests: number;
+  readonly errors: number;
+  readonly firstError: string | null;
+  readonly wallMs: number;
+  readonly perSec: number;
+  readonly latencyMs: Summary;
+  /** The etcd members' CPU per request, together. */
+  readonly etcdCpuMsPerOp: number;
+  readonly clientCpuMsPerOp: number;
+  /** Writes only. */
+  readonly cost: EtcdCost | null;
+}
+
+export interface EtcdFloor {
+  readonly version: string;
+  readonly members: number;
+  /** The member the client's channel uses (grpc-js pick_first: the first endpoint, as the API server's client) and the raft leader's. */
+  readonly clientMember: number;
+  readonly leaderMember: number;
+  /** The values written: a Service and an IPAddress about as nodenet stores them. */
+  readonly valueBytes: readonly number[];
+  readonly cases: readonly FloorCase[];
+}
+
+/** Failover figures (issue 26): measured by the lead's fault tests, added to the comparison when there. */
+export interface FailoverFigures {
+  /** The etcd leader killed under writes → the first acknowledged write (ms). */
+  readonly etcdLeaderKilledToWriteMs: number | null;
+  /** An API server killed → a watch on it resumed on another (ms). */
+  readonly apiServerKilledToWatchMs: number | null;
+  /** The controller manager's leader killed → the first reconcile by the new leader (ms). */
+  readonly controllerLeaderKilledToReconcileMs: number | null;
+}
+
+export function floorLabel(c: Pick<FloorCase, 'op' | 'clients'>): string {
+  const what: Record<FloorOp, string> = {
+    'range-serializable': 'read, serializable (one member, no raft)',
+    'range-linearizable': 'read, linearizable (a raft round trip: ReadIndex)',
+    put: 'put (one key)',
+    'txn-create-2': 'txn: two creates-if-absent (nodenet\'s Service write)',
+  };
+  return `${what[c.op]}, ${c.clients} client${c.clients === 1 ? '' : 's'}`;
+}
+
+export function formatFloor(f: EtcdFloor): string {
+  const head = ['etcd alone', 'requests', 'per second', 'p50 ms', 'p99 ms', 'etcd CPU ms/op', 'client CPU ms/op', 'raft entries/op', 'WAL fsyncs/op (all members)', 'WAL fsync mean ms', 'errors'];
+  return table(head, f.cases.map((c) => [
+    floorLabel(c), thousands(c.requests), thousands(c.perSec), ms(c.latencyMs.p50), ms(c.latencyMs.p99), ms(c.etcdCpuMsPerOp), ms(c.clientCpuMsPerOp),
+    c.cost ? c.cost.proposalsPerOp.toFixed(2) : '–', c.cost ? c.cost.walFsyncsPerOp.toFixed(2) : '–', c.cost ? ms(c.cost.walFsyncMeanMs) : '–',
+    c.errors ? `${c.errors}: ${c.firstError ?? '?'}` : '0',
+  ]));
+}
+
+const pct = (a: number, b: number) => (Number.isFinite(a) && Number.isFinite(b) && b > 0 ? `${Math.round((a / b) * 100)}%` : '–');
+const times = (a: number, b: number) => (Number.isFinite(a) && Number.isFinite(b) && b > 0 ? `${(a / b).toFixed(1)}×` : '–');
+
+/** The runs side by side, etcd alone beside them, and a place for the failover figures. */
+export interface Comparison {
+  readonly runs: readonly BenchResult[];
+  readonly floor: EtcdFloor | null;
+  readonly failover: FailoverFigures | null;
+}
+
+const runOf = (c: Comparison, kind: StorageMeta['kind']) => c.runs.find((r) => (r.meta.storage?.kind ?? 'sqlite') === kind);
+const closedAt = (r: BenchResult | undefined, n: number) => r?.creates.find((c) => c.kind === 'closed' && c.concurrency === n);
+const emptyAt = (r: BenchResult | undefined, n: number) => r?.slope[0]?.cases.find((c) => c.concurrency === n);
+const floorAt = (f: EtcdFloor | null, op: FloorOp, n: number) => f?.cases.find((c) => c.op === op && c.clients === n);
+
+export function formatComparison(c: Comparison): string {
+  const sq = runOf(c, 'sqlite');
+  const et = runOf(c, 'etcd');
+  const f = c.floor;
+  const main = et ? mainPoint(et) : sq ? mainPoint(sq) : undefined;
+  const at = main ? ` (${thousands(main.services)} Services + ${thousands(main.slices)} EndpointSlices in the store)` : '';
+  const rows: string[][] = [];
+  const opt = <T,>(x: T | undefined, fn: (x: T) => string) => (x === undefined ? '–' : fn(x));
+  const concs = [...new Set([...(sq?.creates ?? []), ...(et?.creates ?? [])].filter((x) => x.kind === 'closed').map((x) => x.concurrency ?? 0))].sort((a, b) => a - b);
+  for (const n of concs) {
+    const a = closedAt(sq, n);
+    const b = closedAt(et, n);
+    const fl = floorAt(f, 'txn-create-2', n);
+    const label = `${n} client${n === 1 ? '' : 's'}`;
+    rows.push([`durable creates/s, ${label}${at}`, opt(a, (x) => thousands(x.perSec)), opt(b, (x) => thousands(x.perSec)), opt(fl, (x) => thousands(x.perSec)), b && fl ? `${pct(b.perSec, fl.perSec)} of its rate` : '–']);
+    rows.push([`p50 / p99 ms, ${label}`, opt(a, (x) => `${ms(x.latencyMs.p50)} / ${ms(x.latencyMs.p99)}`), opt(b, (x) => `${ms(x.latencyMs.p50)} / ${ms(x.latencyMs.p99)}`),
+      opt(fl, (x) => `${ms(x.latencyMs.p50)} / ${ms(x.latencyMs.p99)}`), b && fl ? `${times(b.latencyMs.p50, fl.latencyMs.p50)} its p50` : '–']);
+    rows.push([`CPU ms per create, ${label}: server + etcd`, opt(a, (x) => `${ms(x.serverCpuMsPerOp)} + –`), opt(b, (x) => `${ms(x.serverCpuMsPerOp)} + ${ms(x.storeCpuMsPerOp ?? NaN)}`), opt(fl, (x) => `– + ${ms(x.etcdCpuMsPerOp)}`), '–']);
+  }
+  for (const n of concs) {
+    const a = emptyAt(sq, n);
+    const b = emptyAt(et, n);
+    rows.push([`durable creates/s into the empty store, ${n} client${n === 1 ? '' : 's'}`, opt(a, (x) => thousands(x.perSec)), opt(b, (x) => thousands(x.perSec)), '–', '–']);
+  }
+  const paced = (r: BenchResult | undefined) => r?.creates.find((x) => x.kind === 'paced');
+  const pa = paced(sq);
+  const pb = paced(et);
+  if (pa || pb) rows.push([`${createLabel((pa ?? pb)!)}: p50 / p99 ms`, opt(pa, (x) => `${ms(x.latencyMs.p50)} / ${ms(x.latencyMs.p99)}`), opt(pb, (x) => `${ms(x.latencyMs.p50)} / ${ms(x.latencyMs.p99)}`), '–', '–']);
+  const ws = [...new Set([...(sq?.watches ?? []), ...(et?.watches ?? [])].map((w) => w.watchers))].sort((a, b) => a - b);
+  for (const n of ws) {
+    const a = sq?.watches.find((w) => w.watchers === n);
+    const b = et?.watches.find((w) => w.watchers === n);
+    rows.push([`watch delivery, ${n} watchers: write sent → event p50 / p99 ms`, opt(a, (w) => `${ms(w.sentToEventMs.p50)} / ${ms(w.sentToEventMs.p99)}`), opt(b, (w) => `${ms(w.sentToEventMs.p50)} / ${ms(w.sentToEventMs.p99)}`), '–', '–']);
+    rows.push([`watch delivery, ${n} watchers: write acknowledged → event p50 ms (negative: the event first)`, opt(a, (w) => ms(w.ackToEventMs.p50)), opt(b, (w) => ms(w.ackToEventMs.p50)), '–', '–']);
+  }
+  const lists = [...(sq?.lists ?? et?.lists ?? [])];
+  for (const l of lists) {
+    const b = et?.lists.find((x) => x.kind === l.kind && x.limit === l.limit);
+    const a = sq?.lists.find((x) => x.kind === l.kind && x.limit === l.limit);
+    rows.push([`list ${listLabel(l)}: fetch p50 ms`, opt(a, (x) => ms(x.fetchMs.p50)), opt(b, (x) => ms(x.fetchMs.p50)), '–', '–']);
+  }
+  const fo = c.failover;
+  const failRow = (what: string, v: number | null | undefined) => [`failover: ${what}`, 'no failover (one process)', v == null ? 'not measured yet (issue 26\'s fault tests)' : `${ms(v)} ms`, '–', '–'];
+  rows.push(failRow('the etcd leader killed → the first acknowledged write', fo?.etcdLeaderKilledToWriteMs));
+  rows.push(failRow('an API server killed → its watch resumed on another', fo?.apiServerKilledToWatchMs));
+  rows.push(failRow('the controller manager\'s leader killed → the first reconcile by the new leader', fo?.controllerLeaderKilledToReconcileMs));
+  const members = f?.members ?? 3;
+  return table(['', 'SQLite', `etcd, ${members} members`, 'etcd alone', 'nodenet on etcd against etcd alone'], rows);
+}
+
+/** The floor in words: what one write cannot beat here, and how near nodenet on etcd comes (lines of the report). */
+export function floorAnalysis(c: Comparison): string[] {
+  const f = c.floor;
+  if (!f) return [];
+  const et = runOf(c, 'etcd');
+  const fsync = et?.meta.fsyncMs ?? runOf(c, 'sqlite')?.meta.fsyncMs;
+  const ser = floorAt(f, 'range-serializable', 1);
+  const lin = floorAt(f, 'range-linearizable', 1);
+  const put1 = floorAt(f, 'put', 1);
+  const txn1 = floorAt(f, 'txn-create-2', 1);
+  const widest = Math.max(...f.cases.map((x) => x.clients));
+  const putN = floorAt(f, 'put', widest);
+  const txnN = floorAt(f, 'txn-create-2', widest);
+  const n1 = closedAt(et, 1);
+  const nN = closedAt(et, widest);
+  const out: string[] = [];
+  const rtt = ser && lin ? lin.latencyMs.p50 - ser.latencyMs.p50 : NaN;
+  const walMean = put1?.cost?.walFsyncMeanMs ?? NaN;
+  out.push(`- The disk: a 4 KiB write + fdatasync in the data directory takes p50 ${ms(fsync?.p50 ?? NaN)} ms (p99 ${ms(fsync?.p99 ?? NaN)} ms); ` +
+    `etcd's own WAL fsyncs averaged ${ms(walMean)} ms during the 1-client puts (${f.members} members, one disk).`);
+  out.push(`- A raft round trip: a linearizable read (ReadIndex: the leader hears a quorum before it answers) takes ${ms(rtt)} ms more than a serializable one ` +
+    `(p50 ${ms(lin?.latencyMs.p50 ?? NaN)} against ${ms(ser?.latencyMs.p50 ?? NaN)} ms, the latter being gRPC and the client alone).`);
+  if (put1 && txn1) {
+    out.push(`- So one write with one client cannot beat about gRPC + a raft round trip + a WAL fsync on the leader and on a follower (in parallel) ≈ ` +
+      `${ms((ser?.latencyMs.p50 ?? NaN) + rtt + walMean)} ms here; etcd alone takes p50 ${ms(put1.latencyMs.p50)} ms for a put (${thousands(put1.perSec)}/s) ` +
+      `and ${ms(txn1.latencyMs.p50)} ms for nodenet's transaction of two creates (${thousands(txn1.perSec)}/s).`);
+  }
+  if (n1 && txn1) {
+    out.push(`- nodenet on etcd, 1 client: p50 ${ms(n1.latencyMs.p50)} ms, ${thousands(n1.perSec)} creates/s, ${pct(n1.perSec, txn1.perSec)} of etcd alone's rate for the same transaction: ` +
+      `the other ${ms(n1.latencyMs.p50 - txn1.latencyMs.p50)} ms are the API server's (TLS and HTTP, JSON, admission and validation, the allocation, and the wait for its watch cache to see the write).`);
+  }
+  if (nN && txnN && putN) {
+    out.push(`- ${widest} clients: etcd alone ${thousands(putN.perSec)} puts/s and ${thousands(txnN.perSec)} transactions/s (${txnN.cost ? `${txnN.cost.proposalsPerOp.toFixed(2)} raft entries and ${txnN.cost.walFsyncsPerOp.toFixed(2)} WAL fsyncs per write: etcd batches` : 'batched'}); ` +
+      `nodenet on etcd ${thousands(nN.perSec)} creates/s, ${pct(nN.perSec, txnN.perSec)} of it. Both share the machine's ${et?.meta.cpus ?? '?'} CPUs: ` +
+      `etcd used ${ms(txnN.etcdCpuMsPerOp)} ms of CPU per write alone and ${ms(nN.storeCpuMsPerOp ?? NaN)} ms under nodenet, whose server used ${ms(nN.serverCpuMsPerOp)} ms more.`);
+  }
+  if (put1) {
+    out.push(`- etcd's published figures (three 8-vCPU members with SSDs, a machine each): ${thousands(ETCD_PUBLISHED_1_CLIENT_PER_SEC)} writes/s with 1 client, ` +
+      `${thousands(ETCD_PUBLISHED_1000_CLIENTS_PER_SEC)}/s with 1,000. Here, ${f.members} members on one disk and ${et?.meta.cpus ?? '?'} CPUs: ${thousands(put1.perSec)} puts/s with 1 client ` +
+      `(${times(put1.perSec, ETCD_PUBLISHED_1_CLIENT_PER_SEC)} the published${put1.perSec >= ETCD_PUBLISHED_1_CLIENT_PER_SEC
+        ? ': loopback has no network round trip between the members'
+        : `: the members, the client and their gRPC share ${et?.meta.cpus ?? '?'} CPUs, where etcd's figure had a machine per member; loopback saves the network round trip`})` +
+      `${putN ? `, ${thousands(putN.perSec)}/s with ${widest} (1,000 clients would only queue on these CPUs)` : ''}.`);
+  }
+  return out;
+}
+
+/** The whole report of a run over several backends: each run's report, then the comparison and the floor. */
+export function formatComparisonReport(c: Comparison): string {
+  const out: string[] = [];
+  for (const r of c.runs) out.push(`## ${r.meta.storage?.kind === 'etcd' ? 'etcd' : 'SQLite'}`, '', formatReport(r), '');
+  out.push('## Side by side', '', formatComparison(c), '');
+  if (c.floor) {
+    out.push(`## The floor: etcd alone (${c.floor.version}, ${c.floor.members} members, the client on member ${c.floor.clientMember}, the raft leader member ${c.floor.leaderMember}; values of ${c.floor.valueBytes.join(' and ')} bytes)`, '',
+      formatFloor(c.floor), '', ...floorAnalysis(c), '');
+  }
+  return out.join('\n').trimEnd();
 }

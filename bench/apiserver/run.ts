@@ -4,11 +4,18 @@
  * published references (SIG-scalability's API call SLOs; vcluster's load
  * test of k3s on SQLite).
  *
- *   npm run bench:apiserver -- [--quick] [--out FILE] [more in args.ts]
+ *   npm run bench:apiserver -- [--quick] [--storage sqlite|etcd|sqlite,etcd] [--out FILE] [more in args.ts]
  *
  * The server runs in a child process of its own (server.child.ts) over a
  * fresh data directory /tmp/nn-bench-apiserver-*, removed at the end, also
  * on failure or SIGINT; it listens on 127.0.0.1 only and needs no root.
+ * Its store is SQLite in that directory (the default), or etcd: Debian's
+ * etcd-server, --etcd-members members (3) on loopback ports with their data
+ * under /tmp/nn-bench-etcd-* (controlplane/testing/etcd.ts), killed and
+ * removed at the end, also on failure or SIGINT. Before the server starts
+ * on etcd, etcd alone is measured against the same members (etcd-floor.ts):
+ * the floor. With both backends, each gets the whole sequence below, one
+ * after the other, and the report sets them side by side.
  * This process is the client. In order (after a warm-up in a namespace of
  * its own, whose Services are then deleted):
  *   1. durable creates, 1 and 16 closed-loop clients, into the empty store
@@ -29,22 +36,27 @@
  * case meets the store as the slope's point says.
  * Prints a Markdown report (report.ts), writes JSON only with --out.
  */
-import { fork, type ChildProcess } from 'node:child_process';
-import { closeSync, fdatasyncSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
-import { loadavg } from 'node:os';
+import { fork, spawnSync, type ChildProcess } from 'node:child_process';
+import { closeSync, fdatasyncSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { benchArgs } from '../lib/args.js';
 import { machineMeta } from '../lib/machine.js';
-import { parseBenchArgs } from './args.js';
+import { EtcdCluster } from '../../controlplane/testing/etcd.js';
+import { parseBenchArgs, type BenchArgs, type StorageKind } from './args.js';
+import { measureFloor } from './etcd-floor.js';
+import { costOf, parseEtcdMetrics, sumMembers, type EtcdCounters } from './etcd-metrics.js';
 import { ApiClient, closedLoop, openLoop, openWatch, outcomeOf, type Outcome } from '../lib/http-client.js';
 import { parseKubeconfig, type ApiTarget } from '../lib/kubeconfig.js';
 import { parseWatchLine } from '../lib/ndjson.js';
-import { mountOf, parseProcStatCpuMs, parseProcStatTotals, parseProcStatus } from '../lib/proc.js';
-import { formatReport, type BenchResult, type CreateCase, type ListCase, type MemoryPoints, type Meta, type SlopePoint, type WatchCase } from './report.js';
+import { mountOf, parseProcStatCpuMs, parseProcStatIdentity, parseProcStatTotals, parseProcStatus } from '../lib/proc.js';
+import {
+  formatComparisonReport, formatReport, type BenchResult, type Comparison, type CreateCase, type EtcdFloor, type ListCase, type MemoryPoints, type Meta, type SlopePoint, type WatchCase,
+} from './report.js';
 import { thousands } from '../lib/report.js';
 import { summarize } from '../lib/stats.js';
-import { loadServiceName, loadSlice, namespace, service, SERVICES_PATH, SLICES_PATH, WARMUP_NAMESPACE, WARMUP_SERVICES_PATH } from './workload.js';
+import { isLoadObject, loadServiceName, loadSlice, namespace, service, SERVICES_PATH, SLICES_PATH, WARMUP_NAMESPACE, WARMUP_SERVICES_PATH } from './workload.js';
 
 const SERVER = join(dirname(fileURLToPath(import.meta.url)), 'server.child.ts');
 const TAG = '[bench:apiserver]';
@@ -63,10 +75,14 @@ interface Server {
   readonly pid: number;
   readonly target: ApiTarget;
   exited: boolean;
+  /** The store's processes (etcd's members), whose CPU counts to each case; none for SQLite. */
+  readonly storePids: readonly number[];
+  /** etcd's members, for their metrics; null for SQLite. */
+  readonly etcd: EtcdCluster | null;
 }
 
-async function startServer(dataDir: string, logLevel: string): Promise<Server> {
-  const child = fork(SERVER, [dataDir, logLevel], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'], execArgv: process.execArgv });
+async function startServer(dataDir: string, logLevel: string, etcd: EtcdCluster | null): Promise<Server> {
+  const child = fork(SERVER, [dataDir, logLevel, ...(etcd ? [`etcd:${etcd.endpoints}`] : [])], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'], execArgv: process.execArgv });
   const ready = await new Promise<{ url: string; kubeconfig: string }>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('the server did not start in 60 s')), 60_000);
     child.on('message', (m: unknown) => {
@@ -80,7 +96,7 @@ async function startServer(dataDir: string, logLevel: string): Promise<Server> {
       reject(new Error(`the server exited (${sig ?? code}) before it was ready`));
     });
   });
-  const s: Server = { child, pid: child.pid!, target: parseKubeconfig(readFileSync(ready.kubeconfig, 'utf8')), exited: false };
+  const s: Server = { child, pid: child.pid!, target: parseKubeconfig(readFileSync(ready.kubeconfig, 'utf8')), exited: false, storePids: etcd ? childPids('etcd') : [], etcd };
   child.on('exit', () => (s.exited = true));
   return s;
 }
@@ -100,6 +116,32 @@ const memMiB = (pid: number) => {
   return { rss: s.rssKiB / 1024, hwm: s.hwmKiB / 1024 };
 };
 const cpuMs = (pid: number) => parseProcStatCpuMs(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+/** This process's children with this command name (etcd's members). */
+function childPids(comm: string): number[] {
+  const out: number[] = [];
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const p = parseProcStatIdentity(readFileSync(`/proc/${d}/stat`, 'utf8'));
+      if (p.ppid === process.pid && p.comm === comm) out.push(p.pid);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+const pidsCpuMs = (pids: readonly number[]) => pids.reduce((n, p) => {
+  try {
+    return n + cpuMs(p);
+  } catch {
+    return n;
+  }
+}, 0);
+/** etcd's members' own counters, together. */
+async function etcdCounters(c: EtcdCluster): Promise<EtcdCounters> {
+  const texts = await Promise.all(Array.from({ length: c.size }, async (_, i) => (await fetch(`${c.endpoint(i)}/metrics`)).text()));
+  return sumMembers(texts.map(parseEtcdMetrics));
+}
 const machineBusyMs = () => parseProcStatTotals(readFileSync('/proc/stat', 'utf8')).busyMs;
 const ownCpuMs = () => {
   const u = process.cpuUsage();
@@ -141,20 +183,33 @@ function fsyncFloor(dir: string, rounds: number): number[] {
 interface CpuMark {
   readonly server: number;
   readonly client: number;
+  /** etcd's members (0 for SQLite). */
+  readonly store: number;
 }
-const cpuMark = (pid: number): CpuMark => ({ server: cpuMs(pid), client: ownCpuMs() });
-const cpuSince = (pid: number, m: CpuMark): CpuMark => {
-  const now = cpuMark(pid);
-  return { server: now.server - m.server, client: now.client - m.client };
+const cpuMark = (s: Server): CpuMark => ({ server: cpuMs(s.pid), client: ownCpuMs(), store: pidsCpuMs(s.storePids) });
+const cpuSince = (s: Server, m: CpuMark): CpuMark => {
+  const now = cpuMark(s);
+  return { server: now.server - m.server, client: now.client - m.client, store: now.store - m.store };
 };
 
-function createCase(kind: CreateCase['kind'], resource: CreateCase['resource'], o: { concurrency: number | null; qps: number | null; outcomes: readonly Outcome[]; wallMs: number; cpu: CpuMark; maxLagMs: number | null }): CreateCase {
+/** Where a case starts: CPU, and etcd's counters when the store is etcd. */
+interface Mark {
+  readonly cpu: CpuMark;
+  readonly etcd: EtcdCounters | null;
+}
+const mark = async (s: Server): Promise<Mark> => ({ etcd: s.etcd ? await etcdCounters(s.etcd) : null, cpu: cpuMark(s) });
+
+async function createCase(s: Server, m: Mark, kind: CreateCase['kind'], resource: CreateCase['resource'], o: { concurrency: number | null; qps: number | null; outcomes: readonly Outcome[]; wallMs: number; maxLagMs: number | null }): Promise<CreateCase> {
+  const cpu = cpuSince(s, m.cpu);
+  const etcdCost = s.etcd && m.etcd ? costOf(m.etcd, await etcdCounters(s.etcd), o.outcomes.length) : null;
   const ok = o.outcomes.filter((x) => x.ok);
   const bad = o.outcomes.filter((x) => !x.ok);
+  const n = Math.max(1, o.outcomes.length);
   return {
     kind, resource, concurrency: o.concurrency, qps: o.qps, requests: o.outcomes.length, errors: bad.length, firstError: bad[0]?.error ?? null,
     wallMs: o.wallMs, perSec: ok.length / (o.wallMs / 1000), latencyMs: summarize(ok.map((x) => x.latencyMs)),
-    serverCpuMsPerOp: o.cpu.server / Math.max(1, o.outcomes.length), clientCpuMsPerOp: o.cpu.client / Math.max(1, o.outcomes.length), maxSendLagMs: o.maxLagMs,
+    serverCpuMsPerOp: cpu.server / n, clientCpuMsPerOp: cpu.client / n, maxSendLagMs: o.maxLagMs,
+    ...(s.etcd ? { storeCpuMsPerOp: cpu.store / n, etcdCost } : {}),
   };
 }
 
@@ -163,17 +218,17 @@ async function create(client: ApiClient, path: string, obj: unknown, scheduledAt
 }
 
 async function closedCase(s: Server, client: ApiClient, kind: 'closed' | 'load', resource: CreateCase['resource'], n: number, conc: number, make: (i: number) => unknown, path = resource === 'Service' ? SERVICES_PATH : SLICES_PATH): Promise<CreateCase> {
-  const c0 = cpuMark(s.pid);
+  const m = await mark(s);
   const r = await closedLoop(n, conc, (i) => create(client, path, make(i)));
-  const c = createCase(kind, resource, { concurrency: conc, qps: null, outcomes: r.outcomes, wallMs: r.wallMs, cpu: cpuSince(s.pid, c0), maxLagMs: null });
+  const c = await createCase(s, m, kind, resource, { concurrency: conc, qps: null, outcomes: r.outcomes, wallMs: r.wallMs, maxLagMs: null });
   say(`${kind} ${thousands(n)} ${resource}s, ${conc} clients: ${c.perSec.toFixed(0)}/s, p50 ${c.latencyMs.p50.toFixed(2)} ms, p99 ${c.latencyMs.p99.toFixed(2)} ms, errors ${c.errors}${c.firstError ? ` (${c.firstError})` : ''}`);
   return c;
 }
 
 async function pacedCase(s: Server, client: ApiClient, n: number, qps: number, path: string): Promise<CreateCase> {
-  const c0 = cpuMark(s.pid);
+  const m = await mark(s);
   const r = await openLoop(n, qps, (i, at) => create(client, path, service(`p${qps}-${i}`), at));
-  const c = createCase('paced', 'Service', { concurrency: null, qps, outcomes: r.outcomes, wallMs: r.wallMs, cpu: cpuSince(s.pid, c0), maxLagMs: r.maxLagMs });
+  const c = await createCase(s, m, 'paced', 'Service', { concurrency: null, qps, outcomes: r.outcomes, wallMs: r.wallMs, maxLagMs: r.maxLagMs });
   say(`paced ${thousands(n)} Services at ${qps}/s: mean ${c.latencyMs.mean.toFixed(2)} ms, p99 ${c.latencyMs.p99.toFixed(2)} ms, send lag max ${r.maxLagMs.toFixed(1)} ms, errors ${c.errors}`);
   return c;
 }
@@ -225,21 +280,30 @@ async function caseNamespace(client: ApiClient, name: string): Promise<string> {
 /**
  * Deletes every Service at `path` (one deletecollection), so the next case meets the store as it was before this one,
  * then waits for the server to go idle: its controllers work through the deletions after the request, and that
- * CPU would otherwise be counted to the next case (`pid`: the server's).
+ * CPU would otherwise be counted to the next case.
  */
-async function deleteServices(client: ApiClient, path: string, pid: number): Promise<void> {
+async function deleteServices(client: ApiClient, path: string, s: Server): Promise<void> {
   const r = await client.send('DELETE', path);
   if (r.status !== 200) throw new Error(`DELETE ${path}: HTTP ${r.status}: ${r.body.toString('utf8').slice(0, 300)}`);
-  await serverIdle(pid);
+  await serverIdle(s);
 }
 
-/** Waits until the server used under 3% of a CPU over 300 ms (at most 30 s). */
-async function serverIdle(pid: number): Promise<void> {
+/** Waits until the server, and each etcd member on average, used under 3% of a CPU over 300 ms (at most 30 s). */
+async function serverIdle(s: Server): Promise<void> {
   for (const t0 = performance.now(); performance.now() - t0 < 30_000;) {
-    const c0 = cpuMs(pid);
+    const c0 = cpuMs(s.pid);
+    const e0 = pidsCpuMs(s.storePids);
     await sleep(300);
-    if (cpuMs(pid) - c0 < 9) return;
+    if (cpuMs(s.pid) - c0 < 9 && pidsCpuMs(s.storePids) - e0 < 9 * Math.max(1, s.storePids.length)) return;
   }
+}
+
+/** How many objects at `path` are not the load's: the server's own. */
+async function serversOwn(client: ApiClient, path: string): Promise<number> {
+  const r = await client.send('GET', path);
+  if (r.status !== 200) throw new Error(`GET ${path}: HTTP ${r.status}`);
+  const o = JSON.parse(r.body.toString('utf8')) as { items?: { metadata?: { name?: string } }[] };
+  return (o.items ?? []).filter((x) => !isLoadObject(x.metadata?.name)).length;
 }
 
 /** How many Services the store holds, in every namespace (a list of one item and its remainingItemCount). */
@@ -253,12 +317,12 @@ async function servicesInStore(client: ApiClient): Promise<number> {
 /** The closed-loop cases at the store's present size, each in a namespace of its own and deleted after. */
 async function slopePoint(s: Server, client: ApiClient, tag: string, concurrency: readonly number[], creates: number, slices: number): Promise<SlopePoint> {
   const services = await servicesInStore(client);
-  await serverIdle(s.pid); // after a load, too
+  await serverIdle(s); // after a load, too
   const cases: CreateCase[] = [];
   for (const conc of concurrency) {
     const path = await caseNamespace(client, `bench-${tag}-c${conc}`);
     cases.push(await closedCase(s, client, 'closed', 'Service', creates, conc, (i) => service(`c${conc}-${i}`), path));
-    await deleteServices(client, path, s.pid);
+    await deleteServices(client, path, s);
   }
   return { services, slices, cases };
 }
@@ -362,34 +426,134 @@ async function watchCase(s: Server, writer: ApiClient, watchers: number, writes:
 
 // ---- main ----
 
+/** What a run holds that must go at the end, also on failure or a signal. */
+interface Held {
+  dataDir: string | null;
+  server: Server | null;
+  etcd: EtcdCluster | null;
+  /** A signal came: whatever is taken from now on is released at once. */
+  stopped: boolean;
+  /** The release under way: a second caller waits for it (the signal's and the main path's). */
+  releasing: Promise<void> | null;
+}
+
+class Interrupted extends Error {}
+
+/** Stops the server, kills etcd's members, removes their data and the data directory. Concurrent calls share one release. */
+async function release(h: Held): Promise<void> {
+  if (!h.releasing) {
+    const { server, etcd, dataDir } = h;
+    h.server = null;
+    h.etcd = null;
+    h.dataDir = null;
+    h.releasing = (async () => {
+      if (server) await stopServer(server.child).catch(() => server.child.kill('SIGKILL'));
+      if (etcd) await etcd.close().catch((e: unknown) => say(`closing etcd: ${e instanceof Error ? e.message : String(e)}`));
+      if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+    })();
+  }
+  const p = h.releasing;
+  await p;
+  if (h.releasing === p) h.releasing = null;
+}
+
+/** Records something to release; after a signal, releases it at once and stops the run. */
+async function keep<K extends 'dataDir' | 'server' | 'etcd'>(h: Held, k: K, v: NonNullable<Held[K]>): Promise<void> {
+  h[k] = v;
+  if (h.stopped) {
+    await release(h);
+    throw new Interrupted('interrupted');
+  }
+}
+
+/** etcd's version, or why it cannot run (Debian's etcd-server is not installed). */
+function etcdVersion(): string {
+  const r = spawnSync('etcd', ['--version'], { encoding: 'utf8' });
+  if (r.error || r.status !== 0) throw new Error(`--storage etcd needs etcd on PATH (Debian: apt-get install etcd-server): ${r.error?.message ?? r.stderr}`);
+  return /etcd Version: (\S+)/.exec(r.stdout)?.[1] ?? '?';
+}
+
 async function main(): Promise<number> {
   const args = benchArgs(parseBenchArgs);
   if (args === 2) return 2;
-  const started = performance.now();
-  const dataDir = mkdtempSync('/tmp/nn-bench-apiserver-');
-  let server: Server | null = null;
-  let cleaned: Promise<void> | null = null;
-  const cleanup = () => (cleaned ??= (async () => {
-    if (server) await stopServer(server.child).catch(() => server?.child.kill('SIGKILL'));
-    rmSync(dataDir, { recursive: true, force: true });
-  })());
+  const held: Held = { dataDir: null, server: null, etcd: null, stopped: false, releasing: null };
   const onSignal = (sig: NodeJS.Signals) => {
-    say(`${sig}: stopping the server and removing ${dataDir}`);
-    void cleanup().finally(() => process.exit(130));
+    say(`${sig}: stopping the server and etcd, removing their data`);
+    held.stopped = true;
+    // The run in progress fails on what was stopped (or stops at its next `keep`) and releases what it took meanwhile;
+    // a run that does neither within 15 s is cut short.
+    void release(held).finally(() => setTimeout(() => process.exit(130), 15_000).unref());
   };
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
+  try {
+    const version = args.storage.includes('etcd') ? etcdVersion() : null;
+    const runs: BenchResult[] = [];
+    let floor: EtcdFloor | null = null;
+    for (const kind of args.storage) {
+      say(`---- ${kind} ----`);
+      const r = await runOne(kind, args, held, version, (f) => (floor = f));
+      await release(held);
+      runs.push(r);
+    }
+    const only = runs.length === 1 && args.storage[0] === 'sqlite';
+    const comparison: Comparison = { runs, floor, failover: null };
+    const report = only ? formatReport(runs[0]!) : formatComparisonReport(comparison);
+    console.log(`\n${report}`);
+    if (args.out) {
+      mkdirSync(dirname(args.out), { recursive: true });
+      // SQLite alone: the shape of the results before --storage; otherwise every run, the floor, and a place for the failover figures.
+      const json = only ? { ...runs[0]!, args, report } : { runs, floor, failover: null, args, report };
+      writeFileSync(args.out, `${JSON.stringify(json, null, 2)}\n`);
+      say(`results written to ${args.out}`);
+    }
+    const errors = runs.reduce((n, r) => n + [...r.creates, ...r.slope.flatMap((p) => p.cases), ...r.load].reduce((m, c) => m + c.errors, 0) + r.watches.reduce((m, w) => m + w.missing, 0), 0) +
+      ((floor as EtcdFloor | null)?.cases.reduce((n, c) => n + c.errors, 0) ?? 0);
+    return errors ? 1 : 0;
+  } catch (e) {
+    // After a signal, what failed is the interrupted run: the signal's release ends the process.
+    if (!held.stopped) throw e;
+    await release(held);
+    return 130;
+  } finally {
+    await release(held);
+    if (!held.stopped) {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    }
+  }
+}
+
+/** One backend's whole sequence (see the header); for etcd, the floor first (handed to `onFloor`). */
+async function runOne(kind: StorageKind, args: BenchArgs, held: Held, etcdVersionText: string | null, onFloor: (f: EtcdFloor) => void): Promise<BenchResult> {
+  const started = performance.now();
+  const dataDir = mkdtempSync('/tmp/nn-bench-apiserver-');
+  await keep(held, 'dataDir', dataDir);
   const clients: ApiClient[] = [];
   try {
+    let etcd: EtcdCluster | null = null;
+    let storageDetail = 'SQLite WAL, synchronous=FULL';
+    if (kind === 'etcd') {
+      etcd = await EtcdCluster.start(args.etcdMembers, { prefix: 'nn-bench-etcd-' });
+      await keep(held, 'etcd', etcd);
+      const where = mountOf(tmpdir(), readFileSync('/proc/mounts', 'utf8'));
+      storageDetail = `etcd ${etcdVersionText ?? '?'}, ${args.etcdMembers} member${args.etcdMembers === 1 ? '' : 's'} on 127.0.0.1, their data under ${tmpdir()}/nn-bench-etcd-* ` +
+        `(${where ? `${where.fsType} on ${where.device}` : 'an unknown filesystem'}, the same disk as the data dir), heartbeat 100 ms, election timeout 1 s`;
+      say(`etcd: ${etcd.endpoints}`);
+      const pids = childPids('etcd');
+      onFloor(await measureFloor({ cluster: etcd, requests: args.floorWrites, concurrency: args.concurrency, etcdCpuMs: () => pidsCpuMs(pids), say }));
+    }
     const fsync = summarize(fsyncFloor(dataDir, 100));
     const mount = mountOf(dataDir, readFileSync('/proc/mounts', 'utf8'));
     const loadavgBefore = loadavg();
     const busy0 = machineBusyMs();
     const own0 = ownCpuMs();
+    const etcdPids = etcd ? childPids('etcd') : [];
+    const store0 = pidsCpuMs(etcdPids);
     const wall0 = performance.now();
     say(`data dir ${dataDir} on ${mount ? `${mount.fsType} (${mount.device})` : 'an unknown filesystem'}; fsync p50 ${fsync.p50.toFixed(2)} ms`);
-    server = await startServer(dataDir, args.logLevel);
-    const s = server;
+    const s = await startServer(dataDir, args.logLevel, etcd);
+    await keep(held, 'server', s);
     const alive = (phase: string) => {
       if (s.exited) throw new Error(`the server process exited during ${phase}`);
     };
@@ -414,7 +578,7 @@ async function main(): Promise<number> {
     const warmConc = Math.max(...args.concurrency, args.loadConcurrency);
     const warmUp = async (tag: string) => {
       await closedLoop(WARMUP, warmConc, (i) => create(writer, WARMUP_SERVICES_PATH, service(`${tag}-${i}`)));
-      await deleteServices(writer, WARMUP_SERVICES_PATH, s.pid);
+      await deleteServices(writer, WARMUP_SERVICES_PATH, s);
     };
     await warmUp('warm');
     // The JIT still compiles for a while: the closed-loop cases once more, untimed, so the empty store's point is not
@@ -426,8 +590,6 @@ async function main(): Promise<number> {
     alive('the creates into the empty store');
 
     // 2. load
-    // The namespace also holds what the server makes itself (the `kubernetes` Service, as kube-apiserver makes it).
-    const own = args.services > 0 ? (await listCase(s, lister, 'Services', SERVICES_PATH, null, 1)).items : 0;
     const load: CreateCase[] = [];
     load.push(await closedCase(s, writer, 'load', 'Service', args.services, args.loadConcurrency, (i) => service(loadServiceName(i))));
     alive('the Service load');
@@ -439,7 +601,12 @@ async function main(): Promise<number> {
     // 3. lists
     const lists: ListCase[] = [];
     await currentRV(lister); // the lister's connection, open before timing
-    const kinds: [ListCase['kind'], string, number][] = [['Services', SERVICES_PATH, args.services + own], ['EndpointSlices', SLICES_PATH, args.slices]];
+    // The namespace also holds what the server makes itself: the `kubernetes` Service and its EndpointSlice, as
+    // kube-apiserver makes them (the slice by the API servers' lease reconciler, some time after the start).
+    const kinds: [ListCase['kind'], string, number][] = [
+      ['Services', SERVICES_PATH, args.services + (await serversOwn(lister, SERVICES_PATH))],
+      ['EndpointSlices', SLICES_PATH, args.slices === 0 ? 0 : args.slices + (await serversOwn(lister, SLICES_PATH))],
+    ];
     for (const [kind, path, expected] of kinds) {
       if (expected === 0) continue;
       for (const limit of [null, PAGE]) {
@@ -458,7 +625,7 @@ async function main(): Promise<number> {
     if (args.paced > 0) {
       const path = await caseNamespace(writer, `bench-paced-${args.qps}`);
       creates.push(await pacedCase(s, writer, args.paced, args.qps, path));
-      await deleteServices(writer, path, s.pid);
+      await deleteServices(writer, path, s);
     }
     alive('the creates');
 
@@ -477,31 +644,21 @@ async function main(): Promise<number> {
     alive('the watches');
 
     const end = memMiB(s.pid);
-    const otherCpus = Math.max(0, machineBusyMs() - busy0 - cpuMs(s.pid) - (ownCpuMs() - own0)) / (performance.now() - wall0);
+    const otherCpus = Math.max(0, machineBusyMs() - busy0 - cpuMs(s.pid) - (ownCpuMs() - own0) - (pidsCpuMs(etcdPids) - store0)) / (performance.now() - wall0);
     const memory: MemoryPoints = { idleMiB: idle.rss, afterLoadMiB: afterLoad.rss, afterAllMiB: end.rss, endHwmMiB: end.hwm };
     if (!lists.some((l) => l.peakRssMiB !== null)) notes.add('/proc/<pid>/clear_refs could not be written: list peaks are not measured (VmHWM at the end is the peak of the whole run).');
     else notes.add('VmHWM is reset before each list row, so "VmHWM at the end" is the peak since the last list row, not of the whole run.');
     const meta: Meta = {
       ...machineMeta(loadavgBefore),
+      storage: { kind, detail: storageDetail },
       dataDirFs: mount ? `${mount.fsType} (${mount.device}, mounted on ${mount.mountPoint})` : 'unknown', fsyncMs: fsync,
       serverLogLevel: args.logLevel, otherCpus, quick: args.quick,
     };
-    const result: BenchResult = { meta, creates, slope, load, watches, lists, memory, notes: [...notes], totalWallMs: performance.now() - started };
-    const report = formatReport(result);
-    console.log(`\n${report}`);
-    if (args.out) {
-      mkdirSync(dirname(args.out), { recursive: true });
-      writeFileSync(args.out, `${JSON.stringify({ ...result, args, report }, null, 2)}\n`);
-      say(`results written to ${args.out}`);
-    }
-    const errors = [...creates, ...slope.flatMap((p) => p.cases), ...load].reduce((n, c) => n + c.errors, 0) + watches.reduce((n, w) => n + w.missing, 0);
-    return errors ? 1 : 0;
+    return { meta, creates, slope, load, watches, lists, memory, notes: [...notes], totalWallMs: performance.now() - started };
   } finally {
     for (const c of clients) c.close();
-    await cleanup();
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
   }
 }
 
 process.exitCode = await main();
+if (process.exitCode === 130) process.exit(130);

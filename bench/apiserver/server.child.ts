@@ -3,22 +3,25 @@
  * its own so the load generator's CPU never shares its event loop. Run by
  * run.ts through fork() (an IPC channel), never imported.
  *
- *   server.child.ts DATA_DIR LOG_LEVEL
+ *   server.child.ts DATA_DIR LOG_LEVEL [STORAGE]
  *
  * Starts the control plane on 127.0.0.1, an ephemeral port, with its data
- * in DATA_DIR, logging as `nodenet control-plane --log-file` does (one line
+ * in DATA_DIR (and its store where STORAGE says, `--storage`'s syntax:
+ * `etcd:http://H:P,...`; default SQLite in DATA_DIR), logging as
+ * `nodenet control-plane --log-file` does (one line
  * per request at info) to DATA_DIR/control-plane.log. Sends
  * {type:'ready', url, kubeconfig} (or {type:'failed', error}); stops
  * cleanly on the message 'stop', on SIGTERM/SIGINT, or when the parent goes.
  */
 import { join } from 'node:path';
 import { startControlPlane, type ControlPlane } from '../../controlplane/control-plane.js';
+import { parseStorageSpec } from '../../controlplane/store/spec.js';
 import { createLogger, type LevelWithSilent } from '../../lib/log/log.js';
 
-const [dataDir, level] = process.argv.slice(2);
+const [dataDir, level, storageText] = process.argv.slice(2);
 const send = process.send?.bind(process);
 if (!dataDir || !level || !send) {
-  console.error('server.child: run by bench/apiserver/run.ts (fork with IPC): server.child.ts DATA_DIR LOG_LEVEL');
+  console.error('server.child: run by bench/apiserver/run.ts (fork with IPC): server.child.ts DATA_DIR LOG_LEVEL [STORAGE]');
   process.exit(2);
 }
 
@@ -43,6 +46,7 @@ process.on('SIGINT', () => void stop(0));
 try {
   cp = await startControlPlane({
     dataDir,
+    ...(storageText ? { storage: parseStorageSpec(storageText) } : {}),
     host: '127.0.0.1',
     port: 0,
     version: 'bench',

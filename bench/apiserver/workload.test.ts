@@ -1,5 +1,5 @@
 import t from 'tap';
-import { endpointSlice, loadServiceName, loadSlice, podIP, service } from './workload.js';
+import { endpointSlice, isLoadObject, loadServiceName, loadSlice, podIP, service } from './workload.js';
 
 t.test('the objects the brief names, as sent', async (t) => {
   t.same(service('c16-0'), { apiVersion: 'v1', kind: 'Service', metadata: { name: 'c16-0' }, spec: { ports: [{ port: 80 }] } });
@@ -20,4 +20,10 @@ t.test('load names sort as numbers; slices pair with Services; pod IPs are uniqu
   t.equal(ips.size, 60_000);
   t.throws(() => podIP(255 * 250), RangeError);
   t.throws(() => podIP(-1), RangeError);
+});
+
+t.test('isLoadObject: the load\'s Services and slices, not the server\'s own', async (t) => {
+  t.ok(isLoadObject(loadServiceName(0)));
+  t.ok(isLoadObject(loadSlice(19_999, 10_000).metadata.name));
+  for (const own of ['kubernetes', 'load-svc-1', 'c16-3', undefined]) t.notOk(isLoadObject(own), String(own));
 });

@@ -66,3 +66,11 @@ export function loadServiceName(i: number): string {
 export function loadSlice(i: number, services: number): EndpointSliceObject {
   return endpointSlice(`load-eps-${String(i).padStart(5, '0')}`, loadServiceName(i % services), i);
 }
+
+/**
+ * Whether an object is one the load made (`load-svc-...`, `load-eps-...`): whatever else is in `default` is the
+ * server's own (the `kubernetes` Service and, once the API servers' lease reconciler has run, its EndpointSlice).
+ */
+export function isLoadObject(name: string | undefined): boolean {
+  return name !== undefined && /^load-(svc|eps)-\d{5}$/.test(name);
+}

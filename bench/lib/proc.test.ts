@@ -1,5 +1,5 @@
 import t from 'tap';
-import { mountOf, parseProcStatCpuMs, parseProcStatTotals, parseProcStatus } from './proc.js';
+import { mountOf, parseProcStatCpuMs, parseProcStatIdentity, parseProcStatTotals, parseProcStatus } from './proc.js';
 
 t.test('parseProcStatus: VmRSS and VmHWM in KiB', async (t) => {
   const text = 'Name:\tnode\nVmPeak:\t 1241504 kB\nVmHWM:\t  165432 kB\nVmRSS:\t  150696 kB\nThreads:\t11\n';
@@ -39,4 +39,11 @@ t.test('mountOf: the longest mount point above the path', async (t) => {
   t.same(mountOf('/tmp', mounts)?.fsType, 'tmpfs');
   t.same(mountOf('/var/lib', '/dev/vda / ext4 rw 0 0\noverlay / overlay rw 0 0\n')?.fsType, 'overlay', 'the last mount over the same point wins');
   t.equal(mountOf('/x', ''), null);
+});
+
+t.test('parseProcStatIdentity: pid, command name and parent, whatever the name holds', async (t) => {
+  t.same(parseProcStatIdentity('19460 (etcd) S 19459 19459 1 0 -1 4194304 100 0 0 0 512 88'), { pid: 19460, comm: 'etcd', ppid: 19459 });
+  t.same(parseProcStatIdentity('77 (my (odd) name) S 1 77 77 0'), { pid: 77, comm: 'my (odd) name', ppid: 1 });
+  t.throws(() => parseProcStatIdentity('garbage'), TypeError);
+  t.throws(() => parseProcStatIdentity('x (etcd) S y'), /not a number/);
 });

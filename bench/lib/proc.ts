@@ -70,3 +70,21 @@ export function parseProcStatTotals(text: string, tickMs = 10): CpuTotals {
   const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] = line.trim().split(/\s+/).slice(1).map(Number);
   return { busyMs: (user + nice + system + irq + softirq + steal) * tickMs, idleMs: (idle + iowait) * tickMs };
 }
+
+export interface ProcIdentity {
+  readonly pid: number;
+  /** The command name (field 2, without its parentheses). */
+  readonly comm: string;
+  readonly ppid: number;
+}
+
+/** pid, command name and parent pid from /proc/<pid>/stat (the name may hold spaces and parentheses). */
+export function parseProcStatIdentity(text: string): ProcIdentity {
+  const open = text.indexOf('(');
+  const close = text.lastIndexOf(')');
+  if (open < 0 || close < open) throw new TypeError('/proc/<pid>/stat: no "(command name)"');
+  const pid = Number(text.slice(0, open).trim());
+  const ppid = Number(text.slice(close + 2).trim().split(/\s+/)[1]);
+  if (!Number.isInteger(pid) || !Number.isInteger(ppid)) throw new TypeError('/proc/<pid>/stat: pid or ppid is not a number');
+  return { pid, comm: text.slice(open + 1, close), ppid };
+}
