@@ -6,8 +6,9 @@
  * - One channel to the member list given (`--storage etcd:URL,URL,...`):
  *   grpc-js's pick_first takes the first member that answers and moves on
  *   when it goes, as etcd's own client balancer does. rotate() rebuilds the
- *   channel starting at the next member (a member that answers but has no
- *   leader, after a partition, is left that way).
+ *   channel starting at the next member: after a unary call that timed out
+ *   or found no connection (a member cut off by a partition, or paused),
+ *   and when a watch is cancelled for want of a leader.
  * - Every unary call has a deadline (default 5 s). Errors become stable
  *   codes: a call that never reached a member is StoreUnavailable, and only
  *   when grpc-js says so (UNAVAILABLE with "No connection established",
@@ -81,7 +82,11 @@ export function etcdError(e: unknown, what: string): NodenetError {
   const text = `etcd ${what}: ${msg}`;
   if (/required revision has been compacted/.test(msg)) return new NodenetError(ErrorCode.Expired, text, { cause: e });
   if (se.code === status.UNAVAILABLE && NOT_SENT.test(msg)) return new NodenetError(ErrorCode.StoreUnavailable, text, { cause: e });
-  if (se.code === status.DEADLINE_EXCEEDED || se.code === status.UNAVAILABLE || UNKNOWN_OUTCOME.test(msg)) return new NodenetError(ErrorCode.Timeout, text, { cause: e });
+  if (se.code === status.DEADLINE_EXCEEDED) {
+    // What a client sees while the cluster has no quorum: say so, and that the write may yet be applied.
+    return new NodenetError(ErrorCode.Timeout, `etcd ${what}: no answer within the deadline, the outcome is unknown (is a quorum of etcd members up, with a leader?): ${msg}`, { cause: e });
+  }
+  if (se.code === status.UNAVAILABLE || UNKNOWN_OUTCOME.test(msg)) return new NodenetError(ErrorCode.Timeout, text, { cause: e });
   return new NodenetError(ErrorCode.Store, text, { cause: e });
 }
 
@@ -112,8 +117,8 @@ export class EtcdClient {
 
   private connect(): void {
     const creds = ChannelCredentials.createInsecure();
-    // Keepalive pings find a dead member in seconds (as etcd's client does with its dial keepalive).
-    const options = { 'grpc.keepalive_time_ms': 5000, 'grpc.keepalive_timeout_ms': 3000, 'grpc.keepalive_permit_without_calls': 1, 'grpc.initial_reconnect_backoff_ms': 200, 'grpc.max_reconnect_backoff_ms': 2000, 'grpc.max_receive_message_length': 64 << 20 };
+    // Keepalive pings find a dead or cut-off member in about 4 s (as etcd's client does with its dial keepalive).
+    const options = { 'grpc.keepalive_time_ms': 2000, 'grpc.keepalive_timeout_ms': 2000, 'grpc.keepalive_permit_without_calls': 1, 'grpc.initial_reconnect_backoff_ms': 200, 'grpc.max_reconnect_backoff_ms': 2000, 'grpc.max_receive_message_length': 64 << 20 };
     this.channel = new Channel(targetOf(this.endpoints), creds, options);
     const shared = { channelOverride: this.channel };
     const target = targetOf(this.endpoints);
@@ -145,8 +150,17 @@ export class EtcdClient {
 
   private unary<Req, Res>(what: string, call: (req: Req, md: Metadata, o: Partial<CallOptions>, cb: (e: ServiceError | null, r: Res) => void) => unknown, req: Req, ms?: number): Promise<Res> {
     if (this.closed) return Promise.reject(new NodenetError(ErrorCode.Store, `etcd ${what}: the client is closed`));
+    const generation = this.generation;
     return new Promise((resolve, reject) => {
-      call(req, new Metadata(), this.opts(ms), (e, r) => (e ? reject(etcdError(e, what)) : resolve(r)));
+      call(req, new Metadata(), this.opts(ms), (e, r) => {
+        if (!e) return resolve(r);
+        const err = etcdError(e, what);
+        // A member that does not answer in time, drops the connection or has none: the next call starts at the next
+        // member (once per failure of this channel: calls failing together rotate once), as etcd's client balancer
+        // moves off an unhealthy endpoint. A partitioned member otherwise keeps the channel until keepalive gives up.
+        if ((err.code === ErrorCode.Timeout || err.code === ErrorCode.StoreUnavailable) && this.generation === generation) this.rotate();
+        reject(err);
+      });
     });
   }
 
