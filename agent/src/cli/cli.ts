@@ -76,7 +76,7 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<nu
       case 'agent':
         return await agentCommand(rest, deps.startAgent, deps.stdout);
       case 'control-plane':
-        return await controlPlaneCommand(rest, { startControlPlane: deps.startControlPlane, version: VERSION, stdout: deps.stdout });
+        return await controlPlaneCommand(rest, { startControlPlane: deps.startControlPlane, version: VERSION, stdout: deps.stdout, ...(deps.stderr ? { stderr: deps.stderr } : {}) });
       case 'pod':
         return await podCommand(rest, deps);
       case 'demo':

@@ -111,3 +111,21 @@ t.test('the command starts the control plane with the version, prints the kubeco
   t.equal(await done, 0);
   t.ok(stopped);
 });
+
+t.test('control-plane migrate: the subcommand runs the migration with its flags and prints the report; no server starts', async (t) => {
+  let out = '';
+  let asked: unknown = null;
+  const code = await controlPlaneCommand(['migrate', '--from', 'sqlite:/tmp/d', '--to', 'etcd:http://127.0.0.1:2379'], {
+    version: '9.9.9',
+    stdout: (s) => void (out += s),
+    startControlPlane: async () => { throw new Error('no server for migrate'); },
+    migrate: async (a) => {
+      asked = { dir: a.dir, endpoints: a.endpoints, prefix: a.prefix };
+      return { sourceRev: 42, targetRevBefore: 1, targetRev: 3, copied: 7, skipped: 0, extra: 0, verified: 7, transactions: 1, resources: [{ resource: 'services', copied: 7, skipped: 0 }], ms: 120 };
+    },
+  });
+  t.equal(code, 0);
+  t.same(asked, { dir: '/tmp/d', endpoints: 'http://127.0.0.1:2379', prefix: '/registry' });
+  t.match(out, /migrated 7 object\(s\) from sqlite:\/tmp\/d \(revision 42\)/);
+  t.match(out, /services\s+7/);
+});

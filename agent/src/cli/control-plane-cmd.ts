@@ -12,6 +12,7 @@ import { DEFAULT_ORPHAN_QUARANTINE_MS } from '../../../controlplane/controllers/
 import { parseCidr } from '../../../lib/net/ip.js';
 import { FlagError, parseFlags, type FlagSpecs } from './flags.js';
 import { parseStorageSpec, type StorageSpec } from '../../../controlplane/store/spec.js';
+import { migrateCommand, type MigrateCmdDeps } from './migrate-cmd.js';
 
 export const CONTROL_PLANE_USAGE = `usage: nodenet control-plane [--data-dir D] [--listen ADDR:PORT] [--node N[,N...]] [--host SAN[,SAN...]]
                              [--insecure-http] [--history-seconds S] [--service-cidr CIDR] [--service-node-port-range FROM-TO]
@@ -225,6 +226,9 @@ export interface ControlPlaneCmdDeps {
   readonly stdout: (s: string) => void;
   /** Resolves on SIGTERM/SIGINT (injected so tests need not signal themselves). */
   readonly untilSignal?: () => Promise<void>;
+  readonly stderr?: (s: string) => void;
+  /** `control-plane migrate`'s migration (default the store's own). */
+  readonly migrate?: MigrateCmdDeps['migrate'];
 }
 
 function untilSignal(): Promise<void> {
@@ -235,6 +239,7 @@ function untilSignal(): Promise<void> {
 }
 
 export async function controlPlaneCommand(argv: readonly string[], deps: ControlPlaneCmdDeps): Promise<number> {
+  if (argv[0] === 'migrate') return migrateCommand(argv.slice(1), { stdout: deps.stdout, ...(deps.stderr ? { stderr: deps.stderr } : {}), ...(deps.migrate ? { migrate: deps.migrate } : {}) });
   const p = parseFlags(argv, SPECS);
   if (p.help) {
     deps.stdout(`${CONTROL_PLANE_USAGE}\n`);
