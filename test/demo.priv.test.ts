@@ -56,3 +56,22 @@ for (const mode of ['iptables', 'nftables'] as const) {
     t.same(await demoNamespaces(), before, 'no namespace left behind');
   });
 }
+
+t.test('demo ha: the seeds\' HA section, each fault with its outcome, nothing left behind', async (t) => {
+  const before = await demoNamespaces();
+  const r = await shOk([process.execPath, `${REPO}bin/nodenet.js`, 'demo', 'ha']);
+  t.equal(r.exitCode, 0, r.stderr.slice(-2000) + r.stdout.slice(-3000));
+  const out = r.stdout;
+  t.match(out, /kubernetes +IPv4 +6443 +192\.168\.77\.241,192\.168\.77\.242/, 'both API servers in the kubernetes EndpointSlice');
+  t.match(out, /kube-controller-manager +\S+_[0-9a-f-]{36}/, 'the leases and their holders');
+  t.match(out, /killed etcd member \d \(192\.168\.77\.23\d:2379; the etcd leader\)/);
+  t.match(out, /writes per half second: #+\.*#+/, 'writes before and after the election');
+  t.match(out, /\d+ writes acknowledged, \d+ refused while there was no leader, the longest pause [\d.]+ s; lost: 0/, 'nothing acknowledged lost');
+  t.match(out, /node2's agent watched the new Service \(10\.\d+\.\d+\.\d+\) through its balancer/, 'the agents carry on without a server');
+  t.match(out, /[\d.]+ s after the kill it left the kubernetes EndpointSlice/);
+  t.match(out, /[\d.]+ s later API server \d holds it/, 'the controller manager\'s lease changed hands');
+  t.match(out, /replicaset\.apps\/web-\S+ +3 +3/, 'the scale made meanwhile reconciled by the new leader');
+  t.match(out, /kubectl create service clusterip no-quorum\n +error: .*(quorum|etcd)/, 'without a quorum a write fails with a clear error');
+  t.match(out, /quorum-back +ClusterIP/, 'quorum back: writes go on');
+  t.same(await demoNamespaces(), before, 'no namespace left behind');
+});

@@ -187,7 +187,7 @@ t.test('the etcd leader killed under writes: they pause for an election and go o
   t.ok(leader > 0, `etcd member ${leader} leads`);
   const w = writer('el');
   await sleep(1500);
-  t.match(await act('kill', { kind: 'leader', of: 'etcd' }), new RegExp(`killed etcd member ${leader} .*the etcd leader`));
+  t.match(await act('kill', { kind: 'leader', of: 'etcd' }), new RegExp(`killed etcd member ${leader} \\(.*; the etcd leader\\)`));
   await sleep(4000);
   await w.stop();
   const names = await svcNames('el');

@@ -61,3 +61,11 @@ t.test('bad flags are usage errors; --help shows ipvs', async (t) => {
   t.match(DEMO_USAGE, /--proxy-mode iptables\|nftables\|ipvs/);
   t.match(DEMO_USAGE, /ipvs needs a kernel with\nIPVS/);
 });
+
+t.test('demo ha: its own story and lab; flags of the other demo refused', async (t) => {
+  const labs: string[] = [];
+  await t.rejects(demoCommand(['ha'], deps(new FakeRunner(), labs, [])), new RegExp(MARK));
+  t.same(labs, ['demoha'], 'the HA demo makes its lab');
+  await t.rejects(demoCommand(['ha', '--keep'], deps(new FakeRunner(), [], [])), { name: 'FlagError', message: /demo ha takes no flags \(--keep\)/ });
+  await t.rejects(demoCommand(['ha', 'more'], deps(new FakeRunner(), [], [])), { name: 'FlagError', message: /unexpected argument "ha"/ });
+});

@@ -217,7 +217,8 @@ export async function resolveTarget(lab: HaLab, t: HaTarget): Promise<{ kind: 'e
 export async function haAct(lab: HaLab, action: HaAction, target: HaTarget): Promise<string> {
   const part = await resolveTarget(lab, target);
   const role = part.kind === 'etcd' ? etcdRole(part.index) : apiServerRole(part.index);
-  const what = `${part.kind === 'etcd' ? `etcd member ${part.index} (${etcdIP(part.index)}:${ETCD_CLIENT_PORT})` : `API server ${part.index} (${apiServerIP(part.index)}:${API_PORT})`}${target.kind === 'leader' ? `, the ${target.of} leader,` : ''}`;
+  const lead = target.kind === 'leader' ? `; the ${target.of} leader` : '';
+  const what = part.kind === 'etcd' ? `etcd member ${part.index} (${etcdIP(part.index)}:${ETCD_CLIENT_PORT}${lead})` : `API server ${part.index} (${apiServerIP(part.index)}:${API_PORT}${lead})`;
   const proc = recorded(lab, role);
   const port = part.kind === 'etcd' ? etcdPort(lab.tag, part.index) : apiServerPort(lab.tag, part.index);
   switch (action) {
