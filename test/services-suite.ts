@@ -19,6 +19,9 @@
  *   and allocates: the fixed ClusterIPs are requested inside its service CIDR
  *   (10.96.0.0/12), the NodePorts inside its range, and the invalid objects
  *   are refused by it with a Status.
+ * - 'api-ha' (services-api-ha.priv.test.ts): the same on the seeds' HA
+ *   control plane: 3 etcd members, 2 API servers behind HAProxy, the agents
+ *   balancing over both (lab/ha.ts).
  * The cases are the same; where a case depends on which node is "local"
  * (externalTrafficPolicy Local, health check node ports), it asks each node
  * what its own endpoints make it answer.
@@ -50,7 +53,7 @@ export type Mode = 'iptables' | 'nftables' | 'ipvs';
  */
 const SCALE = timeScale();
 /** Where the agents read the Services and EndpointSlices the cases write. */
-export type Source = 'manifests' | 'api';
+export type Source = 'manifests' | 'api' | 'api-ha';
 interface Pod {
   name: string;
   ns: string;
@@ -100,7 +103,7 @@ function apiForm(o: JsonObject): { object: JsonObject; status: JsonObject | null
 }
 
 export function servicesSuite(mode: Mode, source: Source = 'manifests'): void {
-  const api = source === 'api';
+  const api = source !== 'manifests';
   let lab: Lab;
   let cp: LabControlPlane | null = null;
   /** Every node; n1 holds the client, its address is NODE_IP and its status file is the one read. */
@@ -314,8 +317,8 @@ export function servicesSuite(mode: Mode, source: Source = 'manifests'): void {
 
   t.before(async () => {
     if (api) {
-      lab = await newLab({ iptables: 'ei', nftables: 'en', ipvs: 'ev' }[mode]);
-      cp = await lab.startControlPlane({ nodes: ['n1', 'n2', 'n3'] });
+      lab = await newLab(source === 'api-ha' ? 'eh' : { iptables: 'ei', nftables: 'en', ipvs: 'ev' }[mode]);
+      cp = await lab.startControlPlane({ nodes: ['n1', 'n2', 'n3'], ...(source === 'api-ha' ? { ha: { etcdMembers: 3, apiServers: 2 } } : {}) });
       // The agents are told the API server's service CIDR (nftables mode drops what no Service in it has).
       const config = { proxyMode: mode, proxyMinSyncMs: 100, overlay: 'vxlan', serviceCIDR: DEFAULT_SERVICE_CIDR };
       for (const name of ['n1', 'n2', 'n3']) nodes.push(await lab.addNode(name, { clusterCIDR: CLUSTER_CIDR, config }));
