@@ -3,11 +3,13 @@
  * tests, on loopback ports of their own, each with its data directory under
  * one temporary directory. Members can be killed (SIGKILL), stopped and
  * continued (SIGSTOP/SIGCONT: a paused member), and started again on their
- * data. close() kills them all and removes the directory.
+ * data; a member can also be reached through a loopback TCP proxy whose
+ * connections the test cuts (a gRPC stream broken with etcd still up).
+ * close() kills them all and removes the directory.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { connect, createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EtcdClient, parseEtcdEndpoints } from '../store/etcd/client.js';
@@ -34,8 +36,20 @@ interface Member {
   log: string;
 }
 
+/** A TCP proxy in front of one member: cut() resets every connection through it (new ones are accepted). */
+export interface MemberProxy {
+  /** `http://127.0.0.1:P`, the proxy's address. */
+  readonly endpoint: string;
+  /** Connections open through it now. */
+  readonly open: number;
+  /** Resets every connection through it; returns how many. */
+  cut(): number;
+  close(): Promise<void>;
+}
+
 export class EtcdCluster {
   private readonly members: Member[] = [];
+  private readonly proxies: MemberProxy[] = [];
   private readonly dir: string;
   private closed = false;
 
@@ -78,6 +92,58 @@ export class EtcdCluster {
   /** A client of every member (the caller closes it). */
   client(only?: number): EtcdClient {
     return new EtcdClient({ endpoints: parseEtcdEndpoints(only === undefined ? this.endpoints : this.endpoint(only)) });
+  }
+
+  /** A TCP proxy to member i (closed with the cluster). */
+  async proxy(i: number): Promise<MemberProxy> {
+    const target = this.members[i]!.clientPort;
+    const pairs = new Set<[Socket, Socket]>();
+    const server: Server = createServer((down) => {
+      const up = connect(target, '127.0.0.1');
+      const pair: [Socket, Socket] = [down, up];
+      pairs.add(pair);
+      const end = () => {
+        pairs.delete(pair);
+        down.destroy();
+        up.destroy();
+      };
+      down.on('error', end).on('close', end);
+      up.on('error', end).on('close', end);
+      down.pipe(up);
+      up.pipe(down);
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(0, '127.0.0.1', () => resolve());
+    });
+    const a = server.address();
+    const port = typeof a === 'object' && a ? a.port : 0;
+    const p: MemberProxy = {
+      endpoint: `http://127.0.0.1:${port}`,
+      get open() {
+        return pairs.size;
+      },
+      cut() {
+        const n = pairs.size;
+        for (const [down, up] of [...pairs]) {
+          down.resetAndDestroy();
+          up.destroy();
+        }
+        pairs.clear();
+        return n;
+      },
+      close: async () => {
+        p.cut();
+        await new Promise<void>((resolve) => server.close(() => resolve()));
+      },
+    };
+    this.proxies.push(p);
+    return p;
+  }
+
+  /** A client of these members, tried in this order (the caller closes it). */
+  clientOf(members: readonly number[], timeoutMs?: number): EtcdClient {
+    return new EtcdClient({ endpoints: parseEtcdEndpoints(members.map((i) => this.endpoint(i)).join(',')), ...(timeoutMs ? { timeoutMs } : {}) });
   }
 
   private spawn(i: number, state: 'new' | 'existing'): void {
@@ -139,6 +205,26 @@ export class EtcdCluster {
     return -1;
   }
 
+  /**
+   * Waits until a running member other than `not` leads (at most timeoutMs), and returns its index.
+   * @throws when none does in time
+   */
+  async waitLeader(not = -1, timeoutMs = 15_000): Promise<number> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const l = await this.leader();
+      if (l >= 0 && l !== not) return l;
+      if (Date.now() > deadline) throw new Error(`no etcd leader (other than m${not}) within ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  /** The running members that do not lead now (the leader looked up once). */
+  async followers(): Promise<number[]> {
+    const l = await this.leader();
+    return this.members.flatMap((m, i) => (m.proc && i !== l ? [i] : []));
+  }
+
   /** SIGKILL a member; it stays down until start(i). */
   async kill(i: number): Promise<void> {
     const p = this.members[i]!.proc;
@@ -158,6 +244,16 @@ export class EtcdCluster {
     this.spawn(i, 'existing');
   }
 
+  /** SIGKILL several members at once (quorum lost when they are a majority). */
+  async killAll(members: readonly number[]): Promise<void> {
+    await Promise.all(members.map((i) => this.kill(i)));
+  }
+
+  /** Starts every killed member again (its data kept). */
+  startAll(): void {
+    for (let i = 0; i < this.members.length; i++) this.start(i);
+  }
+
   /** SIGSTOP: the member is paused (its connections stay open, nothing answers). */
   pause(i: number): void {
     this.members[i]!.proc?.kill('SIGSTOP');
@@ -175,6 +271,7 @@ export class EtcdCluster {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    for (const p of this.proxies) await p.close();
     for (let i = 0; i < this.members.length; i++) await this.kill(i);
     rmSync(this.dir, { recursive: true, force: true });
   }

@@ -316,3 +316,14 @@ t.test('the recorder over a Storage: each call and its classified result, with t
   t.ok(r.ok, explain(r));
   await storage.close();
 });
+
+t.test('a write reported as not applied but read back is named in the explanation', async (t) => {
+  const { ops, op } = history();
+  op('c1', 'k', create('v1'), ok(2), 0, 1);
+  op('c1', 'k', update('v2', 2), { type: 'failed', why: '503 ServiceUnavailable etcd txn: read ECONNRESET' }, 2, 3);
+  op('c2', 'k', get, ok(3, 'v2'), 4, 5);
+  op('c2', 'k', update('v3', 3), ok(4), 6, 7);
+  const r = checkHistory(ops);
+  t.notOk(r.ok);
+  t.match(explain(r), /reported as not applied, yet its value was read: #1 c1 update\(k, v2, if rv=2\) -> failed \(503 ServiceUnavailable etcd txn: read ECONNRESET\)/);
+});

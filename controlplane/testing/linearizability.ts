@@ -155,7 +155,13 @@ interface Entry {
   next: Entry | null;
 }
 
-type Verdict = { readonly ok: true } | { readonly ok: false; readonly undecided: boolean; readonly longest: readonly number[] };
+/** A failure: the longest order found, the state it left, and the operation whose return came with no place for it. */
+interface Stuck {
+  readonly longest: readonly number[];
+  readonly state: State;
+  readonly blocked: number;
+}
+type Verdict = { readonly ok: true } | ({ readonly ok: false; readonly undecided: boolean } & Stuck);
 
 /** Porcupine's checkSingle over one key's operations (see the header). */
 function checkKey(preps: readonly Prep[], init: State, valueOf: (v: string) => number, budget: number): Verdict {
@@ -206,11 +212,11 @@ function checkKey(preps: readonly Prep[], init: State, valueOf: (v: string) => n
   let remaining = preps.filter((p) => !p.unknown).length;
   let state = init;
   let entry = head.next;
-  let longest: number[] = [];
+  let stuck: Stuck = { longest: [], state: init, blocked: -1 };
   let steps = 0;
   while (remaining > 0) {
-    if (++steps > budget) return { ok: false, undecided: true, longest };
-    if (!entry) return { ok: false, undecided: false, longest }; // cannot happen: a known op's return follows its call
+    if (++steps > budget) return { ok: false, undecided: true, ...stuck };
+    if (!entry) return { ok: false, undecided: false, ...stuck }; // cannot happen: a known op's return follows its call
     if (entry.call) {
       const next = step(state, preps[entry.i]!, valueOf);
       if (next) {
@@ -222,7 +228,6 @@ function checkKey(preps: readonly Prep[], init: State, valueOf: (v: string) => n
           state = next;
           lift(entry);
           if (!preps[entry.i]!.unknown) remaining--;
-          if (stack.length > longest.length) longest = stack.map((x) => x.entry.i);
           entry = head.next;
           continue;
         }
@@ -231,8 +236,11 @@ function checkKey(preps: readonly Prep[], init: State, valueOf: (v: string) => n
       entry = entry.next;
     } else {
       // A return whose call is still here: nothing ordered so far lets this operation take effect in time.
+      if (stack.length >= stuck.longest.length && (stack.length > stuck.longest.length || stuck.blocked < 0)) {
+        stuck = { longest: stack.map((x) => x.entry.i), state, blocked: entry.i };
+      }
       const top = stack.pop();
-      if (!top) return { ok: false, undecided: false, longest };
+      if (!top) return { ok: false, undecided: false, ...stuck };
       state = top.state;
       flip(top.entry.i);
       unlift(top.entry);
@@ -248,7 +256,7 @@ function checkKey(preps: readonly Prep[], init: State, valueOf: (v: string) => n
  * precondition names. Dropping a write drops these with it, so that the explanation is never "a read of a value
  * nobody wrote" but the writes and reads that conflict.
  */
-function dependencies(preps: readonly Prep[]): number[][] {
+function dependencies(preps: readonly Prep[]): { specific: number[][]; support: (number[] | null)[] } {
   const byValue = new Map<string, number>();
   const byRev = new Map<number, number>();
   preps.forEach((p, i) => {
@@ -256,7 +264,7 @@ function dependencies(preps: readonly Prep[]): number[][] {
     if (c.type === 'create' || c.type === 'update') byValue.set(c.value, i);
     if (c.type !== 'get' && p.op.result.type === 'ok') byRev.set(p.op.result.rv, i);
   });
-  return preps.map((p) => {
+  const specific = preps.map((p) => {
     const out: number[] = [];
     const c = p.op.call;
     const r = p.op.result;
@@ -270,6 +278,13 @@ function dependencies(preps: readonly Prep[]): number[][] {
     }
     return out;
   });
+  // An answer that says the key exists (AlreadyExists, Conflict) needs some create invoked before it returned.
+  const support = preps.map((p) => {
+    const r = p.op.result.type;
+    if (r !== 'exists' && r !== 'conflict') return null;
+    return preps.flatMap((q, j) => (q.op.call.type === 'create' && q.op.result.type !== 'exists' && q.op.invoke <= p.op.complete ? [j] : []));
+  });
+  return { specific, support };
 }
 
 /**
@@ -277,14 +292,15 @@ function dependencies(preps: readonly Prep[]): number[][] {
  * on them, while the rest still cannot be ordered. Bounded by `checks` checks; the subset reached fails in any case.
  */
 function shrink(preps: readonly Prep[], fails: (ps: readonly Prep[]) => boolean, checks = 4000): readonly Prep[] {
-  const deps = dependencies(preps);
+  const { specific, support } = dependencies(preps);
   let cur = preps.map((_, i) => i);
   const without = (drop: readonly number[]): number[] => {
     const gone = new Set(drop);
     for (let changed = true; changed; ) {
       changed = false;
       for (const i of cur) {
-        if (gone.has(i) || !deps[i]!.some((d) => gone.has(d))) continue;
+        const orphan = specific[i]!.some((d) => gone.has(d)) || (support[i] !== null && support[i]!.length > 0 && support[i]!.every((d) => gone.has(d)));
+        if (gone.has(i) || !orphan) continue;
         gone.add(i);
         changed = true;
       }
@@ -336,14 +352,28 @@ export function checkHistory(history: readonly Op[], o: CheckOptions = {}): Chec
     };
     const min = shrink(preps, fails);
     const ops = min.map((p) => p.op);
+    // A write reported as not applied whose value was read all the same: the likeliest explanation, said outright.
+    const readValues = new Set(preps.flatMap((p) => (p.op.call.type === 'get' && p.op.result.type === 'ok' && p.op.result.value !== undefined ? [p.op.result.value] : [])));
+    const ghosts = history.filter((op) => op.key === key && op.result.type === 'failed' && (op.call.type === 'create' || op.call.type === 'update') && readValues.has(op.call.value));
     violations.push({
       kind: 'key', key, ops,
       message: `${key}: these ${ops.length} operations cannot be ordered (drop any one, with what reads it, and the rest can):\n${ops.map((op) => `  ${describeOp(op)}`).join('\n')}\n` +
-        `  the longest order found for the key's ${preps.length} operations: ${v.longest.map((i) => `#${preps[i]!.op.id}`).join(' ') || '(none)'}`,
+        `  the longest order found for the key's ${preps.length} operations: ${tail(v.longest.map((i) => `#${preps[i]!.op.id}`))}\n` +
+        `  leaves ${describeState(v.state, values)}, after which ${v.blocked >= 0 ? describeOp(preps[v.blocked]!.op) : '(none)'} cannot take effect` +
+        ghosts.map((op) => `\n  reported as not applied, yet its value was read: ${describeOp(op)}`).join(''),
     });
   }
   violations.push(...checkRevisions(relevant));
   return { ok: violations.length === 0, keys: byKey.size, ops: relevant.length, unknown: relevant.filter((op) => op.result.type === 'unknown').length, violations };
+}
+
+/** The last 20 of a long list. */
+const tail = (xs: readonly string[]) => (xs.length > 20 ? `… ${xs.slice(-20).join(' ')}` : xs.join(' ') || '(none)');
+
+function describeState(s: State, values: ReadonlyMap<string, number>): string {
+  if (s.value === null) return `the key absent${s.rv !== null ? ` (since rv=${s.rv})` : ''}`;
+  const name = [...values.entries()].find(([, n]) => n === s.value)?.[0] ?? String(s.value);
+  return `${name} at ${s.rv !== null ? `rv=${s.rv}` : `an unknown rv >= ${s.min}`}`;
 }
 
 /**

@@ -32,6 +32,7 @@ t.test('a call no member received is StoreUnavailable; one that may have reached
     t.equal(e.code, want, `${code} ${details}`);
     t.match(e.message, /^etcd txn: /, 'the message names etcd and the call');
   }
+  t.match(etcdError(grpc(status.DEADLINE_EXCEEDED, 'Deadline exceeded after 5.001s'), 'txn').message, /outcome is unknown \(is a quorum of etcd members up, with a leader\?\): Deadline exceeded/, 'a deadline says what it likely means');
 });
 
 t.test('endpoints: URLs or HOST:PORT, http only', async (t) => {
