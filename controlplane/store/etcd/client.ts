@@ -164,8 +164,25 @@ export class EtcdClient {
     });
   }
 
-  range(req: Partial<RangeRequest>, ms?: number): Promise<RangeResponse> {
-    return this.unary('range', (r, md, o, cb) => this.kv.range(r, md, o, cb), RangeRequest.fromPartial(req), ms);
+  /**
+   * A Range, retried (after the channel moved on) while its deadline lasts when a member did not answer, had no
+   * connection or lost its leader: a read is safe to repeat, as etcd's client retries its "repeatable" calls. So a
+   * consistent GET during an election waits for it instead of failing. Writes are never retried here.
+   */
+  async range(req: Partial<RangeRequest>, ms?: number): Promise<RangeResponse> {
+    const budget = ms ?? this.timeoutMs;
+    const deadline = Date.now() + budget;
+    const message = RangeRequest.fromPartial(req);
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.unary('range', (r, md, o, cb) => this.kv.range(r, md, o, cb), message, Math.max(1, deadline - Date.now()));
+      } catch (e) {
+        const retriable = e instanceof NodenetError && (e.code === ErrorCode.Timeout || e.code === ErrorCode.StoreUnavailable) && !this.closed;
+        const wait = Math.min(100 * 2 ** attempt, 1000);
+        if (!retriable || Date.now() + wait >= deadline) throw e;
+        await new Promise((r) => setTimeout(r, wait));
+      }
+    }
   }
 
   txn(req: Partial<TxnRequest>, ms?: number): Promise<TxnResponse> {
