@@ -64,8 +64,12 @@ t.test('bad flags are usage errors; --help shows ipvs', async (t) => {
 
 t.test('demo ha: its own story and lab; flags of the other demo refused', async (t) => {
   const labs: string[] = [];
-  await t.rejects(demoCommand(['ha'], deps(new FakeRunner(), labs, [])), new RegExp(MARK));
+  const have = (missing: string[]) => new FakeRunner().on((argv) => (argv[0] === 'sh' && /^command -v /.test(argv[2] ?? '') ? { stdout: '', stderr: '', exitCode: missing.some((m) => argv[2] === `command -v ${m}`) ? 1 : 0 } : undefined));
+  await t.rejects(demoCommand(['ha'], deps(have([]), labs, [])), new RegExp(MARK));
   t.same(labs, ['demoha'], 'the HA demo makes its lab');
+  const none: string[] = [];
+  await t.rejects(demoCommand(['ha'], deps(have(['haproxy', 'etcdctl']), none, [])), { name: 'NodenetError', message: /etcd-client, haproxy are not installed: apt-get install -y etcd-client haproxy/ });
+  t.same(none, [], 'without etcd or HAProxy nothing is made');
   await t.rejects(demoCommand(['ha', '--keep'], deps(new FakeRunner(), [], [])), { name: 'FlagError', message: /demo ha takes no flags \(--keep\)/ });
   await t.rejects(demoCommand(['ha', 'more'], deps(new FakeRunner(), [], [])), { name: 'FlagError', message: /unexpected argument "ha"/ });
 });

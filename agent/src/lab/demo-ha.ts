@@ -18,7 +18,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Runner } from '../exec/runner.js';
-import { etcdLeader, haAct, leaseHolder, type HaLab } from './ha.js';
+import { etcdLeader, haAct, leaseHolder, requireHaPrograms, type HaLab } from './ha.js';
 import { etcdEndpoints, type HaTarget } from './ha-plan.js';
 import type { Lab, VNode } from './lab.js';
 import { CLUSTER_CIDR } from './plan.js';
@@ -50,6 +50,7 @@ export function writeTimeline(ackedAt: readonly number[], t0: number, t1: number
 
 export async function runHaDemo(deps: HaDemoDeps): Promise<number> {
   const say = (s = '') => deps.stdout(`${s}\n`);
+  await requireHaPrograms(deps.runner);
   const lab = await deps.createLab('demoha');
   let cleaning: Promise<void> | null = null;
   const cleanup = (): Promise<void> => {

@@ -62,6 +62,19 @@ function tail(file: string, n = 1500): string {
   }
 }
 
+/** The programs an HA lab runs, and their Debian packages. */
+const HA_PROGRAMS: readonly (readonly [string, string])[] = [['etcd', 'etcd-server'], ['etcdctl', 'etcd-client'], ['haproxy', 'haproxy']];
+
+/** @throws NotAvailable naming the packages to install when a program an HA lab runs is missing (before anything is made). */
+export async function requireHaPrograms(runner: Runner): Promise<void> {
+  const missing: string[] = [];
+  for (const [cmd, pkg] of HA_PROGRAMS) {
+    const r = await runner.run(['sh', '-c', `command -v ${cmd}`], { allowFailure: true });
+    if (r.exitCode !== 0 && !missing.includes(pkg)) missing.push(pkg);
+  }
+  if (missing.length) throw new NodenetError(ErrorCode.NotAvailable, `the HA control plane runs Debian's etcd and HAProxy, and ${missing.join(', ')} ${missing.length > 1 ? 'are' : 'is'} not installed: apt-get install -y ${missing.join(' ')}`);
+}
+
 /** Starts etcd member i (new: at the lab's start; existing: on its data again). */
 export function startEtcdMember(lab: HaLab, i: number, state: 'new' | 'existing'): ChildProcess {
   const dataDir = `${lab.runRoot}/etcd${i}`;

@@ -32,7 +32,7 @@ import { readJsonFile } from '../../../lib/state/read.js';
 import { pausePath } from '../config/paths.js';
 import { ProcessPodRuntime } from '../pods/runtime.js';
 import { AGENT_JS, Lab, relayScript } from './lab.js';
-import { haAct, etcdLeader, leaseHolder, type HaLab } from './ha.js';
+import { haAct, etcdLeader, leaseHolder, requireHaPrograms, type HaLab } from './ha.js';
 import { haShapeProblem, parseHaTarget, type HaAction, type HaShape } from './ha-plan.js';
 import { applyLeftovers } from './leftovers.js';
 import { labDir } from './nodes.js';
@@ -138,6 +138,7 @@ export async function labUp(o: LabUpOptions): Promise<LabRecord> {
   checkName(o.name);
   const haProblem = o.ha ? haShapeProblem(o.ha) : null;
   if (haProblem) throw new NodenetError(ErrorCode.InvalidConfig, haProblem);
+  if (o.ha) await requireHaPrograms(o.runner);
   const nodes = labNodeNames(o.nodes);
   if (o.proxyMode === 'ipvs') await requireIpvs('lab up --proxy-mode ipvs', { runner: o.runner, ...(o.ipvsExists ? { exists: o.ipvsExists } : {}) });
   const root = o.root ?? labRoot();
