@@ -191,6 +191,8 @@ t.test('the create table with etcd: its members\' CPU between the server\'s and 
   t.match(formatReport(etcdRun), /201 only after the etcd quorum committed it/);
   t.match(formatReport(etcdRun), /What etcd did per create/);
   t.match(formatReport(etcdRun), /besides the server, etcd's members and the client/);
+  t.match(formatReport(etcdRun), /on etcd the event comes back through the server's etcd watch/);
+  t.match(formatReport(sqliteRun), /the server fans out in the commit, before it answers/);
   t.notMatch(formatReport(sqliteRun), /What etcd did|etcd's members/);
 });
 

@@ -315,7 +315,9 @@ export function formatReport(r: BenchResult): string {
     formatCreates(r.load),
     '',
     'Watch delivery: one writer creates Services one at a time; every watcher (GET .../services?watch=1&resourceVersion=<rv>) must see each before the next.',
-    '"ack → event": the write\'s response received → the event received at a watcher (negative: the event came first; the server fans out in the commit, before it answers).',
+    `"ack → event": the write's response received → the event received at a watcher (negative: the event came first; ${m.storage?.kind === 'etcd'
+      ? 'on etcd the event comes back through the server\'s etcd watch, after etcd has answered the write'
+      : 'the server fans out in the commit, before it answers'}).`,
     '',
     formatWatches(r.watches),
     '',
