@@ -38,7 +38,7 @@ import { ErrorCode, NodenetError } from '../../../lib/errors/errors.js';
 import { F } from '../../../lib/log/fields.js';
 import { silentLogger, type Logger } from '../../../lib/log/log.js';
 import { Event_EventType, type KeyValue } from '../../../proto/etcd/kv.js';
-import { Compare_CompareResult, Compare_CompareTarget, type Compare, type RequestOp, type ResponseOp, type WatchResponse } from '../../../proto/etcd/rpc.js';
+import { Compare_CompareResult, Compare_CompareTarget, TxnRequest, WatchRequest, type Compare, type DeepPartial, type RequestOp, type ResponseOp, type WatchResponse } from '../../../proto/etcd/rpc.js';
 import { ConflictError, TxnFailed, watchHandle, type ListOptions, type ListResult, type Storage, type StorageWatch, type StorageWatchOptions, type TxnOp } from '../storage.js';
 import type { KObject, Stored, StoreEvent } from '../types.js';
 import { EtcdClient, etcdError, prefixEnd } from './client.js';
@@ -109,22 +109,22 @@ export class EtcdStorage implements Storage {
     if (this.closed) throw new NodenetError(ErrorCode.Store, 'storage closed');
   }
 
-  /** The Compare, success op and failure read of one TxnOp (null compare: no check). */
-  private parts(op: TxnOp): { cmp: Compare | null; success: RequestOp; failure: RequestOp } {
+  /**
+   * The Compare, success op and failure read of one TxnOp (null compare: no check), as partials: fields left out take
+   * their proto defaults in TxnRequest.fromPartial.
+   */
+  private parts(op: TxnOp): { cmp: DeepPartial<Compare> | null; success: DeepPartial<RequestOp>; failure: DeepPartial<RequestOp> } {
     const key = this.k(op.key);
-    const read: RequestOp = { request: { $case: 'requestRange', requestRange: { key, rangeEnd: Buffer.alloc(0), limit: 0n, revision: 0n, sortOrder: 0, sortTarget: 0, serializable: false, keysOnly: false, countOnly: false, minModRevision: 0n, maxModRevision: 0n, minCreateRevision: 0n, maxCreateRevision: 0n } } };
-    const cmpOf = (target: Compare_CompareTarget, u: Compare['targetUnion']): Compare => ({ result: Compare_CompareResult.EQUAL, target, key, targetUnion: u, rangeEnd: Buffer.alloc(0) });
+    const failure: DeepPartial<RequestOp> = { request: { $case: 'requestRange', requestRange: { key } } };
+    const cmpOf = (target: Compare_CompareTarget, targetUnion: DeepPartial<Compare>['targetUnion']): DeepPartial<Compare> => ({ result: Compare_CompareResult.EQUAL, target, key, targetUnion });
+    const expectRev = (rev: number) => cmpOf(Compare_CompareTarget.MOD, { $case: 'modRevision', modRevision: BigInt(rev) });
     switch (op.op) {
       case 'create':
-        return { cmp: cmpOf(Compare_CompareTarget.CREATE, { $case: 'createRevision', createRevision: 0n }), success: { request: { $case: 'requestPut', requestPut: { key, value: this.value(op.obj), lease: 0n, prevKv: false, ignoreValue: false, ignoreLease: false } } }, failure: read };
+        return { cmp: cmpOf(Compare_CompareTarget.CREATE, { $case: 'createRevision', createRevision: 0n }), success: { request: { $case: 'requestPut', requestPut: { key, value: this.value(op.obj) } } }, failure };
       case 'update':
-        return { cmp: cmpOf(Compare_CompareTarget.MOD, { $case: 'modRevision', modRevision: BigInt(op.expectRev) }), success: { request: { $case: 'requestPut', requestPut: { key, value: this.value(op.obj), lease: 0n, prevKv: true, ignoreValue: false, ignoreLease: false } } }, failure: read };
+        return { cmp: expectRev(op.expectRev), success: { request: { $case: 'requestPut', requestPut: { key, value: this.value(op.obj), prevKv: true } } }, failure };
       case 'delete':
-        return {
-          cmp: op.expectRev === undefined ? null : cmpOf(Compare_CompareTarget.MOD, { $case: 'modRevision', modRevision: BigInt(op.expectRev) }),
-          success: { request: { $case: 'requestDeleteRange', requestDeleteRange: { key, rangeEnd: Buffer.alloc(0), prevKv: true } } },
-          failure: read,
-        };
+        return { cmp: op.expectRev === undefined ? null : expectRev(op.expectRev), success: { request: { $case: 'requestDeleteRange', requestDeleteRange: { key, prevKv: true } } }, failure };
     }
   }
 
@@ -158,7 +158,7 @@ export class EtcdStorage implements Storage {
   async txn(ops: readonly TxnOp[]): Promise<(Stored | undefined)[]> {
     this.check();
     const parts = ops.map((op) => this.parts(op));
-    const res = await this.client.txn({ compare: parts.flatMap((p) => (p.cmp ? [p.cmp] : [])), success: parts.map((p) => p.success), failure: parts.map((p) => p.failure) });
+    const res = await this.client.txn(TxnRequest.fromPartial({ compare: parts.flatMap((p) => (p.cmp ? [p.cmp] : [])), success: parts.map((p) => p.success), failure: parts.map((p) => p.failure) }));
     const rev = Number(res.header?.revision ?? 0n);
     if (!res.succeeded) {
       for (let i = 0; i < ops.length; i++) {
@@ -246,11 +246,12 @@ export class EtcdStorage implements Storage {
     }
     const head = Number(cur.header?.revision ?? 0n);
     if (rev > head) rev = head;
-    const res = await this.client.txn({
-      compare: [{ result: Compare_CompareResult.EQUAL, target: Compare_CompareTarget.VERSION, key, targetUnion: { $case: 'version', version: BigInt(version) }, rangeEnd: Buffer.alloc(0) }],
-      success: [{ request: { $case: 'requestPut', requestPut: { key, value: Buffer.from(String(rev)), lease: 0n, prevKv: false, ignoreValue: false, ignoreLease: false } } }],
-      failure: [],
-    });
+    const res = await this.client.txn(
+      TxnRequest.fromPartial({
+        compare: [{ result: Compare_CompareResult.EQUAL, target: Compare_CompareTarget.VERSION, key, targetUnion: { $case: 'version', version: BigInt(version) } }],
+        success: [{ request: { $case: 'requestPut', requestPut: { key, value: Buffer.from(String(rev)) } } }],
+      }),
+    );
     if (!res.succeeded) {
       this.compactVersion = -1;
       return;
@@ -363,7 +364,7 @@ class EtcdWatch {
     };
     stream.on('error', broken);
     stream.on('end', () => broken('stream ended'));
-    stream.write({ requestUnion: { $case: 'createRequest', createRequest: { key, rangeEnd, startRevision: BigInt(this.progress + 1), progressNotify: false, filters: [], prevKv: true, watchId: 0n, fragment: false } } });
+    stream.write(WatchRequest.fromPartial({ requestUnion: { $case: 'createRequest', createRequest: { key, rangeEnd, startRevision: BigInt(this.progress + 1), prevKv: true } } }));
   }
 
   private again(): void {
