@@ -31,6 +31,7 @@ t.test('HAProxy: TCP, /readyz checks every second, sessions cut when a server is
   t.match(c, /bind 192\.168\.77\.1:6443/);
   t.match(c, /option httpchk GET \/readyz/);
   t.match(c, /default-server inter 1s fall 2 rise 1 on-marked-down shutdown-sessions/);
+  t.match(c, /retries 3\n {4}option redispatch/, 'a refused connection goes to another server');
   t.equal(c.match(/^ {4}server api\d 192\.168\.77\.24\d:6443 check check-ssl verify none$/gm)?.length, 3);
 });
 

@@ -92,7 +92,8 @@ export function apiServerArgs(i: number, etcd: number, dataDir: string, nodes: r
 /**
  * HAProxy's configuration: kubeadm's recipe (docs/ha-considerations.md), TCP mode, each API server checked by
  * GET /readyz over TLS every second, down after 2 failures; a server marked down has its sessions cut (a watch
- * through it then resumes on another), and timeouts long enough for watches.
+ * through it then resumes on another); a connection refused by a server that died since its last check is
+ * dispatched to another (kubectl's POST got EOF in that window before); timeouts long enough for watches.
  */
 export function haproxyConfig(apiServers: number): string {
   const servers = Array.from({ length: apiServers }, (_, k) => `    server api${k + 1} ${apiServerIP(k + 1)}:${API_PORT} check check-ssl verify none`);
@@ -105,6 +106,9 @@ export function haproxyConfig(apiServers: number): string {
     '    timeout client 1h',
     '    timeout server 1h',
     '    timeout check 1s',
+    // A server killed between two checks refuses the connection: try again on another instead of failing the client.
+    '    retries 3',
+    '    option redispatch',
     'frontend apiserver',
     `    bind ${LB_ENDPOINT}`,
     '    default_backend apiservers',

@@ -91,3 +91,18 @@ t.test('the balancer: a server that turns red loses its connections, and new one
   await sleep(300);
   await t.rejects(get(bal.port, '/who'), 'no server: the client sees the connection fail');
 });
+
+t.test('a server killed between two checks: the refused dial goes on to the next server, the client never sees it', async (t) => {
+  const a = await apiServer('a');
+  const b = await apiServer('b');
+  // Checks every minute: the balancer still believes a is healthy when it dies.
+  const bal = new ApiBalancer({ server: { host: '127.0.0.1', port: a.port }, ca: ca.certPem, log: silentLogger(), clock: realClock, healthEveryMs: 60_000 });
+  t.teardown(async () => { await bal.stop(); await b.close(); });
+  await bal.start();
+  bal.setServers([`127.0.0.1:${a.port}`, `127.0.0.1:${b.port}`]);
+  await sleep(200);
+  t.equal((await get(bal.port, '/who')).body, 'a');
+  await a.close();
+  t.equal((await get(bal.port, '/who')).body, 'b', 'dialled on to b');
+  t.same(bal.healthyServers, [`127.0.0.1:${b.port}`], 'a is passed over until its next check');
+});

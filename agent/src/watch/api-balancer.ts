@@ -212,29 +212,51 @@ export class ApiBalancer {
     if (this.current === server) this.current = null;
   }
 
+  /**
+   * A client's connection: dialled to the server selectServer() gives; a dial refused (a server that died since
+   * its last check) is tried on the next one, the client's bytes held meanwhile, as k3s's balancer dials on.
+   */
   private accept(client: Socket): void {
-    const server = selectServer(this.servers, this.healthy, this.current, this.fallback);
-    this.current = server;
-    const { host, port } = parseKey(server);
-    const upstream = connect(port, host);
-    let set = this.conns.get(server);
-    if (!set) this.conns.set(server, (set = new Set()));
-    set.add(client).add(upstream);
-    const end = () => {
-      client.destroy();
-      upstream.destroy();
-      set.delete(client);
-      set.delete(upstream);
+    client.pause();
+    client.on('error', () => client.destroy());
+    const tried = new Set<string>();
+    const dial = (): void => {
+      if (client.destroyed) return;
+      const server = selectServer(this.servers.filter((s) => !tried.has(s)), this.healthy, this.current, this.fallback);
+      if (tried.has(server)) {
+        client.destroy();
+        return;
+      }
+      tried.add(server);
+      this.current = server;
+      const { host, port } = parseKey(server);
+      const upstream = connect(port, host);
+      let connected = false;
+      upstream.once('connect', () => {
+        connected = true;
+        let set = this.conns.get(server);
+        if (!set) this.conns.set(server, (set = new Set()));
+        set.add(client).add(upstream);
+        const end = () => {
+          client.destroy();
+          upstream.destroy();
+          set.delete(client);
+          set.delete(upstream);
+        };
+        client.on('close', end);
+        upstream.on('close', end);
+        client.pipe(upstream).pipe(client);
+        client.resume();
+      });
+      upstream.on('error', (e) => {
+        upstream.destroy();
+        if (connected) return client.destroy();
+        // Refused: the server is down between checks. Passed over until its next check passes; the next one tried.
+        if (this.healthy.delete(server)) this.o.log.warn({ [F.subsys]: 'api-balancer', server, why: e.message }, 'API server refused a connection');
+        dial();
+      });
     };
-    upstream.on('error', (e) => {
-      // A refused dial: the server is down between checks. Passed over until its next check passes.
-      if (this.healthy.delete(server)) this.o.log.warn({ [F.subsys]: 'api-balancer', server, why: e.message }, 'API server refused a connection');
-      end();
-    });
-    client.on('error', end);
-    client.on('close', end);
-    upstream.on('close', end);
-    client.pipe(upstream).pipe(client);
+    dial();
   }
 }
 
