@@ -115,8 +115,7 @@ export class LeaderElector {
   start(): Promise<void> {
     if (this.running) return this.busy;
     this.running = true;
-    this.busy = this.round().finally(() => this.schedule(this.leading ? this.retryMs : this.retryMs * (1 + 0.2 * this.random())));
-    return this.busy;
+    return this.loop();
   }
 
   /** Stops; a held lease is released and onStoppedLeading called. */
@@ -132,12 +131,17 @@ export class LeaderElector {
     }
   }
 
-  private schedule(ms: number): void {
-    if (!this.running) return;
-    this.timer = this.o.clock.setTimeout(() => {
-      this.timer = null;
-      this.busy = this.round().finally(() => this.schedule(this.leading ? this.retryMs : this.retryMs * (1 + 0.2 * this.random())));
-    }, ms);
+  /** One round, then the next one scheduled (while running): a retry period when leading, jittered up to 1.2× when not. */
+  private loop(): Promise<void> {
+    this.busy = this.round().finally(() => {
+      const ms = this.leading ? this.retryMs : this.retryMs * (1 + 0.2 * this.random());
+      if (!this.running) return;
+      this.timer = this.o.clock.setTimeout(() => {
+        this.timer = null;
+        void this.loop();
+      }, ms);
+    });
+    return this.busy;
   }
 
   private async round(): Promise<void> {
