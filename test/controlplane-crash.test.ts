@@ -15,11 +15,11 @@ import t from 'tap';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { waitFor } from '../agent/src/testing/wait.js';
+import { freePort } from '../lib/testing/ports.js';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), 'nn-cp-crash-'));
@@ -31,14 +31,6 @@ t.teardown(() => {
   agent.destroy();
   rmSync(dir, { recursive: true, force: true });
 });
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
-  const p = (s.address() as { port: number }).port;
-  await new Promise((r) => s.close(r));
-  return p;
-}
 
 function call(port: number, method: string, path: string, body?: unknown): Promise<{ code: number; body: string }> {
   return new Promise((resolve, reject) => {

@@ -3,21 +3,10 @@
  * kernel picked free just before.
  */
 import t from 'tap';
-import { createServer } from 'node:net';
 import { silentLogger } from '../../../lib/log/log.js';
+import { freePort } from '../../../lib/testing/ports.js';
 import { ep, snapshot, svc } from './test-fixtures.js';
 import { healthBody, healthCheckNodePorts, localReadyEndpoints, ServiceHealthServer, type HealthListen, httpListen } from './healthcheck.js';
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 async function get(port: number): Promise<{ status: number; body: string; weight: string | null; type: string | null } | Error> {
   try {
