@@ -43,7 +43,8 @@ import type { Loaded, PersistedEvent, PersistedObject, Persistence } from './per
 const TYPES: readonly EventType[] = ['ADDED', 'MODIFIED', 'DELETED'];
 const SCHEMA_VERSION = 2;
 
-interface EventRow {
+/** A row of the events table (also read by sqlite-readonly.ts). */
+export interface EventRow {
   rev: number;
   key: string;
   type: number;
@@ -184,11 +185,16 @@ export class SqlitePersistence implements Persistence {
 }
 
 /**
- * Takes the database's lock: an exclusive flock on `<file>.lock`, which then holds this process's pid.
+ * Takes the database's lock: an exclusive flock on `<file>.lock`, which then holds this process's pid. The refusal
+ * reads `<file> is in use by <holder> (pid N): <advice>` (sqlite-readonly.ts takes the same lock, with its own words).
  * @returns the open lock file (closing it releases the lock)
  * @throws StoreLocked when another process holds it; Store when the lock file cannot be opened
  */
-function lockDatabase(file: string): number {
+export function lockDatabase(
+  file: string,
+  holder = 'another nodenet control plane',
+  advice = 'one process owns a data directory (stop it, or give this one another --data-dir)',
+): number {
   const path = `${file}.lock`;
   let fd: number;
   try {
@@ -204,19 +210,19 @@ function lockDatabase(file: string): number {
     throw storeError(`locking ${path}`, e);
   }
   if (!locked) {
-    const holder = readFileSync(path, 'utf8').trim();
+    const pid = readFileSync(path, 'utf8').trim();
     closeSync(fd);
-    throw new NodenetError(ErrorCode.StoreLocked, `${file} is in use by another nodenet control plane${/^\d+$/.test(holder) ? ` (pid ${holder})` : ''}: one process owns a data directory (stop it, or give this one another --data-dir)`);
+    throw new NodenetError(ErrorCode.StoreLocked, `${file} is in use by ${holder}${/^\d+$/.test(pid) ? ` (pid ${pid})` : ''}: ${advice}`);
   }
   ftruncateSync(fd, 0);
   writeSync(fd, `${process.pid}\n`);
   return fd;
 }
 
-function eventOf(r: EventRow): PersistedEvent {
+export function eventOf(r: EventRow): PersistedEvent {
   return { rev: r.rev, key: r.key, type: TYPES[r.type]!, createRev: r.create_rev, json: r.value, prevRev: r.prev_rev, prevJson: r.prev };
 }
 
-function storeError(what: string, e: unknown): NodenetError {
+export function storeError(what: string, e: unknown): NodenetError {
   return new NodenetError(ErrorCode.Store, `sqlite: ${what}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
 }

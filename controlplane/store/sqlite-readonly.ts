@@ -15,24 +15,11 @@
  *   reads it through the interface, like any other backend.
  */
 import Database from 'better-sqlite3';
-import { closeSync, existsSync, ftruncateSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync } from 'node:fs';
 import { ErrorCode, NodenetError } from '../../lib/errors/errors.js';
-import { tryLockExclusive } from '../../lib/state/flock.js';
 import { LocalStorage } from './local-storage.js';
 import type { Loaded, PersistedEvent, Persistence } from './persistence.js';
-import type { EventType } from './types.js';
-
-const TYPES: readonly EventType[] = ['ADDED', 'MODIFIED', 'DELETED'];
-
-interface EventRow {
-  rev: number;
-  key: string;
-  type: number;
-  create_rev: number;
-  value: string;
-  prev_rev: number;
-  prev: string | null;
-}
+import { eventOf, lockDatabase, storeError, type EventRow } from './sqlite-persistence.js';
 
 export class ReadOnlySqlitePersistence implements Persistence {
   private readonly db: Database.Database;
@@ -41,7 +28,8 @@ export class ReadOnlySqlitePersistence implements Persistence {
   /** @throws InvalidConfig when there is no database at `file`; StoreLocked when a control plane holds it; Store when it is not a nodenet database */
   constructor(readonly file: string) {
     if (!existsSync(file)) throw new NodenetError(ErrorCode.InvalidConfig, `${file}: no such database (a control plane's data directory holds state.db)`);
-    this.lockFd = lock(file);
+    // The control plane's own lock, taken the same way: a running one is refused, and one started now is refused in turn.
+    this.lockFd = lockDatabase(file, 'a running nodenet control plane', 'stop it first, so that nothing is written during the migration');
     try {
       this.db = new Database(file, { readonly: true, fileMustExist: true });
       const schema = this.db.prepare("SELECT value FROM meta WHERE name = 'schema'").pluck().get() as number | undefined;
@@ -61,7 +49,7 @@ export class ReadOnlySqlitePersistence implements Persistence {
       const maxRev = (this.db.prepare('SELECT max(m) FROM (SELECT max(rev) AS m FROM events UNION ALL SELECT max(rev) FROM objects)').pluck().get() as number | null) ?? 0;
       return { objects, rev: Math.max(meta('rev'), maxRev), compacted: meta('compacted') };
     } catch (e) {
-      throw new NodenetError(ErrorCode.Store, `sqlite: reading ${this.file}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+      throw storeError(`reading ${this.file}`, e);
     }
   }
 
@@ -71,11 +59,9 @@ export class ReadOnlySqlitePersistence implements Persistence {
 
   readEvents(afterRev: number, limit: number): PersistedEvent[] {
     try {
-      return (this.db.prepare('SELECT * FROM events WHERE rev > ? ORDER BY rev LIMIT ?').all(afterRev, limit) as EventRow[]).map((r) => ({
-        rev: r.rev, key: r.key, type: TYPES[r.type]!, createRev: r.create_rev, json: r.value, prevRev: r.prev_rev, prevJson: r.prev,
-      }));
+      return (this.db.prepare('SELECT * FROM events WHERE rev > ? ORDER BY rev LIMIT ?').all(afterRev, limit) as EventRow[]).map(eventOf);
     } catch (e) {
-      throw new NodenetError(ErrorCode.Store, `sqlite: reading the history of ${this.file}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+      throw storeError(`reading the history of ${this.file}`, e);
     }
   }
 
@@ -93,32 +79,6 @@ export class ReadOnlySqlitePersistence implements Persistence {
     closeSync(this.lockFd);
     this.lockFd = null;
   }
-}
-
-/** The control plane's own lock on `<file>.lock` (sqlite-persistence.ts), taken the same way. */
-function lock(file: string): number {
-  const path = `${file}.lock`;
-  let fd: number;
-  try {
-    fd = openSync(path, 'a+', 0o600);
-  } catch (e) {
-    throw new NodenetError(ErrorCode.Store, `sqlite: opening the lock ${path}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
-  }
-  let locked: boolean;
-  try {
-    locked = tryLockExclusive(fd);
-  } catch (e) {
-    closeSync(fd);
-    throw new NodenetError(ErrorCode.Store, `sqlite: locking ${path}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
-  }
-  if (!locked) {
-    const holder = readFileSync(path, 'utf8').trim();
-    closeSync(fd);
-    throw new NodenetError(ErrorCode.StoreLocked, `${file} is in use by a running nodenet control plane${/^\d+$/.test(holder) ? ` (pid ${holder})` : ''}: stop it first, so that nothing is written during the migration`);
-  }
-  ftruncateSync(fd, 0);
-  writeSync(fd, `${process.pid}\n`);
-  return fd;
 }
 
 /** A control plane's database, read-only, as a Storage (its writes fail). @throws as ReadOnlySqlitePersistence */
