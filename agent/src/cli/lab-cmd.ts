@@ -11,7 +11,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import type { Runner } from '../exec/runner.js';
-import { haStatus, labDown, labExecArgv, labFault, labNodeList, labStatus, labUp, listLabs } from '../lab/up.js';
+import { haStatus, labDown, labExecArgv, labFault, labNodeList, labStatus, labUp, listLabs, type LabUpOptions } from '../lab/up.js';
 import { HA_ACTIONS, haShapeProblem, type HaAction, type HaShape } from '../lab/ha-plan.js';
 import { execTarget, labNameProblem, MAX_LAB_NODES, proxyModeProblem, type LabProxyMode } from '../lab/up-plan.js';
 import type { IpvsProbeDeps } from '../netfilter/ipvs/ipvs-probe.js';
@@ -64,14 +64,8 @@ const SPECS: Readonly<Record<string, FlagSpecs>> = {
   cleanup: {},
 };
 
-export interface LabUpArgs {
-  readonly name: string;
-  readonly nodes: number;
-  readonly proxyMode: LabProxyMode;
-  readonly overlay: 'vxlan' | 'none';
-  readonly runPods: boolean;
-  readonly ha?: HaShape;
-}
+/** What `lab up`'s flags give labUp (its other options are the command's deps). */
+export type LabUpArgs = Pick<LabUpOptions, 'name' | 'nodes' | 'proxyMode' | 'overlay' | 'runPods' | 'ha'>;
 
 function noArgs(p: ParsedFlags): void {
   if (p.positional.length || p.rest.length) throw new FlagError(`unexpected argument ${JSON.stringify([...p.positional, ...p.rest][0])}`);
