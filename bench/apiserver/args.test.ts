@@ -5,7 +5,7 @@ import { parseBenchArgs } from './args.js';
 t.test('defaults: the sizes the brief names', async (t) => {
   t.same(parseBenchArgs([]), {
     quick: false, services: 10_000, slices: 20_000, creates: 2000, concurrency: [1, 16], paced: 5000, slope: 30_000, qps: 200,
-    watchers: [10, 100], watchWrites: 300, listRepeat: 5, loadConcurrency: 16, logLevel: 'info', storage: ['sqlite'], etcdMembers: 3, floorWrites: 2000, out: null,
+    watchers: [10, 100], watchWrites: 300, listRepeat: 5, loadConcurrency: 16, logLevel: 'info', storage: ['sqlite'], etcdMembers: 3, floorWrites: 2000, failover: 0, out: null,
   });
 });
 
@@ -24,6 +24,8 @@ t.test('flags', async (t) => {
 t.test('--storage: sqlite (the default), etcd, or both in the order given; --etcd-members odd', async (t) => {
   t.same(parseBenchArgs(['--storage', 'etcd']).storage, ['etcd']);
   t.same(parseBenchArgs(['--storage', 'sqlite,etcd', '--etcd-members', '5', '--floor-writes', '100']), { ...parseBenchArgs([]), storage: ['sqlite', 'etcd'], etcdMembers: 5, floorWrites: 100 });
+  t.equal(parseBenchArgs(['--storage', 'etcd', '--failover', '3']).failover, 3, 'failover rounds on etcd');
+  t.throws(() => parseBenchArgs(['--failover', '3']), /--failover: the failover figures are the HA control plane's, on etcd/);
   t.same(parseBenchArgs(['--storage', 'etcd,sqlite']).storage, ['etcd', 'sqlite']);
   t.same(parseBenchArgs(['--storage', 'etcd', '--etcd-members', '1']).etcdMembers, 1);
   t.throws(() => parseBenchArgs(['--storage', 'postgres']), /--storage: "postgres" is not sqlite or etcd/);

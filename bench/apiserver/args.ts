@@ -20,6 +20,8 @@
  *                           results hold, and a run that needs no etcd installed
  *   --etcd-members 3        etcd members (an odd number, 1 to 7), on loopback, data under /tmp
  *   --floor-writes 2000     requests per case of etcd alone, the floor measured in the same run (quick: 300)
+ *   --failover N            with etcd: N rounds of each failover on an HA lab (3 members, 2 API servers, HAProxy;
+ *                           needs root), its figures in the comparison (default 0: none)
  *   --out FILE              also write the results as JSON to FILE
  */
 import { FlagError } from '../../agent/src/cli/flags.js';
@@ -44,6 +46,8 @@ export interface BenchArgs {
   readonly storage: readonly StorageKind[];
   readonly etcdMembers: number;
   readonly floorWrites: number;
+  /** Rounds of the failover figures (0: none). */
+  readonly failover: number;
   readonly out: string | null;
 }
 
@@ -51,7 +55,7 @@ export type StorageKind = 'sqlite' | 'etcd';
 
 export const USAGE = 'usage: npm run bench:apiserver -- [--quick] [--services N] [--slices N] [--creates N] [--concurrency 1,16] [--paced N] [--slope N] [--qps Q] ' +
   '[--watchers 10,100] [--watch-writes N] [--list-repeat N] [--load-concurrency N] [--log-level L] [--storage sqlite|etcd|sqlite,etcd] [--etcd-members N] ' +
-  '[--floor-writes N] [--out FILE]';
+  '[--floor-writes N] [--failover N] [--out FILE]';
 
 const FULL = { services: 10_000, slices: 20_000, creates: 2000, paced: 5000, slope: 30_000, watchWrites: 300, listRepeat: 5, floorWrites: 2000 };
 const QUICK = { services: 1000, slices: 2000, creates: 300, paced: 600, slope: 3000, watchWrites: 100, listRepeat: 3, floorWrites: 300 };
@@ -62,7 +66,13 @@ export const MAX_OBJECTS = 60_000;
 export const MAX_WATCHERS = 200;
 const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
-const STRING_FLAGS = ['services', 'slices', 'creates', 'concurrency', 'paced', 'slope', 'qps', 'watchers', 'watch-writes', 'list-repeat', 'load-concurrency', 'log-level', 'storage', 'etcd-members', 'floor-writes', 'out'];
+const STRING_FLAGS = ['services', 'slices', 'creates', 'concurrency', 'paced', 'slope', 'qps', 'watchers', 'watch-writes', 'list-repeat', 'load-concurrency', 'log-level', 'storage', 'etcd-members', 'floor-writes', 'failover', 'out'];
+
+function failoverRounds(f: ReadonlyMap<string, string>, storage: readonly StorageKind[]): number {
+  const n = int('failover', f.get('failover') ?? '0', 0, 20);
+  if (n > 0 && !storage.includes('etcd')) throw new FlagError('--failover: the failover figures are the HA control plane\'s, on etcd (--storage etcd or sqlite,etcd)');
+  return n;
+}
 
 /** Parses argv (without node and the script). @throws FlagError naming the flag */
 export function parseBenchArgs(argv: readonly string[]): BenchArgs {
@@ -101,6 +111,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     storage,
     etcdMembers,
     floorWrites: int('floor-writes', get('floor-writes', d.floorWrites), 1, 100_000),
+    failover: failoverRounds(f, storage),
     out,
   };
 }

@@ -389,6 +389,8 @@ export interface FailoverFigures {
   readonly apiServerKilledToWatchMs: number | null;
   /** The controller manager's leader killed → the first reconcile by the new leader (ms). */
   readonly controllerLeaderKilledToReconcileMs: number | null;
+  /** Every round's figure (the three above are their medians). */
+  readonly samples?: { readonly etcdLeader: readonly number[]; readonly apiServer: readonly number[]; readonly controllerLeader: readonly number[] };
 }
 
 export function floorLabel(c: Pick<FloorCase, 'op' | 'clients'>): string {
@@ -467,10 +469,11 @@ export function formatComparison(c: Comparison): string {
     rows.push([`list ${listLabel(l)}: fetch p50 ms`, opt(a, (x) => ms(x.fetchMs.p50)), opt(b, (x) => ms(x.fetchMs.p50)), '–', '–']);
   }
   const fo = c.failover;
-  const failRow = (what: string, v: number | null | undefined) => [`failover: ${what}`, 'no failover (one process)', v == null ? 'not measured yet (issue 26\'s fault tests)' : `${ms(v)} ms`, '–', '–'];
-  rows.push(failRow('the etcd leader killed → the first acknowledged write', fo?.etcdLeaderKilledToWriteMs));
-  rows.push(failRow('an API server killed → its watch resumed on another', fo?.apiServerKilledToWatchMs));
-  rows.push(failRow('the controller manager\'s leader killed → the first reconcile by the new leader', fo?.controllerLeaderKilledToReconcileMs));
+  const range = (xs: readonly number[] | undefined) => (xs && xs.length > 1 ? ` (${ms(Math.min(...xs))}–${ms(Math.max(...xs))}, ${xs.length} rounds)` : '');
+  const failRow = (what: string, v: number | null | undefined, xs: readonly number[] | undefined) => [`failover: ${what}`, 'no failover (one process)', v == null ? 'not measured (--failover N, as root)' : `${ms(v)} ms${range(xs)}`, '–', '–'];
+  rows.push(failRow('the etcd leader killed → the first acknowledged write', fo?.etcdLeaderKilledToWriteMs, fo?.samples?.etcdLeader));
+  rows.push(failRow('an API server killed → its watch resumed on another', fo?.apiServerKilledToWatchMs, fo?.samples?.apiServer));
+  rows.push(failRow('the controller manager\'s leader killed → the first reconcile by the new leader', fo?.controllerLeaderKilledToReconcileMs, fo?.samples?.controllerLeader));
   const members = f?.members ?? 3;
   return table(['', 'SQLite', `etcd, ${members} members`, 'etcd alone', 'nodenet on etcd against etcd alone'], rows);
 }

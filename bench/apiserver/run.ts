@@ -45,6 +45,7 @@ import { benchArgs } from '../lib/args.js';
 import { machineMeta } from '../lib/machine.js';
 import { EtcdCluster } from '../../controlplane/testing/etcd.js';
 import { parseBenchArgs, type BenchArgs, type StorageKind } from './args.js';
+import { measureFailover } from './failover.js';
 import { measureFloor } from './etcd-floor.js';
 import { costOf, parseEtcdMetrics, sumMembers, type EtcdCounters } from './etcd-metrics.js';
 import { ApiClient, closedLoop, openLoop, openWatch, outcomeOf, type Outcome } from '../lib/http-client.js';
@@ -52,7 +53,7 @@ import { parseKubeconfig, type ApiTarget } from '../lib/kubeconfig.js';
 import { parseWatchLine } from '../lib/ndjson.js';
 import { mountOf, parseProcStatCpuMs, parseProcStatIdentity, parseProcStatTotals, parseProcStatus } from '../lib/proc.js';
 import {
-  formatComparisonReport, formatReport, type BenchResult, type Comparison, type CreateCase, type EtcdFloor, type ListCase, type MemoryPoints, type Meta, type SlopePoint, type WatchCase,
+  formatComparisonReport, formatReport, type BenchResult, type Comparison, type CreateCase, type EtcdFloor, type ListCase, type MemoryPoints, type Meta, type SlopePoint, type WatchCase, type FailoverFigures,
 } from './report.js';
 import { thousands } from '../lib/report.js';
 import { summarize } from '../lib/stats.js';
@@ -496,14 +497,19 @@ async function main(): Promise<number> {
       await release(held);
       runs.push(r);
     }
+    let failover: FailoverFigures | null = null;
+    if (args.failover > 0) {
+      say(`---- failover, ${args.failover} round(s) on an HA lab ----`);
+      failover = await measureFailover({ rounds: args.failover, say });
+    }
     const only = runs.length === 1 && args.storage[0] === 'sqlite';
-    const comparison: Comparison = { runs, floor, failover: null };
+    const comparison: Comparison = { runs, floor, failover };
     const report = only ? formatReport(runs[0]!) : formatComparisonReport(comparison);
     console.log(`\n${report}`);
     if (args.out) {
       mkdirSync(dirname(args.out), { recursive: true });
       // SQLite alone: the shape of the results before --storage; otherwise every run, the floor, and a place for the failover figures.
-      const json = only ? { ...runs[0]!, args, report } : { runs, floor, failover: null, args, report };
+      const json = only ? { ...runs[0]!, args, report } : { runs, floor, failover, args, report };
       writeFileSync(args.out, `${JSON.stringify(json, null, 2)}\n`);
       say(`results written to ${args.out}`);
     }
