@@ -135,7 +135,14 @@ export async function measureFailover(o: { readonly rounds: number; readonly say
         }
       };
       for (let i = 0; i < 100 && (await rsReplicas()) !== 1; i++) await sleep(100);
-      const holder = await leaseHolder(ha, 'kube-controller-manager');
+      // The holder's identity must be a running server's: after the round's API server kill the lease may still name
+      // the killed replica (restarted with a new identity) until it expires and a live one takes it.
+      let holder = await leaseHolder(ha, 'kube-controller-manager');
+      for (let i = 0; i < 150 && holder.server === 0; i++) {
+        await sleep(200);
+        holder = await leaseHolder(ha, 'kube-controller-manager');
+      }
+      if (holder.server === 0) throw new Error(`failover bench: no running API server holds the kube-controller-manager lease (holder ${JSON.stringify(holder.holder)})`);
       const killed3 = performance.now();
       await haAct(ha, 'kill', { kind: 'api-server', index: holder.server });
       for (let i = 0; i < 50; i++) {
