@@ -72,7 +72,7 @@ export interface ControlPlaneOptions {
   readonly clock?: Clock;
   /** The storage's history window (ms), what watches may resume from; default 5 minutes. */
   readonly historyMs?: number;
-  /** How often the history is compacted (ms); default a minute (tests shorten it). */
+  /** How often the history is compacted (ms); default a minute on SQLite, 5 minutes on etcd (kube-apiserver's); tests shorten it. */
   readonly compactEveryMs?: number;
   /** ClusterIPs come from here (default 10.96.0.0/12; its first address is the `kubernetes` Service's). */
   readonly serviceCIDR?: string;
@@ -273,7 +273,10 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
   const lc = new Lifecycle(log);
   lc.append({ name: 'storage', stop: () => storage.close() });
   lc.append({ name: 'watch-cache', start: () => cache.start(), stop: () => cache.close() });
-  const compactor = new Compactor({ storage, clock, log, onCompacted: (rev) => cache.compacted(rev), ...(o.historyMs ? { historyMs: o.historyMs } : {}), ...(o.compactEveryMs ? { everyMs: o.compactEveryMs } : {}) });
+  // On etcd, kube-apiserver's --etcd-compaction-interval (5 minutes), each round a compare-and-swap on compact_rev_key
+  // so that of several API servers one compacts; SQLite's own history is trimmed every minute.
+  const compactEveryMs = o.compactEveryMs ?? (spec.kind === 'etcd' ? 5 * 60_000 : undefined);
+  const compactor = new Compactor({ storage, clock, log, onCompacted: (rev) => cache.compacted(rev), ...(o.historyMs ? { historyMs: o.historyMs } : {}), ...(compactEveryMs ? { everyMs: compactEveryMs } : {}) });
   lc.append({ name: 'compactor', start: () => compactor.start(), stop: () => compactor.stop() });
   // Every API server follows the allocation objects; their repair is the controller manager's leader's (below).
   lc.append({ name: 'service-allocator', start: () => services.start(cache), stop: () => services.stop() });

@@ -6,9 +6,11 @@
  * Every `everyMs` it samples the backend's current revision and compacts to
  * the newest sample at least `historyMs` old, so a watch may resume from
  * any revision of the last `historyMs`. With several API servers on one
- * backend, only one should compact at a time: issue 26's etcd backend adds
- * kube-apiserver's compare-and-swap on a compact revision key; for the
- * embedded store there is one process.
+ * etcd, one compacts per round: EtcdStorage.compact() is kube-apiserver's
+ * compare-and-swap on the version of `compact_rev_key` (a replica that
+ * loses it leaves the round to the one that won); the control plane runs it
+ * every 5 minutes there, as kube-apiserver does. For the embedded store
+ * there is one process.
  */
 import { F } from '../../lib/log/fields.js';
 import { silentLogger, type Logger } from '../../lib/log/log.js';
