@@ -24,6 +24,10 @@ t.test('a call no member received is StoreUnavailable; one that may have reached
     [status.UNAVAILABLE, 'etcdserver: leader changed', 'NN_ERR_TIMEOUT'],
     [status.UNAVAILABLE, 'etcdserver: request timed out', 'NN_ERR_TIMEOUT'],
     [status.DEADLINE_EXCEEDED, 'Deadline exceeded after 5.001s,remote_addr=127.0.0.1:2379', 'NN_ERR_TIMEOUT'],
+    // etcd's own context running out (a call sent with the last sliver of its deadline): seen as a 500 in the
+    // quorum-loss fault test before.
+    [status.UNKNOWN, 'context deadline exceeded', 'NN_ERR_TIMEOUT'],
+    [status.CANCELLED, 'context canceled', 'NN_ERR_TIMEOUT'],
     [status.OUT_OF_RANGE, 'etcdserver: mvcc: required revision has been compacted', 'NN_ERR_EXPIRED'],
     [status.INVALID_ARGUMENT, 'etcdserver: request is too large', 'NN_ERR_STORE'],
   ];
@@ -33,6 +37,7 @@ t.test('a call no member received is StoreUnavailable; one that may have reached
     t.match(e.message, /^etcd txn: /, 'the message names etcd and the call');
   }
   t.match(etcdError(grpc(status.DEADLINE_EXCEEDED, 'Deadline exceeded after 5.001s'), 'txn').message, /outcome is unknown \(is a quorum of etcd members up, with a leader\?\): Deadline exceeded/, 'a deadline says what it likely means');
+  t.match(etcdError(grpc(status.UNKNOWN, 'context deadline exceeded'), 'range').message, /etcd range: no answer within the deadline, the outcome is unknown \(is a quorum/, 'and so does etcd\'s own');
 });
 
 t.test('endpoints: URLs or HOST:PORT, http only', async (t) => {

@@ -66,7 +66,7 @@ function targetOf(eps: readonly EtcdEndpoint[]): string {
 }
 
 /** etcd's messages that mean "the outcome is unknown" (the write may or may not have been applied). */
-const UNKNOWN_OUTCOME = /request timed out|leader changed|no leader|timed out due to|connection closed|transport is closing|Connection dropped/i;
+const UNKNOWN_OUTCOME = /request timed out|leader changed|no leader|timed out due to|connection closed|transport is closing|Connection dropped|context deadline exceeded|context canceled/i;
 /**
  * grpc-js's details of an UNAVAILABLE call that no member received (no connection to send it on, or the stream
  * refused before the server read it). Any other UNAVAILABLE may come after the request was sent: "read ECONNRESET"
@@ -82,7 +82,7 @@ export function etcdError(e: unknown, what: string): NodenetError {
   const text = `etcd ${what}: ${msg}`;
   if (/required revision has been compacted/.test(msg)) return new NodenetError(ErrorCode.Expired, text, { cause: e });
   if (se.code === status.UNAVAILABLE && NOT_SENT.test(msg)) return new NodenetError(ErrorCode.StoreUnavailable, text, { cause: e });
-  if (se.code === status.DEADLINE_EXCEEDED) {
+  if (se.code === status.DEADLINE_EXCEEDED || /context deadline exceeded/i.test(msg)) {
     // What a client sees while the cluster has no quorum: say so, and that the write may yet be applied.
     return new NodenetError(ErrorCode.Timeout, `etcd ${what}: no answer within the deadline, the outcome is unknown (is a quorum of etcd members up, with a leader?): ${msg}`, { cause: e });
   }
@@ -179,7 +179,9 @@ export class EtcdClient {
       } catch (e) {
         const retriable = e instanceof NodenetError && (e.code === ErrorCode.Timeout || e.code === ErrorCode.StoreUnavailable) && !this.closed;
         const wait = Math.min(100 * 2 ** attempt, 1000);
-        if (!retriable || Date.now() + wait >= deadline) throw e;
+        // Another attempt only with time for it (a sliver of a deadline only ends in etcd's own "context deadline
+        // exceeded", which said less than this error does).
+        if (!retriable || Date.now() + wait + 250 >= deadline) throw e;
         await new Promise((r) => setTimeout(r, wait));
       }
     }
