@@ -266,7 +266,7 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
   }
   const events = new EventBroadcaster({ rest, clock, log: log.child({ [F.subsys]: 'controlplane/events' }) });
   const metrics = new ApiMetrics(() => cache.counts());
-  const server = new ApiServer({ rest, cache, tokens, metrics, anonymousAdmin: o.insecureHttp === true, log: log.child({ [F.subsys]: 'controlplane/api' }), clock, openapi: new OpenApi(schemas), version: o.version, ...(o.bookmarkEveryMs ? { bookmarkEveryMs: o.bookmarkEveryMs } : {}), ...(pki ? { tls: { cert: pki.cert, key: pki.key } } : {}) });
+  const server = new ApiServer({ rest, cache, tokens, metrics, anonymousAdmin: o.insecureHttp === true, log: log.child({ [F.subsys]: 'controlplane/api' }), clock, openapi: new OpenApi(schemas), version: o.version, ...(o.bookmarkEveryMs ? { bookmarkEveryMs: o.bookmarkEveryMs } : {}), ...(pki ? { tls: { cert: pki.cert, key: pki.key, clientCA: pki.caPem } } : {}) });
   const sub = (name: string) => log.child({ [F.subsys]: `controlplane/${name}` });
 
   // Every component in start order; they stop in reverse, and a failed start stops what had started.

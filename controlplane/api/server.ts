@@ -17,6 +17,7 @@
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 import { parse as parseYaml } from 'yaml';
 import { ErrorCode, NodenetError } from '../../lib/errors/errors.js';
 import { F } from '../../lib/log/fields.js';
@@ -47,8 +48,11 @@ export interface ApiServerOptions {
   readonly log: Logger;
   readonly clock: Clock;
   readonly openapi: OpenApi;
-  /** PEM; both absent means plain HTTP (the caller allows that only on loopback). */
-  readonly tls?: { readonly cert: string; readonly key: string };
+  /**
+   * PEM; absent means plain HTTP (the caller allows that only on loopback). `clientCA`: client certificates it
+   * signed authenticate their holder (CN the user, each O a group), as kube-apiserver's --client-ca-file.
+   */
+  readonly tls?: { readonly cert: string; readonly key: string; readonly clientCA?: string };
   readonly version: string;
   readonly maxBodyBytes?: number;
   readonly requestTimeoutMs?: number;
@@ -100,6 +104,24 @@ function parseAccept(h: string | undefined): MediaRange[] {
 
 const jsonish = (t: string) => t === 'application/json' || t === '*/*' || t === 'application/*';
 
+/**
+ * The user a verified client certificate names, as kube-apiserver's x509 authenticator reads it: the subject's CN
+ * is the user, each O a group, plus system:authenticated; `system:node:<name>` in group system:nodes is that node
+ * (the Node authorizer's). null: no certificate, or one the cluster CA did not sign.
+ */
+export function certificateUser(sock: unknown): User | null {
+  const t = sock as Partial<TLSSocket>;
+  if (!t.authorized || typeof t.getPeerCertificate !== 'function') return null;
+  const subject = t.getPeerCertificate().subject as Record<string, string | string[] | undefined> | undefined;
+  const cn = subject?.['CN'];
+  const name = Array.isArray(cn) ? cn[0] : cn;
+  if (!name) return null;
+  const o = subject?.['O'];
+  const groups = [...new Set([...(Array.isArray(o) ? o : o ? [o] : []), 'system:authenticated'])];
+  const node = /^system:node:(.+)$/.exec(name)?.[1];
+  return { name, groups, ...(node && groups.includes('system:nodes') ? { node } : {}) };
+}
+
 export class ApiServer {
   private server: Server | null = null;
   private readonly watches = new Map<string, number>();
@@ -122,7 +144,9 @@ export class ApiServer {
 
   async listen(port: number, host: string): Promise<AddressInfo> {
     const handler = (req: IncomingMessage, res: ServerResponse) => void this.handle(req, res);
-    this.server = this.o.tls ? createHttpsServer({ cert: this.o.tls.cert, key: this.o.tls.key }, handler) : createHttpServer(handler);
+    const tls = this.o.tls;
+    // A client certificate is asked for, never required: a client without one authenticates with its token.
+    this.server = tls ? createHttpsServer({ cert: tls.cert, key: tls.key, ...(tls.clientCA ? { ca: tls.clientCA, requestCert: true, rejectUnauthorized: false } : {}) }, handler) : createHttpServer(handler);
     // Every socket, TLS handshakes included (closeAllConnections knows only HTTP connections): close() ends them all.
     this.server.on('connection', (sock: Socket) => {
       this.sockets.add(sock);
@@ -189,9 +213,10 @@ export class ApiServer {
         res.writeHead(red ? 500 : 200, { 'Content-Type': 'text/plain; charset=utf-8', 'X-Content-Type-Options': 'nosniff' }).end(body);
         return done(red ? 500 : 200);
       }
-      user = this.o.anonymousAdmin && req.headers.authorization === undefined ? ADMIN_USER : authenticate(this.o.tokens, req.headers.authorization);
-      if (!user) throw apiErrors.unauthorized();
+      // /version answers anonymously too, as kube-apiserver's default system:public-info-viewer role allows.
       if (method === 'GET' && path === '/version') return done(this.json(res, 200, versionInfo(this.o.version)));
+      user = this.o.anonymousAdmin && req.headers.authorization === undefined ? ADMIN_USER : certificateUser(req.socket) ?? authenticate(this.o.tokens, req.headers.authorization);
+      if (!user) throw apiErrors.unauthorized();
       if (method === 'GET' && path === '/metrics' && this.o.metrics) {
         if (!user.groups.includes('system:masters')) throw apiErrors.forbiddenPath(user.name, 'get', '/metrics');
         const body = await this.o.metrics.text();

@@ -48,3 +48,10 @@ t.test('TLS with it: a client that trusts only the CA connects to 127.0.0.1', as
     'a client trusting another CA refuses it',
   );
 });
+
+t.test('a client certificate with several organizations: one O each, before the CN, and clientAuth', async (t) => {
+  const ca = issue({ commonName: 'ca', isCA: true });
+  const c = new X509Certificate(issue({ commonName: 'alice', organizations: ['system:masters', 'dev'], issuer: { certPem: ca.certPem, keyPem: ca.keyPem, commonName: 'ca' } }).certPem);
+  t.equal(c.subject, 'O=system:masters\nO=dev\nCN=alice');
+  t.same(c.keyUsage, ['1.3.6.1.5.5.7.3.2'], 'extended key usage: client authentication');
+});

@@ -66,10 +66,10 @@ const OID = {
   clientAuth: '1.3.6.1.5.5.7.3.2',
 } as const;
 
-function name(cn: string, o?: string): Buffer {
-  const rdns = [set(seq(oid(OID.commonName), utf8(cn)))];
-  if (o) rdns.unshift(set(seq(oid(OID.organization), utf8(o))));
-  return seq(...rdns);
+function name(cn: string, o?: string | readonly string[]): Buffer {
+  const os = typeof o === 'string' ? [o] : o ?? [];
+  // One RDN per organization, before the CN (kube-apiserver reads every O of a client certificate as a group).
+  return seq(...os.map((x) => set(seq(oid(OID.organization), utf8(x)))), set(seq(oid(OID.commonName), utf8(cn))));
 }
 
 function extension(id: string, critical: boolean, value: Buffer): Buffer {
@@ -102,6 +102,8 @@ export interface Issued {
 export interface CertSpec {
   readonly commonName: string;
   readonly organization?: string;
+  /** Several organizations (a client certificate's groups, as kube-apiserver reads them); instead of organization. */
+  readonly organizations?: readonly string[];
   /** DNS names and IP addresses (serving certificates). */
   readonly hosts?: readonly string[];
   readonly isCA?: boolean;
@@ -150,14 +152,14 @@ export function issue(spec: CertSpec): Issued {
   exts.push(extension(OID.authorityKeyId, false, seq(tlv(0x80, keyId(issuerSpki)))));
 
   const alg = seq(oid(OID.ecdsaWithSHA256));
-  const issuerName = spec.issuer ? name(spec.issuer.commonName, spec.issuer.organization) : name(spec.commonName, spec.organization);
+  const issuerName = spec.issuer ? name(spec.issuer.commonName, spec.issuer.organization) : name(spec.commonName, spec.organizations ?? spec.organization);
   const tbs = seq(
     explicit(0, integer(Buffer.from([2]))),
     integer(serial),
     alg,
     issuerName,
     seq(time(notBefore), time(notAfter)),
-    name(spec.commonName, spec.organization),
+    name(spec.commonName, spec.organizations ?? spec.organization),
     spki,
     explicit(3, seq(...exts)),
   );

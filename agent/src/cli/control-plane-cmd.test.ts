@@ -4,7 +4,7 @@
  */
 import t from 'tap';
 import { parseFlags } from './flags.js';
-import { controlPlaneArgs, controlPlaneCommand, parseDurationMs, parseListen, type ControlPlaneArgs } from './control-plane-cmd.js';
+import { addUserArgs, controlPlaneArgs, controlPlaneCommand, parseDurationMs, parseListen, type ControlPlaneArgs } from './control-plane-cmd.js';
 
 t.test('defaults: loopback 6443, TLS, a 5-minute history, no nodes', async (t) => {
   t.same(controlPlaneArgs(new Map()), {
@@ -128,4 +128,13 @@ t.test('control-plane migrate: the subcommand runs the migration with its flags 
   t.same(asked, { dir: '/tmp/d', endpoints: 'http://127.0.0.1:2379', prefix: '/registry' });
   t.match(out, /migrated 7 object\(s\) from sqlite:\/tmp\/d \(revision 42\)/);
   t.match(out, /services\s+7/);
+});
+
+t.test('control-plane add-user: one NAME, groups comma-separated, the data directory', async (t) => {
+  t.same(addUserArgs(['alice', '--group', 'system:masters, dev']), { name: 'alice', groups: ['system:masters', 'dev'], dataDir: '/var/lib/nodenet/control-plane' });
+  t.same(addUserArgs(['bob', '--data-dir', '/tmp/d']), { name: 'bob', groups: [], dataDir: '/tmp/d' });
+  t.equal(addUserArgs(['--help']), 'help');
+  t.throws(() => addUserArgs([]), { name: 'FlagError', message: /add-user takes one NAME/ });
+  t.throws(() => addUserArgs(['a', 'b']), { name: 'FlagError', message: /add-user takes one NAME/ });
+  t.throws(() => addUserArgs(['a/b']), { name: 'FlagError', message: /no slash/ });
 });

@@ -13,6 +13,7 @@ import { parseCidr } from '../../../lib/net/ip.js';
 import { FlagError, parseFlags, type FlagSpecs } from './flags.js';
 import { parseStorageSpec, type StorageSpec } from '../../../controlplane/store/spec.js';
 import { migrateCommand, type MigrateCmdDeps } from './migrate-cmd.js';
+import { addUser, userNameProblem } from '../../../controlplane/users.js';
 
 export const CONTROL_PLANE_USAGE = `usage: nodenet control-plane [--data-dir D] [--listen ADDR:PORT] [--node N[,N...]] [--host SAN[,SAN...]]
                              [--insecure-http] [--history-seconds S] [--service-cidr CIDR] [--service-node-port-range FROM-TO]
@@ -20,7 +21,8 @@ export const CONTROL_PLANE_USAGE = `usage: nodenet control-plane [--data-dir D] 
                              [--orphan-pod-quarantine D] [--load-balancer-ip-pool CIDR|START-END[,...]]
                              [--storage sqlite:DIR|etcd:URL[,URL...]] [--etcd-prefix P] [--advertise-address IP]
                              [--control-plane-endpoint HOST:PORT] [--shutdown-delay-duration D] [--log-level L] [--log-file F]
-       nodenet control-plane migrate --from sqlite:DIR --to etcd:URL[,URL...] [--etcd-prefix P]
+       nodenet control-plane migrate --from sqlite:DIR --to etcd:URL[,URL...] [--etcd-prefix P] [--allow-non-empty]
+       nodenet control-plane add-user NAME [--group G[,G...]] [--data-dir D]
 Serves the Kubernetes API (core/v1 Namespaces, Nodes, Pods, Services, Events; EndpointSlices; Deployments,
 ReplicaSets; Leases) from a SQLite database in the data directory, for kubectl and the agents.
   --data-dir D        state.db, pki/, tokens.json, admin.kubeconfig, nodes/<N>.kubeconfig (default /var/lib/nodenet/control-plane)
@@ -50,7 +52,9 @@ ReplicaSets; Leases) from a SQLite database in the data directory, for kubectl a
                       several API servers, as kubeadm's controlPlaneEndpoint); the certificate covers HOST
   --shutdown-delay-duration D  on SIGTERM, /readyz is red this long before the server stops serving, so that
                       balancers move away first (default 0s, kube-apiserver's)
-On start it prints the kubeconfig to use: export KUBECONFIG=<data-dir>/admin.kubeconfig`;
+On start it prints the kubeconfig to use: export KUBECONFIG=<data-dir>/admin.kubeconfig
+add-user: writes <data-dir>/users/NAME.kubeconfig with a client certificate signed by the cluster CA (CN NAME, an O
+per --group, a year), as kube-apiserver reads one; prints its path. --group system:masters makes an admin.`;
 
 export interface ControlPlaneArgs {
   readonly dataDir: string;
@@ -238,7 +242,28 @@ function untilSignal(): Promise<void> {
   });
 }
 
+/** `control-plane add-user`'s arguments (pure). @throws FlagError */
+export function addUserArgs(argv: readonly string[]): { name: string; groups: string[]; dataDir: string } | 'help' {
+  const p = parseFlags(argv, { 'data-dir': { type: 'string' }, group: { type: 'string' } });
+  if (p.help) return 'help';
+  if (p.positional.length !== 1 || p.rest.length) throw new FlagError('add-user takes one NAME (then --group G[,G...] and --data-dir D)');
+  const name = p.positional[0]!;
+  const problem = userNameProblem(name);
+  if (problem) throw new FlagError(problem);
+  return { name, groups: list(p.flags.get('group')), dataDir: p.flags.get('data-dir') ?? '/var/lib/nodenet/control-plane' };
+}
+
 export async function controlPlaneCommand(argv: readonly string[], deps: ControlPlaneCmdDeps): Promise<number> {
+  if (argv[0] === 'add-user') {
+    const a = addUserArgs(argv.slice(1));
+    if (a === 'help') {
+      deps.stdout(`${CONTROL_PLANE_USAGE}\n`);
+      return 0;
+    }
+    const file = addUser(a.dataDir, a.name, a.groups);
+    deps.stdout(`user ${a.name}${a.groups.length ? ` (groups ${a.groups.join(', ')})` : ''}: a client certificate signed by the cluster CA\n  export KUBECONFIG=${file}\n`);
+    return 0;
+  }
   if (argv[0] === 'migrate') return migrateCommand(argv.slice(1), { stdout: deps.stdout, ...(deps.stderr ? { stderr: deps.stderr } : {}), ...(deps.migrate ? { migrate: deps.migrate } : {}) });
   const p = parseFlags(argv, SPECS);
   if (p.help) {
