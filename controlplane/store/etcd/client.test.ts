@@ -38,6 +38,7 @@ t.test('a call no member received is StoreUnavailable; one that may have reached
   }
   t.match(etcdError(grpc(status.DEADLINE_EXCEEDED, 'Deadline exceeded after 5.001s'), 'txn').message, /outcome is unknown \(is a quorum of etcd members up, with a leader\?\): Deadline exceeded/, 'a deadline says what it likely means');
   t.match(etcdError(grpc(status.UNKNOWN, 'context deadline exceeded'), 'range').message, /etcd range: no answer within the deadline, the outcome is unknown \(is a quorum/, 'and so does etcd\'s own');
+  t.match(etcdError(grpc(status.UNAVAILABLE, 'etcdserver: leader changed'), 'txn').message, /is a quorum of etcd members up, with a leader\?\): etcdserver: leader changed/, 'a leader lost says so too');
   // etcd's server-side timeout of a proposal that no quorum commits (seen in the quorum-loss fault test).
   t.match(etcdError(grpc(status.UNAVAILABLE, 'etcdserver: request timed out'), 'txn').message, /etcd txn: no answer within the deadline, the outcome is unknown \(is a quorum of etcd members up, with a leader\?\): etcdserver: request timed out/);
 });

@@ -82,7 +82,7 @@ export function etcdError(e: unknown, what: string): NodenetError {
   const text = `etcd ${what}: ${msg}`;
   if (/required revision has been compacted/.test(msg)) return new NodenetError(ErrorCode.Expired, text, { cause: e });
   if (se.code === status.UNAVAILABLE && NOT_SENT.test(msg)) return new NodenetError(ErrorCode.StoreUnavailable, text, { cause: e });
-  if (se.code === status.DEADLINE_EXCEEDED || /context deadline exceeded|request timed out|timed out due to/i.test(msg)) {
+  if (se.code === status.DEADLINE_EXCEEDED || /context deadline exceeded|request timed out|timed out due to|leader changed/i.test(msg)) {
     // What a client sees while the cluster has no quorum: say so, and that the write may yet be applied.
     return new NodenetError(ErrorCode.Timeout, `etcd ${what}: no answer within the deadline, the outcome is unknown (is a quorum of etcd members up, with a leader?): ${msg}`, { cause: e });
   }
