@@ -21,9 +21,15 @@ export interface Resource {
   readonly verbs: readonly Verb[];
   /**
    * Subresources served: `status` (the spec is not written through it, the status only through it),
-   * `scale`, a Pod's `binding` (create only: the scheduler's) and its `log` (get only: proxied to the node's kubelet).
+   * `scale`, a Pod's `binding` (create only: the scheduler's) and its `log` (get only: proxied to the node's kubelet),
+   * a ServiceAccount's `token` (create only: TokenRequest).
    */
-  readonly subresources: readonly ('status' | 'scale' | 'binding' | 'log')[];
+  readonly subresources: readonly ('status' | 'scale' | 'binding' | 'log' | 'token')[];
+  /**
+   * A review (SelfSubjectAccessReview, TokenReview, ...): created only, answered from the request and never
+   * stored, as upstream's authorization.k8s.io and authentication.k8s.io kinds.
+   */
+  readonly virtual?: true;
   /** client-node's model name, the root of the kind's schema. */
   readonly model: string;
   /** Fields a field selector may name (metadata.name and metadata.namespace always). */
@@ -51,6 +57,14 @@ const at = (o: unknown, ...path: string[]): string => {
 const metaFields = (o: KObject) => ({ 'metadata.name': at(o, 'metadata', 'name'), 'metadata.namespace': at(o, 'metadata', 'namespace') });
 
 const ALL: readonly Verb[] = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
+
+/** A review kind: create only, never stored (it has no name, no list, no watch). */
+function review(group: string, resource: string, kind: string, namespaced: boolean, model: string): Resource {
+  return {
+    group, version: 'v1', resource, kind, singular: kind.toLowerCase(), namespaced, shortNames: [], categories: [],
+    verbs: ['create'], subresources: [], model, fieldSelectors: [], fields: () => ({}), virtual: true,
+  };
+}
 
 export const RESOURCES: readonly Resource[] = [
   {
@@ -126,6 +140,52 @@ export const RESOURCES: readonly Resource[] = [
     verbs: ALL, subresources: [], model: 'V1Lease',
     fieldSelectors: ['metadata.name', 'metadata.namespace'], fields: metaFields,
   },
+  {
+    group: '', version: 'v1', resource: 'configmaps', kind: 'ConfigMap', singular: 'configmap', namespaced: true, shortNames: ['cm'], categories: [],
+    verbs: ALL, subresources: [], model: 'V1ConfigMap',
+    fieldSelectors: ['metadata.name', 'metadata.namespace'], fields: metaFields,
+  },
+  {
+    group: '', version: 'v1', resource: 'secrets', kind: 'Secret', singular: 'secret', namespaced: true, shortNames: [], categories: [],
+    verbs: ALL, subresources: [], model: 'V1Secret',
+    fieldSelectors: ['metadata.name', 'metadata.namespace', 'type'], fields: (o) => ({ ...metaFields(o), type: at(o, 'type') }),
+  },
+  {
+    group: '', version: 'v1', resource: 'serviceaccounts', kind: 'ServiceAccount', singular: 'serviceaccount', namespaced: true, shortNames: ['sa'], categories: [],
+    verbs: ALL, subresources: ['token'], model: 'V1ServiceAccount',
+    fieldSelectors: ['metadata.name', 'metadata.namespace'], fields: metaFields,
+  },
+  {
+    group: '', version: 'v1', resource: 'endpoints', kind: 'Endpoints', singular: 'endpoints', namespaced: true, shortNames: ['ep'], categories: [],
+    verbs: ALL, subresources: [], model: 'V1Endpoints',
+    fieldSelectors: ['metadata.name', 'metadata.namespace'], fields: metaFields,
+  },
+  {
+    group: 'rbac.authorization.k8s.io', version: 'v1', resource: 'clusterroles', kind: 'ClusterRole', singular: 'clusterrole', namespaced: false, shortNames: [], categories: [],
+    verbs: ALL, subresources: [], model: 'V1ClusterRole',
+    fieldSelectors: ['metadata.name'], fields: metaFields,
+  },
+  {
+    group: 'rbac.authorization.k8s.io', version: 'v1', resource: 'clusterrolebindings', kind: 'ClusterRoleBinding', singular: 'clusterrolebinding', namespaced: false, shortNames: [], categories: [],
+    verbs: ALL, subresources: [], model: 'V1ClusterRoleBinding',
+    fieldSelectors: ['metadata.name'], fields: metaFields,
+  },
+  {
+    group: 'rbac.authorization.k8s.io', version: 'v1', resource: 'roles', kind: 'Role', singular: 'role', namespaced: true, shortNames: [], categories: [],
+    verbs: ALL, subresources: [], model: 'V1Role',
+    fieldSelectors: ['metadata.name', 'metadata.namespace'], fields: metaFields,
+  },
+  {
+    group: 'rbac.authorization.k8s.io', version: 'v1', resource: 'rolebindings', kind: 'RoleBinding', singular: 'rolebinding', namespaced: true, shortNames: [], categories: [],
+    verbs: ALL, subresources: [], model: 'V1RoleBinding',
+    fieldSelectors: ['metadata.name', 'metadata.namespace'], fields: metaFields,
+  },
+  review('authorization.k8s.io', 'selfsubjectaccessreviews', 'SelfSubjectAccessReview', false, 'V1SelfSubjectAccessReview'),
+  review('authorization.k8s.io', 'selfsubjectrulesreviews', 'SelfSubjectRulesReview', false, 'V1SelfSubjectRulesReview'),
+  review('authorization.k8s.io', 'subjectaccessreviews', 'SubjectAccessReview', false, 'V1SubjectAccessReview'),
+  review('authorization.k8s.io', 'localsubjectaccessreviews', 'LocalSubjectAccessReview', true, 'V1LocalSubjectAccessReview'),
+  review('authentication.k8s.io', 'selfsubjectreviews', 'SelfSubjectReview', false, 'V1SelfSubjectReview'),
+  review('authentication.k8s.io', 'tokenreviews', 'TokenReview', false, 'V1TokenReview'),
   {
     // The ClusterIP allocator's objects (KEP-1880, alloc/service-allocator.ts), one per address a Service holds:
     // served for reading; the allocator alone writes them, in its Service's transaction.

@@ -18,12 +18,16 @@ import { labelKeyProblem, labelValueProblem } from '../api/selectors.js';
 import type { KObject } from '../store/types.js';
 import { deploymentStrategy, replicaSetStrategy } from './apps.js';
 import { arr, nameProblems, obj, type NameRule, type O } from './common.js';
+import { configMapStrategy, secretStrategy } from './configmap.js';
+import { endpointsStrategy } from './endpoints.js';
 import { endpointSliceStrategy } from './endpointslice.js';
 import { eventStrategy } from './event.js';
 import { namespaceStrategy } from './namespace.js';
 import { nodeStrategy } from './node.js';
 import { podStrategy } from './pod.js';
+import { clusterRoleBindingStrategy, clusterRoleStrategy, roleBindingStrategy, roleStrategy } from './rbac.js';
 import { serviceStrategy } from './service.js';
+import { serviceAccountStrategy } from './serviceaccount.js';
 import { plain, type Strategy } from './strategy.js';
 
 export type { Strategy } from './strategy.js';
@@ -80,6 +84,14 @@ export const STRATEGIES: Readonly<Record<string, Strategy>> = {
   'replicasets.apps': replicaSetStrategy,
   // Leases: no rules beyond the name; an update of a missing one creates it (AllowCreateOnUpdate).
   'leases.coordination.k8s.io': { ...plain('subdomain'), allowCreateOnUpdate: true },
+  configmaps: configMapStrategy,
+  secrets: secretStrategy,
+  serviceaccounts: serviceAccountStrategy,
+  endpoints: endpointsStrategy,
+  'roles.rbac.authorization.k8s.io': roleStrategy,
+  'clusterroles.rbac.authorization.k8s.io': clusterRoleStrategy,
+  'rolebindings.rbac.authorization.k8s.io': roleBindingStrategy,
+  'clusterrolebindings.rbac.authorization.k8s.io': clusterRoleBindingStrategy,
 };
 
 export type { KObject };
