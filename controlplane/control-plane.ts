@@ -23,7 +23,12 @@ import { silentLogger, type Logger } from '../lib/log/log.js';
 import { realClock, type Clock } from '../lib/reconcile/clock.js';
 import { writeFileDurable } from '../lib/state/durable.js';
 import { readJsonFile } from '../lib/state/read.js';
-import type { Tokens } from './auth/authz.js';
+import { NodeAuthorizer, privilegedGroupAuthorizer, type Tokens } from './auth/authz.js';
+import { reconcileBootstrapPolicy } from './auth/bootstrap.js';
+import { cacheNodeGraph } from './auth/node-graph.js';
+import { CachePolicySource } from './auth/policy-source.js';
+import { AuthorizerChain, RbacAuthorizer } from './auth/rbac.js';
+import { ClusterRoleAggregationController } from './controllers/clusterrole-aggregation.js';
 import { issue } from '../lib/pki/pki.js';
 import { OpenApi } from './api/openapi.js';
 import { RESOURCES } from './api/resources.js';
@@ -266,7 +271,10 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
   }
   const events = new EventBroadcaster({ rest, clock, log: log.child({ [F.subsys]: 'controlplane/events' }) });
   const metrics = new ApiMetrics(() => cache.counts());
-  const server = new ApiServer({ rest, cache, tokens, metrics, anonymousAdmin: o.insecureHttp === true, log: log.child({ [F.subsys]: 'controlplane/api' }), clock, openapi: new OpenApi(schemas), version: o.version, ...(o.bookmarkEveryMs ? { bookmarkEveryMs: o.bookmarkEveryMs } : {}), ...(pki ? { tls: { cert: pki.cert, key: pki.key, clientCA: pki.caPem } } : {}) });
+  // kube-apiserver's --authorization-mode=Node,RBAC, behind its privileged group authorizer (system:masters).
+  const policy = new CachePolicySource(cache);
+  const authorizer = new AuthorizerChain([privilegedGroupAuthorizer, new NodeAuthorizer(cacheNodeGraph(cache)), new RbacAuthorizer(policy)]);
+  const server = new ApiServer({ rest, cache, tokens, metrics, authorizer, policy, anonymousAdmin: o.insecureHttp === true, log: log.child({ [F.subsys]: 'controlplane/api' }), clock, openapi: new OpenApi(schemas), version: o.version, ...(o.bookmarkEveryMs ? { bookmarkEveryMs: o.bookmarkEveryMs } : {}), ...(pki ? { tls: { cert: pki.cert, key: pki.key, clientCA: pki.caPem } } : {}) });
   const sub = (name: string) => log.child({ [F.subsys]: `controlplane/${name}` });
 
   // Every component in start order; they stop in reverse, and a failed start stops what had started.
@@ -291,6 +299,8 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
       for (const ns of SYSTEM_NAMESPACES) {
         if (!cache.get(`namespaces//${ns}`)) await ensure(rest.create(nsRes, '', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }, { fieldManager: 'nodenet-control-plane' }));
       }
+      // The bootstrap RBAC policy (cluster-admin, admin, edit, view, the system: roles and their bindings).
+      await reconcileBootstrapPolicy(rest, cache, sub('rbac-bootstrap'));
       // The `kubernetes` Service, on the first address of the service CIDR, as kube-apiserver makes it.
       if (!cache.get('services/default/kubernetes')) {
         const svcRes = RESOURCES.find((r) => r.resource === 'services')!;
@@ -322,6 +332,7 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
     }),
     new LoadBalancerController({ rest, cache, claims: new Claims(storage, cache, 'loadbalancerips.nodenet.io'), clock, log: sub('loadbalancer'), events: events.recorder(LOAD_BALANCER_COMPONENT), ...(o.loadBalancerPool ? { pool: o.loadBalancerPool } : {}) }),
     new GarbageCollector({ rest, cache, clock, log: sub('gc') }),
+    new ClusterRoleAggregationController({ rest, cache, clock, log: sub('clusterrole-aggregation') }),
     new PodGarbageCollector({ rest, cache, clock, log: sub('pod-gc'), events: events.recorder(POD_GC_COMPONENT), ...(o.orphanPodQuarantineMs !== undefined ? { quarantineMs: o.orphanPodQuarantineMs } : {}) }),
   ];
   const makeScheduler = () => [new Scheduler({ rest, cache, clock, log: sub('scheduler'), events: events.recorder('default-scheduler') })];

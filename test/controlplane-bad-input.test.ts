@@ -83,7 +83,7 @@ t.test('each bad request gets its Status and stores nothing', async (t) => {
     ['a JSON array instead of an object', () => call('POST', SVCS, '[1,2]'), 400, 'BadRequest'],
     ['a Pod posted to services', () => call('POST', SVCS, JSON.stringify({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p' }, spec: { containers: [] } })), 400, 'BadRequest', /Pod/],
     ['a wrong apiVersion', () => call('POST', SVCS, JSON.stringify({ apiVersion: 'apps/v1', kind: 'Service', metadata: { name: 'x' } })), 400, 'BadRequest', /apps\/v1/],
-    ['a resource that does not exist', () => call('GET', '/api/v1/namespaces/default/configmaps'), 404, 'NotFound', /the server could not find the requested resource/],
+    ['a resource that does not exist', () => call('GET', '/api/v1/namespaces/default/replicationcontrollers'), 404, 'NotFound', /the server could not find the requested resource/],
     ['a group that does not exist', () => call('GET', '/apis/batch/v1/jobs'), 404, 'NotFound'],
     ['an unknown field (Strict)', () => call('POST', `${SVCS}?fieldValidation=Strict`, svc('x', { spec: { ports: [{ port: 80 }], bogus: 1 } })), 400, 'BadRequest', /strict decoding error: unknown field "spec\.bogus"/],
     ['a field of the wrong type', () => call('POST', SVCS, svc('x', { spec: { ports: [{ port: 'eighty' }] } })), 400, 'BadRequest', /Service in version "v1" cannot be handled as a Service: json: cannot unmarshal string into Go struct field ServicePort\.spec\.ports\.port of type int32/],
@@ -104,7 +104,8 @@ t.test('each bad request gets its Status and stores nothing', async (t) => {
     ['a bad resourceVersion', () => call('GET', `${SVCS}?watch=1&resourceVersion=abc`), 400, 'BadRequest'],
     ['a limit that is not an int64', () => call('GET', `${SVCS}?limit=ten`), 400, 'BadRequest', /strconv.ParseInt: parsing "ten": invalid syntax/],
     ['a bad continue token', () => call('GET', `${SVCS}?limit=1&continue=garbage`), 400, 'BadRequest'],
-    ['no token', () => call('GET', SVCS, undefined, {}, null), 401, 'Unauthorized'],
+    // No credentials at all: system:anonymous (kube-apiserver's --anonymous-auth default), whom RBAC allows nothing here.
+    ['no token', () => call('GET', SVCS, undefined, {}, null), 403, 'Forbidden', /User "system:anonymous" cannot list resource "services"/],
     ['a wrong token', () => call('GET', SVCS, undefined, {}, 'Bearer nope'), 401, 'Unauthorized'],
   ];
   for (const [what, run, code, reason, msg] of cases) await t.test(what, async (t) => isStatus(t, await run(), code, reason, msg));

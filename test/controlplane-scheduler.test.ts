@@ -95,7 +95,7 @@ t.test('the binding subresource: in discovery, 201 once, 409 for a bound Pod, 40
   const path = '/api/v1/namespaces/default/pods/manual/binding';
   const denied = await kubectl(['create', '--raw', path, '-f', binding], { kubeconfig: env.cp.nodeKubeconfig('n1') });
   t.not(denied.code, 0);
-  t.match(denied.err, /forbidden: User "system:node:n1" cannot create resource "pods"/, 'a node may not bind');
+  t.match(denied.err, /pods "manual" is forbidden: User "system:node:n1" cannot create resource "pods\/binding" in API group "" in the namespace "default"\n/, 'a node may not bind');
   t.equal(await ok(['get', 'pod', 'manual', '-o', 'jsonpath={.spec.nodeName}']), '', 'not bound by the refused request');
   const made = JSON.parse(await ok(['create', '--raw', path, '-f', binding])) as Record<string, unknown>;
   t.match(made, { kind: 'Status', status: 'Success', code: 201 });

@@ -66,12 +66,16 @@ export const apiErrors = {
   badRequest: (msg: string) => new ApiError(ErrorCode.BadRequest, msg),
   expired: (msg: string) => new ApiError(ErrorCode.Expired, msg),
   unauthorized: () => new ApiError(ErrorCode.Unauthorized, 'Unauthorized'),
-  forbidden: (user: string, verb: string, r: Named, namespace: string, name?: string) =>
+  /** The authorization filter's 403, in its words; `reason` (the authorizers' why, when they gave one) follows a colon. */
+  forbidden: (user: string, verb: string, r: Named, namespace: string, name?: string, subresource?: string, reason?: string) =>
     new ApiError(
       ErrorCode.Forbidden,
-      `${grText(r)}${name ? ` "${name}"` : ''} is forbidden: User "${user}" cannot ${verb} resource "${r.resource}" in API group "${r.group}"${namespace ? ` in the namespace "${namespace}"` : ' at the cluster scope'}`,
+      `${grText(r)}${name ? ` "${name}"` : ''} is forbidden: User "${user}" cannot ${verb} resource "${r.resource}${subresource ? `/${subresource}` : ''}" in API group "${r.group}"${namespace ? ` in the namespace "${namespace}"` : ' at the cluster scope'}${reason ? `: ${reason}` : ''}`,
       name ? details(r, name) : { group: r.group, kind: r.resource },
     ),
+  /** errors.NewForbidden(gr, name, why): a 403 for a reason other than authorization (escalation, admission). */
+  forbiddenWhy: (r: Named, name: string, why: string) =>
+    new ApiError(ErrorCode.Forbidden, `${grText(r)}${name ? ` "${name}"` : ''} is forbidden: ${why}`, name ? details(r, name) : { group: r.group, kind: r.resource }),
   forbiddenPath: (user: string, verb: string, path: string) => new ApiError(ErrorCode.Forbidden, `forbidden: User "${user}" cannot ${verb} path "${path}"`, {}),
   pathNotFound: () => new ApiError(ErrorCode.NotFound, 'the server could not find the requested resource', {}),
   methodNotAllowed: () => new ApiError(ErrorCode.MethodNotAllowed, 'the server does not allow this method on the requested resource'),

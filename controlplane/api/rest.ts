@@ -55,6 +55,12 @@ export interface WriteOptions {
   readonly dryRun?: boolean;
   readonly fieldValidation?: FieldValidation;
   readonly fieldManager?: string;
+  /**
+   * Validating admission for this request (the server's chain: RBAC's escalation check, ...): called with the object
+   * as it would be stored, after defaults and validation, with the stored one on an update (null on a create).
+   * It throws to refuse; nothing is written then.
+   */
+  readonly admit?: (o: Readonly<Record<string, unknown>>, old: Readonly<Record<string, unknown>> | null) => void;
 }
 
 export interface WriteResult {
@@ -346,6 +352,7 @@ export class Rest {
         meta['name'] = `${String(meta['generateName'])}${suffix}`;
       }
       this.validate(r, o, null);
+      opts.admit?.(o, null);
       const key = this.key(r, namespace, String(meta['name']));
       if (this.deps.cache.get(key) && !generate) throw apiErrors.alreadyExists(r, String(meta['name']));
       // Each attempt allocates afresh (a generated name that was taken gives back what it was given).
@@ -442,6 +449,7 @@ export class Rest {
           const o = next(cur);
           const merged = this.prepareUpdate(r, o, old, opts.sub);
           this.validate(r, merged, old);
+          opts.admit?.(merged, old);
           alloc = this.allocate(r, key, merged, old as KObject);
           const d = this.decideUpdate(r, key, merged, old, opts, warnings, alloc?.ops ?? []);
           if ('keep' in d) answer = d.answer ?? null;

@@ -23,7 +23,11 @@ import { ErrorCode, NodenetError } from '../../lib/errors/errors.js';
 import { F } from '../../lib/log/fields.js';
 import type { Logger } from '../../lib/log/log.js';
 import type { Clock } from '../../lib/reconcile/clock.js';
-import { ADMIN_USER, authenticate, authorize, type Tokens, type User } from '../auth/authz.js';
+import { ADMIN_USER, ANONYMOUS_USER, authenticate, type Tokens, type User } from '../auth/authz.js';
+import { escalationCheck } from '../auth/escalation.js';
+import { impersonate, wantsImpersonation } from '../auth/impersonation.js';
+import type { Authorizer, PolicySource, RequestAttributes } from '../auth/rbac.js';
+import { answerReview } from '../auth/reviews.js';
 import type { CacheWatch, WatchCache } from '../store/watch-cache.js';
 import type { KObject, StoreEvent } from '../store/types.js';
 import { aggregated, apiGroup, apiGroupList, apiResourceList, apiVersions, versionInfo } from './discovery.js';
@@ -63,6 +67,15 @@ export interface ApiServerOptions {
   readonly metrics?: ApiMetrics;
   /** Plain HTTP on loopback: a request without a token is the admin (kube-apiserver's old insecure port). */
   readonly anonymousAdmin?: boolean;
+  /** The authorizer chain (system:masters, Node, RBAC) every request goes through. */
+  readonly authorizer: Authorizer;
+  /** RBAC's roles and bindings, for the escalation check on role and binding writes. */
+  readonly policy: PolicySource;
+  /**
+   * A request with no credentials is system:anonymous (kube-apiserver's --anonymous-auth, on by default), which RBAC
+   * allows /version and the health endpoints; false: such a request is a 401.
+   */
+  readonly anonymousAuth?: boolean;
 }
 
 interface Route {
@@ -215,20 +228,31 @@ export class ApiServer {
       }
       // /version answers anonymously too, as kube-apiserver's default system:public-info-viewer role allows.
       if (method === 'GET' && path === '/version') return done(this.json(res, 200, versionInfo(this.o.version)));
-      user = this.o.anonymousAdmin && req.headers.authorization === undefined ? ADMIN_USER : certificateUser(req.socket) ?? authenticate(this.o.tokens, req.headers.authorization);
-      if (!user) throw apiErrors.unauthorized();
+      user = this.authenticate(req);
+      if (wantsImpersonation(req.headersDistinct)) user = impersonate(req.headersDistinct, user, this.o.authorizer);
+      const me = user;
+      // A non-resource request (discovery, OpenAPI, /metrics) is authorized on its path, as upstream's RequestInfo
+      // makes it one: every path below that is not /api/v1/<resource>... or /apis/<g>/<v>/<resource>...
+      const allowPath = (p: string) => {
+        const d = this.o.authorizer.authorize({ user: me, verb: method === 'HEAD' ? 'get' : method.toLowerCase(), resourceRequest: false, path: p });
+        if (d.decision !== 'allow') throw apiErrors.forbiddenPath(me.name, method.toLowerCase(), p);
+      };
       if (method === 'GET' && path === '/metrics' && this.o.metrics) {
-        if (!user.groups.includes('system:masters')) throw apiErrors.forbiddenPath(user.name, 'get', '/metrics');
+        allowPath(path);
         const body = await this.o.metrics.text();
         res.writeHead(200, { 'Content-Type': this.o.metrics.contentType }).end(body);
         return done(200);
       }
       if (method === 'GET' && (path === '/openapi/v3' || path.startsWith('/openapi/v3/'))) {
+        allowPath(path);
         const doc = path === '/openapi/v3' ? this.o.openapi.index() : this.o.openapi.document(path.slice('/openapi/v3/'.length));
         if (!doc) throw apiErrors.pathNotFound();
         return done(this.json(res, 200, doc, { 'Cache-Control': 'public, immutable', Etag: `"${this.o.openapi.hash()}"` }));
       }
-      if (method === 'GET' && (path === '/api' || path === '/apis')) return done(this.discovery(req, res, path === '/api'));
+      if (method === 'GET' && (path === '/api' || path === '/apis')) {
+        allowPath(path);
+        return done(this.discovery(req, res, path === '/api'));
+      }
       const segs = path.split('/').filter(Boolean).map(decodeURIComponent);
       let group: string;
       let version: string;
@@ -236,12 +260,14 @@ export class ApiServer {
       if (segs[0] === 'api' && segs.length >= 2) [group, version, rest] = ['', segs[1]!, segs.slice(2)];
       else if (segs[0] === 'apis' && segs.length >= 3) [group, version, rest] = [segs[1]!, segs[2]!, segs.slice(3)];
       else if (segs[0] === 'apis' && segs.length === 2 && method === 'GET') {
+        allowPath(path);
         const g = apiGroup(segs[1]!);
         if (!g) throw apiErrors.pathNotFound();
         return done(this.json(res, 200, g));
       } else throw apiErrors.pathNotFound();
       if (rest.length === 0) {
         if (method !== 'GET') throw apiErrors.methodNotAllowed();
+        allowPath(path);
         const list = apiResourceList(group, version);
         if (!list) throw apiErrors.pathNotFound();
         return done(this.json(res, 200, list));
@@ -257,11 +283,12 @@ export class ApiServer {
       labels = { group, version, resource: route.r.resource, subresource: route.sub, scope };
       verb = this.verbOf(method, route, watch);
       const body = ['POST', 'PUT', 'PATCH'].includes(method) || (method === 'DELETE' && Number(req.headers['content-length'] ?? 0) > 0) ? await this.readBody(req, protobufKind(method, route)) : undefined;
-      const bodyName = verb === 'create' && !route.sub ? String((body?.value as KObject | undefined)?.metadata?.['name'] ?? '') : route.name;
-      const pod = route.r.resource === 'pods' && route.name ? this.o.cache.get(this.o.rest.key(route.r, route.namespace, route.name)) : undefined;
-      if (!authorize(user, { verb, gr: resource, namespace: route.namespace, name: bodyName, subresource: route.sub, boundNode: (pod?.object['spec'] as { nodeName?: string } | undefined)?.nodeName })) {
-        throw apiErrors.forbidden(user.name, verb, route.r, route.namespace, bodyName || undefined);
-      }
+      const attrs: RequestAttributes = {
+        user, verb, resourceRequest: true, apiGroup: group, resource: route.r.resource, subresource: route.sub, namespace: route.namespace, name: route.name,
+        ...(verb === 'create' && !route.sub ? { createName: String((body?.value as KObject | undefined)?.metadata?.['name'] ?? '') } : {}),
+      };
+      const decision = this.o.authorizer.authorize(attrs);
+      if (decision.decision !== 'allow') throw apiErrors.forbidden(user.name, verb, route.r, route.namespace, route.name || undefined, route.sub || undefined, decision.reason);
       // A verb the resource does not serve (discovery lists its verbs): 405, after authorization, as upstream's routes.
       if (!route.sub && !route.r.verbs.includes(verb as Verb)) throw apiErrors.methodNotAllowed();
       if (verb === 'watch') return await this.watch(req, res, route, q, user, done);
@@ -276,7 +303,7 @@ export class ApiServer {
         res.destroy();
       }, this.timeoutMs);
       try {
-        const code = await this.dispatch(req, res, verb, route, q, body);
+        const code = await this.dispatch(req, res, verb, route, q, body, user);
         return done(code);
       } finally {
         clearTimeout(timer);
@@ -290,6 +317,35 @@ export class ApiServer {
       if (s.code >= 500) this.o.log.error({ [F.err]: e, [F.path]: url.pathname }, 'request failed');
       return done(this.status(res, s));
     }
+  }
+
+  /**
+   * Who the request is from: a client certificate the cluster CA signed, else a bearer token, else (no credentials at
+   * all) system:anonymous when anonymous requests are allowed. Credentials that name nobody are a 401.
+   */
+  private authenticate(req: IncomingMessage): User {
+    const header = req.headers.authorization;
+    if (this.o.anonymousAdmin && header === undefined) return ADMIN_USER;
+    const cert = certificateUser(req.socket);
+    if (cert) return cert;
+    // A certificate the cluster CA did not sign fails the request (upstream's x509 authenticator errs, and an
+    // authenticator's error is a 401 before anonymous is considered).
+    const t = req.socket as Partial<TLSSocket>;
+    if (typeof t.getPeerCertificate === 'function' && !t.authorized && Object.keys(t.getPeerCertificate() ?? {}).length > 0) throw apiErrors.unauthorized();
+    if (header !== undefined) {
+      const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+      const u = m ? this.authenticateToken(m[1]!, [])?.user : null;
+      if (!u) throw apiErrors.unauthorized();
+      return u;
+    }
+    if (this.o.anonymousAuth === false) throw apiErrors.unauthorized();
+    return ANONYMOUS_USER;
+  }
+
+  /** The token authenticators (TokenReview's too): the static tokens. */
+  private authenticateToken(token: string, audiences: readonly string[]): { user: User; audiences: readonly string[] } | null {
+    const u = authenticate(this.o.tokens, `Bearer ${token}`);
+    return u ? { user: u, audiences } : null;
   }
 
   private route(group: string, version: string, rest: string[]): Route {
@@ -343,11 +399,21 @@ export class ApiServer {
     return out;
   }
 
-  private async dispatch(req: IncomingMessage, res: ServerResponse, verb: string, route: Route, q: Query, body: { value: unknown; type: string } | undefined): Promise<number> {
+  private async dispatch(req: IncomingMessage, res: ServerResponse, verb: string, route: Route, q: Query, body: { value: unknown; type: string } | undefined, user: User): Promise<number> {
     const { rest } = this.o;
     const { r } = route;
     const ns = route.namespace;
     if (r.namespaced && !route.nsGiven && !['list', 'watch'].includes(verb)) throw apiErrors.pathNotFound();
+    // A review is answered, never stored (verbs other than create are refused above, as discovery lists none).
+    if (r.virtual) {
+      this.checkSub(route, ['']);
+      if (route.name) throw apiErrors.methodNotAllowed();
+      const answer = answerReview({ authorizer: this.o.authorizer, authenticateToken: (token, audiences) => this.authenticateToken(token, audiences) }, r, this.bodyObject(body), user, ns);
+      return this.json(res, 201, { apiVersion: apiVersionOf(r), kind: r.kind, ...answer });
+    }
+    // RBAC's escalation check on role and binding writes, with the object as it would be stored.
+    const admit = escalationCheck({ authorizer: this.o.authorizer, policy: this.o.policy }, user, r, ns);
+    const writeOptions = (qq: Query): WriteOptions => ({ ...this.writeOptions(qq), ...(admit ? { admit } : {}) });
     switch (verb) {
       case 'get': {
         this.checkSub(route, ['', 'status', 'scale']);
@@ -384,7 +450,7 @@ export class ApiServer {
           const b = await bindPod(rest, ns, route.name, this.bodyObject(body), this.writeOptions(q));
           return this.json(res, b.code, b.body);
         }
-        const w = await rest.create(r, ns, this.bodyObject(body), this.writeOptions(q));
+        const w = await rest.create(r, ns, this.bodyObject(body), writeOptions(q));
         return this.object(req, res, route, w.code, w.object, q, w.warnings);
       }
       case 'update': {
@@ -403,7 +469,7 @@ export class ApiServer {
           const w = await updateScale(rest, r, ns, route.name, () => v, this.writeOptions(q));
           return this.json(res, 200, w.object);
         }
-        const w = await rest.update(r, ns, route.name, this.bodyObject(body), { ...this.writeOptions(q), sub: route.sub === 'status' ? 'status' : undefined });
+        const w = await rest.update(r, ns, route.name, this.bodyObject(body), { ...writeOptions(q), sub: route.sub === 'status' ? 'status' : undefined });
         return this.object(req, res, route, w.code, w.object, q, w.warnings);
       }
       case 'patch': {
@@ -421,7 +487,7 @@ export class ApiServer {
           throw apiErrors.invalid({ resource: '', group: 'meta.k8s.io', kind: 'PatchOptions.meta.k8s.io' }, '', [fieldErr.forbidden('force', 'may not be specified for non-apply patch')]);
         }
         const force = forceParam === true;
-        const opts = { ...this.writeOptions(q), sub: route.sub === 'status' ? ('status' as const) : undefined, force };
+        const opts = { ...writeOptions(q), sub: route.sub === 'status' ? ('status' as const) : undefined, force };
         if (type === 'apply' && !opts.fieldManager) throw apiErrors.badRequest('PATCH, application/apply-patch+yaml: fieldManager must be set');
         const w = await rest.patch(r, ns, route.name, type, body.value, opts);
         return this.object(req, res, route, w.code, w.object, q, w.warnings);

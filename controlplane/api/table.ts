@@ -57,6 +57,21 @@ const age = (o: KObject, now: number): string => since(get(o, 'metadata', 'creat
 const NAME: Column = { name: 'Name', type: 'string', format: 'name', description: 'Name must be unique within a namespace.', priority: 0 };
 const AGE: Column = { name: 'Age', type: 'string', description: 'CreationTimestamp is a timestamp representing the server time when this object was created.', priority: 0 };
 const col = (name: string, description: string, priority: 0 | 1 = 0, type: Column['type'] = 'string'): Column => ({ name, type, description, priority });
+const CREATED_AT: Column = { name: 'Created At', type: 'date', description: 'CreationTimestamp is a timestamp representing the server time when this object was created.', priority: 0 };
+const createdAt = (o: KObject): string => str(get(o, 'metadata', 'creationTimestamp'));
+const BINDING_COLUMNS: Column[] = [
+  NAME, col('Role', 'RoleRef is the name of the role the subjects are bound to.'), AGE,
+  col('Users', 'Users in the binding', 1), col('Groups', 'Groups in the binding', 1), col('ServiceAccounts', 'ServiceAccounts in the binding', 1),
+];
+/** rbac.SubjectsStrings: users, groups and `namespace/name` ServiceAccounts, each joined with ", ". */
+const bindingRow = (o: KObject, now: number): Cell[] => {
+  const of = (kind: string) => arr(get(o, 'subjects')).filter((x) => str(get(x, 'kind')) === kind);
+  return [
+    str(get(o, 'metadata', 'name')), `${str(get(o, 'roleRef', 'kind'))}/${str(get(o, 'roleRef', 'name'))}`, age(o, now),
+    of('User').map((x) => str(get(x, 'name'))).join(', '), of('Group').map((x) => str(get(x, 'name'))).join(', '),
+    of('ServiceAccount').map((x) => `${str(get(x, 'namespace'))}/${str(get(x, 'name'))}`).join(', '),
+  ];
+};
 
 /**
  * A metav1.LabelSelector as labels.Selector.String() prints it (LabelSelectorAsSelector): requirements
@@ -324,6 +339,15 @@ export const PRINTERS: Readonly<Record<string, Printer>> = {
   'leases.coordination.k8s.io': {
     columns: [NAME, col('Holder', 'The holder of the lease.'), AGE],
     row: (o, now) => [str(get(o, 'metadata', 'name')), str(get(o, 'spec', 'holderIdentity')), age(o, now)],
+  },
+  // Upstream's printRole / printClusterRole, printRoleBinding / printClusterRoleBinding and printServiceAccount.
+  'roles.rbac.authorization.k8s.io': { columns: [NAME, CREATED_AT], row: (o) => [str(get(o, 'metadata', 'name')), createdAt(o)] },
+  'clusterroles.rbac.authorization.k8s.io': { columns: [NAME, CREATED_AT], row: (o) => [str(get(o, 'metadata', 'name')), createdAt(o)] },
+  'rolebindings.rbac.authorization.k8s.io': { columns: BINDING_COLUMNS, row: bindingRow },
+  'clusterrolebindings.rbac.authorization.k8s.io': { columns: BINDING_COLUMNS, row: bindingRow },
+  serviceaccounts: {
+    columns: [NAME, col('Secrets', 'Secrets is a list of the secrets in the same namespace that pods running using this ServiceAccount are allowed to use.', 0, 'integer'), AGE],
+    row: (o, now) => [str(get(o, 'metadata', 'name')), arr(get(o, 'secrets')).length, age(o, now)],
   },
   'ipaddresses.networking.k8s.io': {
     columns: [NAME, col('ParentRef', 'ParentRef references the resource that an IPAddress is attached to.'), AGE],

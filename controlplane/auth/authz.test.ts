@@ -2,7 +2,7 @@
  * Tokens and the Node authorizer's rules (pure).
  */
 import t from 'tap';
-import { ADMIN_USER, authenticate, authorize, type Attributes } from './authz.js';
+import { ADMIN_USER, authenticate, nodeAllows as authorize, privilegedGroupAuthorizer, type Attributes } from './authz.js';
 
 const tokens = { admin: 'admin-token-0123456789', nodes: { n1: 'node1-token-abcdef', n2: 'node2-token-ghijkl' } };
 const a = (verb: string, gr: string, over: Partial<Attributes> = {}): Attributes => ({ verb, gr, namespace: '', name: '', subresource: '', ...over });
@@ -15,9 +15,13 @@ t.test('authenticate: a bearer token names its user; anything else is nobody', a
   }
 });
 
-t.test('the admin may do anything', async (t) => {
-  for (const v of ['get', 'create', 'delete', 'deletecollection', 'patch']) t.ok(authorize(ADMIN_USER, a(v, 'services', { namespace: 'default', name: 'x' })));
-  t.ok(authorize(ADMIN_USER, a('create', 'pods', { namespace: 'default', name: 'p', subresource: 'binding' })), 'binds Pods');
+t.test('the admin (system:masters) may do anything; nobody else is allowed by that authorizer', async (t) => {
+  for (const v of ['get', 'create', 'delete', 'deletecollection', 'patch']) {
+    t.equal(privilegedGroupAuthorizer.authorize({ user: ADMIN_USER, verb: v, resourceRequest: true, apiGroup: '', resource: 'services', namespace: 'default', name: 'x' }).decision, 'allow');
+  }
+  t.equal(privilegedGroupAuthorizer.authorize({ user: ADMIN_USER, verb: 'get', resourceRequest: false, path: '/metrics' }).decision, 'allow', 'non-resource paths too');
+  t.equal(privilegedGroupAuthorizer.authorize({ user: { name: 'alice', groups: ['system:authenticated'] }, verb: 'get', resourceRequest: true, resource: 'pods' }).decision, 'noopinion');
+  t.notOk(authorize(ADMIN_USER, a('get', 'services')), 'the Node authorizer allows the admin nothing of its own');
 });
 
 t.test('a node reads everything and writes only what a kubelet may', async (t) => {
@@ -58,6 +62,6 @@ t.test('a node reads everything and writes only what a kubelet may', async (t) =
   for (const [what, attrs] of denied) t.notOk(authorize(n1, attrs), `not: ${what}`);
 });
 
-t.test('an authenticated user that is neither admin nor node may do nothing', async (t) => {
+t.test('the Node authorizer allows a user that is not a node nothing (RBAC decides)', async (t) => {
   t.notOk(authorize({ name: 'someone', groups: ['system:authenticated'] }, a('get', 'services')));
 });

@@ -1,23 +1,28 @@
 /**
- * controlplane/auth/authz: who may do what (pure).
+ * controlplane/auth/authz: who a request is from, and the authorizers in front of RBAC (pure).
  *
- * Two kinds of users, from their bearer token:
- * - the admin (`nodenet:admin`, group system:masters): everything;
- * - a node (`system:node:<name>`, group system:nodes), the way
- *   Kubernetes' Node authorizer and NodeRestriction limit a kubelet: it
- *   reads everything but Pods' logs, and writes only its own Node (and its status), its
- *   own Lease in kube-node-lease, Events, and the status of Pods bound to
- *   it (and deletes those Pods, to finish their graceful deletion). It
- *   never binds a Pod (`pods/binding` is the scheduler's, the admin's here).
+ * Users, from their bearer token (client certificates are read in api/server.ts):
+ * - the admin (`nodenet:admin`, group system:masters): everything, as kube-apiserver's privileged group authorizer
+ *   allows system:masters before any other;
+ * - a node (`system:node:<name>`, group system:nodes), the way Kubernetes' Node authorizer limits a kubelet: it
+ *   reads everything but Pods' logs, Secrets and ConfigMaps (those only when a Pod bound to it refers to them, as
+ *   the Node authorizer's graph allows), and writes only its own Node (and its status), its own Lease in
+ *   kube-node-lease, Events, and the status of Pods bound to it (and deletes those Pods, to finish their graceful
+ *   deletion). It never binds a Pod (`pods/binding` is the scheduler's). What the Node authorizer does not allow
+ *   goes on to RBAC (no opinion), as upstream's chain `Node,RBAC`.
+ * - a request with no credentials is `system:anonymous` in `system:unauthenticated` (kube-apiserver's
+ *   --anonymous-auth default): RBAC then allows it what the bootstrap policy grants that group, /version and the
+ *   health endpoints.
  */
 import { timingSafeEqual } from 'node:crypto';
+import type { Authorizer, AuthorizerResult, RequestAttributes, UserInfo } from './rbac.js';
 
-export interface User {
-  readonly name: string;
-  readonly groups: readonly string[];
+export interface User extends UserInfo {
   /** Set for node users. */
   readonly node?: string;
 }
+
+export const ANONYMOUS_USER: User = { name: 'system:anonymous', groups: ['system:unauthenticated'] };
 
 export interface Tokens {
   readonly admin: string;
@@ -53,15 +58,21 @@ export interface Attributes {
   readonly subresource: string;
   /** For pod writes by a node: the node the stored pod is bound to (undefined when there is none). */
   readonly boundNode?: string | undefined;
+  /** For a node's reads of Secrets and ConfigMaps: whether a Pod bound to it refers to the object. */
+  readonly referenced?: boolean | undefined;
 }
 
 const READ = new Set(['get', 'list', 'watch']);
 
-export function authorize(user: User, a: Attributes): boolean {
-  if (user.groups.includes('system:masters')) return true;
+/** Read only when a Pod bound to the node refers to the object (the Node authorizer's graph). */
+const REFERENCED = new Set(['secrets', 'configmaps']);
+
+/** The Node authorizer's rules for a node user: whether they allow the request (false for anyone else). */
+export function nodeAllows(user: User, a: Attributes): boolean {
   if (!user.node) return false;
   // Logs can hold anything an app prints: a node reads no Pod's (its kubelet serves its own to the control plane).
   if (a.gr === 'pods' && a.subresource === 'log') return false;
+  if (REFERENCED.has(a.gr)) return READ.has(a.verb) && a.referenced === true;
   if (READ.has(a.verb)) return true;
   const node = user.node;
   switch (a.gr) {
@@ -78,5 +89,37 @@ export function authorize(user: User, a: Attributes): boolean {
       return a.subresource === '' && a.verb === 'delete' && a.boundNode === node;
     default:
       return false;
+  }
+}
+
+/** system:masters may do anything (kube-apiserver's privileged group authorizer, first in its chain). */
+export const privilegedGroupAuthorizer: Authorizer = {
+  authorize: (a) => (a.user.groups.includes('system:masters') ? { decision: 'allow', reason: '' } : { decision: 'noopinion', reason: '' }),
+};
+
+/** What a node request needs beyond its attributes, looked up lazily (only for node users). */
+export interface NodeGraph {
+  /** The node a stored Pod is bound to. */
+  boundNode(namespace: string, name: string): string | undefined;
+  /** Whether a Pod bound to `node` refers to the Secret or ConfigMap. */
+  referenced(node: string, gr: 'secrets' | 'configmaps', namespace: string, name: string): boolean;
+}
+
+/** The Node authorizer: allows what nodeAllows allows a node; no opinion otherwise (RBAC decides). */
+export class NodeAuthorizer implements Authorizer {
+  constructor(private readonly graph: NodeGraph) {}
+
+  authorize(a: RequestAttributes): AuthorizerResult {
+    const user = a.user as User;
+    if (!user.node || !a.resourceRequest) return { decision: 'noopinion', reason: '' };
+    const gr = a.apiGroup ? `${a.resource}.${a.apiGroup}` : a.resource ?? '';
+    const ns = a.namespace ?? '';
+    const name = a.name || a.createName || '';
+    const attrs: Attributes = {
+      verb: a.verb, gr, namespace: ns, name, subresource: a.subresource ?? '',
+      boundNode: gr === 'pods' && name ? this.graph.boundNode(ns, name) : undefined,
+      referenced: (gr === 'secrets' || gr === 'configmaps') && name ? this.graph.referenced(user.node, gr, ns, name) : false,
+    };
+    return nodeAllows(user, attrs) ? { decision: 'allow', reason: '' } : { decision: 'noopinion', reason: '' };
   }
 }

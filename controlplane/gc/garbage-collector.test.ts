@@ -289,14 +289,14 @@ t.test('owners that do not exist: a reference to a missing uid is collected; one
   const d = (await w.rest.create(DEPLOY, 'default', deploy())).object;
   await w.rest.create(RS, 'default', rset('impostor', [owner(d, { uid: 'not-the-uid' })]));
   await w.rest.create(RS, 'default', rset('orphaned', [{ apiVersion: 'apps/v1', kind: 'Deployment', name: 'gone', uid: 'gone-uid', controller: true }]));
-  const cm = { apiVersion: 'v1', kind: 'ConfigMap', name: 'settings', uid: 'cm-uid' };
+  const cm = { apiVersion: 'v1', kind: 'ReplicationController', name: 'settings', uid: 'rc-uid' };
   await w.rest.create(POD, 'default', pod('by-configmap', [cm]));
   await w.rest.create(POD, 'default', pod('by-widget', [{ apiVersion: 'example.com/v1', kind: 'Widget', name: 'w', uid: 'w-uid' }]));
   await quiet(w);
   t.equal(w.store.get(K.rs('default', 'impostor')), undefined, 'same name, another uid: the owner is gone');
   t.equal(w.store.get(K.rs('default', 'orphaned')), undefined, 'no object of that name at all');
   t.ok(w.store.get(K.d()), 'the Deployment its impostor named is untouched');
-  t.same(refsOf(w.store.get(K.pod('by-configmap'))?.object), [cm], 'a ConfigMap is not served here: never collected on its account');
+  t.same(refsOf(w.store.get(K.pod('by-configmap'))?.object), [cm], 'a ReplicationController is not served here: never collected on its account');
   t.ok(w.store.get(K.pod('by-widget')), 'nor on a custom kind\'s account');
 
   // A reference added later to an object that exists is checked as well.
