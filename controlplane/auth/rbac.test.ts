@@ -232,3 +232,35 @@ t.test('what a Pod refers to (the Node authorizer\'s graph)', async (t) => {
   t.same([...refs.secrets].sort(), ['pull', 's1', 's2', 's3', 's4']);
   t.same([...refs.configmaps].sort(), ['c1', 'c2', 'c3', 'c4']);
 });
+
+t.test('validation of the RBAC kinds, in upstream\'s words', async (t) => {
+  const { STRATEGIES } = await import('../kinds/kinds.js');
+  const S = (gr: string) => STRATEGIES[`${gr}.rbac.authorization.k8s.io`]!;
+  const msgs = (errs: { field: string; message: string }[]) => errs.map((e) => `${e.field}: ${e.message}`);
+  t.same(msgs(S('roles').validate({ rules: [{ verbs: [] , apiGroups: [''], resources: ['pods'] }, { verbs: ['get'], nonResourceURLs: ['/x'] }, { verbs: ['get'] }] }, null)), [
+    'rules[0].verbs: Required value: verbs must contain at least one value',
+    'rules[1].nonResourceURLs: Invalid value: ["/x"]: namespaced rules cannot apply to non-resource URLs',
+    'rules[2].apiGroups: Required value: resource rules must supply at least one api group',
+    'rules[2].resources: Required value: resource rules must supply at least one resource',
+  ]);
+  t.same(msgs(S('clusterroles').validate({ rules: [{ verbs: ['get'], nonResourceURLs: ['/x'], resources: ['pods'] }], aggregationRule: { clusterRoleSelectors: [] } }, null)), [
+    'rules[0].nonResourceURLs: Invalid value: ["/x"]: rules cannot apply to both regular resources and non-resource URLs',
+    'aggregationRule.clusterRoleSelectors: Required value: at least one clusterRoleSelector required if aggregationRule is non-nil',
+  ]);
+  const rb = { roleRef: { kind: 'Role', name: 'r' }, subjects: [{ kind: 'User', name: 'bob' }, { kind: 'ServiceAccount', name: 'default' }] };
+  S('rolebindings').defaults(rb);
+  t.same(rb, { roleRef: { kind: 'Role', name: 'r', apiGroup: 'rbac.authorization.k8s.io' }, subjects: [{ kind: 'User', name: 'bob', apiGroup: 'rbac.authorization.k8s.io' }, { kind: 'ServiceAccount', name: 'default' }] }, 'defaults: roleRef and User/Group apiGroup');
+  t.same(msgs(S('rolebindings').validate(rb, null)), []);
+  t.same(msgs(S('clusterrolebindings').validate(rb, null)), [
+    'roleRef.kind: Unsupported value: "Role": supported values: "ClusterRole"',
+    'subjects[1].namespace: Required value',
+  ]);
+  t.same(msgs(S('rolebindings').validate({ ...rb, roleRef: { ...rb.roleRef, name: 'other' } }, rb)), ['roleRef: Invalid value: {"kind":"Role","name":"other","apiGroup":"rbac.authorization.k8s.io"}: cannot change roleRef']);
+  t.same(msgs(S('rolebindings').validate({ roleRef: { apiGroup: 'x', kind: 'Thing', name: '' }, subjects: [{ kind: 'Robot', name: 'r2' }, { kind: 'Group', name: 'g', apiGroup: 'other' }] }, null)), [
+    'roleRef.apiGroup: Unsupported value: "x": supported values: "rbac.authorization.k8s.io"',
+    'roleRef.kind: Unsupported value: "Thing": supported values: "Role", "ClusterRole"',
+    'roleRef.name: Required value',
+    'subjects[0].kind: Unsupported value: "Robot": supported values: "ServiceAccount", "User", "Group"',
+    'subjects[1].apiGroup: Unsupported value: "other": supported values: "rbac.authorization.k8s.io"',
+  ]);
+});
