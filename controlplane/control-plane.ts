@@ -29,6 +29,8 @@ import { cacheNodeGraph } from './auth/node-graph.js';
 import { CachePolicySource } from './auth/policy-source.js';
 import { AuthorizerChain, RbacAuthorizer } from './auth/rbac.js';
 import { ClusterRoleAggregationController } from './controllers/clusterrole-aggregation.js';
+import { defaultServiceAccount, NamespaceObjectController, rootCAConfigMap } from './controllers/namespace-objects.js';
+import { newSigningKey, ServiceAccountTokens } from './auth/sa-token.js';
 import { issue } from '../lib/pki/pki.js';
 import { OpenApi } from './api/openapi.js';
 import { RESOURCES } from './api/resources.js';
@@ -191,6 +193,21 @@ function ensurePki(dir: string, hosts: readonly string[]): { caPem: string; cert
   return { caPem, cert: readFileSync(crt, 'utf8'), key: readFileSync(key, 'utf8') };
 }
 
+/**
+ * The ServiceAccount token signing key (kubeadm's pki/sa.key and sa.pub), made or reused. Every API server of a
+ * cluster needs the same one: the lab copies it with the CA.
+ */
+function ensureSigningKey(dir: string): string {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const key = join(dir, 'sa.key');
+  if (!existsSync(key)) {
+    const k = newSigningKey();
+    writeFileDurable(key, k.privateKeyPem, { mode: 0o600 });
+    writeFileDurable(join(dir, 'sa.pub'), k.publicKeyPem, { mode: 0o644 });
+  }
+  return readFileSync(key, 'utf8');
+}
+
 const REPAIR_EVERY_MS = 3 * 60_000;
 
 /** A component that runs fn at start and then every everyMs, for as long as it runs. */
@@ -274,7 +291,21 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
   // kube-apiserver's --authorization-mode=Node,RBAC, behind its privileged group authorizer (system:masters).
   const policy = new CachePolicySource(cache);
   const authorizer = new AuthorizerChain([privilegedGroupAuthorizer, new NodeAuthorizer(cacheNodeGraph(cache)), new RbacAuthorizer(policy)]);
-  const server = new ApiServer({ rest, cache, tokens, metrics, authorizer, policy, anonymousAdmin: o.insecureHttp === true, log: log.child({ [F.subsys]: 'controlplane/api' }), clock, openapi: new OpenApi(schemas), version: o.version, ...(o.bookmarkEveryMs ? { bookmarkEveryMs: o.bookmarkEveryMs } : {}), ...(pki ? { tls: { cert: pki.cert, key: pki.key, clientCA: pki.caPem } } : {}) });
+  const saTokens = new ServiceAccountTokens({
+    privateKeyPem: ensureSigningKey(join(o.dataDir, 'pki')),
+    now: () => clock.now(),
+    lookups: {
+      serviceAccountUid: (ns, name) => {
+        const u = cache.get(`serviceaccounts/${ns}/${name}`)?.object.metadata?.['uid'];
+        return typeof u === 'string' ? u : undefined;
+      },
+      object: (kind, ns, name) => {
+        const s = cache.get(kind === 'Pod' ? `pods/${ns}/${name}` : kind === 'Secret' ? `secrets/${ns}/${name}` : `nodes//${name}`);
+        return s ? { uid: String(s.object.metadata?.['uid'] ?? ''), deleting: !!s.object.metadata?.['deletionTimestamp'] } : undefined;
+      },
+    },
+  });
+  const server = new ApiServer({ rest, cache, tokens, metrics, authorizer, policy, serviceAccountTokens: saTokens, anonymousAdmin: o.insecureHttp === true, log: log.child({ [F.subsys]: 'controlplane/api' }), clock, openapi: new OpenApi(schemas), version: o.version, ...(o.bookmarkEveryMs ? { bookmarkEveryMs: o.bookmarkEveryMs } : {}), ...(pki ? { tls: { cert: pki.cert, key: pki.key, clientCA: pki.caPem } } : {}) });
   const sub = (name: string) => log.child({ [F.subsys]: `controlplane/${name}` });
 
   // Every component in start order; they stop in reverse, and a failed start stops what had started.
@@ -333,6 +364,8 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
     new LoadBalancerController({ rest, cache, claims: new Claims(storage, cache, 'loadbalancerips.nodenet.io'), clock, log: sub('loadbalancer'), events: events.recorder(LOAD_BALANCER_COMPONENT), ...(o.loadBalancerPool ? { pool: o.loadBalancerPool } : {}) }),
     new GarbageCollector({ rest, cache, clock, log: sub('gc') }),
     new ClusterRoleAggregationController({ rest, cache, clock, log: sub('clusterrole-aggregation') }),
+    new NamespaceObjectController(defaultServiceAccount, { rest, cache, clock, log: sub('serviceaccounts') }),
+    ...(pki ? [new NamespaceObjectController(rootCAConfigMap(pki.caPem), { rest, cache, clock, log: sub('root-ca-cert-publisher') })] : []),
     new PodGarbageCollector({ rest, cache, clock, log: sub('pod-gc'), events: events.recorder(POD_GC_COMPONENT), ...(o.orphanPodQuarantineMs !== undefined ? { quarantineMs: o.orphanPodQuarantineMs } : {}) }),
   ];
   const makeScheduler = () => [new Scheduler({ rest, cache, clock, log: sub('scheduler'), events: events.recorder('default-scheduler') })];

@@ -74,6 +74,7 @@ export function apiResourceList(group: string, version: string): Record<string, 
       if (sub === 'status') resources.push({ name: `${r.resource}/status`, singularName: '', namespaced: r.namespaced, kind: r.kind, verbs: SUB_VERBS });
       else if (sub === 'binding') resources.push({ name: `${r.resource}/binding`, singularName: '', namespaced: r.namespaced, kind: 'Binding', verbs: ['create'] });
       else if (sub === 'log') resources.push({ name: `${r.resource}/log`, singularName: '', namespaced: r.namespaced, kind: r.kind, verbs: ['get'] });
+      else if (sub === 'token') resources.push({ name: `${r.resource}/token`, singularName: '', namespaced: r.namespaced, group: 'authentication.k8s.io', version: 'v1', kind: 'TokenRequest', verbs: ['create'] });
       else resources.push({ name: `${r.resource}/scale`, singularName: '', namespaced: r.namespaced, group: 'autoscaling', version: 'v1', kind: 'Scale', verbs: SUB_VERBS });
     }
   }
@@ -110,6 +111,8 @@ export function aggregated(core: boolean, apiVersion: 'apidiscovery.k8s.io/v2' |
                   ? { subresource: 'binding', responseKind: { group: '', version: 'v1', kind: 'Binding' }, verbs: ['create'] }
                   : s === 'log'
                   ? { subresource: 'log', responseKind: { group: '', version: 'v1', kind: r.kind }, verbs: ['get'] }
+                  : s === 'token'
+                  ? { subresource: 'token', responseKind: { group: 'authentication.k8s.io', version: 'v1', kind: 'TokenRequest' }, verbs: ['create'] }
                   : { subresource: 'scale', responseKind: { group: 'autoscaling', version: 'v1', kind: 'Scale' }, verbs: SUB_VERBS },
             );
           }

@@ -28,6 +28,8 @@ import { escalationCheck } from '../auth/escalation.js';
 import { impersonate, wantsImpersonation } from '../auth/impersonation.js';
 import type { Authorizer, PolicySource, RequestAttributes } from '../auth/rbac.js';
 import { answerReview } from '../auth/reviews.js';
+import { ServiceAccountTokens } from '../auth/sa-token.js';
+import { requestToken } from '../registry/serviceaccount-token.js';
 import type { CacheWatch, WatchCache } from '../store/watch-cache.js';
 import type { KObject, StoreEvent } from '../store/types.js';
 import { aggregated, apiGroup, apiGroupList, apiResourceList, apiVersions, versionInfo } from './discovery.js';
@@ -76,6 +78,10 @@ export interface ApiServerOptions {
    * allows /version and the health endpoints; false: such a request is a 401.
    */
   readonly anonymousAuth?: boolean;
+  /** ServiceAccount tokens: issued by TokenRequest, accepted as bearer tokens. Absent: neither. */
+  readonly serviceAccountTokens?: ServiceAccountTokens;
+  /** --service-account-max-token-expiration, seconds. */
+  readonly maxTokenExpirationSeconds?: number;
 }
 
 interface Route {
@@ -342,8 +348,16 @@ export class ApiServer {
     return ANONYMOUS_USER;
   }
 
-  /** The token authenticators (TokenReview's too): the static tokens. */
+  /** The token authenticators (TokenReview's too): ServiceAccount tokens (JWTs), then the static tokens. */
   private authenticateToken(token: string, audiences: readonly string[]): { user: User; audiences: readonly string[] } | null {
+    if (this.o.serviceAccountTokens && ServiceAccountTokens.looksLikeJWT(token)) {
+      const v = this.o.serviceAccountTokens.verify(token, audiences);
+      if ('error' in v) {
+        this.o.log.debug({ [F.err]: v.error }, 'a ServiceAccount token was refused');
+        return null;
+      }
+      return v;
+    }
     const u = authenticate(this.o.tokens, `Bearer ${token}`);
     return u ? { user: u, audiences } : null;
   }
@@ -370,7 +384,7 @@ export class ApiServer {
     switch (method) {
       case 'GET': return named ? (watch ? 'watch' : 'get') : watch ? 'watch' : 'list';
       // A POST to a named object is a create of one of its subresources (a Pod's binding).
-      case 'POST': if (!named || route.sub === 'binding') return 'create'; break;
+      case 'POST': if (!named || route.sub === 'binding' || route.sub === 'token') return 'create'; break;
       case 'PUT': if (named) return 'update'; break;
       case 'PATCH': if (named) return 'patch'; break;
       case 'DELETE': return named ? 'delete' : 'deletecollection';
@@ -383,6 +397,7 @@ export class ApiServer {
     if (route.sub === 'status' && !route.r.subresources.includes('status')) throw apiErrors.pathNotFound();
     if (route.sub === 'scale' && !route.r.subresources.includes('scale')) throw apiErrors.pathNotFound();
     if (route.sub === 'binding' && !route.r.subresources.includes('binding')) throw apiErrors.pathNotFound();
+    if (route.sub === 'token' && !route.r.subresources.includes('token')) throw apiErrors.pathNotFound();
   }
 
   /** CreateOptions, UpdateOptions and PatchOptions' common query parameters. */
@@ -445,7 +460,12 @@ export class ApiServer {
         return this.send(res, 200, JSON_TYPE, head + l.items.map((s) => s.json).join(',') + ']}');
       }
       case 'create': {
-        this.checkSub(route, ['', 'binding']);
+        this.checkSub(route, ['', 'binding', 'token']);
+        if (route.sub === 'token') {
+          if (!this.o.serviceAccountTokens) throw apiErrors.pathNotFound();
+          const answer = await requestToken({ cache: this.o.cache, tokens: this.o.serviceAccountTokens, maxExpirationSeconds: this.o.maxTokenExpirationSeconds }, ns, route.name, this.bodyObject(body));
+          return this.json(res, 201, answer);
+        }
         if (route.sub === 'binding') {
           const b = await bindPod(rest, ns, route.name, this.bodyObject(body), this.writeOptions(q));
           return this.json(res, b.code, b.body);

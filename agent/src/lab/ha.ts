@@ -150,7 +150,8 @@ export class HaParts {
     for (let i = 1; i <= shape.apiServers; i++) await this.addHost(`api${i}`, `${apiServerIP(i)}/${UNDERLAY_PREFIX}`, apiServerPort(tag, i));
     for (let i = 1; i <= shape.etcdMembers; i++) this.procs.set(etcdRole(i), startEtcdMember(this.lab, i, 'new'));
     await waitEtcd(this.lab);
-    // The first API server makes the CA and the tokens; the others start with copies (one cluster, one trust).
+    // The first API server makes the CA, the ServiceAccount signing key and the tokens; the others start with
+    // copies (one cluster, one trust).
     const first = startApiServer(this.lab, 1);
     this.procs.set(apiServerRole(1), first);
     await waitApiServer(this.lab, 1, () => first.exitCode === null && first.signalCode === null);
@@ -158,7 +159,7 @@ export class HaParts {
     for (let i = 2; i <= shape.apiServers; i++) {
       const dst = apiServerDataDir(this.lab.runRoot, i);
       mkdirSync(`${dst}/pki`, { recursive: true, mode: 0o700 });
-      for (const f of ['pki/ca.crt', 'pki/ca.key', 'tokens.json']) copyFileSync(`${src}/${f}`, `${dst}/${f}`);
+      for (const f of ['pki/ca.crt', 'pki/ca.key', 'pki/sa.key', 'pki/sa.pub', 'tokens.json']) copyFileSync(`${src}/${f}`, `${dst}/${f}`);
       this.procs.set(apiServerRole(i), startApiServer(this.lab, i));
     }
     for (let i = 2; i <= shape.apiServers; i++) {
