@@ -44,14 +44,14 @@ const waitFor = async (what: string, f: () => Promise<boolean>) => {
 const bob = addUser(dir, 'bob', ['dev']);
 
 t.test('the bootstrap roles and bindings, with upstream\'s names', async (t) => {
-  const roles = await ok(cp.kubeconfig, ['get', 'clusterroles', '-o', 'name']);
-  for (const n of ['cluster-admin', 'admin', 'edit', 'view', 'system:basic-user', 'system:discovery', 'system:kube-scheduler', 'system:controller:replicaset-controller']) t.match(roles, `clusterrole.rbac.authorization.k8s.io/${n}\n`, n);
+  const roles = (await ok(cp.kubeconfig, ['get', 'clusterroles', '-o', 'name'])).trim().split('\n');
+  for (const n of ['cluster-admin', 'admin', 'edit', 'view', 'system:basic-user', 'system:discovery', 'system:kube-scheduler', 'system:controller:replicaset-controller']) t.ok(roles.includes(`clusterrole.rbac.authorization.k8s.io/${n}`), n);
   const crb = JSON.parse(await ok(cp.kubeconfig, ['get', 'clusterrolebinding', 'cluster-admin', '-o', 'json'])) as { subjects: { kind: string; name: string }[] };
   t.same(crb.subjects.map((s) => `${s.kind}/${s.name}`), ['Group/system:masters']);
   await waitFor('view aggregated', async () => JSON.parse(await ok(cp.kubeconfig, ['get', 'clusterrole', 'view', '-o', 'json'])).rules?.length > 0);
   const edit = JSON.parse(await ok(cp.kubeconfig, ['get', 'clusterrole', 'edit', '-o', 'json'])) as { rules: { resources?: string[]; verbs: string[] }[] };
   t.ok(edit.rules.some((r) => r.resources?.includes('pods') && r.verbs.includes('create')), 'edit aggregates system:aggregate-to-edit');
-  t.ok(edit.rules.some((r) => r.resources?.includes('pods') && r.verbs.includes('list')), 'and view (edit carries aggregate-to-edit... view carries aggregate-to-edit)');
+  t.ok(edit.rules.some((r) => r.resources?.includes('pods') && r.verbs.includes('list')), 'and view\'s rules (view is labelled aggregate-to-edit)');
 });
 
 t.test('a user is refused, then allowed after a RoleBinding; can-i and whoami say so', async (t) => {
@@ -69,7 +69,7 @@ t.test('a user is refused, then allowed after a RoleBinding; can-i and whoami sa
   const list = await ok(bob, ['auth', 'can-i', '--list', '-n', 'default']);
   t.match(list, /pods\s+\[\]\s+\[\]\s+\[get list watch\]/, `--list:\n${list}`);
   t.match(list, /selfsubjectaccessreviews\.authorization\.k8s\.io\s+\[\]\s+\[\]\s+\[create\]/);
-  t.match(list, /\/api\/\*\s+\[\]\s+\[get\]/, 'the non-resource URLs of system:discovery');
+  t.match(list, /\[\/api\/\*\]\s+\[\]\s+\[get\]/, 'the non-resource URLs of system:discovery');
   const rb = await ok(cp.kubeconfig, ['get', 'rolebinding', 'bob-view', '-n', 'default', '-o', 'wide']);
   t.match(rb, /bob-view\s+ClusterRole\/view\s+\S+\s+bob/, `the RoleBinding's table: ${rb}`);
 });
@@ -106,7 +106,12 @@ t.test('aggregation: a ClusterRole labelled aggregate-to-view joins view', async
   const cr = { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: 'widget-viewer', labels: { 'rbac.authorization.k8s.io/aggregate-to-view': 'true' } }, rules: [{ apiGroups: ['example.com'], resources: ['widgets'], verbs: ['get', 'list'] }] };
   await ok(cp.kubeconfig, ['apply', '-f', '-'], JSON.stringify(cr));
   await waitFor('widgets in view', async () => (await ok(cp.kubeconfig, ['get', 'clusterrole', 'view', '-o', 'json'])).includes('widgets'));
-  t.equal((await kubectl(bob, ['auth', 'can-i', 'list', 'widgets.example.com'])).out.trim(), 'yes', 'bob, bound to view, may list widgets');
+  // (kubectl auth can-i sends a resource discovery does not know as it is typed, group and all in `resource`: a
+  // review names the group itself.)
+  const ssar = { apiVersion: 'authorization.k8s.io/v1', kind: 'SelfSubjectAccessReview', spec: { resourceAttributes: { namespace: 'default', verb: 'list', group: 'example.com', resource: 'widgets' } } };
+  const answer = JSON.parse(await ok(bob, ['create', '-f', '-', '-o', 'json'], JSON.stringify(ssar))) as { status: { allowed: boolean; reason?: string } };
+  t.equal(answer.status.allowed, true, 'bob, bound to view, may list widgets');
+  t.match(answer.status.reason, /RoleBinding "default\/bob-view" of ClusterRole "view" to User "bob"/);
   await ok(cp.kubeconfig, ['delete', 'clusterrole', 'widget-viewer']);
   await waitFor('widgets gone from view', async () => !(await ok(cp.kubeconfig, ['get', 'clusterrole', 'view', '-o', 'json'])).includes('widgets'));
   t.pass('and leaves it when deleted');
@@ -136,7 +141,7 @@ print(json.dumps(out))
 `;
   const { stdout } = await promisify(execFile)('/usr/bin/python3', ['-c', script, py], { timeout: 60_000 });
   const r = JSON.parse(stdout) as Record<string, unknown>;
-  t.same(r['configmaps'], ['settings']);
+  t.same(r['configmaps'], ['kube-root-ca.crt', 'settings']);
   t.same(r['get'], { a: 'b' });
   t.match(r['secrets'], { status: 403, body: { kind: 'Status', status: 'Failure', reason: 'Forbidden', code: 403, message: 'secrets is forbidden: User "dana" cannot list resource "secrets" in API group "" in the namespace "default"', details: { kind: 'secrets' } } });
   t.match(r['other-ns'], { status: 403, body: { message: /in the namespace "kube-system"/ } });

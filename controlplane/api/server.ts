@@ -736,6 +736,7 @@ function protobufKind(method: string, route: Route): ProtobufExpected | undefine
   if (method === 'DELETE') return { apiVersion: 'v1', kind: 'DeleteOptions' };
   if (route.sub === 'binding') return { apiVersion: 'v1', kind: 'Binding' };
   if (route.sub === 'scale') return { apiVersion: 'autoscaling/v1', kind: 'Scale' };
+  if (route.sub === 'token') return { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest' };
   return { apiVersion: apiVersionOf(route.r), kind: route.r.kind };
 }
 
