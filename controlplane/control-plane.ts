@@ -41,6 +41,7 @@ import { GarbageCollector } from './gc/garbage-collector.js';
 import { NodeIpam } from './controllers/node-ipam.js';
 import { PodGarbageCollector, POD_GC_COMPONENT } from './controllers/pod-gc.js';
 import { EndpointSliceController } from './controllers/endpointslice.js';
+import { EndpointsController } from './controllers/endpoints.js';
 import { ReplicaSetController } from './controllers/replicaset.js';
 import { DeploymentController } from './controllers/deployment.js';
 import { EventBroadcaster } from './controllers/events.js';
@@ -355,6 +356,7 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
     }, (e) => log.warn({ [F.err]: e instanceof Error ? e.message : String(e) }, 'the allocators\' repair failed; retrying at the next interval')),
     makeIpam(),
     new EndpointSliceController({ rest, cache, clock, log: sub('endpointslice') }),
+    new EndpointsController({ rest, cache, clock, log: sub('endpoints'), events: events.recorder('endpoint-controller') }),
     new ReplicaSetController({ rest, cache, clock, log: sub('replicaset'), events: events.recorder('replicaset-controller') }),
     new DeploymentController({ rest, cache, clock, log: sub('deployment'), events: events.recorder('deployment-controller') }),
     new NodeLifecycleController({

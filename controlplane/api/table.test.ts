@@ -266,3 +266,21 @@ t.test('endpointslices: ADDRESSTYPE, PORTS, ENDPOINTS with at most three of each
   t.same(row('endpointslices.discovery.k8s.io', { metadata: { name: 'e' }, addressType: 'IPv4', ports: [{}], endpoints: [] }).slice(2, 4), ['*', '<unset>'], 'no number and no name: every port');
   t.same(row('endpointslices.discovery.k8s.io', { metadata: { name: 'e' }, addressType: 'FQDN' }).slice(2, 4), ['<unset>', '<unset>']);
 });
+
+t.test('endpoints: ENDPOINTS as formatEndpoints prints them (ready IP:PORT per port, three, then "+ N more...")', async (t) => {
+  t.same(header('endpoints'), ['NAME', 'ENDPOINTS', 'AGE']);
+  const ep = (subsets?: unknown[]): KObject => ({ metadata: { name: 'web', creationTimestamp: ago(5 * M) }, ...(subsets ? { subsets } : {}) });
+  t.same(row('endpoints', ep()), ['web', '<none>', '5m'], 'no subsets');
+  t.same(row('endpoints', ep([{ addresses: [{ ip: '10.0.0.1' }, { ip: '10.0.0.2' }], ports: [{ port: 80 }] }])), ['web', '10.0.0.1:80,10.0.0.2:80', '5m']);
+  t.same(
+    row('endpoints', ep([
+      { addresses: [{ ip: '10.0.0.1' }, { ip: '10.0.0.2' }], notReadyAddresses: [{ ip: '10.0.0.9' }], ports: [{ name: 'http', port: 80 }, { name: 'https', port: 443 }] },
+      { addresses: [{ ip: '10.0.0.3' }], ports: [{ name: 'http', port: 8080 }] },
+    ])),
+    ['web', '10.0.0.1:80,10.0.0.2:80,10.0.0.1:443 + 2 more...', '5m'],
+    'every port of every ready address counts (upstream\'s order: subset, port, address); not-ready ones are not shown',
+  );
+  t.same(row('endpoints', ep([{ addresses: [{ ip: '10.0.0.1' }, { ip: '10.0.0.2' }] }]))[1], '10.0.0.1,10.0.0.2', 'a headless Service without ports: the IPs');
+  t.same(row('endpoints', ep([{ addresses: [{ ip: '2001:db8::1' }], ports: [{ port: 53 }] }]))[1], '[2001:db8::1]:53', 'IPv6 as net.JoinHostPort writes it');
+  t.same(row('endpoints', ep([{ notReadyAddresses: [{ ip: '10.0.0.1' }], ports: [{ port: 80 }] }]))[1], '', 'only not-ready addresses: an empty cell, as upstream');
+});

@@ -111,6 +111,28 @@ function listWithMore(items: readonly string[]): string {
   return items.length ? items.join(',') : '<unset>';
 }
 
+/**
+ * formatEndpoints: the ready addresses as IP:PORT (IP alone in a subset without ports; [v6]:PORT), three at most, then
+ * ` + N more...`; `<none>` without subsets. Not-ready addresses are not shown.
+ */
+function formatEndpoints(o: KObject): string {
+  const subsets = arr(get(o, 'subsets'));
+  if (subsets.length === 0) return '<none>';
+  const max = 3;
+  const list: string[] = [];
+  let count = 0;
+  for (const ss of subsets) {
+    const ips = arr(get(ss, 'addresses')).map((a) => str(get(a, 'ip')));
+    const ports = arr(get(ss, 'ports'));
+    const each = ports.length === 0 ? [ips] : ports.map((p) => ips.map((ip) => `${ip.includes(':') ? `[${ip}]` : ip}:${String(get(p, 'port'))}`));
+    for (const entries of each) {
+      count += entries.length;
+      for (const e of entries) if (list.length < max) list.push(e);
+    }
+  }
+  return count > max ? `${list.join(',')} + ${count - max} more...` : list.join(',');
+}
+
 const isTrue = (conds: unknown, type: string): boolean => arr(conds).some((c) => get(c, 'type') === type && get(c, 'status') === 'True');
 
 /** printPod: READY, STATUS and RESTARTS as kubectl shows them, init and sidecar containers included. */
@@ -297,6 +319,11 @@ export const PRINTERS: Readonly<Record<string, Printer>> = {
       const host = str(get(o, 'source', 'host')) || str(get(o, 'reportingInstance'));
       return [last, str(get(o, 'type')), str(get(o, 'reason')), target, str(get(io, 'fieldPath')), host ? `${component}, ${host}` : component, str(get(o, 'message')).trim(), first, count, str(get(o, 'metadata', 'name'))];
     },
+  },
+  // Upstream's printEndpoints: formatEndpoints of every port.
+  endpoints: {
+    columns: [NAME, col('Endpoints', 'The set of all endpoints is the union of all subsets. Addresses are placed into subsets according to the IPs they share. A single address with multiple ports, some of which are ready and some of which are not (because they come from different containers) will result in the address being displayed in different subsets for the different ports. No address will appear in both Addresses and NotReadyAddresses in the same subset. Sets of addresses and ports that comprise a service.'), AGE],
+    row: (o, now) => [str(get(o, 'metadata', 'name')), formatEndpoints(o), age(o, now)],
   },
   'endpointslices.discovery.k8s.io': {
     columns: [NAME, col('AddressType', 'Type of address carried by this EndpointSlice.'), col('Ports', 'Ports advertised by this EndpointSlice.'), col('Endpoints', 'Endpoints included in this EndpointSlice.'), AGE],
