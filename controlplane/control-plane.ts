@@ -42,6 +42,7 @@ import { NodeIpam } from './controllers/node-ipam.js';
 import { PodGarbageCollector, POD_GC_COMPONENT } from './controllers/pod-gc.js';
 import { EndpointSliceController } from './controllers/endpointslice.js';
 import { EndpointsController } from './controllers/endpoints.js';
+import { EventTtl } from './controllers/event-ttl.js';
 import { ReplicaSetController } from './controllers/replicaset.js';
 import { DeploymentController } from './controllers/deployment.js';
 import { EventBroadcaster } from './controllers/events.js';
@@ -112,6 +113,8 @@ export interface ControlPlaneOptions {
   readonly shutdownDelayMs?: number;
   /** The API server leases' TTL and renewal (ms; defaults 15 s and 10 s, kube-apiserver's; tests shorten them). */
   readonly apiServerLease?: { readonly ttlMs: number; readonly renewEveryMs: number; readonly checkEveryMs?: number };
+  /** Events not updated for this long are deleted (kube-apiserver's --event-ttl; default 1 h). */
+  readonly eventTtlMs?: number;
 }
 
 export interface ControlPlane {
@@ -357,6 +360,7 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
     makeIpam(),
     new EndpointSliceController({ rest, cache, clock, log: sub('endpointslice') }),
     new EndpointsController({ rest, cache, clock, log: sub('endpoints'), events: events.recorder('endpoint-controller') }),
+    new EventTtl({ rest, cache, clock, log: sub('event-ttl'), ...(o.eventTtlMs !== undefined ? { ttlMs: o.eventTtlMs } : {}) }),
     new ReplicaSetController({ rest, cache, clock, log: sub('replicaset'), events: events.recorder('replicaset-controller') }),
     new DeploymentController({ rest, cache, clock, log: sub('deployment'), events: events.recorder('deployment-controller') }),
     new NodeLifecycleController({

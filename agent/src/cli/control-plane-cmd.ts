@@ -20,7 +20,8 @@ export const CONTROL_PLANE_USAGE = `usage: nodenet control-plane [--data-dir D] 
                              [--cluster-cidr CIDR] [--node-cidr-mask-size N] [--node-monitor-grace-period D]
                              [--orphan-pod-quarantine D] [--load-balancer-ip-pool CIDR|START-END[,...]]
                              [--storage sqlite:DIR|etcd:URL[,URL...]] [--etcd-prefix P] [--advertise-address IP]
-                             [--control-plane-endpoint HOST:PORT] [--shutdown-delay-duration D] [--log-level L] [--log-file F]
+                             [--control-plane-endpoint HOST:PORT] [--shutdown-delay-duration D] [--event-ttl D]
+                             [--log-level L] [--log-file F]
        nodenet control-plane migrate --from sqlite:DIR --to etcd:URL[,URL...] [--etcd-prefix P] [--allow-non-empty]
        nodenet control-plane add-user NAME [--group G[,G...]] [--data-dir D]
 Serves the Kubernetes API (core/v1 Namespaces, Nodes, Pods, Services, Events; EndpointSlices; Deployments,
@@ -52,6 +53,7 @@ ReplicaSets; Leases) from a SQLite database in the data directory, for kubectl a
                       several API servers, as kubeadm's controlPlaneEndpoint); the certificate covers HOST
   --shutdown-delay-duration D  on SIGTERM, /readyz is red this long before the server stops serving, so that
                       balancers move away first (default 0s, kube-apiserver's)
+  --event-ttl D       Events not updated for this long are deleted (default 1h, kube-apiserver's)
 On start it prints the kubeconfig to use: export KUBECONFIG=<data-dir>/admin.kubeconfig
 add-user: writes <data-dir>/users/NAME.kubeconfig with a client certificate signed by the cluster CA (CN NAME, an O
 per --group, a year), as kube-apiserver reads one; prints its path. --group system:masters makes an admin.`;
@@ -75,6 +77,7 @@ export interface ControlPlaneArgs {
   readonly advertiseAddress?: string;
   readonly controlPlaneEndpoint?: string;
   readonly shutdownDelayMs: number;
+  readonly eventTtlMs: number;
   readonly logLevel: string;
   readonly logFile?: string;
 }
@@ -98,6 +101,7 @@ const SPECS: FlagSpecs = {
   'advertise-address': { type: 'string' },
   'control-plane-endpoint': { type: 'string' },
   'shutdown-delay-duration': { type: 'string' },
+  'event-ttl': { type: 'string' },
   'log-level': { type: 'string' },
   'log-file': { type: 'string' },
 };
@@ -194,7 +198,11 @@ export function controlPlaneArgs(flags: ReadonlyMap<string, string>): ControlPla
   const delayText = flags.get('shutdown-delay-duration') ?? '0s';
   const shutdownDelayMs = parseDurationMs(delayText);
   if (shutdownDelayMs === null) throw new FlagError(`--shutdown-delay-duration ${JSON.stringify(delayText)}: a duration, in seconds (3) or with a unit (3s, 500ms)`);
+  const ttlText = flags.get('event-ttl') ?? '1h';
+  const eventTtlMs = parseDurationMs(ttlText);
+  if (eventTtlMs === null || eventTtlMs <= 0) throw new FlagError(`--event-ttl ${JSON.stringify(ttlText)}: a duration more than 0, in seconds (3600) or with a unit (1h, 30m)`);
   return {
+    eventTtlMs,
     ...(advertiseAddress !== undefined ? { advertiseAddress } : {}),
     ...(controlPlaneEndpoint !== undefined ? { controlPlaneEndpoint } : {}),
     shutdownDelayMs,
