@@ -5,16 +5,18 @@
  *
  * Each message is one line, `number:jsonName:type` per field. The numbers and
  * names were read from upstream's generated.proto (k8s.io/api core/v1,
- * apps/v1, discovery/v1, coordination/v1, autoscaling/v1 at 10b39a3,
- * networking/v1's IPAddress from its types.go;
- * k8s.io/apimachinery meta/v1 at eed236c); whether a Go field is a pointer,
- * `omitempty` or `,inline` from the struct tags of the same types.go. That
+ * apps/v1, discovery/v1, coordination/v1, autoscaling/v1, rbac/v1,
+ * authorization/v1, authentication/v1 at 10b39a3, networking/v1's IPAddress
+ * from its types.go; k8s.io/apimachinery meta/v1 at eed236c); whether a Go
+ * field is a pointer, `omitempty` or `,inline` from the struct tags of the
+ * same types.go. That
  * is what decides the JSON a protobuf body stands for, since client-go's
  * gogo encoding writes every non-pointer field, zero or not:
  *
  *   s i32 i64 b bytes    scalars (a JSON string, number, bool, base64)
  *   time mtime           metav1.Time / MicroTime ({seconds=1,nanos=2}, RFC3339)
  *   qty ios f1           Quantity {string=1}, IntOrString {type=1,intVal=2,strVal=3}, FieldsV1 {Raw=1}
+ *   strs                 a []string type masked as a message {items=1} (ExtraValue, AttestationValue): a JSON array
  *   core.X meta.X ...    a message of this table
  *   {s:T}                a map (entries: key=1, value=2)
  *
@@ -24,22 +26,31 @@
  *           a struct is always there (`"resources": {}`), as encoding/json writes it
  *   !       a value without omitempty: always in the JSON, zero included
  *   *       a pointer: in the JSON exactly when on the wire (`replicas: 0` stays)
- *   [       repeated: in the JSON when it has an element
+ *   [       repeated, omitempty: in the JSON when it has an element
+ *   ![      repeated without omitempty: always in the JSON, `null` when empty (a nil slice, as
+ *           encoding/json writes it: `"rules": null` in an aggregated ClusterRole)
  *   ^       an inline struct (`json:",inline"`): its fields go into the parent
+ *
+ * The tables written before the rbac and review kinds came (issue 27) give a
+ * few slices without omitempty `[` (PodSpec.containers,
+ * NodeSelector.nodeSelectorTerms, ProjectedVolumeSource.sources, ...): those
+ * are left out when empty rather than `null`, which the JSON path reads alike.
  *
  * A field not in its message's line is refused by the decoder, never dropped.
  * Messages are reached from the served kinds (plus Binding, autoscaling/v1
- * Scale and DeleteOptions, the bodies of subresources and deletes).
+ * Scale, authentication/v1 TokenRequest and DeleteOptions, the bodies of
+ * subresources and deletes, and core/v1 LimitRange and ResourceQuota, to be
+ * served next).
  */
 
 export type ScalarType = 's' | 'i32' | 'i64' | 'b' | 'bytes';
-export type SpecialType = 'time' | 'mtime' | 'qty' | 'ios' | 'f1';
+export type SpecialType = 'time' | 'mtime' | 'qty' | 'ios' | 'f1' | 'strs';
 export type FieldType =
   | { readonly t: 'scalar'; readonly s: ScalarType }
   | { readonly t: 'special'; readonly s: SpecialType }
   | { readonly t: 'message'; readonly name: string }
   | { readonly t: 'map'; readonly key: ScalarType; readonly value: FieldType };
-export type FieldShape = 'value' | 'always' | 'pointer' | 'repeated' | 'inline';
+export type FieldShape = 'value' | 'always' | 'pointer' | 'repeated' | 'repeatedAlways' | 'inline';
 
 export interface FieldSpec {
   readonly num: number;
@@ -62,6 +73,9 @@ const PACKAGES: Record<string, string> = {
   coordination: 'k8s.io.api.coordination.v1',
   networking: 'k8s.io.api.networking.v1',
   autoscaling: 'k8s.io.api.autoscaling.v1',
+  rbac: 'k8s.io.api.rbac.v1',
+  authorization: 'k8s.io.api.authorization.v1',
+  authentication: 'k8s.io.api.authentication.v1',
   meta: 'k8s.io.apimachinery.pkg.apis.meta.v1',
 };
 
@@ -79,6 +93,24 @@ const KINDS: Record<string, string> = {
   'coordination.k8s.io/v1/Lease': 'coordination.Lease',
   'networking.k8s.io/v1/IPAddress': 'networking.IPAddress',
   'autoscaling/v1/Scale': 'autoscaling.Scale',
+  'v1/ConfigMap': 'core.ConfigMap',
+  'v1/Secret': 'core.Secret',
+  'v1/ServiceAccount': 'core.ServiceAccount',
+  'v1/Endpoints': 'core.Endpoints',
+  'v1/LimitRange': 'core.LimitRange',
+  'v1/ResourceQuota': 'core.ResourceQuota',
+  'rbac.authorization.k8s.io/v1/Role': 'rbac.Role',
+  'rbac.authorization.k8s.io/v1/ClusterRole': 'rbac.ClusterRole',
+  'rbac.authorization.k8s.io/v1/RoleBinding': 'rbac.RoleBinding',
+  'rbac.authorization.k8s.io/v1/ClusterRoleBinding': 'rbac.ClusterRoleBinding',
+  'authorization.k8s.io/v1/SelfSubjectAccessReview': 'authorization.SelfSubjectAccessReview',
+  'authorization.k8s.io/v1/SelfSubjectRulesReview': 'authorization.SelfSubjectRulesReview',
+  'authorization.k8s.io/v1/SubjectAccessReview': 'authorization.SubjectAccessReview',
+  'authorization.k8s.io/v1/LocalSubjectAccessReview': 'authorization.LocalSubjectAccessReview',
+  'authentication.k8s.io/v1/SelfSubjectReview': 'authentication.SelfSubjectReview',
+  'authentication.k8s.io/v1/TokenReview': 'authentication.TokenReview',
+  // The body of a ServiceAccount's `token` subresource.
+  'authentication.k8s.io/v1/TokenRequest': 'authentication.TokenRequest',
 };
 
 const TABLE: Record<string, string> = {
@@ -95,6 +127,7 @@ const TABLE: Record<string, string> = {
   'core.CinderVolumeSource': '1:volumeID:!s 2:fsType:s 3:readOnly:b 4:secretRef:*core.LocalObjectReference',
   'core.ClientIPConfig': '1:timeoutSeconds:*i32',
   'core.ClusterTrustBundleProjection': '1:name:*s 2:signerName:*s 3:labelSelector:*meta.LabelSelector 4:path:!s 5:optional:*b 6:user:*i64',
+  'core.ConfigMap': '1:metadata:meta.ObjectMeta 2:data:{s:s} 3:binaryData:{s:bytes} 4:immutable:*b',
   'core.ConfigMapEnvSource': '1:localObjectReference:^core.LocalObjectReference 2:optional:*b',
   'core.ConfigMapKeySelector': '1:localObjectReference:^core.LocalObjectReference 2:key:!s 3:optional:*b',
   'core.ConfigMapNodeConfigSource': '1:namespace:!s 2:name:!s 3:uid:s 4:resourceVersion:s 5:kubeletConfigKey:!s',
@@ -118,6 +151,10 @@ const TABLE: Record<string, string> = {
   'core.DownwardAPIVolumeFile': '1:path:!s 2:fieldRef:*core.ObjectFieldSelector 3:resourceFieldRef:*core.ResourceFieldSelector 4:mode:*i32 5:user:*i64',
   'core.DownwardAPIVolumeSource': '1:items:[core.DownwardAPIVolumeFile 2:defaultMode:*i32 3:defaultUser:*i64',
   'core.EmptyDirVolumeSource': '1:medium:s 2:sizeLimit:*qty 3:mode:*i32',
+  'core.EndpointAddress': '1:ip:!s 2:targetRef:*core.ObjectReference 3:hostname:s 4:nodeName:*s',
+  'core.EndpointPort': '1:name:s 2:port:!i32 3:protocol:s 4:appProtocol:*s',
+  'core.EndpointSubset': '1:addresses:[core.EndpointAddress 2:notReadyAddresses:[core.EndpointAddress 3:ports:[core.EndpointPort',
+  'core.Endpoints': '1:metadata:meta.ObjectMeta 2:subsets:[core.EndpointSubset',
   'core.EnvFromSource': '1:prefix:s 2:configMapRef:*core.ConfigMapEnvSource 3:secretRef:*core.SecretEnvSource',
   'core.EnvVar': '1:name:!s 2:value:s 3:valueFrom:*core.EnvVarSource',
   'core.EnvVarSource': '1:fieldRef:*core.ObjectFieldSelector 2:resourceFieldRef:*core.ResourceFieldSelector 3:configMapKeyRef:*core.ConfigMapKeySelector 4:secretKeyRef:*core.SecretKeySelector 5:fileKeyRef:*core.FileKeySelector',
@@ -148,6 +185,9 @@ const TABLE: Record<string, string> = {
   'core.KeyToPath': '1:key:!s 2:path:!s 3:mode:*i32 4:user:*i64',
   'core.Lifecycle': '1:postStart:*core.LifecycleHandler 2:preStop:*core.LifecycleHandler 3:stopSignal:*s',
   'core.LifecycleHandler': '1:exec:*core.ExecAction 2:httpGet:*core.HTTPGetAction 3:tcpSocket:*core.TCPSocketAction 4:sleep:*core.SleepAction',
+  'core.LimitRange': '1:metadata:meta.ObjectMeta 2:spec:core.LimitRangeSpec',
+  'core.LimitRangeItem': '1:type:!s 2:max:{s:qty} 3:min:{s:qty} 4:default:{s:qty} 5:defaultRequest:{s:qty} 6:maxLimitRequestRatio:{s:qty}',
+  'core.LimitRangeSpec': '1:limits:![core.LimitRangeItem',
   'core.LinuxContainerUser': '1:uid:!i64 2:gid:!i64 3:supplementalGroups:[i64',
   'core.LoadBalancerIngress': '1:ip:s 2:hostname:s 3:ipMode:*s 4:ports:[core.PortStatus',
   'core.LoadBalancerStatus': '1:ingress:[core.LoadBalancerIngress',
@@ -216,17 +256,24 @@ const TABLE: Record<string, string> = {
   'core.ResourceClaim': '1:name:!s 2:request:s',
   'core.ResourceFieldSelector': '1:containerName:s 2:resource:!s 3:divisor:qty',
   'core.ResourceHealth': '1:resourceID:!s 2:health:s 6:message:*s',
+  'core.ResourceQuota': '1:metadata:meta.ObjectMeta 2:spec:core.ResourceQuotaSpec 3:status:core.ResourceQuotaStatus',
+  'core.ResourceQuotaSpec': '1:hard:{s:qty} 2:scopes:[s 3:scopeSelector:*core.ScopeSelector',
+  'core.ResourceQuotaStatus': '1:hard:{s:qty} 2:used:{s:qty}',
   'core.ResourceRequirements': '1:limits:{s:qty} 2:requests:{s:qty} 3:claims:[core.ResourceClaim',
   'core.ResourceStatus': '1:name:!s 2:resources:[core.ResourceHealth',
   'core.SELinuxOptions': '1:user:s 2:role:s 3:type:s 4:level:s',
   'core.ScaleIOVolumeSource': '1:gateway:!s 2:system:!s 3:secretRef:*core.LocalObjectReference 4:sslEnabled:b 5:protectionDomain:s 6:storagePool:s 7:storageMode:s 8:volumeName:s 9:fsType:s 10:readOnly:b',
+  'core.ScopeSelector': '1:matchExpressions:[core.ScopedResourceSelectorRequirement',
+  'core.ScopedResourceSelectorRequirement': '1:scopeName:!s 2:operator:!s 3:values:[s',
   'core.SeccompProfile': '1:type:!s 2:localhostProfile:*s',
+  'core.Secret': '1:metadata:meta.ObjectMeta 2:data:{s:bytes} 3:type:s 4:stringData:{s:s} 5:immutable:*b',
   'core.SecretEnvSource': '1:localObjectReference:^core.LocalObjectReference 2:optional:*b',
   'core.SecretKeySelector': '1:localObjectReference:^core.LocalObjectReference 2:key:!s 3:optional:*b',
   'core.SecretProjection': '1:localObjectReference:^core.LocalObjectReference 2:items:[core.KeyToPath 4:optional:*b',
   'core.SecretVolumeSource': '1:secretName:s 2:items:[core.KeyToPath 3:defaultMode:*i32 4:optional:*b 5:defaultUser:*i64',
   'core.SecurityContext': '1:capabilities:*core.Capabilities 2:privileged:*b 3:seLinuxOptions:*core.SELinuxOptions 4:runAsUser:*i64 5:runAsNonRoot:*b 6:readOnlyRootFilesystem:*b 7:allowPrivilegeEscalation:*b 8:runAsGroup:*i64 9:procMount:*s 10:windowsOptions:*core.WindowsSecurityContextOptions 11:seccompProfile:*core.SeccompProfile 12:appArmorProfile:*core.AppArmorProfile',
   'core.Service': '1:metadata:meta.ObjectMeta 2:spec:core.ServiceSpec 3:status:core.ServiceStatus',
+  'core.ServiceAccount': '1:metadata:meta.ObjectMeta 2:secrets:[core.ObjectReference 3:imagePullSecrets:[core.LocalObjectReference 4:automountServiceAccountToken:*b',
   'core.ServiceAccountTokenProjection': '1:audience:s 2:expirationSeconds:*i64 3:path:!s 4:user:*i64',
   'core.ServicePort': '1:name:s 2:protocol:s 3:port:!i32 4:targetPort:ios 5:nodePort:i32 6:appProtocol:*s',
   'core.ServiceSpec': '1:ports:[core.ServicePort 2:selector:{s:s} 3:clusterIP:s 4:type:s 5:externalIPs:[s 7:sessionAffinity:s 8:loadBalancerIP:s 9:loadBalancerSourceRanges:[s 10:externalName:s 11:externalTrafficPolicy:s 12:healthCheckNodePort:i32 13:publishNotReadyAddresses:b 14:sessionAffinityConfig:*core.SessionAffinityConfig 17:ipFamilyPolicy:*s 18:clusterIPs:[s 19:ipFamilies:[s 20:allocateLoadBalancerNodePorts:*b 21:loadBalancerClass:*s 22:internalTrafficPolicy:*s 23:trafficDistribution:*s',
@@ -279,8 +326,43 @@ const TABLE: Record<string, string> = {
   'autoscaling.Scale': '1:metadata:meta.ObjectMeta 2:spec:autoscaling.ScaleSpec 3:status:autoscaling.ScaleStatus',
   'autoscaling.ScaleSpec': '1:replicas:i32',
   'autoscaling.ScaleStatus': '1:replicas:!i32 2:selector:s',
+  'rbac.AggregationRule': '1:clusterRoleSelectors:[meta.LabelSelector',
+  'rbac.ClusterRole': '1:metadata:meta.ObjectMeta 2:rules:![rbac.PolicyRule 3:aggregationRule:*rbac.AggregationRule',
+  'rbac.ClusterRoleBinding': '1:metadata:meta.ObjectMeta 2:subjects:[rbac.Subject 3:roleRef:rbac.RoleRef',
+  'rbac.PolicyRule': '1:verbs:![s 2:apiGroups:[s 3:resources:[s 4:resourceNames:[s 5:nonResourceURLs:[s',
+  'rbac.Role': '1:metadata:meta.ObjectMeta 2:rules:![rbac.PolicyRule',
+  'rbac.RoleBinding': '1:metadata:meta.ObjectMeta 2:subjects:[rbac.Subject 3:roleRef:rbac.RoleRef',
+  'rbac.RoleRef': '1:apiGroup:!s 2:kind:!s 3:name:!s',
+  'rbac.Subject': '1:kind:!s 2:apiGroup:s 3:name:!s 4:namespace:s',
+  // The reviews are answered, never stored; a request's status is sent as written (kubectl sends it zero).
+  'authorization.FieldSelectorAttributes': '1:rawSelector:s 2:requirements:[meta.FieldSelectorRequirement',
+  'authorization.LabelSelectorAttributes': '1:rawSelector:s 2:requirements:[meta.LabelSelectorRequirement',
+  'authorization.LocalSubjectAccessReview': '1:metadata:meta.ObjectMeta 2:spec:authorization.SubjectAccessReviewSpec 3:status:authorization.SubjectAccessReviewStatus',
+  'authorization.NonResourceAttributes': '1:path:s 2:verb:s',
+  'authorization.NonResourceRule': '1:verbs:![s 2:nonResourceURLs:[s',
+  'authorization.ResourceAttributes': '1:namespace:s 2:verb:s 3:group:s 4:version:s 5:resource:s 6:subresource:s 7:name:s 8:fieldSelector:*authorization.FieldSelectorAttributes 9:labelSelector:*authorization.LabelSelectorAttributes',
+  'authorization.ResourceRule': '1:verbs:![s 2:apiGroups:[s 3:resources:[s 4:resourceNames:[s',
+  'authorization.SelfSubjectAccessReview': '1:metadata:meta.ObjectMeta 2:spec:authorization.SelfSubjectAccessReviewSpec 3:status:authorization.SubjectAccessReviewStatus',
+  'authorization.SelfSubjectAccessReviewSpec': '1:resourceAttributes:*authorization.ResourceAttributes 2:nonResourceAttributes:*authorization.NonResourceAttributes',
+  'authorization.SelfSubjectRulesReview': '1:metadata:meta.ObjectMeta 2:spec:authorization.SelfSubjectRulesReviewSpec 3:status:authorization.SubjectRulesReviewStatus',
+  'authorization.SelfSubjectRulesReviewSpec': '1:namespace:s',
+  'authorization.SubjectAccessReview': '1:metadata:meta.ObjectMeta 2:spec:authorization.SubjectAccessReviewSpec 3:status:authorization.SubjectAccessReviewStatus',
+  'authorization.SubjectAccessReviewSpec': '1:resourceAttributes:*authorization.ResourceAttributes 2:nonResourceAttributes:*authorization.NonResourceAttributes 3:user:s 4:groups:[s 5:extra:{s:strs} 6:uid:s',
+  'authorization.SubjectAccessReviewStatus': '1:allowed:!b 2:reason:s 3:evaluationError:s 4:denied:b',
+  'authorization.SubjectRulesReviewStatus': '1:resourceRules:![authorization.ResourceRule 2:nonResourceRules:![authorization.NonResourceRule 3:incomplete:!b 4:evaluationError:s',
+  'authentication.BoundObjectReference': '1:kind:s 2:apiVersion:s 3:name:s 4:uid:s',
+  'authentication.SelfSubjectReview': '1:metadata:meta.ObjectMeta 2:status:authentication.SelfSubjectReviewStatus',
+  'authentication.SelfSubjectReviewStatus': '1:userInfo:authentication.UserInfo',
+  'authentication.TokenRequest': '1:metadata:meta.ObjectMeta 2:spec:authentication.TokenRequestSpec 3:status:authentication.TokenRequestStatus',
+  'authentication.TokenRequestSpec': '1:audiences:![s 3:boundObjectRef:*authentication.BoundObjectReference 4:expirationSeconds:*i64 5:attestations:{s:strs}',
+  'authentication.TokenRequestStatus': '1:token:!s 2:expirationTimestamp:time',
+  'authentication.TokenReview': '1:metadata:meta.ObjectMeta 2:spec:authentication.TokenReviewSpec 3:status:authentication.TokenReviewStatus',
+  'authentication.TokenReviewSpec': '1:token:s 2:audiences:[s',
+  'authentication.TokenReviewStatus': '1:authenticated:b 2:user:authentication.UserInfo 3:error:s 4:audiences:[s',
+  'authentication.UserInfo': '1:username:s 2:uid:s 3:groups:[s 4:extra:{s:strs}',
   'meta.Condition': '1:type:!s 2:status:!s 3:observedGeneration:i64 4:lastTransitionTime:time 5:reason:!s 6:message:!s',
   'meta.DeleteOptions': '1:gracePeriodSeconds:*i64 2:preconditions:*meta.Preconditions 3:orphanDependents:*b 4:propagationPolicy:*s 5:dryRun:[s 6:ignoreStoreReadErrorWithClusterBreakingPotential:*b',
+  'meta.FieldSelectorRequirement': '1:key:!s 2:operator:!s 3:values:[s',
   'meta.LabelSelector': '1:matchLabels:{s:s} 2:matchExpressions:[meta.LabelSelectorRequirement',
   'meta.LabelSelectorRequirement': '1:key:!s 2:operator:!s 3:values:[s',
   'meta.ManagedFieldsEntry': '1:manager:s 2:operation:s 3:apiVersion:s 4:time:*time 6:fieldsType:s 7:fieldsV1:*f1 8:subresource:s',
@@ -290,7 +372,7 @@ const TABLE: Record<string, string> = {
 };
 
 const SCALARS = new Set<string>(['s', 'i32', 'i64', 'b', 'bytes']);
-const SPECIALS = new Set<string>(['time', 'mtime', 'qty', 'ios', 'f1']);
+const SPECIALS = new Set<string>(['time', 'mtime', 'qty', 'ios', 'f1', 'strs']);
 
 function parseType(text: string, where: string): FieldType {
   const map = /^\{(\w+):(.+)\}$/.exec(text);
@@ -304,7 +386,7 @@ function parseType(text: string, where: string): FieldType {
   return { t: 'message', name: text };
 }
 
-const SHAPES: Record<string, FieldShape> = { '!': 'always', '*': 'pointer', '[': 'repeated', '^': 'inline' };
+const SHAPES: Record<string, FieldShape> = { '!': 'always', '*': 'pointer', '[': 'repeated', '![': 'repeatedAlways', '^': 'inline' };
 
 function parseMessage(name: string): MessageSpec {
   const line = TABLE[name];
@@ -312,7 +394,7 @@ function parseMessage(name: string): MessageSpec {
   const [pkg, short] = name.split('.') as [string, string];
   const fields = new Map<number, FieldSpec>();
   for (const entry of line.split(' ')) {
-    const m = /^(\d+):(\w+):([!*[^]?)(.+)$/.exec(entry);
+    const m = /^(\d+):(\w+):(!\[|[!*[^])?(.+)$/.exec(entry);
     if (!m) throw new Error(`protobuf-schema: ${name}: bad entry ${entry}`);
     const num = Number(m[1]);
     if (fields.has(num)) throw new Error(`protobuf-schema: ${name}: field ${num} twice`);

@@ -1,13 +1,14 @@
 /**
  * The protobuf request-body decoder: the bodies the real kubectl sent
- * decode to the JSON it would have sent (its --dry-run=client -o json),
+ * decode to the JSON it would have sent (its --dry-run=client -o json, or
+ * for tokens and reviews the JSON written by hand), as the kind their URL takes,
  * hand-encoded bodies cover the Go shapes (pointers, values, inline
  * structs, maps, Time, MicroTime, IntOrString, Quantity), and every
  * malformed or unknown input is refused with its Status.
  */
 import t, { type Test } from 'tap';
 import { statusOf } from './errors.js';
-import { decodeEnvelope, decodeProtobufBody } from './protobuf.js';
+import { decodeEnvelope, decodeProtobufBody, subresourceBody } from './protobuf.js';
 import { kindMessage, messageNames, messageSpec } from './protobuf-schema.js';
 import { KUBECTL_CAPTURES } from './protobuf-testdata.js';
 import { apiVersionOf, RESOURCES } from './resources.js';
@@ -34,6 +35,19 @@ const entry = (num: number, k: string, v: Uint8Array | string) => len(num, msg(l
 const body = (apiVersion: string, kind: string, raw: Uint8Array, extra: number[][] = []) =>
   Uint8Array.from([0x6b, 0x38, 0x73, 0x00, ...len(1, msg(len(1, apiVersion), len(2, kind))), ...len(2, raw), ...extra.flat()]);
 
+/**
+ * The kind a POST to this path takes, as the server works it out: its resource's, or its subresource's body;
+ * undefined for a resource not served yet (ResourceQuota).
+ */
+function expectedAt(path: string): { apiVersion: string; kind: string } | undefined {
+  const segs = path.split('/').filter(Boolean);
+  const [group, version, rest] = segs[0] === 'api' ? ['', segs[1]!, segs.slice(2)] : [segs[1]!, segs[2]!, segs.slice(3)];
+  const [resource, , sub] = rest[0] === 'namespaces' && rest.length > 2 ? rest.slice(2) : rest;
+  const r = RESOURCES.find((x) => x.group === group && x.version === version && x.resource === resource);
+  if (!r) return undefined;
+  return subresourceBody(sub ?? '') ?? { apiVersion: apiVersionOf(r), kind: r.kind };
+}
+
 function refused(t: Test, what: string, fn: () => unknown, code: number, message: RegExp): void {
   try {
     fn();
@@ -47,7 +61,7 @@ function refused(t: Test, what: string, fn: () => unknown, code: number, message
 
 t.test('what kubectl sent decodes to the JSON it would have sent', async (t) => {
   for (const c of KUBECTL_CAPTURES) {
-    const got = decodeProtobufBody(Buffer.from(c.protobuf, 'base64'));
+    const got = decodeProtobufBody(Buffer.from(c.protobuf, 'base64'), expectedAt(c.path));
     t.strictSame(got, JSON.parse(c.json), `kubectl ${c.args}`);
   }
   const dep = decodeProtobufBody(Buffer.from(KUBECTL_CAPTURES[0]!.protobuf, 'base64'), { apiVersion: 'apps/v1', kind: 'Deployment' });
@@ -63,8 +77,19 @@ t.test('the tables: every message parses, every served kind has one', async (t) 
   for (const r of RESOURCES) t.ok(kindMessage(apiVersionOf(r), r.kind), `${apiVersionOf(r)} ${r.kind}`);
   t.equal(messageSpec('meta.ObjectMeta').fullName, 'k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta');
   t.equal(messageSpec('core.PodSpec').fields.get(2)?.json, 'containers');
-  t.equal(kindMessage('v1', 'ConfigMap'), undefined);
+  t.equal(kindMessage('v1', 'PersistentVolume'), undefined);
   t.equal(kindMessage('apps/v1', 'DeleteOptions'), 'meta.DeleteOptions');
+  for (const k of ['LimitRange', 'ResourceQuota']) t.ok(kindMessage('v1', k), `v1 ${k} (coming next)`);
+  for (const r of RESOURCES) for (const sub of r.subresources) if (sub !== 'status' && sub !== 'log') t.ok(subresourceBody(sub), `${r.resource}/${sub}: its body's kind is known`);
+  for (const sub of ['binding', 'scale', 'token']) {
+    const e = subresourceBody(sub);
+    t.ok(e && kindMessage(e.apiVersion, e.kind), `the body of a ${sub} subresource has a table`);
+  }
+  t.strictSame(subresourceBody('token'), { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest' });
+  t.equal(subresourceBody('status'), undefined, 'status: the resource\'s own kind');
+  t.equal(messageSpec('rbac.PolicyRule').fullName, 'k8s.io.api.rbac.v1.PolicyRule');
+  t.equal(messageSpec('authentication.TokenRequestSpec').fields.get(4)?.shape, 'pointer', 'expirationSeconds');
+  t.equal(messageSpec('rbac.ClusterRole').fields.get(2)?.shape, 'repeatedAlways', 'rules: a slice without omitempty');
 });
 
 t.test('a Pod: pointers, inline structs, maps, Time, IntOrString, Quantity, packed and unpacked repeated ints', async (t) => {
@@ -174,9 +199,51 @@ t.test('refused: malformed bodies (400), unknown fields (400), kinds unlike the 
   refused(t, 'an int64 beyond 2^53', pod(msg(len(2, msg(vi(4, 2n ** 60n))))), 400, /beyond what this server represents/);
   refused(t, 'a Service to a Pod URL', () => decodeProtobufBody(body('v1', 'Service', msg()), { apiVersion: 'v1', kind: 'Pod' }), 400, /holds v1, Kind=Service, but this URL takes v1, Kind=Pod/);
   refused(t, 'a wrong apiVersion', () => decodeProtobufBody(body('apps/v1beta1', 'Deployment', msg()), { apiVersion: 'apps/v1', kind: 'Deployment' }), 400, /apps\/v1beta1/);
-  refused(t, 'a kind without a table', () => decodeProtobufBody(body('v1', 'ConfigMap', msg())), 415, /protobuf bodies of kind v1\/ConfigMap are not supported/);
+  refused(t, 'a kind without a table', () => decodeProtobufBody(body('v1', 'PersistentVolume', msg())), 415, /protobuf bodies of kind v1\/PersistentVolume are not supported/);
   refused(t, 'a gzipped raw', () => decodeProtobufBody(body('v1', 'Pod', msg(), [len(3, 'gzip')])), 415, /contentEncoding "gzip"/);
   refused(t, 'a raw of another content type', () => decodeProtobufBody(body('v1', 'Pod', msg(), [len(4, 'application/json')])), 415, /contentType "application\/json"/);
+});
+
+t.test('RBAC and reviews: a slice without omitempty is null when empty, ExtraValue a JSON array, Secret data base64', async (t) => {
+  const ab = Buffer.from([0, 1, 0xfe, 0xff]);
+  const agg = decodeProtobufBody(body('rbac.authorization.k8s.io/v1', 'ClusterRole', msg(
+    len(1, msg(len(1, 'agg'))), len(3, msg(len(1, msg(entry(1, 'a', 'b'))))),
+  )), { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole' });
+  t.strictSame(agg, { kind: 'ClusterRole', apiVersion: 'rbac.authorization.k8s.io/v1', metadata: { name: 'agg', creationTimestamp: null }, rules: null, aggregationRule: { clusterRoleSelectors: [{ matchLabels: { a: 'b' } }] } });
+  const role = decodeProtobufBody(body('rbac.authorization.k8s.io/v1', 'Role', msg(len(2, msg(len(3, 'pods'))))));
+  t.strictSame(role['rules'], [{ verbs: null, resources: ['pods'] }], 'verbs has no omitempty: null when empty');
+  const rb = decodeProtobufBody(body('rbac.authorization.k8s.io/v1', 'RoleBinding', msg(len(2, msg(len(1, 'User'), len(3, 'alice'))))));
+  t.strictSame(rb, { kind: 'RoleBinding', apiVersion: 'rbac.authorization.k8s.io/v1', metadata: { creationTimestamp: null }, subjects: [{ kind: 'User', name: 'alice' }], roleRef: { apiGroup: '', kind: '', name: '' } });
+  const sar = decodeProtobufBody(body('authorization.k8s.io/v1', 'SubjectAccessReview', msg(len(2, msg(
+    len(1, msg(len(2, 'list'), len(5, 'pods'), len(8, msg(len(2, msg(len(1, 'spec.nodeName'), len(2, 'In'), len(3, 'n1'))))))),
+    len(3, 'bob'), entry(5, 'scopes', msg(len(1, 'a'), len(1, 'b'))), entry(5, 'none', msg()),
+  )))));
+  t.strictSame(sar['spec'], { resourceAttributes: { verb: 'list', resource: 'pods', fieldSelector: { requirements: [{ key: 'spec.nodeName', operator: 'In', values: ['n1'] }] } }, user: 'bob', extra: { scopes: ['a', 'b'], none: [] } });
+  t.strictSame(sar['status'], { allowed: false });
+  const rules = decodeProtobufBody(body('authorization.k8s.io/v1', 'SelfSubjectRulesReview', msg(len(2, msg(len(1, 'default'))))));
+  t.strictSame(rules, { kind: 'SelfSubjectRulesReview', apiVersion: 'authorization.k8s.io/v1', metadata: { creationTimestamp: null }, spec: { namespace: 'default' }, status: { resourceRules: null, nonResourceRules: null, incomplete: false } });
+  const tr = decodeProtobufBody(body('authentication.k8s.io/v1', 'TokenRequest', msg(len(2, msg(len(1, 'x'), vi(4, 600), len(3, msg(len(1, 'Pod'), len(3, 'p'))))))), { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest' });
+  t.strictSame(tr, { kind: 'TokenRequest', apiVersion: 'authentication.k8s.io/v1', metadata: { creationTimestamp: null }, spec: { audiences: ['x'], expirationSeconds: 600, boundObjectRef: { kind: 'Pod', name: 'p' } }, status: { token: '', expirationTimestamp: null } });
+  const secret = decodeProtobufBody(body('v1', 'Secret', msg(len(1, msg(len(1, 's'))), entry(2, 'bin', ab), len(3, 'Opaque'), vi(5, true))));
+  t.strictSame(secret, { kind: 'Secret', apiVersion: 'v1', metadata: { name: 's', creationTimestamp: null }, data: { bin: ab.toString('base64') }, type: 'Opaque', immutable: true });
+  const lr = decodeProtobufBody(body('v1', 'LimitRange', msg(len(2, msg(len(1, msg(len(1, 'Container'), entry(4, 'cpu', msg(len(1, '500m'))))))))));
+  t.strictSame(lr['spec'], { limits: [{ type: 'Container', default: { cpu: '500m' } }] });
+  t.strictSame(decodeProtobufBody(body('v1', 'LimitRange', msg()))['spec'], { limits: null });
+  const rq = decodeProtobufBody(body('v1', 'ResourceQuota', msg(len(2, msg(entry(1, 'pods', msg(len(1, '10'))), len(3, msg(len(1, msg(len(1, 'PriorityClass'), len(2, 'In'), len(3, 'high'))))))))));
+  t.strictSame(rq['spec'], { hard: { pods: '10' }, scopeSelector: { matchExpressions: [{ scopeName: 'PriorityClass', operator: 'In', values: ['high'] }] } });
+  t.strictSame(rq['status'], {});
+  const ep = decodeProtobufBody(body('v1', 'Endpoints', msg(len(2, msg(len(1, msg(len(1, '10.0.0.1'), len(4, 'n1'))), len(3, msg(vi(2, 80))))))));
+  t.strictSame(ep['subsets'], [{ addresses: [{ ip: '10.0.0.1', nodeName: 'n1' }], ports: [{ port: 80 }] }]);
+});
+
+t.test('refused: a field the new kinds\' tables lack', async (t) => {
+  const role = (raw: Uint8Array) => () => decodeProtobufBody(body('rbac.authorization.k8s.io/v1', 'Role', raw), { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role' });
+  refused(t, 'a PolicyRule field 6', role(msg(len(2, msg(len(1, 'get'), len(6, 'x'))))), 400, /k8s\.io\.api\.rbac\.v1\.PolicyRule has no field 6 \(wire type 2, at Role\.rules\[\]\) known to this server/);
+  refused(t, 'a Role field 4', role(msg(vi(4, 1))), 400, /k8s\.io\.api\.rbac\.v1\.Role has no field 4/);
+  refused(t, 'a ResourceAttributes field 10', () => decodeProtobufBody(body('authorization.k8s.io/v1', 'SelfSubjectAccessReview', msg(len(2, msg(len(1, msg(len(10, 'x')))))))), 400, /authorization\.v1\.ResourceAttributes has no field 10 \(wire type 2, at SelfSubjectAccessReview\.spec\.resourceAttributes\)/);
+  refused(t, 'a field 2 of an ExtraValue', () => decodeProtobufBody(body('authentication.k8s.io/v1', 'TokenReview', msg(len(3, msg(len(2, msg(entry(4, 'k', msg(len(2, 'v')))))))))), 400, /the string list at TokenReview\.status\.user\.extra\["k"\] has no field 2/);
+  refused(t, 'a TokenRequestSpec field 2', () => decodeProtobufBody(body('authentication.k8s.io/v1', 'TokenRequest', msg(len(2, msg(len(2, 'x')))))), 400, /authentication\.v1\.TokenRequestSpec has no field 2/);
+  refused(t, 'a TokenRequest to a ServiceAccount URL', () => decodeProtobufBody(body('authentication.k8s.io/v1', 'TokenRequest', msg()), { apiVersion: 'v1', kind: 'ServiceAccount' }), 400, /holds authentication\.k8s\.io\/v1, Kind=TokenRequest, but this URL takes v1, Kind=ServiceAccount/);
 });
 
 t.test('the envelope alone', async (t) => {

@@ -14,7 +14,8 @@
  * client-go's gogo encoding writes every non-pointer field, zero or not;
  * the Go shape decides what encoding/json would then have written, and this
  * module writes the same (a zero `generation` is left out, `resources: {}`
- * and a pointer's `replicas: 0` stay, a zero Time is `null`).
+ * and a pointer's `replicas: 0` stay, a zero Time and an empty slice
+ * without omitempty are `null`).
  *
  * Refused, never skipped: a field number a table lacks (400 naming the
  * message and the number: a value nodenet cannot honour is refused), a
@@ -24,7 +25,7 @@
  */
 import { ErrorCode } from '../../lib/errors/errors.js';
 import { ApiError, apiErrors } from './errors.js';
-import { kindMessage, messageSpec, type FieldSpec, type FieldType, type MessageSpec, type ScalarType } from './protobuf-schema.js';
+import { kindMessage, messageSpec, type FieldSpec, type FieldType, type MessageSpec, type ScalarType, type SpecialType } from './protobuf-schema.js';
 
 export const PROTOBUF_TYPE = 'application/vnd.kubernetes.protobuf';
 const MAGIC = [0x6b, 0x38, 0x73, 0x00];
@@ -41,6 +42,20 @@ export interface Envelope {
 export interface Expected {
   readonly apiVersion: string;
   readonly kind: string;
+}
+
+/**
+ * The kind a subresource's body is where it is not its resource's own: a Pod's `binding` (core/v1 Binding), a
+ * `scale` (autoscaling/v1 Scale), a ServiceAccount's `token` (authentication.k8s.io/v1 TokenRequest, what
+ * `kubectl create token` posts). Undefined: the resource's own kind (status, or no subresource).
+ */
+export function subresourceBody(sub: string): Expected | undefined {
+  switch (sub) {
+    case 'binding': return { apiVersion: 'v1', kind: 'Binding' };
+    case 'scale': return { apiVersion: 'autoscaling/v1', kind: 'Scale' };
+    case 'token': return { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest' };
+    default: return undefined;
+  }
 }
 
 const malformed = (msg: string) => apiErrors.badRequest(`the body of the request could not be decoded as ${PROTOBUF_TYPE}: ${msg}`);
@@ -188,9 +203,11 @@ function decodeMessage(buf: Uint8Array, spec: MessageSpec, path: string, depth: 
   for (const fs of spec.fields.values()) {
     const occ = seen.get(fs.num) ?? [];
     const p = `${path}.${fs.json}`;
-    if (fs.shape === 'repeated') {
+    if (fs.shape === 'repeated' || fs.shape === 'repeatedAlways') {
+      // A slice without omitempty is written even when empty: `null`, as encoding/json writes the nil slice gogo leaves.
       const items = occ.flatMap((f) => repeatedValues(f, fs, p, depth));
       if (items.length) out[fs.json] = items;
+      else if (fs.shape === 'repeatedAlways') out[fs.json] = null;
       continue;
     }
     if (fs.type.t === 'map') {
@@ -316,7 +333,7 @@ function helper(buf: Uint8Array, name: string, known: readonly number[], path: s
 
 const ZERO_TIME_SECONDS = -62135596800n; // 0001-01-01T00:00:00Z, Go's zero time.Time
 
-function special(s: 'time' | 'mtime' | 'qty' | 'ios' | 'f1', buf: Uint8Array, path: string): unknown {
+function special(s: SpecialType, buf: Uint8Array, path: string): unknown {
   switch (s) {
     case 'time':
     case 'mtime': {
@@ -347,6 +364,16 @@ function special(s: 'time' | 'mtime' | 'qty' | 'ios' | 'f1', buf: Uint8Array, pa
       if (type === 0n) return f.get(2) ? scalar(f.get(2)!, 'i32', path) : 0;
       if (type === 1n) return f.get(3) ? scalar(f.get(3)!, 's', path) : '';
       throw apiErrors.badRequest(`protobuf: ${path}: IntOrString type ${type} is neither 0 (int) nor 1 (string)`);
+    }
+    case 'strs': {
+      // ExtraValue, AttestationValue: a []string as a message {items=1}. gogo decodes a map's value into a fresh
+      // non-nil slice, so an empty one is `[]`, not null.
+      const out: unknown[] = [];
+      for (const f of readFields(buf, `a string list (${path})`)) {
+        if (f.num !== 1) throw apiErrors.badRequest(`protobuf: the string list at ${path} has no field ${f.num} (wire type ${f.wire}) known to this server; it refuses what it cannot honour`);
+        out.push(scalar(f, 's', `${path}[]`));
+      }
+      return out;
     }
     case 'f1': {
       const f = helper(buf, 'k8s.io.apimachinery.pkg.apis.meta.v1.FieldsV1', [1], path).get(1);
