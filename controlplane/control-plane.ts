@@ -29,12 +29,17 @@ import { cacheNodeGraph } from './auth/node-graph.js';
 import { CachePolicySource } from './auth/policy-source.js';
 import { AuthorizerChain, RbacAuthorizer } from './auth/rbac.js';
 import { ClusterRoleAggregationController } from './controllers/clusterrole-aggregation.js';
+import { CONTROLLER_MANAGER_USER, CONTROLLER_ROLES, controllerUser, SCHEDULER_USER } from './auth/bootstrap-policy.js';
+import { LoopbackRest } from './api/loopback.js';
+import type { User } from './auth/authz.js';
+import { Admission, enabledPlugins } from './admission/admission.js';
+import { makePlugins } from './admission/plugins.js';
 import { defaultServiceAccount, NamespaceObjectController, rootCAConfigMap } from './controllers/namespace-objects.js';
 import { newSigningKey, ServiceAccountTokens } from './auth/sa-token.js';
 import { issue } from '../lib/pki/pki.js';
 import { OpenApi } from './api/openapi.js';
 import { RESOURCES } from './api/resources.js';
-import { Rest } from './api/rest.js';
+import { Rest, type RestClient } from './api/rest.js';
 import { loadSchemas } from './api/schema.js';
 import { ApiMetrics } from './api/metrics.js';
 import { GarbageCollector } from './gc/garbage-collector.js';
@@ -113,6 +118,9 @@ export interface ControlPlaneOptions {
   readonly shutdownDelayMs?: number;
   /** The API server leases' TTL and renewal (ms; defaults 15 s and 10 s, kube-apiserver's; tests shorten them). */
   readonly apiServerLease?: { readonly ttlMs: number; readonly renewEveryMs: number; readonly checkEveryMs?: number };
+  /** Admission plugins turned on beyond the defaults, and off (kube-apiserver's flags; every plugin is on by default). */
+  readonly enableAdmissionPlugins?: readonly string[];
+  readonly disableAdmissionPlugins?: readonly string[];
   /** Events not updated for this long are deleted (kube-apiserver's --event-ttl; default 1 h). */
   readonly eventTtlMs?: number;
 }
@@ -282,15 +290,22 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
   const spec: StorageSpec = o.storage ?? { kind: 'sqlite', dir: null };
   const storage = openStorage(spec, o.dataDir, log);
   const cache = new WatchCache({ storage, clock, log });
-  const rest = new Rest({ storage, cache, schemas, clock, services });
-  const makeIpam = () => new NodeIpam({ rest, cache, claims: new Claims(storage, cache, 'podcidrs.nodenet.io'), clock, log: log.child({ [F.subsys]: 'controlplane/node-ipam' }), ...(o.clusterCIDR ? { clusterCIDR: o.clusterCIDR } : {}), ...(o.nodeCIDRMaskSize ? { maskSize: o.nodeCIDRMaskSize } : {}) });
+  let admission: Admission;
+  try {
+    admission = Admission.of(makePlugins({ cache, storage }), enabledPlugins(o.enableAdmissionPlugins, o.disableAdmissionPlugins));
+  } catch (e) {
+    await storage.close();
+    throw e;
+  }
+  log.info({ plugins: admission.names }, 'admission chain');
+  const rest = new Rest({ storage, cache, schemas, clock, services, admission });
+  const makeIpam = (client: RestClient = rest) => new NodeIpam({ rest: client, cache, claims: new Claims(storage, cache, 'podcidrs.nodenet.io'), clock, log: log.child({ [F.subsys]: 'controlplane/node-ipam' }), ...(o.clusterCIDR ? { clusterCIDR: o.clusterCIDR } : {}), ...(o.nodeCIDRMaskSize ? { maskSize: o.nodeCIDRMaskSize } : {}) });
   try {
     makeIpam(); // the flags checked at start, not when leading begins
   } catch (e) {
     await storage.close();
     throw new NodenetError(ErrorCode.InvalidConfig, `--cluster-cidr / --node-cidr-mask-size: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
   }
-  const events = new EventBroadcaster({ rest, clock, log: log.child({ [F.subsys]: 'controlplane/events' }) });
   const metrics = new ApiMetrics(() => cache.counts());
   // kube-apiserver's --authorization-mode=Node,RBAC, behind its privileged group authorizer (system:masters).
   const policy = new CachePolicySource(cache);
@@ -311,6 +326,9 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
   });
   const server = new ApiServer({ rest, cache, tokens, metrics, authorizer, policy, serviceAccountTokens: saTokens, anonymousAdmin: o.insecureHttp === true, log: log.child({ [F.subsys]: 'controlplane/api' }), clock, openapi: new OpenApi(schemas), version: o.version, ...(o.bookmarkEveryMs ? { bookmarkEveryMs: o.bookmarkEveryMs } : {}), ...(pki ? { tls: { cert: pki.cert, key: pki.key, clientCA: pki.caPem } } : {}) });
   const sub = (name: string) => log.child({ [F.subsys]: `controlplane/${name}` });
+  const apiLog = log.child({ [F.subsys]: 'controlplane/api' });
+  // The components' Events go out through one recorder, as system:kube-controller-manager (whose role writes Events).
+  const events = new EventBroadcaster({ rest: new LoopbackRest({ rest, user: CONTROLLER_MANAGER_USER, authorizer, log: apiLog, metrics }), clock, log: log.child({ [F.subsys]: 'controlplane/events' }) });
 
   // Every component in start order; they stop in reverse, and a failed start stops what had started.
   const lc = new Lifecycle(log);
@@ -350,6 +368,11 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
   // The scheduler and the controller manager's controllers run behind leader election, each on its Lease in
   // kube-system (kube-scheduler, kube-controller-manager), as upstream's do: with several API servers on one etcd
   // exactly one replica of each acts. They are made afresh each time this replica starts leading.
+  // Each component writes as its own identity (kube-controller-manager's --use-service-account-credentials: one
+  // ServiceAccount per controller in kube-system, under its system:controller: role; the scheduler as
+  // system:kube-scheduler), through RBAC and admission, logged and counted as requests.
+  const as = (user: User) => new LoopbackRest({ rest, user, authorizer, log: apiLog, metrics });
+  const ctl = (name: keyof typeof CONTROLLER_ROLES) => as(controllerUser(name));
   const makeControllerManager = () => [
     // The allocators' repair, at once and every 3 minutes (kube-apiserver's repair interval): every value the
     // stored Services hold has its allocation object, and no object outlives its Service.
@@ -357,24 +380,24 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
       await services.repair(cache, storage);
       for (const d of services.duplicates) log.warn({ duplicate: d }, 'two Services hold the same value; the one its allocation object names keeps it');
     }, (e) => log.warn({ [F.err]: e instanceof Error ? e.message : String(e) }, 'the allocators\' repair failed; retrying at the next interval')),
-    makeIpam(),
-    new EndpointSliceController({ rest, cache, clock, log: sub('endpointslice') }),
-    new EndpointsController({ rest, cache, clock, log: sub('endpoints'), events: events.recorder('endpoint-controller') }),
-    new EventTtl({ rest, cache, clock, log: sub('event-ttl'), ...(o.eventTtlMs !== undefined ? { ttlMs: o.eventTtlMs } : {}) }),
-    new ReplicaSetController({ rest, cache, clock, log: sub('replicaset'), events: events.recorder('replicaset-controller') }),
-    new DeploymentController({ rest, cache, clock, log: sub('deployment'), events: events.recorder('deployment-controller') }),
+    makeIpam(ctl('node-ipam-controller')),
+    new EndpointSliceController({ rest: ctl('endpointslice-controller'), cache, clock, log: sub('endpointslice') }),
+    new EndpointsController({ rest: ctl('endpoint-controller'), cache, clock, log: sub('endpoints'), events: events.recorder('endpoint-controller') }),
+    new EventTtl({ rest: ctl('event-ttl-controller'), cache, clock, log: sub('event-ttl'), ...(o.eventTtlMs !== undefined ? { ttlMs: o.eventTtlMs } : {}) }),
+    new ReplicaSetController({ rest: ctl('replicaset-controller'), cache, clock, log: sub('replicaset'), events: events.recorder('replicaset-controller') }),
+    new DeploymentController({ rest: ctl('deployment-controller'), cache, clock, log: sub('deployment'), events: events.recorder('deployment-controller') }),
     new NodeLifecycleController({
-      rest, cache, clock, log: sub('node-lifecycle'), ...(grace !== undefined ? { gracePeriodMs: grace } : {}),
+      rest: ctl('node-controller'), cache, clock, log: sub('node-lifecycle'), ...(grace !== undefined ? { gracePeriodMs: grace } : {}),
       events: events.recorder(NODE_COMPONENT), evictionEvents: events.recorder(EVICTION_COMPONENT),
     }),
-    new LoadBalancerController({ rest, cache, claims: new Claims(storage, cache, 'loadbalancerips.nodenet.io'), clock, log: sub('loadbalancer'), events: events.recorder(LOAD_BALANCER_COMPONENT), ...(o.loadBalancerPool ? { pool: o.loadBalancerPool } : {}) }),
-    new GarbageCollector({ rest, cache, clock, log: sub('gc') }),
-    new ClusterRoleAggregationController({ rest, cache, clock, log: sub('clusterrole-aggregation') }),
-    new NamespaceObjectController(defaultServiceAccount, { rest, cache, clock, log: sub('serviceaccounts') }),
-    ...(pki ? [new NamespaceObjectController(rootCAConfigMap(pki.caPem), { rest, cache, clock, log: sub('root-ca-cert-publisher') })] : []),
-    new PodGarbageCollector({ rest, cache, clock, log: sub('pod-gc'), events: events.recorder(POD_GC_COMPONENT), ...(o.orphanPodQuarantineMs !== undefined ? { quarantineMs: o.orphanPodQuarantineMs } : {}) }),
+    new LoadBalancerController({ rest: ctl('service-controller'), cache, claims: new Claims(storage, cache, 'loadbalancerips.nodenet.io'), clock, log: sub('loadbalancer'), events: events.recorder(LOAD_BALANCER_COMPONENT), ...(o.loadBalancerPool ? { pool: o.loadBalancerPool } : {}) }),
+    new GarbageCollector({ rest: ctl('generic-garbage-collector'), cache, clock, log: sub('gc') }),
+    new ClusterRoleAggregationController({ rest: ctl('clusterrole-aggregation-controller'), cache, clock, log: sub('clusterrole-aggregation') }),
+    new NamespaceObjectController(defaultServiceAccount, { rest: ctl('service-account-controller'), cache, clock, log: sub('serviceaccounts') }),
+    ...(pki ? [new NamespaceObjectController(rootCAConfigMap(pki.caPem), { rest: ctl('root-ca-cert-publisher'), cache, clock, log: sub('root-ca-cert-publisher') })] : []),
+    new PodGarbageCollector({ rest: ctl('pod-garbage-collector'), cache, clock, log: sub('pod-gc'), events: events.recorder(POD_GC_COMPONENT), ...(o.orphanPodQuarantineMs !== undefined ? { quarantineMs: o.orphanPodQuarantineMs } : {}) }),
   ];
-  const makeScheduler = () => [new Scheduler({ rest, cache, clock, log: sub('scheduler'), events: events.recorder('default-scheduler') })];
+  const makeScheduler = () => [new Scheduler({ rest: as(SCHEDULER_USER), cache, clock, log: sub('scheduler'), events: events.recorder('default-scheduler') })];
   // The recorder flushes last: the controllers' final Events go out before it stops.
   lc.append({ name: 'events', stop: () => events.stop() });
   // client-go's identity (hostname_uuid); written to the data directory so that a lab can tell which replica leads.
@@ -383,7 +406,7 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
   for (const [lease, make] of [['kube-controller-manager', makeControllerManager], ['kube-scheduler', makeScheduler]] as const) {
     let running: { start(): unknown; stop(): unknown }[] = [];
     const elector = new LeaderElector({
-      lock: new RestLeaseLock(rest, lease), identity, clock, log,
+      lock: new RestLeaseLock(as(lease === 'kube-scheduler' ? SCHEDULER_USER : CONTROLLER_MANAGER_USER), lease), identity, clock, log,
       onStartedLeading: async () => {
         running = make();
         for (const c of running) await c.start();

@@ -7,7 +7,7 @@
  */
 import t from 'tap';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'node:https';
@@ -15,6 +15,7 @@ import { promisify } from 'node:util';
 import { execa } from 'execa';
 import { startControlPlane } from '../controlplane/control-plane.js';
 import { addUser } from '../controlplane/users.js';
+import { createLogger } from '../lib/log/log.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'nn-rbac-'));
 const cp = await startControlPlane({ host: '127.0.0.1', port: 0, version: '0.1.0', dataDir: dir });
@@ -167,4 +168,30 @@ t.test('anonymous requests: /version and the health endpoints, nothing else', as
   const disc = await anon('/apis');
   t.equal(disc.code, 403, 'discovery is for authenticated users (system:discovery)');
   t.match(disc.body, /forbidden: User \\"system:anonymous\\" cannot get path \\"\/apis\\"/);
+});
+
+t.test('the controllers write as their own ServiceAccounts, through RBAC: a controller whose binding is gone is refused', async (t) => {
+  const logFile = join(dir, 'cp2.log');
+  const dir2 = mkdtempSync(join(tmpdir(), 'nn-rbac-ctl-'));
+  const cp2 = await startControlPlane({ host: '127.0.0.1', port: 0, version: '0.1.0', dataDir: dir2, log: createLogger({ destination: logFile, level: 'info' }) });
+  t.teardown(async () => {
+    await cp2.stop();
+    rmSync(dir2, { recursive: true, force: true });
+  });
+  const k = (...args: string[]) => kubectl(cp2.kubeconfig, args);
+  await ok(cp2.kubeconfig, ['create', 'deployment', 'web', '--image=nodenet/host', '--', 'sleep', '1000']);
+  await waitFor('the ReplicaSet\'s Pod', async () => (await k('get', 'pods', '-l', 'app=web', '-o', 'name')).out.trim() !== '');
+  const lines = readFileSync(logFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+  const req = (user: string, verb: string, resource: string) => lines.some((l) => l['msg'] === 'request' && l['user'] === user && l['verb'] === verb && l['resource'] === resource);
+  t.ok(req('system:serviceaccount:kube-system:deployment-controller', 'create', 'replicasets.apps'), 'the Deployment controller made the ReplicaSet, as itself');
+  t.ok(req('system:serviceaccount:kube-system:replicaset-controller', 'create', 'pods'), 'the ReplicaSet controller made the Pod, as itself');
+  t.ok(req('system:serviceaccount:kube-system:service-account-controller', 'create', 'serviceaccounts'), 'the default ServiceAccounts, by theirs');
+  const metrics = await ok(cp2.kubeconfig, ['get', '--raw', '/metrics']);
+  t.match(metrics, /apiserver_request_total\{verb="POST",group="",version="v1",resource="pods",subresource="",scope="namespace",code="201"\} [1-9]/, 'the controllers\' writes are counted as requests');
+  await ok(cp2.kubeconfig, ['delete', 'clusterrolebinding', 'system:controller:replicaset-controller']);
+  await ok(cp2.kubeconfig, ['scale', 'deployment', 'web', '--replicas=2']);
+  await waitFor('a FailedCreate Event', async () => /FailedCreate/.test((await k('get', 'events', '--field-selector', 'reason=FailedCreate', '-o', 'json')).out));
+  const ev = JSON.parse((await k('get', 'events', '--field-selector', 'reason=FailedCreate', '-o', 'json')).out) as { items: { message: string }[] };
+  t.match(ev.items[0]!.message, /pods "web-[a-z0-9]+-" is forbidden: User "system:serviceaccount:kube-system:replicaset-controller" cannot create resource "pods" in API group "" in the namespace "default"|is forbidden: User "system:serviceaccount:kube-system:replicaset-controller" cannot create resource "pods"/);
+  t.equal((await k('get', 'pods', '-l', 'app=web', '-o', 'name')).out.trim().split('\n').length, 1, 'no second Pod');
 });

@@ -5,6 +5,8 @@
  * details) a client sees when they refuse.
  */
 import t, { type Test } from 'tap';
+import { Admission } from '../admission/admission.js';
+import { makePlugins } from '../admission/plugins.js';
 import { FakeClock } from '../../lib/reconcile/clock.fake.js';
 import { FakePersistence } from '../store/persistence.fake.js';
 import { openTestStore } from '../testing/store.js';
@@ -36,7 +38,7 @@ async function setup(t: Test) {
   const ts = openTestStore({ persistence, clock });
   const store = ts.cache;
   let n = 0;
-  const rest = new Rest({ storage: ts.storage, cache: store, schemas, clock, uid: () => `uid-${++n}` });
+  const rest = new Rest({ storage: ts.storage, cache: store, schemas, admission: Admission.of(makePlugins({ cache: store, storage: ts.storage }), ['NamespaceLifecycle', 'DefaultTolerationSeconds']), clock, uid: () => `uid-${++n}` });
   t.teardown(() => ts.close());
   await rest.create(NS, '', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } });
   return { clock, persistence, store, storage: ts.storage, rest };

@@ -43,6 +43,11 @@ import { matchesFields, matchesLabels, parseFieldSelector, parseLabelSelector, S
 import { strategicMergePatch, StrategicPatchError } from './strategic-merge.js';
 import type { Allocation, ServiceAllocator } from '../alloc/service-allocator.js';
 import { obj, arr } from '../../lib/json/loose.js';
+import type { Admission, AdmissionRequest, Operation } from '../admission/admission.js';
+import type { User } from '../auth/authz.js';
+
+/** Who writes when a call names no user: the API server itself (upstream's loopback identity). */
+export const APISERVER_USER: User = { name: 'system:apiserver', groups: ['system:masters', 'system:authenticated'] };
 
 type O = Record<string, unknown>;
 
@@ -61,6 +66,8 @@ export interface WriteOptions {
    * It throws to refuse; nothing is written then.
    */
   readonly admit?: (o: Readonly<Record<string, unknown>>, old: Readonly<Record<string, unknown>> | null) => void;
+  /** Who asks: the admission chain's user (the API server itself when absent). */
+  readonly user?: User;
 }
 
 export interface WriteResult {
@@ -84,6 +91,8 @@ export interface DeleteOptions {
   readonly gracePeriodSeconds?: number | undefined;
   readonly preconditions?: { uid?: string; resourceVersion?: string } | undefined;
   readonly dryRun?: boolean | undefined;
+  /** Who asks: the admission chain's user (the API server itself when absent). */
+  readonly user?: User | undefined;
 }
 
 export interface Selectors {
@@ -115,7 +124,15 @@ export interface RestDeps {
   readonly uid?: () => string;
   /** ClusterIPs and NodePorts for Services, in the create and update path; absent: Services keep what they are given. */
   readonly services?: ServiceAllocator;
+  /**
+   * The admission chain every create, update and delete goes through (mutating after defaults, validating after the
+   * kind's validation). Absent: none, as a fake client's store (the controllers' unit tests).
+   */
+  readonly admission?: Admission;
 }
+
+/** The verbs a component inside the control plane uses: Rest itself, or a LoopbackRest acting as one user. */
+export type RestClient = Pick<Rest, 'create' | 'update' | 'patch' | 'delete' | 'get' | 'list' | 'readModifyWrite' | 'key' | 'clock'>;
 
 export class Rest {
   private readonly uid: () => string;
@@ -293,25 +310,8 @@ export class Rest {
     if (errs.length) throw apiErrors.invalid(r, name, errs);
   }
 
-  /**
-   * The NamespaceLifecycle admission plugin: a namespaced object is created only in a namespace that exists and is not
-   * terminating. The cache first; a namespace it does not hold is looked up in the storage, as upstream's plugin
-   * falls back to a live GET when its informer has not seen the namespace yet.
-   */
-  private async checkNamespace(r: Resource, namespace: string, name: string): Promise<void> {
-    if (!r.namespaced) return;
-    const ns = await this.lookup(`namespaces//${namespace}`);
-    if (!ns) throw apiErrors.notFound({ resource: 'namespaces', group: '', kind: 'Namespace' }, namespace);
-    const terminating = ns.object.metadata?.['deletionTimestamp'] || obj(ns.object['status'])?.['phase'] === 'Terminating';
-    if (terminating && r.resource !== 'events') {
-      const gr = grOf(r);
-      throw new ApiError(ErrorCode.Forbidden, `${gr}${name ? ` ${JSON.stringify(name)}` : ''} is forbidden: unable to create new content in namespace ${namespace} because it is being terminated`, {
-        name,
-        group: r.group,
-        kind: r.resource,
-        causes: [{ reason: 'NamespaceTerminating', message: `namespace ${namespace} is being terminated`, field: 'metadata.namespace' }],
-      });
-    }
+  private request(operation: Operation, r: Resource, namespace: string, name: string, sub: string, opts: { dryRun?: boolean | undefined; user?: User | undefined }): AdmissionRequest {
+    return { operation, resource: r, subresource: sub, namespace: r.namespaced ? namespace : '', name, user: opts.user ?? APISERVER_USER, dryRun: opts.dryRun === true };
   }
 
   /** @param operation the managedFields operation: `Apply` when server-side apply creates the object */
@@ -326,7 +326,6 @@ export class Rest {
       meta['namespace'] = namespace;
     } else delete meta['namespace'];
     if (meta['resourceVersion'] !== undefined && meta['resourceVersion'] !== '') throw apiErrors.badRequest('resourceVersion should not be set on objects to be created');
-    await this.checkNamespace(r, namespace, typeof meta['name'] === 'string' ? meta['name'] : '');
     const generate = typeof meta['generateName'] === 'string' && meta['generateName'] !== '' && !meta['name'];
     if (!meta['name'] && !generate) throw apiErrors.invalid(r, '', [fieldErr.required('metadata.name', 'name or generateName is required')]);
     const s = this.strategy(r);
@@ -345,6 +344,9 @@ export class Rest {
       if (st === undefined) delete o['status'];
       else o['status'] = st;
     }
+    const admission = this.deps.admission;
+    const req = () => this.request('CREATE', r, namespace, String(meta['name'] ?? meta['generateName'] ?? ''), '', opts);
+    await admission?.admit(req(), o, null);
     for (let attempt = 0; ; attempt++) {
       if (generate) {
         let suffix = '';
@@ -353,6 +355,7 @@ export class Rest {
       }
       this.validate(r, o, null);
       opts.admit?.(o, null);
+      await admission?.validate(req(), o, null);
       const key = this.key(r, namespace, String(meta['name']));
       if (this.deps.cache.get(key) && !generate) throw apiErrors.alreadyExists(r, String(meta['name']));
       // Each attempt allocates afresh (a generated name that was taken gives back what it was given).
@@ -439,7 +442,7 @@ export class Rest {
       let alloc: Allocation | undefined;
       let answer: WriteResult | null = null;
       try {
-        const out = await this.guarded(r, name, key, (cur) => {
+        const out = await this.guarded(r, name, key, async (cur) => {
           // Each attempt allocates afresh: the last attempt's reservation is over.
           alloc?.reservation.done();
           alloc = undefined;
@@ -448,8 +451,12 @@ export class Rest {
           const old = cur.object as O;
           const o = next(cur);
           const merged = this.prepareUpdate(r, o, old, opts.sub);
+          // A binding is a create of pods/binding, as upstream's admission sees it.
+          const req = this.request(opts.sub === 'binding' ? 'CREATE' : 'UPDATE', r, namespace, name, opts.sub ?? '', opts);
+          await this.deps.admission?.admit(req, merged, old);
           this.validate(r, merged, old);
           opts.admit?.(merged, old);
+          await this.deps.admission?.validate(req, merged, old);
           alloc = this.allocate(r, key, merged, old as KObject);
           const d = this.decideUpdate(r, key, merged, old, opts, warnings, alloc?.ops ?? []);
           if ('keep' in d) answer = d.answer ?? null;
@@ -477,14 +484,14 @@ export class Rest {
    * the cached version is checked again on the storage's (the cache may lag it), a missing object is a 404, and a race
    * lost 16 times, or lost against a client's precondition, a 409.
    */
-  private async guarded(r: Resource, name: string, key: string, decide: (cur: Stored) => UpdateDecision): Promise<{ outcome: 'written' | 'deleted' | 'kept'; stored: Stored }> {
+  private async guarded(r: Resource, name: string, key: string, decide: (cur: Stored) => UpdateDecision | Promise<UpdateDecision>): Promise<{ outcome: 'written' | 'deleted' | 'kept'; stored: Stored }> {
     try {
       return await guaranteedUpdate(
         this.deps.storage,
         key,
-        (cur, fresh) => {
+        async (cur, fresh) => {
           try {
-            return decide(cur);
+            return await decide(cur);
           } catch (e) {
             if (!fresh && e instanceof NodenetError && e.code === ErrorCode.Conflict) throw new StaleRead(e);
             throw e;
@@ -649,8 +656,9 @@ export class Rest {
   private async deleteOne(r: Resource, namespace: string, name: string, opts: DeleteOptions): Promise<{ object: KObject; gone: boolean }> {
     const key = this.key(r, namespace, name);
     let answer: { object: KObject; gone: boolean } | null = null;
-    const out = await this.guarded(r, name, key, (cur) => {
+    const out = await this.guarded(r, name, key, async (cur) => {
       answer = null;
+      await this.deps.admission?.validate(this.request('DELETE', r, namespace, name, '', opts), null, cur.object as O);
       const meta = obj(cur.object.metadata)!;
       if (opts.preconditions?.uid && opts.preconditions.uid !== meta['uid']) {
         throw apiErrors.conflict(r, name, `Precondition failed: UID in precondition: ${opts.preconditions.uid}, UID in object meta: ${String(meta['uid'])}`);

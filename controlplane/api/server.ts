@@ -428,7 +428,7 @@ export class ApiServer {
     }
     // RBAC's escalation check on role and binding writes, with the object as it would be stored.
     const admit = escalationCheck({ authorizer: this.o.authorizer, policy: this.o.policy }, user, r, ns);
-    const writeOptions = (qq: Query): WriteOptions => ({ ...this.writeOptions(qq), ...(admit ? { admit } : {}) });
+    const writeOptions = (qq: Query): WriteOptions => ({ ...this.writeOptions(qq), user, ...(admit ? { admit } : {}) });
     switch (verb) {
       case 'get': {
         this.checkSub(route, ['', 'status', 'scale']);
@@ -467,7 +467,7 @@ export class ApiServer {
           return this.json(res, 201, answer);
         }
         if (route.sub === 'binding') {
-          const b = await bindPod(rest, ns, route.name, this.bodyObject(body), this.writeOptions(q));
+          const b = await bindPod(rest, ns, route.name, this.bodyObject(body), writeOptions(q));
           return this.json(res, b.code, b.body);
         }
         const w = await rest.create(r, ns, this.bodyObject(body), writeOptions(q));
@@ -480,13 +480,13 @@ export class ApiServer {
           const fin = v.spec?.finalizers;
           if (fin !== undefined && (!Array.isArray(fin) || fin.some((f) => typeof f !== 'string'))) throw apiErrors.badRequest('spec.finalizers: must be a list of strings');
           const rv = typeof v.metadata?.resourceVersion === 'string' ? v.metadata.resourceVersion : undefined;
-          const w = await finalizeNamespace(rest, route.name, (fin ?? []) as string[], rv, this.writeOptions(q));
+          const w = await finalizeNamespace(rest, route.name, (fin ?? []) as string[], rv, writeOptions(q));
           return this.object(req, res, route, w.code, w.object, q, w.warnings);
         }
         this.checkSub(route, ['', 'status', 'scale']);
         if (route.sub === 'scale') {
           const v = this.bodyObject(body);
-          const w = await updateScale(rest, r, ns, route.name, () => v, this.writeOptions(q));
+          const w = await updateScale(rest, r, ns, route.name, () => v, writeOptions(q));
           return this.json(res, 200, w.object);
         }
         const w = await rest.update(r, ns, route.name, this.bodyObject(body), { ...writeOptions(q), sub: route.sub === 'status' ? 'status' : undefined });
@@ -497,7 +497,7 @@ export class ApiServer {
         const type = patchTypeOf(req.headers['content-type']);
         if (!body) throw apiErrors.badRequest('a patch needs a body');
         if (route.sub === 'scale') {
-          const w = await updateScale(rest, r, ns, route.name, (scale) => applyScalePatch(type, scale, body.value), this.writeOptions(q));
+          const w = await updateScale(rest, r, ns, route.name, (scale) => applyScalePatch(type, scale, body.value), writeOptions(q));
           return this.json(res, 200, w.object);
         }
         // PatchOptions.force is for apply only, as ValidatePatchOptions has it (this server's apply records no field
@@ -514,7 +514,7 @@ export class ApiServer {
       }
       case 'delete': {
         this.checkSub(route, ['']);
-        const d = await rest.delete(r, ns, route.name, this.deleteOptions(q, body));
+        const d = await rest.delete(r, ns, route.name, { ...this.deleteOptions(q, body), user });
         return this.json(res, d.code, d.body);
       }
       case 'deletecollection': {
@@ -523,7 +523,7 @@ export class ApiServer {
         const d = await rest.deleteCollection(r, route.nsGiven ? ns : undefined, {
           labelSelector: q.string('labelSelector'),
           fieldSelector: q.string('fieldSelector'),
-        }, this.deleteOptions(q, body));
+        }, { ...this.deleteOptions(q, body), user });
         return this.json(res, d.code, d.body);
       }
     }

@@ -232,4 +232,6 @@ export const controllerUser = (controller: string) => ({
   groups: ['system:serviceaccounts', 'system:serviceaccounts:kube-system', 'system:authenticated'],
 });
 export const SCHEDULER_USER = { name: 'system:kube-scheduler', groups: ['system:authenticated'] };
+/** The controller manager's own identity: its leader election Lease and the Events its controllers record. */
+export const CONTROLLER_MANAGER_USER = { name: 'system:kube-controller-manager', groups: ['system:authenticated'] };
 export const APISERVER_USER = { name: 'system:apiserver', groups: ['system:masters', 'system:authenticated'] };

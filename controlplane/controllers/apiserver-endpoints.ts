@@ -27,7 +27,7 @@
 import { F } from '../../lib/log/fields.js';
 import type { Logger } from '../../lib/log/log.js';
 import type { Clock } from '../../lib/reconcile/clock.js';
-import type { Rest } from '../api/rest.js';
+import type { RestClient } from '../api/rest.js';
 import { RESOURCES } from '../api/resources.js';
 import type { Storage } from '../store/storage.js';
 import type { KObject, Stored } from '../store/types.js';
@@ -44,7 +44,7 @@ const SLICES = RESOURCES.find((r) => r.resource === 'endpointslices')!;
 export interface ApiServerEndpointsOptions {
   readonly storage: Storage;
   readonly cache: WatchCache;
-  readonly rest: Rest;
+  readonly rest: RestClient;
   readonly clock: Clock;
   readonly log: Logger;
   /** This server's address as the others and the clients reach it (kube-apiserver's --advertise-address). */

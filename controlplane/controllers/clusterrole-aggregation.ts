@@ -14,7 +14,7 @@ import type { Logger } from '../../lib/log/log.js';
 import type { Clock } from '../../lib/reconcile/clock.js';
 import { deepEqual } from '../../lib/reconcile/deep-equal.js';
 import { isNodenetError, ErrorCode } from '../../lib/errors/errors.js';
-import type { Rest } from '../api/rest.js';
+import type { RestClient } from '../api/rest.js';
 import { RESOURCES } from '../api/resources.js';
 import { labelSelectorRequirements, matchesLabels, type LabelRequirement } from '../api/selectors.js';
 import type { WatchCache } from '../store/watch-cache.js';
@@ -27,7 +27,7 @@ const CLUSTER_ROLES = RESOURCES.find((r) => r.resource === 'clusterroles')!;
 const FIELD_MANAGER = 'clusterrole-aggregation-controller';
 
 export interface AggregationOptions {
-  readonly rest: Rest;
+  readonly rest: RestClient;
   readonly cache: WatchCache;
   readonly clock: Clock;
   readonly log: Logger;

@@ -33,7 +33,7 @@ import { F } from '../../lib/log/fields.js';
 import type { Logger } from '../../lib/log/log.js';
 import type { Clock } from '../../lib/reconcile/clock.js';
 import { deepEqual } from '../../lib/reconcile/deep-equal.js';
-import { rfc3339, type Rest } from '../api/rest.js';
+import { rfc3339, type RestClient } from '../api/rest.js';
 import { RESOURCES } from '../api/resources.js';
 import { OWNER_UID, ownerUids } from './indexes.js';
 import type { WatchCache } from '../store/watch-cache.js';
@@ -73,7 +73,7 @@ export function resolveFenceposts(replicas: number, maxSurge: unknown, maxUnavai
 }
 
 export interface DeploymentControllerOptions {
-  readonly rest: Rest;
+  readonly rest: RestClient;
   readonly cache: WatchCache;
   readonly clock: Clock;
   readonly log: Logger;

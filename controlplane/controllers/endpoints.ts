@@ -58,7 +58,7 @@ import { arr, obj, str } from '../../lib/json/loose.js';
 import type { Logger } from '../../lib/log/log.js';
 import type { Clock } from '../../lib/reconcile/clock.js';
 import { deepEqual } from '../../lib/reconcile/deep-equal.js';
-import type { Rest } from '../api/rest.js';
+import type { RestClient } from '../api/rest.js';
 import { RESOURCES } from '../api/resources.js';
 import type { IndexFunc } from '../store/indexer.js';
 import type { KObject, Stored, StoreEvent } from '../store/types.js';
@@ -92,7 +92,7 @@ const slicesForService: IndexFunc = (s: Stored) => {
 };
 
 export interface EndpointsControllerOptions {
-  readonly rest: Rest;
+  readonly rest: RestClient;
   readonly cache: WatchCache;
   readonly clock: Clock;
   readonly log: Logger;

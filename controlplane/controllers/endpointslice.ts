@@ -35,7 +35,7 @@ import { WorkQueue } from './work-queue.js';
 import type { Logger } from '../../lib/log/log.js';
 import type { Clock } from '../../lib/reconcile/clock.js';
 import { deepEqual } from '../../lib/reconcile/deep-equal.js';
-import type { Rest } from '../api/rest.js';
+import type { RestClient } from '../api/rest.js';
 import { RESOURCES } from '../api/resources.js';
 import { labelSelectorRequirements, matchesLabels } from '../api/selectors.js';
 import type { IndexFunc } from '../store/indexer.js';
@@ -76,7 +76,7 @@ const readyTransition = (pod: Readonly<KObject> | undefined): unknown =>
   arr(obj(pod?.['status'])?.['conditions']).map(obj).find((c) => c?.['type'] === 'Ready')?.['lastTransitionTime'];
 
 export interface EndpointSliceControllerOptions {
-  readonly rest: Rest;
+  readonly rest: RestClient;
   readonly cache: WatchCache;
   readonly clock: Clock;
   readonly log: Logger;

@@ -27,7 +27,7 @@ import { obj } from '../../lib/json/loose.js';
 import { F } from '../../lib/log/fields.js';
 import type { Logger } from '../../lib/log/log.js';
 import type { Clock } from '../../lib/reconcile/clock.js';
-import type { Rest } from '../api/rest.js';
+import type { RestClient } from '../api/rest.js';
 import { RESOURCES } from '../api/resources.js';
 import type { KObject, Stored } from '../store/types.js';
 import type { WatchCache } from '../store/watch-cache.js';
@@ -39,7 +39,7 @@ export const DEFAULT_EVENT_TTL_MS = 3_600_000;
 export const DEFAULT_EVENT_SWEEP_EVERY_MS = 60_000;
 
 export interface EventTtlOptions {
-  readonly rest: Rest;
+  readonly rest: RestClient;
   readonly cache: WatchCache;
   readonly clock: Clock;
   readonly log: Logger;

@@ -6,6 +6,8 @@
  * again, and failures logged, never thrown.
  */
 import t, { type Test } from 'tap';
+import { Admission } from '../admission/admission.js';
+import { makePlugins } from '../admission/plugins.js';
 import { pino } from 'pino';
 import { FakeClock } from '../../lib/reconcile/clock.fake.js';
 import { Rest } from '../api/rest.js';
@@ -26,7 +28,7 @@ async function setup(t: Test, opts: { windowMs?: number } = {}) {
   const clock = new FakeClock(START);
   const ts = openTestStore({ persistence: new FakePersistence(), clock });
   const store = ts.cache;
-  const rest = new Rest({ storage: ts.storage, cache: store, schemas, clock });
+  const rest = new Rest({ storage: ts.storage, cache: store, schemas, admission: Admission.of(makePlugins({ cache: store, storage: ts.storage }), ['NamespaceLifecycle', 'DefaultTolerationSeconds']), clock });
   await rest.create(NS, '', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } });
   const logs: O[] = [];
   const log = pino({ level: 'warn' }, { write: (s: string) => void logs.push(JSON.parse(s) as O) });

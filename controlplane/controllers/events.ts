@@ -17,7 +17,7 @@
 import type { Logger } from '../../lib/log/log.js';
 import type { Clock } from '../../lib/reconcile/clock.js';
 import { EventWriter, type EventSink, type EventType, type ObjectReference } from '../../lib/reconcile/event-recorder.js';
-import type { Rest } from '../api/rest.js';
+import type { RestClient } from '../api/rest.js';
 import { RESOURCES } from '../api/resources.js';
 import type { KObject } from '../store/types.js';
 
@@ -36,7 +36,7 @@ export interface EventRecorder {
 export const NO_EVENTS: EventRecorder = { event() {} };
 
 export interface EventBroadcasterOptions {
-  readonly rest: Rest;
+  readonly rest: RestClient;
   readonly clock: Clock;
   readonly log: Logger;
   /** How long a repeat is folded into the Event before it (default 10 minutes). */
@@ -51,7 +51,7 @@ const EVENTS = RESOURCES.find((r) => r.resource === 'events')!;
 const str = (v: unknown) => (typeof v === 'string' ? v : '');
 
 /** Events written through the REST layer, the recording component as the field manager. */
-function restSink(rest: Rest): EventSink {
+function restSink(rest: RestClient): EventSink {
   return {
     async createEvent(namespace, event, source) {
       await rest.create(EVENTS, namespace, event, { fieldManager: source?.component ?? 'unknown' });

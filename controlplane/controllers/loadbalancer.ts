@@ -37,7 +37,7 @@ import type { Logger } from '../../lib/log/log.js';
 import { intToIp, ipToInt, isIPv4, parseCidr } from '../../lib/net/ip.js';
 import type { Clock } from '../../lib/reconcile/clock.js';
 import { deepEqual } from '../../lib/reconcile/deep-equal.js';
-import type { Rest } from '../api/rest.js';
+import type { RestClient } from '../api/rest.js';
 import { RESOURCES } from '../api/resources.js';
 import type { WatchCache } from '../store/watch-cache.js';
 import type { Claims, Owner } from '../alloc/claims.js';
@@ -113,7 +113,7 @@ const ownerOf = (key: string): Owner => {
 };
 
 export interface LoadBalancerControllerOptions {
-  readonly rest: Rest;
+  readonly rest: RestClient;
   readonly cache: WatchCache;
   /** The stored claims on addresses (`loadbalancerips.nodenet.io`). */
   readonly claims: Claims;

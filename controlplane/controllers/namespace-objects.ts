@@ -14,7 +14,7 @@ import { F } from '../../lib/log/fields.js';
 import type { Logger } from '../../lib/log/log.js';
 import type { Clock } from '../../lib/reconcile/clock.js';
 import { deepEqual } from '../../lib/reconcile/deep-equal.js';
-import type { Rest } from '../api/rest.js';
+import type { RestClient } from '../api/rest.js';
 import type { Resource } from '../api/resources.js';
 import { RESOURCES } from '../api/resources.js';
 import type { WatchCache } from '../store/watch-cache.js';
@@ -34,7 +34,7 @@ export interface NamespaceObjectSpec {
 }
 
 export interface NamespaceObjectOptions {
-  readonly rest: Rest;
+  readonly rest: RestClient;
   readonly cache: WatchCache;
   readonly clock: Clock;
   readonly log: Logger;

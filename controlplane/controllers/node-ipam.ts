@@ -25,7 +25,7 @@ import { WorkQueue } from './work-queue.js';
 import type { Logger } from '../../lib/log/log.js';
 import { intToIp, ipToInt, parseCidr } from '../../lib/net/ip.js';
 import type { Clock } from '../../lib/reconcile/clock.js';
-import type { Rest } from '../api/rest.js';
+import type { RestClient } from '../api/rest.js';
 import { RESOURCES } from '../api/resources.js';
 import type { WatchCache } from '../store/watch-cache.js';
 import type { Claims, Owner } from '../alloc/claims.js';
@@ -38,7 +38,7 @@ export const DEFAULT_CLUSTER_CIDR = '10.244.0.0/16';
 export const DEFAULT_NODE_MASK = 24;
 
 export interface NodeIpamOptions {
-  readonly rest: Rest;
+  readonly rest: RestClient;
   readonly cache: WatchCache;
   /** The stored claims on blocks (`podcidrs.nodenet.io`). */
   readonly claims: Claims;

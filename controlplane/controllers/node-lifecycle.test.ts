@@ -9,6 +9,8 @@
  * restarted controller gives every Node a full grace period.
  */
 import t, { type Test } from 'tap';
+import { Admission } from '../admission/admission.js';
+import { makePlugins } from '../admission/plugins.js';
 import { silentLogger } from '../../lib/log/log.js';
 import { FakeClock } from '../../lib/reconcile/clock.fake.js';
 import { Rest, rfc3339 } from '../api/rest.js';
@@ -35,7 +37,7 @@ async function setup(t: Test, o: { start?: boolean; persistence?: FakePersistenc
   const clock = o.clock ?? new FakeClock(Date.UTC(2026, 11, 1, 12));
   const ts = openTestStore({ persistence: o.persistence ?? new FakePersistence(), clock });
   const store = ts.cache;
-  const rest = new Rest({ storage: ts.storage, cache: store, schemas, clock });
+  const rest = new Rest({ storage: ts.storage, cache: store, schemas, admission: Admission.of(makePlugins({ cache: store, storage: ts.storage }), ['NamespaceLifecycle', 'DefaultTolerationSeconds']), clock });
   for (const name of ['default', 'kube-node-lease']) if (!store.get(`namespaces//${name}`)) await rest.create(NS, '', { apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
   const log = silentLogger();
   const broadcaster = new EventBroadcaster({ rest, clock, log });
@@ -306,6 +308,6 @@ t.test('pure parts: tolerations, eviction delays, condition taints; bad grace pe
   const ts = openTestStore({ persistence: new FakePersistence(), clock: new FakeClock() });
   const store = ts.cache;
   t.teardown(() => ts.close());
-  const rest = new Rest({ storage: ts.storage, cache: store, schemas, clock: new FakeClock() });
+  const rest = new Rest({ storage: ts.storage, cache: store, schemas, admission: Admission.of(makePlugins({ cache: store, storage: ts.storage }), ['NamespaceLifecycle', 'DefaultTolerationSeconds']), clock: new FakeClock() });
   for (const g of [0, -1, Number.NaN]) t.throws(() => new NodeLifecycleController({ rest, cache: store, clock: new FakeClock(), log: silentLogger(), gracePeriodMs: g }), { code: 'NN_ERR_INVALID_CONFIG' });
 });

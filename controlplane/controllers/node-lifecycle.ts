@@ -49,7 +49,7 @@ import { F } from '../../lib/log/fields.js';
 import type { Logger } from '../../lib/log/log.js';
 import type { Clock } from '../../lib/reconcile/clock.js';
 import { deepEqual } from '../../lib/reconcile/deep-equal.js';
-import { rfc3339, type Rest } from '../api/rest.js';
+import { rfc3339, type RestClient } from '../api/rest.js';
 import { RESOURCES } from '../api/resources.js';
 import { POD_NODE_NAME, podNodeName } from './indexes.js';
 import type { WatchCache } from '../store/watch-cache.js';
@@ -78,7 +78,7 @@ export const NODE_COMPONENT = 'node-controller';
 export const EVICTION_COMPONENT = 'taint-eviction-controller';
 
 export interface NodeLifecycleOptions {
-  readonly rest: Rest;
+  readonly rest: RestClient;
   readonly cache: WatchCache;
   readonly clock: Clock;
   readonly log: Logger;

@@ -20,7 +20,7 @@ import { ErrorCode, isNodenetError } from '../../lib/errors/errors.js';
 import { F } from '../../lib/log/fields.js';
 import type { Logger } from '../../lib/log/log.js';
 import type { Clock } from '../../lib/reconcile/clock.js';
-import { rfc3339, type Rest } from '../api/rest.js';
+import { rfc3339, type RestClient } from '../api/rest.js';
 import { RESOURCES } from '../api/resources.js';
 import { POD_NODE_NAME, podNodeName } from './indexes.js';
 import type { WatchCache } from '../store/watch-cache.js';
@@ -37,7 +37,7 @@ export const POD_GC_COMPONENT = 'pod-garbage-collector';
 export const DEFAULT_ORPHAN_QUARANTINE_MS = 40_000;
 
 export interface PodGcOptions {
-  readonly rest: Rest;
+  readonly rest: RestClient;
   readonly cache: WatchCache;
   readonly clock: Clock;
   readonly log: Logger;

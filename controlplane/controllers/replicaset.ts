@@ -21,7 +21,8 @@ import { NO_EVENTS, type EventRecorder } from './events.js';
 import { F } from '../../lib/log/fields.js';
 import type { Logger } from '../../lib/log/log.js';
 import type { Clock } from '../../lib/reconcile/clock.js';
-import type { Rest } from '../api/rest.js';
+import type { RestClient } from '../api/rest.js';
+import { ApiError } from '../api/errors.js';
 import { RESOURCES } from '../api/resources.js';
 import { labelSelectorRequirements, matchesLabels } from '../api/selectors.js';
 import type { WatchCache } from '../store/watch-cache.js';
@@ -30,12 +31,16 @@ import { namespaceOf } from '../store/types.js';
 import { obj, arr } from '../../lib/json/loose.js';
 
 type O = Record<string, unknown>;
+
+/** apierrors.HasStatusCause(err, NamespaceTerminatingCause). */
+const namespaceTerminating = (e: unknown): boolean =>
+  e instanceof ApiError && (e.statusDetails?.causes ?? []).some((c) => c.reason === 'NamespaceTerminating');
 const meta = (o: Readonly<KObject>): O => (o.metadata ?? {}) as O;
 const R = (name: string) => RESOURCES.find((r) => r.resource === name)!;
 const [RS, POD] = [R('replicasets'), R('pods')];
 
 export interface ReplicaSetControllerOptions {
-  readonly rest: Rest;
+  readonly rest: RestClient;
   readonly cache: WatchCache;
   readonly clock: Clock;
   readonly log: Logger;
@@ -141,8 +146,9 @@ export class ReplicaSetController {
       if (diff > 0) {
         for (let i = 0; i < diff; i++) {
           const made = await this.o.rest.create(POD, ns, this.podFor(rs), { fieldManager: 'replicaset-controller' }).catch((e: unknown) => {
-            // A namespace being deleted refuses new Pods: expected, and not worth an Event (as upstream).
-            if (!(isNodenetError(e) && e.code === ErrorCode.Forbidden)) this.events.event(rs, 'Warning', 'FailedCreate', `Error creating: ${e instanceof Error ? e.message : String(e)}`);
+            // A namespace being deleted refuses new Pods: expected, and not worth an Event (as upstream, which checks
+            // the NamespaceTerminating cause); any other refusal (RBAC, admission, quota) is one.
+            if (!namespaceTerminating(e)) this.events.event(rs, 'Warning', 'FailedCreate', `Error creating: ${e instanceof Error ? e.message : String(e)}`);
             throw e;
           });
           this.events.event(rs, 'Normal', 'SuccessfulCreate', `Created pod: ${String(made.object.metadata?.['name'])}`);

@@ -50,7 +50,7 @@ import { F } from '../../lib/log/fields.js';
 import type { Logger } from '../../lib/log/log.js';
 import type { Clock } from '../../lib/reconcile/clock.js';
 import { deepEqual } from '../../lib/reconcile/deep-equal.js';
-import { rfc3339, type Rest } from '../api/rest.js';
+import { rfc3339, type RestClient } from '../api/rest.js';
 import { RESOURCES } from '../api/resources.js';
 import { quantityNanos } from '../kinds/kinds.js';
 import type { WatchCache } from '../store/watch-cache.js';
@@ -79,7 +79,7 @@ export const REASON = {
 
 
 export interface SchedulerOptions {
-  readonly rest: Rest;
+  readonly rest: RestClient;
   readonly cache: WatchCache;
   readonly clock: Clock;
   readonly log: Logger;

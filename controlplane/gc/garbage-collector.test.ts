@@ -6,6 +6,8 @@
  * termination, a start on a store that already holds garbage, and stop().
  */
 import t, { type Test } from 'tap';
+import { Admission } from '../admission/admission.js';
+import { makePlugins } from '../admission/plugins.js';
 import { silentLogger } from '../../lib/log/log.js';
 import { FakeClock, settle } from '../../lib/reconcile/clock.fake.js';
 import { RESOURCES, type Resource } from '../api/resources.js';
@@ -40,7 +42,7 @@ function build(t: Test, clock: FakeClock, persistence: FakePersistence, uidPrefi
   const ts = openTestStore({ persistence, clock });
   const store = ts.cache;
   let n = 0;
-  const rest = new Rest({ storage: ts.storage, cache: store, schemas, clock, uid: () => `${uidPrefix}${++n}` });
+  const rest = new Rest({ storage: ts.storage, cache: store, schemas, admission: Admission.of(makePlugins({ cache: store, storage: ts.storage }), ['NamespaceLifecycle', 'DefaultTolerationSeconds']), clock, uid: () => `${uidPrefix}${++n}` });
   const gc = new GarbageCollector({ rest, cache: store, clock, log: silentLogger() });
   t.teardown(() => {
     gc.stop();
@@ -367,7 +369,7 @@ t.test('start: garbage left while no collector ran is collected at start', async
   {
     const ts = openTestStore({ persistence, clock });
   const store = ts.cache;
-    const rest = new Rest({ storage: ts.storage, cache: store, schemas, clock, uid: (() => { let n = 0; return () => `old-${++n}`; })() });
+    const rest = new Rest({ storage: ts.storage, cache: store, schemas, admission: Admission.of(makePlugins({ cache: store, storage: ts.storage }), ['NamespaceLifecycle', 'DefaultTolerationSeconds']), clock, uid: (() => { let n = 0; return () => `old-${++n}`; })() });
     await rest.create(NS, '', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } });
     await chain(rest);
     const keep = (await rest.create(DEPLOY, 'default', deploy('api'))).object;

@@ -29,7 +29,7 @@ import { ErrorCode, isNodenetError } from '../../lib/errors/errors.js';
 import { F } from '../../lib/log/fields.js';
 import type { Logger } from '../../lib/log/log.js';
 import type { Clock } from '../../lib/reconcile/clock.js';
-import { FOREGROUND, ORPHAN, type Rest } from '../api/rest.js';
+import { FOREGROUND, ORPHAN, type RestClient } from '../api/rest.js';
 import { OWNER_UID, ownerUids } from '../controllers/indexes.js';
 import { WorkQueue } from '../controllers/work-queue.js';
 import { grOf as resourceGr, RESOURCES, type Resource } from '../api/resources.js';
@@ -66,7 +66,7 @@ export function resourceForKind(apiVersion: string, kind: string): Resource | un
 }
 
 export interface GarbageCollectorDeps {
-  readonly rest: Rest;
+  readonly rest: RestClient;
   readonly cache: WatchCache;
   readonly clock: Clock;
   readonly log: Logger;

@@ -182,7 +182,6 @@ export const podStrategy: Strategy = {
   defaults: defaultPod,
   validate: validatePod,
   initialStatus: (o) => ({ phase: 'Pending', qosClass: podQOS(obj(o['spec']) ?? {}) }),
-  prepareForCreate: (o) => defaultTolerationSeconds(ensure(o, 'spec')),
   bumpsGeneration: specChanged,
   gracePeriod: podGracePeriod,
 };

@@ -5,7 +5,7 @@
  * `kubectl get lease -n kube-system` shows its holder, as on a real
  * cluster). Updates carry the resourceVersion read: a compare-and-swap.
  */
-import type { Rest } from '../api/rest.js';
+import type { RestClient } from '../api/rest.js';
 import { RESOURCES } from '../api/resources.js';
 import type { LeaderRecord, LeaseLock } from './leader-election.js';
 
@@ -15,7 +15,7 @@ export class RestLeaseLock implements LeaseLock {
   readonly describe: string;
 
   constructor(
-    private readonly rest: Rest,
+    private readonly rest: RestClient,
     private readonly name: string,
     private readonly namespace = 'kube-system',
   ) {

@@ -4,7 +4,7 @@
  * FinalizeREST): `PUT .../namespaces/<name>/finalize`.
  */
 import { obj, type O } from '../../lib/json/loose.js';
-import { parseRV, type Rest, type WriteOptions, type WriteResult } from '../api/rest.js';
+import { parseRV, type RestClient, type WriteOptions, type WriteResult } from '../api/rest.js';
 import { RESOURCES } from '../api/resources.js';
 
 const NAMESPACES = RESOURCES.find((x) => x.resource === 'namespaces')!;
@@ -15,7 +15,7 @@ const NAMESPACES = RESOURCES.find((x) => x.resource === 'namespaces')!;
  * either kind goes, as the controller's DELETE that follows makes it go upstream.
  * @param resourceVersion the version the caller read (a Conflict when it changed), if given
  */
-export async function finalizeNamespace(rest: Rest, name: string, finalizers: readonly string[], resourceVersion?: string, opts: WriteOptions = {}): Promise<WriteResult> {
+export async function finalizeNamespace(rest: RestClient, name: string, finalizers: readonly string[], resourceVersion?: string, opts: WriteOptions = {}): Promise<WriteResult> {
   const r = NAMESPACES;
   const expect = resourceVersion === undefined || resourceVersion === '' ? undefined : parseRV(resourceVersion);
   return rest.readModifyWrite(

@@ -6,7 +6,7 @@
  */
 import { arr, obj, type O } from '../../lib/json/loose.js';
 import { apiErrors, fieldErr, successStatus, type FieldError, type Status } from '../api/errors.js';
-import { rfc3339, type Rest, type WriteOptions } from '../api/rest.js';
+import { rfc3339, type RestClient, type WriteOptions } from '../api/rest.js';
 import { RESOURCES } from '../api/resources.js';
 
 const PODS = RESOURCES.find((x) => x.resource === 'pods')!;
@@ -22,7 +22,7 @@ const BINDING = { resource: 'pods/binding', group: '', kind: 'Binding' } as cons
  * The Node itself is not looked up (upstream does not either).
  * @returns a Status Success with code 201
  */
-export async function bindPod(rest: Rest, namespace: string, name: string, body: unknown, opts: WriteOptions = {}): Promise<{ code: number; body: Status }> {
+export async function bindPod(rest: RestClient, namespace: string, name: string, body: unknown, opts: WriteOptions = {}): Promise<{ code: number; body: Status }> {
   const b = obj(body);
   if (!b) throw apiErrors.badRequest('the body of the request must be a JSON object (a Binding)');
   if (b['apiVersion'] !== undefined && b['apiVersion'] !== 'v1') throw apiErrors.badRequest(`the API version in the data (${String(b['apiVersion'])}) does not match the expected API version (v1)`);

@@ -5,7 +5,7 @@
  */
 import { obj, type O } from '../../lib/json/loose.js';
 import { apiErrors, fieldErr } from '../api/errors.js';
-import type { Rest, WriteOptions, WriteResult } from '../api/rest.js';
+import type { RestClient, WriteOptions, WriteResult } from '../api/rest.js';
 import type { Resource } from '../api/resources.js';
 import { labelSelectorString } from '../api/table.js';
 import type { KObject, Stored } from '../store/types.js';
@@ -28,7 +28,7 @@ export function scaleOf(r: Resource, s: Stored): KObject {
 }
 
 /** PUT or PATCH of `scale`: only spec.replicas changes. */
-export async function updateScale(rest: Rest, r: Resource, namespace: string, name: string, replicasOf: (scale: KObject) => unknown, opts: WriteOptions): Promise<WriteResult> {
+export async function updateScale(rest: RestClient, r: Resource, namespace: string, name: string, replicasOf: (scale: KObject) => unknown, opts: WriteOptions): Promise<WriteResult> {
   const res = await rest.readModifyWrite(
     r,
     namespace,
