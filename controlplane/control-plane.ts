@@ -118,6 +118,10 @@ export interface ControlPlaneOptions {
   readonly shutdownDelayMs?: number;
   /** The API server leases' TTL and renewal (ms; defaults 15 s and 10 s, kube-apiserver's; tests shorten them). */
   readonly apiServerLease?: { readonly ttlMs: number; readonly renewEveryMs: number; readonly checkEveryMs?: number };
+  /** A request with no credentials is system:anonymous (default true, kube-apiserver's --anonymous-auth); false: a 401. */
+  readonly anonymousAuth?: boolean;
+  /** --service-account-max-token-expiration, seconds. */
+  readonly maxTokenExpirationSeconds?: number;
   /** Admission plugins turned on beyond the defaults, and off (kube-apiserver's flags; every plugin is on by default). */
   readonly enableAdmissionPlugins?: readonly string[];
   readonly disableAdmissionPlugins?: readonly string[];
@@ -324,7 +328,7 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
       },
     },
   });
-  const server = new ApiServer({ rest, cache, tokens, metrics, authorizer, policy, serviceAccountTokens: saTokens, anonymousAdmin: o.insecureHttp === true, log: log.child({ [F.subsys]: 'controlplane/api' }), clock, openapi: new OpenApi(schemas), version: o.version, ...(o.bookmarkEveryMs ? { bookmarkEveryMs: o.bookmarkEveryMs } : {}), ...(pki ? { tls: { cert: pki.cert, key: pki.key, clientCA: pki.caPem } } : {}) });
+  const server = new ApiServer({ rest, cache, tokens, metrics, authorizer, policy, serviceAccountTokens: saTokens, ...(o.anonymousAuth === false ? { anonymousAuth: false } : {}), ...(o.maxTokenExpirationSeconds ? { maxTokenExpirationSeconds: o.maxTokenExpirationSeconds } : {}), anonymousAdmin: o.insecureHttp === true, log: log.child({ [F.subsys]: 'controlplane/api' }), clock, openapi: new OpenApi(schemas), version: o.version, ...(o.bookmarkEveryMs ? { bookmarkEveryMs: o.bookmarkEveryMs } : {}), ...(pki ? { tls: { cert: pki.cert, key: pki.key, clientCA: pki.caPem } } : {}) });
   const sub = (name: string) => log.child({ [F.subsys]: `controlplane/${name}` });
   const apiLog = log.child({ [F.subsys]: 'controlplane/api' });
   // The components' Events go out through one recorder, as system:kube-controller-manager (whose role writes Events).

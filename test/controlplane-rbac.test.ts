@@ -168,6 +168,17 @@ t.test('anonymous requests: /version and the health endpoints, nothing else', as
   const disc = await anon('/apis');
   t.equal(disc.code, 403, 'discovery is for authenticated users (system:discovery)');
   t.match(disc.body, /forbidden: User \\"system:anonymous\\" cannot get path \\"\/apis\\"/);
+  const dir3 = mkdtempSync(join(tmpdir(), 'nn-rbac-anon-'));
+  const closed = await startControlPlane({ host: '127.0.0.1', port: 0, version: '0.1.0', dataDir: dir3, anonymousAuth: false });
+  t.teardown(async () => {
+    await closed.stop();
+    rmSync(dir3, { recursive: true, force: true });
+  });
+  const get = (path: string) => new Promise<number>((resolve, reject) => {
+    request(`${closed.url}${path}`, { rejectUnauthorized: false }, (res) => { res.resume(); resolve(res.statusCode ?? 0); }).on('error', reject).end();
+  });
+  t.equal(await get('/api/v1/namespaces'), 401, '--anonymous-auth=false: no credentials is a 401');
+  t.equal(await get('/readyz'), 200, 'the health endpoints still answer');
 });
 
 t.test('the controllers write as their own ServiceAccounts, through RBAC: a controller whose binding is gone is refused', async (t) => {

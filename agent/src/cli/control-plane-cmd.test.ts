@@ -147,3 +147,15 @@ t.test('control-plane add-user: one NAME, groups comma-separated, the data direc
   t.throws(() => addUserArgs(['a', 'b']), { name: 'FlagError', message: /add-user takes one NAME/ });
   t.throws(() => addUserArgs(['a/b']), { name: 'FlagError', message: /no slash/ });
 });
+
+t.test('admission, anonymous and token flags: named plugins only, refused when unknown', async (t) => {
+  const args = (flags: Record<string, string>) => controlPlaneArgs(new Map(Object.entries(flags)));
+  t.same(args({ 'disable-admission-plugins': 'ServiceAccount,NodeRestriction' }).disableAdmissionPlugins, ['ServiceAccount', 'NodeRestriction']);
+  t.same(args({ 'enable-admission-plugins': 'NamespaceLifecycle' }).enableAdmissionPlugins, ['NamespaceLifecycle']);
+  t.throws(() => args({ 'enable-admission-plugins': 'PodSecurity' }), /unknown admission plugin "PodSecurity"; nodenet has NamespaceLifecycle, ServiceAccount, NodeRestriction, DefaultTolerationSeconds/);
+  t.equal(args({ 'anonymous-auth': 'false' }).anonymousAuth, false);
+  t.equal(args({}).anonymousAuth, undefined, 'on by default');
+  t.throws(() => args({ 'anonymous-auth': 'maybe' }), /--anonymous-auth "maybe": true or false/);
+  t.equal(args({ 'service-account-max-token-expiration': '24h' }).maxTokenExpirationSeconds, 86_400);
+  t.throws(() => args({ 'service-account-max-token-expiration': '1m' }), /at least 10m/);
+});

@@ -14,6 +14,7 @@ import { FlagError, parseFlags, type FlagSpecs } from './flags.js';
 import { parseStorageSpec, type StorageSpec } from '../../../controlplane/store/spec.js';
 import { migrateCommand, type MigrateCmdDeps } from './migrate-cmd.js';
 import { addUser, userNameProblem } from '../../../controlplane/users.js';
+import { enabledPlugins, PLUGIN_ORDER } from '../../../controlplane/admission/admission.js';
 
 export const CONTROL_PLANE_USAGE = `usage: nodenet control-plane [--data-dir D] [--listen ADDR:PORT] [--node N[,N...]] [--host SAN[,SAN...]]
                              [--insecure-http] [--history-seconds S] [--service-cidr CIDR] [--service-node-port-range FROM-TO]
@@ -21,6 +22,8 @@ export const CONTROL_PLANE_USAGE = `usage: nodenet control-plane [--data-dir D] 
                              [--orphan-pod-quarantine D] [--load-balancer-ip-pool CIDR|START-END[,...]]
                              [--storage sqlite:DIR|etcd:URL[,URL...]] [--etcd-prefix P] [--advertise-address IP]
                              [--control-plane-endpoint HOST:PORT] [--shutdown-delay-duration D] [--event-ttl D]
+                             [--enable-admission-plugins P[,P...]] [--disable-admission-plugins P[,P...]]
+                             [--anonymous-auth true|false] [--service-account-max-token-expiration D]
                              [--log-level L] [--log-file F]
        nodenet control-plane migrate --from sqlite:DIR --to etcd:URL[,URL...] [--etcd-prefix P] [--allow-non-empty]
        nodenet control-plane add-user NAME [--group G[,G...]] [--data-dir D]
@@ -54,6 +57,12 @@ ReplicaSets; Leases) from a SQLite database in the data directory, for kubectl a
   --shutdown-delay-duration D  on SIGTERM, /readyz is red this long before the server stops serving, so that
                       balancers move away first (default 0s, kube-apiserver's)
   --event-ttl D       Events not updated for this long are deleted (default 1h, kube-apiserver's)
+  --enable-admission-plugins P,...   --disable-admission-plugins P,...
+                      the admission chain, run in this order whatever the flags' order (kube-apiserver's); every
+                      plugin is on by default: ${PLUGIN_ORDER.join(', ')}
+  --anonymous-auth B  a request with no credentials is system:anonymous, which RBAC allows /version and the health
+                      endpoints (default true, kube-apiserver's); false: such a request is a 401
+  --service-account-max-token-expiration D  the longest a TokenRequest may ask for (default: no limit)
 On start it prints the kubeconfig to use: export KUBECONFIG=<data-dir>/admin.kubeconfig
 add-user: writes <data-dir>/users/NAME.kubeconfig with a client certificate signed by the cluster CA (CN NAME, an O
 per --group, a year), as kube-apiserver reads one; prints its path. --group system:masters makes an admin.`;
@@ -78,6 +87,10 @@ export interface ControlPlaneArgs {
   readonly controlPlaneEndpoint?: string;
   readonly shutdownDelayMs: number;
   readonly eventTtlMs: number;
+  readonly enableAdmissionPlugins?: readonly string[];
+  readonly disableAdmissionPlugins?: readonly string[];
+  readonly anonymousAuth?: boolean;
+  readonly maxTokenExpirationSeconds?: number;
   readonly logLevel: string;
   readonly logFile?: string;
 }
@@ -102,6 +115,10 @@ const SPECS: FlagSpecs = {
   'control-plane-endpoint': { type: 'string' },
   'shutdown-delay-duration': { type: 'string' },
   'event-ttl': { type: 'string' },
+  'enable-admission-plugins': { type: 'string' },
+  'disable-admission-plugins': { type: 'string' },
+  'anonymous-auth': { type: 'string' },
+  'service-account-max-token-expiration': { type: 'string' },
   'log-level': { type: 'string' },
   'log-file': { type: 'string' },
 };
@@ -201,8 +218,26 @@ export function controlPlaneArgs(flags: ReadonlyMap<string, string>): ControlPla
   const ttlText = flags.get('event-ttl') ?? '1h';
   const eventTtlMs = parseDurationMs(ttlText);
   if (eventTtlMs === null || eventTtlMs <= 0) throw new FlagError(`--event-ttl ${JSON.stringify(ttlText)}: a duration more than 0, in seconds (3600) or with a unit (1h, 30m)`);
+  const enable = list(flags.get('enable-admission-plugins'));
+  const disable = list(flags.get('disable-admission-plugins'));
+  try {
+    enabledPlugins(enable, disable);
+  } catch (e) {
+    throw new FlagError(e instanceof Error ? e.message : String(e));
+  }
+  const anon = flags.get('anonymous-auth');
+  if (anon !== undefined && anon !== 'true' && anon !== 'false') throw new FlagError(`--anonymous-auth ${JSON.stringify(anon)}: true or false`);
+  const maxTok = flags.get('service-account-max-token-expiration');
+  const maxTokMs = maxTok === undefined ? undefined : parseDurationMs(maxTok);
+  if (maxTok !== undefined && (maxTokMs === null || maxTokMs === undefined || maxTokMs < 600_000)) {
+    throw new FlagError(`--service-account-max-token-expiration ${JSON.stringify(maxTok)}: a duration of at least 10m (TokenRequest's least)`);
+  }
   return {
     eventTtlMs,
+    ...(enable.length ? { enableAdmissionPlugins: enable } : {}),
+    ...(disable.length ? { disableAdmissionPlugins: disable } : {}),
+    ...(anon === 'false' ? { anonymousAuth: false } : {}),
+    ...(maxTokMs ? { maxTokenExpirationSeconds: Math.floor(maxTokMs / 1000) } : {}),
     ...(advertiseAddress !== undefined ? { advertiseAddress } : {}),
     ...(controlPlaneEndpoint !== undefined ? { controlPlaneEndpoint } : {}),
     shutdownDelayMs,
