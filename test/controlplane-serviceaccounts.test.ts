@@ -13,7 +13,7 @@ import { execa } from 'execa';
 import { startControlPlane } from '../controlplane/control-plane.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'nn-sa-'));
-const cp = await startControlPlane({ host: '127.0.0.1', port: 0, version: '0.1.0', dataDir: dir });
+const cp = await startControlPlane({ host: '127.0.0.1', port: 0, version: '0.1.0', dataDir: dir, nodes: ['n1'] });
 t.teardown(async () => {
   await cp.stop();
   rmSync(dir, { recursive: true, force: true });
@@ -105,4 +105,29 @@ t.test('bad input: a forged token, a short duration, a missing ServiceAccount; n
   const missing = await kubectl(['create', 'token', 'nobody']);
   t.match(missing.err, /serviceaccounts "nobody" not found/);
   t.equal((await kubectl(['get', 'sa', 'nobody'])).code, 1, 'no ServiceAccount was made');
+});
+
+t.test('a node (its kubelet) reads only what its Pods use, and asks tokens only for them', async (t) => {
+  const node = (args: string[]) => execa('kubectl', ['--kubeconfig', cp.nodeKubeconfig('n1'), ...args], { reject: false, timeout: 60_000 }).then((r) => ({ code: r.exitCode ?? -1, out: String(r.stdout), err: String(r.stderr) }));
+  for (const cm of ['used', 'other']) await ok(['create', 'configmap', cm, '--from-literal=k=v']);
+  await ok(['create', 'secret', 'generic', 'pw', '--from-literal=p=1']);
+  await ok(['apply', '-f', '-'], { input: JSON.stringify({
+    apiVersion: 'v1', kind: 'Pod', metadata: { name: 'on-n1' },
+    spec: {
+      nodeName: 'n1', serviceAccountName: 'robot', volumes: [{ name: 'c', configMap: { name: 'used' } }],
+      containers: [{ name: 'c', image: 'nodenet/host', command: ['sleep', '100'], env: [{ name: 'P', valueFrom: { secretKeyRef: { name: 'pw', key: 'p' } } }] }],
+    },
+  }) });
+  const uid = (await ok(['get', 'pod', 'on-n1', '-o', 'jsonpath={.metadata.uid}'])).trim();
+  t.equal((await node(['get', 'configmap', 'used'])).code, 0, 'the ConfigMap its Pod mounts');
+  t.equal((await node(['get', 'secret', 'pw'])).code, 0, 'the Secret its Pod reads in env');
+  t.match((await node(['get', 'configmap', 'other'])).err, /configmaps "other" is forbidden: User "system:node:n1" cannot get resource "configmaps"/);
+  t.match((await node(['get', 'configmaps'])).err, /cannot list resource "configmaps"/, 'not the list of them');
+  t.equal((await node(['get', '--raw', '/api/v1/namespaces/default/configmaps?fieldSelector=metadata.name=used'])).code, 0, 'a list pinned to that one by metadata.name (the kubelet\'s watch)');
+  const tr = (sa: string, ref?: Record<string, string>) => execa('kubectl', ['--kubeconfig', cp.nodeKubeconfig('n1'), 'create', '--raw', `/api/v1/namespaces/default/serviceaccounts/${sa}/token`, '-f', '-'], { reject: false, input: JSON.stringify({ apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { ...(ref ? { boundObjectRef: ref } : {}) } }) });
+  const good = await tr('robot', { apiVersion: 'v1', kind: 'Pod', name: 'on-n1', uid });
+  t.equal(good.exitCode, 0, `a token for its Pod's ServiceAccount, bound to the Pod: ${String(good.stderr)}`);
+  t.match(String((await tr('robot')).stderr), /node requested token not bound to a pod/);
+  t.match(String((await tr('default', { apiVersion: 'v1', kind: 'Pod', name: 'on-n1', uid })).stderr), /serviceaccounts "default" is forbidden: User "system:node:n1" cannot create resource "serviceaccounts\/token"/, 'a ServiceAccount no Pod of its uses');
+  await ok(['delete', 'pod', 'on-n1', '--grace-period=0', '--force']);
 });

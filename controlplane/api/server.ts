@@ -289,8 +289,11 @@ export class ApiServer {
       labels = { group, version, resource: route.r.resource, subresource: route.sub, scope };
       verb = this.verbOf(method, route, watch);
       const body = ['POST', 'PUT', 'PATCH'].includes(method) || (method === 'DELETE' && Number(req.headers['content-length'] ?? 0) > 0) ? await this.readBody(req, protobufKind(method, route)) : undefined;
+      // A list or watch of one object by `fieldSelector=metadata.name=X` names it to the authorizer, as upstream's
+      // RequestInfo does (so a kubelet may watch the one Secret its Pod uses, and a resourceNames rule allows it).
+      const selected = (verb === 'list' || verb === 'watch') && !route.name ? singleName(q.string('fieldSelector')) : '';
       const attrs: RequestAttributes = {
-        user, verb, resourceRequest: true, apiGroup: group, resource: route.r.resource, subresource: route.sub, namespace: route.namespace, name: route.name,
+        user, verb, resourceRequest: true, apiGroup: group, resource: route.r.resource, subresource: route.sub, namespace: route.namespace, name: route.name || selected,
         ...(verb === 'create' && !route.sub ? { createName: String((body?.value as KObject | undefined)?.metadata?.['name'] ?? '') } : {}),
       };
       const decision = this.o.authorizer.authorize(attrs);
@@ -463,7 +466,7 @@ export class ApiServer {
         this.checkSub(route, ['', 'binding', 'token']);
         if (route.sub === 'token') {
           if (!this.o.serviceAccountTokens) throw apiErrors.pathNotFound();
-          const answer = await requestToken({ cache: this.o.cache, tokens: this.o.serviceAccountTokens, maxExpirationSeconds: this.o.maxTokenExpirationSeconds }, ns, route.name, this.bodyObject(body));
+          const answer = await requestToken({ cache: this.o.cache, tokens: this.o.serviceAccountTokens, maxExpirationSeconds: this.o.maxTokenExpirationSeconds }, ns, route.name, this.bodyObject(body), user);
           return this.json(res, 201, answer);
         }
         if (route.sub === 'binding') {
@@ -731,6 +734,12 @@ export class ApiServer {
 }
 
 /** The kind a protobuf body must be for this method and path; undefined where none is read (patches). */
+/** The name a field selector pins with `metadata.name=X` (or `==`), and nothing else; '' otherwise. */
+export function singleName(fieldSelector: string | undefined): string {
+  const m = /^\s*metadata\.name\s*==?\s*([^,=!\s]+)\s*$/.exec(fieldSelector ?? '');
+  return m ? m[1]! : '';
+}
+
 function protobufKind(method: string, route: Route): ProtobufExpected | undefined {
   if (method === 'PATCH') return undefined;
   if (method === 'DELETE') return { apiVersion: 'v1', kind: 'DeleteOptions' };

@@ -58,7 +58,7 @@ export interface Attributes {
   readonly subresource: string;
   /** For pod writes by a node: the node the stored pod is bound to (undefined when there is none). */
   readonly boundNode?: string | undefined;
-  /** For a node's reads of Secrets and ConfigMaps: whether a Pod bound to it refers to the object. */
+  /** For a node's reads of Secrets and ConfigMaps, and its TokenRequests: whether a Pod bound to it refers to the object. */
   readonly referenced?: boolean | undefined;
 }
 
@@ -73,6 +73,9 @@ export function nodeAllows(user: User, a: Attributes): boolean {
   // Logs can hold anything an app prints: a node reads no Pod's (its kubelet serves its own to the control plane).
   if (a.gr === 'pods' && a.subresource === 'log') return false;
   if (REFERENCED.has(a.gr)) return READ.has(a.verb) && a.referenced === true;
+  // A token for the ServiceAccount of a Pod bound to it (its kubelet's projected token); TokenRequest checks the
+  // binding to that Pod (NodeRestriction's part).
+  if (a.gr === 'serviceaccounts' && a.subresource === 'token') return a.verb === 'create' && a.referenced === true;
   if (READ.has(a.verb)) return true;
   const node = user.node;
   switch (a.gr) {
@@ -101,8 +104,8 @@ export const privilegedGroupAuthorizer: Authorizer = {
 export interface NodeGraph {
   /** The node a stored Pod is bound to. */
   boundNode(namespace: string, name: string): string | undefined;
-  /** Whether a Pod bound to `node` refers to the Secret or ConfigMap. */
-  referenced(node: string, gr: 'secrets' | 'configmaps', namespace: string, name: string): boolean;
+  /** Whether a Pod bound to `node` refers to the Secret or ConfigMap, or runs as the ServiceAccount. */
+  referenced(node: string, gr: 'secrets' | 'configmaps' | 'serviceaccounts', namespace: string, name: string): boolean;
 }
 
 /** The Node authorizer: allows what nodeAllows allows a node; no opinion otherwise (RBAC decides). */
@@ -118,7 +121,7 @@ export class NodeAuthorizer implements Authorizer {
     const attrs: Attributes = {
       verb: a.verb, gr, namespace: ns, name, subresource: a.subresource ?? '',
       boundNode: gr === 'pods' && name ? this.graph.boundNode(ns, name) : undefined,
-      referenced: (gr === 'secrets' || gr === 'configmaps') && name ? this.graph.referenced(user.node, gr, ns, name) : false,
+      referenced: (gr === 'secrets' || gr === 'configmaps' || (gr === 'serviceaccounts' && a.subresource === 'token')) && name ? this.graph.referenced(user.node, gr, ns, name) : false,
     };
     return nodeAllows(user, attrs) ? { decision: 'allow', reason: '' } : { decision: 'noopinion', reason: '' };
   }

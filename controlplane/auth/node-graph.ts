@@ -11,10 +11,17 @@ import { POD_NODE_NAME, podNodeName } from '../controllers/indexes.js';
 
 type O = Record<string, unknown>;
 
-/** The names of the Secrets and ConfigMaps a Pod spec refers to. */
-export function podReferences(spec: O): { secrets: Set<string>; configmaps: Set<string> } {
+const add0 = (set: Set<string>, v: unknown) => {
+  const n = str(v);
+  if (n) set.add(n);
+};
+
+/** The names of the Secrets and ConfigMaps a Pod spec refers to, and its ServiceAccount. */
+export function podReferences(spec: O): { secrets: Set<string>; configmaps: Set<string>; serviceaccounts: Set<string> } {
   const secrets = new Set<string>();
   const configmaps = new Set<string>();
+  const serviceaccounts = new Set<string>();
+  add0(serviceaccounts, spec['serviceAccountName']);
   const add = (set: Set<string>, v: unknown) => {
     const n = str(v);
     if (n) set.add(n);
@@ -43,7 +50,7 @@ export function podReferences(spec: O): { secrets: Set<string>; configmaps: Set<
       }
     }
   }
-  return { secrets, configmaps };
+  return { secrets, configmaps, serviceaccounts };
 }
 
 export function cacheNodeGraph(cache: WatchCache): NodeGraph {

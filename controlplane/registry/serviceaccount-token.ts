@@ -15,6 +15,7 @@ import { apiErrors, fieldErr, type FieldError } from '../api/errors.js';
 import { rfc3339 } from '../api/rest.js';
 import { RESOURCES } from '../api/resources.js';
 import type { WatchCache } from '../store/watch-cache.js';
+import type { User } from '../auth/authz.js';
 import { DEFAULT_EXPIRATION_SECONDS, MIN_EXPIRATION_SECONDS, type ObjectRef, type ServiceAccountTokens } from '../auth/sa-token.js';
 
 const SA = RESOURCES.find((r) => r.resource === 'serviceaccounts')!;
@@ -31,7 +32,7 @@ const keyOf = (kind: ObjectRef['kind'], namespace: string, name: string) =>
   kind === 'Pod' ? `pods/${namespace}/${name}` : kind === 'Secret' ? `secrets/${namespace}/${name}` : `nodes//${name}`;
 
 /** The answered TokenRequest (code 201). */
-export async function requestToken(deps: TokenRequestDeps, namespace: string, name: string, body: unknown): Promise<Record<string, unknown>> {
+export async function requestToken(deps: TokenRequestDeps, namespace: string, name: string, body: unknown, user?: User): Promise<Record<string, unknown>> {
   const b = obj(body) ?? {};
   if (b['kind'] !== undefined && b['kind'] !== 'TokenRequest') throw apiErrors.badRequest(`the kind in the data (${String(b['kind'])}) does not match the expected kind (TokenRequest)`);
   await deps.cache.fresh();
@@ -69,6 +70,14 @@ export async function requestToken(deps: TokenRequestDeps, namespace: string, na
     }
   }
   if (errs.length) throw apiErrors.invalid(TOKEN_REQUEST, name, errs);
+  // NodeRestriction's part: a node asks only for a token bound to a Pod on itself that runs as this ServiceAccount.
+  if (user?.node) {
+    if (bound?.kind !== 'Pod') throw apiErrors.forbiddenWhy(TOKEN_REQUEST, name, 'node requested token not bound to a pod');
+    const pod = deps.cache.get(`pods/${namespace}/${bound.name}`)!;
+    const spec = obj(pod.object['spec']) ?? {};
+    if (str(spec['nodeName']) !== user.node) throw apiErrors.forbiddenWhy(TOKEN_REQUEST, name, 'node requested token bound to a pod scheduled on a different node');
+    if ((str(spec['serviceAccountName']) || 'default') !== name) throw apiErrors.forbiddenWhy(TOKEN_REQUEST, name, `node requested token for a service account the pod does not use`);
+  }
   if (deps.maxExpirationSeconds !== undefined && seconds > deps.maxExpirationSeconds) seconds = deps.maxExpirationSeconds;
   const t = deps.tokens.issue({ namespace, name, uid: String(sa.object.metadata?.['uid'] ?? ''), audiences, expirationSeconds: seconds, bound, node });
   const outSpec: Record<string, unknown> = { audiences: audiences.length ? audiences : [...deps.tokens.apiAudiences], expirationSeconds: seconds };
