@@ -161,6 +161,16 @@ export const RESOURCES: readonly Resource[] = [
     fieldSelectors: ['metadata.name', 'metadata.namespace'], fields: metaFields,
   },
   {
+    group: '', version: 'v1', resource: 'limitranges', kind: 'LimitRange', singular: 'limitrange', namespaced: true, shortNames: ['limits'], categories: [],
+    verbs: ALL, subresources: [], model: 'V1LimitRange',
+    fieldSelectors: ['metadata.name', 'metadata.namespace'], fields: metaFields,
+  },
+  {
+    group: '', version: 'v1', resource: 'resourcequotas', kind: 'ResourceQuota', singular: 'resourcequota', namespaced: true, shortNames: ['quota'], categories: [],
+    verbs: ALL, subresources: ['status'], model: 'V1ResourceQuota',
+    fieldSelectors: ['metadata.name', 'metadata.namespace'], fields: metaFields,
+  },
+  {
     group: 'rbac.authorization.k8s.io', version: 'v1', resource: 'clusterroles', kind: 'ClusterRole', singular: 'clusterrole', namespaced: false, shortNames: [], categories: [],
     verbs: ALL, subresources: [], model: 'V1ClusterRole',
     fieldSelectors: ['metadata.name'], fields: metaFields,

@@ -20,6 +20,7 @@ import { deploymentStrategy, replicaSetStrategy } from './apps.js';
 import { arr, nameProblems, obj, type NameRule, type O } from './common.js';
 import { configMapStrategy, secretStrategy } from './configmap.js';
 import { endpointsStrategy } from './endpoints.js';
+import { limitRangeStrategy, resourceQuotaStrategy } from './quota.js';
 import { endpointSliceStrategy } from './endpointslice.js';
 import { eventStrategy } from './event.js';
 import { namespaceStrategy } from './namespace.js';
@@ -85,6 +86,8 @@ export const STRATEGIES: Readonly<Record<string, Strategy>> = {
   // Leases: no rules beyond the name; an update of a missing one creates it (AllowCreateOnUpdate).
   'leases.coordination.k8s.io': { ...plain('subdomain'), allowCreateOnUpdate: true },
   configmaps: configMapStrategy,
+  limitranges: limitRangeStrategy,
+  resourcequotas: resourceQuotaStrategy,
   secrets: secretStrategy,
   serviceaccounts: serviceAccountStrategy,
   endpoints: endpointsStrategy,
