@@ -25,12 +25,11 @@ import type { Lab } from '../../agent/src/lab/lab.js';
 import { apiServerDataDir, etcdLeader, haAct, leaseHolder } from '../../agent/src/lab/ha.js';
 import { newLab, runner } from '../../agent/src/testing/lab.js';
 import { ApiClient, openWatch } from '../lib/http-client.js';
+import { summarize } from '../lib/stats.js';
 import type { FailoverFigures } from './report.js';
 
-const median = (xs: readonly number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length ? s[Math.floor((s.length - 1) / 2)]! : null;
-};
+/** The p50 of bench/lib's one percentile definition (nearest rank); null when there is no round. */
+const median = (xs: readonly number[]) => (xs.length ? summarize(xs).p50 : null);
 
 const svc = (name: string) => ({ apiVersion: 'v1', kind: 'Service', metadata: { name, labels: { bench: 'failover' } }, spec: { ports: [{ port: 80 }] } });
 
