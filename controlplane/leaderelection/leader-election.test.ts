@@ -63,7 +63,8 @@ function replica(store: Store, clock: FakeClock, id: string, log: string[]) {
   return { e, ...l };
 }
 
-t.test('two replicas: exactly one leads; a clean stop hands the lease over at the next retry, not after 15 s', async (t) => {
+/** Two replicas on one lock, a started (and leading), then b: the setup every two-replica case starts from. */
+async function twoReplicas() {
   const clock = new FakeClock();
   const store = new Store();
   const log: string[] = [];
@@ -73,6 +74,11 @@ t.test('two replicas: exactly one leads; a clean stop hands the lease over at th
   await clock.advance(0);
   b.e.start();
   await clock.advance(0);
+  return { clock, store, log, a, b };
+}
+
+t.test('two replicas: exactly one leads; a clean stop hands the lease over at the next retry, not after 15 s', async (t) => {
+  const { clock, store, log, a, b } = await twoReplicas();
   t.same(log, ['a leads']);
   t.equal(b.e.leader, 'a', 'b sees a as the leader');
   await clock.advance(30_000);
@@ -90,15 +96,7 @@ t.test('two replicas: exactly one leads; a clean stop hands the lease over at th
 });
 
 t.test('a leader cut off from the API steps down within the renew deadline; the standby leads within the lease duration plus a retry', async (t) => {
-  const clock = new FakeClock();
-  const store = new Store();
-  const log: string[] = [];
-  const a = replica(store, clock, 'a', log);
-  const b = replica(store, clock, 'b', log);
-  a.e.start();
-  await clock.advance(0);
-  b.e.start();
-  await clock.advance(0);
+  const { clock, log, a, b } = await twoReplicas();
   const cut = clock.now();
   a.state.down = true;
   let stoppedAt = 0;
@@ -116,15 +114,7 @@ t.test('a leader cut off from the API steps down within the renew deadline; the 
 });
 
 t.test('a paused leader that wakes after losing the lease stops at once and writes nothing', async (t) => {
-  const clock = new FakeClock();
-  const store = new Store();
-  const log: string[] = [];
-  const a = replica(store, clock, 'a', log);
-  const b = replica(store, clock, 'b', log);
-  a.e.start();
-  await clock.advance(0);
-  b.e.start();
-  await clock.advance(0);
+  const { clock, store, log, a, b } = await twoReplicas();
   a.pause();
   await clock.advance(20_000);
   t.ok(log.includes('b leads'), 'b took over while a was paused');
