@@ -284,3 +284,13 @@ t.test('endpoints: ENDPOINTS as formatEndpoints prints them (ready IP:PORT per p
   t.same(row('endpoints', ep([{ addresses: [{ ip: '2001:db8::1' }], ports: [{ port: 53 }] }]))[1], '[2001:db8::1]:53', 'IPv6 as net.JoinHostPort writes it');
   t.same(row('endpoints', ep([{ notReadyAddresses: [{ ip: '10.0.0.1' }], ports: [{ port: 80 }] }]))[1], '', 'only not-ready addresses: an empty cell, as upstream');
 });
+
+t.test('configmaps: NAME, DATA (data and binaryData keys), AGE; secrets: NAME, TYPE, DATA, AGE', async (t) => {
+  t.same(header('configmaps'), ['NAME', 'DATA', 'AGE']);
+  t.same(row('configmaps', { metadata: { name: 'cfg', creationTimestamp: ago(5 * M) }, data: { a: '1', b: '2' }, binaryData: { c: 'AA==' } }), ['cfg', 3, '5m']);
+  t.same(row('configmaps', { metadata: { name: 'empty', creationTimestamp: ago(S) } }), ['empty', 0, '1s']);
+  t.same(header('secrets'), ['NAME', 'TYPE', 'DATA', 'AGE']);
+  t.same(row('secrets', { metadata: { name: 'tls', creationTimestamp: ago(3 * H) }, type: 'kubernetes.io/tls', data: { 'tls.crt': 'Yw==', 'tls.key': 'aw==' } }), ['tls', 'kubernetes.io/tls', 2, '3h']);
+  t.same(row('secrets', { metadata: { name: 'none', creationTimestamp: ago(S) }, type: 'Opaque' }), ['none', 'Opaque', 0, '1s']);
+  t.same([...PRINTERS['configmaps']!.columns, ...PRINTERS['secrets']!.columns].map((c) => c.type), Array(7).fill('string'), 'DATA is a string column upstream, its cell a number');
+});

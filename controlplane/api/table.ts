@@ -73,6 +73,8 @@ const bindingRow = (o: KObject, now: number): Cell[] => {
   ];
 };
 
+const keyCount = (m: unknown): number => (m && typeof m === 'object' && !Array.isArray(m) ? Object.keys(m).length : 0);
+
 /**
  * A metav1.LabelSelector as labels.Selector.String() prints it (LabelSelectorAsSelector): requirements
  * sorted by key, `k=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`, the values of a set sorted.
@@ -372,6 +374,18 @@ export const PRINTERS: Readonly<Record<string, Printer>> = {
   'clusterroles.rbac.authorization.k8s.io': { columns: [NAME, CREATED_AT], row: (o) => [str(get(o, 'metadata', 'name')), createdAt(o)] },
   'rolebindings.rbac.authorization.k8s.io': { columns: BINDING_COLUMNS, row: bindingRow },
   'clusterrolebindings.rbac.authorization.k8s.io': { columns: BINDING_COLUMNS, row: bindingRow },
+  // Upstream's printConfigMap (data and binaryData keys) and printSecret.
+  configmaps: {
+    columns: [NAME, col('Data', "Data contains the configuration data. Each key must consist of alphanumeric characters, '-', '_' or '.'. Values with non-UTF-8 byte sequences must use the BinaryData field. The keys stored in Data must not overlap with the keys in the BinaryData field, this is enforced during validation process."), AGE],
+    row: (o, now) => [str(get(o, 'metadata', 'name')), keyCount(get(o, 'data')) + keyCount(get(o, 'binaryData')), age(o, now)],
+  },
+  secrets: {
+    columns: [
+      NAME, col('Type', 'Used to facilitate programmatic handling of secret data. More info: https://kubernetes.io/docs/concepts/configuration/secret/#secret-types'),
+      col('Data', "Data contains the secret data. Each key must consist of alphanumeric characters, '-', '_' or '.'. The serialized form of the secret data is a base64 encoded string, representing the arbitrary (possibly non-string) data value here. Described in https://tools.ietf.org/html/rfc4648#section-4"), AGE,
+    ],
+    row: (o, now) => [str(get(o, 'metadata', 'name')), str(get(o, 'type')), keyCount(get(o, 'data')), age(o, now)],
+  },
   serviceaccounts: {
     columns: [NAME, col('Secrets', 'Secrets is a list of the secrets in the same namespace that pods running using this ServiceAccount are allowed to use.', 0, 'integer'), AGE],
     row: (o, now) => [str(get(o, 'metadata', 'name')), arr(get(o, 'secrets')).length, age(o, now)],
