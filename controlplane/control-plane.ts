@@ -59,6 +59,7 @@ import { LOAD_BALANCER_COMPONENT, LoadBalancerController, parseLoadBalancerPool 
 import { ApiServer } from './api/server.js';
 import { Compactor } from './store/compactor.js';
 import { describeStorage, openStorage, type StorageSpec } from './store/spec.js';
+import { describeEncryption, loadEncryptionConfig, withEncryption } from './store/encryption.js';
 import type { Storage } from './store/storage.js';
 import { WatchCache } from './store/watch-cache.js';
 import { Lifecycle } from '../lib/lifecycle/lifecycle.js';
@@ -127,6 +128,8 @@ export interface ControlPlaneOptions {
   readonly disableAdmissionPlugins?: readonly string[];
   /** Events not updated for this long are deleted (kube-apiserver's --event-ttl; default 1 h). */
   readonly eventTtlMs?: number;
+  /** kube-apiserver's --encryption-provider-config: an EncryptionConfiguration file; what it names is encrypted at rest. */
+  readonly encryptionProviderConfig?: string;
 }
 
 export interface ControlPlane {
@@ -292,7 +295,9 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
   // Opening SQLite takes the data directory's lock: a second control plane on it stops here. On etcd, several
   // control planes share the state (each with the same CA and tokens).
   const spec: StorageSpec = o.storage ?? { kind: 'sqlite', dir: null };
-  const storage = openStorage(spec, o.dataDir, log);
+  const encryption = o.encryptionProviderConfig ? loadEncryptionConfig(o.encryptionProviderConfig) : null;
+  const storage = withEncryption(openStorage(spec, o.dataDir, log), encryption);
+  if (encryption) log.info({ encryption: describeEncryption(encryption) }, 'encryption at rest');
   const cache = new WatchCache({ storage, clock, log });
   let admission: Admission;
   try {

@@ -69,6 +69,7 @@ export const ERRORS = {
   NN_ERR_STORE: { cni: CniCode.Internal, http: 500, reason: 'InternalError' },
   NN_ERR_STORE_LOCKED: { cni: CniCode.Internal, http: 500, reason: 'InternalError' },
   NN_ERR_STORE_UNAVAILABLE: { cni: CniCode.Internal, http: 503, reason: 'ServiceUnavailable' },
+  NN_ERR_STORE_UNREADABLE: { cni: CniCode.Internal, http: 500, reason: 'InternalError' },
 } as const satisfies Record<string, { readonly cni: CniCode; readonly http: number; readonly reason: StatusReason }>;
 
 export type ErrorCode = keyof typeof ERRORS;
@@ -115,6 +116,7 @@ export const ErrorCode = {
   Store: 'NN_ERR_STORE',
   StoreLocked: 'NN_ERR_STORE_LOCKED',
   StoreUnavailable: 'NN_ERR_STORE_UNAVAILABLE',
+  StoreUnreadable: 'NN_ERR_STORE_UNREADABLE',
 } as const satisfies Record<string, ErrorCode>;
 
 export interface ErrorOptions {

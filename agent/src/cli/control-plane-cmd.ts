@@ -24,6 +24,7 @@ export const CONTROL_PLANE_USAGE = `usage: nodenet control-plane [--data-dir D] 
                              [--control-plane-endpoint HOST:PORT] [--shutdown-delay-duration D] [--event-ttl D]
                              [--enable-admission-plugins P[,P...]] [--disable-admission-plugins P[,P...]]
                              [--anonymous-auth true|false] [--service-account-max-token-expiration D]
+                             [--encryption-provider-config FILE]
                              [--log-level L] [--log-file F]
        nodenet control-plane migrate --from sqlite:DIR --to etcd:URL[,URL...] [--etcd-prefix P] [--allow-non-empty]
        nodenet control-plane add-user NAME [--group G[,G...]] [--data-dir D]
@@ -63,6 +64,9 @@ ReplicaSets; Leases) from a SQLite database in the data directory, for kubectl a
   --anonymous-auth B  a request with no credentials is system:anonymous, which RBAC allows /version and the health
                       endpoints (default true, kube-apiserver's); false: such a request is a 401
   --service-account-max-token-expiration D  the longest a TokenRequest may ask for (default: no limit)
+  --encryption-provider-config FILE  kube-apiserver's EncryptionConfiguration (apiserver.config.k8s.io/v1): the
+                      resources it names (secrets, configmaps, ...) are stored encrypted with its first provider
+                      (aescbc, aesgcm or identity) and read with any of them; a bad file stops the start
 On start it prints the kubeconfig to use: export KUBECONFIG=<data-dir>/admin.kubeconfig
 add-user: writes <data-dir>/users/NAME.kubeconfig with a client certificate signed by the cluster CA (CN NAME, an O
 per --group, a year), as kube-apiserver reads one; prints its path. --group system:masters makes an admin.`;
@@ -91,6 +95,7 @@ export interface ControlPlaneArgs {
   readonly disableAdmissionPlugins?: readonly string[];
   readonly anonymousAuth?: boolean;
   readonly maxTokenExpirationSeconds?: number;
+  readonly encryptionProviderConfig?: string;
   readonly logLevel: string;
   readonly logFile?: string;
 }
@@ -119,6 +124,7 @@ const SPECS: FlagSpecs = {
   'disable-admission-plugins': { type: 'string' },
   'anonymous-auth': { type: 'string' },
   'service-account-max-token-expiration': { type: 'string' },
+  'encryption-provider-config': { type: 'string' },
   'log-level': { type: 'string' },
   'log-file': { type: 'string' },
 };
@@ -238,6 +244,7 @@ export function controlPlaneArgs(flags: ReadonlyMap<string, string>): ControlPla
     ...(disable.length ? { disableAdmissionPlugins: disable } : {}),
     ...(anon === 'false' ? { anonymousAuth: false } : {}),
     ...(maxTokMs ? { maxTokenExpirationSeconds: Math.floor(maxTokMs / 1000) } : {}),
+    ...(flags.get('encryption-provider-config') ? { encryptionProviderConfig: flags.get('encryption-provider-config')! } : {}),
     ...(advertiseAddress !== undefined ? { advertiseAddress } : {}),
     ...(controlPlaneEndpoint !== undefined ? { controlPlaneEndpoint } : {}),
     shutdownDelayMs,
