@@ -10,8 +10,9 @@
  * - HTTP: / and /hostname (the name), /clientip (ip:port), /echo?msg=X (X,
  *   exactly), /healthz, /readyz (toggled by /readyz?set=fail|ok; 503 while
  *   terminating), /exit?code=N (answers, then the process exits N at once),
- *   /shutdown (answers, then a graceful stop). Text bodies but /echo end in
- *   a newline.
+ *   /shutdown (answers, then a graceful stop), /leader (with --leader-elect:
+ *   `leader <me>` or `follower <leader>`, pods/serve-leader.ts). Text bodies
+ *   but /echo end in a newline.
  *
  * It logs one line per request through the logger it is given (the CLI
  * sends it to stdout, so `kubectl logs` shows something). terminate() is
@@ -37,6 +38,8 @@ export interface ServeOptions {
   /** How long terminate() keeps serving (not ready) before it closes. */
   readonly termDelayMs: number;
   readonly log: Logger;
+  /** `--leader-elect NAME` (serve-leader.ts): /leader answers `leader <me>` or `follower <leader>`. */
+  readonly leader?: { answer(): string };
 }
 
 export interface ServeExit {
@@ -130,6 +133,8 @@ export async function startServe(o: ServeOptions): Promise<ServeServer> {
         return reply(res, 200, `${o.name}\n`);
       case '/clientip':
         return reply(res, 200, `${peer}\n`);
+      case '/leader':
+        return o.leader ? reply(res, 200, `${o.leader.answer()}\n`) : reply(res, 404, 'not electing a leader (--leader-elect NAME)\n');
       case '/echo':
         return reply(res, 200, url.searchParams.get('msg') ?? '');
       case '/healthz':
