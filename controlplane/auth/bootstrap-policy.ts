@@ -60,7 +60,8 @@ export const CONTROLLER_ROLES: Readonly<Record<string, readonly PolicyRule[]>> =
     r(['get', 'list', 'update', 'watch'], ['apps', 'extensions'], ['replicasets']),
     r(['update'], ['apps', 'extensions'], ['replicasets/status']),
     r(['update'], ['apps', 'extensions'], ['replicasets/finalizers']),
-    r(['create', 'delete', 'list', 'patch', 'watch'], [''], ['pods']),
+    // nodenet's controller adopts and releases Pods with an update where upstream's patches.
+    r(['create', 'delete', 'list', 'patch', 'update', 'watch'], [''], ['pods']),
     events(),
   ],
   'endpointslice-controller': [
@@ -90,7 +91,8 @@ export const CONTROLLER_ROLES: Readonly<Record<string, readonly PolicyRule[]>> =
   'pod-garbage-collector': [
     r(['delete', 'list', 'watch'], [''], ['pods']),
     r(['get', 'list', 'watch'], [''], ['nodes']),
-    r(['patch'], [''], ['pods/status']),
+    // nodenet's pod GC writes the DisruptionTarget condition with an update where upstream's patches.
+    r(['patch', 'update'], [''], ['pods/status']),
     events(),
   ],
   'generic-garbage-collector': [r(['delete', 'get', 'list', 'patch', 'update', 'watch'], ['*'], ['*'])],

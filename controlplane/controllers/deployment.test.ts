@@ -7,6 +7,7 @@
  * status` reads.
  */
 import t, { type Test } from 'tap';
+import { asController } from '../testing/as-controller.js';
 import { silentLogger } from '../../lib/log/log.js';
 import { FakeClock } from '../../lib/reconcile/clock.fake.js';
 import { Rest } from '../api/rest.js';
@@ -33,9 +34,9 @@ async function setup(t: Test, opts: { kubelet?: boolean } = {}) {
   await rest.create(NS, '', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } });
   const log = silentLogger();
   const events = new EventBroadcaster({ rest, clock, log });
-  const dc = new DeploymentController({ rest, cache: store, clock, log, events: events.recorder('deployment-controller') });
-  const rc = new ReplicaSetController({ rest, cache: store, clock, log, events: events.recorder('replicaset-controller') });
-  const gc = new GarbageCollector({ rest, cache: store, clock, log });
+  const dc = new DeploymentController({ rest: asController(rest, 'deployment-controller'), cache: store, clock, log, events: events.recorder('deployment-controller') });
+  const rc = new ReplicaSetController({ rest: asController(rest, 'replicaset-controller'), cache: store, clock, log, events: events.recorder('replicaset-controller') });
+  const gc = new GarbageCollector({ rest: asController(rest, 'generic-garbage-collector'), cache: store, clock, log });
   dc.start();
   rc.start();
   gc.start();

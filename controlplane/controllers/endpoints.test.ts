@@ -7,6 +7,7 @@
  * API servers' slice; 1000 addresses at most, annotated over-capacity; a failed write recorded as a Warning Event.
  */
 import t, { type Test } from 'tap';
+import { asController } from '../testing/as-controller.js';
 import { silentLogger } from '../../lib/log/log.js';
 import { FakeClock } from '../../lib/reconcile/clock.fake.js';
 import { Rest } from '../api/rest.js';
@@ -36,8 +37,8 @@ async function setup(t: Test, o: { maxAddresses?: number; rest?: (r: Rest) => Re
   await rest.create(NS, '', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } });
   const recorded: Recorded[] = [];
   const events: EventRecorder = { event: (o, type, reason, message) => recorded.push({ reason, type, message, name: String(o.metadata?.['name']) }) };
-  const slices = new EndpointSliceController({ rest, cache: store, clock, log: silentLogger() });
-  const make = () => new EndpointsController({ rest: o.rest ? o.rest(rest) : rest, cache: store, clock, log: silentLogger(), events, retryMs: 60_000, ...(o.maxAddresses ? { maxAddresses: o.maxAddresses } : {}) });
+  const slices = new EndpointSliceController({ rest: asController(rest, 'endpointslice-controller'), cache: store, clock, log: silentLogger() });
+  const make = () => new EndpointsController({ rest: o.rest ? o.rest(rest) : asController(rest, 'endpoint-controller'), cache: store, clock, log: silentLogger(), events, retryMs: 60_000, ...(o.maxAddresses ? { maxAddresses: o.maxAddresses } : {}) });
   let ctl = make();
   const gc = new GarbageCollector({ rest, cache: store, clock, log: silentLogger() });
   slices.start();

@@ -6,6 +6,7 @@
  * managed slice is put back; the slices go with their Service.
  */
 import t, { type Test } from 'tap';
+import { asController } from '../testing/as-controller.js';
 import { silentLogger } from '../../lib/log/log.js';
 import { FakeClock } from '../../lib/reconcile/clock.fake.js';
 import { Rest } from '../api/rest.js';
@@ -29,8 +30,8 @@ async function setup(t: Test) {
   const store = ts.cache;
   const rest = new Rest({ storage: ts.storage, cache: store, schemas, clock });
   await rest.create(NS, '', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } });
-  const ctl = new EndpointSliceController({ rest, cache: store, clock, log: silentLogger() });
-  const gc = new GarbageCollector({ rest, cache: store, clock, log: silentLogger() });
+  const ctl = new EndpointSliceController({ rest: asController(rest, 'endpointslice-controller'), cache: store, clock, log: silentLogger() });
+  const gc = new GarbageCollector({ rest: asController(rest, 'generic-garbage-collector'), cache: store, clock, log: silentLogger() });
   ctl.start();
   gc.start();
   t.teardown(() => {

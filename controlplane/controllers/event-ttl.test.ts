@@ -5,6 +5,7 @@
  * the Event; a stopped sweeper deletes nothing more.
  */
 import t, { type Test } from 'tap';
+import { asController } from '../testing/as-controller.js';
 import { silentLogger } from '../../lib/log/log.js';
 import { FakeClock } from '../../lib/reconcile/clock.fake.js';
 import { Rest } from '../api/rest.js';
@@ -27,7 +28,7 @@ async function setup(t: Test, o: { ttlMs?: number; rest?: (r: Rest) => Rest } = 
   const ts = openTestStore({ clock });
   const rest = new Rest({ storage: ts.storage, cache: ts.cache, schemas, clock });
   await rest.create(NS, '', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } });
-  const ttl = new EventTtl({ rest: o.rest ? o.rest(rest) : rest, cache: ts.cache, clock, log: silentLogger(), ...(o.ttlMs ? { ttlMs: o.ttlMs } : {}) });
+  const ttl = new EventTtl({ rest: o.rest ? o.rest(rest) : asController(rest, 'event-ttl-controller'), cache: ts.cache, clock, log: silentLogger(), ...(o.ttlMs ? { ttlMs: o.ttlMs } : {}) });
   t.teardown(async () => {
     await ttl.stop();
     ts.close();

@@ -6,6 +6,7 @@
  * another loadBalancerClass left alone, Events as MetalLB's.
  */
 import t, { type Test } from 'tap';
+import { asController } from '../testing/as-controller.js';
 import { silentLogger } from '../../lib/log/log.js';
 import { FakeClock } from '../../lib/reconcile/clock.fake.js';
 import { ServiceAllocator } from '../alloc/service-allocator.js';
@@ -34,7 +35,7 @@ async function setup(t: Test, o: { persistence?: FakePersistence; pool?: string;
   const rest = new Rest({ storage: ts.storage, cache: store, schemas, clock, services: alloc });
   if (!store.get('namespaces//default')) await rest.create(NS, '', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } });
   const events = new EventBroadcaster({ rest, clock, log: silentLogger() });
-  const lb = new LoadBalancerController({ rest, cache: store, claims: new Claims(ts.storage, store, 'loadbalancerips.nodenet.io'), clock, log: silentLogger(), events: events.recorder('service-lb-controller'), ...(o.pool !== undefined ? { pool: o.pool } : {}) });
+  const lb = new LoadBalancerController({ rest: asController(rest, 'service-controller'), cache: store, claims: new Claims(ts.storage, store, 'loadbalancerips.nodenet.io'), clock, log: silentLogger(), events: events.recorder('service-lb-controller'), ...(o.pool !== undefined ? { pool: o.pool } : {}) });
   if (o.start !== false) await lb.start();
   let stopped = false;
   const stop = async () => {

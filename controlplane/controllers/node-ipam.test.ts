@@ -5,6 +5,7 @@
  * taken, immutable once set.
  */
 import t, { type Test } from 'tap';
+import { asController } from '../testing/as-controller.js';
 import { silentLogger } from '../../lib/log/log.js';
 import { FakeClock } from '../../lib/reconcile/clock.fake.js';
 import { statusOf } from '../api/errors.js';
@@ -25,7 +26,7 @@ function setup(t: Test, persistence = new FakePersistence(), cidr = '10.244.0.0/
   const ts = openTestStore({ persistence, clock });
   const store = ts.cache;
   const rest = new Rest({ storage: ts.storage, cache: store, schemas, clock });
-  const ipam = new NodeIpam({ rest, cache: store, claims: new Claims(ts.storage, store, 'podcidrs.nodenet.io'), clock, log: silentLogger(), clusterCIDR: cidr, maskSize: 24 });
+  const ipam = new NodeIpam({ rest: asController(rest, 'node-ipam-controller'), cache: store, claims: new Claims(ts.storage, store, 'podcidrs.nodenet.io'), clock, log: silentLogger(), clusterCIDR: cidr, maskSize: 24 });
   const stop = () => {
     ipam.stop();
     ts.close();

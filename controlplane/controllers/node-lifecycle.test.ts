@@ -9,6 +9,7 @@
  * restarted controller gives every Node a full grace period.
  */
 import t, { type Test } from 'tap';
+import { asController } from '../testing/as-controller.js';
 import { Admission } from '../admission/admission.js';
 import { makePlugins } from '../admission/plugins.js';
 import { silentLogger } from '../../lib/log/log.js';
@@ -41,9 +42,9 @@ async function setup(t: Test, o: { start?: boolean; persistence?: FakePersistenc
   for (const name of ['default', 'kube-node-lease']) if (!store.get(`namespaces//${name}`)) await rest.create(NS, '', { apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
   const log = silentLogger();
   const broadcaster = new EventBroadcaster({ rest, clock, log });
-  const ctl = new NodeLifecycleController({ rest, cache: store, clock, log, gracePeriodMs: GRACE, events: broadcaster.recorder(NODE_COMPONENT), evictionEvents: broadcaster.recorder(EVICTION_COMPONENT) });
+  const ctl = new NodeLifecycleController({ rest: asController(rest, 'node-controller'), cache: store, clock, log, gracePeriodMs: GRACE, events: broadcaster.recorder(NODE_COMPONENT), evictionEvents: broadcaster.recorder(EVICTION_COMPONENT) });
   const eps = new EndpointSliceController({ rest, cache: store, clock, log });
-  const rsc = new ReplicaSetController({ rest, cache: store, clock, log });
+  const rsc = new ReplicaSetController({ rest: asController(rest, 'replicaset-controller'), cache: store, clock, log });
   const start = () => {
     ctl.start();
     eps.start();

@@ -6,6 +6,7 @@
  * touched.
  */
 import t, { type Test } from 'tap';
+import { asController } from '../testing/as-controller.js';
 import { silentLogger } from '../../lib/log/log.js';
 import { FakeClock } from '../../lib/reconcile/clock.fake.js';
 import { Rest } from '../api/rest.js';
@@ -29,7 +30,7 @@ async function setup(t: Test) {
   await rest.create(R('namespaces'), '', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } });
   const events: string[] = [];
   const recorder: EventRecorder = { event: (o, type, reason, message) => void events.push(`${type} ${reason} ${String((o as KObject).metadata?.['name'])}: ${message}`) } as EventRecorder;
-  const gc = new PodGarbageCollector({ rest, cache: store, clock, log: silentLogger(), events: recorder, quarantineMs: 40_000 });
+  const gc = new PodGarbageCollector({ rest: asController(rest, 'pod-garbage-collector'), cache: store, clock, log: silentLogger(), events: recorder, quarantineMs: 40_000 });
   t.teardown(() => {
     gc.stop();
     ts.close();

@@ -5,6 +5,7 @@
  * counts, and the Pods gone with their ReplicaSet; the Events it records.
  */
 import t, { type Test } from 'tap';
+import { asController } from '../testing/as-controller.js';
 import { silentLogger } from '../../lib/log/log.js';
 import { FakeClock } from '../../lib/reconcile/clock.fake.js';
 import { Rest } from '../api/rest.js';
@@ -39,7 +40,7 @@ async function setup(t: Test) {
   const rest = new FlakyRest({ storage: ts.storage, cache: store, schemas, clock });
   await rest.create(NS, '', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } });
   const events = new EventBroadcaster({ rest, clock, log: silentLogger() });
-  const ctl = new ReplicaSetController({ rest, cache: store, clock, log: silentLogger(), events: events.recorder('replicaset-controller'), retryMs: 1000 });
+  const ctl = new ReplicaSetController({ rest: asController(rest, 'replicaset-controller'), cache: store, clock, log: silentLogger(), events: events.recorder('replicaset-controller'), retryMs: 1000 });
   const gc = new GarbageCollector({ rest, cache: store, clock, log: silentLogger() });
   ctl.start();
   gc.start();

@@ -7,6 +7,7 @@
  * every 30 s), and the Pods it leaves alone. The filters' pure pieces too.
  */
 import t, { type Test } from 'tap';
+import { asController } from '../testing/as-controller.js';
 import { silentLogger } from '../../lib/log/log.js';
 import { FakeClock } from '../../lib/reconcile/clock.fake.js';
 import { Rest } from '../api/rest.js';
@@ -31,7 +32,7 @@ async function setup(t: Test) {
   const rest = new Rest({ storage: ts.storage, cache: store, schemas, clock });
   await rest.create(NS, '', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } });
   const events = new EventBroadcaster({ rest, clock, log: silentLogger() });
-  const sched = new Scheduler({ rest, cache: store, clock, log: silentLogger(), events: events.recorder('default-scheduler') });
+  const sched = new Scheduler({ rest: asController(rest, 'scheduler'), cache: store, clock, log: silentLogger(), events: events.recorder('default-scheduler') });
   sched.start();
   t.teardown(async () => {
     sched.stop();

@@ -6,6 +6,7 @@
  * termination, a start on a store that already holds garbage, and stop().
  */
 import t, { type Test } from 'tap';
+import { asController } from '../testing/as-controller.js';
 import { Admission } from '../admission/admission.js';
 import { makePlugins } from '../admission/plugins.js';
 import { silentLogger } from '../../lib/log/log.js';
@@ -43,7 +44,7 @@ function build(t: Test, clock: FakeClock, persistence: FakePersistence, uidPrefi
   const store = ts.cache;
   let n = 0;
   const rest = new Rest({ storage: ts.storage, cache: store, schemas, admission: Admission.of(makePlugins({ cache: store, storage: ts.storage }), ['NamespaceLifecycle', 'DefaultTolerationSeconds']), clock, uid: () => `${uidPrefix}${++n}` });
-  const gc = new GarbageCollector({ rest, cache: store, clock, log: silentLogger() });
+  const gc = new GarbageCollector({ rest: asController(rest, 'generic-garbage-collector'), cache: store, clock, log: silentLogger() });
   t.teardown(() => {
     gc.stop();
     ts.close();
