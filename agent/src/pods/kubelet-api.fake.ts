@@ -8,17 +8,27 @@
  * 409 for an Event name taken), a final delete of a Pod gone or replaced
  * (another uid) is success, and an Event whose involvedObject is in another
  * namespace is refused (422, as the API server's validation).
- * Tests play the other clients (createPod, deleteGracefully, forceDelete),
- * see every call (`calls`), and make any call fail (`failNext`).
+ * It also serves what the kubelet reads (objects.ts's PodObjects): the
+ * ConfigMaps and Secrets, only those a registered Pod refers to (another
+ * read is refused, as the Node authorizer refuses it), and the Services;
+ * a change is announced on a later turn, as a watch delivers it. Tokens
+ * (requestToken) are issued as TokenRequest does with the node's
+ * credentials: only for a Pod bound to the node, its uid and its
+ * ServiceAccount (403 otherwise), expiring expirationSeconds from `now`.
+ * Tests play the other clients (createPod, deleteGracefully, forceDelete,
+ * setConfigMap, setSecret, setService), see every call (`calls`), and make
+ * any call fail (`failNext`).
  */
 import { HttpError } from './kubelet-api.js';
 import type { KubeletApi } from './kubelet.js';
+import type { ObjectKind, PodObjects } from './objects.js';
+import type { IssuedToken, TokenRequestSpec } from './token-manager.js';
 
 import { obj } from '../../../lib/json/loose.js';
 
 type O = Record<string, unknown>;
 
-export type ApiOp = 'patchPodStatus' | 'deletePod' | 'createEvent' | 'patchEvent';
+export type ApiOp = 'patchPodStatus' | 'deletePod' | 'createEvent' | 'patchEvent' | 'requestToken' | 'getObject' | 'services';
 
 /** What the watch delivers to (the Kubelet's handlers). */
 export interface PodWatcher {
@@ -38,7 +48,7 @@ function mergePatch(target: unknown, patch: unknown): unknown {
   return out;
 }
 
-export class FakeKubeletApi implements KubeletApi {
+export class FakeKubeletApi implements KubeletApi, PodObjects {
   /** Every call the kubelet made: `patchPodStatus ns/name`, `deletePod ns/name`, `createEvent ns/name`, `patchEvent ns/name`. */
   readonly calls: string[] = [];
   private readonly pods = new Map<string, O>();
@@ -47,6 +57,16 @@ export class FakeKubeletApi implements KubeletApi {
   private watcher: PodWatcher | null = null;
   private rv = 1;
   private uids = 1;
+  private readonly objects = new Map<string, O>();
+  private readonly svcs = new Map<string, O>();
+  /** What each Pod registered: `configMap ns/name` and `secret ns/name`. */
+  private readonly registered = new Map<string, Set<string>>();
+  private readonly listeners: ((kind: ObjectKind | 'service', namespace: string, name: string) => void)[] = [];
+  private tokenCount = 0;
+  /** The time tokens are issued at (ms); tests point it at their clock. */
+  now: () => number = () => 0;
+  /** Every token issued: the request and the token. */
+  readonly tokens: { req: TokenRequestSpec; token: string }[] = [];
 
   /** Delivers every Pod change from now on (on a later microtask). */
   watch(w: PodWatcher): void {
@@ -96,7 +116,66 @@ export class FakeKubeletApi implements KubeletApi {
     return [...this.evs.values()].filter((e) => involvedName === undefined || obj(e['involvedObject'])?.['name'] === involvedName).map((e) => structuredClone(e));
   }
 
+  /** Creates, replaces (null: deletes) a ConfigMap; a watcher of it hears of it. */
+  setConfigMap(namespace: string, name: string, o: O | null): void {
+    this.setObject('configMap', namespace, name, o);
+  }
+
+  setSecret(namespace: string, name: string, o: O | null): void {
+    this.setObject('secret', namespace, name, o);
+  }
+
+  setService(namespace: string, name: string, spec: O | null): void {
+    const key = `${namespace}/${name}`;
+    if (spec) this.svcs.set(key, { metadata: { namespace, name }, spec: structuredClone(spec) });
+    else this.svcs.delete(key);
+    this.announce('service', namespace, name);
+  }
+
+  /** What the Pods registered, sorted: `configMap ns/name`, `secret ns/name`. */
+  watched(): string[] {
+    return [...new Set([...this.registered.values()].flatMap((x) => [...x]))].sort();
+  }
+
+  // --- PodObjects ------------------------------------------------------------------------------------------
+
+  register(uid: string, namespace: string, refs: { readonly configMaps: Iterable<string>; readonly secrets: Iterable<string> }): void {
+    this.registered.set(uid, new Set([...[...refs.configMaps].map((n) => `configMap ${namespace}/${n}`), ...[...refs.secrets].map((n) => `secret ${namespace}/${n}`)]));
+  }
+
+  unregister(uid: string): void {
+    this.registered.delete(uid);
+  }
+
+  async get(kind: ObjectKind, namespace: string, name: string): Promise<O | null> {
+    this.enter('getObject', `${kind} ${namespace}/${name}`);
+    if (!this.watched().includes(`${kind} ${namespace}/${name}`)) throw new HttpError(403, `${kind === 'configMap' ? 'configmaps' : 'secrets'} "${name}" is forbidden: no relationship found between node 'n1' and this object`);
+    const o = this.objects.get(`${kind} ${namespace}/${name}`);
+    return o ? structuredClone(o) : null;
+  }
+
+  async services(): Promise<O[]> {
+    this.enter('services', '');
+    return [...this.svcs.values()].map((x) => structuredClone(x));
+  }
+
+  onChange(fn: (kind: ObjectKind | 'service', namespace: string, name: string) => void): void {
+    this.listeners.push(fn);
+  }
+
   // --- KubeletApi ------------------------------------------------------------------------------------------
+
+  async requestToken(req: TokenRequestSpec): Promise<IssuedToken> {
+    this.enter('requestToken', `${req.namespace}/${req.serviceAccount}`);
+    const p = [...this.pods.values()].find((x) => obj(x['metadata'])?.['uid'] === req.pod.uid);
+    const spec = obj(p?.['spec']) ?? {};
+    if (!p || obj(p['metadata'])?.['name'] !== req.pod.name || obj(p['metadata'])?.['namespace'] !== req.namespace || (spec['serviceAccountName'] ?? 'default') !== req.serviceAccount) {
+      throw new HttpError(403, `serviceaccounts "${req.serviceAccount}" is forbidden: User "system:node:n1" cannot create resource "serviceaccounts/token" in API group "" in the namespace "${req.namespace}": no relationship found between node 'n1' and this object`);
+    }
+    const token = `tok-${++this.tokenCount}`;
+    this.tokens.push({ req: structuredClone(req), token });
+    return { token, expiresAt: this.now() + req.expirationSeconds * 1000, expirationSeconds: req.expirationSeconds };
+  }
 
   async patchPodStatus(namespace: string, name: string, status: O): Promise<void> {
     this.enter('patchPodStatus', `${namespace}/${name}`);
@@ -140,6 +219,17 @@ export class FakeKubeletApi implements KubeletApi {
     this.calls.push(`${op} ${key}`);
     const i = this.failures.findIndex((f) => f.op === op);
     if (i >= 0) throw this.failures.splice(i, 1)[0]!.error;
+  }
+
+  private setObject(kind: ObjectKind, namespace: string, name: string, o: O | null): void {
+    const key = `${kind} ${namespace}/${name}`;
+    if (o) this.objects.set(key, { ...structuredClone(o), metadata: { namespace, name, resourceVersion: String(this.rv++) } });
+    else this.objects.delete(key);
+    if (this.watched().includes(key)) this.announce(kind, namespace, name);
+  }
+
+  private announce(kind: ObjectKind | 'service', namespace: string, name: string): void {
+    for (const fn of this.listeners) queueMicrotask(() => fn(kind, namespace, name));
   }
 
   private must(namespace: string, name: string): O {

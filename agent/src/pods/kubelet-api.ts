@@ -4,11 +4,14 @@
  * client-node applies them). client-node's typed calls run bodies through
  * its ObjectSerializer, which wants Date objects where the status and the
  * Events carry RFC 3339 strings; the kubelet sends what it built as is.
+ * TokenRequest (serviceaccounts/<sa>/token) gives the projected volumes'
+ * tokens, bound to their Pod.
  */
 import { request as httpRequest, type RequestOptions } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { KubeletApi } from './kubelet.js';
+import type { IssuedToken, TokenRequestSpec } from './token-manager.js';
 
 export class HttpError extends Error {
   constructor(readonly code: number, message: string) {
@@ -61,6 +64,18 @@ export function kubeletApi(kc: KubeConfig, timeoutMs = 30_000): KubeletApi {
         if (e instanceof HttpError && (e.code === 404 || e.code === 409)) return;
         throw e;
       }
+    },
+    async requestToken(req: TokenRequestSpec): Promise<IssuedToken> {
+      const body = {
+        apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest',
+        spec: { audiences: [...req.audiences], expirationSeconds: req.expirationSeconds, boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: req.pod.name, uid: req.pod.uid } },
+      };
+      const r = await call('POST', `/api/v1/namespaces/${encodeURIComponent(req.namespace)}/serviceaccounts/${encodeURIComponent(req.serviceAccount)}/token`, body) as { spec?: { expirationSeconds?: unknown }; status?: { token?: unknown; expirationTimestamp?: unknown } } | null;
+      const token = r?.status?.token;
+      const exp = Date.parse(String(r?.status?.expirationTimestamp ?? ''));
+      if (typeof token !== 'string' || !token || !Number.isFinite(exp)) throw new Error('TokenRequest: the answer has no status.token and status.expirationTimestamp');
+      const secs = r?.spec?.expirationSeconds;
+      return { token, expiresAt: exp, expirationSeconds: typeof secs === 'number' && secs > 0 ? secs : req.expirationSeconds };
     },
     async createEvent(ns, event) {
       await call('POST', `/api/v1/namespaces/${encodeURIComponent(ns)}/events`, event);

@@ -48,7 +48,8 @@ async function setup(t: Test, o: { records?: { record: PodRecord; live: boolean 
     const ok = probes.get(action.kind === 'exec' ? action.command.join(' ') : '') ?? true;
     return { ok, message: ok ? '' : 'injected probe failure' };
   };
-  const kubelet = new Kubelet({ nodeName: 'n1', hostIP: '192.168.50.11', runtime, cni, cniConfig: CNI_CONFIG, api, events, clock, log, probe, backoff: { initialMs: 10_000, maxMs: 300_000 } });
+  api.now = () => clock.now();
+  const kubelet = new Kubelet({ nodeName: 'n1', hostIP: '192.168.50.11', runtime, cni, cniConfig: CNI_CONFIG, api, events, clock, log, probe, backoff: { initialMs: 10_000, maxMs: 300_000 }, objects: api, node: { cpu: '2', memory: '4Gi', 'ephemeral-storage': '100Gi' }, random: () => 0 });
   api.watch(kubelet);
   await kubelet.start();
   t.teardown(async () => {
@@ -73,7 +74,7 @@ const cond = (s: Setup, name: string, type: string) => ((statusOf(s, name)['cond
 const cstatus = (s: Setup, name: string, c: string) => ((statusOf(s, name)['containerStatuses'] as O[] | undefined) ?? []).find((x) => x['name'] === c) ?? {};
 const reasons = (s: Setup, name: string) => s.api.events(name).map((e) => `${String(e['type'])} ${String(e['reason'])}${e['count'] !== 1 ? ` x${String(e['count'])}` : ''}`);
 const leaks = (s: Setup) => ({ ...s.runtime.leaks(), attachments: [...s.cni.attachments.keys()] });
-const NO_LEAKS = { sandboxes: [], processes: [], records: [], attachments: [] };
+const NO_LEAKS = { sandboxes: [], processes: [], records: [], files: [], attachments: [] };
 
 /** A Pod created and run to Running and Ready. */
 async function running(s: Setup, name = 'web', spec: O = {}): Promise<string> {

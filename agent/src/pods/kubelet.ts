@@ -17,6 +17,19 @@
  *    gracePeriodSeconds 0 (uid precondition);
  * 2. a spec nodenet cannot honour (pod-spec.ts) fails the Pod: a Warning
  *    Event naming the fields, phase Failed, reason UnsupportedPodSpec;
+ *    otherwise the ConfigMaps and Secrets it refers to are watched
+ *    (objects.ts);
+ * 2b. the volumes, before the sandbox as the kubelet's volume manager sets
+ *    them up: emptyDir directories, the files of configMap, secret,
+ *    downwardAPI and projected volumes (volumes.ts) written by the
+ *    AtomicWriter, the ServiceAccount tokens of projected volumes from the
+ *    token manager (token-manager.ts). One that cannot be set up (a missing
+ *    ConfigMap, a token refused) is a Warning FailedMount (`MountVolume.SetUp
+ *    failed for volume "x" : ...`) and the Pod waits in ContainerCreating,
+ *    tried again after 2 s or when a watched object changes. Once running,
+ *    the volumes are set up again (in place: a container sees the change)
+ *    when a watched object changes, the Pod's labels or annotations change,
+ *    a token is due for its refresh, or every 60 s;
  * 3. the sandbox: pause, then CNI ADD through the agent's own CNI handler
  *    (the code the shim reaches), ipMasq off (the overlay masquerades),
  *    IPAM from the node's pod CIDR, then the record. A failed attempt is
@@ -25,7 +38,13 @@
  *    again after 5 s, not sooner whatever kicks the worker. A sandbox whose
  *    pause died (and with it every process of the Pod) is released and made
  *    again (SandboxChanged; a new IP), unless no container will run again;
- * 4. each container: started when it never ran; after an exit, started
+ * 4. each container: its environment first (env.ts: Service variables,
+ *    envFrom, valueFrom; a missing object or key leaves it waiting with
+ *    CreateContainerConfigError and a Failed Event, tried again after 10 s
+ *    or when a watched object changes; env never changes for a run), its
+ *    mounts (its volumeMounts, the Pod's /etc/hosts written with its IP and
+ *    hostAliases, the node's resolv.conf; mount-plan.ts), then started when
+ *    it never ran; after an exit, started
  *    again as the restart policy says, after the crash-loop back-off
  *    (backoff.ts; waiting reason CrashLoopBackOff meanwhile); a start that
  *    fails is an exit (StartError, 128) under the same rules, and the worker
@@ -53,11 +72,16 @@ import type { Logger } from '../../../lib/log/log.js';
 import type { Clock } from '../../../lib/reconcile/clock.js';
 import type { EventRecorder, EventSink, EventType } from '../../../lib/reconcile/event-recorder.js';
 import { afterRestart, restartAt, shouldRestart, type BackoffEntry, type BackoffOptions } from './backoff.js';
-import { describeProblems, imageProblem, planPod, resolveContainer, type ContainerPlan, type FieldValues, type PodPlan, type Problem } from './pod-spec.js';
+import { describeProblems, imageProblem, planPod, type ContainerPlan, type FieldValues, type PodPlan, type Problem, type VolumePlan } from './pod-spec.js';
+import { expand, resolveEnv, type EnvResult } from './env.js';
+import type { ObjectKind, PodObjects } from './objects.js';
+import { quantityNanos, type NodeAllocatable } from './quantity.js';
+import { TokenManager, type IssuedToken, type TokenRequestSpec } from './token-manager.js';
+import { etcHosts, podObjectRefs, podTokenSpecs, volumePayload, type TokenSpec, type VolumeContext } from './volumes.js';
 import { podPhase, podStatus, statusDiffers, type ContainerView, type PodView, type Terminated } from './pod-status.js';
 import { firstProbeAt, initialProbeState, nextProbeAt, observe, probeActive, type ProbeKind, type ProbeState } from './probe.js';
 import { runProbe, type ProbeOutcome } from './probe-exec.js';
-import type { ExitStatus, PodRecord, PodRuntime, RunRecord, SandboxRef } from './pod-runtime.js';
+import type { ExitStatus, MountRequest, PodRecord, PodRuntime, RunRecord, SandboxRef, VolumePlugin } from './pod-runtime.js';
 import { obj } from '../../../lib/json/loose.js';
 
 type O = Record<string, unknown>;
@@ -69,6 +93,8 @@ export interface PodApi {
   patchPodStatus(namespace: string, name: string, status: O): Promise<void>;
   /** The final delete: gracePeriodSeconds 0, the uid as precondition; gone already is success. */
   deletePod(namespace: string, name: string, uid: string): Promise<void>;
+  /** A TokenRequest for a Pod's ServiceAccount, bound to the Pod. */
+  requestToken(req: TokenRequestSpec): Promise<IssuedToken>;
 }
 
 /** kubelet-api.ts's calls: the Pods' writes, and the Events' (the sink of the kubelet's and the agent's event recorders). */
@@ -94,6 +120,12 @@ export interface KubeletOptions {
   readonly backoff?: BackoffOptions;
   /** How probes run (default probe-exec.ts's runProbe). */
   readonly probe?: Prober;
+  /** The ConfigMaps, Secrets and Services the Pods read (object-watch.ts; the fake API in tests). */
+  readonly objects: PodObjects;
+  /** The node's allocatable resources: the limits the downward API reads (nodenet sets none). */
+  readonly node: NodeAllocatable;
+  /** Randomness for the token refresh jitter (default Math.random). */
+  readonly random?: () => number;
 }
 
 interface Ctr {
@@ -109,6 +141,10 @@ interface Ctr {
   timers: unknown[];
   /** Stop probing this run: it is being killed. */
   killing: boolean;
+  /** The environment of the current run (exec probes run with it); null: not known (adopted). */
+  env: Record<string, string> | null;
+  /** After a CreateContainerConfigError: no new attempt before this time (ms) unless an object changed. */
+  configRetryAt: number;
 }
 
 interface PodState {
@@ -139,6 +175,20 @@ interface PodState {
   /** When `wake` fires. */
   wakeMs: number;
   forgotten: boolean;
+  /** The objects it refers to are registered with the object watches. */
+  registered: boolean;
+  /** Its volumes were set up once (containers may start). */
+  volumesReady: boolean;
+  /** Set them up again at the next sync: an object, a label or annotation changed. */
+  volumesDirty: boolean;
+  /** When they are set up again anyway (ms): the periodic resync or a token's refresh. */
+  nextVolumeSync: number;
+  /** The last FailedMount message per volume (one Event per new message). */
+  mountErrors: Map<string, string>;
+  /** A watched object changed: a container waiting on its config tries again at once. */
+  retryConfig: boolean;
+  /** The labels and annotations last seen (the downward API's). */
+  metaSeen: string;
 }
 
 export interface LogTarget {
@@ -156,15 +206,46 @@ const SANDBOX_RETRY_MS = 5000;
 const KILL_WAIT_MS = 5000;
 /** How a run given up on is recorded: SIGKILLed. */
 const KILLED: ExitStatus = { exitCode: 137, signal: 9 };
+/** Volumes that could not be set up are tried again after this long. */
+const VOLUME_RETRY_MS = 2000;
+/** Running Pods' volumes are set up again at least this often (the kubelet's pod resync). */
+const VOLUME_RESYNC_MS = 60_000;
+/** A container whose environment could not be made (CreateContainerConfigError) is tried again after this long. */
+const CONFIG_RETRY_MS = 10_000;
+
+const PLUGIN: Readonly<Record<VolumePlan['source']['kind'], VolumePlugin>> = {
+  emptyDir: 'kubernetes.io~empty-dir', configMap: 'kubernetes.io~configmap', secret: 'kubernetes.io~secret', downwardAPI: 'kubernetes.io~downward-api', projected: 'kubernetes.io~projected',
+};
 
 export class Kubelet {
   private readonly pods = new Map<string, PodState>();
   private stopped = false;
   private poller: unknown = null;
   readonly log: Logger;
+  private readonly tokens: TokenManager;
 
   constructor(private readonly o: KubeletOptions) {
     this.log = o.log.child({ [F.subsys]: 'kubelet' });
+    this.tokens = new TokenManager({
+      fetch: (req) => o.api.requestToken(req),
+      now: () => o.clock.now(),
+      ...(o.random ? { random: o.random } : {}),
+      onRefreshError: (key, e) => this.log.warn({ token: key, [F.err]: e instanceof Error ? e.message : String(e) }, 'could not refresh a ServiceAccount token; the current one is still valid'),
+    });
+    o.objects.onChange((kind, namespace, name) => this.onObjectChanged(kind, namespace, name));
+  }
+
+  /** A watched ConfigMap or Secret changed: the Pods that refer to it set their volumes up again, and waiting containers try again. */
+  private onObjectChanged(kind: ObjectKind | 'service', namespace: string, name: string): void {
+    if (kind === 'service') return;
+    for (const p of this.pods.values()) {
+      if (p.namespace !== namespace || !p.plan) continue;
+      const refs = podObjectRefs(p.plan);
+      if (!(kind === 'configMap' ? refs.configMaps : refs.secrets).has(name)) continue;
+      p.volumesDirty = true;
+      p.retryConfig = true;
+      this.kick(p);
+    }
   }
 
   /** Adopts what the records say still runs, and starts watching the containers. */
@@ -183,6 +264,8 @@ export class Kubelet {
       p.sandboxStart = r.sandbox?.startTime ?? '';
       p.podIP = r.podIP;
       p.startedAt = r.startedAt;
+      // Its volumes are on disk from before: set up again (the token refreshed) at the first sync, without holding the containers.
+      p.volumesReady = true;
       p.adopted = r;
       this.pods.set(r.uid, p);
       this.log.info({ [F.pod]: `${r.namespace}/${r.name}`, uid: r.uid, containers: r.containers.map((c) => `${c.name}${c.current ? `:${c.current.pid}` : ''}`) }, 'adopted pod');
@@ -214,6 +297,11 @@ export class Kubelet {
       this.pods.set(uid, p);
     }
     p.pod = pod;
+    const meta = JSON.stringify([m['labels'] ?? null, m['annotations'] ?? null]);
+    if (meta !== p.metaSeen) {
+      p.metaSeen = meta;
+      p.volumesDirty = true;
+    }
     this.kick(p);
   }
 
@@ -259,7 +347,7 @@ export class Kubelet {
   // --- the worker ------------------------------------------------------------------------------------------
 
   private newState(uid: string, namespace: string, name: string): PodState & { adopted?: PodRecord } {
-    return { uid, namespace, name, pod: null, deleted: false, plan: null, problems: null, sandbox: null, sandboxStart: '', podIP: null, startedAt: null, ctrs: new Map(), finished: false, lastPosted: null, lastPostedRv: '', sandboxRetryAt: 0, sandboxDirty: false, busy: false, again: false, wake: null, wakeMs: 0, forgotten: false };
+    return { uid, namespace, name, pod: null, deleted: false, plan: null, problems: null, sandbox: null, sandboxStart: '', podIP: null, startedAt: null, ctrs: new Map(), finished: false, lastPosted: null, lastPostedRv: '', sandboxRetryAt: 0, sandboxDirty: false, busy: false, again: false, wake: null, wakeMs: 0, forgotten: false, registered: false, volumesReady: false, volumesDirty: true, nextVolumeSync: 0, mountErrors: new Map(), retryConfig: false, metaSeen: '' };
   }
 
   private kick(p: PodState): void {
@@ -308,6 +396,8 @@ export class Kubelet {
       const grace = p.deleted ? Math.min(2, p.plan?.terminationGracePeriodSeconds ?? 2) : typeof dgp === 'number' ? dgp : (p.plan?.terminationGracePeriodSeconds ?? 30);
       await this.terminate(p, grace);
       if (!p.deleted) await this.o.api.deletePod(p.namespace, p.name, p.uid);
+      this.o.objects.unregister(p.uid);
+      this.tokens.forget(p.uid);
       p.forgotten = true;
       this.pods.delete(p.uid);
       this.log.info({ [F.pod]: key }, 'pod terminated');
@@ -319,6 +409,8 @@ export class Kubelet {
       if (r.ok) {
         p.plan = r.plan;
         for (const c of r.plan.containers) p.ctrs.set(c.name, this.newCtr(c));
+        this.o.objects.register(p.uid, p.namespace, podObjectRefs(r.plan));
+        p.registered = true;
         if (p.adopted) this.restoreContainers(p, p.adopted);
         delete p.adopted;
       } else {
@@ -347,6 +439,15 @@ export class Kubelet {
       p.sandboxStart = '';
       p.podIP = null;
       p.sandboxDirty = true;
+    }
+    // The volumes: before the sandbox, and again when something they project changed or is due.
+    if (!p.finished && phaseNow !== 'Succeeded' && phaseNow !== 'Failed' && (!p.volumesReady || p.volumesDirty || this.o.clock.now() >= p.nextVolumeSync)) {
+      const ok = await this.setUpVolumes(p);
+      if (!ok && !p.volumesReady) {
+        this.wakeAt(p, this.o.clock.now() + VOLUME_RETRY_MS);
+        await this.postStatus(p);
+        return;
+      }
     }
     // A Pod whose containers are all done for good needs no sandbox (one that died, or never came up).
     const wantsRun = [...p.ctrs.values()].some((c) => !c.last || shouldRestart(plan.restartPolicy, c.last.exitCode));
@@ -390,8 +491,17 @@ export class Kubelet {
           continue;
         }
         if (c.current) continue;
+        if (c.waiting?.reason === 'CreateContainerConfigError' && now < c.configRetryAt && !p.retryConfig) {
+          nextWake = nextWake === null ? c.configRetryAt : Math.min(nextWake, c.configRetryAt);
+          continue;
+        }
         if (!c.last) {
-          await this.startRun(p, c, plan);
+          const prep = await this.prepareRun(p, c, plan);
+          if (!prep) {
+            nextWake = nextWake === null ? c.configRetryAt : Math.min(nextWake, c.configRetryAt);
+            continue;
+          }
+          await this.startRun(p, c, prep);
           retryStart(c);
           continue;
         }
@@ -401,9 +511,14 @@ export class Kubelet {
         }
         const at = restartAt(c.backoff, c.last.startedAt, c.last.finishedAt, this.o.backoff);
         if (at <= now) {
+          const prep = await this.prepareRun(p, c, plan);
+          if (!prep) {
+            nextWake = nextWake === null ? c.configRetryAt : Math.min(nextWake, c.configRetryAt);
+            continue;
+          }
           c.backoff = afterRestart(c.backoff, c.last.finishedAt - c.last.startedAt, now, this.o.backoff);
           c.restartCount++;
-          await this.startRun(p, c, plan);
+          await this.startRun(p, c, prep);
           retryStart(c);
         } else {
           const secs = Math.round((c.backoff?.delayMs ?? 0) / 1000);
@@ -414,6 +529,7 @@ export class Kubelet {
         }
       }
     }
+    p.retryConfig = false;
     if (nextWake !== null) this.wakeAt(p, nextWake);
     // Every container done for good: the Pod is finished, its IP goes back and its sandbox stops.
     const phase = podPhase(this.view(p));
@@ -426,7 +542,7 @@ export class Kubelet {
   }
 
   private newCtr(plan: ContainerPlan): Ctr {
-    return { plan, current: null, last: null, previous: null, restartCount: 0, backoff: null, waiting: null, started: false, probes: { readiness: initialProbeState('readiness'), liveness: initialProbeState('liveness'), startup: initialProbeState('startup') }, timers: [], killing: false };
+    return { plan, current: null, last: null, previous: null, restartCount: 0, backoff: null, waiting: null, started: false, probes: { readiness: initialProbeState('readiness'), liveness: initialProbeState('liveness'), startup: initialProbeState('startup') }, timers: [], killing: false, env: null, configRetryAt: 0 };
   }
 
   /** An adopted Pod's containers from its record: runs still going keep their probes; the others exited meanwhile. */
@@ -459,6 +575,10 @@ export class Kubelet {
     p.sandboxDirty = true;
     const { ref, startTime } = await this.o.runtime.startSandbox(p.uid, hostname);
     try {
+      // emptyDir medium Memory: a tmpfs in the sandbox's mount namespace (a new sandbox starts it empty).
+      for (const v of p.plan?.volumes ?? []) {
+        if (v.source.kind === 'emptyDir' && v.source.medium === 'Memory') await this.o.runtime.mountMemory(ref, p.uid, v.name, v.source.sizeLimit === null ? null : quantityNanos(v.source.sizeLimit) === null ? null : quantityNanos(v.source.sizeLimit)! / 1_000_000_000n);
+      }
       const out = await this.o.cni.add({ containerId: p.uid, netns: ref.netnsPath, ifName: CNI_IFNAME, args: '', path: '', config: new TextEncoder().encode(JSON.stringify(this.o.cniConfig)) });
       const result = JSON.parse(new TextDecoder().decode(out)) as { ips?: { address?: string }[] };
       const ip = result.ips?.[0]?.address?.split('/')[0];
@@ -503,19 +623,184 @@ export class Kubelet {
       'metadata.namespace': p.namespace,
       'metadata.uid': p.uid,
       'spec.nodeName': this.o.nodeName,
+      'spec.serviceAccountName': p.plan?.serviceAccountName ?? 'default',
       'status.podIP': p.podIP ?? '',
+      'status.podIPs': p.podIP ?? '',
       'status.hostIP': this.o.hostIP,
+      'status.hostIPs': this.o.hostIP,
     };
   }
 
-  private async startRun(p: PodState, c: Ctr, plan: PodPlan): Promise<void> {
-    const { env, argv } = resolveContainer(c.plan, this.fieldValues(p), plan.hostname ?? p.name);
+  /** The ConfigMaps or Secrets `names` of the Pod's namespace, each its object, null (none) or the failed read. */
+  private async fetchObjects(p: PodState, wanted: Iterable<[ObjectKind, string]>): Promise<Map<string, Record<string, unknown> | null | Error>> {
+    const out = new Map<string, Record<string, unknown> | null | Error>();
+    for (const [kind, name] of wanted) {
+      const key = `${kind}/${name}`;
+      if (out.has(key)) continue;
+      try {
+        out.set(key, await this.o.objects.get(kind, p.namespace, name));
+      } catch (e) {
+        out.set(key, e instanceof Error ? e : new Error(String(e)));
+      }
+    }
+    return out;
+  }
+
+  private static lookup(fetched: Map<string, Record<string, unknown> | null | Error>, kind: ObjectKind): (name: string) => Record<string, unknown> | null {
+    return (name) => {
+      const v = fetched.get(`${kind}/${name}`);
+      if (v instanceof Error) throw v;
+      return v ?? null;
+    };
+  }
+
+  /**
+   * Sets the Pod's volumes up (again): emptyDir directories, the other volumes' files through the AtomicWriter.
+   * Returns whether every one is set up; one that is not is a FailedMount Event (once per message) and keeps
+   * what it had. Arms the next resync (the periodic one, or a token's refresh).
+   */
+  private async setUpVolumes(p: PodState): Promise<boolean> {
+    const plan = p.plan!;
+    const pod = p.pod!;
+    p.volumesDirty = false;
+    const wanted: [ObjectKind, string][] = [];
+    for (const v of plan.volumes) {
+      const s = v.source;
+      if (s.kind === 'configMap' || s.kind === 'secret') wanted.push([s.kind, s.name]);
+      if (s.kind === 'projected') for (const src of s.sources) if (src.kind === 'configMap' || src.kind === 'secret') wanted.push([src.kind, src.name]);
+    }
+    const fetched = await this.fetchObjects(p, wanted);
+    const tokens = new Map<string, string | Error>();
+    const tokenKey = (t: TokenSpec) => `${t.audience}/${t.expirationSeconds}`;
+    for (const t of podTokenSpecs(plan)) {
+      try {
+        tokens.set(tokenKey(t), await this.tokens.get({ serviceAccount: plan.serviceAccountName, namespace: p.namespace, audiences: t.audience ? [t.audience] : [], expirationSeconds: t.expirationSeconds, pod: { name: p.name, uid: p.uid } }));
+      } catch (e) {
+        tokens.set(tokenKey(t), e instanceof Error ? e : new Error(String(e)));
+      }
+    }
+    const ctx: VolumeContext = {
+      pod, plan, node: this.o.node,
+      configMap: Kubelet.lookup(fetched, 'configMap'),
+      secret: Kubelet.lookup(fetched, 'secret'),
+      token: (t) => {
+        const v = tokens.get(tokenKey(t));
+        if (v === undefined || v instanceof Error) throw v ?? new Error('no token');
+        return v;
+      },
+    };
+    let ok = true;
+    for (const v of plan.volumes) {
+      let msg: string | null = null;
+      try {
+        if (v.source.kind === 'emptyDir') this.o.runtime.makeEmptyDir(p.uid, v.name);
+        else {
+          const r = volumePayload(v, ctx);
+          if (r.ok) this.o.runtime.writeVolume(p.uid, PLUGIN[v.source.kind], v.name, r.payload);
+          else msg = r.message;
+        }
+      } catch (e) {
+        msg = e instanceof Error ? e.message : String(e);
+      }
+      if (msg === null) {
+        p.mountErrors.delete(v.name);
+        continue;
+      }
+      ok = false;
+      if (p.mountErrors.get(v.name) !== msg) this.event(p, 'Warning', 'FailedMount', `MountVolume.SetUp failed for volume "${v.name}" : ${msg}`);
+      p.mountErrors.set(v.name, msg);
+      this.log.warn({ [F.pod]: `${p.namespace}/${p.name}`, volume: v.name, [F.err]: msg }, 'volume not set up');
+    }
+    const now = this.o.clock.now();
+    const projects = plan.volumes.some((v) => v.source.kind !== 'emptyDir');
+    p.nextVolumeSync = projects ? Math.min(now + VOLUME_RESYNC_MS, this.tokens.refreshAt(p.uid) ?? Infinity) : Infinity;
+    if (projects) this.wakeAt(p, p.nextVolumeSync);
+    if (ok) p.volumesReady = true;
+    return ok;
+  }
+
+  /** A container's environment, from what the watches have (env.ts). */
+  private async containerEnv(p: PodState, c: Ctr): Promise<EnvResult> {
+    const wanted: [ObjectKind, string][] = c.plan.envFrom.map((e) => [e.kind, e.name]);
+    for (const e of c.plan.env) {
+      if ('configMapKeyRef' in e) wanted.push(['configMap', e.configMapKeyRef.name]);
+      if ('secretKeyRef' in e) wanted.push(['secret', e.secretKeyRef.name]);
+    }
+    const fetched = await this.fetchObjects(p, wanted);
+    let services: Record<string, unknown>[];
+    try {
+      services = await this.o.objects.services();
+    } catch (e) {
+      return { ok: false, message: e instanceof Error ? e.message : String(e), events: [] };
+    }
+    return resolveEnv(c.plan, {
+      pod: p.pod!, plan: p.plan!, fields: this.fieldValues(p), hostname: this.hostname(p), services, node: this.o.node,
+      configMap: Kubelet.lookup(fetched, 'configMap'), secret: Kubelet.lookup(fetched, 'secret'),
+    });
+  }
+
+  private hostname(p: PodState): string {
+    return (p.plan?.hostname ?? p.name).slice(0, 63).replace(/[-.]+$/, '');
+  }
+
+  /**
+   * What a run needs before it starts: its environment and its mounts (volumeMounts with subPathExpr expanded,
+   * the Pod's /etc/hosts and resolv.conf). null when it cannot have them: the container waits with
+   * CreateContainerConfigError (a Failed Event each attempt, as the kubelet's), tried again later.
+   */
+  private async prepareRun(p: PodState, c: Ctr, plan: PodPlan): Promise<{ env: Record<string, string>; argv: string[]; mounts: MountRequest[] } | null> {
+    const r = await this.containerEnv(p, c);
+    for (const ev of r.events) this.event(p, 'Warning', ev.reason, ev.message);
+    let message = r.ok ? '' : r.message;
+    let mounts: MountRequest[] = [];
+    if (r.ok) {
+      try {
+        mounts = this.mountRequests(p, c, plan, r.env);
+      } catch (e) {
+        message = e instanceof Error ? e.message : String(e);
+      }
+    }
+    if (!r.ok || message) {
+      this.event(p, 'Warning', 'Failed', `Error: ${message}`, c.plan.name);
+      c.waiting = { reason: 'CreateContainerConfigError', message };
+      c.configRetryAt = this.o.clock.now() + CONFIG_RETRY_MS;
+      return null;
+    }
+    return { env: r.env, argv: r.argv, mounts };
+  }
+
+  /** The mounts of a run: its volumeMounts, then /etc/hosts and /etc/resolv.conf unless a volume is mounted there. @throws Error on a subPathExpr that expands to a bad path */
+  private mountRequests(p: PodState, c: Ctr, plan: PodPlan, env: Record<string, string>): MountRequest[] {
+    const out: MountRequest[] = [];
+    for (const m of c.plan.volumeMounts) {
+      const v = plan.volumes.find((x) => x.name === m.name)!;
+      let subPath = m.subPath;
+      if (m.subPathExpr) {
+        subPath = expand(m.subPathExpr, new Map(Object.entries(env)));
+        if (subPath.startsWith('/') || subPath.split('/').includes('..')) throw new Error(`subPathExpr ${JSON.stringify(m.subPathExpr)} expands to ${JSON.stringify(subPath)}, which must be a relative path without '..'`);
+      }
+      out.push({ volumeDir: this.o.runtime.volumeDir(p.uid, PLUGIN[v.source.kind], v.name), subPath, target: m.mountPath, readOnly: m.readOnly });
+    }
+    const taken = new Set(out.map((m) => m.target));
+    if (!taken.has('/etc/hosts')) {
+      const hosts = this.o.runtime.writePodFile(p.uid, 'etc-hosts', etcHosts({ podIPs: p.podIP ? [p.podIP] : [], hostname: this.hostname(p), subdomain: plan.subdomain, namespace: p.namespace, hostAliases: plan.hostAliases }));
+      out.push({ volumeDir: hosts, subPath: '', target: '/etc/hosts', readOnly: false });
+    }
+    if (!taken.has('/etc/resolv.conf')) {
+      const resolv = this.o.runtime.writePodFile(p.uid, 'resolv.conf', this.o.runtime.nodeResolvConf());
+      out.push({ volumeDir: resolv, subPath: '', target: '/etc/resolv.conf', readOnly: false });
+    }
+    return out;
+  }
+
+  private async startRun(p: PodState, c: Ctr, prep: { env: Record<string, string>; argv: string[]; mounts: MountRequest[] }): Promise<void> {
     const now = this.o.clock.now();
     c.waiting = null;
     c.killing = false;
     try {
-      const run = await this.o.runtime.startContainer(p.sandbox!, { uid: p.uid, container: c.plan.name, run: c.restartCount, argv, env, cwd: c.plan.workingDir, nowMs: now });
+      const run = await this.o.runtime.startContainer(p.sandbox!, { uid: p.uid, container: c.plan.name, run: c.restartCount, argv: prep.argv, env: prep.env, cwd: c.plan.workingDir, mounts: prep.mounts, nowMs: now });
       c.current = run;
+      c.env = prep.env;
       c.started = !c.plan.startup;
       c.probes = { readiness: initialProbeState('readiness'), liveness: initialProbeState('liveness'), startup: initialProbeState('startup') };
       this.armProbes(p, c, run, false);
@@ -636,8 +921,13 @@ export class Kubelet {
       this.schedule(p, c, run, kind, nextProbeAt(spec, this.o.clock.now()));
       return;
     }
-    const { env } = resolveContainer(c.plan, this.fieldValues(p), p.plan?.hostname ?? p.name);
-    const out: ProbeOutcome = await (this.o.probe ?? runProbe)(spec.action, { podIP: p.podIP, sandbox: p.sandbox, timeoutMs: spec.timeoutSeconds * 1000, env });
+    if (!c.env && spec.action.kind === 'exec') {
+      // An adopted run: its environment as it would be made now (the objects may have changed since; env never does).
+      const r = await this.containerEnv(p, c);
+      c.env = r.ok ? r.env : { PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', HOSTNAME: this.hostname(p) };
+    }
+    if (c.current !== run || p.forgotten || this.stopped || !p.sandbox || !p.podIP) return;
+    const out: ProbeOutcome = await (this.o.probe ?? runProbe)(spec.action, { podIP: p.podIP, sandbox: p.sandbox, timeoutMs: spec.timeoutSeconds * 1000, env: c.env ?? {}, pid: run.pid, workingDir: c.plan.workingDir });
     if (c.current !== run || p.forgotten || this.stopped) return;
     const before = c.probes[kind];
     const after = observe(spec, before, out.ok);

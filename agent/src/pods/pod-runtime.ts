@@ -20,7 +20,16 @@
  *   (nsenter fails otherwise); a run ends on its own, by a signal, or with its
  *   sandbox; exitOf is asked only of a run that no longer runs;
  * - signal never throws (a run already gone is ignored); save may fail (the
- *   disk); remove is idempotent.
+ *   disk); remove is idempotent and removes the Pod's directory: its logs,
+ *   volumes, /etc/hosts and resolv.conf;
+ * - volumes live in the Pod's directory, `.volumes/<plugin>/<name>` as the
+ *   kubelet's `volumes/kubernetes.io~configmap/<name>` (a dot: never a
+ *   container's name): writeVolume projects a payload there (AtomicWriter),
+ *   makeEmptyDir makes a directory, mountMemory a tmpfs on it inside the
+ *   sandbox's mount namespace (never the node's); startContainer mounts the
+ *   run's `mounts` in a mount namespace of the container's own (a mount
+ *   request whose source is not under the Pod's directory, a subPath that
+ *   leaves its volume, a relative target are refused).
  */
 import { ErrorCode, NodenetError } from '../../../lib/errors/errors.js';
 import type { SandboxRef } from '../netns/pause-holder.js';
@@ -63,6 +72,20 @@ export interface PodRecord {
   readonly containers: readonly ContainerRecord[];
 }
 
+/** A volume plugin's directory name, as the kubelet's (`kubernetes.io~configmap`). */
+export type VolumePlugin = 'kubernetes.io~empty-dir' | 'kubernetes.io~configmap' | 'kubernetes.io~secret' | 'kubernetes.io~downward-api' | 'kubernetes.io~projected';
+
+/** One mount of a container: a volume's directory (or a path inside it) at a path of the container. */
+export interface MountRequest {
+  /** The volume's directory (volumeDir, or etc-hosts / resolv.conf from writePodFile). */
+  readonly volumeDir: string;
+  /** A path inside it ('' : the directory itself); made as a directory when missing, as the kubelet does. */
+  readonly subPath: string;
+  /** Absolute, normalised. */
+  readonly target: string;
+  readonly readOnly: boolean;
+}
+
 /** One run to start. */
 export interface ContainerStart {
   readonly uid: string;
@@ -72,6 +95,8 @@ export interface ContainerStart {
   readonly env: Readonly<Record<string, string>>;
   /** The working directory (null: /). */
   readonly cwd: string | null;
+  /** What the container sees mounted (mount-plan.ts). */
+  readonly mounts: readonly MountRequest[];
   readonly nowMs: number;
 }
 
@@ -112,7 +137,23 @@ export interface PodRuntime {
   exitOf(uid: string, container: string, r: RunRecord): ExitStatus;
   /** Signals a run's process group; never throws. */
   signal(r: RunRecord, sig: 'SIGTERM' | 'SIGKILL'): void;
+
+  /** A volume's directory in the Pod's directory (not made). */
+  volumeDir(uid: string, plugin: VolumePlugin, volume: string): string;
+  /** Projects `payload` into the volume's directory (AtomicWriter); whether anything changed. @throws on a bad path or a failed write */
+  writeVolume(uid: string, plugin: VolumePlugin, volume: string, payload: ReadonlyMap<string, { readonly data: Buffer; readonly mode: number }>): boolean;
+  /** Makes an emptyDir's directory (kept as it is when it exists). */
+  makeEmptyDir(uid: string, volume: string): string;
+  /** Mounts a tmpfs on an emptyDir's directory inside the sandbox's mount namespace (medium Memory); idempotent. */
+  mountMemory(sb: SandboxRef, uid: string, volume: string, sizeBytes: bigint | null): Promise<void>;
+  /** Writes one of the Pod's own files (its /etc/hosts, its resolv.conf); returns its path. */
+  writePodFile(uid: string, name: 'etc-hosts' | 'resolv.conf', content: string): string;
+  /** The node's resolv.conf, what a Pod gets until cluster DNS exists. */
+  nodeResolvConf(): string;
 }
+
+/** The name of a Pod's own directory entries (never a container's: not a DNS label). */
+export const POD_FILES = { volumes: '.volumes', 'etc-hosts': '.etc-hosts', 'resolv.conf': '.resolv.conf' } as const;
 
 const SANDBOX_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 const CONTAINER_NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;

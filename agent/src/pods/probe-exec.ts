@@ -5,9 +5,11 @@
  *   its Pods over the bridge.
  * - httpGet: a GET (HTTPS without certificate checks, as the kubelet's);
  *   a status in 200-399 is a success; redirects are not followed.
- * - exec: the command inside the Pod's namespaces (nsenter, as the
- *   containers), detached; exit 0 is a success; on a timeout its whole
- *   process group is killed and the probe failed.
+ * - exec: the command inside the container: the Pod's namespaces and the
+ *   run's own mount namespace (its volumes, its /etc/hosts), in its working
+ *   directory, with its environment (nsenter), detached; exit 0 is a
+ *   success; on a timeout its whole process group is killed and the probe
+ *   failed.
  * Every probe resolves to { ok, message } and never throws.
  */
 import { spawn } from 'node:child_process';
@@ -22,12 +24,31 @@ export interface ProbeOutcome {
   readonly message: string;
 }
 
-export function runProbe(action: ProbeAction, o: { podIP: string; sandbox: SandboxRef; timeoutMs: number; env: Readonly<Record<string, string>> }): Promise<ProbeOutcome> {
+export interface ProbeTarget {
+  readonly podIP: string;
+  readonly sandbox: SandboxRef;
+  readonly timeoutMs: number;
+  readonly env: Readonly<Record<string, string>>;
+  /** The container's supervisor (host pid): its mount namespace is the container's. */
+  readonly pid?: number;
+  readonly workingDir?: string | null;
+}
+
+export function runProbe(action: ProbeAction, o: ProbeTarget): Promise<ProbeOutcome> {
   switch (action.kind) {
     case 'tcpSocket': return tcpProbe(action.host || o.podIP, action.port, o.timeoutMs);
     case 'httpGet': return httpProbe(action, action.host || o.podIP, o.timeoutMs);
-    case 'exec': return execProbe(o.sandbox, action.command, o.timeoutMs, o.env);
+    case 'exec': return execProbe(o, action.command);
   }
+}
+
+/** nsenter argv into the container: the sandbox's namespaces, the run's mount namespace, its working directory. */
+export function containerCommand(o: Pick<ProbeTarget, 'sandbox' | 'pid' | 'workingDir'>, command: readonly string[]): string[] {
+  const base = joinCommand(o.sandbox, command);
+  if (o.pid === undefined) return base;
+  const cut = base.indexOf('--');
+  const opts = base.slice(1, cut).filter((a) => !a.startsWith('--mount=') && !a.startsWith('--wd='));
+  return [base[0]!, ...opts, `--mount=/proc/${o.pid}/ns/mnt`, ...(o.workingDir ? [`--wd=${o.workingDir}`] : []), ...base.slice(cut)];
 }
 
 function tcpProbe(host: string, port: number, timeoutMs: number): Promise<ProbeOutcome> {
@@ -60,9 +81,10 @@ function httpProbe(a: Extract<ProbeAction, { kind: 'httpGet' }>, host: string, t
   });
 }
 
-function execProbe(sb: SandboxRef, command: readonly string[], timeoutMs: number, env: Readonly<Record<string, string>>): Promise<ProbeOutcome> {
+function execProbe(o: ProbeTarget, command: readonly string[]): Promise<ProbeOutcome> {
+  const { timeoutMs, env } = o;
   return new Promise((resolve) => {
-    const [cmd, ...args] = joinCommand(sb, command);
+    const [cmd, ...args] = containerCommand(o, command);
     const p = spawn(cmd!, args, { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...env } });
     let out = '';
     const take = (d: Buffer) => { if (out.length < 10_000) out += d.toString(); };

@@ -6,7 +6,7 @@
  */
 import type { Test } from 'tap';
 import { ErrorCode } from '../../../lib/errors/errors.js';
-import type { PodRecord, PodRuntime, RunRecord } from './pod-runtime.js';
+import type { MountRequest, PodRecord, PodRuntime, RunRecord } from './pod-runtime.js';
 
 export interface ContractTarget {
   /** A fresh runtime; `cleanup` stops what the suite left (it stops its sandboxes itself). */
@@ -21,7 +21,7 @@ export interface ContractTarget {
 
 /** What a NodenetError(Pod) matches. */
 const isPodError = { name: 'NodenetError', code: ErrorCode.Pod };
-const start = (uid: string, container: string, run = 0, argv: readonly string[] = ['sleep', '100']) => ({ uid, container, run, argv, env: { PATH: '/usr/bin:/bin' }, cwd: null, nowMs: 1000 });
+const start = (uid: string, container: string, run = 0, argv: readonly string[] = ['sleep', '100'], mounts: readonly MountRequest[] = []) => ({ uid, container, run, argv, env: { PATH: '/usr/bin:/bin' }, cwd: null, mounts, nowMs: 1000 });
 
 export function runtimeContract(t: Test, make: () => ContractTarget): void {
   t.test('bad names are refused before any effect; stopping or removing under one is a no-op', async (t) => {
@@ -101,5 +101,37 @@ export function runtimeContract(t: Test, make: () => ContractTarget): void {
     rt.remove(u);
     rt.remove(u);
     t.same(rt.records().filter((x) => x.uid === u), []);
+  });
+
+  t.test('volumes: projected under the Pod\'s directory, mounted only from there, removed with the Pod', async (t) => {
+    const { runtime: rt, uid } = make();
+    const u = uid('vol');
+    t.throws(() => rt.volumeDir(u, 'kubernetes.io~configmap', 'Bad_Name'), isPodError, 'a volume name that is no DNS label');
+    const dir = rt.volumeDir(u, 'kubernetes.io~configmap', 'cfg');
+    const payload = (v: string) => new Map([['key', { data: Buffer.from(v), mode: 0o644 }]]);
+    t.ok(rt.writeVolume(u, 'kubernetes.io~configmap', 'cfg', payload('one')), 'written');
+    t.notOk(rt.writeVolume(u, 'kubernetes.io~configmap', 'cfg', payload('one')), 'the same: not written again');
+    t.ok(rt.writeVolume(u, 'kubernetes.io~configmap', 'cfg', payload('two')), 'changed: written');
+    t.ok(rt.exists(`${dir}/key`), 'the key is in the volume');
+    const empty = rt.makeEmptyDir(u, 'scratch');
+    const hosts = rt.writePodFile(u, 'etc-hosts', '127.0.0.1\tlocalhost\n');
+    const { ref } = await rt.startSandbox(u, 'vol');
+    t.teardown(() => rt.stopSandbox(u));
+    await rt.mountMemory(ref, u, 'mem', 1n << 20n);
+    await rt.mountMemory(ref, u, 'mem', 1n << 20n);
+    const target = `/tmp/nn-contract-${u}`;
+    const run = await rt.startContainer(ref, start(u, 'app', 0, ['sleep', '100'], [
+      { volumeDir: dir, subPath: '', target, readOnly: true },
+      { volumeDir: empty, subPath: 'sub', target: `${target}-scratch`, readOnly: false },
+      { volumeDir: hosts, subPath: '', target: '/etc/hosts', readOnly: false },
+    ]));
+    t.ok(rt.running(run), 'a run with its mounts');
+    await t.rejects(rt.startContainer(ref, start(u, 'other', 0, ['sleep', '1'], [{ volumeDir: '/etc', subPath: '', target: '/x', readOnly: false }])), isPodError, 'a source outside the Pod');
+    await t.rejects(rt.startContainer(ref, start(u, 'other', 0, ['sleep', '1'], [{ volumeDir: dir, subPath: '../../..', target: '/x', readOnly: false }])), isPodError, 'a subPath that leaves its volume');
+    await t.rejects(rt.startContainer(ref, start(u, 'other', 0, ['sleep', '1'], [{ volumeDir: dir, subPath: '', target: 'relative', readOnly: false }])), isPodError, 'a relative target');
+    await rt.stopSandbox(u);
+    rt.remove(u);
+    t.notOk(rt.exists(`${dir}/key`), 'the volume went with the Pod');
+    t.notOk(rt.exists(hosts), 'and its /etc/hosts');
   });
 }

@@ -11,7 +11,7 @@ import { FakePodRuntime } from './runtime.fake.js';
 
 runtimeContract(t, () => ({ runtime: new FakePodRuntime(), gone: async () => undefined, commandRuns: async () => undefined, uid: (n) => `u-${n}` }));
 
-const start = (uid: string, container: string, run = 0) => ({ uid, container, run, argv: ['sleep', '100'], env: {}, cwd: null, nowMs: 1000 });
+const start = (uid: string, container: string, run = 0) => ({ uid, container, run, argv: ['sleep', '100'], env: {}, cwd: null, mounts: [], nowMs: 1000 });
 
 t.test('what would be a kubelet bug is refused: a second live run, a run number going back, an empty command, the exit of a live run', async (t) => {
   const rt = new FakePodRuntime();
@@ -48,7 +48,7 @@ t.test('signals: a run may ignore SIGTERM, or not even die of SIGKILL; a crashed
   t.same(rt.exitOf('u1', 'a', a), { exitCode: 137, signal: 9 });
   rt.crashSandbox('u1');
   t.notOk(rt.running(b), 'gone with its sandbox');
-  t.same(rt.leaks(), { sandboxes: [], processes: [], records: [] });
+  t.same(rt.leaks(), { sandboxes: [], processes: [], records: [], files: [] });
   t.throws(() => rt.crashSandbox('u1'), /no live sandbox/);
   await rt.startSandbox('u1', 'p');
   t.same(rt.leaks().sandboxes, ['pod-u1'], 'a crashed sandbox is replaced, as a stale one');

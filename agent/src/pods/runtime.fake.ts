@@ -13,14 +13,19 @@
  * cannot die, as a process in D state), or its sandbox stops or crashes
  * (137: the pod's PID 1 took it along).
  *
+ * Volumes and the Pod's files are kept in memory by path (volumeDir's
+ * layout, under /fake/kubelet/<uid>/); a run's mount requests are checked
+ * as the process runtime checks them (a source outside the Pod's
+ * directory, a subPath with `..`, a relative target) and kept with the run.
+ *
  * Tests see every call (`calls`), can make any step fail (`failNext`), and
  * ask what is left running or recorded (`leaks`).
  */
 import { ErrorCode, NodenetError } from '../../../lib/errors/errors.js';
 import type { NetnsPath } from '../netns/netns.js';
-import { checkNames, sandboxNameOf, validNames, type ContainerStart, type ExitStatus, type PodRecord, type PodRuntime, type RunRecord, type SandboxRef } from './pod-runtime.js';
+import { checkNames, POD_FILES, sandboxNameOf, validNames, type ContainerStart, type ExitStatus, type MountRequest, type PodRecord, type PodRuntime, type RunRecord, type SandboxRef, type VolumePlugin } from './pod-runtime.js';
 
-export type RuntimeStep = 'startSandbox' | 'stopSandbox' | 'startContainer' | 'save' | 'remove';
+export type RuntimeStep = 'startSandbox' | 'stopSandbox' | 'startContainer' | 'save' | 'remove' | 'writeVolume' | 'mountMemory';
 
 interface Injection {
   readonly step: RuntimeStep;
@@ -46,6 +51,7 @@ interface FakeProc {
   readonly argv: readonly string[];
   readonly env: Readonly<Record<string, string>>;
   readonly cwd: string | null;
+  readonly mounts: readonly MountRequest[];
   alive: boolean;
   /** Set when it ended; null: SIGKILLed before it could write a status (137). */
   exit: ExitStatus | null;
@@ -64,7 +70,14 @@ export class FakePodRuntime implements PodRuntime {
   private readonly logs = new Set<string>();
   private readonly injections: Injection[] = [];
   private readonly behaviour = new Map<string, SignalBehaviour>();
+  /** Volume and Pod files by path: a volume directory's files, the Pod's etc-hosts and resolv.conf. */
+  private readonly files = new Map<string, { data: Buffer; mode: number }>();
+  private readonly dirs = new Set<string>();
+  /** `<uid>/<volume>` of the tmpfs mounted in a live sandbox (they go with it). */
+  private readonly memory = new Set<string>();
   private nextPid = 1000;
+  /** The node's resolv.conf, as nodeResolvConf reads it. */
+  resolvConf = 'nameserver 192.0.2.53\n';
 
   /** After `skip` (default 0) calls, the next `times` (default 1) calls of `step` (for `match` only, if given) throw `error`. */
   failNext(step: RuntimeStep, o: { match?: string; error?: unknown; times?: number; skip?: number } = {}): void {
@@ -95,9 +108,29 @@ export class FakePodRuntime implements PodRuntime {
   // --- what a test looks at --------------------------------------------------------------------------------
 
   /** The live run of a container, or null. */
-  current(uid: string, container: string): { readonly run: number; readonly argv: readonly string[]; readonly env: Readonly<Record<string, string>>; readonly cwd: string | null; readonly signals: readonly string[] } | null {
+  current(uid: string, container: string): { readonly run: number; readonly argv: readonly string[]; readonly env: Readonly<Record<string, string>>; readonly cwd: string | null; readonly mounts: readonly MountRequest[]; readonly signals: readonly string[] } | null {
     const p = this.live(uid, container);
-    return p ? { run: p.rec.run, argv: p.argv, env: p.env, cwd: p.cwd, signals: p.signals } : null;
+    return p ? { run: p.rec.run, argv: p.argv, env: p.env, cwd: p.cwd, mounts: p.mounts, signals: p.signals } : null;
+  }
+
+  /** A file of a volume or of the Pod (its content), or null. */
+  file(path: string): string | null {
+    return this.files.get(path)?.data.toString('utf8') ?? null;
+  }
+
+  /** A file's mode, or null. */
+  fileMode(path: string): number | null {
+    return this.files.get(path)?.mode ?? null;
+  }
+
+  /** The files under a directory, relative, with their content. */
+  filesUnder(dir: string): Record<string, string> {
+    return Object.fromEntries([...this.files].filter(([k]) => k.startsWith(`${dir}/`)).map(([k, v]) => [k.slice(dir.length + 1), v.data.toString('utf8')]));
+  }
+
+  /** Whether a tmpfs is mounted on the emptyDir `volume` of the Pod's live sandbox. */
+  memoryMounted(uid: string, volume: string): boolean {
+    return this.memory.has(`${uid}/${volume}`) && !!this.sandboxes.get(uid)?.alive;
   }
 
   /** The hostname of a Pod's live sandbox, or null. */
@@ -113,11 +146,12 @@ export class FakePodRuntime implements PodRuntime {
   }
 
   /** What is left: live sandboxes and runs (`<uid>/<container>#<run>`), records. */
-  leaks(): { sandboxes: string[]; processes: string[]; records: string[] } {
+  leaks(): { sandboxes: string[]; processes: string[]; records: string[]; files: string[] } {
     return {
       sandboxes: [...this.sandboxes.values()].filter((s) => s.alive).map((s) => s.ref.name),
       processes: this.procs.filter((p) => p.alive).map((p) => `${p.uid}/${p.container}#${p.rec.run}`),
       records: [...this.recs.keys()],
+      files: [...this.files.keys(), ...this.dirs],
     };
   }
 
@@ -129,7 +163,7 @@ export class FakePodRuntime implements PodRuntime {
     this.sandboxes.set(r.uid, { uid: r.uid, ref, startTime: r.sandbox.startTime, hostname: r.name, alive: true });
     for (const c of r.containers) {
       if (!c.current) continue;
-      this.procs.push({ uid: r.uid, container: c.name, rec: c.current, argv: ['seeded'], env: {}, cwd: null, alive: true, exit: null, signals: [] });
+      this.procs.push({ uid: r.uid, container: c.name, rec: c.current, argv: ['seeded'], env: {}, cwd: null, mounts: [], alive: true, exit: null, signals: [] });
       this.logs.add(this.logPath(r.uid, c.name, c.current.run));
     }
   }
@@ -145,7 +179,7 @@ export class FakePodRuntime implements PodRuntime {
   }
 
   exists(file: string): boolean {
-    return this.logs.has(file);
+    return this.logs.has(file) || this.files.has(file) || this.dirs.has(file);
   }
 
   save(r: PodRecord): void {
@@ -157,7 +191,10 @@ export class FakePodRuntime implements PodRuntime {
   remove(uid: string): void {
     this.enter('remove', uid, `remove ${uid}`);
     this.recs.delete(uid);
-    for (const f of [...this.logs]) if (f.startsWith(`/fake/kubelet/${uid}/`)) this.logs.delete(f);
+    const under = (f: string) => f.startsWith(`/fake/kubelet/${uid}/`);
+    for (const f of [...this.logs]) if (under(f)) this.logs.delete(f);
+    for (const f of [...this.files.keys()]) if (under(f)) this.files.delete(f);
+    for (const f of [...this.dirs]) if (under(f)) this.dirs.delete(f);
   }
 
   records(): PodRecord[] {
@@ -209,9 +246,15 @@ export class FakePodRuntime implements PodRuntime {
     if (running) throw new Error(`FakePodRuntime: ${key} already runs (run ${running.rec.run}): a second run would be a second process`);
     const before = this.procs.filter((p) => p.uid === s.uid && p.container === s.container).map((p) => p.rec.run);
     if (before.some((r) => r > s.run)) throw new Error(`FakePodRuntime: ${key}: run ${s.run} after run ${Math.max(...before)}`);
+    for (const m of s.mounts) {
+      if (!m.volumeDir.startsWith(`/fake/kubelet/${s.uid}/`)) throw new NodenetError(ErrorCode.Pod, `could not start container ${s.container}: mount source ${m.volumeDir} is not the Pod's`);
+      if (!m.target.startsWith('/') || m.target.split('/').includes('..')) throw new NodenetError(ErrorCode.Pod, `could not start container ${s.container}: mount target ${JSON.stringify(m.target)} is not an absolute path`);
+      if (m.subPath.startsWith('/') || m.subPath.split('/').includes('..')) throw new NodenetError(ErrorCode.Pod, `could not start container ${s.container}: subPath ${JSON.stringify(m.subPath)} must be relative, without '..'`);
+      if (!this.exists(m.volumeDir) && ![...this.files.keys()].some((f) => f.startsWith(`${m.volumeDir}/`))) throw new Error(`FakePodRuntime: ${key}: mount of ${m.volumeDir}, which the kubelet never made`);
+    }
     const pid = this.nextPid++;
     const rec: RunRecord = { run: s.run, pgid: pid, pid, procStart: String(pid), startedAt: s.nowMs };
-    this.procs.push({ uid: s.uid, container: s.container, rec, argv: [...s.argv], env: { ...s.env }, cwd: s.cwd, alive: true, exit: null, signals: [] });
+    this.procs.push({ uid: s.uid, container: s.container, rec, argv: [...s.argv], env: { ...s.env }, cwd: s.cwd, mounts: [...s.mounts], alive: true, exit: null, signals: [] });
     this.logs.add(this.logPath(s.uid, s.container, s.run));
     return rec;
   }
@@ -235,6 +278,51 @@ export class FakePodRuntime implements PodRuntime {
     const b = this.behaviour.get(`${p.uid}/${p.container}`) ?? 'exit';
     if (sig === 'SIGTERM' && b === 'exit') this.end(p, { exitCode: 143, signal: 15 });
     if (sig === 'SIGKILL' && b !== 'unkillable') this.end(p, null);
+  }
+
+  volumeDir(uid: string, plugin: VolumePlugin, volume: string): string {
+    checkNames(uid);
+    if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(volume)) throw new NodenetError(ErrorCode.Pod, `invalid volume name ${JSON.stringify(volume)}: must be a DNS-1123 label`);
+    return `/fake/kubelet/${uid}/${POD_FILES.volumes}/${plugin}/${volume}`;
+  }
+
+  writeVolume(uid: string, plugin: VolumePlugin, volume: string, payload: ReadonlyMap<string, { readonly data: Buffer; readonly mode: number }>): boolean {
+    const dir = this.volumeDir(uid, plugin, volume);
+    this.enter('writeVolume', `${uid}/${volume}`, `writeVolume ${uid}/${volume}`);
+    for (const p of payload.keys()) if (!p || p.startsWith('/') || p.split('/').some((x) => x === '..') || p.startsWith('..')) throw new Error(`invalid path ${JSON.stringify(p)}`);
+    const before = this.filesUnder(dir);
+    const after = Object.fromEntries([...payload].map(([k, v]) => [k, v.data.toString('utf8')]));
+    const modes = [...payload].every(([k, v]) => this.files.get(`${dir}/${k}`)?.mode === v.mode);
+    if (JSON.stringify(Object.entries(before).sort()) === JSON.stringify(Object.entries(after).sort()) && modes && this.dirs.has(dir)) return false;
+    for (const k of Object.keys(before)) this.files.delete(`${dir}/${k}`);
+    for (const [k, v] of payload) this.files.set(`${dir}/${k}`, { data: Buffer.from(v.data), mode: v.mode });
+    this.dirs.add(dir);
+    return true;
+  }
+
+  makeEmptyDir(uid: string, volume: string): string {
+    const dir = this.volumeDir(uid, 'kubernetes.io~empty-dir', volume);
+    this.dirs.add(dir);
+    return dir;
+  }
+
+  async mountMemory(sb: SandboxRef, uid: string, volume: string, _sizeBytes: bigint | null): Promise<void> {
+    this.enter('mountMemory', `${uid}/${volume}`, `mountMemory ${uid}/${volume}`);
+    const own = this.sandboxes.get(uid);
+    if (!own?.alive || own.ref.pid !== sb.pid) throw new NodenetError(ErrorCode.Pod, `nsenter: cannot open /proc/${sb.pid}/ns/mnt: No such file or directory`);
+    this.makeEmptyDir(uid, volume);
+    this.memory.add(`${uid}/${volume}`);
+  }
+
+  writePodFile(uid: string, name: 'etc-hosts' | 'resolv.conf', content: string): string {
+    checkNames(uid);
+    const f = `/fake/kubelet/${uid}/${POD_FILES[name]}`;
+    this.files.set(f, { data: Buffer.from(content), mode: 0o644 });
+    return f;
+  }
+
+  nodeResolvConf(): string {
+    return this.resolvConf;
   }
 
   // --- inside ----------------------------------------------------------------------------------------------
@@ -272,6 +360,7 @@ export class FakePodRuntime implements PodRuntime {
 
   private killSandbox(sb: FakeSandbox): void {
     sb.alive = false;
+    for (const m of [...this.memory]) if (m.startsWith(`${sb.uid}/`)) this.memory.delete(m);
     for (const p of this.procs) if (p.alive && p.uid === sb.uid) this.end(p, null);
   }
 }

@@ -28,21 +28,52 @@
  * and adopted ones. A shell costs ~1 ms and ~1 MiB per container; a Node
  * supervisor would cost 40 ms and 40 MiB, a C one a build step.
  *
+ * Mounts: each run gets a mount namespace of its own, made from the
+ * sandbox's (`unshare --mount`, propagation private, between nsenter and the
+ * supervisor), where a short sh script (mount-plan.ts's SETUP_SCRIPT) mounts
+ * what the kubelet asked (volumes, the Pod's /etc/hosts and resolv.conf, as
+ * mount-plan.ts plans it against the node's filesystem and the sandbox's
+ * mountinfo) and changes to the working directory before it execs the
+ * supervisor (same pid throughout). Nothing is mounted in the node's mount
+ * namespace: a container's mounts go with its last process, an emptyDir of
+ * medium Memory (a tmpfs in the sandbox's namespace) with the Pod.
+ * Volumes are files under the Pod's directory (`.volumes/<plugin>/<name>`,
+ * written by the AtomicWriter), removed with it.
+ *
  * Records: `<runDir>/kubelet/<uid>.json`, one per Pod, written durably on
  * every change: the Pod's namespace, name and uid, its sandbox (pause pid and
  * start time, netns path), IP, and per container the run, pids, start times,
  * restart count, the last termination, the back-off and the log paths.
  */
 import { spawn } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { chmodSync, closeSync, existsSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { AtomicWriter } from './atomic-writer.js';
+import { parseMountPoints, planMounts, renderSteps, SETUP_SCRIPT, type ContainerMount, type FsView } from './mount-plan.js';
 import { writeFileDurable } from '../../../lib/state/durable.js';
 import { listSandboxes, startSandbox, stopSandbox, joinCommand, type SandboxRef } from '../netns/pause-holder.js';
 import { childPids, isAlive, procStat } from '../netns/proc.js';
 import { ErrorCode, NodenetError } from '../../../lib/errors/errors.js';
-import { checkNames, sandboxNameOf, validNames, type ContainerStart, type ExitStatus, type PodRecord, type PodRuntime as PodRuntimeContract, type RunRecord } from './pod-runtime.js';
+import { checkNames, POD_FILES, sandboxNameOf, validNames, type ContainerStart, type ExitStatus, type MountRequest, type PodRecord, type PodRuntime as PodRuntimeContract, type RunRecord, type VolumePlugin } from './pod-runtime.js';
 
 const SUPERVISOR = 'f=$1; shift; trap : TERM INT HUP; "$@"; s=$?; echo "$s" > "$f.tmp" && mv -f "$f.tmp" "$f"';
+
+const VOLUME_NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+
+/** The node's filesystem for the mount planner. */
+const HOST_FS: FsView = {
+  kind(p) {
+    try {
+      const st = lstatSync(p);
+      return st.isSymbolicLink() ? 'symlink' : st.isDirectory() ? 'dir' : st.isFile() ? 'file' : 'other';
+    } catch {
+      return null;
+    }
+  },
+  readlink: (p) => readlinkSync(p),
+};
+
+const inside = (p: string, dir: string) => p === dir || p.startsWith(`${dir}/`);
 
 export class ProcessPodRuntime implements PodRuntimeContract {
   constructor(private readonly o: { readonly runDir: string; readonly pauseBin: string }) {}
@@ -136,8 +167,9 @@ export class ProcessPodRuntime implements PodRuntimeContract {
     }
     const exitFile = this.exitPath(uid, container, run);
     rmSync(exitFile, { force: true });
+    const steps = this.mountSteps(sb, uid, container, start.mounts, cwd ?? '/');
     const out = openSync(this.logPath(uid, container, run), 'a', 0o600);
-    const [cmd, ...args] = joinCommand(sb, ['/bin/sh', '-c', SUPERVISOR, 'nodenet-run', exitFile, ...argv], { cwd: cwd ?? '/' });
+    const [cmd, ...args] = joinCommand(sb, ['unshare', '--mount', '--propagation', 'private', '--', '/bin/sh', '-c', SETUP_SCRIPT, 'nodenet-mounts', ...steps, '--', '/bin/sh', '-c', SUPERVISOR, 'nodenet-run', exitFile, ...argv]);
     let child;
     try {
       child = spawn(cmd!, args, { detached: true, stdio: ['ignore', out, out], env: { ...env } });
@@ -192,6 +224,79 @@ export class ProcessPodRuntime implements PodRuntimeContract {
 
   exists(file: string): boolean {
     return existsSync(file);
+  }
+
+  volumeDir(uid: string, plugin: VolumePlugin, volume: string): string {
+    checkNames(uid);
+    if (!VOLUME_NAME.test(volume)) throw new NodenetError(ErrorCode.Pod, `invalid volume name ${JSON.stringify(volume)}: must be a DNS-1123 label`);
+    return join(this.dir, uid, POD_FILES.volumes, plugin, volume);
+  }
+
+  writeVolume(uid: string, plugin: VolumePlugin, volume: string, payload: ReadonlyMap<string, { readonly data: Buffer; readonly mode: number }>): boolean {
+    return new AtomicWriter(this.volumeDir(uid, plugin, volume), { now: Date.now }).write(new Map(payload));
+  }
+
+  makeEmptyDir(uid: string, volume: string): string {
+    const d = this.volumeDir(uid, 'kubernetes.io~empty-dir', volume);
+    if (!existsSync(d)) {
+      mkdirSync(d, { recursive: true, mode: 0o777 });
+      chmodSync(d, 0o777);
+    }
+    return d;
+  }
+
+  async mountMemory(sb: SandboxRef, uid: string, volume: string, sizeBytes: bigint | null): Promise<void> {
+    const d = this.makeEmptyDir(uid, volume);
+    let mounts: string[] = [];
+    try { mounts = parseMountPoints(readFileSync(`/proc/${sb.pid}/mountinfo`, 'utf8')); } catch { /* the sandbox is gone: nsenter says so */ }
+    if (mounts.includes(d)) return;
+    await runToEnd(['nsenter', `--mount=/proc/${sb.pid}/ns/mnt`, '--', 'mount', '-t', 'tmpfs', '-o', `mode=0777${sizeBytes !== null ? `,size=${sizeBytes}` : ''}`, 'nodenet-emptydir', d]);
+  }
+
+  writePodFile(uid: string, name: 'etc-hosts' | 'resolv.conf', content: string): string {
+    checkNames(uid);
+    const f = join(this.dir, uid, POD_FILES[name]);
+    mkdirSync(dirname(f), { recursive: true, mode: 0o700 });
+    writeFileSync(f, content, { mode: 0o644 });
+    chmodSync(f, 0o644);
+    return f;
+  }
+
+  nodeResolvConf(): string {
+    try { return readFileSync('/etc/resolv.conf', 'utf8'); } catch { return ''; }
+  }
+
+  /** The script's steps for a run's mounts. @throws NodenetError(Pod): a request outside the Pod's directory, a subPath leaving its volume, a plan that cannot be made */
+  private mountSteps(sb: SandboxRef, uid: string, container: string, requests: readonly MountRequest[], workingDir: string): string[] {
+    const podDir = join(this.dir, uid);
+    const stage = join(this.dir, '.stage');
+    mkdirSync(stage, { recursive: true, mode: 0o700 });
+    const fail = (msg: string) => new NodenetError(ErrorCode.Pod, `could not start container ${container}: ${msg}`);
+    const mounts: ContainerMount[] = requests.map((m) => {
+      const base = resolve(m.volumeDir);
+      if (!inside(base, podDir)) throw fail(`mount source ${m.volumeDir} is not the Pod's`);
+      if (!m.target.startsWith('/') || m.target.split('/').includes('..')) throw fail(`mount target ${JSON.stringify(m.target)} is not an absolute path`);
+      let source = base;
+      if (m.subPath) {
+        if (m.subPath.startsWith('/') || m.subPath.split('/').includes('..')) throw fail(`subPath ${JSON.stringify(m.subPath)} must be relative, without '..'`);
+        source = join(base, m.subPath);
+        // Made when missing (a directory, as the kubelet's SafeMakeDir), never through a symlink that leaves the volume.
+        let existing = source;
+        while (!existsSync(existing) && existing !== base) existing = dirname(existing);
+        const realBase = realpathSync(base);
+        if (!inside(realpathSync(existing), realBase)) throw fail(`subPath ${JSON.stringify(m.subPath)} leaves its volume`);
+        if (!existsSync(source)) mkdirSync(source, { recursive: true, mode: 0o755 });
+        if (!inside(realpathSync(source), realBase)) throw fail(`subPath ${JSON.stringify(m.subPath)} leaves its volume`);
+      }
+      let kind: 'dir' | 'file';
+      try { kind = statSync(source).isDirectory() ? 'dir' : 'file'; } catch (e) { throw fail(`mount source ${source}: ${e instanceof Error ? e.message : String(e)}`); }
+      return { source, target: m.target, kind, readOnly: m.readOnly };
+    });
+    let mountPoints: string[];
+    try { mountPoints = parseMountPoints(readFileSync(`/proc/${sb.pid}/mountinfo`, 'utf8')); } catch { throw fail(`sandbox ${sb.name} is not running`); }
+    const plan = planMounts({ mounts, keep: [join(podDir, container)], mountPoints, podDir, stage, workingDir, fs: HOST_FS });
+    if (!plan.ok) throw fail(plan.message);
+    return renderSteps(plan.ops);
   }
 }
 

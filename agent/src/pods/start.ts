@@ -4,13 +4,19 @@
  * on the node's process runtime and the agent's own CNI handler, its Events
  * through the shared recorder (reconcile/event-recorder.ts) over the same
  * HTTP calls as its status, fed by a watch of
- * the Pods bound to this node (watch/cluster-watch.ts's boundPods), and its
- * log server on the node's primary IP.
+ * the Pods bound to this node (watch/cluster-watch.ts's boundPods), the
+ * watches of what they read (object-watch.ts: their ConfigMaps and Secrets,
+ * the Services), and its log server on the node's primary IP. The node's
+ * allocatable resources (what the downward API reads for limits) are its
+ * CPUs, memory and the run directory's filesystem.
  *
- * Order: adopt the records first (the Pods that survived the agent), then
- * the watch (once synced, the kubelet reconciles adopted and bound Pods),
- * then the log server. stop() undoes it and leaves every Pod running.
+ * Order: the Services' watch, adopt the records (the Pods that survived the
+ * agent), then the Pods' watch (once synced, the kubelet reconciles adopted
+ * and bound Pods), then the log server. stop() undoes it and leaves every
+ * Pod running.
  */
+import { cpus, totalmem } from 'node:os';
+import { statfsSync } from 'node:fs';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { CniHandler } from '../cniserver/handler.js';
 import { nodenetNetConf } from '../cnitypes/nodenet-netconf.js';
@@ -22,6 +28,8 @@ import { ApiEventRecorder } from '../../../lib/reconcile/event-recorder.js';
 import { boundPods, ClusterWatch } from '../watch/cluster-watch.js';
 import { Kubelet } from './kubelet.js';
 import { kubeletApi } from './kubelet-api.js';
+import { ObjectWatches } from './object-watch.js';
+import type { NodeAllocatable } from './quantity.js';
 import { startKubeletServer, type KubeletServer } from './kubelet-server.js';
 import { ProcessPodRuntime } from './runtime.js';
 
@@ -49,7 +57,11 @@ export async function startKubelet(o: StartKubeletOptions): Promise<RunningKubel
   if (!token) throw new NodenetError(ErrorCode.InvalidConfig, 'runPods: the kubeconfig has no token, which the kubelet\'s log server needs (the control plane authenticates to it with the node\'s token)');
   const api = kubeletApi(o.kubeconfig);
   const events = new ApiEventRecorder({ sink: api, component: 'kubelet', host: o.nodeName, clock: o.clock, log: o.log.child({ [F.subsys]: 'kubelet/events' }) });
+  const objects = new ObjectWatches({ kubeconfig: o.kubeconfig, clock: o.clock, log: o.log.child({ [F.subsys]: 'kubelet/objects' }) });
+  await objects.start();
   const kubelet = new Kubelet({
+    objects,
+    node: nodeAllocatable(o.runDir),
     nodeName: o.nodeName,
     hostIP: o.hostIP,
     runtime: new ProcessPodRuntime({ runDir: o.runDir, pauseBin: o.pauseBin }),
@@ -79,6 +91,7 @@ export async function startKubelet(o: StartKubeletOptions): Promise<RunningKubel
   } catch (e) {
     watch.stop();
     kubelet.stop();
+    objects.stop();
     await events.stop();
     throw new NodenetError(ErrorCode.InvalidConfig, `the kubelet cannot start: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
   }
@@ -89,9 +102,20 @@ export async function startKubelet(o: StartKubeletOptions): Promise<RunningKubel
     async stop() {
       watch.stop();
       kubelet.stop();
+      objects.stop();
       await server.close();
       await events.idle();
       await events.stop();
     },
   };
+}
+
+/** The node's CPUs, memory and the run directory's filesystem, as quantities. */
+function nodeAllocatable(runDir: string): NodeAllocatable {
+  let storage = 0n;
+  try {
+    const st = statfsSync(runDir, { bigint: true });
+    storage = st.blocks * st.bsize;
+  } catch { /* none known: 0 */ }
+  return { cpu: String(cpus().length || 1), memory: String(totalmem()), 'ephemeral-storage': String(storage) };
 }
