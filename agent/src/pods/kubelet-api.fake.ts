@@ -65,6 +65,8 @@ export class FakeKubeletApi implements KubeletApi, PodObjects {
   private tokenCount = 0;
   /** The time tokens are issued at (ms); tests point it at their clock. */
   now: () => number = () => 0;
+  /** The ServiceAccounts that exist (in every namespace). */
+  readonly serviceAccounts = new Set(['default']);
   /** Every token issued: the request and the token. */
   readonly tokens: { req: TokenRequestSpec; token: string }[] = [];
 
@@ -172,6 +174,7 @@ export class FakeKubeletApi implements KubeletApi, PodObjects {
     if (!p || obj(p['metadata'])?.['name'] !== req.pod.name || obj(p['metadata'])?.['namespace'] !== req.namespace || (spec['serviceAccountName'] ?? 'default') !== req.serviceAccount) {
       throw new HttpError(403, `serviceaccounts "${req.serviceAccount}" is forbidden: User "system:node:n1" cannot create resource "serviceaccounts/token" in API group "" in the namespace "${req.namespace}": no relationship found between node 'n1' and this object`);
     }
+    if (!this.serviceAccounts.has(req.serviceAccount)) throw new HttpError(404, `POST serviceaccounts/${req.serviceAccount}/token: 404 serviceaccounts "${req.serviceAccount}" not found`);
     const token = `tok-${++this.tokenCount}`;
     this.tokens.push({ req: structuredClone(req), token });
     return { token, expiresAt: this.now() + req.expirationSeconds * 1000, expirationSeconds: req.expirationSeconds };

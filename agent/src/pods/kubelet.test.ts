@@ -12,6 +12,7 @@ import { pino } from 'pino';
 import { FakeCniHandler } from '../cniserver/handler.fake.js';
 import { FakeClock } from '../../../lib/reconcile/clock.fake.js';
 import { ApiEventRecorder } from '../../../lib/reconcile/event-recorder.js';
+import { obj } from '../../../lib/json/loose.js';
 import { FakeKubeletApi } from './kubelet-api.fake.js';
 import { Kubelet, type Prober } from './kubelet.js';
 import type { PodRecord } from './pod-runtime.js';
@@ -458,4 +459,154 @@ t.test('every call of a whole lifecycle failing in turn: the Pod still comes up 
     t.equal(s.api.pod('default', 'web'), undefined, `${what}: the Pod still goes`);
     t.same(leaks(s), NO_LEAKS, `${what}: nothing leaks`);
   }
+});
+
+// --- volumes, tokens and the environment ---------------------------------------------------------------------
+
+const b64 = (s: string) => Buffer.from(s).toString('base64');
+const KUBE_API_ACCESS = { name: 'kube-api-access-abcde', projected: { defaultMode: 420, sources: [
+  { serviceAccountToken: { expirationSeconds: 3607, path: 'token' } },
+  { configMap: { name: 'kube-root-ca.crt', items: [{ key: 'ca.crt', path: 'ca.crt' }] } },
+  { downwardAPI: { items: [{ path: 'namespace', fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.namespace' } }] } },
+] } };
+const SA_MOUNT = { name: 'kube-api-access-abcde', mountPath: '/var/run/secrets/kubernetes.io/serviceaccount', readOnly: true };
+const volDir = (uid: string, plugin: string, name: string) => `/fake/kubelet/${uid}/.volumes/kubernetes.io~${plugin}/${name}`;
+
+function seedCluster(s: Setup): void {
+  s.api.setConfigMap('default', 'kube-root-ca.crt', { data: { 'ca.crt': 'CA-PEM' } });
+  s.api.setConfigMap('default', 'app', { data: { 'app.conf': 'color=blue', 'bad key': 'x', LEVEL: 'debug' } });
+  s.api.setSecret('default', 'creds', { data: { password: b64('s3cret') } });
+  s.api.setService('default', 'kubernetes', { clusterIP: '10.96.0.1', ports: [{ name: 'https', port: 443, protocol: 'TCP' }] });
+  s.api.setService('default', 'db', { clusterIP: '10.96.0.9', ports: [{ port: 5432, protocol: 'TCP' }] });
+}
+
+const volumePod = (extra: O = {}) => ({
+  serviceAccountName: 'default',
+  volumes: [KUBE_API_ACCESS, { name: 'cfg', configMap: { name: 'app', items: [{ key: 'app.conf', path: 'app.conf' }] } }, { name: 'scratch', emptyDir: { medium: 'Memory', sizeLimit: '8Mi' } },
+    { name: 'info', downwardAPI: { items: [{ path: 'labels', fieldRef: { fieldPath: 'metadata.labels' } }] } }],
+  containers: [container('app', {
+    volumeMounts: [SA_MOUNT, { name: 'cfg', mountPath: '/etc/app', readOnly: true }, { name: 'scratch', mountPath: '/scratch' }, { name: 'info', mountPath: '/etc/podinfo' }],
+    envFrom: [{ prefix: 'CFG_', configMapRef: { name: 'app' } }],
+    env: [{ name: 'PASSWORD', valueFrom: { secretKeyRef: { name: 'creds', key: 'password' } } }, { name: 'API', value: 'https://$(KUBERNETES_SERVICE_HOST):$(KUBERNETES_SERVICE_PORT)' }],
+  })],
+  ...extra,
+});
+
+t.test('volumes: set up before the sandbox, mounted in the container with its /etc/hosts and resolv.conf; env from the objects and the Services; only the referenced objects watched; the Pod\'s files go with it', async (t) => {
+  const s = await setup(t);
+  seedCluster(s);
+  const uid = await running(s, 'web', volumePod());
+  t.equal(statusOf(s, 'web')['phase'], 'Running', JSON.stringify(s.api.events('web')));
+  t.same(s.api.watched(), ['configMap default/app', 'configMap default/kube-root-ca.crt', 'secret default/creds'], 'what the Pod refers to, nothing else');
+  t.same(s.runtime.filesUnder(volDir(uid, 'projected', 'kube-api-access-abcde')), { token: 'tok-1', 'ca.crt': 'CA-PEM', namespace: 'default' }, 'the ServiceAccount volume');
+  t.equal(s.runtime.fileMode(`${volDir(uid, 'projected', 'kube-api-access-abcde')}/token`), 420);
+  t.same(s.api.tokens.map((x) => x.req), [{ serviceAccount: 'default', namespace: 'default', audiences: [], expirationSeconds: 3607, pod: { name: 'web', uid } }], 'a token bound to the Pod');
+  t.same(s.runtime.filesUnder(volDir(uid, 'configmap', 'cfg')), { 'app.conf': 'color=blue' });
+  t.same(s.runtime.filesUnder(volDir(uid, 'downward-api', 'info')), { labels: '' });
+  t.ok(s.runtime.memoryMounted(uid, 'scratch'), 'the Memory emptyDir is a tmpfs in the sandbox');
+  const c = s.runtime.current(uid, 'app')!;
+  t.same(c.mounts.map((m) => `${m.target} <- ${m.volumeDir.replace(`/fake/kubelet/${uid}/`, '')}${m.readOnly ? ' (ro)' : ''}`), [
+    '/var/run/secrets/kubernetes.io/serviceaccount <- .volumes/kubernetes.io~projected/kube-api-access-abcde (ro)',
+    '/etc/app <- .volumes/kubernetes.io~configmap/cfg (ro)',
+    '/scratch <- .volumes/kubernetes.io~empty-dir/scratch',
+    '/etc/podinfo <- .volumes/kubernetes.io~downward-api/info',
+    '/etc/hosts <- .etc-hosts',
+    '/etc/resolv.conf <- .resolv.conf',
+  ]);
+  t.match(s.runtime.file(`/fake/kubelet/${uid}/.etc-hosts`), /^# Kubernetes-managed hosts file\.\n127\.0\.0\.1\tlocalhost\n[^]*\n10\.244\.1\.2\tweb\n$/, 'the Pod\'s /etc/hosts with its IP');
+  t.equal(s.runtime.file(`/fake/kubelet/${uid}/.resolv.conf`), 'nameserver 192.0.2.53\n', 'the node\'s resolv.conf');
+  t.equal(c.env['PASSWORD'], 's3cret');
+  t.equal(c.env['CFG_LEVEL'], 'debug');
+  t.equal(c.env['API'], 'https://10.96.0.1:443');
+  t.equal(c.env['DB_SERVICE_HOST'], '10.96.0.9', 'the namespace\'s Services');
+  t.equal(c.env['KUBERNETES_PORT_443_TCP_ADDR'], '10.96.0.1');
+  t.match(s.api.events('web'), [{ type: 'Warning', reason: 'InvalidEnvironmentVariableNames', message: 'Keys [CFG_bad key] from the EnvFrom configMap default/app were skipped since they are considered invalid environment variable names.' }, { reason: 'Started' }]);
+
+  s.api.deleteGracefully('default', 'web');
+  await s.run(0);
+  t.same(leaks(s), NO_LEAKS, 'volumes, /etc/hosts and resolv.conf removed with the Pod');
+  t.same(s.api.watched(), [], 'no object watched any longer');
+});
+
+t.test('a ConfigMap that changes: its volume is updated in place, the container keeps running with the environment it started with', async (t) => {
+  const s = await setup(t);
+  seedCluster(s);
+  const uid = await running(s, 'web', volumePod({ containers: [container('app', { volumeMounts: [{ name: 'cfg', mountPath: '/etc/app' }], env: [{ name: 'COLOR', valueFrom: { configMapKeyRef: { name: 'app', key: 'app.conf' } } }] })] }));
+  t.equal(s.runtime.current(uid, 'app')?.env['COLOR'], 'color=blue');
+  s.api.setConfigMap('default', 'app', { data: { 'app.conf': 'color=green' } });
+  await s.run(0);
+  t.same(s.runtime.filesUnder(volDir(uid, 'configmap', 'cfg')), { 'app.conf': 'color=green' }, 'the volume follows the ConfigMap');
+  t.equal(s.runtime.current(uid, 'app')?.run, 0, 'no restart');
+  t.equal(s.runtime.current(uid, 'app')?.env['COLOR'], 'color=blue', 'env never changes');
+  s.api.setSecret('default', 'unrelated', { data: {} });
+  const writes = s.runtime.calls.filter((c) => c.startsWith('writeVolume')).length;
+  await s.run(0);
+  t.equal(s.runtime.calls.filter((c) => c.startsWith('writeVolume')).length, writes, 'an object the Pod does not use changes nothing');
+  const pod = s.api.pod('default', 'web')!;
+  s.api.createPod({ ...pod, metadata: { ...meta(pod), labels: { tier: 'front' } } });
+  await s.run(0);
+  t.same(s.runtime.filesUnder(volDir(uid, 'downward-api', 'info')), { labels: 'tier="front"' }, 'a label change reaches the downwardAPI volume');
+});
+
+t.test('the ServiceAccount token is refreshed once 80% of its lifetime has passed, and written in place', async (t) => {
+  const s = await setup(t);
+  seedCluster(s);
+  const uid = await running(s, 'web', { volumes: [KUBE_API_ACCESS], containers: [container('app', { volumeMounts: [SA_MOUNT] })] });
+  const token = () => s.runtime.file(`${volDir(uid, 'projected', 'kube-api-access-abcde')}/token`);
+  t.equal(token(), 'tok-1');
+  await s.run((3607 - 722) * 1000);
+  t.equal(token(), 'tok-1', 'not before 80% (3607 s: the last 721 s)');
+  t.equal(s.api.tokens.length, 1, 'the periodic resync reused the cached token');
+  await s.run(1000);
+  t.equal(token(), 'tok-2', 'refreshed at 80%');
+  t.equal(s.api.tokens.length, 2);
+  t.equal(s.runtime.current(uid, 'app')?.run, 0, 'without touching the container');
+  s.api.failNext('requestToken');
+  await s.run((3607 - 721) * 1000);
+  t.equal(token(), 'tok-2', 'a failed refresh keeps the valid token');
+  await s.run(60_000);
+  t.equal(token(), 'tok-3', 'and the next resync refreshes it');
+});
+
+t.test('a volume that cannot be set up: FailedMount, no sandbox, ContainerCreating; it starts once the object exists', async (t) => {
+  const s = await setup(t);
+  s.api.setService('default', 'kubernetes', { clusterIP: '10.96.0.1', ports: [{ name: 'https', port: 443 }] });
+  const uid = await running(s, 'web', { volumes: [{ name: 'cfg', configMap: { name: 'later' } }], containers: [container('app', { volumeMounts: [{ name: 'cfg', mountPath: '/etc/app' }] })] });
+  t.equal(statusOf(s, 'web')['phase'], 'Pending');
+  t.same(cstatus(s, 'web', 'app')['state'], { waiting: { reason: 'ContainerCreating' } });
+  t.match(s.api.events('web'), [{ type: 'Warning', reason: 'FailedMount', message: 'MountVolume.SetUp failed for volume "cfg" : configmap "later" not found' }]);
+  t.same(s.runtime.calls.filter((c) => c.startsWith('startSandbox')), [], 'no sandbox before the volumes');
+  await s.run(10_000);
+  t.equal(s.api.events('web').length, 1, 'retried, one Event for one message');
+  s.api.setConfigMap('default', 'later', { data: { k: 'v' } });
+  await s.run(0);
+  t.equal(statusOf(s, 'web')['phase'], 'Running', 'the watch brought it: started');
+  t.same(s.runtime.filesUnder(volDir(uid, 'configmap', 'cfg')), { k: 'v' });
+  t.notOk(s.runtime.memoryMounted(uid, 'cfg'));
+});
+
+t.test('a missing key: CreateContainerConfigError in the kubelet\'s words, retried, started once the Secret has it; the others run', async (t) => {
+  const s = await setup(t);
+  seedCluster(s);
+  const uid = await running(s, 'web', { containers: [container('app', { env: [{ name: 'TOKEN', valueFrom: { secretKeyRef: { name: 'creds', key: 'token' } } }] }), container('side')] });
+  t.same(cstatus(s, 'web', 'app')['state'], { waiting: { reason: 'CreateContainerConfigError', message: "couldn't find key token in Secret default/creds" } });
+  t.ok(s.runtime.current(uid, 'side'), 'the other container runs');
+  t.equal(cstatus(s, 'web', 'app')['restartCount'], 0, 'no run, no restart');
+  t.match(s.api.events('web').filter((e) => e['reason'] === 'Failed'), [{ type: 'Warning', message: "Error: couldn't find key token in Secret default/creds", involvedObject: { fieldPath: 'spec.containers{app}' } }]);
+  await s.run(10_000);
+  t.equal(s.api.events('web').find((e) => e['reason'] === 'Failed')?.['count'], 2, 'tried again after 10 s');
+  s.api.setSecret('default', 'creds', { data: { token: b64('t0k') } });
+  await s.run(0);
+  t.equal(s.runtime.current(uid, 'app')?.env['TOKEN'], 't0k', 'started at once when the Secret changed');
+  t.equal(cond(s, 'web', 'Ready'), 'True');
+});
+
+t.test('a token the API server refuses (a ServiceAccount that does not exist): FailedMount with its words', async (t) => {
+  const s = await setup(t);
+  seedCluster(s);
+  await running(s, 'web', { serviceAccountName: 'other', volumes: [KUBE_API_ACCESS], containers: [container('app', { volumeMounts: [SA_MOUNT] })] });
+  const p = s.api.pod('default', 'web')!;
+  t.equal(obj(p['spec'])?.['serviceAccountName'], 'other');
+  t.match(s.api.events('web'), [{ reason: 'FailedMount', message: 'MountVolume.SetUp failed for volume "kube-api-access-abcde" : failed to fetch token: POST serviceaccounts/other/token: 404 serviceaccounts "other" not found' }]);
+  t.equal(statusOf(s, 'web')['phase'], 'Pending');
 });

@@ -713,7 +713,8 @@ export class Kubelet {
     }
     const now = this.o.clock.now();
     const projects = plan.volumes.some((v) => v.source.kind !== 'emptyDir');
-    p.nextVolumeSync = projects ? Math.min(now + VOLUME_RESYNC_MS, this.tokens.refreshAt(p.uid) ?? Infinity) : Infinity;
+    // A token due (or a refresh that failed) is asked again, but not in a loop: at least a second apart.
+    p.nextVolumeSync = projects ? Math.max(now + 1000, Math.min(now + VOLUME_RESYNC_MS, this.tokens.refreshAt(p.uid) ?? Infinity)) : Infinity;
     if (projects) this.wakeAt(p, p.nextVolumeSync);
     if (ok) p.volumesReady = true;
     return ok;
