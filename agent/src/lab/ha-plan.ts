@@ -20,7 +20,7 @@
  * kube-apiserver does. The agents do not need it: they balance over the
  * kubernetes EndpointSlice themselves (watch/api-balancer.ts), as k3s's.
  */
-import { UNDERLAY_GATEWAY } from './plan.js';
+import { KUBERNETES_SERVICE_IP, UNDERLAY_GATEWAY } from './plan.js';
 
 export const MAX_ETCD_MEMBERS = 7;
 export const MAX_API_SERVERS = 9;
@@ -83,7 +83,7 @@ export function apiServerArgs(i: number, etcd: number, dataDir: string, nodes: r
   const ip = apiServerIP(i);
   return [
     'control-plane', '--data-dir', dataDir, '--storage', `etcd:${etcdEndpoints(etcd)}`,
-    '--listen', `${ip}:${API_PORT}`, '--advertise-address', ip, '--control-plane-endpoint', LB_ENDPOINT,
+    '--listen', `${ip}:${API_PORT}`, '--advertise-address', ip, '--control-plane-endpoint', LB_ENDPOINT, '--host', KUBERNETES_SERVICE_IP,
     '--shutdown-delay-duration', SHUTDOWN_DELAY,
     ...(nodes.length ? ['--node', nodes.join(',')] : []), '--log-level', 'info', '--log-file', logFile, ...extra,
   ];

@@ -29,7 +29,7 @@ import { distDir, packageRoot, pausePath, shimPath } from '../config/paths.js';
 import { nodenetNetConf } from '../cnitypes/nodenet-netconf.js';
 import { listSandboxes, stopSandbox } from '../netns/pause-holder.js';
 import { writeOwner } from './owner.js';
-import { labRoot, nodeUnderlayIP, onUnderlay, UNDERLAY_GATEWAY, UNDERLAY_PREFIX } from './plan.js';
+import { KUBERNETES_SERVICE_IP, labRoot, nodeUnderlayIP, onUnderlay, UNDERLAY_GATEWAY, UNDERLAY_PREFIX } from './plan.js';
 import { HaParts, apiServerDataDir } from './ha.js';
 import type { HaShape } from './ha-plan.js';
 import { replaceProcess } from './owner.js';
@@ -131,7 +131,9 @@ export class Lab {
   /**
    * Starts `nodenet control-plane` in the underlay namespace, serving on the
    * underlay gateway (192.168.77.1:6443), where every node reaches it over
-   * its eth0; its data directory is under the lab's run directory. `nodes`
+   * its eth0, which it advertises (the `kubernetes` Service's endpoint, which
+   * Pods reach through the ClusterIP); its certificate also names the
+   * ClusterIP; its data directory is under the lab's run directory. `nodes`
    * get their tokens and kubeconfigs. kubectl reaches it from the underlay
    * namespace (LabControlPlane.kubectl).
    */
@@ -215,7 +217,7 @@ export class LabControlPlane {
     mkdirSync(this.dataDir, { recursive: true, mode: 0o700 });
     const out = openSync(this.stderrFile, 'a');
     const p = spawn('nsenter', [`--net=/var/run/netns/${this.lab.ul}`, '--', process.execPath, AGENT_JS, 'control-plane',
-      '--data-dir', this.dataDir, '--listen', `${UNDERLAY_GATEWAY}:6443`, '--host', UNDERLAY_GATEWAY,
+      '--data-dir', this.dataDir, '--listen', `${UNDERLAY_GATEWAY}:6443`, '--host', `${UNDERLAY_GATEWAY},${KUBERNETES_SERVICE_IP}`,
       ...(this.nodes.length ? ['--node', this.nodes.join(',')] : []), '--log-level', 'info', '--log-file', `${this.lab.runRoot}/control-plane.log`, ...this.args], { stdio: ['ignore', out, out], detached: opts.detached === true });
     closeSync(out);
     if (opts.detached) p.unref();

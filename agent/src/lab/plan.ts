@@ -16,6 +16,12 @@ export const UNDERLAY_PREFIX = 24;
 export const UNDERLAY_GATEWAY = parseIPv4('192.168.77.1');
 export const CLUSTER_CIDR = parseCidr('10.244.0.0/16').cidr;
 export const SERVICE_CIDR = parseCidr('10.96.0.0/16').cidr;
+/**
+ * The `kubernetes` Service's ClusterIP (the first address of the control plane's service CIDR), which
+ * in-cluster clients dial (KUBERNETES_SERVICE_HOST): the lab's API servers name it in their serving
+ * certificate (--host), as kube-apiserver names its own first service IP.
+ */
+export const KUBERNETES_SERVICE_IP = '10.96.0.1';
 
 /** Where labs keep their run directories: $NODENET_LAB_ROOT, else /run/nodenet/lab. */
 export function labRoot(env: Readonly<Record<string, string | undefined>> = process.env): string {
