@@ -610,3 +610,35 @@ t.test('a token the API server refuses (a ServiceAccount that does not exist): F
   t.match(s.api.events('web'), [{ reason: 'FailedMount', message: 'MountVolume.SetUp failed for volume "kube-api-access-abcde" : failed to fetch token: POST serviceaccounts/other/token: 404 serviceaccounts "other" not found' }]);
   t.equal(statusOf(s, 'web')['phase'], 'Pending');
 });
+
+t.test('a new sandbox gets its Memory emptyDir again (empty: the old tmpfs went with the old sandbox)', async (t) => {
+  const s = await setup(t);
+  seedCluster(s);
+  const uid = await running(s, 'web', { volumes: [{ name: 'scratch', emptyDir: { medium: 'Memory' } }], containers: [container('app', { volumeMounts: [{ name: 'scratch', mountPath: '/scratch' }] })] });
+  t.ok(s.runtime.memoryMounted(uid, 'scratch'));
+  s.runtime.crashSandbox(uid);
+  t.notOk(s.runtime.memoryMounted(uid, 'scratch'), 'gone with the sandbox');
+  await s.run(250);
+  t.equal(s.runtime.current(uid, 'app')?.run, 1, 'running again');
+  t.ok(s.runtime.memoryMounted(uid, 'scratch'), 'mounted in the new one');
+  s.runtime.failNext('mountMemory');
+  s.runtime.crashSandbox(uid);
+  await s.run(250);
+  t.match(s.api.events('web').filter((e) => e['reason'] === 'FailedCreatePodSandBox'), [{ message: /injected failure in mountMemory/ }], 'a tmpfs that cannot be mounted fails the sandbox');
+  await s.run(5000);
+  t.ok(s.runtime.memoryMounted(uid, 'scratch'), 'and the next attempt makes it');
+});
+
+t.test('an adopted Pod (agent restart) has its volumes set up again (a new token) without a restart', async (t) => {
+  const run0 = { run: 0, pgid: 77, pid: 77, procStart: '77', startedAt: T0 };
+  const rec: PodRecord = { version: 1, uid: 'live', namespace: 'default', name: 'kept', sandbox: { name: 'pod-live', pid: 70, startTime: '70', netns: '/fake/netns/pod-live' }, podIP: '10.244.1.7', startedAt: T0, containers: [{ name: 'app', current: run0, last: null, previous: null, restartCount: 0, backoff: null }] };
+  const s = await setup(t, { records: [{ record: rec, live: true }] });
+  seedCluster(s);
+  s.api.createPod({ metadata: { name: 'kept', namespace: 'default', uid: 'live' }, spec: { nodeName: 'n1', volumes: [KUBE_API_ACCESS], containers: [container('app', { volumeMounts: [SA_MOUNT] })] } });
+  await s.run(0);
+  s.kubelet.onSynced();
+  await s.run(0);
+  t.same(s.runtime.filesUnder(volDir('live', 'projected', 'kube-api-access-abcde')), { token: 'tok-1', 'ca.crt': 'CA-PEM', namespace: 'default' });
+  t.notOk(s.runtime.calls.some((c) => c.startsWith('startContainer') || c.startsWith('startSandbox')), 'nothing started');
+  t.equal(statusOf(s, 'kept')['phase'], 'Running');
+});
