@@ -301,7 +301,7 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
   const cache = new WatchCache({ storage, clock, log });
   let admission: Admission;
   try {
-    admission = Admission.of(makePlugins({ cache, storage }), enabledPlugins(o.enableAdmissionPlugins, o.disableAdmissionPlugins));
+    admission = Admission.of(makePlugins({ cache, storage, projectServiceAccountToken: pki !== null }), enabledPlugins(o.enableAdmissionPlugins, o.disableAdmissionPlugins));
   } catch (e) {
     await storage.close();
     throw e;

@@ -105,3 +105,31 @@ t.test('DefaultTolerationSeconds: 300 s for not-ready and unreachable unless tol
   await p.admit!(req('CREATE', 'services'), svc, null);
   t.same(svc, { spec: {} }, 'Pods only');
 });
+
+t.test('ServiceAccount: the kube-api-access projected volume, as upstream mounts it, unless automount is off', async (t) => {
+  const ts = await openTestStore(t, { clock: new FakeClock() });
+  const p = makePlugins({ cache: ts.cache, storage: ts.storage, projectServiceAccountToken: true }).ServiceAccount;
+  await ts.storage.create('serviceaccounts/default/quiet', { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'quiet', namespace: 'default' }, automountServiceAccountToken: false });
+  const pod = (extra: Record<string, unknown> = {}) => ({ metadata: { name: 'p' }, spec: { containers: [{ name: 'a' }, { name: 'b', volumeMounts: [{ name: 'mine', mountPath: '/var/run/secrets/kubernetes.io/serviceaccount' }] }], initContainers: [{ name: 'i' }], ...extra } });
+  const o = pod();
+  await p.admit!(req('CREATE', 'pods'), o, null);
+  const spec = o.spec as unknown as { volumes: { name: string; projected: unknown }[]; containers: { volumeMounts?: unknown[] }[]; initContainers: { volumeMounts?: unknown[] }[] };
+  t.equal(spec.volumes.length, 1);
+  t.match(spec.volumes[0]!.name, /^kube-api-access-[bcdfghjklmnpqrstvwxz2456789]{5}$/);
+  t.same(spec.volumes[0]!.projected, { defaultMode: 420, sources: [
+    { serviceAccountToken: { expirationSeconds: 3607, path: 'token' } },
+    { configMap: { name: 'kube-root-ca.crt', items: [{ key: 'ca.crt', path: 'ca.crt' }] } },
+    { downwardAPI: { items: [{ path: 'namespace', fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.namespace' } }] } },
+  ] });
+  t.same(spec.containers[0]!.volumeMounts, [{ name: spec.volumes[0]!.name, readOnly: true, mountPath: '/var/run/secrets/kubernetes.io/serviceaccount' }]);
+  t.equal(spec.containers[1]!.volumeMounts!.length, 1, 'a container mounting its own there keeps it');
+  t.equal(spec.initContainers[0]!.volumeMounts!.length, 1, 'init containers too');
+  for (const [what, o2] of [['automountServiceAccountToken: false on the Pod', pod({ automountServiceAccountToken: false })], ['on its ServiceAccount', pod({ serviceAccountName: 'quiet' })]] as const) {
+    await p.admit!(req('CREATE', 'pods'), o2, null);
+    t.notOk((o2.spec as { volumes?: unknown }).volumes, `none with ${what}`);
+  }
+  const off = makePlugins({ cache: ts.cache, storage: ts.storage }).ServiceAccount;
+  const o3 = pod();
+  await off.admit!(req('CREATE', 'pods'), o3, null);
+  t.notOk((o3.spec as { volumes?: unknown }).volumes, 'none without a CA to project (no TLS)');
+});

@@ -4,7 +4,9 @@
  * - NamespaceLifecycle: a namespaced object is created only in a namespace that exists and is not terminating
  *   (Events excepted); the cache first, then the storage (upstream falls back to a live GET). `default`,
  *   `kube-system`, `kube-public` and `kube-node-lease` cannot be deleted.
- * - ServiceAccount: a new Pod without `serviceAccountName` gets `default`; the ServiceAccount it names must exist
+ * - ServiceAccount: a new Pod without `serviceAccountName` gets `default` and (unless automountServiceAccountToken
+ *   is false on it or its ServiceAccount) the `kube-api-access-*` projected volume at
+ *   /var/run/secrets/kubernetes.io/serviceaccount in every container; the ServiceAccount it names must exist
  *   (for `default`, which its controller makes right after the namespace, it is looked for again for up to about
  *   2 s, as upstream's ten live lookups). A mirror Pod may not name one.
  * - NodeRestriction: a node may not change its Node's taints, nor labels under kubernetes.io/ and k8s.io/ other than
@@ -33,6 +35,11 @@ export interface PluginDeps {
   /** How long ServiceAccount admission looks for a missing `default` (default 2 s) and how often (default 150 ms). */
   readonly serviceAccountWait?: { readonly totalMs: number; readonly everyMs: number };
   readonly sleep?: (ms: number) => Promise<void>;
+  /**
+   * Whether ServiceAccount admission gives each Pod the `kube-api-access-*` projected volume (token, CA, namespace):
+   * only where the root CA publisher writes `kube-root-ca.crt` (a control plane with TLS).
+   */
+  readonly projectServiceAccountToken?: boolean;
 }
 
 export const IMMORTAL_NAMESPACES = ['default', 'kube-system', 'kube-public', 'kube-node-lease'];
@@ -70,11 +77,15 @@ function serviceAccount(d: PluginDeps): AdmissionPlugin {
   const sleep = d.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
   return {
     name: 'ServiceAccount',
-    admit(a, o) {
+    async admit(a, o) {
       if (a.operation !== 'CREATE' || !isPod(a)) return;
       const spec = obj(o['spec']);
       if (!spec || str(obj(obj(o['metadata'])?.['annotations'])?.[MIRROR])) return;
       if (!str(spec['serviceAccountName'])) spec['serviceAccountName'] = str(spec['serviceAccount']) || 'default';
+      if (!d.projectServiceAccountToken || spec['automountServiceAccountToken'] === false) return;
+      const sa = await lookup(d, `serviceaccounts/${a.namespace}/${String(spec['serviceAccountName'])}`);
+      if (sa?.object['automountServiceAccountToken'] === false) return;
+      mountServiceAccountToken(spec);
     },
     async validate(a, o) {
       if (a.operation !== 'CREATE' || !isPod(a) || !o) return;
@@ -97,6 +108,38 @@ function serviceAccount(d: PluginDeps): AdmissionPlugin {
       throw forbidden(a, `error looking up service account ${a.namespace}/${name}: serviceaccount "${name}" not found`);
     },
   };
+}
+
+export const SA_MOUNT_PATH = '/var/run/secrets/kubernetes.io/serviceaccount';
+const API_ACCESS = 'kube-api-access-';
+const RAND_CHARS = 'bcdfghjklmnpqrstvwxz2456789';
+
+/**
+ * Upstream's mountServiceAccountToken: a `kube-api-access-<5>` projected volume (a bound token of 3607 s, the
+ * cluster CA from kube-root-ca.crt, the namespace), mounted read-only at SA_MOUNT_PATH in every container and init
+ * container that does not mount something there already.
+ */
+export function mountServiceAccountToken(spec: O, random: () => number = Math.random): void {
+  const volumes = arr(spec['volumes']).map((v) => obj(v) ?? {});
+  let name = volumes.map((v) => str(v['name']) ?? '').find((n) => n.startsWith(API_ACCESS));
+  const containers = [...arr(spec['initContainers']), ...arr(spec['containers'])].map((c) => obj(c)).filter((c): c is O => !!c);
+  const need = containers.filter((c) => !arr(c['volumeMounts']).some((m) => obj(m)?.['mountPath'] === SA_MOUNT_PATH));
+  if (!need.length) return;
+  if (!name) {
+    name = API_ACCESS + Array.from({ length: 5 }, () => RAND_CHARS[Math.floor(random() * RAND_CHARS.length)]).join('');
+    spec['volumes'] = [...volumes, {
+      name,
+      projected: {
+        defaultMode: 420,
+        sources: [
+          { serviceAccountToken: { expirationSeconds: 3607, path: 'token' } },
+          { configMap: { name: 'kube-root-ca.crt', items: [{ key: 'ca.crt', path: 'ca.crt' }] } },
+          { downwardAPI: { items: [{ path: 'namespace', fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.namespace' } }] } },
+        ],
+      },
+    }];
+  }
+  for (const c of need) c['volumeMounts'] = [...arr(c['volumeMounts']), { name, readOnly: true, mountPath: SA_MOUNT_PATH }];
 }
 
 /** The labels a kubelet may set on its own Node (upstream's kubeletapis.IsKubeletLabel). */
