@@ -10,9 +10,12 @@
  *    NAME> per named port, and Docker's link variables <NAME>_PORT,
  *    <NAME>_PORT_<port>_<PROTO>, _PROTO, _PORT, _ADDR.
  * 2. envFrom, in order (a later source wins): each key of the ConfigMap or
- *    Secret, prefixed; a key that is no valid variable name (IsEnvVarName)
- *    is skipped, and the kubelet's Warning InvalidEnvironmentVariableNames
- *    names them. A missing object fails the start unless optional.
+ *    Secret, prefixed; a name that is no valid variable name is skipped, and
+ *    the kubelet's Warning InvalidEnvironmentVariableNames names them. Valid
+ *    is 1.32's IsRelaxedEnvVarName (RelaxedEnvironmentVariableValidation, on
+ *    by default since 1.32): not empty, printable ASCII but '='. (Before
+ *    1.30 it was IsEnvVarName, `[-._a-zA-Z][-._a-zA-Z0-9]*`.) A missing
+ *    object fails the start unless optional.
  * 3. env, in order, overriding envFrom: a value with $(VAR) expanded from the
  *    variables so far and the Service variables; valueFrom fieldRef,
  *    resourceFieldRef, configMapKeyRef, secretKeyRef. A missing object or
@@ -92,9 +95,9 @@ export function envVarName(s: string): string {
   return /^[0-9]/.test(n) ? `_${n}` : n;
 }
 
-/** IsEnvVarName: `[-._a-zA-Z][-._a-zA-Z0-9]*`, not `.` or `..`, not starting with `..`. */
+/** IsRelaxedEnvVarName (1.32's default): not empty, printable ASCII only, no '='. */
 export function isEnvVarName(s: string): boolean {
-  return /^[-._a-zA-Z][-._a-zA-Z0-9]*$/.test(s) && s !== '.' && s !== '..' && !s.startsWith('..');
+  return /^[\x20-\x3c\x3e-\x7e]+$/.test(s);
 }
 
 const hostPort = (ip: string, port: number) => (ip.includes(':') ? `[${ip}]:${port}` : `${ip}:${port}`);

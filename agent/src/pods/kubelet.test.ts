@@ -474,7 +474,7 @@ const volDir = (uid: string, plugin: string, name: string) => `/fake/kubelet/${u
 
 function seedCluster(s: Setup): void {
   s.api.setConfigMap('default', 'kube-root-ca.crt', { data: { 'ca.crt': 'CA-PEM' } });
-  s.api.setConfigMap('default', 'app', { data: { 'app.conf': 'color=blue', 'bad key': 'x', LEVEL: 'debug' } });
+  s.api.setConfigMap('default', 'app', { data: { 'app.conf': 'color=blue', 'bad=key': 'x', LEVEL: 'debug' } });
   s.api.setSecret('default', 'creds', { data: { password: b64('s3cret') } });
   s.api.setService('default', 'kubernetes', { clusterIP: '10.96.0.1', ports: [{ name: 'https', port: 443, protocol: 'TCP' }] });
   s.api.setService('default', 'db', { clusterIP: '10.96.0.9', ports: [{ port: 5432, protocol: 'TCP' }] });
@@ -520,7 +520,7 @@ t.test('volumes: set up before the sandbox, mounted in the container with its /e
   t.equal(c.env['API'], 'https://10.96.0.1:443');
   t.equal(c.env['DB_SERVICE_HOST'], '10.96.0.9', 'the namespace\'s Services');
   t.equal(c.env['KUBERNETES_PORT_443_TCP_ADDR'], '10.96.0.1');
-  t.match(s.api.events('web'), [{ type: 'Warning', reason: 'InvalidEnvironmentVariableNames', message: 'Keys [CFG_bad key] from the EnvFrom configMap default/app were skipped since they are considered invalid environment variable names.' }, { reason: 'Started' }]);
+  t.match(s.api.events('web'), [{ type: 'Warning', reason: 'InvalidEnvironmentVariableNames', message: 'Keys [CFG_bad=key] from the EnvFrom configMap default/app were skipped since they are considered invalid environment variable names.' }, { reason: 'Started' }]);
 
   s.api.deleteGracefully('default', 'web');
   await s.run(0);
