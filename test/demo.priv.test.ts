@@ -73,5 +73,10 @@ t.test('demo ha: the seeds\' HA section, each fault with its outcome, nothing le
   t.match(out, /replicaset\.apps\/web-\S+ +3 +3/, 'the scale made meanwhile reconciled by the new leader');
   t.match(out, /kubectl create service clusterip no-quorum\n +error: .*(quorum|etcd)/, 'without a quorum a write fails with a clear error');
   t.match(out, /quorum-back +ClusterIP/, 'quorum back: writes go on');
+  const leader = /\n {3}(elector-\S+) leads: each replica/.exec(out)?.[1];
+  t.ok(leader, 'one replica of the app leads, through its Lease');
+  t.match(out, /elector +\S*elector-\S+ +\d+s/, 'kubectl get lease elector names it');
+  const next = /[\d.]+ s later (elector-\S+) holds the Lease/.exec(out)?.[1];
+  t.ok(next && next !== leader, `its Pod deleted, another replica leads: ${String(next)}`);
   t.same(await demoNamespaces(), before, 'no namespace left behind');
 });

@@ -13,14 +13,18 @@
  *   3. the controller manager's leader killed: the Lease changes hands
  *      and a Deployment scaled meanwhile is reconciled by the new leader;
  *   4. quorum lost (2 of 3 members down): writes fail with a clear error,
- *      never a false success; quorum back, everything continues.
+ *      never a false success; quorum back, everything continues;
+ *   5. leader election inside an app (the seeds' application-level case):
+ *      a Deployment of 3 replicas of `nodenet serve --leader-elect`, each an
+ *      in-cluster client with its ServiceAccount's token and a Role on its
+ *      Lease; the leader's Pod deleted, another replica takes the Lease.
  * Everything is removed on exit, also on Ctrl-C.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Runner } from '../exec/runner.js';
 import { etcdLeader, haAct, leaseHolder, requireHaPrograms, type HaLab } from './ha.js';
 import { etcdEndpoints, type HaTarget } from './ha-plan.js';
-import type { Lab, VNode } from './lab.js';
+import { AGENT_JS, type Lab, type VNode } from './lab.js';
 import { CLUSTER_CIDR } from './plan.js';
 
 const SLOW = Number(process.env['NODENET_TEST_TIME_SCALE']) || 1;
@@ -179,6 +183,44 @@ export async function runHaDemo(deps: HaDemoDeps): Promise<number> {
     await until('writes to go on', async () => (await kubectl(['create', 'service', 'clusterip', 'quorum-back', '--tcp=80:80'])).exitCode === 0);
     say(indent(await out(['get', 'svc', 'quorum-back'])));
     explain('quorum back: everything continues where it was.');
+
+    // ---- 5. leader election inside an app ----
+    step(5, 'leader election inside an app: 3 replicas, one Lease, from inside their Pods');
+    const rbac = ['create serviceaccount elector', 'create role elector --verb=get,create,update --resource=leases.coordination.k8s.io', 'create rolebinding elector --role=elector --serviceaccount=default:elector'];
+    for (const c of rbac) await out(c.split(' '));
+    const app = {
+      apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'elector' },
+      spec: {
+        replicas: 3, selector: { matchLabels: { app: 'elector' } },
+        template: {
+          metadata: { labels: { app: 'elector' } },
+          spec: {
+            serviceAccountName: 'elector', terminationGracePeriodSeconds: 5,
+            containers: [{
+              name: 'app', image: 'nodenet/host', command: [process.execPath, AGENT_JS, 'serve', '--http', '8080', '--tcp', '', '--udp', '', '--leader-elect', 'elector'],
+              env: [{ name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }],
+            }],
+          },
+        },
+      },
+    };
+    const applied = await cp.kubectl(['apply', '-f', '-'], true, JSON.stringify(app));
+    if (applied.exitCode !== 0) throw new Error(`demo: kubectl apply elector: ${applied.stderr.trim()}`);
+    say('   $ kubectl create serviceaccount elector; create role elector --verb=get,create,update --resource=leases; create rolebinding ...');
+    say('   $ kubectl apply  (a Deployment of 3: nodenet serve --leader-elect elector, as ServiceAccount elector)');
+    const holder = async () => (await kubectl(['get', 'lease', 'elector', '-o', 'jsonpath={.spec.holderIdentity}'])).stdout.trim();
+    await until('a leader among the replicas', async () => (await holder()) !== '');
+    const first = await holder();
+    say(indent(await out(['get', 'pods', '-l', 'app=elector', '-o', 'wide'])));
+    say(indent(await out(['get', 'lease', 'elector'])));
+    explain(`${first} leads: each replica reads and renews the Lease through the API with its own token (client-go's 15/10/2 s).`);
+    const l0 = Date.now();
+    await out(['delete', 'pod', first, '--wait=false']);
+    say(`   $ kubectl delete pod ${first}`);
+    await until('another replica leading', async () => { const h = await holder(); return h !== '' && h !== first; });
+    const second = await holder();
+    say(`   ${since(l0)} s later ${second} holds the Lease (the deleted leader released it on SIGTERM; killed, it would expire in 15 s)`);
+    explain('the seeds\' pattern for an app that must act once: several replicas for availability, one leader at a time.');
     say('\ndone: the state lives in etcd, any API server serves it, and one elected leader acts.');
     return r.exitCode === 0 || lost.length ? 1 : 0;
   } finally {
