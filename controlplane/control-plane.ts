@@ -282,16 +282,19 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
   const endpoint = o.controlPlaneEndpoint ? parseEndpoint(o.controlPlaneEndpoint) : null;
   const advertise = o.advertiseAddress ?? (o.host === '0.0.0.0' ? firstNonLoopbackIPv4() : o.host === 'localhost' ? '127.0.0.1' : o.host);
   if (!isIP(advertise)) throw new NodenetError(ErrorCode.InvalidConfig, `--advertise-address ${JSON.stringify(advertise)}: not an IP address`);
-  const hosts = [...new Set(['localhost', '127.0.0.1', o.host === '0.0.0.0' ? '' : o.host, advertise, endpoint?.host ?? '', ...(o.hosts ?? [])].filter(Boolean))];
-  const pki = o.insecureHttp ? null : ensurePki(join(o.dataDir, 'pki'), hosts);
-
-  const schemas = await loadSchemas([...RESOURCES.map((r) => r.model), 'V1Scale', 'V1Status', 'V1DeleteOptions', 'V1ListMeta']);
   let services: ServiceAllocator;
   try {
     services = new ServiceAllocator({ clock, ...(o.serviceCIDR ? { serviceCIDR: o.serviceCIDR } : {}), ...(o.nodePortRange ? { nodePortRange: o.nodePortRange } : {}) });
   } catch (e) {
     throw new NodenetError(ErrorCode.InvalidConfig, `--service-cidr / --service-node-port-range: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
   }
+  // The serving certificate also names what in-cluster clients dial, as kube-apiserver's: the kubernetes Service's
+  // ClusterIP (the service CIDR's first address) and its DNS names.
+  const inCluster = [services.firstIP, 'kubernetes', 'kubernetes.default', 'kubernetes.default.svc', 'kubernetes.default.svc.cluster.local'];
+  const hosts = [...new Set(['localhost', '127.0.0.1', o.host === '0.0.0.0' ? '' : o.host, advertise, endpoint?.host ?? '', ...inCluster, ...(o.hosts ?? [])].filter(Boolean))];
+  const pki = o.insecureHttp ? null : ensurePki(join(o.dataDir, 'pki'), hosts);
+
+  const schemas = await loadSchemas([...RESOURCES.map((r) => r.model), 'V1Scale', 'V1Status', 'V1DeleteOptions', 'V1ListMeta']);
   // Opening SQLite takes the data directory's lock: a second control plane on it stops here. On etcd, several
   // control planes share the state (each with the same CA and tokens).
   const spec: StorageSpec = o.storage ?? { kind: 'sqlite', dir: null };

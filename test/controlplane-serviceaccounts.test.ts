@@ -131,3 +131,11 @@ t.test('a node (its kubelet) reads only what its Pods use, and asks tokens only 
   t.match(String((await tr('default', { apiVersion: 'v1', kind: 'Pod', name: 'on-n1', uid })).stderr), /serviceaccounts "default" is forbidden: User "system:node:n1" cannot create resource "serviceaccounts\/token"/, 'a ServiceAccount no Pod of its uses');
   await ok(['delete', 'pod', 'on-n1', '--grace-period=0', '--force']);
 });
+
+t.test('the serving certificate names what in-cluster clients dial: 10.96.0.1 and kubernetes.default.svc...', async (t) => {
+  const { X509Certificate } = await import('node:crypto');
+  const { readFileSync } = await import('node:fs');
+  const x = new X509Certificate(readFileSync(join(dir, 'pki', 'apiserver.crt')));
+  t.equal(x.checkIP('10.96.0.1'), '10.96.0.1');
+  for (const h of ['kubernetes', 'kubernetes.default', 'kubernetes.default.svc', 'kubernetes.default.svc.cluster.local']) t.equal(x.checkHost(h), h, h);
+});
