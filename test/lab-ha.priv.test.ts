@@ -96,7 +96,18 @@ t.test('an API server killed under watches: they resume on the other from their 
   // Two watches through HAProxy; the server the first one is on (HAProxy's connection to it) is the one killed.
   const w1 = rawWatch(rv);
   let victim = 0;
-  await waitFor(async () => (victim = [...await backends()].find((b) => b > 0) ?? 0) > 0, 'the first watch\'s server', { timeoutMs: 10_000, intervalMs: 100 });
+  // The watch's connection lasts; HAProxy's health checks (every second) are connections of a few ms that a single
+  // sample may also catch: the watch's server is the one connected in three samples 150 ms apart.
+  const steady = async () => {
+    let common: number[] = [...await backends()];
+    for (let i = 0; i < 2; i++) {
+      await sleep(150);
+      const now = await backends();
+      common = common.filter((b) => now.has(b));
+    }
+    return common.filter((b) => b > 0);
+  };
+  await waitFor(async () => { const b = await steady(); victim = b.length === 1 ? b[0]! : 0; return victim > 0; }, 'the first watch\'s server', { timeoutMs: 10_000, intervalMs: 100 });
   const streams = [w1, rawWatch(rv)];
   const before = ['w1', 'w2', 'w3'];
   for (const n of before) await kubectlApply(n);
@@ -260,5 +271,8 @@ t.test('the controller manager\'s leader paused past its lease, then resumed: it
   await sleep(3000);
   t.equal((await leaseHolder(ha, 'kube-controller-manager')).server, next, 'the lease stays with the new leader');
   t.equal((await kubectl('get', 'rs', '-l', 'app=web', '-o', 'jsonpath={.items[0].spec.replicas}')).trim(), '2', 'nothing stale was written: the ReplicaSet keeps the new leader\'s scale');
-  t.notMatch(readFileSync(log, 'utf8').slice(logBefore), /"became leader"/, 'it did not lead again');
+  // (Its scheduler may lead again: that Lease, free when it wakes if the other replica has not taken it yet, is
+  // another election.)
+  const again = readFileSync(log, 'utf8').slice(logBefore).split('\n').filter((l) => l.includes('"became leader"') && l.includes('kube-system/kube-controller-manager'));
+  t.same(again, [], 'it did not lead the controller manager again');
 });
