@@ -76,6 +76,7 @@ import { describeProblems, imageProblem, planPod, type ContainerPlan, type Field
 import { expand, resolveEnv, type EnvResult } from './env.js';
 import type { ObjectKind, PodObjects } from './objects.js';
 import { quantityNanos, type NodeAllocatable } from './quantity.js';
+
 import { TokenManager, type IssuedToken, type TokenRequestSpec } from './token-manager.js';
 import { etcHosts, podObjectRefs, podTokenSpecs, volumePayload, type TokenSpec, type VolumeContext } from './volumes.js';
 import { podPhase, podStatus, statusDiffers, type ContainerView, type PodView, type Terminated } from './pod-status.js';
@@ -83,6 +84,12 @@ import { firstProbeAt, initialProbeState, nextProbeAt, observe, probeActive, typ
 import { runProbe, type ProbeOutcome } from './probe-exec.js';
 import type { ExitStatus, MountRequest, PodRecord, PodRuntime, RunRecord, SandboxRef, VolumePlugin } from './pod-runtime.js';
 import { obj } from '../../../lib/json/loose.js';
+
+/** An emptyDir's sizeLimit in bytes (null: none, or not a quantity). */
+const sizeBytes = (limit: unknown): bigint | null => {
+  const n = limit === null ? null : quantityNanos(limit);
+  return n === null ? null : n / 1_000_000_000n;
+};
 
 type O = Record<string, unknown>;
 const str = (v: unknown): string => (typeof v === 'string' ? v : '');
@@ -577,7 +584,7 @@ export class Kubelet {
     try {
       // emptyDir medium Memory: a tmpfs in the sandbox's mount namespace (a new sandbox starts it empty).
       for (const v of p.plan?.volumes ?? []) {
-        if (v.source.kind === 'emptyDir' && v.source.medium === 'Memory') await this.o.runtime.mountMemory(ref, p.uid, v.name, v.source.sizeLimit === null ? null : quantityNanos(v.source.sizeLimit) === null ? null : quantityNanos(v.source.sizeLimit)! / 1_000_000_000n);
+        if (v.source.kind === 'emptyDir' && v.source.medium === 'Memory') await this.o.runtime.mountMemory(ref, p.uid, v.name, sizeBytes(v.source.sizeLimit));
       }
       const out = await this.o.cni.add({ containerId: p.uid, netns: ref.netnsPath, ifName: CNI_IFNAME, args: '', path: '', config: new TextEncoder().encode(JSON.stringify(this.o.cniConfig)) });
       const result = JSON.parse(new TextDecoder().decode(out)) as { ips?: { address?: string }[] };

@@ -10,29 +10,10 @@
  * applies no limits, so every limit reads as the node's.
  */
 
-const BIN: Readonly<Record<string, number>> = { Ki: 10, Mi: 20, Gi: 30, Ti: 40, Pi: 50, Ei: 60 };
-const DEC: Readonly<Record<string, number>> = { n: -9, u: -6, m: -3, '': 0, k: 3, M: 6, G: 9, T: 12, P: 15, E: 18 };
+// The one quantity parser (resource.ParseQuantity, in nano-units, a finer value rounded up): the API server's.
+import { quantityNanos } from '../../../controlplane/kinds/common.js';
 
-/** A quantity in nano-units (rounded up), or null when it is no quantity. */
-export function quantityNanos(q: unknown): bigint | null {
-  if (typeof q === 'number' && Number.isFinite(q)) q = String(q);
-  if (typeof q !== 'string') return null;
-  const m = /^([+-]?)(\d+(?:\.\d*)?|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?\d+)?$/.exec(q.trim());
-  if (!m) return null;
-  const [int = '', frac = ''] = m[2]!.split('.');
-  let n = BigInt(`${int}${frac}` || '0');
-  let exp10 = 9 - frac.length;
-  const suffix = m[3] ?? '';
-  if (suffix in BIN) n <<= BigInt(BIN[suffix]!);
-  else if (suffix in DEC) exp10 += DEC[suffix]!;
-  else exp10 += Number(suffix.slice(1));
-  if (exp10 >= 0) n *= 10n ** BigInt(exp10);
-  else {
-    const d = 10n ** BigInt(-exp10);
-    n = (n + d - 1n) / d;
-  }
-  return m[1] === '-' ? -n : n;
-}
+export { quantityNanos };
 
 const ceilDiv = (a: bigint, b: bigint): bigint => (a >= 0n ? (a + b - 1n) / b : a / b);
 
