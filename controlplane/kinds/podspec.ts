@@ -18,18 +18,38 @@
  *                  tcpSocket/grpc port, sleep within the grace period, non-negative numbers, liveness and
  *                  startup successThreshold 1, no terminationGracePeriodSeconds on readiness; init containers
  *                  only with restartPolicy Always
- *                - volumeMounts, volumeDevices, securityContext, resizePolicy (nodenet runs no volumes and
- *                  ignores security contexts; validating half of them would claim more than it checks)
+ *                x volumeMounts (volumes.ts): name among the valid volumes, mountPath required and unique,
+ *                  subPath/subPathExpr relative without '..' and exclusive (none on an image volume or an
+ *                  ephemeral container), mountPropagation (Bidirectional only when privileged),
+ *                  recursiveReadOnly; volumeDevices: a PVC or ephemeral volume, devicePath unique, no '..',
+ *                  neither name nor path also a mount's
+ *                - securityContext, resizePolicy (nodenet ignores security contexts; validating half of them
+ *                  would claim more than it checks)
  *   pod spec     x restartPolicy, dnsPolicy (+dnsConfig: None needs nameservers, limits, searches), nodeSelector,
  *                x affinity (node selector terms, operators, weights; pod (anti-)affinity terms, topologyKey),
  *                x tolerations, topologySpreadConstraints, activeDeadlineSeconds, hostname/subdomain,
  *                x serviceAccountName, nodeName, priorityClassName, runtimeClassName, preemptionPolicy, os,
  *                x hostAliases, imagePullSecrets, readinessGates, schedulingGates, terminationGracePeriodSeconds
- *                - volumes, securityContext, overhead, resourceClaims, pod-level resources
+ *                x volumes (volumes.ts): name (DNS label, unique), exactly one source ("must specify a volume
+ *                  type", "may not specify more than 1 volume type"), each of upstream's 30 sources with its
+ *                  own rules (emptyDir sizeLimit, hostPath path and type, secret/configMap/downwardAPI/projected
+ *                  items, paths and modes, token expiry, clusterTrustBundle, PVC claimName, ephemeral claim
+ *                  template, nfs, csi driver, image reference, the cloud and network disks' required fields)
+ *                - volumes' checks that need the Pod's name (ephemeral PVC names), securityContext, overhead,
+ *                  resourceClaims, pod-level resources
  *   template     x labels (at upstream's path spec.template.labels), annotation keys, no ephemeral containers
  *
+ * The API accepts every volume type upstream's does; nodenet's kubelet (agent/src/pods/pod-spec.ts) runs
+ * emptyDir (disk, or Memory as a tmpfs with its sizeLimit), configMap, secret, downwardAPI and projected
+ * volumes (configMap, secret, downwardAPI and serviceAccountToken sources), mounted with readOnly, subPath
+ * and subPathExpr. Any other volume type or projection, an emptyDir medium other than Memory, a mountPath
+ * that is not absolute or is /, volumeDevices, mountPropagation other than None, recursiveReadOnly other
+ * than Disabled, and init or ephemeral containers make the kubelet refuse the whole Pod: a Warning Event
+ * naming every such field, then phase Failed with reason UnsupportedPodSpec.
+ *
  * Fields whose defaults are new here (probe thresholds, httpGet path and scheme, fieldRef apiVersion,
- * a hostNetwork Pod's hostPort) are judged at their default when absent: kube-apiserver defaults what it
+ * a hostNetwork Pod's hostPort; and the volume defaults volumes.ts lists, not written at all, e.g. a volume
+ * without a source is an emptyDir) are judged at their default when absent: kube-apiserver defaults what it
  * reads from storage, and a /status write here stores the spec as it was, undefaulted.
  */
 import { fieldErr, type FieldError } from '../api/errors.js';
@@ -59,6 +79,7 @@ import {
   qualifiedNameErrors,
   str,
 } from './common.js';
+import { containerVolumeErrors, ephemeralContainerVolumeErrors, type VolumeMap, volumesErrors } from './volumes.js';
 
 const PROTOCOLS = ['SCTP', 'TCP', 'UDP'];
 const PROBES = ['livenessProbe', 'readinessProbe', 'startupProbe'] as const;
@@ -117,8 +138,12 @@ export function validatePodSpec(path: string, spec: O, isPod: boolean): FieldErr
   const grace = typeof spec['terminationGracePeriodSeconds'] === 'number' ? spec['terminationGracePeriodSeconds'] : null;
   const containers = arr(spec['containers']).map((c) => obj(c) ?? {});
   const inits = arr(spec['initContainers']).map((c) => obj(c) ?? {});
-  errs.push(...containersErrors(`${path}.containers`, containers, grace));
-  errs.push(...initContainersErrors(`${path}.initContainers`, inits, containers, grace));
+  const { vols, errs: volErrs } = volumesErrors(`${path}.volumes`, arr(spec['volumes']), isPod);
+  errs.push(...volErrs);
+  errs.push(...containersErrors(`${path}.containers`, containers, grace, vols));
+  errs.push(...initContainersErrors(`${path}.initContainers`, inits, containers, grace, vols));
+  // validateEphemeralContainers: only their volume rules here (a Pod may not be created with any; a template never has any).
+  arr(spec['ephemeralContainers']).forEach((c, i) => errs.push(...ephemeralContainerVolumeErrors(`${path}.ephemeralContainers[${i}]`, obj(c) ?? {}, vols)));
   if (spec['hostNetwork'] === true) {
     containers.forEach((c, i) => {
       arr(c['ports']).forEach((p, j) => {
@@ -177,13 +202,13 @@ function enumErrors(path: string, v: unknown, values: readonly string[]): FieldE
 }
 
 /** validateContainers. */
-function containersErrors(path: string, containers: O[], grace: number | null): FieldError[] {
+function containersErrors(path: string, containers: O[], grace: number | null, vols: VolumeMap): FieldError[] {
   if (containers.length === 0) return [fieldErr.required(path)];
   const errs: FieldError[] = [];
   const names = new Set<string>();
   containers.forEach((c, i) => {
     const p = `${path}[${i}]`;
-    errs.push(...containerCommonErrors(p, c));
+    errs.push(...containerCommonErrors(p, c, vols));
     const name = str(c['name']);
     if (names.has(name)) errs.push(fieldErr.duplicate(`${p}.name`, name));
     else names.add(name);
@@ -198,12 +223,12 @@ function containersErrors(path: string, containers: O[], grace: number | null): 
 }
 
 /** validateInitContainers. */
-function initContainersErrors(path: string, inits: O[], regular: O[], grace: number | null): FieldError[] {
+function initContainersErrors(path: string, inits: O[], regular: O[], grace: number | null, vols: VolumeMap): FieldError[] {
   const errs: FieldError[] = [];
   const names = new Set(regular.map((c) => str(c['name'])));
   inits.forEach((c, i) => {
     const p = `${path}[${i}]`;
-    errs.push(...containerCommonErrors(p, c));
+    errs.push(...containerCommonErrors(p, c, vols));
     const rp = c['restartPolicy'];
     if (isSet(rp) && rp !== 'Always') errs.push(fieldErr.notSupported(`${p}.restartPolicy`, rp, ['Always']));
     const name = str(c['name']);
@@ -222,8 +247,8 @@ function initContainersErrors(path: string, inits: O[], regular: O[], grace: num
   return errs;
 }
 
-/** validateContainerCommon (without volumes, security context and resize policy). */
-function containerCommonErrors(path: string, c: O): FieldError[] {
+/** validateContainerCommon (without security context and resize policy). */
+function containerCommonErrors(path: string, c: O, vols: VolumeMap): FieldError[] {
   const errs: FieldError[] = [];
   const name = str(c['name']);
   if (name === '') errs.push(fieldErr.required(`${path}.name`));
@@ -234,6 +259,7 @@ function containerCommonErrors(path: string, c: O): FieldError[] {
   errs.push(...containerPortsErrors(`${path}.ports`, arr(c['ports'])));
   errs.push(...envErrors(`${path}.env`, arr(c['env'])));
   errs.push(...envFromErrors(`${path}.envFrom`, arr(c['envFrom'])));
+  errs.push(...containerVolumeErrors(path, c, vols));
   errs.push(...enumErrors(`${path}.imagePullPolicy`, c['imagePullPolicy'], ['Always', 'IfNotPresent', 'Never']));
   errs.push(...resourcesErrors(`${path}.resources`, obj(c['resources']) ?? {}));
   return errs;
