@@ -34,6 +34,7 @@ import { LoopbackRest } from './api/loopback.js';
 import type { User } from './auth/authz.js';
 import { Admission, enabledPlugins } from './admission/admission.js';
 import { makePlugins } from './admission/plugins.js';
+import { ResourceQuotaController } from './controllers/resource-quota.js';
 import { defaultServiceAccount, NamespaceObjectController, rootCAConfigMap } from './controllers/namespace-objects.js';
 import { newSigningKey, ServiceAccountTokens } from './auth/sa-token.js';
 import { issue } from '../lib/pki/pki.js';
@@ -128,6 +129,8 @@ export interface ControlPlaneOptions {
   readonly disableAdmissionPlugins?: readonly string[];
   /** Events not updated for this long are deleted (kube-apiserver's --event-ttl; default 1 h). */
   readonly eventTtlMs?: number;
+  /** How often every ResourceQuota is counted again (kube-controller-manager's --resource-quota-sync-period; 5 min). */
+  readonly quotaResyncMs?: number;
   /** kube-apiserver's --encryption-provider-config: an EncryptionConfiguration file; what it names is encrypted at rest. */
   readonly encryptionProviderConfig?: string;
 }
@@ -304,7 +307,7 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
   const cache = new WatchCache({ storage, clock, log });
   let admission: Admission;
   try {
-    admission = Admission.of(makePlugins({ cache, storage, projectServiceAccountToken: pki !== null }), enabledPlugins(o.enableAdmissionPlugins, o.disableAdmissionPlugins));
+    admission = Admission.of(makePlugins({ cache, storage, clock, projectServiceAccountToken: pki !== null }), enabledPlugins(o.enableAdmissionPlugins, o.disableAdmissionPlugins));
   } catch (e) {
     await storage.close();
     throw e;
@@ -339,8 +342,24 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
   const server = new ApiServer({ rest, cache, tokens, metrics, authorizer, policy, serviceAccountTokens: saTokens, ...(o.anonymousAuth === false ? { anonymousAuth: false } : {}), ...(o.maxTokenExpirationSeconds ? { maxTokenExpirationSeconds: o.maxTokenExpirationSeconds } : {}), anonymousAdmin: o.insecureHttp === true, log: log.child({ [F.subsys]: 'controlplane/api' }), clock, openapi: new OpenApi(schemas), version: o.version, ...(o.bookmarkEveryMs ? { bookmarkEveryMs: o.bookmarkEveryMs } : {}), ...(pki ? { tls: { cert: pki.cert, key: pki.key, clientCA: pki.caPem } } : {}) });
   const sub = (name: string) => log.child({ [F.subsys]: `controlplane/${name}` });
   const apiLog = log.child({ [F.subsys]: 'controlplane/api' });
-  // The components' Events go out through one recorder, as system:kube-controller-manager (whose role writes Events).
-  const events = new EventBroadcaster({ rest: new LoopbackRest({ rest, user: CONTROLLER_MANAGER_USER, authorizer, log: apiLog, metrics }), clock, log: log.child({ [F.subsys]: 'controlplane/events' }) });
+  // The components' Events go out through one recorder, each written as the component that records it (its
+  // ServiceAccount under its system:controller: role, or system:kube-scheduler), as upstream's clients each write
+  // their own; a component without a role of its own writes as system:kube-controller-manager.
+  const EVENT_IDENTITY: Readonly<Record<string, User>> = {
+    'default-scheduler': SCHEDULER_USER,
+    [LOAD_BALANCER_COMPONENT]: controllerUser('service-controller'),
+    [EVICTION_COMPONENT]: controllerUser('node-controller'),
+  };
+  const eventRests = new Map<string, LoopbackRest>();
+  const eventRest = (component: string) => {
+    let r = eventRests.get(component);
+    if (!r) {
+      const user = EVENT_IDENTITY[component] ?? (component in CONTROLLER_ROLES ? controllerUser(component) : CONTROLLER_MANAGER_USER);
+      eventRests.set(component, (r = new LoopbackRest({ rest, user, authorizer, log: apiLog, metrics })));
+    }
+    return r;
+  };
+  const events = new EventBroadcaster({ rest: eventRest, clock, log: log.child({ [F.subsys]: 'controlplane/events' }) });
 
   // Every component in start order; they stop in reverse, and a failed start stops what had started.
   const lc = new Lifecycle(log);
@@ -404,6 +423,7 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
     }),
     new LoadBalancerController({ rest: ctl('service-controller'), cache, claims: new Claims(storage, cache, 'loadbalancerips.nodenet.io'), clock, log: sub('loadbalancer'), events: events.recorder(LOAD_BALANCER_COMPONENT), ...(o.loadBalancerPool ? { pool: o.loadBalancerPool } : {}) }),
     new GarbageCollector({ rest: ctl('generic-garbage-collector'), cache, clock, log: sub('gc') }),
+    new ResourceQuotaController({ rest: ctl('resourcequota-controller'), cache, clock, log: sub('resourcequota'), ...(o.quotaResyncMs !== undefined ? { resyncMs: o.quotaResyncMs } : {}) }),
     new ClusterRoleAggregationController({ rest: ctl('clusterrole-aggregation-controller'), cache, clock, log: sub('clusterrole-aggregation') }),
     new NamespaceObjectController(defaultServiceAccount, { rest: ctl('service-account-controller'), cache, clock, log: sub('serviceaccounts') }),
     ...(pki ? [new NamespaceObjectController(rootCAConfigMap(pki.caPem), { rest: ctl('root-ca-cert-publisher'), cache, clock, log: sub('root-ca-cert-publisher') })] : []),

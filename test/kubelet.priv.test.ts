@@ -89,7 +89,7 @@ t.before(async () => {
     pod('live', { containers: [host('live', listen('echo live'), { livenessProbe: { exec: { command: ['sh', '-c', `hostname | grep -qx live && test -f ${marker('alive')}`] }, periodSeconds: 1, failureThreshold: 1 } })] }),
     pod('term', { terminationGracePeriodSeconds: 20, containers: [host('term', ['sh', '-c', `trap "echo got-term > ${marker('term')}; exit 0" TERM; while :; do echo tick; sleep 0.2; done`])] }),
     pod('stubborn', { terminationGracePeriodSeconds: 2, containers: [host('stubborn', ['sh', '-c', 'trap "" TERM; while :; do sleep 0.2; done'])] }),
-    pod('bad', { volumes: [{ name: 'v', hostPath: { path: '/tmp' } }], containers: [host('bad', ['sleep', '100'], { volumeMounts: [{ name: 'v', mountPath: '/v', mountPropagation: 'Bidirectional' }] })] }),
+    pod('bad', { volumes: [{ name: 'v', hostPath: { path: '/tmp' } }], containers: [host('bad', ['sleep', '100'], { volumeMounts: [{ name: 'v', mountPath: '/v', mountPropagation: 'HostToContainer' }] })] }),
     pod('pull', { containers: [{ name: 'pull', image: 'busybox', command: ['sleep', '100'] }] }),
   );
 });

@@ -91,6 +91,18 @@ t.test('the HA control plane: kubectl through HAProxy, every API server in the k
   t.match(leases, /kube-scheduler/);
 });
 
+t.test('a ResourceQuota under creates racing through both API servers: exactly its hard count is stored (the charge is a compare-and-swap in etcd)', async (t) => {
+  await kubectl('create', 'namespace', 'quota-ha');
+  await kubectl('create', 'quota', 'three', '-n', 'quota-ha', '--hard=count/secrets=3');
+  await waitFor(async () => /count\/secrets: 0\/3/.test(await kubectl('get', 'quota', '-n', 'quota-ha')), 'the quota counted', { timeoutMs: 15_000, intervalMs: 200 });
+  // HAProxy balances round robin: the ten creates land on both API servers.
+  const results = await Promise.all(Array.from({ length: 10 }, (_, i) => cp.kubectl(['--request-timeout=10s', 'create', 'secret', 'generic', `s${i}`, '-n', 'quota-ha', `--from-literal=k=${i}`], true)));
+  t.equal(results.filter((r) => r.exitCode === 0).length, 3, 'three created');
+  for (const r of results.filter((x) => x.exitCode !== 0)) t.match(r.stderr, /exceeded quota: three, requested: count\/secrets=1, used: count\/secrets=3, limited: count\/secrets=3/);
+  t.equal((await kubectl('get', 'secrets', '-n', 'quota-ha', '-o', 'name')).trim().split('\n').length, 3, 'three stored');
+  await kubectl('delete', 'namespace', 'quota-ha', '--wait=false');
+});
+
 t.test('an API server killed under watches: they resume on the other from their last resourceVersion (no 410, nothing missed or repeated); the agents carry on; the slice drops it within its TTL', async (t) => {
   const rv = JSON.parse(await kubectl('get', '--raw', '/api/v1/namespaces/default/services?labelSelector=t%3Dha')).metadata.resourceVersion as string;
   // Two watches through HAProxy; the server the first one is on (HAProxy's connection to it) is the one killed.

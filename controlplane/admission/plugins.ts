@@ -15,7 +15,10 @@
  *   than a mirror Pod bound to itself, and may not create or update another node's Node.
  * - DefaultTolerationSeconds: a new Pod that does not tolerate the not-ready and unreachable NoExecute taints gets
  *   300 s of each.
- * LimitRanger and ResourceQuota come with their kinds (LimitRange, ResourceQuota), in their own modules.
+ * - LimitRanger (limit-ranger.ts): a new Pod's containers get the namespace's LimitRange defaults, and a Pod outside
+ *   its min, max or ratio is refused.
+ * - ResourceQuota (resource-quota.ts): a create or update that would take a namespace's quota over its hard limit is
+ *   refused; one that fits is charged to the quota's status.used first.
  */
 import { ErrorCode } from '../../lib/errors/errors.js';
 import { deepEqual } from '../../lib/reconcile/deep-equal.js';
@@ -26,6 +29,9 @@ import type { WatchCache } from '../store/watch-cache.js';
 import { defaultTolerationSeconds } from '../kinds/pod.js';
 import { arr, obj, str } from '../../lib/json/loose.js';
 import type { AdmissionPlugin, AdmissionRequest, PluginName } from './admission.js';
+import { limitRanger } from './limit-ranger.js';
+import { resourceQuota } from './resource-quota.js';
+import { realClock, type Clock } from '../../lib/reconcile/clock.js';
 
 type O = Record<string, unknown>;
 
@@ -40,6 +46,8 @@ export interface PluginDeps {
    * only where the root CA publisher writes `kube-root-ca.crt` (a control plane with TLS).
    */
   readonly projectServiceAccountToken?: boolean;
+  /** The clock ResourceQuota reads a Pod's deletion grace against (default: the system's). */
+  readonly clock?: Clock;
 }
 
 export const IMMORTAL_NAMESPACES = ['default', 'kube-system', 'kube-public', 'kube-node-lease'];
@@ -208,8 +216,10 @@ function defaultTolerations(): AdmissionPlugin {
 export function makePlugins(d: PluginDeps): Record<PluginName, AdmissionPlugin> {
   return {
     NamespaceLifecycle: namespaceLifecycle(d),
+    LimitRanger: limitRanger(d.cache),
     ServiceAccount: serviceAccount(d),
     NodeRestriction: nodeRestriction(),
     DefaultTolerationSeconds: defaultTolerations(),
+    ResourceQuota: resourceQuota({ cache: d.cache, storage: d.storage, clock: d.clock ?? realClock }),
   };
 }

@@ -355,9 +355,11 @@ export class Rest {
       }
       this.validate(r, o, null);
       opts.admit?.(o, null);
-      await admission?.validate(req(), o, null);
       const key = this.key(r, namespace, String(meta['name']));
+      // Before the validating admission (upstream's store finds it after): a create of a name that is taken charges
+      // no quota.
       if (this.deps.cache.get(key) && !generate) throw apiErrors.alreadyExists(r, String(meta['name']));
+      await admission?.validate(req(), o, null);
       // Each attempt allocates afresh (a generated name that was taken gives back what it was given).
       const a = r.resource === 'services' ? structuredClone(o) : o;
       const alloc = this.allocate(r, key, a, null);

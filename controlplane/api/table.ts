@@ -386,6 +386,23 @@ export const PRINTERS: Readonly<Record<string, Printer>> = {
     ],
     row: (o, now) => [str(get(o, 'metadata', 'name')), str(get(o, 'type')), keyCount(get(o, 'data')), age(o, now)],
   },
+  // Upstream's printResourceQuota: `name: used/hard` for each name of status.hard, sorted; limits.* in Limit.
+  resourcequotas: {
+    columns: [
+      NAME, AGE, col('Request', 'Request represents a minimum amount of cpu/memory that a container may consume.'),
+      col('Limit', 'Limits control the maximum amount of cpu/memory that a container may use independent of contention on the node.'),
+    ],
+    row: (o, now) => {
+      const hard = (get(o, 'status', 'hard') as O | undefined) ?? {};
+      const used = (get(o, 'status', 'used') as O | undefined) ?? {};
+      const req: string[] = [];
+      const lim: string[] = [];
+      for (const k of Object.keys(hard).sort()) (k.split('.')[0] === 'limits' && k.includes('.') ? lim : req).push(`${k}: ${str(used[k] ?? '0')}/${str(hard[k])}`);
+      return [str(get(o, 'metadata', 'name')), age(o, now), req.join(', '), lim.join(', ')];
+    },
+  },
+  // Upstream's printLimitRange.
+  limitranges: { columns: [NAME, CREATED_AT], row: (o) => [str(get(o, 'metadata', 'name')), createdAt(o)] },
   serviceaccounts: {
     columns: [NAME, col('Secrets', 'Secrets is a list of the secrets in the same namespace that pods running using this ServiceAccount are allowed to use.', 0, 'integer'), AGE],
     row: (o, now) => [str(get(o, 'metadata', 'name')), arr(get(o, 'secrets')).length, age(o, now)],

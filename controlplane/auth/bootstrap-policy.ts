@@ -70,6 +70,11 @@ export const CONTROLLER_ROLES: Readonly<Record<string, readonly PolicyRule[]>> =
     r(['create', 'delete', 'get', 'list', 'update'], ['discovery.k8s.io'], ['endpointslices']),
     events(),
   ],
+  'resourcequota-controller': [
+    r(['list', 'watch'], ['*'], ['*']),
+    r(['update'], [''], ['resourcequotas/status']),
+    events(),
+  ],
   'endpoint-controller': [
     r(READ, [''], ['services', 'pods']),
     r(['create', 'delete', 'get', 'list', 'update'], [''], ['endpoints']),

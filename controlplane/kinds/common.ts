@@ -209,7 +209,7 @@ const BIN: Record<string, number> = { Ki: 10, Mi: 20, Gi: 30, Ti: 40, Pi: 50, Ei
 const DEC: Record<string, number> = { n: -9, u: -6, m: -3, '': 0, k: 3, M: 6, G: 9, T: 12, P: 15, E: 18 };
 
 /** A parsed quantity: its value in nano-units and the format its suffix names (as resource.ParseQuantity). */
-function parseQuantity(q: unknown): { nanos: bigint; format: 'bin' | 'dec' | 'exp' } | null {
+function parseQuantity(q: unknown): { nanos: bigint; format: QuantityFormat } | null {
   if (typeof q === 'number') q = String(q);
   if (typeof q !== 'string') return null;
   const m = /^([+-]?)(\d+(?:\.\d*)?|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?\d+)?$/.exec(q.trim());
@@ -235,13 +235,25 @@ function parseQuantity(q: unknown): { nanos: bigint; format: 'bin' | 'dec' | 'ex
  */
 export function quantityString(q: unknown): string {
   const p = parseQuantity(q);
-  if (!p) return String(q);
-  const milli = p.nanos >= 0n ? (p.nanos + 999_999n) / 1_000_000n : -((-p.nanos + 999_999n) / 1_000_000n);
+  return p ? formatQuantity(p.nanos, p.format) : String(q);
+}
+
+/** The format a quantity's suffix names (resource.Format): binary (Ki..Ei), decimal (m, k, M..E) or exponent. */
+export type QuantityFormat = 'bin' | 'dec' | 'exp';
+
+/** A quantity's value in nano-units and its format; null when it does not parse. */
+export function parseQuantityFormat(q: unknown): { nanos: bigint; format: QuantityFormat } | null {
+  return parseQuantity(q);
+}
+
+/** Quantity.String() of an amount in nano-units in a format (rounded up to milli-units, as quantityString). */
+export function formatQuantity(nanos: bigint, format: QuantityFormat): string {
+  const milli = nanos >= 0n ? (nanos + 999_999n) / 1_000_000n : -((-nanos + 999_999n) / 1_000_000n);
   const neg = milli < 0n;
   const abs = neg ? -milli : milli;
   const sign = neg ? '-' : '';
   if (abs === 0n) return '0';
-  if (p.format === 'bin' && abs % 1000n === 0n && abs >= 1_024_000n) {
+  if (format === 'bin' && abs % 1000n === 0n && abs >= 1_024_000n) {
     let v = abs / 1000n;
     let i = 0;
     while (v % 1024n === 0n && i < 6) {
@@ -257,7 +269,7 @@ export function quantityString(q: unknown): string {
     v /= 1000n;
     e += 3;
   }
-  if (p.format === 'exp') return `${sign}${v}${e === 0 ? '' : `e${e}`}`;
+  if (format === 'exp') return `${sign}${v}${e === 0 ? '' : `e${e}`}`;
   return `${sign}${v}${{ '-3': 'm', '0': '', '3': 'k', '6': 'M', '9': 'G', '12': 'T', '15': 'P', '18': 'E' }[String(e)] ?? ''}`;
 }
 
