@@ -2,7 +2,7 @@
  * ServiceAccounts and their tokens through the real kubectl (issue 27): a default ServiceAccount and the
  * kube-root-ca.crt ConfigMap in every namespace, made again when deleted; `kubectl create token` (audience, duration,
  * bound to a Pod); the token as kubectl's credentials (whoami, refused until a RoleBinding names the ServiceAccount);
- * TokenReview; and the bad cases: a token for another audience, one whose Pod is gone, a forged one, a duration under
+ * TokenReview; and the bad cases: a token for another audience, one whose Pod is gone, a forged one, an expired one, a duration under
  * 10 minutes, a ServiceAccount that does not exist. No root needed.
  */
 import t from 'tap';
@@ -100,6 +100,18 @@ t.test('bad input: a forged token, a short duration, a missing ServiceAccount; n
   const [h, p, s] = token.split('.');
   const forged = `${h}.${Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(p!, 'base64url').toString()), sub: 'system:serviceaccount:kube-system:default' })).toString('base64url')}.${s}`;
   t.match((await kubectl(['get', 'pods'], { token: forged })).err, /Unauthorized|must be logged in/);
+  // Expired: the same claims, signed with the cluster's own key (pki/sa.key) so that only the time is wrong.
+  const { createSign } = await import('node:crypto');
+  const { readFileSync } = await import('node:fs');
+  const claims = JSON.parse(Buffer.from(p!, 'base64url').toString()) as Record<string, unknown>;
+  const past = Math.floor(Date.now() / 1000) - 7200;
+  const body = `${h}.${Buffer.from(JSON.stringify({ ...claims, iat: past, nbf: past, exp: past + 3600 })).toString('base64url')}`;
+  const expired = `${body}.${createSign('RSA-SHA256').update(body).sign(readFileSync(join(dir, 'pki', 'sa.key'))).toString('base64url')}`;
+  t.match((await kubectl(['get', 'pods'], { token: expired })).err, /Unauthorized|must be logged in/, 'an expired token, well signed');
+  const review = JSON.parse(await ok(['create', '-f', '-', '-o', 'json'], { input: JSON.stringify({ apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: { token: expired } }) })) as { status: { authenticated?: boolean; error?: string } };
+  t.notOk(review.status.authenticated, `a TokenReview says so too: ${review.status.error ?? ''}`);
+  const fresh = `${h}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}`;
+  t.equal((await kubectl(['auth', 'whoami'], { token: `${fresh}.${createSign('RSA-SHA256').update(fresh).sign(readFileSync(join(dir, 'pki', 'sa.key'))).toString('base64url')}` })).code, 0, 'the same claims re-signed the same way and not expired are accepted (the test signs as the server does)');
   const short = await kubectl(['create', 'token', 'robot', '--duration', '5m']);
   t.match(short.err, /spec.expirationSeconds: Invalid value: 300: may not specify a duration less than 10 minutes/);
   const missing = await kubectl(['create', 'token', 'nobody']);

@@ -36,7 +36,8 @@ export interface EventRecorder {
 export const NO_EVENTS: EventRecorder = { event() {} };
 
 export interface EventBroadcasterOptions {
-  readonly rest: RestClient;
+  /** Where Events are written: one client, or one per recording component (its own identity). */
+  readonly rest: RestClient | ((component: string) => RestClient);
   readonly clock: Clock;
   readonly log: Logger;
   /** How long a repeat is folded into the Event before it (default 10 minutes). */
@@ -51,13 +52,16 @@ const EVENTS = RESOURCES.find((r) => r.resource === 'events')!;
 const str = (v: unknown) => (typeof v === 'string' ? v : '');
 
 /** Events written through the REST layer, the recording component as the field manager. */
-function restSink(rest: RestClient): EventSink {
+function restSink(rest: RestClient | ((component: string) => RestClient)): EventSink {
+  const of = (component: string) => (typeof rest === 'function' ? rest(component) : rest);
   return {
     async createEvent(namespace, event, source) {
-      await rest.create(EVENTS, namespace, event, { fieldManager: source?.component ?? 'unknown' });
+      const c = source?.component ?? 'unknown';
+      await of(c).create(EVENTS, namespace, event, { fieldManager: c });
     },
     async patchEvent(namespace, name, patch, source) {
-      await rest.patch(EVENTS, namespace, name, 'merge', patch, { fieldManager: source?.component ?? 'unknown' });
+      const c = source?.component ?? 'unknown';
+      await of(c).patch(EVENTS, namespace, name, 'merge', patch, { fieldManager: c });
     },
   };
 }
