@@ -5,8 +5,8 @@
  * update refused and a ConfigMap over 1 MiB refused in kube-apiserver's words; the SQLite files hold the Secret only
  * as ciphertext under upstream's prefix (and the ConfigMap in the clear, which shows the search can find a value).
  * Then the start: a bad configuration file refused; a data directory whose Secrets the configuration cannot read
- * refused with StoreUnreadable; and the README's key rotation (new key first, every Secret rewritten by a change,
- * then the new key alone). No root needed.
+ * refused with StoreUnreadable; and the README's key rotation (new key first, every Secret rewritten by an unchanged
+ * `kubectl replace`, as upstream's procedure, then the new key alone). No root needed.
  */
 import t from 'tap';
 import { execa } from 'execa';
@@ -144,8 +144,17 @@ t.test('a data directory whose Secrets the configuration cannot read: the start 
   writeFileSync(both, encryptionConfig(NEW, 'k2').replace('      - identity: {}\n', `            - name: k\n              secret: ${KEY}\n      - identity: {}\n`));
   const rotating = await startControlPlane({ host: '127.0.0.1', port: 0, version: '0.1.0', dataDir: dir, encryptionProviderConfig: both });
   try {
-    const r = await execa('kubectl', ['annotate', 'secrets', '--all', '-A', 'rotated=1', '--overwrite'], { env: { KUBECONFIG: rotating.kubeconfig }, reject: false });
+    // Upstream's procedure: an unchanged replace rewrites what an older key holds (it is read stale).
+    const rvOf = async () => (await execa('kubectl', ['get', 'secret', 's', '-o', 'jsonpath={.metadata.resourceVersion}'], { env: { KUBECONFIG: rotating.kubeconfig } })).stdout;
+    const before = await rvOf();
+    const all = await execa('kubectl', ['get', 'secrets', '-A', '-o', 'json'], { env: { KUBECONFIG: rotating.kubeconfig } });
+    const r = await execa('kubectl', ['replace', '-f', '-'], { env: { KUBECONFIG: rotating.kubeconfig }, input: all.stdout, reject: false });
     t.equal(r.exitCode, 0, String(r.stderr));
+    const after = await rvOf();
+    t.not(after, before, 'the unchanged replace wrote the stale Secret again');
+    const r2 = await execa('kubectl', ['replace', '-f', '-'], { env: { KUBECONFIG: rotating.kubeconfig }, input: (await execa('kubectl', ['get', 'secret', 's', '-o', 'json'], { env: { KUBECONFIG: rotating.kubeconfig } })).stdout, reject: false });
+    t.equal(r2.exitCode, 0, String(r2.stderr));
+    t.equal(await rvOf(), after, 'once written with the first key it is no longer stale: a replace of it writes nothing');
   } finally {
     await rotating.stop();
   }

@@ -9,6 +9,12 @@
  * names follow upstream (`io.k8s.api.core.v1.Service`), roots carry
  * `x-kubernetes-group-version-kind`, merged lists their patch strategy and
  * merge key.
+ *
+ * `/openapi/v2` is an empty Swagger 2.0 document (no paths, no definitions), protobuf (gnostic's OpenAPIv2
+ * Document, what client-go asks for) or JSON: nodenet publishes its schemas as v3 only. kubectl still reads v2 to
+ * validate on the client what the server cannot (a `kind: List` input, as in `kubectl get secrets -A -o json |
+ * kubectl replace -f -`); finding no schema for a kind it skips that check, and the server validates each object
+ * as always (fieldValidation).
  */
 import { createHash } from 'node:crypto';
 import { K8S_MAJOR, K8S_MINOR } from './discovery.js';
@@ -184,4 +190,20 @@ export class OpenApi {
   document(path: string): J | undefined {
     return this.docs.get(path);
   }
+}
+
+/** The protobuf media type client-go asks `/openapi/v2` for, and the one kube-openapi answers with (no '@', which Go's mime parser refuses). */
+export const OPENAPI_V2_PROTOBUF = 'application/com.github.proto-openapi.spec.v2@v1.0+protobuf';
+export const OPENAPI_V2_PROTOBUF_TYPE = 'application/com.github.proto-openapi.spec.v2.v1.0+protobuf';
+
+const INFO = { title: 'Kubernetes', version: `v${K8S_MAJOR}.${K8S_MINOR}.0` };
+
+/** The empty v2 document as JSON. */
+export const openApiV2Json = (): J => ({ swagger: '2.0', info: { ...INFO }, paths: {}, definitions: {} });
+
+/** The empty v2 document as gnostic's openapi_v2.Document: swagger (1) and info (2: title 1, version 2). */
+export function openApiV2Protobuf(): Buffer {
+  const field = (n: number, b: Buffer) => Buffer.concat([Buffer.from([(n << 3) | 2, b.length]), b]);
+  const info = Buffer.concat([field(1, Buffer.from(INFO.title)), field(2, Buffer.from(INFO.version))]);
+  return Buffer.concat([field(1, Buffer.from('2.0')), field(2, info)]);
 }

@@ -460,7 +460,7 @@ export class Rest {
           opts.admit?.(merged, old);
           await this.deps.admission?.validate(req, merged, old);
           alloc = this.allocate(r, key, merged, old as KObject);
-          const d = this.decideUpdate(r, key, merged, old, opts, warnings, alloc?.ops ?? []);
+          const d = this.decideUpdate(r, key, merged, old, opts, warnings, alloc?.ops ?? [], cur.stale === true);
           if ('keep' in d) answer = d.answer ?? null;
           return d;
         });
@@ -530,12 +530,14 @@ export class Rest {
     opts: WriteOptions & { sub?: Sub | undefined; operation?: 'Update' | 'Apply' },
     warnings: string[],
     also: readonly TxnOp[],
+    stale = false,
   ): UpdateDecision & { answer?: WriteResult } {
     const oldMeta = obj(old['metadata'])!;
     const m = obj(merged['metadata'])!;
     const keep = (object: O) => ({ keep: true as const, answer: { object: object as KObject, code: 200, warnings } });
-    // Nothing changed: no write, no new resourceVersion (kube-apiserver skips the etcd write too).
-    if (deepEqual(stripVolatile(merged), stripVolatile(old))) return keep(old);
+    // Nothing changed: no write, no new resourceVersion (kube-apiserver skips the etcd write too), unless the stored
+    // value is stale (encrypted with an older key, or not yet): then it is written again, with the current key.
+    if (deepEqual(stripVolatile(merged), stripVolatile(old)) && !(stale && !opts.dryRun)) return keep(old);
     // The last finalizer of an object being deleted went: the object goes.
     if (oldMeta['deletionTimestamp'] && finalized(r, merged)) return opts.dryRun ? keep(merged) : { delete: true, also: this.releases(r, key, old as KObject) };
     // A binding writes the storage directly upstream (no field manager): managedFields stay as they were.

@@ -35,7 +35,7 @@ import type { KObject, StoreEvent } from '../store/types.js';
 import { aggregated, apiGroup, apiGroupList, apiResourceList, apiVersions, versionInfo } from './discovery.js';
 import { apiErrors, fieldErr, statusOf, type Status } from './errors.js';
 import type { ApiMetrics } from './metrics.js';
-import type { OpenApi } from './openapi.js';
+import { OPENAPI_V2_PROTOBUF, OPENAPI_V2_PROTOBUF_TYPE, openApiV2Json, openApiV2Protobuf, type OpenApi } from './openapi.js';
 import { apiVersionOf, findResource, grOf, RESOURCES, type Resource, type Verb } from './resources.js';
 import { parseRV, type DeleteOptions, type FieldValidation, type PatchType, type Rest, type WriteOptions } from './rest.js';
 import { toTable } from './table.js';
@@ -248,6 +248,14 @@ export class ApiServer {
         const body = await this.o.metrics.text();
         res.writeHead(200, { 'Content-Type': this.o.metrics.contentType }).end(body);
         return done(200);
+      }
+      if (method === 'GET' && path === '/openapi/v2') {
+        allowPath(path);
+        if ((req.headers.accept ?? '').includes(OPENAPI_V2_PROTOBUF) || (req.headers.accept ?? '').includes(OPENAPI_V2_PROTOBUF_TYPE)) {
+          res.writeHead(200, { 'Content-Type': OPENAPI_V2_PROTOBUF_TYPE }).end(openApiV2Protobuf());
+          return done(200);
+        }
+        return done(this.json(res, 200, openApiV2Json()));
       }
       if (method === 'GET' && (path === '/openapi/v3' || path.startsWith('/openapi/v3/'))) {
         allowPath(path);

@@ -24,9 +24,11 @@
  * - A value no provider can read is an error with the code StoreUnreadable, naming the key and why
  *   (`unable to transform key "secrets/ns/x": no matching prefix found`), never returned as something else; a
  *   watch that meets one ends with that error (the watch cache lists again and reports it).
- * - Left out: KMS and secretbox, reloading the file (--encryption-provider-config-automatic-reload), and the stale
- *   flag upstream sets on a value read with a non-first key (it makes a no-op update rewrite the value); here only
- *   an update that changes the object re-encrypts it with the current key.
+ * - A value read with a provider other than the rule's first (an older key, or identity after encryption was turned
+ *   on) is marked stale, as upstream's transformer marks it: an update that changes nothing still writes it, so
+ *   upstream's procedure (`kubectl get secrets -A -o json | kubectl replace -f -`) re-encrypts every Secret with the
+ *   current key.
+ * - Left out: KMS and secretbox, reloading the file (--encryption-provider-config-automatic-reload).
  */
 import { createCipheriv, createDecipheriv, randomBytes, type CipherGCMTypes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -312,7 +314,7 @@ export class EncryptedStorage implements Storage {
     for (const t of ts) {
       if (t === IDENTITY) {
         // Identity reads plaintext only; on an encrypted value it fails, and the next provider is tried.
-        if (text === null) return s;
+        if (text === null) return t === ts[0] ? s : { ...s, stale: true };
         continue;
       }
       if (text === null || !text.startsWith(t.prefix)) continue;
@@ -330,7 +332,7 @@ export class EncryptedStorage implements Storage {
       }
       const meta = isObj(parsed['metadata']) ? parsed['metadata'] : {};
       const object: KObject = { ...parsed, metadata: { ...meta, resourceVersion: String(raw.metadata?.['resourceVersion'] ?? s.rev) } };
-      return { key: s.key, rev: s.rev, createRev: s.createRev, object, json: JSON.stringify(object) };
+      return { key: s.key, rev: s.rev, createRev: s.createRev, object, json: JSON.stringify(object), ...(t === ts[0] ? {} : { stale: true }) };
     }
     const why = errs.length === 1 ? errs[0]! : errs.length ? `[${errs.join(', ')}]` : text !== null && !text.startsWith(ENCRYPTED_PREFIX) ? 'not an encrypted value' : 'no matching prefix found';
     throw new NodenetError(ErrorCode.StoreUnreadable, `unable to transform key ${JSON.stringify(s.key)}: ${why}`);

@@ -27,6 +27,11 @@ export interface Stored {
   readonly object: Readonly<KObject>;
   /** `object` serialised, as it goes on the wire. */
   readonly json: string;
+  /**
+   * Read with a provider other than the first of its encryption rule (an older key, or plaintext since encryption
+   * was turned on): an update writes it again even when nothing changed, as upstream's transformer marks it stale.
+   */
+  readonly stale?: boolean;
 }
 
 export type EventType = 'ADDED' | 'MODIFIED' | 'DELETED';
