@@ -1,0 +1,193 @@
+/**
+ * controlplane/scheduler/framework: kube-scheduler's scheduling framework (pkg/scheduler/framework), in small: a
+ * profile is a list of plugins, each with some of the extension points PreFilter, Filter, Score (+ NormalizeScore)
+ * and a score weight; one scheduling cycle takes one Pod through them against a snapshot of the Nodes, each with
+ * the Pods bound to it (NodeInfo). Pure: objects in, a decision out.
+ *
+ * - Filter: every plugin in order on every Node; a plugin that refuses gives its reasons (NodeResourcesFit may give
+ *   several: "Insufficient cpu", "Insufficient memory") and the next plugins are not run for that Node (upstream's
+ *   default, without RunAllFilters). The reasons, counted over the Nodes, make the FitError message.
+ * - Score: each plugin scores every feasible Node in [0, 100] (MaxNodeScore), NormalizeScore brings its scores
+ *   into that range, and a Node's score is the sum of each plugin's times its weight. The highest wins; ties go to
+ *   the Node first by name (upstream picks one of the tied at random; a fixed order keeps runs reproducible).
+ */
+import type { KObject } from '../store/types.js';
+import { add, podAmounts, resourceList, type ResourceList } from '../quota/usage.js';
+import { arr, obj, str } from '../../lib/json/loose.js';
+
+type O = Record<string, unknown>;
+
+export const MAX_NODE_SCORE = 100;
+
+/** A Node and what is bound to it, as the scheduler's cache holds it. */
+export interface NodeInfo {
+  readonly node: Readonly<KObject>;
+  readonly name: string;
+  /** The Pods bound to it that still count (not finished). */
+  readonly pods: readonly Readonly<KObject>[];
+  /** status.allocatable (absent: the Node reports none, and resources are not fitted on it). */
+  readonly allocatable: ResourceList;
+  /** The sum of its Pods' requests (resourcehelper.PodRequests each). */
+  readonly requested: ResourceList;
+  /** The same with the scheduler's non-zero defaults for cpu and memory (100m, 200Mi), for scoring. */
+  readonly nonZeroRequested: { readonly cpuMilli: bigint; readonly memory: bigint };
+  /** The host ports its Pods hold. */
+  readonly usedPorts: readonly HostPort[];
+}
+
+export interface HostPort {
+  readonly ip: string;
+  readonly protocol: string;
+  readonly port: number;
+}
+
+/** Per-cycle data the PreFilter stage computes for the Pod (upstream's CycleState). */
+export type CycleState = Map<string, unknown>;
+
+export interface Plugin {
+  readonly name: string;
+  /** Computes what Filter and Score reuse for every Node; may refuse the Pod outright (a reason for all Nodes). */
+  preFilter?(pod: Readonly<KObject>, state: CycleState, nodes: readonly NodeInfo[]): string | null;
+  /** Why the Node cannot take the Pod (one or more reasons), or null when it can. */
+  filter?(pod: Readonly<KObject>, node: NodeInfo, state: CycleState): readonly string[] | null;
+  /** The Node's raw score for the Pod. */
+  score?(pod: Readonly<KObject>, node: NodeInfo, state: CycleState): number;
+  /** Brings this plugin's raw scores (of the feasible Nodes, in order) into [0, MAX_NODE_SCORE]. */
+  normalize?(scores: number[]): number[];
+  /** Weight of its score (default 1). */
+  readonly weight?: number;
+}
+
+const spec = (o: Readonly<KObject>): O => obj(o['spec']) ?? {};
+
+export const finished = (p: Readonly<KObject>) => ['Succeeded', 'Failed'].includes(str(obj(p['status'])?.['phase']) ?? '');
+
+/** schedutil.DefaultMilliCPURequest and DefaultMemoryRequest: what a container that asks for none counts as in scores. */
+export const DEFAULT_MILLI_CPU = 100n;
+export const DEFAULT_MEMORY = 200n * 1024n * 1024n;
+
+const milli = (nanos: bigint) => (nanos + 999_999n) / 1_000_000n;
+const whole = (nanos: bigint) => (nanos + 999_999_999n) / 1_000_000_000n;
+
+/** A container's (or the Pod's) cpu in milli and memory in bytes, each its default when not requested (GetNonzeroRequests). */
+export function nonZeroRequests(pod: Readonly<KObject>): { cpuMilli: bigint; memory: bigint } {
+  const s = spec(pod);
+  // resourcehelper.PodRequests with NonMissingContainerRequests: each container without a request counts the default.
+  const withDefaults: O = {
+    ...s,
+    containers: arr(s['containers']).map((c) => withDefaultRequests(c)),
+    initContainers: arr(s['initContainers']).map((c) => withDefaultRequests(c)),
+  };
+  const r = podAmounts(withDefaults, 'requests');
+  return { cpuMilli: milli(r.get('cpu')?.nanos ?? 0n), memory: whole(r.get('memory')?.nanos ?? 0n) };
+}
+
+function withDefaultRequests(c: unknown): O {
+  const ct = obj(c) ?? {};
+  const res = obj(ct['resources']) ?? {};
+  const req = { ...(obj(res['requests']) ?? {}) };
+  if (req['cpu'] === undefined) req['cpu'] = `${DEFAULT_MILLI_CPU}m`;
+  if (req['memory'] === undefined) req['memory'] = String(DEFAULT_MEMORY);
+  return { ...ct, resources: { ...res, requests: req } };
+}
+
+/** The host ports a Pod asks for (containers and init containers; 0 is none). */
+export function hostPorts(pod: Readonly<KObject>): HostPort[] {
+  const s = spec(pod);
+  const out: HostPort[] = [];
+  for (const c of [...arr(s['containers']), ...arr(s['initContainers'])]) {
+    for (const p of arr(obj(c)?.['ports'])) {
+      const port = obj(p) ?? {};
+      const hp = port['hostPort'];
+      if (typeof hp === 'number' && hp > 0) out.push({ ip: str(port['hostIP']) || '0.0.0.0', protocol: str(port['protocol']) || 'TCP', port: hp });
+    }
+  }
+  return out;
+}
+
+/** The NodeInfos of the Nodes, each with the unfinished Pods bound to it. */
+export function nodeInfos(nodes: readonly Readonly<KObject>[], pods: readonly Readonly<KObject>[]): NodeInfo[] {
+  const byNode = new Map<string, Readonly<KObject>[]>();
+  for (const p of pods) {
+    const n = str(spec(p)['nodeName']);
+    if (!n || finished(p)) continue;
+    (byNode.get(n) ?? byNode.set(n, []).get(n)!).push(p);
+  }
+  return nodes.map((node) => nodeInfo(node, byNode.get(str(obj(node.metadata)?.['name'])) ?? []));
+}
+
+export function nodeInfo(node: Readonly<KObject>, pods: readonly Readonly<KObject>[]): NodeInfo {
+  let requested: ResourceList = new Map();
+  let cpu = 0n;
+  let mem = 0n;
+  const usedPorts: HostPort[] = [];
+  for (const p of pods) {
+    requested = add(requested, podAmounts(spec(p), 'requests'));
+    const nz = nonZeroRequests(p);
+    cpu += nz.cpuMilli;
+    mem += nz.memory;
+    usedPorts.push(...hostPorts(p));
+  }
+  return {
+    node, name: str(obj(node.metadata)?.['name']), pods,
+    allocatable: resourceList(obj(node['status'])?.['allocatable']),
+    requested, nonZeroRequested: { cpuMilli: cpu, memory: mem }, usedPorts,
+  };
+}
+
+/** What a scheduling cycle decided: the Node, or the reasons counted over the Nodes. */
+export type Decision =
+  | { readonly node: string; readonly scores: ReadonlyMap<string, number> }
+  | { readonly node: null; readonly reasons: ReadonlyMap<string, number>; readonly nodes: number };
+
+/** One scheduling cycle. */
+export function schedule(pod: Readonly<KObject>, nodes: readonly NodeInfo[], plugins: readonly Plugin[]): Decision {
+  const state: CycleState = new Map();
+  for (const p of plugins) {
+    const why = p.preFilter?.(pod, state, nodes);
+    if (why) return { node: null, reasons: new Map([[why, nodes.length]]), nodes: nodes.length };
+  }
+  const reasons = new Map<string, number>();
+  const feasible: NodeInfo[] = [];
+  for (const n of nodes) {
+    let refused: readonly string[] | null = null;
+    for (const p of plugins) {
+      refused = p.filter?.(pod, n, state) ?? null;
+      if (refused) break;
+    }
+    if (refused) for (const r of refused) reasons.set(r, (reasons.get(r) ?? 0) + 1);
+    else feasible.push(n);
+  }
+  if (!feasible.length) return { node: null, reasons, nodes: nodes.length };
+  const total = new Map<string, number>(feasible.map((n) => [n.name, 0]));
+  if (feasible.length > 1) {
+    for (const p of plugins) {
+      if (!p.score) continue;
+      let raw = feasible.map((n) => p.score!(pod, n, state));
+      if (p.normalize) raw = p.normalize(raw);
+      feasible.forEach((n, i) => total.set(n.name, total.get(n.name)! + raw[i]! * (p.weight ?? 1)));
+    }
+  }
+  let best: string | null = null;
+  for (const n of [...feasible].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
+    if (best === null || total.get(n.name)! > total.get(best)!) best = n.name;
+  }
+  return { node: best!, scores: total };
+}
+
+/** helper.DefaultNormalizeScore: scale to [0, max] by the highest; reversed, the highest is 0 (all max when all 0). */
+export function defaultNormalize(scores: number[], reverse: boolean): number[] {
+  const top = Math.max(0, ...scores);
+  if (top === 0) return scores.map(() => (reverse ? MAX_NODE_SCORE : 0));
+  return scores.map((s) => {
+    const v = Math.trunc((MAX_NODE_SCORE * s) / top);
+    return reverse ? MAX_NODE_SCORE - v : v;
+  });
+}
+
+/** FitError.Error(): "0/3 nodes are available: 1 ..., 2 ...." (the counts sorted as strings, as upstream). */
+export function fitErrorMessage(nodes: number, reasons: ReadonlyMap<string, number>): string {
+  if (nodes === 0) return 'no nodes available to schedule pods';
+  const parts = [...reasons].map(([r, n]) => `${n} ${r}`).sort();
+  return `0/${nodes} nodes are available: ${parts.join(', ')}.`;
+}

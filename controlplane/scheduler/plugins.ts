@@ -1,0 +1,220 @@
+/**
+ * controlplane/scheduler/plugins: the default plugins of kube-scheduler's profile (pkg/scheduler/framework/plugins),
+ * upstream's names, order and score weights, each as upstream's:
+ *
+ *   plugin                           Filter                                   Score (weight)
+ *   NodeUnschedulable                spec.unschedulable, unless tolerated     -
+ *   TaintToleration                  NoSchedule/NoExecute taints tolerated    untolerated PreferNoSchedule taints, fewer better (3)
+ *   NodeAffinity                     nodeSelector + required terms            preferred terms' weights (2)
+ *   NodePorts                        hostPort conflicts                       -
+ *   NodeResourcesFit                 requests against allocatable - requested LeastAllocated over cpu and memory (1)
+ *   NodeResourcesBalancedAllocation  -                                        cpu and memory equally used (1)
+ *
+ * A Node that is not Ready counts as tainted `node.kubernetes.io/not-ready` (Ready=False) or `unreachable` (Unknown,
+ * or no condition) with NoSchedule, as the node lifecycle controller taints it upstream (TaintNodesByCondition).
+ * A Node that reports no `status.allocatable` at all is not fitted on resources (nothing to fit against); one that
+ * reports it has 0 of what it does not list, as upstream. Pure.
+ */
+import type { KObject } from '../store/types.js';
+import { podAmounts, type ResourceList } from '../quota/usage.js';
+import { arr, obj, objs, str } from '../../lib/json/loose.js';
+import { toleratesTaint, type Taint, type Toleration } from '../controllers/taints.js';
+import { defaultNormalize, hostPorts, MAX_NODE_SCORE, nonZeroRequests, type CycleState, type HostPort, type NodeInfo, type Plugin } from './framework.js';
+
+type O = Record<string, unknown>;
+const meta = (o: Readonly<KObject>): O => (o.metadata ?? {}) as O;
+const specOf = (o: Readonly<KObject>): O => obj(o['spec']) ?? {};
+
+/** The reasons upstream's filter plugins give, as the FitError message counts them. */
+export const REASON = {
+  unschedulable: 'node(s) were unschedulable',
+  affinity: "node(s) didn't match Pod's node affinity/selector",
+  ports: "node(s) didn't have free ports for the requested pod ports",
+  tooManyPods: 'Too many pods',
+  insufficient: (r: string) => `Insufficient ${r}`,
+  taint: (t: Taint) => `node(s) had untolerated taint {${t.key}: ${t.value ?? ''}}`,
+} as const;
+
+/** A node's taints, with the NoSchedule taint its Ready condition implies when it is not Ready. */
+export function effectiveTaints(node: Readonly<KObject>): Taint[] {
+  const taints = objs(specOf(node)['taints']).map((t) => ({ key: str(t['key']), value: str(t['value']), effect: str(t['effect']) }));
+  const ready = objs(obj(node['status'])?.['conditions']).find((c) => c['type'] === 'Ready')?.['status'];
+  if (ready !== 'True') {
+    const key = ready === 'False' ? 'node.kubernetes.io/not-ready' : 'node.kubernetes.io/unreachable';
+    if (!taints.some((t) => t.key === key)) taints.push({ key, value: '', effect: 'NoSchedule' });
+  }
+  return taints;
+}
+
+const tolerationsOf = (pod: Readonly<KObject>) => objs(specOf(pod)['tolerations']) as Toleration[];
+
+export const nodeUnschedulable: Plugin = {
+  name: 'NodeUnschedulable',
+  filter(pod, n) {
+    if (specOf(n.node)['unschedulable'] !== true) return null;
+    const t = { key: 'node.kubernetes.io/unschedulable', effect: 'NoSchedule' };
+    return tolerationsOf(pod).some((tol) => toleratesTaint(tol, t)) ? null : [REASON.unschedulable];
+  },
+};
+
+export const taintToleration: Plugin = {
+  name: 'TaintToleration',
+  weight: 3,
+  filter(pod, n) {
+    const tols = tolerationsOf(pod);
+    const bad = effectiveTaints(n.node).find((t) => (t.effect === 'NoSchedule' || t.effect === 'NoExecute') && !tols.some((tol) => toleratesTaint(tol, t)));
+    return bad ? [REASON.taint(bad)] : null;
+  },
+  // countIntolerableTaintsPreferNoSchedule: only the tolerations with effect PreferNoSchedule or none count.
+  score(pod, n) {
+    const tols = tolerationsOf(pod).filter((t) => !t.effect || t.effect === 'PreferNoSchedule');
+    return effectiveTaints(n.node).filter((t) => t.effect === 'PreferNoSchedule' && !tols.some((tol) => toleratesTaint(tol, t))).length;
+  },
+  normalize: (s) => defaultNormalize(s, true),
+};
+
+function matchesRequirement(req: O, values: Readonly<Record<string, string>>): boolean {
+  const key = str(req['key']);
+  const has = Object.hasOwn(values, key);
+  const v = values[key];
+  const want = arr(req['values']).map(String);
+  switch (req['operator']) {
+    case 'In': return has && want.includes(v!);
+    case 'NotIn': return !has || !want.includes(v!);
+    case 'Exists': return has;
+    case 'DoesNotExist': return !has;
+    case 'Gt':
+    case 'Lt': {
+      if (!has || want.length !== 1 || !/^-?\d+$/.test(v!) || !/^-?\d+$/.test(want[0]!)) return false;
+      return req['operator'] === 'Gt' ? BigInt(v!) > BigInt(want[0]!) : BigInt(v!) < BigInt(want[0]!);
+    }
+    default: return false;
+  }
+}
+
+/** A NodeSelectorTerm against a Node: its expressions on labels and fields ANDed; an empty term matches nothing. */
+function termMatches(term: O, node: Readonly<KObject>): boolean {
+  const labels = (obj(meta(node)['labels']) ?? {}) as Record<string, string>;
+  const exprs = objs(term['matchExpressions']);
+  const byField = objs(term['matchFields']);
+  if (!exprs.length && !byField.length) return false;
+  return exprs.every((e) => matchesRequirement(e, labels)) && byField.every((f) => matchesRequirement(f, { 'metadata.name': str(meta(node)['name']) }));
+}
+
+/** The Pod's nodeSelector and required node affinity against a Node (NodeAffinity's Filter). */
+export function matchesNodeAffinity(pod: Readonly<KObject>, node: Readonly<KObject>): boolean {
+  const labels = (obj(meta(node)['labels']) ?? {}) as Record<string, string>;
+  const spec = specOf(pod);
+  for (const [k, v] of Object.entries(obj(spec['nodeSelector']) ?? {})) if (labels[k] !== v) return false;
+  const required = obj(obj(obj(spec['affinity'])?.['nodeAffinity'])?.['requiredDuringSchedulingIgnoredDuringExecution']);
+  if (!required) return true;
+  return objs(required['nodeSelectorTerms']).some((term) => termMatches(term, node));
+}
+
+export const nodeAffinity: Plugin = {
+  name: 'NodeAffinity',
+  weight: 2,
+  filter: (pod, n) => (matchesNodeAffinity(pod, n.node) ? null : [REASON.affinity]),
+  // The weights of the preferred terms the Node matches.
+  score(pod, n) {
+    const preferred = objs(obj(obj(specOf(pod)['affinity'])?.['nodeAffinity'])?.['preferredDuringSchedulingIgnoredDuringExecution']);
+    let sum = 0;
+    for (const p of preferred) {
+      const w = typeof p['weight'] === 'number' ? p['weight'] : 0;
+      if (w !== 0 && termMatches(obj(p['preference']) ?? {}, n.node)) sum += w;
+    }
+    return sum;
+  },
+  normalize: (s) => defaultNormalize(s, false),
+};
+
+/** HostPortInfo.CheckConflict: the same protocol and port, on the same IP or where either is 0.0.0.0. */
+export function portConflict(want: HostPort, used: readonly HostPort[]): boolean {
+  return used.some((u) => u.protocol === want.protocol && u.port === want.port && (want.ip === '0.0.0.0' || u.ip === '0.0.0.0' || u.ip === want.ip));
+}
+
+export const nodePorts: Plugin = {
+  name: 'NodePorts',
+  preFilter(pod, state) {
+    state.set('NodePorts', hostPorts(pod));
+    return null;
+  },
+  filter(_pod, n, state) {
+    const want = (state.get('NodePorts') as HostPort[] | undefined) ?? [];
+    return want.some((w) => portConflict(w, n.usedPorts)) ? [REASON.ports] : null;
+  },
+};
+
+const milli = (nanos: bigint) => (nanos + 999_999n) / 1_000_000n;
+const whole = (nanos: bigint) => (nanos + 999_999_999n) / 1_000_000_000n;
+/** cpu compares in milli-cores, everything else in whole units (bytes, counts), as upstream's Resource does. */
+const units = (name: string, nanos: bigint) => (name === 'cpu' ? milli(nanos) : whole(nanos));
+
+/** NodeResourcesFit's Filter (fitsRequest): the reasons the Node's free allocatable cannot take the Pod's requests. */
+export function insufficient(podRequests: ResourceList, n: NodeInfo): string[] {
+  const out: string[] = [];
+  const maxPods = n.allocatable.get('pods');
+  if (maxPods && BigInt(n.pods.length + 1) > whole(maxPods.nanos)) out.push(REASON.tooManyPods);
+  if (!n.allocatable.size) return out;
+  for (const [r, q] of [...podRequests].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+    if (r === 'pods') continue;
+    const want = units(r, q.nanos);
+    if (want <= 0n) continue;
+    const free = units(r, n.allocatable.get(r)?.nanos ?? 0n) - units(r, n.requested.get(r)?.nanos ?? 0n);
+    if (want > free) out.push(REASON.insufficient(r));
+  }
+  return out;
+}
+
+const SCORED = ['cpu', 'memory'] as const;
+
+/** LeastAllocated: per resource (free after the Pod) / allocatable × 100, averaged (weights 1), on non-zero requests. */
+export function leastAllocated(pod: Readonly<KObject>, n: NodeInfo): number {
+  const nz = nonZeroRequests(pod);
+  const req = { cpu: n.nonZeroRequested.cpuMilli + nz.cpuMilli, memory: n.nonZeroRequested.memory + nz.memory };
+  const alloc = { cpu: milli(n.allocatable.get('cpu')?.nanos ?? 0n), memory: whole(n.allocatable.get('memory')?.nanos ?? 0n) };
+  let sum = 0n;
+  for (const r of SCORED) {
+    if (alloc[r] === 0n || req[r] > alloc[r]) continue;
+    sum += ((alloc[r] - req[r]) * BigInt(MAX_NODE_SCORE)) / alloc[r];
+  }
+  return Number(sum / BigInt(SCORED.length));
+}
+
+/** BalancedAllocation: 1 − the spread of cpu's and memory's used fractions (requests, the Pod's included), × 100. */
+export function balancedAllocation(pod: Readonly<KObject>, n: NodeInfo): number {
+  const podReq = podAmounts(specOf(pod), 'requests');
+  const fractions: number[] = [];
+  for (const r of SCORED) {
+    const alloc = units(r, n.allocatable.get(r)?.nanos ?? 0n);
+    if (alloc === 0n) continue;
+    const req = units(r, n.requested.get(r)?.nanos ?? 0n) + units(r, podReq.get(r)?.nanos ?? 0n);
+    fractions.push(Math.min(1, Number(req) / Number(alloc)));
+  }
+  if (fractions.length < 2) return MAX_NODE_SCORE;
+  const std = Math.abs(fractions[0]! - fractions[1]!) / 2;
+  return Math.trunc((1 - std) * MAX_NODE_SCORE);
+}
+
+export const nodeResourcesFit: Plugin = {
+  name: 'NodeResourcesFit',
+  weight: 1,
+  preFilter(pod, state) {
+    state.set('NodeResourcesFit', podAmounts(specOf(pod), 'requests'));
+    return null;
+  },
+  filter(_pod, n, state: CycleState) {
+    const why = insufficient(state.get('NodeResourcesFit') as ResourceList, n);
+    return why.length ? why : null;
+  },
+  score: (pod, n) => (n.allocatable.size ? leastAllocated(pod, n) : 0),
+};
+
+export const nodeResourcesBalancedAllocation: Plugin = {
+  name: 'NodeResourcesBalancedAllocation',
+  weight: 1,
+  score: (pod, n) => (n.allocatable.size ? balancedAllocation(pod, n) : 0),
+};
+
+/** The default profile, in upstream's order. */
+export const DEFAULT_PLUGINS: readonly Plugin[] = [nodeUnschedulable, taintToleration, nodeAffinity, nodePorts, nodeResourcesFit, nodeResourcesBalancedAllocation];
