@@ -27,7 +27,7 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
 import type { Runner, RunResult } from '../exec/runner.js';
 import { distDir, packageRoot, pausePath, shimPath } from '../config/paths.js';
 import { nodenetNetConf } from '../cnitypes/nodenet-netconf.js';
-import { listSandboxes, stopSandbox } from '../netns/pause-holder.js';
+import { listSandboxes, stopSandbox, unrecordedHolders } from '../netns/pause-holder.js';
 import { writeOwner } from './owner.js';
 import { KUBERNETES_SERVICE_IP, labRoot, nodeUnderlayIP, onUnderlay, UNDERLAY_GATEWAY, UNDERLAY_PREFIX } from './plan.js';
 import { HaParts, apiServerDataDir } from './ha.js';
@@ -498,6 +498,8 @@ export class VNode {
       }
     } catch { /* no pods */ }
     for (const sb of listSandboxes(this.runDir)) await stopSandbox(this.runDir, sb.name, { graceMs: 0 }).catch(() => undefined);
+    // A holder started just before the agent was killed has no record yet: found by its log under runDir.
+    for (const pid of unrecordedHolders(this.runDir)) { try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } }
     await killNetns(this.lab.sh, this.ns);
   }
 }

@@ -20,7 +20,7 @@
 import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Runner } from '../exec/runner.js';
-import { listSandboxes, stopSandbox } from '../netns/pause-holder.js';
+import { listSandboxes, stopSandbox, unrecordedHolders } from '../netns/pause-holder.js';
 import { isAlive } from '../netns/proc.js';
 import { killRecorded, ownerAlive, readOwner, type LabOwner } from './owner.js';
 
@@ -101,6 +101,7 @@ export async function applyLeftovers(runner: Runner, plan: LeftoverPlan): Promis
       const runDir = join(dir, node, 'run');
       if (!existsSync(join(runDir, 'sandboxes'))) continue;
       for (const sb of listSandboxes(runDir)) await stopSandbox(runDir, sb.name, { graceMs: 0 }).catch(() => undefined);
+      for (const pid of unrecordedHolders(runDir)) { try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } }
     }
     const mounts = (await runner.run(['findmnt', '-rn', '-o', 'TARGET'], { allowFailure: true })).stdout.split('\n').filter((m) => m === dir || m.startsWith(`${dir}/`));
     for (const m of mounts.reverse()) await runner.run(['umount', '-l', m], { allowFailure: true });

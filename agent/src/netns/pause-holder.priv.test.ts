@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { NodenetError } from '../../../lib/errors/errors.js';
 import { openNetlink } from '../netlink/netlink.js';
-import { listSandboxes, joinCommand, startSandbox, stopSandbox, type Sandbox } from './pause-holder.js';
+import { listSandboxes, joinCommand, startSandbox, stopSandbox, unrecordedHolders, type Sandbox } from './pause-holder.js';
 import { childPids, isAlive, procStat } from './proc.js';
 import { makeScratchNetns } from './scratch-netns.js';
 import { netnsInode } from './netns.js';
@@ -184,4 +184,17 @@ t.test('bad inputs', async (t) => {
   writeFileSync(bogus, 'nope');
   await t.rejects(startSandbox({ name: `${tag}-bogus`, runDir, pauseBin: bogus, readyTimeoutMs: 2000 }), /exited|ready/);
   t.notOk(existsSync(join(runDir, 'netns', `${tag}-bogus`)), 'nothing mounted');
+});
+
+t.test('a holder whose record was never written (its agent killed in between) is found by its log, and only it', async (t) => {
+  const kept = await start('kept', true);
+  const lost = await start('lost', true);
+  rmSync(join(runDir, 'sandboxes', `${tag}-lost.json`));
+  const pids = unrecordedHolders(runDir);
+  t.ok(pids.includes(lost.pid), `the unrecorded holder ${lost.pid} is found: ${pids.join(',')}`);
+  t.notOk(pids.includes(kept.pid), 'the recorded one is not');
+  for (const p of pids) process.kill(p, 'SIGKILL');
+  await waitFor(() => !isAlive(lost.pid, procStat(lost.pid)?.startTime ?? ''), 'the lost holder gone');
+  t.ok(isAlive(kept.pid, procStat(kept.pid)!.startTime), 'the recorded one still runs');
+  t.same(unrecordedHolders(runDir), [], 'nothing else');
 });

@@ -23,7 +23,7 @@
  * other mount namespaces only if runDir sits on a shared mount.
  */
 import { spawn } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import { readJsonFile } from '../../../lib/state/read.js';
 import { writeFileDurable } from '../../../lib/state/durable.js';
 import { join } from 'node:path';
@@ -271,6 +271,30 @@ export function listSandboxes(runDir: string): SandboxStatus[] {
     if (!s || `${s.name}.json` !== f || !NAME_RE.test(s.name)) continue;
     const alive = isAlive(s.pid, s.startTime);
     out.push({ ...toSandbox(runDir, s, join(runDir, 'netns', s.name) as NetnsPath), alive });
+  }
+  return out;
+}
+
+/**
+ * Pause holders started under runDir that no record names: a holder is started before its record is written, so an
+ * agent killed in between leaves one behind. Each holder's stderr is its sandbox log under runDir/sandboxes, which
+ * tells it apart from every other process. (With a pid namespace, unshare and the holder both hold it.)
+ */
+export function unrecordedHolders(runDir: string): number[] {
+  const prefix = `${join(runDir, 'sandboxes')}/`;
+  const recorded = new Set(listSandboxes(runDir).map((s) => s.name));
+  const out: number[] = [];
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    let target: string;
+    try {
+      target = readlinkSync(`/proc/${d}/fd/2`);
+    } catch {
+      continue;
+    }
+    if (!target.startsWith(prefix)) continue;
+    const name = target.slice(prefix.length).replace(/ \(deleted\)$/, '').replace(/\.log$/, '');
+    if (!recorded.has(name) || target.endsWith(' (deleted)')) out.push(Number(d));
   }
   return out;
 }
