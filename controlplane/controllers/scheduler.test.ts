@@ -17,7 +17,10 @@ import { FakePersistence } from '../store/persistence.fake.js';
 import { openTestStore } from '../testing/store.js';
 import type { KObject } from '../store/types.js';
 import { EventBroadcaster } from './events.js';
-import { fitErrorMessage, matchesNodeAffinity, Scheduler, unfitReason } from './scheduler.js';
+import { Scheduler } from './scheduler.js';
+import { fitErrorMessage, nodeInfo, schedule } from '../scheduler/framework.js';
+import { matchesNodeAffinity } from '../scheduler/plugins.js';
+import { defaultProfile } from '../scheduler/profile.js';
 import { toleratesTaint } from './taints.js';
 
 type O = Record<string, unknown>;
@@ -60,6 +63,7 @@ interface NodeOpts {
   taints?: O[];
   unschedulable?: boolean;
   pods?: string;
+  allocatable?: Record<string, string>;
 }
 
 function nodeObj(name: string, o: NodeOpts = {}): KObject {
@@ -68,12 +72,11 @@ function nodeObj(name: string, o: NodeOpts = {}): KObject {
     apiVersion: 'v1', kind: 'Node',
     metadata: { name, labels: { 'kubernetes.io/hostname': name, ...(o.labels ?? {}) } },
     spec: { ...(o.taints ? { taints: o.taints } : {}), ...(o.unschedulable ? { unschedulable: true } : {}) },
-    status: { ...(ready ? { conditions: [{ type: 'Ready', status: ready }] } : {}), ...(o.pods ? { allocatable: { pods: o.pods } } : {}) },
+    status: { ...(ready ? { conditions: [{ type: 'Ready', status: ready }] } : {}), ...(o.pods || o.allocatable ? { allocatable: { ...(o.allocatable ?? {}), ...(o.pods ? { pods: o.pods } : {}) } } : {}) },
   };
 }
 
 const podObj = (name: string, spec: O = {}, m: O = {}): KObject => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name, ...m }, spec: { containers: [{ name: 'c', image: 'none' }], ...spec } });
-const ownedBy = (uid: string) => ({ ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: `rs-${uid}`, uid, controller: true }] });
 
 t.test('binds to the only node that fits: Ready and schedulable; PodScheduled=True and a Scheduled Event', async (t) => {
   const { addNode, addPod, settle, nodeOf, get, scheduled, eventsOf } = await setup(t);
@@ -124,7 +127,14 @@ t.test('taints: NoSchedule and NoExecute keep Pods off unless tolerated; PreferN
   t.equal(nodeOf('everything'), 'drain', 'an empty key with Exists tolerates every taint (gpu and soft are taken: it spreads by pod count)');
 });
 
-t.test('toleratesTaint, unfitReason and the FitError message (pure)', async (t) => {
+/** The default profile's reason for one Node with `podsOnNode` Pods bound to it, or null when the Pod fits. */
+function unfitReason(pod: KObject, node: KObject, podsOnNode: number): string | null {
+  const bound = Array.from({ length: podsOnNode }, (_, i) => podObj(`b${i}`, { nodeName: String((node.metadata as O)['name']) }));
+  const d = schedule(pod, [nodeInfo(node, bound)], defaultProfile({ defaultSelector: () => null, namespaceLabels: () => undefined }));
+  return d.node === null ? [...d.reasons.keys()].join('; ') : null;
+}
+
+t.test('toleratesTaint, the filters\' reasons and the FitError message (pure)', async (t) => {
   const taint = { key: 'k', value: 'v', effect: 'NoSchedule' };
   t.ok(toleratesTaint({ key: 'k', operator: 'Equal', value: 'v', effect: 'NoSchedule' }, taint));
   t.ok(toleratesTaint({ key: 'k', value: 'v' }, taint), 'operator defaults to Equal; an empty effect matches every effect');
@@ -145,22 +155,23 @@ t.test('toleratesTaint, unfitReason and the FitError message (pure)', async (t) 
   t.equal(fitErrorMessage(0, new Map()), 'no nodes available to schedule pods');
 });
 
-t.test('replicas of one owner spread over the nodes: fewest of the owner, then fewest Pods, then by name', async (t) => {
-  const { addNode, addPod, settle, nodeOf } = await setup(t);
-  for (const n of ['a', 'b', 'c']) await addNode(n);
-  await addPod('other-1', { nodeName: 'a' }, ownedBy('other'));
-  await addPod('other-2', { nodeName: 'a' }, ownedBy('other'));
+t.test('replicas spread over the nodes (PodTopologySpread\'s system defaults over their ReplicaSet); the rest to the emptier node', async (t) => {
+  const { addNode, addPod, settle, nodeOf, rest } = await setup(t);
+  for (const n of ['a', 'b', 'c']) await addNode(n, { allocatable: { cpu: '4', memory: '8Gi', pods: '110' } });
+  const RS = RESOURCES.find((r) => r.resource === 'replicasets')!;
+  for (const app of ['web', 'other']) {
+    await rest.create(RS, 'default', { apiVersion: 'apps/v1', kind: 'ReplicaSet', metadata: { name: app }, spec: { replicas: 0, selector: { matchLabels: { app } }, template: { metadata: { labels: { app } }, spec: { containers: [{ name: 'c', image: 'none' }] } } } });
+  }
+  await addPod('other-1', { nodeName: 'a' }, { labels: { app: 'other' } });
+  await addPod('other-2', { nodeName: 'a' }, { labels: { app: 'other' } });
   for (const i of [1, 2, 3]) {
-    await addPod(`web-${i}`, {}, ownedBy('web'));
+    await addPod(`web-${i}`, {}, { labels: { app: 'web' } });
     await settle();
   }
-  t.same([1, 2, 3].map((i) => nodeOf(`web-${i}`)), ['b', 'c', 'a'], 'one each: the owner\'s spread comes before the node\'s load');
-  await addPod('web-4', {}, ownedBy('web'));
-  await settle();
-  t.equal(nodeOf('web-4'), 'b', 'a tie on both counts: the first by name');
+  t.same([1, 2, 3].map((i) => nodeOf(`web-${i}`)).sort(), ['a', 'b', 'c'], 'one each: the spread of the ReplicaSet\'s Pods outweighs the load of a');
   await addPod('lone');
   await settle();
-  t.equal(nodeOf('lone'), 'c', 'no owner: the node with the fewest Pods');
+  t.not(nodeOf('lone'), 'a', 'no ReplicaSet: the emptier nodes score higher (LeastAllocated on the non-zero requests)');
 });
 
 t.test('a Pod that fits nowhere: Pending, PodScheduled=False Unschedulable with upstream\'s message, a FailedScheduling Event', async (t) => {

@@ -1,49 +1,27 @@
 /**
- * controlplane/controllers/scheduler: kube-scheduler for the embedded
- * control plane, in small. A Pod without spec.nodeName, not terminating and
- * not finished, whose schedulerName is `default-scheduler` (or empty), is
- * bound to a Node through the Pod's `binding` subresource, as kube-scheduler
- * binds (the API server then sets spec.nodeName and PodScheduled=True).
+ * controlplane/controllers/scheduler: kube-scheduler for the embedded control plane. A Pod without spec.nodeName,
+ * not terminating and not finished, whose schedulerName is `default-scheduler` (or empty), goes through one
+ * scheduling cycle of the default profile (controlplane/scheduler/: filter, then score, with upstream's plugins,
+ * order and weights) against the Nodes and the Pods bound to them, and is bound to the best Node through the Pod's
+ * `binding` subresource, as kube-scheduler binds (the API server then sets spec.nodeName and PodScheduled=True).
  *
- * Filters, in the order of upstream's default plugins, the first that fails
- * giving the node's reason:
- * - NodeUnschedulable: `spec.unschedulable` nodes, unless the Pod tolerates
- *   `node.kubernetes.io/unschedulable:NoSchedule`;
- * - TaintToleration: every NoSchedule / NoExecute taint tolerated (operator
- *   Equal or Exists, an empty key with Exists tolerates every taint, an
- *   empty effect every effect). A Node that is not Ready counts as tainted
- *   `node.kubernetes.io/not-ready` (Ready=False) or
- *   `node.kubernetes.io/unreachable` (Unknown or no condition) with
- *   NoSchedule, as the node lifecycle controller taints it upstream
- *   (TaintNodesByCondition), so a Pod tolerating that may still go there;
- * - NodeAffinity: `nodeSelector` and the required node affinity
- *   (matchExpressions In, NotIn, Exists, DoesNotExist, Gt, Lt; matchFields
- *   on metadata.name; terms ORed, a term's requirements ANDed);
- * - NodeResourcesFit, the pod count only: a Node reporting
- *   `status.allocatable.pods` takes at most that many unfinished Pods.
- *   Nothing else of capacity is modelled (no cpu or memory requests are
- *   fitted: nodenet's nodes keep no allocatable accounting).
- * Among the nodes that fit, replicas of one owner (the controller
- * ownerReference's uid) spread: the node with the fewest Pods of that
- * owner, then the fewest Pods, then the first by name (deterministic; not
- * upstream's scoring).
+ * Filters: NodeUnschedulable, TaintToleration (a Node that is not Ready counts as tainted not-ready / unreachable
+ * NoSchedule), NodeAffinity, NodePorts, NodeResourcesFit (requests against allocatable, pods included),
+ * PodTopologySpread, InterPodAffinity. Scores: TaintToleration (3), NodeAffinity (2), NodeResourcesFit
+ * LeastAllocated (1), PodTopologySpread (2; with no constraints of its own, upstream's system defaults over the
+ * Services and ReplicaSets that select the Pod), InterPodAffinity (2), NodeResourcesBalancedAllocation (1). Ties go
+ * to the Node with the fewest Pods, then the first by name (upstream draws one at random).
  *
- * A Pod that fits nowhere stays Pending with PodScheduled=False, reason
- * Unschedulable and upstream's message ("0/3 nodes are available: 1
- * node(s) didn't match Pod's node affinity/selector, 2 node(s) had
- * untolerated taint {node.kubernetes.io/unreachable: }."), written through
- * the status subresource, and a FailedScheduling Warning Event. It is
- * tried again when a Node is added or changes what scheduling reads
- * (labels, taints, unschedulable, Ready, allocatable pods), when a bound
- * Pod goes or finishes, and every `unschedulableRetryMs` (30 s, upstream's
- * unschedulable queue flush). A bound Pod gets a Scheduled Event
- * ("Successfully assigned ns/pod to node"). Pods with schedulingGates wait
- * with PodScheduled=False, reason SchedulingGated. No preemption, no
- * inter-pod affinity, no topology spread constraints.
+ * A Pod that fits nowhere stays Pending with PodScheduled=False, reason Unschedulable and upstream's message
+ * ("0/3 nodes are available: 1 Insufficient cpu, 2 node(s) didn't match pod anti-affinity rules."), written through
+ * the status subresource, and a FailedScheduling Warning Event. It is tried again when a Node is added or changes
+ * what scheduling reads (labels, taints, unschedulable, Ready, allocatable), when a bound Pod goes or finishes, and
+ * every `unschedulableRetryMs` (30 s, upstream's unschedulable queue flush). A bound Pod gets a Scheduled Event
+ * ("Successfully assigned ns/pod to node"). Pods with schedulingGates wait with PodScheduled=False, reason
+ * SchedulingGated. No preemption yet (issue 28).
  *
- * Watch → compare → act through the REST layer, one Pod at a time from a
- * de-duplicated queue; the watch cache is the scheduler's cache (a binding is
- * committed before the next Pod is looked at, so no "assumed" Pods).
+ * Watch → compare → act through the REST layer, one Pod at a time from a de-duplicated queue; the watch cache is the
+ * scheduler's cache (a binding is committed before the next Pod is looked at, so no "assumed" Pods).
  */
 import { ErrorCode, isNodenetError } from '../../lib/errors/errors.js';
 import { F } from '../../lib/log/fields.js';
@@ -52,14 +30,14 @@ import type { Clock } from '../../lib/reconcile/clock.js';
 import { deepEqual } from '../../lib/reconcile/deep-equal.js';
 import { rfc3339, type RestClient } from '../api/rest.js';
 import { RESOURCES } from '../api/resources.js';
-import { quantityNanos } from '../kinds/kinds.js';
 import type { WatchCache } from '../store/watch-cache.js';
 import type { KObject, StoreEvent } from '../store/types.js';
 import { NO_EVENTS, type EventRecorder } from './events.js';
-import { controllerOf } from './replicaset.js';
 import { WorkQueue } from './work-queue.js';
 import { obj, arr, objs, str } from '../../lib/json/loose.js';
-import { toleratesTaint, type Taint, type Toleration } from './taints.js';
+import { defaultProfile, defaultSelector } from '../scheduler/profile.js';
+import { fitErrorMessage, nodeInfos, schedule, type Plugin } from '../scheduler/framework.js';
+import { effectiveTaints } from '../scheduler/plugins.js';
 import { bindPod } from '../registry/pod.js';
 
 type O = Record<string, unknown>;
@@ -68,15 +46,6 @@ const specOf = (o: Readonly<KObject>): O => obj(o['spec']) ?? {};
 const POD = RESOURCES.find((r) => r.resource === 'pods')!;
 
 export const SCHEDULER_NAME = 'default-scheduler';
-
-/** The reasons upstream's filter plugins give, as the FitError message counts them. */
-export const REASON = {
-  unschedulable: 'node(s) were unschedulable',
-  affinity: "node(s) didn't match Pod's node affinity/selector",
-  tooManyPods: 'Too many pods',
-  taint: (t: Taint) => `node(s) had untolerated taint {${t.key}: ${t.value ?? ''}}`,
-} as const;
-
 
 export interface SchedulerOptions {
   readonly rest: RestClient;
@@ -92,81 +61,6 @@ export interface SchedulerOptions {
 }
 
 
-/** A node's taints, with the NoSchedule taint its Ready condition implies when it is not Ready. Pure. */
-export function effectiveTaints(node: Readonly<KObject>): Taint[] {
-  const taints = objs(specOf(node)['taints']).map((t) => ({ key: str(t['key']), value: str(t['value']), effect: str(t['effect']) }));
-  const ready = objs(obj(node['status'])?.['conditions']).find((c) => c['type'] === 'Ready')?.['status'];
-  if (ready !== 'True') {
-    const key = ready === 'False' ? 'node.kubernetes.io/not-ready' : 'node.kubernetes.io/unreachable';
-    if (!taints.some((t) => t.key === key)) taints.push({ key, value: '', effect: 'NoSchedule' });
-  }
-  return taints;
-}
-
-function matchesRequirement(req: O, values: Readonly<Record<string, string>>): boolean {
-  const key = str(req['key']);
-  const has = Object.hasOwn(values, key);
-  const v = values[key];
-  const want = arr(req['values']).map(String);
-  switch (req['operator']) {
-    case 'In': return has && want.includes(v!);
-    case 'NotIn': return !has || !want.includes(v!);
-    case 'Exists': return has;
-    case 'DoesNotExist': return !has;
-    case 'Gt':
-    case 'Lt': {
-      if (!has || want.length !== 1 || !/^-?\d+$/.test(v!) || !/^-?\d+$/.test(want[0]!)) return false;
-      return req['operator'] === 'Gt' ? BigInt(v!) > BigInt(want[0]!) : BigInt(v!) < BigInt(want[0]!);
-    }
-    default: return false;
-  }
-}
-
-/** The Pod's nodeSelector and required node affinity against a Node (NodeAffinity's Filter). Pure. */
-export function matchesNodeAffinity(pod: Readonly<KObject>, node: Readonly<KObject>): boolean {
-  const labels = (obj(meta(node)['labels']) ?? {}) as Record<string, string>;
-  const spec = specOf(pod);
-  for (const [k, v] of Object.entries(obj(spec['nodeSelector']) ?? {})) if (labels[k] !== v) return false;
-  const required = obj(obj(obj(spec['affinity'])?.['nodeAffinity'])?.['requiredDuringSchedulingIgnoredDuringExecution']);
-  if (!required) return true;
-  const fields = { 'metadata.name': str(meta(node)['name']) };
-  return objs(required['nodeSelectorTerms']).some((term) => {
-    const exprs = objs(term['matchExpressions']);
-    const byField = objs(term['matchFields']);
-    // An empty term matches nothing, as upstream's NodeSelector.
-    if (!exprs.length && !byField.length) return false;
-    return exprs.every((e) => matchesRequirement(e, labels)) && byField.every((f) => matchesRequirement(f, fields));
-  });
-}
-
-/**
- * Why `node` cannot take `pod`, in upstream's words, or null when it fits. Pure.
- * @param podsOnNode the unfinished Pods bound to the node
- */
-export function unfitReason(pod: Readonly<KObject>, node: Readonly<KObject>, podsOnNode: number): string | null {
-  const tolerations = objs(specOf(pod)['tolerations']) as Toleration[];
-  const tolerated = (t: Taint) => tolerations.some((tol) => toleratesTaint(tol, t));
-  if (specOf(node)['unschedulable'] === true && !tolerated({ key: 'node.kubernetes.io/unschedulable', effect: 'NoSchedule' })) return REASON.unschedulable;
-  const bad = effectiveTaints(node).find((t) => (t.effect === 'NoSchedule' || t.effect === 'NoExecute') && !tolerated(t));
-  if (bad) return REASON.taint(bad);
-  if (!matchesNodeAffinity(pod, node)) return REASON.affinity;
-  const max = quantityNanos(obj(obj(node['status'])?.['allocatable'])?.['pods']);
-  if (max !== null && BigInt(podsOnNode + 1) * 1_000_000_000n > max) return REASON.tooManyPods;
-  return null;
-}
-
-/** FitError.Error(): "0/3 nodes are available: 1 ..., 2 ...." (the counts sorted as strings, as upstream). Pure. */
-export function fitErrorMessage(nodes: number, reasons: ReadonlyMap<string, number>): string {
-  if (nodes === 0) return 'no nodes available to schedule pods';
-  const parts = [...reasons].map(([r, n]) => `${n} ${r}`).sort();
-  return `0/${nodes} nodes are available: ${parts.join(', ')}.`;
-}
-
-interface Load {
-  total: number;
-  readonly byOwner: Map<string, number>;
-}
-
 const finished = (p: Readonly<KObject>) => ['Succeeded', 'Failed'].includes(str(obj(p['status'])?.['phase']));
 
 /** The Pod is this scheduler's to place. */
@@ -178,7 +72,7 @@ export function wantsScheduling(p: Readonly<KObject>): boolean {
 
 /** What scheduling reads of a Node: a change of it may let a waiting Pod in. */
 function schedulingView(n: Readonly<KObject>): unknown {
-  return [meta(n)['labels'] ?? {}, specOf(n)['taints'] ?? [], specOf(n)['unschedulable'] === true, effectiveTaints(n).map((t) => t.key), obj(obj(n['status'])?.['allocatable'])?.['pods']];
+  return [meta(n)['labels'] ?? {}, specOf(n)['taints'] ?? [], specOf(n)['unschedulable'] === true, effectiveTaints(n).map((t) => t.key), obj(n['status'])?.['allocatable'] ?? null];
 }
 
 /** A Pod without what an update may change regardless of scheduling (status, resourceVersion, managedFields...). */
@@ -196,9 +90,14 @@ export class Scheduler {
   private readonly unschedulable = new Set<string>();
   private flushTimer: unknown = null;
   private stopped = false;
+  private readonly plugins: readonly Plugin[];
 
   constructor(private readonly o: SchedulerOptions) {
     this.events = o.events ?? NO_EVENTS;
+    this.plugins = defaultProfile({
+      defaultSelector: (pod) => defaultSelector(o.cache, pod),
+      namespaceLabels: (ns) => (obj(o.cache.get(`namespaces//${ns}`)?.object.metadata?.['labels']) ?? undefined) as Record<string, string> | undefined,
+    });
     this.work = new WorkQueue({ name: 'scheduler', clock: o.clock, log: o.log, process: (k) => this.sync(k), ...(o.retryMs ? { retryMs: o.retryMs } : {}) });
   }
 
@@ -268,20 +167,10 @@ export class Scheduler {
       return;
     }
     const nodes = this.o.cache.list('nodes').items.map((x) => x.object);
-    const load = this.load();
-    const owner = controllerOf(pod)?.uid;
-    const reasons = new Map<string, number>();
-    const fits: { name: string; mine: number; total: number }[] = [];
-    for (const n of nodes) {
-      const nodeName = str(meta(n)['name']);
-      const l = load.get(nodeName);
-      const why = unfitReason(pod, n, l?.total ?? 0);
-      if (why) reasons.set(why, (reasons.get(why) ?? 0) + 1);
-      else fits.push({ name: nodeName, mine: owner ? (l?.byOwner.get(owner) ?? 0) : 0, total: l?.total ?? 0 });
-    }
-    const best = fits.sort((a, b) => a.mine - b.mine || a.total - b.total || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))[0];
-    if (!best) {
-      const message = fitErrorMessage(nodes.length, reasons);
+    const infos = nodeInfos(nodes, this.o.cache.list('pods').items.map((x) => x.object));
+    const d = schedule(pod, infos, this.plugins);
+    if (d.node === null) {
+      const message = fitErrorMessage(d.nodes, d.reasons);
       const first = !this.unschedulable.has(key);
       this.markUnschedulable(key);
       this.o.log[first ? 'info' : 'debug']({ [F.namespace]: ns, [F.name]: name, [F.reason]: message }, 'scheduler: pod fits no node');
@@ -289,6 +178,7 @@ export class Scheduler {
       await this.setScheduledCondition(pod, 'Unschedulable', message);
       return;
     }
+    const best = { name: d.node };
     try {
       await bindPod(this.o.rest, ns, name, { apiVersion: 'v1', kind: 'Binding', metadata: { name, namespace: ns, uid: meta(pod)['uid'] }, target: { apiVersion: 'v1', kind: 'Node', name: best.name } });
     } catch (e) {
@@ -303,22 +193,6 @@ export class Scheduler {
     this.unschedulable.delete(key);
     this.o.log.info({ [F.namespace]: ns, [F.name]: name, [F.node]: best.name }, 'scheduler: pod bound');
     this.events.event(pod, 'Normal', 'Scheduled', `Successfully assigned ${ns}/${name} to ${best.name}`);
-  }
-
-  /** Unfinished Pods per node, in all and per controller uid. */
-  private load(): Map<string, Load> {
-    const out = new Map<string, Load>();
-    for (const s of this.o.cache.list('pods').items) {
-      const p = s.object;
-      const node = str(specOf(p)['nodeName']);
-      if (!node || finished(p)) continue;
-      let l = out.get(node);
-      if (!l) out.set(node, (l = { total: 0, byOwner: new Map() }));
-      l.total++;
-      const uid = controllerOf(p)?.uid;
-      if (uid) l.byOwner.set(uid, (l.byOwner.get(uid) ?? 0) + 1);
-    }
-    return out;
   }
 
   /** PodScheduled=False with `reason` and `message` through the status subresource; no write when it says so already. */

@@ -9,7 +9,8 @@
  *   default, without RunAllFilters). The reasons, counted over the Nodes, make the FitError message.
  * - Score: each plugin scores every feasible Node in [0, 100] (MaxNodeScore), NormalizeScore brings its scores
  *   into that range, and a Node's score is the sum of each plugin's times its weight. The highest wins; ties go to
- *   the Node first by name (upstream picks one of the tied at random; a fixed order keeps runs reproducible).
+ *   the Node with the fewest Pods, then the first by name (upstream picks one of the tied at random; a fixed order
+ *   keeps runs reproducible).
  */
 import type { KObject } from '../store/types.js';
 import { add, podAmounts, resourceList, type ResourceList } from '../quota/usage.js';
@@ -168,11 +169,9 @@ export function schedule(pod: Readonly<KObject>, nodes: readonly NodeInfo[], plu
       feasible.forEach((n, i) => total.set(n.name, total.get(n.name)! + raw[i]! * (p.weight ?? 1)));
     }
   }
-  let best: string | null = null;
-  for (const n of [...feasible].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
-    if (best === null || total.get(n.name)! > total.get(best)!) best = n.name;
-  }
-  return { node: best!, scores: total };
+  // The highest score; among equals the Node with the fewest Pods, then the first by name.
+  const best = [...feasible].sort((a, b) => total.get(b.name)! - total.get(a.name)! || a.pods.length - b.pods.length || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))[0]!;
+  return { node: best.name, scores: total };
 }
 
 /** helper.DefaultNormalizeScore: scale to [0, max] by the highest; reversed, the highest is 0 (all max when all 0). */
