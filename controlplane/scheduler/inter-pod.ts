@@ -172,14 +172,10 @@ export function interPodAffinity(namespaceLabels: (ns: string) => Labels | undef
       state.set('InterPodAffinity', s);
       return null;
     },
+    // Upstream's order: the Pod's affinity, its anti-affinity, then the placed Pods' anti-affinity.
     filter(_pod, n, state) {
       const s = state.get('InterPodAffinity') as AffinityState;
       const labels = nodeLabels(n);
-      for (const [k, v] of Object.entries(labels)) if (s.existingAnti.has(domainKey(k, v))) return [REASONS.existingAnti];
-      for (const t of s.anti) {
-        const v = labels[t.topologyKey];
-        if (v !== undefined && s.antiDomains.has(domainKey(t.topologyKey, v))) return [REASONS.antiAffinity];
-      }
       let podsExist = true;
       for (const t of s.affinity) {
         const v = labels[t.topologyKey];
@@ -189,6 +185,11 @@ export function interPodAffinity(namespaceLabels: (ns: string) => Labels | undef
       }
       // The first of a group: no Pod anywhere matches the terms, and the Pod matches them itself.
       if (!podsExist && !(s.affinityDomains.size === 0 && s.selfMatch)) return [REASONS.affinity];
+      for (const t of s.anti) {
+        const v = labels[t.topologyKey];
+        if (v !== undefined && s.antiDomains.has(domainKey(t.topologyKey, v))) return [REASONS.antiAffinity];
+      }
+      for (const [k, v] of Object.entries(labels)) if (s.existingAnti.has(domainKey(k, v))) return [REASONS.existingAnti];
       return null;
     },
     score(_pod, n, state) {

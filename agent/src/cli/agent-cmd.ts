@@ -25,6 +25,7 @@ export const AGENT_USAGE = `usage: nodenet agent [--config FILE] [--node-name N]
                      [--metrics-bind-address IP:PORT] [--healthz-bind-address IP:PORT]
                      [--ipvs-scheduler rr|lc|sh|mh|...] [--ipvs-filter true|false] [--ipvs-strict-arp true|false]
                      [--overlay vxlan|none] [--iface IF] [--run-pods true|false] [--kubelet-port 10250]
+                     [--capacity cpu=2,memory=4Gi,pods=30] [--kube-reserved cpu=100m,memory=256Mi] [--system-reserved ...]
                      [--log-level fatal|error|warn|info|debug|trace|silent] [--log-file F]
 Runs the node agent until SIGTERM: the CNI service on a unix socket and, with a proxy mode, Service rules
 for the Services and EndpointSlices it watches on an API server (--kubeconfig: nodenet control-plane's
@@ -37,6 +38,10 @@ serving the API server's log requests on --kubelet-port). With a kubeconfig file
 server the kubernetes EndpointSlice lists through a balancer on 127.0.0.1 that health-checks them every second and
 moves the connections off a dead one (k3s's agent load balancer); --api-server-failover false dials the
 kubeconfig's server only.
+On an API server the Node reports status.capacity (the machine's CPUs, memory, the run directory's filesystem and 110
+pods, or --capacity's values) and status.allocatable (capacity less --kube-reserved, --system-reserved and the
+kubelet's default hard eviction thresholds, memory 100Mi and 10% of the filesystem), which the scheduler fits Pods'
+requests against, as the kubelet's.
 Flags override the config file's keys.`;
 
 const SPECS: FlagSpecs = Object.fromEntries([['config', { type: 'string' }], ...Object.keys(FLAG_KEYS).map((k) => [k, { type: 'string' }])]);

@@ -77,3 +77,13 @@ t.test('nodePortAddresses and serviceCIDR: defaults, the flag forms, errors nami
   t.throws(() => parseAgentConfig({ serviceCIDR: 'fd00::/108' }), /config serviceCIDR: must be one IPv4 CIDR/);
   t.throws(() => parseAgentConfig({ serviceCIDR: '10.96.0.0/40' }), /config serviceCIDR: must be an IPv4 CIDR/);
 });
+
+t.test('capacity, kubeReserved, systemReserved: name=quantity lists (flags) or objects (file); bad ones refused', async (t) => {
+  const c = parseAgentConfig({ capacity: 'cpu=2,memory=4Gi,pods=30', kubeReserved: { cpu: '100m', memory: '256Mi' } });
+  t.same(c.capacity, { cpu: '2', memory: '4Gi', pods: '30' });
+  t.same(c.kubeReserved, { cpu: '100m', memory: '256Mi' });
+  t.equal(c.systemReserved, null);
+  t.throws(() => parseAgentConfig({ capacity: 'cpu=two' }), /config capacity: --capacity: cpu="two" is not a non-negative quantity/);
+  t.throws(() => parseAgentConfig({ systemReserved: 'gpus=1' }), /config systemReserved: --system-reserved: "gpus" is not a resource nodenet reports/);
+  t.throws(() => parseAgentConfig({ kubeReserved: [1] }), /must be name=quantity/);
+});

@@ -5,6 +5,7 @@
  * Paths default to the usual places on a real node (/run/nodenet,
  * /var/lib/nodenet). Tests and the demo give every virtual node its own.
  */
+import { parseResourceMap } from '../node/capacity.js';
 import { isIP } from 'node:net';
 import { ErrorCode, NodenetError } from '../../../lib/errors/errors.js';
 import { parseCidr, type Cidr } from '../../../lib/net/ip.js';
@@ -91,6 +92,14 @@ export interface AgentConfig {
   readonly runPods: boolean;
   /** Where the embedded kubelet serves the API server's log requests, on the node's primary IP (kubelet's 10250). */
   readonly kubeletPort: number;
+  /**
+   * What the Node reports it has, replacing the machine's (cpu, memory, ephemeral-storage, pods, extended
+   * resources): lab nodes share one machine. null: the machine's (node/capacity.ts).
+   */
+  readonly capacity: Readonly<Record<string, string>> | null;
+  /** The kubelet's --kube-reserved and --system-reserved: taken from capacity to make allocatable. */
+  readonly kubeReserved: Readonly<Record<string, string>> | null;
+  readonly systemReserved: Readonly<Record<string, string>> | null;
   readonly logLevel: LogLevel;
   /** A file for the agent's logs; stderr when null. */
   readonly logFile: string | null;
@@ -126,9 +135,25 @@ export const DEFAULTS: AgentConfig = {
   underlayInterface: null,
   runPods: false,
   kubeletPort: 10250,
+  capacity: null,
+  kubeReserved: null,
+  systemReserved: null,
   logLevel: 'info',
   logFile: null,
 };
+
+/** `name=quantity,...` (a flag) or an object of quantities (the config file): node/capacity.ts's rules. */
+function resourceMapField(o: Record<string, unknown>, key: string, flag: string): Record<string, string> | null {
+  const v = o[key];
+  if (v === undefined || v === null) return null;
+  const text = typeof v === 'string' ? v : typeof v === 'object' && !Array.isArray(v) ? Object.entries(v).map(([k, q]) => `${k}=${String(q)}`).join(',') : null;
+  if (text === null) throw bad(key, 'must be name=quantity,... or an object of quantities');
+  try {
+    return parseResourceMap(flag, text);
+  } catch (e) {
+    throw bad(key, (e as Error).message);
+  }
+}
 
 function bad(field: string, msg: string): NodenetError {
   return new NodenetError(ErrorCode.InvalidConfig, `config ${field}: ${msg}`);
@@ -282,6 +307,9 @@ export function parseAgentConfig(raw: unknown): AgentConfig {
     underlayInterface,
     runPods,
     kubeletPort,
+    capacity: resourceMapField(o, 'capacity', '--capacity'),
+    kubeReserved: resourceMapField(o, 'kubeReserved', '--kube-reserved'),
+    systemReserved: resourceMapField(o, 'systemReserved', '--system-reserved'),
     logLevel: logLevel as LogLevel,
     logFile: str(o, 'logFile') ?? null,
   };
@@ -318,6 +346,9 @@ export const FLAG_KEYS: Readonly<Record<string, keyof AgentConfig>> = {
   iface: 'underlayInterface',
   'run-pods': 'runPods',
   'kubelet-port': 'kubeletPort',
+  capacity: 'capacity',
+  'kube-reserved': 'kubeReserved',
+  'system-reserved': 'systemReserved',
   'log-level': 'logLevel',
   'log-file': 'logFile',
 };

@@ -38,6 +38,8 @@ export const REPO = packageRoot();
 export const AGENT_JS = `${distDir()}nodenet.js`;
 export const SHIM = shimPath();
 export const PAUSE = pausePath();
+/** What a lab node reports it has (the agent's --capacity): a share of the machine, fixed. */
+export const LAB_NODE_CAPACITY = 'cpu=2,memory=4Gi,ephemeral-storage=20Gi,pods=110';
 
 /** Runs set-up commands for a lab: `run` throws on failure, `ok` returns the failure. */
 export class Shell {
@@ -407,6 +409,9 @@ export class VNode {
       cniSocket: this.socket,
       logFile: this.logFile,
       logLevel: 'debug',
+      // Lab nodes share one machine: each reports a share of its own, the same on every machine, so that a demo
+      // that fills a node behaves the same everywhere (a config's `capacity` replaces it).
+      capacity: LAB_NODE_CAPACITY,
       ...this.opts.config,
     };
   }

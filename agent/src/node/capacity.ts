@@ -11,7 +11,8 @@
  * Pure but for `machineCapacity`, which reads the machine.
  */
 import { cpus, totalmem } from 'node:os';
-import { statfsSync } from 'node:fs';
+import { existsSync, statfsSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { ErrorCode, NodenetError } from '../../../lib/errors/errors.js';
 import { formatQuantity, parseQuantityFormat } from '../../../controlplane/kinds/common.js';
 
@@ -26,7 +27,10 @@ const NAMES = ['cpu', 'memory', 'ephemeral-storage', 'pods'];
 
 /** The machine's capacity: CPUs, memory, the filesystem holding `rootDir`, and --max-pods. */
 export function machineCapacity(rootDir: string, maxPods = DEFAULT_MAX_PODS): Record<string, string> {
-  const fs = statfsSync(rootDir);
+  // The directory may not exist yet: its nearest existing ancestor is on the same filesystem.
+  let dir = rootDir;
+  while (!existsSync(dir) && dirname(dir) !== dir) dir = dirname(dir);
+  const fs = statfsSync(dir);
   return {
     cpu: String(cpus().length),
     memory: `${Math.floor(totalmem() / 1024)}Ki`,

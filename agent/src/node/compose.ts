@@ -5,6 +5,7 @@
  * Everything else takes them as deps (the Agent, the proxy host, the CLI
  * commands), so each runs on fakes in a unit test.
  */
+import { machineCapacity, nodeResources } from './capacity.js';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { release } from 'node:os';
@@ -230,13 +231,19 @@ async function apiFailover(kubeconfig: string, runDir: string, log: Logger): Pro
   };
 }
 
+/** What the Node has and what Pods may use of it, as the kubelet computes them (node/capacity.ts). */
+function resourcesOf(cfg: AgentConfig): { capacity: Record<string, string>; allocatable: Record<string, string> } {
+  return nodeResources(machineCapacity(cfg.runDir), { ...(cfg.capacity ? { capacity: cfg.capacity } : {}), ...(cfg.kubeReserved ? { kubeReserved: cfg.kubeReserved } : {}), ...(cfg.systemReserved ? { systemReserved: cfg.systemReserved } : {}) });
+}
+
 /** The Node's registration and Lease on the API server (watch/node-registration.ts), loaded when started. */
 function registrationComponent(cfg: AgentConfig, node: NetlinkOps, log: Logger): AgentRegistration {
   let registration: NodeRegistration | null = null;
   return {
     async start() {
       const [{ NodeRegistration: Registration }, { loadKubeConfig }] = await Promise.all([nodeRegistration(), kubeWatch()]);
-      registration = new Registration({ kubeconfig: loadKubeConfig(cfg.kubeconfig!), nodeName: cfg.nodeName, addresses: await internalIPs(node, cfg.bridge), clock: realClock, log, leaseSeconds: cfg.nodeLeaseDurationSeconds, leaseMs: (cfg.nodeLeaseDurationSeconds * 1000) / 4, ...(cfg.runPods ? { kubeletPort: cfg.kubeletPort } : {}) });
+      const res = resourcesOf(cfg);
+      registration = new Registration({ kubeconfig: loadKubeConfig(cfg.kubeconfig!), nodeName: cfg.nodeName, addresses: await internalIPs(node, cfg.bridge), capacity: res.capacity, allocatable: res.allocatable, clock: realClock, log, leaseSeconds: cfg.nodeLeaseDurationSeconds, leaseMs: (cfg.nodeLeaseDurationSeconds * 1000) / 4, ...(cfg.runPods ? { kubeletPort: cfg.kubeletPort } : {}) });
       await registration.start();
     },
     podCIDR: async () => registration?.podCIDR() ?? null,
@@ -348,7 +355,7 @@ async function kubeletStarter(cfg: AgentConfig, node: { listLinks(): Promise<Nod
   if (!hostIP) throw new NodenetError(ErrorCode.InvalidConfig, 'runPods: the node has no primary IPv4 address for the kubelet to serve on');
   return async (cni) => {
     const [{ startKubelet }, { loadKubeConfig }] = await Promise.all([embeddedKubelet(), kubeWatch()]);
-    return startKubelet({ kubeconfig: loadKubeConfig(cfg.kubeconfig!), nodeName: cfg.nodeName, hostIP, kubeletPort: cfg.kubeletPort, runDir: cfg.runDir, pauseBin: pausePath(), bridge: cfg.bridge, cni, clock: realClock, log });
+    return startKubelet({ kubeconfig: loadKubeConfig(cfg.kubeconfig!), nodeName: cfg.nodeName, hostIP, kubeletPort: cfg.kubeletPort, allocatable: resourcesOf(cfg).allocatable, runDir: cfg.runDir, pauseBin: pausePath(), bridge: cfg.bridge, cni, clock: realClock, log });
   };
 }
 

@@ -642,3 +642,18 @@ t.test('an adopted Pod (agent restart) has its volumes set up again (a new token
   t.notOk(s.runtime.calls.some((c) => c.startsWith('startContainer') || c.startsWith('startSandbox')), 'nothing started');
   t.equal(statusOf(s, 'kept')['phase'], 'Running');
 });
+
+t.test('admission: a Pod whose requests do not fit what the admitted Pods leave of allocatable is rejected (OutOfcpu), never run; room again once one goes', async (t) => {
+  const s = await setup(t);
+  const req = (cpu: string) => ({ containers: [container('app', { resources: { requests: { cpu } } })] });
+  await running(s, 'big', req('1500m'));
+  t.equal(statusOf(s, 'big')['phase'], 'Running');
+  const uid = String(meta(s.api.createPod(pod('late', req('600m'))))['uid']);
+  await s.run(0);
+  t.match(statusOf(s, 'late'), { phase: 'Failed', reason: 'OutOfcpu', message: "Pod was rejected: Node didn't have enough resource: cpu, requested: 600, used: 1500, capacity: 2000" });
+  t.same(reasons(s, 'late'), ['Warning OutOfcpu']);
+  t.notOk(s.runtime.calls.some((c) => c.includes(uid)), 'nothing started for it');
+  await running(s, 'small', req('500m'));
+  t.equal(statusOf(s, 'small')['phase'], 'Running', 'one that fits is admitted');
+  t.match(statusOf(s, 'late'), { phase: 'Failed' }, 'a rejected Pod stays rejected (its controller makes another)');
+});

@@ -76,6 +76,7 @@ import { describeProblems, imageProblem, planPod, type ContainerPlan, type Field
 import { expand, resolveEnv, type EnvResult } from './env.js';
 import type { ObjectKind, PodObjects } from './objects.js';
 import { quantityNanos, type NodeAllocatable } from './quantity.js';
+import { podAmounts } from '../../../controlplane/quota/usage.js';
 
 import { TokenManager, type IssuedToken, type TokenRequestSpec } from './token-manager.js';
 import { etcHosts, podObjectRefs, podTokenSpecs, volumePayload, type TokenSpec, type VolumeContext } from './volumes.js';
@@ -129,8 +130,11 @@ export interface KubeletOptions {
   readonly probe?: Prober;
   /** The ConfigMaps, Secrets and Services the Pods read (object-watch.ts; the fake API in tests). */
   readonly objects: PodObjects;
-  /** The node's allocatable resources: the limits the downward API reads (nodenet sets none). */
-  readonly node: NodeAllocatable;
+  /**
+   * The node's allocatable resources (the Node's status.allocatable): the limits the downward API reads for a
+   * container without its own, and what the kubelet admits Pods against (`pods` too, when given).
+   */
+  readonly node: NodeAllocatable & Readonly<Record<string, string>>;
   /** Randomness for the token refresh jitter (default Math.random). */
   readonly random?: () => number;
 }
@@ -196,6 +200,10 @@ interface PodState {
   retryConfig: boolean;
   /** The labels and annotations last seen (the downward API's). */
   metaSeen: string;
+  /** Refused at admission (the kubelet's OutOfcpu, OutOfmemory, OutOfpods ...): Failed with this, never run. */
+  rejected: { readonly reason: string; readonly message: string } | null;
+  /** Admitted: its requests count against the node's allocatable. */
+  admitted: boolean;
 }
 
 export interface LogTarget {
@@ -354,7 +362,7 @@ export class Kubelet {
   // --- the worker ------------------------------------------------------------------------------------------
 
   private newState(uid: string, namespace: string, name: string): PodState & { adopted?: PodRecord } {
-    return { uid, namespace, name, pod: null, deleted: false, plan: null, problems: null, sandbox: null, sandboxStart: '', podIP: null, startedAt: null, ctrs: new Map(), finished: false, lastPosted: null, lastPostedRv: '', sandboxRetryAt: 0, sandboxDirty: false, busy: false, again: false, wake: null, wakeMs: 0, forgotten: false, registered: false, volumesReady: false, volumesDirty: true, nextVolumeSync: 0, mountErrors: new Map(), retryConfig: false, metaSeen: '' };
+    return { uid, namespace, name, pod: null, deleted: false, plan: null, problems: null, sandbox: null, sandboxStart: '', podIP: null, startedAt: null, ctrs: new Map(), finished: false, lastPosted: null, lastPostedRv: '', sandboxRetryAt: 0, sandboxDirty: false, busy: false, again: false, wake: null, wakeMs: 0, forgotten: false, registered: false, volumesReady: false, volumesDirty: true, nextVolumeSync: 0, mountErrors: new Map(), retryConfig: false, metaSeen: '', rejected: null, admitted: false };
   }
 
   private kick(p: PodState): void {
@@ -426,7 +434,19 @@ export class Kubelet {
       }
     }
     const phaseNow = str(obj(pod['status'])?.['phase']);
-    if (p.problems) {
+    if (!p.problems && !p.admitted && !p.rejected) {
+      // The kubelet's admission (lifecycle's resource predicate): an adopted Pod, or one already running, was
+      // admitted before; a new one must fit what the Pods admitted before it request.
+      if (p.sandbox || phaseNow === 'Running' || phaseNow === 'Succeeded' || phaseNow === 'Failed') p.admitted = true;
+      else {
+        p.rejected = this.admissionRefusal(p);
+        if (p.rejected) {
+          this.event(p, 'Warning', p.rejected.reason, p.rejected.message);
+          this.log.warn({ [F.pod]: key, [F.reason]: p.rejected.reason }, p.rejected.message);
+        } else p.admitted = true;
+      }
+    }
+    if (p.problems || p.rejected) {
       await this.postStatus(p);
       return;
     }
@@ -957,6 +977,32 @@ export class Kubelet {
 
   // --- status ----------------------------------------------------------------------------------------------
 
+  /**
+   * The kubelet's resource admission: the Pod's requests (resourcehelper's, init containers included) with those of
+   * every Pod admitted and not finished must fit the node's allocatable, and the Pods must fit its `pods`; else the
+   * kubelet's rejection, `OutOf<resource>` with "Node didn't have enough resource: cpu, requested: 500, used: 1800,
+   * capacity: 2000" (cpu in milli-cores, the rest in units).
+   */
+  private admissionRefusal(p: PodState): { reason: string; message: string } | null {
+    const alloc = this.o.node as Readonly<Record<string, string>>;
+    const others = [...this.pods.values()].filter((x) => x !== p && x.admitted && !x.finished && !x.deleted && x.pod);
+    const maxPods = alloc['pods'] !== undefined ? quantityNanos(alloc['pods']) : null;
+    if (maxPods !== null && BigInt(others.length + 1) * 1_000_000_000n > maxPods) {
+      return { reason: 'OutOfpods', message: `Pod was rejected: Node didn't have enough resource: pods, requested: 1, used: ${others.length}, capacity: ${maxPods / 1_000_000_000n}` };
+    }
+    const units = (r: string, n: bigint) => (r === 'cpu' ? (n + 999_999n) / 1_000_000n : (n + 999_999_999n) / 1_000_000_000n);
+    const want = podAmounts(obj(p.pod!['spec']) ?? {}, 'requests');
+    for (const [r, q] of [...want].sort(([a], [b]) => (a < b ? -1 : 1))) {
+      const need = units(r, q.nanos);
+      if (need <= 0n || alloc[r] === undefined) continue;
+      let used = 0n;
+      for (const x of others) used += units(r, podAmounts(obj(x.pod!['spec']) ?? {}, 'requests').get(r)?.nanos ?? 0n);
+      const cap = units(r, quantityNanos(alloc[r]) ?? 0n);
+      if (used + need > cap) return { reason: `OutOf${r}`, message: `Pod was rejected: Node didn't have enough resource: ${r}, requested: ${need}, used: ${used}, capacity: ${cap}` };
+    }
+    return null;
+  }
+
   private view(p: PodState): PodView {
     const containers: ContainerView[] = (p.plan?.containers ?? []).map((cp) => {
       const c = p.ctrs.get(cp.name)!;
@@ -968,12 +1014,13 @@ export class Kubelet {
       if (c.last) return { name: cp.name, image: cp.image, containerID, state: { terminated: c.last }, lastState: c.previous, restartCount: c.restartCount, ready: false, started: false };
       return { name: cp.name, image: cp.image, containerID, state: { waiting: { reason: 'ContainerCreating' } }, lastState: null, restartCount: 0, ready: false, started: false };
     });
-    const failed = p.problems ? { reason: 'UnsupportedPodSpec', message: describeProblems(p.problems) } : undefined;
+    const failed = p.problems ? { reason: 'UnsupportedPodSpec', message: describeProblems(p.problems) } : p.rejected ?? undefined;
     const specContainers = (obj(p.pod?.['spec'])?.['containers'] as unknown[] | undefined) ?? [];
-    const rejected: ContainerView[] = p.problems
-      ? specContainers.map((x) => ({ name: str(obj(x)?.['name']), image: str(obj(x)?.['image']), containerID: '', state: { waiting: { reason: 'UnsupportedPodSpec' } }, lastState: null, restartCount: 0, ready: false, started: false }))
+    const refused = !!(p.problems || p.rejected);
+    const rejected: ContainerView[] = refused
+      ? specContainers.map((x) => ({ name: str(obj(x)?.['name']), image: str(obj(x)?.['image']), containerID: '', state: { waiting: { reason: failed!.reason } }, lastState: null, restartCount: 0, ready: false, started: false }))
       : [];
-    return { restartPolicy: p.plan?.restartPolicy ?? 'Never', podIP: p.podIP, hostIP: this.o.hostIP, startTime: p.startedAt ?? (p.problems ? this.o.clock.now() : null), containers: p.problems ? rejected : containers, ...(failed ? { failed } : {}) };
+    return { restartPolicy: p.plan?.restartPolicy ?? 'Never', podIP: p.podIP, hostIP: this.o.hostIP, startTime: p.startedAt ?? (refused ? this.o.clock.now() : null), containers: refused ? rejected : containers, ...(failed ? { failed } : {}) };
   }
 
   private async postStatus(p: PodState): Promise<void> {

@@ -38,6 +38,8 @@ export interface StartKubeletOptions {
   readonly nodeName: string;
   readonly hostIP: string;
   readonly kubeletPort: number;
+  /** The Node's status.allocatable (node/capacity.ts); absent: the machine's CPUs, memory and filesystem. */
+  readonly allocatable?: Readonly<Record<string, string>>;
   readonly runDir: string;
   readonly pauseBin: string;
   readonly bridge: string;
@@ -61,7 +63,7 @@ export async function startKubelet(o: StartKubeletOptions): Promise<RunningKubel
   await objects.start();
   const kubelet = new Kubelet({
     objects,
-    node: nodeAllocatable(o.runDir),
+    node: o.allocatable ? { ...nodeAllocatable(o.runDir), ...o.allocatable } : nodeAllocatable(o.runDir),
     nodeName: o.nodeName,
     hostIP: o.hostIP,
     runtime: new ProcessPodRuntime({ runDir: o.runDir, pauseBin: o.pauseBin }),
@@ -111,7 +113,7 @@ export async function startKubelet(o: StartKubeletOptions): Promise<RunningKubel
 }
 
 /** The node's CPUs, memory and the run directory's filesystem, as quantities. */
-function nodeAllocatable(runDir: string): NodeAllocatable {
+function nodeAllocatable(runDir: string): NodeAllocatable & Readonly<Record<string, string>> {
   let storage = 0n;
   try {
     const st = statfsSync(runDir, { bigint: true });

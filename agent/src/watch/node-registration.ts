@@ -24,7 +24,9 @@ export interface NodeRegistrationOptions {
   readonly kubeconfig: KubeConfig;
   readonly nodeName: string;
   readonly addresses: readonly string[];
+  /** status.capacity; allocatable defaults to it (node/capacity.ts computes both as the kubelet does). */
   readonly capacity?: Readonly<Record<string, string>>;
+  readonly allocatable?: Readonly<Record<string, string>>;
   readonly clock: Clock;
   readonly log: Logger;
   /** How often the Lease is renewed (ms); default 10 s. */
@@ -67,7 +69,7 @@ export class NodeRegistration {
     const now = new Date(this.o.clock.now());
     return {
       addresses: [...this.o.addresses.map((a) => ({ type: 'InternalIP', address: a })), { type: 'Hostname', address: this.o.nodeName }],
-      ...(this.o.capacity ? { capacity: { ...this.o.capacity }, allocatable: { ...this.o.capacity } } : {}),
+      ...(this.o.capacity ? { capacity: { ...this.o.capacity }, allocatable: { ...(this.o.allocatable ?? this.o.capacity) } } : {}),
       ...(this.o.kubeletPort ? { daemonEndpoints: { kubeletEndpoint: { Port: this.o.kubeletPort } } } : {}),
       conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'nodenet agent is posting ready status', lastHeartbeatTime: now, lastTransitionTime: now }],
       nodeInfo: { architecture: process.arch === 'x64' ? 'amd64' : process.arch, operatingSystem: 'linux', kernelVersion: '', osImage: '', containerRuntimeVersion: 'nodenet', kubeletVersion: 'nodenet', kubeProxyVersion: 'nodenet', bootID: '', machineID: '', systemUUID: '' },

@@ -1,0 +1,103 @@
+/**
+ * The scheduler's filters and scores through the real kubectl (issue 28), against a control plane whose Nodes report
+ * what they have (status.allocatable posted as a kubelet posts it; no agents: binding is the scheduler's whole job,
+ * so the Pods stay bound and Pending): replicas that do not all fit leave one Pending with "Insufficient cpu" in
+ * `kubectl describe pod`, scheduled once a Node with room appears; required pod anti-affinity places one replica per
+ * node and says why the last waits; a topology spread constraint with maxSkew 1 over 3 nodes. No root needed.
+ */
+import t from 'tap';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { execa } from 'execa';
+import { startControlPlane } from '../controlplane/control-plane.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'nn-sched-'));
+const cp = await startControlPlane({ host: '127.0.0.1', port: 0, version: '0.1.0', dataDir: dir, nodes: ['n1', 'n2', 'n3', 'n4'] });
+t.teardown(async () => {
+  await cp.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const kubectl = async (args: string[], input?: string) => {
+  const r = await execa('kubectl', ['--kubeconfig', cp.kubeconfig, ...args], { reject: false, timeout: 60_000, ...(input !== undefined ? { input } : {}) });
+  return { code: r.exitCode ?? -1, out: String(r.stdout), err: String(r.stderr) };
+};
+const ok = async (args: string[], input?: string) => {
+  const r = await kubectl(args, input);
+  if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')} failed: ${r.err}`);
+  return r.out;
+};
+const waitFor = async (what: string, f: () => Promise<boolean>) => {
+  for (let i = 0; i < 200; i++) {
+    if (await f()) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+};
+
+async function addNode(name: string, zone: string): Promise<void> {
+  await ok(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'Node', metadata: { name, labels: { 'kubernetes.io/hostname': name, 'topology.kubernetes.io/zone': zone } } }));
+  await ok(['patch', 'node', name, '--subresource=status', '--type=merge', '-p', JSON.stringify({ status: {
+    capacity: { cpu: '2', memory: '4Gi', pods: '110' }, allocatable: { cpu: '2', memory: '4Gi', pods: '110' },
+    conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'test', lastHeartbeatTime: new Date().toISOString(), lastTransitionTime: new Date().toISOString() }],
+  } })]);
+}
+const deployment = (name: string, replicas: number, spec: object, cpu = '100m') => JSON.stringify({
+  apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name },
+  spec: { replicas, selector: { matchLabels: { app: name } }, template: { metadata: { labels: { app: name } }, spec: { containers: [{ name: 'c', image: 'nodenet/host', command: ['sleep', '1000'], resources: { requests: { cpu } } }], ...spec } } },
+});
+const pods = async (app: string) => JSON.parse(await ok(['get', 'pods', '-l', `app=${app}`, '-o', 'json'])) as { items: { metadata: { name: string }; spec: { nodeName?: string } }[] };
+const placement = async (app: string) => (await pods(app)).items.map((p) => p.spec.nodeName ?? '');
+
+/** The Deployment and its Pods, at once (no kubelet here finishes a graceful deletion). */
+async function remove(app: string): Promise<void> {
+  await ok(['delete', 'deployment', app]);
+  await ok(['delete', 'pods', '-l', `app=${app}`, '--grace-period=0', '--force']);
+  await waitFor(`${app} gone`, async () => (await pods(app)).items.length === 0);
+}
+
+for (const [n, z] of [['n1', 'z1'], ['n2', 'z1'], ['n3', 'z2']] as const) await addNode(n, z);
+
+t.test('replicas that do not all fit: one Pending, and `kubectl describe pod` says "Insufficient cpu"; scheduled when a Node with room comes', async (t) => {
+  await ok(['apply', '-f', '-'], deployment('hog', 4, {}, '1500m'));
+  await waitFor('three bound', async () => (await placement('hog')).filter(Boolean).length === 3 && (await placement('hog')).length === 4);
+  t.same((await placement('hog')).filter(Boolean).sort(), ['n1', 'n2', 'n3'], 'one per node: 1.5 of 2 cpus each');
+  const pending = (await pods('hog')).items.find((p) => !p.spec.nodeName)!.metadata.name;
+  await waitFor('the FailedScheduling event', async () => /FailedScheduling/.test((await kubectl(['describe', 'pod', pending])).out));
+  const describe = await ok(['describe', 'pod', pending]);
+  t.match(describe, /Status:\s+Pending/);
+  t.match(describe, /Warning\s+FailedScheduling\s+.*default-scheduler\s+0\/3 nodes are available: 3 Insufficient cpu\./);
+  t.match(await ok(['get', 'pod', pending, '-o', 'jsonpath={.status.conditions[?(@.type=="PodScheduled")].reason}']), 'Unschedulable');
+  await addNode('n4', 'z2');
+  await waitFor('the Pending one scheduled on n4', async () => (await placement('hog')).filter((n) => n === 'n4').length === 1);
+  t.pass('the new Node took it');
+  await remove('hog');
+});
+
+t.test('required pod anti-affinity: one replica per node; the replica with no node left says why', async (t) => {
+  const anti = { affinity: { podAntiAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [{ labelSelector: { matchLabels: { app: 'solo' } }, topologyKey: 'kubernetes.io/hostname' }] } } };
+  await ok(['apply', '-f', '-'], deployment('solo', 5, anti));
+  await waitFor('four bound', async () => (await placement('solo')).filter(Boolean).length === 4 && (await placement('solo')).length === 5);
+  t.same((await placement('solo')).filter(Boolean).sort(), ['n1', 'n2', 'n3', 'n4']);
+  const pending = (await pods('solo')).items.find((p) => !p.spec.nodeName)!.metadata.name;
+  await waitFor('the FailedScheduling event', async () => /FailedScheduling/.test((await kubectl(['describe', 'pod', pending])).out));
+  const d = await ok(['describe', 'pod', pending]);
+  t.match(d, /0\/4 nodes are available: 4 node\(s\) didn't match pod anti-affinity rules\./, d.slice(d.indexOf('Events:')));
+  await remove('solo');
+});
+
+t.test('topologySpreadConstraints maxSkew 1 over the hostname: 8 replicas on 4 nodes, two each', async (t) => {
+  const spread = { topologySpreadConstraints: [{ maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'DoNotSchedule', labelSelector: { matchLabels: { app: 'even' } } }] };
+  await ok(['apply', '-f', '-'], deployment('even', 8, spread));
+  await waitFor('all bound', async () => { const p = await placement('even'); return p.length === 8 && p.every(Boolean); });
+  const per = new Map<string, number>();
+  for (const n of await placement('even')) per.set(n, (per.get(n) ?? 0) + 1);
+  t.same([...per.values()], [2, 2, 2, 2], `two per node: ${JSON.stringify([...per])}`);
+  // By zone, maxSkew 1 over z1 (n1, n2) and z2 (n3, n4): a DoNotSchedule zone spread of 3 replicas splits 2 / 1.
+  const zoned = { topologySpreadConstraints: [{ maxSkew: 1, topologyKey: 'topology.kubernetes.io/zone', whenUnsatisfiable: 'DoNotSchedule', labelSelector: { matchLabels: { app: 'zoned' } } }] };
+  await ok(['apply', '-f', '-'], deployment('zoned', 3, zoned));
+  await waitFor('zoned bound', async () => { const p = await placement('zoned'); return p.length === 3 && p.every(Boolean); });
+  const zones = (await placement('zoned')).map((n) => (n === 'n1' || n === 'n2' ? 'z1' : 'z2'));
+  t.ok(Math.abs(zones.filter((z) => z === 'z1').length - zones.filter((z) => z === 'z2').length) <= 1, `zones ${zones.join(',')}`);
+});
