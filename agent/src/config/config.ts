@@ -5,7 +5,7 @@
  * Paths default to the usual places on a real node (/run/nodenet,
  * /var/lib/nodenet). Tests and the demo give every virtual node its own.
  */
-import { parseResourceMap } from '../node/capacity.js';
+import { parseResourceMap } from './capacity.js';
 import { isIP } from 'node:net';
 import { ErrorCode, NodenetError } from '../../../lib/errors/errors.js';
 import { parseCidr, type Cidr } from '../../../lib/net/ip.js';
@@ -94,7 +94,7 @@ export interface AgentConfig {
   readonly kubeletPort: number;
   /**
    * What the Node reports it has, replacing the machine's (cpu, memory, ephemeral-storage, pods, extended
-   * resources): lab nodes share one machine. null: the machine's (node/capacity.ts).
+   * resources): lab nodes share one machine. null: the machine's (config/capacity.ts).
    */
   readonly capacity: Readonly<Record<string, string>> | null;
   /** The kubelet's --kube-reserved and --system-reserved: taken from capacity to make allocatable. */
@@ -142,7 +142,7 @@ export const DEFAULTS: AgentConfig = {
   logFile: null,
 };
 
-/** `name=quantity,...` (a flag) or an object of quantities (the config file): node/capacity.ts's rules. */
+/** `name=quantity,...` (a flag) or an object of quantities (the config file): config/capacity.ts's rules. */
 function resourceMapField(o: Record<string, unknown>, key: string, flag: string): Record<string, string> | null {
   const v = o[key];
   if (v === undefined || v === null) return null;

@@ -5,7 +5,7 @@
  * Everything else takes them as deps (the Agent, the proxy host, the CLI
  * commands), so each runs on fakes in a unit test.
  */
-import { machineCapacity, nodeResources } from './capacity.js';
+import { machineCapacity, nodeResources } from '../config/capacity.js';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { release } from 'node:os';
@@ -231,7 +231,7 @@ async function apiFailover(kubeconfig: string, runDir: string, log: Logger): Pro
   };
 }
 
-/** What the Node has and what Pods may use of it, as the kubelet computes them (node/capacity.ts). */
+/** What the Node has and what Pods may use of it, as the kubelet computes them (config/capacity.ts). */
 function resourcesOf(cfg: AgentConfig): { capacity: Record<string, string>; allocatable: Record<string, string> } {
   return nodeResources(machineCapacity(cfg.runDir), { ...(cfg.capacity ? { capacity: cfg.capacity } : {}), ...(cfg.kubeReserved ? { kubeReserved: cfg.kubeReserved } : {}), ...(cfg.systemReserved ? { systemReserved: cfg.systemReserved } : {}) });
 }

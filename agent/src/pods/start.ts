@@ -38,7 +38,7 @@ export interface StartKubeletOptions {
   readonly nodeName: string;
   readonly hostIP: string;
   readonly kubeletPort: number;
-  /** The Node's status.allocatable (node/capacity.ts); absent: the machine's CPUs, memory and filesystem. */
+  /** The Node's status.allocatable (config/capacity.ts); absent: the machine's CPUs, memory and filesystem. */
   readonly allocatable?: Readonly<Record<string, string>>;
   readonly runDir: string;
   readonly pauseBin: string;

@@ -24,7 +24,7 @@ export interface NodeRegistrationOptions {
   readonly kubeconfig: KubeConfig;
   readonly nodeName: string;
   readonly addresses: readonly string[];
-  /** status.capacity; allocatable defaults to it (node/capacity.ts computes both as the kubelet does). */
+  /** status.capacity; allocatable defaults to it (config/capacity.ts computes both as the kubelet does). */
   readonly capacity?: Readonly<Record<string, string>>;
   readonly allocatable?: Readonly<Record<string, string>>;
   readonly clock: Clock;

@@ -1,5 +1,5 @@
 /**
- * node/capacity: what a Node reports it has (status.capacity) and what Pods may use of it (status.allocatable),
+ * config/capacity: what a Node reports it has (status.capacity) and what Pods may use of it (status.allocatable),
  * as the kubelet computes them (pkg/kubelet/cm: GetNodeAllocatableReservation):
  *
  *   capacity     cpu (the machine's CPUs), memory, ephemeral-storage (the filesystem of the kubelet's root
