@@ -3,7 +3,9 @@
  * what they have (status.allocatable posted as a kubelet posts it; no agents: binding is the scheduler's whole job,
  * so the Pods stay bound and Pending): replicas that do not all fit leave one Pending with "Insufficient cpu" in
  * `kubectl describe pod`, scheduled once a Node with room appears; required pod anti-affinity places one replica per
- * node and says why the last waits; a topology spread constraint with maxSkew 1 over 3 nodes. No root needed.
+ * node and says why the last waits; a topology spread constraint with maxSkew 1 over 4 nodes; a stuck rollout that
+ * `kubectl rollout status` fails on at its progress deadline, and its change-cause in `rollout history`. No root
+ * needed.
  */
 import t from 'tap';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -100,4 +102,17 @@ t.test('topologySpreadConstraints maxSkew 1 over the hostname: 8 replicas on 4 n
   await waitFor('zoned bound', async () => { const p = await placement('zoned'); return p.length === 3 && p.every(Boolean); });
   const zones = (await placement('zoned')).map((n) => (n === 'n1' || n === 'n2' ? 'z1' : 'z2'));
   t.ok(Math.abs(zones.filter((z) => z === 'z1').length - zones.filter((z) => z === 'z2').length) <= 1, `zones ${zones.join(',')}`);
+});
+
+t.test('a stuck rollout: `kubectl rollout status` fails once progressDeadlineSeconds pass; `rollout history` shows the change-cause', async (t) => {
+  // No kubelet here: no Pod ever becomes ready, the rollout makes no progress.
+  const d = JSON.parse(deployment('stuck', 1, {})) as { metadata: Record<string, unknown>; spec: Record<string, unknown> };
+  d.metadata['annotations'] = { 'kubernetes.io/change-cause': 'kubectl apply stuck v1' };
+  d.spec['progressDeadlineSeconds'] = 2;
+  await ok(['apply', '-f', '-'], JSON.stringify(d));
+  const r = await kubectl(['rollout', 'status', 'deployment/stuck', '--timeout=60s']);
+  t.not(r.code, 0, 'rollout status fails');
+  t.match(r.err, /deployment "stuck" exceeded its progress deadline/, 'for the deadline, not its own --timeout ("timed out waiting for the condition")');
+  t.match(await ok(['rollout', 'history', 'deployment/stuck']), /REVISION\s+CHANGE-CAUSE\n1\s+kubectl apply stuck v1/);
+  await remove('stuck');
 });

@@ -182,3 +182,29 @@ t.test('revisionHistoryLimit: old idle ReplicaSets beyond it are deleted; deleti
   t.same(sets(), []);
   t.same(pods(), []);
 });
+
+t.test('progressDeadlineSeconds: a rollout that makes no progress for that long is ProgressDeadlineExceeded; progress again clears it; change-cause goes to the ReplicaSet', async (t) => {
+  const { rest, settle, sets, dep, clock, pods } = await setup(t, { kubelet: false });
+  const d = deployment(2);
+  d.metadata!['annotations'] = { 'kubernetes.io/change-cause': 'first', 'kubectl.kubernetes.io/last-applied-configuration': '{}' };
+  (d['spec'] as O)['progressDeadlineSeconds'] = 60;
+  await rest.create(DEPLOY, 'default', d);
+  await settle();
+  const annotations = sets()[0]!.metadata!['annotations'] as O;
+  t.equal(annotations['kubernetes.io/change-cause'], 'first', 'copied to the ReplicaSet (rollout history reads it there)');
+  t.notOk('kubectl.kubernetes.io/last-applied-configuration' in annotations, 'but not kubectl\'s last-applied-configuration');
+  const progressing = () => ((dep()['status'] as O)['conditions'] as O[]).find((c) => c['type'] === 'Progressing');
+  t.match(progressing(), { status: 'True', reason: 'ReplicaSetUpdated' }, 'no Pod ever ready: progressing, for now');
+  await clock.advance(30_000);
+  await settle();
+  t.match(progressing(), { status: 'True', reason: 'ReplicaSetUpdated' }, 'within the deadline');
+  await clock.advance(32_000);
+  await settle();
+  t.match(progressing(), { status: 'False', reason: 'ProgressDeadlineExceeded', message: `ReplicaSet "${String(sets()[0]!.metadata!['name'])}" has timed out progressing.` }, 'past it: the requeue found it');
+  t.match((dep()['status'] as O)['conditions'], [{ type: 'Available', status: 'False' }, { type: 'Progressing', status: 'False' }]);
+  // A Pod becomes ready: progress, the condition is True again.
+  const pod = pods()[0]!;
+  await rest.update(POD, 'default', String(pod.metadata!['name']), { ...structuredClone(pod), status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: new Date(clock.now()).toISOString() }] } }, { sub: 'status' });
+  await settle();
+  t.match(progressing(), { status: 'True', reason: 'ReplicaSetUpdated' }, 'progress made: no longer timed out');
+});

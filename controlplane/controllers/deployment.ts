@@ -19,6 +19,16 @@
  * - Status as `kubectl rollout status` reads it: observedGeneration,
  *   replicas, updatedReplicas, readyReplicas, availableReplicas,
  *   unavailableReplicas, and the Available and Progressing conditions.
+ * - Progress (pkg/controller/deployment/progress.go): Progressing's
+ *   lastUpdateTime moves whenever the rollout makes progress (more updated,
+ *   ready or available Pods, fewer old ones); a rollout that has made none
+ *   for `progressDeadlineSeconds` (default 600) gets Progressing=False,
+ *   reason ProgressDeadlineExceeded ("ReplicaSet "web-5d4f8" has timed out
+ *   progressing."), which makes `kubectl rollout status` fail instead of
+ *   waiting; a paused Deployment never times out.
+ * - The Deployment's annotations are copied to its new ReplicaSet (but
+ *   kubectl's last-applied-configuration and the controller's own), so
+ *   `kubernetes.io/change-cause` shows in `kubectl rollout history`.
  *
  * Each change of a ReplicaSet's size is a ScalingReplicaSet Event on the
  * Deployment ("Scaled up replica set web-5d4f8 from 0 to 3"), as upstream.
@@ -48,6 +58,9 @@ const R = (name: string) => RESOURCES.find((r) => r.resource === name)!;
 const [DEPLOY, RS] = [R('deployments'), R('replicasets')];
 
 export const HASH_LABEL = 'pod-template-hash';
+/** The annotations a Deployment does not pass on to its ReplicaSets (upstream's skipCopyAnnotation). */
+const NOT_COPIED = new Set(['kubectl.kubernetes.io/last-applied-configuration', 'deployment.kubernetes.io/revision', 'deployment.kubernetes.io/revision-history', 'deployment.kubernetes.io/desired-replicas', 'deployment.kubernetes.io/max-replicas']);
+const copiedAnnotations = (m: O): O => Object.fromEntries(Object.entries(obj(m['annotations']) ?? {}).filter(([k]) => !NOT_COPIED.has(k)));
 export const REVISION = 'deployment.kubernetes.io/revision';
 
 /** A template's hash, as a label value (10 lowercase alphanumerics). Pure. */
@@ -162,7 +175,7 @@ export class DeploymentController {
         metadata: {
           name: `${name}-${hash}`,
           labels,
-          annotations: { [REVISION]: String(maxRev + 1) },
+          annotations: { ...copiedAnnotations(m), [REVISION]: String(maxRev + 1) },
           ownerReferences: [{ apiVersion: 'apps/v1', kind: 'Deployment', name, uid: String(m['uid']), controller: true, blockOwnerDeletion: true }],
         },
         // It starts empty and grows below, within maxSurge (the first one at once to full size).
@@ -241,9 +254,28 @@ export class DeploymentController {
       return { type, status, lastUpdateTime: was && !changed && was['reason'] === reason ? was['lastUpdateTime'] : now, lastTransitionTime: changed ? now : was!['lastTransitionTime'], reason, message };
     };
     const rsName = current ? String(meta(current)['name']) : '';
+    // Progress: the rollout moved since the status last written (DeploymentProgressing).
+    const prev = obj(d['status']) ?? {};
+    const moved = updated > num(prev['updatedReplicas']) || sum('readyReplicas') > num(prev['readyReplicas']) || available > num(prev['availableReplicas']) || total - updated < num(prev['replicas']) - num(prev['updatedReplicas']);
+    const wasProgressing = prevConds.find((c) => c['type'] === 'Progressing');
+    const deadlineS = typeof spec['progressDeadlineSeconds'] === 'number' ? spec['progressDeadlineSeconds'] : null;
+    let progressing: O;
+    if (complete) progressing = cond('Progressing', 'True', 'NewReplicaSetAvailable', `ReplicaSet "${rsName}" has successfully progressed.`);
+    else if (moved || !wasProgressing || wasProgressing['reason'] === 'NewReplicaSetAvailable' || (wasProgressing['status'] === 'False' && moved)) {
+      progressing = { ...cond('Progressing', 'True', 'ReplicaSetUpdated', `ReplicaSet "${rsName}" is progressing.`), lastUpdateTime: now };
+    } else {
+      const since = Date.parse(String(wasProgressing['lastUpdateTime'] ?? ''));
+      const due = deadlineS === null || spec['paused'] === true || Number.isNaN(since) ? null : since + deadlineS * 1000;
+      if (due !== null && this.o.clock.now() > due) progressing = cond('Progressing', 'False', 'ProgressDeadlineExceeded', `ReplicaSet "${rsName}" has timed out progressing.`);
+      else {
+        progressing = { ...wasProgressing };
+        // Looked at again once the deadline has passed (progress.go's requeue).
+        if (due !== null) this.work.addAfter(`deployments.apps/${String(m['namespace'])}/${String(m['name'])}`, due - this.o.clock.now() + 1000);
+      }
+    }
     const conditions = [
       available >= replicas - unavailable ? cond('Available', 'True', 'MinimumReplicasAvailable', 'Deployment has minimum availability.') : cond('Available', 'False', 'MinimumReplicasUnavailable', 'Deployment does not have minimum availability.'),
-      complete ? cond('Progressing', 'True', 'NewReplicaSetAvailable', `ReplicaSet "${rsName}" has successfully progressed.`) : cond('Progressing', 'True', 'ReplicaSetUpdated', `ReplicaSet "${rsName}" is progressing.`),
+      progressing,
     ];
     const status: O = {
       observedGeneration: m['generation'],
