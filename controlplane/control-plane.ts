@@ -35,6 +35,7 @@ import type { User } from './auth/authz.js';
 import { Admission, enabledPlugins } from './admission/admission.js';
 import { makePlugins } from './admission/plugins.js';
 import { ResourceQuotaController } from './controllers/resource-quota.js';
+import { SYSTEM_PRIORITY_CLASSES } from './kinds/priorityclass.js';
 import { defaultServiceAccount, NamespaceObjectController, rootCAConfigMap } from './controllers/namespace-objects.js';
 import { newSigningKey, ServiceAccountTokens } from './auth/sa-token.js';
 import { issue } from '../lib/pki/pki.js';
@@ -385,6 +386,11 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
       }
       // The bootstrap RBAC policy (cluster-admin, admin, edit, view, the system: roles and their bindings).
       await reconcileBootstrapPolicy(rest, cache, sub('rbac-bootstrap'));
+      // The two system PriorityClasses, as kube-apiserver's scheduling post-start hook makes them.
+      const pcRes = RESOURCES.find((r) => r.resource === 'priorityclasses')!;
+      for (const c of SYSTEM_PRIORITY_CLASSES) {
+        if (!cache.get(`priorityclasses.scheduling.k8s.io//${c.name}`)) await ensure(rest.create(pcRes, '', { apiVersion: 'scheduling.k8s.io/v1', kind: 'PriorityClass', metadata: { name: c.name }, value: c.value, description: c.description }, { fieldManager: 'nodenet-control-plane' }));
+      }
       // The `kubernetes` Service, on the first address of the service CIDR, as kube-apiserver makes it.
       if (!cache.get('services/default/kubernetes')) {
         const svcRes = RESOURCES.find((r) => r.resource === 'services')!;

@@ -116,3 +116,22 @@ t.test('a stuck rollout: `kubectl rollout status` fails once progressDeadlineSec
   t.match(await ok(['rollout', 'history', 'deployment/stuck']), /REVISION\s+CHANGE-CAUSE\n1\s+kubectl apply stuck v1/);
   await remove('stuck');
 });
+
+t.test('PriorityClasses: the system ones at start, `kubectl create priorityclass`, one global default, and the Priority admission resolving a Pod\'s class', async (t) => {
+  t.match(await ok(['get', 'priorityclasses']), /NAME\s+VALUE\s+GLOBAL-DEFAULT\s+AGE\nsystem-cluster-critical\s+2000000000\s+false\s+\S+\nsystem-node-critical\s+2000001000\s+false/);
+  await ok(['create', 'priorityclass', 'gold', '--value=1000', '--global-default=true', '--description=the default']);
+  const second = await kubectl(['create', 'priorityclass', 'silver', '--value=500', '--global-default=true']);
+  t.match(second.err, /priorityclasses.scheduling.k8s.io "silver" is forbidden: PriorityClass gold is already marked as default. Only one default can exist/);
+  await ok(['create', 'priorityclass', 'low', '--value=10', '--preemption-policy=Never']);
+  t.match((await kubectl(['create', 'priorityclass', 'huge', '--value=1000000001'])).err, /value: Forbidden: maximum allowed value of a user defined priority is 1000000000/);
+  t.match((await kubectl(['create', 'priorityclass', 'system-mine', '--value=1'])).err, /priority class names with 'system-' prefix are reserved for system use only/);
+  const pod = (name: string, spec: object = {}) => JSON.stringify({ apiVersion: 'v1', kind: 'Pod', metadata: { name }, spec: { containers: [{ name: 'c', image: 'nodenet/host', command: ['sleep', '1'] }], ...spec } });
+  await ok(['apply', '-f', '-'], pod('p-low', { priorityClassName: 'low' }));
+  t.equal(await ok(['get', 'pod', 'p-low', '-o', 'jsonpath={.spec.priority} {.spec.preemptionPolicy}']), '10 Never');
+  await ok(['apply', '-f', '-'], pod('p-default'));
+  t.equal(await ok(['get', 'pod', 'p-default', '-o', 'jsonpath={.spec.priorityClassName} {.spec.priority}']), 'gold 1000', 'the global default');
+  t.match((await kubectl(['apply', '-f', '-'], pod('p-none', { priorityClassName: 'platinum' }))).err, /pods "p-none" is forbidden: no PriorityClass with name platinum was found/);
+  t.match((await kubectl(['apply', '-f', '-'], pod('p-forged', { priorityClassName: 'low', priority: 99 }))).err, /the integer value of priority \(99\) must not be provided in pod spec; priority admission controller computed 10 from the given PriorityClass name/);
+  await ok(['delete', 'pods', 'p-low', 'p-default', '--grace-period=0', '--force']);
+  await ok(['delete', 'priorityclass', 'gold', 'low']);
+});

@@ -25,8 +25,8 @@ const req = (operation: Operation, resource: string, o: Partial<AdmissionRequest
 
 t.test('the flags: every plugin on by default, in upstream\'s order whatever the flags\' order; unknown names refused', async (t) => {
   t.same(enabledPlugins(), [...PLUGIN_ORDER]);
-  t.same(enabledPlugins([], ['ServiceAccount']), ['NamespaceLifecycle', 'LimitRanger', 'NodeRestriction', 'DefaultTolerationSeconds', 'ResourceQuota']);
-  t.throws(() => enabledPlugins(['PodSecurity']), /--enable-admission-plugins: unknown admission plugin "PodSecurity"; nodenet has NamespaceLifecycle, LimitRanger, ServiceAccount, NodeRestriction, DefaultTolerationSeconds, ResourceQuota/);
+  t.same(enabledPlugins([], ['ServiceAccount']), ['NamespaceLifecycle', 'LimitRanger', 'NodeRestriction', 'Priority', 'DefaultTolerationSeconds', 'ResourceQuota']);
+  t.throws(() => enabledPlugins(['PodSecurity']), /--enable-admission-plugins: unknown admission plugin "PodSecurity"; nodenet has NamespaceLifecycle, LimitRanger, ServiceAccount, NodeRestriction, Priority, DefaultTolerationSeconds, ResourceQuota/);
   t.throws(() => enabledPlugins(['ServiceAccount'], ['ServiceAccount']), /cannot be both enabled and disabled/);
   const order: string[] = [];
   const mk = (name: string) => ({ name, admit: () => { order.push(`admit ${name}`); }, validate: () => { order.push(`validate ${name}`); } });

@@ -5,7 +5,7 @@
  * refuses by throwing (a 403 Forbidden in upstream's words, or what the plugin says); nothing is written then.
  *
  * The plugins nodenet has, in kube-apiserver's order (pkg/kubeapiserver/options/plugins.go AllOrderedPlugins):
- *   NamespaceLifecycle, LimitRanger, ServiceAccount, NodeRestriction, DefaultTolerationSeconds, ResourceQuota
+ *   NamespaceLifecycle, LimitRanger, ServiceAccount, NodeRestriction, Priority, DefaultTolerationSeconds, ResourceQuota
  * All are on by default (NodeRestriction as kubeadm turns it on). `--enable-admission-plugins` and
  * `--disable-admission-plugins` name them; a name nodenet does not have is refused at start, never ignored. The
  * order never follows the flags: it is the one above, as upstream's.
@@ -41,7 +41,7 @@ export interface AdmissionPlugin {
 }
 
 /** Every plugin nodenet has, in the order kube-apiserver runs them. */
-export const PLUGIN_ORDER = ['NamespaceLifecycle', 'LimitRanger', 'ServiceAccount', 'NodeRestriction', 'DefaultTolerationSeconds', 'ResourceQuota'] as const;
+export const PLUGIN_ORDER = ['NamespaceLifecycle', 'LimitRanger', 'ServiceAccount', 'NodeRestriction', 'Priority', 'DefaultTolerationSeconds', 'ResourceQuota'] as const;
 export type PluginName = (typeof PLUGIN_ORDER)[number];
 
 /**

@@ -13,6 +13,8 @@
  *   the kubelet's own (hostname, os, arch, instance type, zone, region, and the kubelet.kubernetes.io/ and
  *   node.kubernetes.io/ prefixes), nor any node-restriction.kubernetes.io/ label; a node may not create a Pod other
  *   than a mirror Pod bound to itself, and may not create or update another node's Node.
+ * - Priority (priority.ts): a new Pod's priorityClassName resolved to spec.priority (the global default's when it
+ *   names none); one global default PriorityClass at most.
  * - DefaultTolerationSeconds: a new Pod that does not tolerate the not-ready and unreachable NoExecute taints gets
  *   300 s of each.
  * - LimitRanger (limit-ranger.ts): a new Pod's containers get the namespace's LimitRange defaults, and a Pod outside
@@ -30,6 +32,7 @@ import { defaultTolerationSeconds } from '../kinds/pod.js';
 import { arr, obj, str } from '../../lib/json/loose.js';
 import type { AdmissionPlugin, AdmissionRequest, PluginName } from './admission.js';
 import { limitRanger } from './limit-ranger.js';
+import { priority } from './priority.js';
 import { resourceQuota } from './resource-quota.js';
 import { realClock, type Clock } from '../../lib/reconcile/clock.js';
 
@@ -219,6 +222,7 @@ export function makePlugins(d: PluginDeps): Record<PluginName, AdmissionPlugin> 
     LimitRanger: limitRanger(d.cache),
     ServiceAccount: serviceAccount(d),
     NodeRestriction: nodeRestriction(),
+    Priority: priority(d.cache),
     DefaultTolerationSeconds: defaultTolerations(),
     ResourceQuota: resourceQuota({ cache: d.cache, storage: d.storage, clock: d.clock ?? realClock }),
   };

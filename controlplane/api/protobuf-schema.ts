@@ -92,6 +92,7 @@ const KINDS: Record<string, string> = {
   'discovery.k8s.io/v1/EndpointSlice': 'discovery.EndpointSlice',
   'coordination.k8s.io/v1/Lease': 'coordination.Lease',
   'networking.k8s.io/v1/IPAddress': 'networking.IPAddress',
+  'scheduling.k8s.io/v1/PriorityClass': 'scheduling.PriorityClass',
   'autoscaling/v1/Scale': 'autoscaling.Scale',
   'v1/ConfigMap': 'core.ConfigMap',
   'v1/Secret': 'core.Secret',
@@ -318,6 +319,7 @@ const TABLE: Record<string, string> = {
   'discovery.ForNode': '1:name:!s',
   'discovery.ForZone': '1:name:!s',
   'coordination.Lease': '1:metadata:meta.ObjectMeta 2:spec:coordination.LeaseSpec',
+  'scheduling.PriorityClass': '1:metadata:meta.ObjectMeta 2:value:!i32 3:globalDefault:b 4:description:s 5:preemptionPolicy:*s',
   'coordination.LeaseSpec': '1:holderIdentity:*s 2:leaseDurationSeconds:*i32 3:acquireTime:*mtime 4:renewTime:*mtime 5:leaseTransitions:*i32 6:strategy:*s 7:preferredHolder:*s',
   // Read-only here (writes are 405), listed so that every served kind has its table.
   'networking.IPAddress': '1:metadata:meta.ObjectMeta 2:spec:networking.IPAddressSpec',

@@ -197,6 +197,11 @@ export const RESOURCES: readonly Resource[] = [
   review('authentication.k8s.io', 'selfsubjectreviews', 'SelfSubjectReview', false, 'V1SelfSubjectReview'),
   review('authentication.k8s.io', 'tokenreviews', 'TokenReview', false, 'V1TokenReview'),
   {
+    group: 'scheduling.k8s.io', version: 'v1', resource: 'priorityclasses', kind: 'PriorityClass', singular: 'priorityclass', namespaced: false, shortNames: ['pc'], categories: [],
+    verbs: ALL, subresources: [], model: 'V1PriorityClass',
+    fieldSelectors: ['metadata.name'], fields: metaFields,
+  },
+  {
     // The ClusterIP allocator's objects (KEP-1880, alloc/service-allocator.ts), one per address a Service holds:
     // served for reading; the allocator alone writes them, in its Service's transaction.
     group: 'networking.k8s.io', version: 'v1', resource: 'ipaddresses', kind: 'IPAddress', singular: 'ipaddress', namespaced: false, shortNames: [], categories: [],

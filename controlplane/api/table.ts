@@ -407,6 +407,15 @@ export const PRINTERS: Readonly<Record<string, Printer>> = {
     columns: [NAME, col('Secrets', 'Secrets is a list of the secrets in the same namespace that pods running using this ServiceAccount are allowed to use.', 0, 'integer'), AGE],
     row: (o, now) => [str(get(o, 'metadata', 'name')), arr(get(o, 'secrets')).length, age(o, now)],
   },
+  // Upstream's printPriorityClass.
+  'priorityclasses.scheduling.k8s.io': {
+    columns: [
+      NAME, col('Value', 'The value of this priority class. This is the actual priority that pods receive when they have the name of this class in their pod spec.', 0, 'integer'),
+      { name: 'Global-Default', type: 'string', format: '', description: 'globalDefault specifies whether this PriorityClass should be considered as the default priority for pods that do not have any priority class.', priority: 0 } as Column, AGE,
+      col('Preemption-Policy', 'preemptionPolicy is the Policy for preempting pods with lower priority.', 1),
+    ],
+    row: (o, now) => [str(get(o, 'metadata', 'name')), Number(get(o, 'value') ?? 0), String(get(o, 'globalDefault') === true), age(o, now), str(get(o, 'preemptionPolicy'))],
+  },
   'ipaddresses.networking.k8s.io': {
     columns: [NAME, col('ParentRef', 'ParentRef references the resource that an IPAddress is attached to.'), AGE],
     // Upstream's printIPAddress: <resource>[.<group>][/<namespace>]/<name>, or <none>.

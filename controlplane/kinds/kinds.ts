@@ -26,6 +26,7 @@ import { eventStrategy } from './event.js';
 import { namespaceStrategy } from './namespace.js';
 import { nodeStrategy } from './node.js';
 import { podStrategy } from './pod.js';
+import { priorityClassStrategy } from './priorityclass.js';
 import { clusterRoleBindingStrategy, clusterRoleStrategy, roleBindingStrategy, roleStrategy } from './rbac.js';
 import { serviceStrategy } from './service.js';
 import { serviceAccountStrategy } from './serviceaccount.js';
@@ -95,6 +96,7 @@ export const STRATEGIES: Readonly<Record<string, Strategy>> = {
   'clusterroles.rbac.authorization.k8s.io': clusterRoleStrategy,
   'rolebindings.rbac.authorization.k8s.io': roleBindingStrategy,
   'clusterrolebindings.rbac.authorization.k8s.io': clusterRoleBindingStrategy,
+  'priorityclasses.scheduling.k8s.io': priorityClassStrategy,
 };
 
 export type { KObject };

@@ -152,7 +152,7 @@ t.test('admission, anonymous and token flags: named plugins only, refused when u
   const args = (flags: Record<string, string>) => controlPlaneArgs(new Map(Object.entries(flags)));
   t.same(args({ 'disable-admission-plugins': 'ServiceAccount,NodeRestriction' }).disableAdmissionPlugins, ['ServiceAccount', 'NodeRestriction']);
   t.same(args({ 'enable-admission-plugins': 'NamespaceLifecycle' }).enableAdmissionPlugins, ['NamespaceLifecycle']);
-  t.throws(() => args({ 'enable-admission-plugins': 'PodSecurity' }), /unknown admission plugin "PodSecurity"; nodenet has NamespaceLifecycle, LimitRanger, ServiceAccount, NodeRestriction, DefaultTolerationSeconds, ResourceQuota/);
+  t.throws(() => args({ 'enable-admission-plugins': 'PodSecurity' }), /unknown admission plugin "PodSecurity"; nodenet has NamespaceLifecycle, LimitRanger, ServiceAccount, NodeRestriction, Priority, DefaultTolerationSeconds, ResourceQuota/);
   t.equal(args({ 'anonymous-auth': 'false' }).anonymousAuth, false);
   t.equal(args({}).anonymousAuth, undefined, 'on by default');
   t.throws(() => args({ 'anonymous-auth': 'maybe' }), /--anonymous-auth "maybe": true or false/);
