@@ -4,8 +4,8 @@
  * so the Pods stay bound and Pending): replicas that do not all fit leave one Pending with "Insufficient cpu" in
  * `kubectl describe pod`, scheduled once a Node with room appears; required pod anti-affinity places one replica per
  * node and says why the last waits; a topology spread constraint with maxSkew 1 over 4 nodes; a stuck rollout that
- * `kubectl rollout status` fails on at its progress deadline, and its change-cause in `rollout history`. No root
- * needed.
+ * `kubectl rollout status` fails on at its progress deadline, and its change-cause in `rollout history`;
+ * PriorityClasses and the Priority admission; preemption of a lower-priority Pod. No root needed.
  */
 import t from 'tap';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -134,4 +134,32 @@ t.test('PriorityClasses: the system ones at start, `kubectl create priorityclass
   t.match((await kubectl(['apply', '-f', '-'], pod('p-forged', { priorityClassName: 'low', priority: 99 }))).err, /the integer value of priority \(99\) must not be provided in pod spec; priority admission controller computed 10 from the given PriorityClass name/);
   await ok(['delete', 'pods', 'p-low', 'p-default', '--grace-period=0', '--force']);
   await ok(['delete', 'priorityclass', 'gold', 'low']);
+});
+
+t.test('preemption: a higher-priority Pod that fits nowhere evicts a lower one (DisruptionTarget, Preempted, nominatedNodeName) and takes its place', async (t) => {
+  await ok(['create', 'priorityclass', 'high', '--value=1000']);
+  await ok(['create', 'priorityclass', 'low', '--value=10']);
+  const low = JSON.parse(deployment('filler', 4, { priorityClassName: 'low' }, '1500m')) as object;
+  await ok(['apply', '-f', '-'], JSON.stringify(low));
+  await waitFor('every node filled', async () => { const p = await placement('filler'); return p.length === 4 && p.every(Boolean); });
+  const vip = JSON.stringify({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'vip' }, spec: { priorityClassName: 'high', containers: [{ name: 'c', image: 'nodenet/host', command: ['sleep', '1000'], resources: { requests: { cpu: '1500m' } } }] } });
+  await ok(['apply', '-f', '-'], vip);
+  await waitFor('a victim', async () => /Preempted/.test(await ok(['get', 'events', '--field-selector', 'reason=Preempted', '-o', 'name'])) || (await ok(['get', 'events', '--field-selector', 'reason=Preempted'])).includes('Preempted'));
+  const nominated = await ok(['get', 'pod', 'vip', '-o', 'jsonpath={.status.nominatedNodeName}']);
+  t.match(nominated, /^n[1-4]$/, `nominated on ${nominated}`);
+  const victims = (JSON.parse(await ok(['get', 'pods', '-l', 'app=filler', '-o', 'json'])) as { items: { metadata: { name: string; deletionTimestamp?: string }; spec: { nodeName?: string }; status: { conditions?: { type: string; reason?: string }[] } }[] }).items.filter((p) => p.metadata.deletionTimestamp);
+  t.equal(victims.length, 1, 'one victim');
+  t.equal(victims[0]!.spec.nodeName, nominated, 'on the nominated node');
+  t.match(victims[0]!.status.conditions?.find((c) => c.type === 'DisruptionTarget'), { type: 'DisruptionTarget', reason: 'PreemptionByScheduler' });
+  t.match(await ok(['get', 'events', '--field-selector', `involvedObject.name=${victims[0]!.metadata.name}`]), new RegExp(`Preempted\\s+pod/${victims[0]!.metadata.name}\\s+Preempted by pod \\S+ on node ${nominated}`));
+  // No kubelet here: finish the victim's graceful deletion as its kubelet would.
+  await ok(['delete', 'pod', victims[0]!.metadata.name, '--grace-period=0', '--force']);
+  await waitFor('vip bound', async () => (await ok(['get', 'pod', 'vip', '-o', 'jsonpath={.spec.nodeName}'])) === nominated);
+  t.pass(`vip bound to ${nominated}`);
+  // The ReplicaSet's replacement has nothing of lower priority to preempt: it waits, and says so.
+  await waitFor('the replacement Pending with its message', async () => /preemption: 0\/4 nodes are available: 4 No preemption victims found for incoming pod\./.test(await ok(['get', 'events', '--field-selector', 'reason=FailedScheduling'])));
+  t.pass('the replacement: "preemption: 0/4 nodes are available: 4 No preemption victims found for incoming pod."');
+  await ok(['delete', 'pod', 'vip', '--grace-period=0', '--force']);
+  await remove('filler');
+  await ok(['delete', 'priorityclass', 'high', 'low']);
 });

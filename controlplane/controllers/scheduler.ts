@@ -18,7 +18,9 @@
  * what scheduling reads (labels, taints, unschedulable, Ready, allocatable), when a bound Pod goes or finishes, and
  * every `unschedulableRetryMs` (30 s, upstream's unschedulable queue flush). A bound Pod gets a Scheduled Event
  * ("Successfully assigned ns/pod to node"). Pods with schedulingGates wait with PodScheduled=False, reason
- * SchedulingGated. No preemption yet (issue 28).
+ * SchedulingGated. A Pod that fits nowhere may preempt (DefaultPreemption, scheduler/preemption.ts): the victims of
+ * the best Node get DisruptionTarget and a graceful delete, the Pod status.nominatedNodeName; otherwise its message
+ * ends with upstream's "preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod.".
  *
  * Watch → compare → act through the REST layer, one Pod at a time from a de-duplicated queue; the watch cache is the
  * scheduler's cache (a binding is committed before the next Pod is looked at, so no "assumed" Pods).
@@ -38,6 +40,7 @@ import { obj, arr, objs, str } from '../../lib/json/loose.js';
 import { defaultProfile, defaultSelector } from '../scheduler/profile.js';
 import { fitErrorMessage, nodeInfos, schedule, type Plugin } from '../scheduler/framework.js';
 import { effectiveTaints } from '../scheduler/plugins.js';
+import { findPreemption, priorityOf, resolvable, type Preemption } from '../scheduler/preemption.js';
 import { bindPod } from '../registry/pod.js';
 
 type O = Record<string, unknown>;
@@ -80,6 +83,15 @@ function podView(p: Readonly<KObject>): unknown {
   const m = { ...meta(p) };
   for (const k of ['resourceVersion', 'managedFields', 'generation', 'finalizers']) delete m[k];
   return [m, p['spec']];
+}
+
+/** The PostFilter's part of the FitError when no preemption helps, in upstream's words. */
+function preemptionMessage(pod: Readonly<KObject>, nodes: number, unfit: ReadonlyMap<string, readonly string[]>): string {
+  if (specOf(pod)['preemptionPolicy'] === 'Never') return 'preemption: not eligible due to preemptionPolicy=Never.';
+  let helpless = 0;
+  for (const why of unfit.values()) if (!why.every(resolvable)) helpless++;
+  const parts = [...(helpless ? [`${helpless} Preemption is not helpful for scheduling`] : []), ...(nodes - helpless ? [`${nodes - helpless} No preemption victims found for incoming pod`] : [])].sort();
+  return `preemption: 0/${nodes} nodes are available: ${parts.join(', ')}.`;
 }
 
 export class Scheduler {
@@ -170,12 +182,19 @@ export class Scheduler {
     const infos = nodeInfos(nodes, this.o.cache.list('pods').items.map((x) => x.object));
     const d = schedule(pod, infos, this.plugins);
     if (d.node === null) {
-      const message = fitErrorMessage(d.nodes, d.reasons);
+      let message = fitErrorMessage(d.nodes, d.reasons);
+      // PostFilter: DefaultPreemption.
+      // PodEligibleToPreemptOthers: not again while the victims of its last preemption are still going.
+      const nominated = str(obj(pod['status'])?.['nominatedNodeName']);
+      const waiting = nominated !== '' && (infos.find((n) => n.name === nominated)?.pods ?? []).some((p) => meta(p)['deletionTimestamp'] && priorityOf(p) < priorityOf(pod));
+      const pre = d.nodes && !waiting ? findPreemption(pod, infos, this.plugins, d.unfit) : null;
+      if (pre) await this.preempt(pod, pre);
+      else if (d.nodes && !waiting) message += ` ${preemptionMessage(pod, d.nodes, d.unfit)}`;
       const first = !this.unschedulable.has(key);
       this.markUnschedulable(key);
       this.o.log[first ? 'info' : 'debug']({ [F.namespace]: ns, [F.name]: name, [F.reason]: message }, 'scheduler: pod fits no node');
       this.events.event(pod, 'Warning', 'FailedScheduling', message);
-      await this.setScheduledCondition(pod, 'Unschedulable', message);
+      await this.setScheduledCondition(this.o.cache.get(key)?.object ?? pod, 'Unschedulable', message);
       return;
     }
     const best = { name: d.node };
@@ -196,6 +215,35 @@ export class Scheduler {
   }
 
   /** PodScheduled=False with `reason` and `message` through the status subresource; no write when it says so already. */
+  /**
+   * Preemption's work, as upstream's: each victim gets the DisruptionTarget condition (PreemptionByScheduler) and a
+   * Preempted Event, and is deleted with its grace period; the preemptor gets status.nominatedNodeName. It is bound
+   * once the victims are gone (their deletion brings it back to the queue).
+   */
+  private async preempt(pod: Readonly<KObject>, pre: Preemption): Promise<void> {
+    const uid = str(meta(pod)['uid']);
+    for (const v of pre.victims) {
+      const vns = str(meta(v)['namespace']);
+      const vname = str(meta(v)['name']);
+      const status = structuredClone(obj(v['status']) ?? {});
+      const conds = objs(status['conditions']).filter((c) => c['type'] !== 'DisruptionTarget');
+      status['conditions'] = [...conds, { type: 'DisruptionTarget', status: 'True', lastProbeTime: null, lastTransitionTime: rfc3339(this.o.clock.now()), reason: 'PreemptionByScheduler', message: `${SCHEDULER_NAME}: preempting to accommodate a higher priority pod` }];
+      try {
+        await this.o.rest.update(POD, vns, vname, { ...structuredClone(v), status }, { sub: 'status', fieldManager: SCHEDULER_NAME });
+        await this.o.rest.delete(POD, vns, vname);
+      } catch (e) {
+        if (isNodenetError(e) && e.code === ErrorCode.NotFound) continue;
+        throw e;
+      }
+      this.events.event(v, 'Normal', 'Preempted', `Preempted by pod ${uid} on node ${pre.node}`);
+      this.o.log.info({ [F.namespace]: vns, [F.name]: vname, [F.node]: pre.node, preemptor: `${str(meta(pod)['namespace'])}/${str(meta(pod)['name'])}` }, 'scheduler: pod preempted');
+    }
+    const cur = this.o.cache.get(`pods/${str(meta(pod)['namespace'])}/${str(meta(pod)['name'])}`)?.object ?? pod;
+    if (obj(cur['status'])?.['nominatedNodeName'] !== pre.node) {
+      await this.o.rest.update(POD, str(meta(cur)['namespace']), str(meta(cur)['name']), { ...structuredClone(cur), status: { ...(obj(cur['status']) ?? {}), nominatedNodeName: pre.node } }, { sub: 'status', fieldManager: SCHEDULER_NAME });
+    }
+  }
+
   private async setScheduledCondition(pod: Readonly<KObject>, reason: string, message: string): Promise<void> {
     const status = structuredClone(obj(pod['status']) ?? {});
     const conds = objs(status['conditions']);

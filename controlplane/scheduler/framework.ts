@@ -139,16 +139,17 @@ export function nodeInfo(node: Readonly<KObject>, pods: readonly Readonly<KObjec
 /** What a scheduling cycle decided: the Node, or the reasons counted over the Nodes. */
 export type Decision =
   | { readonly node: string; readonly scores: ReadonlyMap<string, number> }
-  | { readonly node: null; readonly reasons: ReadonlyMap<string, number>; readonly nodes: number };
+  | { readonly node: null; readonly reasons: ReadonlyMap<string, number>; readonly nodes: number; readonly unfit: ReadonlyMap<string, readonly string[]> };
 
 /** One scheduling cycle. */
 export function schedule(pod: Readonly<KObject>, nodes: readonly NodeInfo[], plugins: readonly Plugin[]): Decision {
   const state: CycleState = new Map();
   for (const p of plugins) {
     const why = p.preFilter?.(pod, state, nodes);
-    if (why) return { node: null, reasons: new Map([[why, nodes.length]]), nodes: nodes.length };
+    if (why) return { node: null, reasons: new Map([[why, nodes.length]]), nodes: nodes.length, unfit: new Map(nodes.map((n) => [n.name, [why]])) };
   }
   const reasons = new Map<string, number>();
+  const unfit = new Map<string, readonly string[]>();
   const feasible: NodeInfo[] = [];
   for (const n of nodes) {
     let refused: readonly string[] | null = null;
@@ -156,10 +157,12 @@ export function schedule(pod: Readonly<KObject>, nodes: readonly NodeInfo[], plu
       refused = p.filter?.(pod, n, state) ?? null;
       if (refused) break;
     }
-    if (refused) for (const r of refused) reasons.set(r, (reasons.get(r) ?? 0) + 1);
-    else feasible.push(n);
+    if (refused) {
+      unfit.set(n.name, refused);
+      for (const r of refused) reasons.set(r, (reasons.get(r) ?? 0) + 1);
+    } else feasible.push(n);
   }
-  if (!feasible.length) return { node: null, reasons, nodes: nodes.length };
+  if (!feasible.length) return { node: null, reasons, nodes: nodes.length, unfit };
   const total = new Map<string, number>(feasible.map((n) => [n.name, 0]));
   if (feasible.length > 1) {
     for (const p of plugins) {
