@@ -163,13 +163,15 @@ t.test('a silent Node: Unknown after the grace period, tainted unreachable, its 
 t.test('the Lease renewed and Ready posted by the agent: the taints go, the evictions are cancelled; the controller never sets Ready itself', async (t) => {
   const s = await setup(t);
   await s.register('n1');
+  await s.register('n2'); // alive throughout: not every Node is down (that would be master disruption mode)
   await s.renew('n1');
+  await s.renew('n2');
   await s.runPod('a', 'n1', '10.244.1.2');
   await s.settle();
-  await s.pass(GRACE + 10_000);
+  await s.pass(GRACE + 10_000, ['n2']);
   t.equal(ready(s.node('n1')), 'Unknown');
   await s.renew('n1');
-  await s.pass(30_000, ['n1']);
+  await s.pass(30_000, ['n1', 'n2']);
   t.equal(ready(s.node('n1')), 'Unknown', 'a renewed Lease keeps the Node from being judged, but Ready is the agent\'s to post');
   t.equal(taintsOf(s.node('n1')).length, 2, 'so the taints stay');
   await s.postReady('n1');
@@ -179,20 +181,22 @@ t.test('the Lease renewed and Ready posted by the agent: the taints go, the evic
   t.same([...s.ctl.scheduledEvictions().keys()], [], 'the eviction is cancelled');
   t.match(s.events().find((e) => e.reason === 'TaintManagerEviction'), { message: 'Cancelling deletion of Pod default/a', involvedObject: { kind: 'Pod', name: 'a' } });
   t.equal(conditionOf(s.pod('a')!, 'Ready')?.['status'], 'False', 'the Pod\'s readiness is its kubelet\'s to post again');
-  await s.pass(2 * GRACE, ['n1']);
+  await s.pass(2 * GRACE, ['n1', 'n2']);
   t.equal(ready(s.node('n1')), 'True');
   t.ok(s.pod('a'), 'not evicted');
   // Other taints are left alone.
   const n = s.node('n1');
   await s.rest.update(NODE, '', 'n1', { ...structuredClone(n), spec: { ...(n['spec'] as O), taints: [{ key: 'dedicated', value: 'db', effect: 'NoSchedule' }] } });
-  await s.pass(GRACE + 10_000);
+  await s.pass(GRACE + 10_000, ['n2']);
   t.same(taintsOf(s.node('n1')).map((x) => `${x.key}:${x.effect}`), ['dedicated:NoSchedule', `${TAINT_UNREACHABLE}:NoSchedule`, `${TAINT_UNREACHABLE}:NoExecute`]);
 });
 
 t.test('a Node that reports Ready=False is tainted not-ready; going Unknown swaps the taint', async (t) => {
   const s = await setup(t);
   await s.register('n1');
+  await s.register('n2');
   await s.renew('n1');
+  await s.renew('n2');
   await s.runPod('a', 'n1', '10.244.1.2');
   await s.settle();
   const now = rfc3339(s.clock.now());
@@ -201,7 +205,7 @@ t.test('a Node that reports Ready=False is tainted not-ready; going Unknown swap
   t.same(taintsOf(s.node('n1')).map((x) => `${x.key}:${x.effect}`), [`${TAINT_NOT_READY}:NoSchedule`, `${TAINT_NOT_READY}:NoExecute`]);
   t.equal(conditionOf(s.pod('a')!, 'Ready')?.['status'], 'False');
   t.notOk(s.events().some((e) => e.involvedObject['kind'] === 'Node'), 'the agent, not the controller, reports its own NotReady');
-  await s.pass(GRACE);
+  await s.pass(GRACE, ['n2']);
   t.equal(ready(s.node('n1')), 'Unknown');
   t.same(taintsOf(s.node('n1')).map((x) => `${x.key}:${x.effect}`), [`${TAINT_UNREACHABLE}:NoSchedule`, `${TAINT_UNREACHABLE}:NoExecute`]);
 });
@@ -311,4 +315,49 @@ t.test('pure parts: tolerations, eviction delays, condition taints; bad grace pe
   t.teardown(() => ts.close());
   const rest = new Rest({ storage: ts.storage, cache: store, schemas, admission: Admission.of(makePlugins({ cache: store, storage: ts.storage }), ['NamespaceLifecycle', 'DefaultTolerationSeconds']), clock: new FakeClock() });
   for (const g of [0, -1, Number.NaN]) t.throws(() => new NodeLifecycleController({ rest, cache: store, clock: new FakeClock(), log: silentLogger(), gracePeriodMs: g }), { code: 'NN_ERR_INVALID_CONFIG' });
+});
+
+t.test('disruption modes (node_lifecycle_controller_test.go TestMonitorNodeHealthEvictPodsWithDisruption): every Node down is master disruption, no NoExecute, no eviction; a zone mostly down evicts nothing; otherwise one Node per 10 s', async (t) => {
+  const noExecute = (s: Awaited<ReturnType<typeof setup>>, n: string) => taintsOf(s.node(n)).some((x) => x.effect === 'NoExecute');
+  await t.test('the only Node goes silent: NoSchedule only, nothing evicted; a Ready Node appears: out of master disruption, NoExecute', async (t) => {
+    const s = await setup(t);
+    await s.register('n1');
+    await s.renew('n1');
+    await s.runPod('a', 'n1', '10.244.1.2');
+    await s.settle();
+    await s.pass(GRACE + 10_000);
+    t.equal(ready(s.node('n1')), 'Unknown');
+    t.same(taintsOf(s.node('n1')).map((x) => `${x.key}:${x.effect}`), [`${TAINT_UNREACHABLE}:NoSchedule`], 'no NoExecute: the control plane may be the one cut off');
+    t.same([...s.ctl.scheduledEvictions().keys()], [], 'no eviction scheduled');
+    await s.register('n2');
+    await s.renew('n2');
+    await s.settle();
+    t.ok(noExecute(s, 'n1'), 'a Ready Node again: n1 gets its NoExecute taint');
+    t.same([...s.ctl.scheduledEvictions().keys()], ['pods/default/a'], 'and its Pod its eviction');
+  });
+  await t.test('three of four Nodes of a zone down (PartialDisruption, a small zone): no NoExecute', async (t) => {
+    const s = await setup(t);
+    for (const n of ['n1', 'n2', 'n3', 'n4']) {
+      await s.register(n);
+      await s.renew(n);
+    }
+    await s.settle();
+    await s.pass(GRACE + 10_000, ['n4']);
+    for (const n of ['n1', 'n2', 'n3']) t.equal(ready(s.node(n)), 'Unknown', `${n} Unknown`);
+    t.notOk(['n1', 'n2', 'n3'].some((n) => noExecute(s, n)), 'none tainted NoExecute');
+  });
+  await t.test('two of five Nodes down (Normal): NoExecute on one at once, the other 10 s later (--node-eviction-rate 0.1)', async (t) => {
+    const s = await setup(t);
+    for (const n of ['n1', 'n2', 'n3', 'n4', 'n5']) {
+      await s.register(n);
+      await s.renew(n);
+    }
+    await s.settle();
+    await s.pass(GRACE, ['n3', 'n4', 'n5'], 10_000);
+    await s.clock.advance(1);
+    await s.settle();
+    t.same(['n1', 'n2'].map((n) => noExecute(s, n)), [true, false], 'one at once');
+    await s.pass(10_000, ['n3', 'n4', 'n5']);
+    t.same(['n1', 'n2'].map((n) => noExecute(s, n)), [true, true], 'the other at its turn');
+  });
 });

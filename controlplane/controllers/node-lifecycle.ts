@@ -17,11 +17,21 @@
  * gets one (`NodeStatusNeverUpdated`). The controller never sets Ready back
  * to True: the agent does, and the taints then go.
  *
- * Taints follow Ready (upstream's NoSchedule pass and NoExecute tainting,
- * here without rate limiting or zone disruption modes): Unknown →
- * `node.kubernetes.io/unreachable`, False → `node.kubernetes.io/not-ready`,
- * each as NoSchedule and NoExecute with `timeAdded`; True → neither. Other
- * taints are never touched.
+ * Taints follow Ready (upstream's NoSchedule pass and NoExecute tainting):
+ * Unknown → `node.kubernetes.io/unreachable`, False →
+ * `node.kubernetes.io/not-ready`, each as NoSchedule and NoExecute with
+ * `timeAdded`; True → neither. Other taints are never touched. NoExecute,
+ * which evicts, follows upstream's zone disruption modes (zones by the
+ * topology.kubernetes.io/region and zone labels; a zone with no Ready Node
+ * is FullDisruption, one with more than 2 not Ready and at least 55% of
+ * them PartialDisruption, else Normal):
+ * - every zone FullDisruption: the control plane, not the Nodes, has most
+ *   likely lost sight of them ("master disruption mode"): no NoExecute
+ *   taint is added and those there are removed, so nothing is evicted;
+ * - a PartialDisruption zone of at most 50 Nodes: no new NoExecute taint
+ *   (a larger one: one Node per 100 s);
+ * - otherwise one Node per zone is tainted NoExecute per 10 s
+ *   (--node-eviction-rate 0.1).
  *
  * Pods. When the controller turns a Node's Ready to Unknown it records
  * `NodeNotReady` on the Node, and every Pod bound to a Node whose Ready is
@@ -156,6 +166,32 @@ function advanced(prev: string, cur: string): boolean {
   return Number.isFinite(a) && Number.isFinite(b) ? b > a : true;
 }
 
+/** Upstream's --large-cluster-size-threshold: a partially disrupted zone larger than this still evicts, slowly. */
+const LARGE_CLUSTER_SIZE = 50;
+/** --unhealthy-zone-threshold. */
+const UNHEALTHY_ZONE_THRESHOLD = 0.55;
+
+export interface ZoneState {
+  readonly state: 'Normal' | 'PartialDisruption' | 'FullDisruption';
+  readonly size: number;
+}
+
+/** A Node's zone (utilnode.GetZoneKey): its region and zone labels; '' without them. */
+export function zoneOf(node: Readonly<KObject>): string {
+  const labels = (obj(meta(node)['labels']) ?? {}) as Record<string, string>;
+  const region = labels['topology.kubernetes.io/region'] ?? '';
+  const zone = labels['topology.kubernetes.io/zone'] ?? '';
+  return region || zone ? `${region}:\u0000:${zone}` : '';
+}
+
+/** ComputeZoneState over the Ready statuses of a zone's Nodes. Pure. */
+export function zoneState(readyStatuses: readonly (string | undefined)[]): ZoneState {
+  const ready = readyStatuses.filter((r) => r === 'True').length;
+  const notReady = readyStatuses.length - ready;
+  const state = ready === 0 && notReady > 0 ? 'FullDisruption' : notReady > 2 && notReady / readyStatuses.length >= UNHEALTHY_ZONE_THRESHOLD ? 'PartialDisruption' : 'Normal';
+  return { state, size: readyStatuses.length };
+}
+
 const notFound = (e: unknown) => isNodenetError(e) && e.code === ErrorCode.NotFound;
 
 export class NodeLifecycleController {
@@ -168,6 +204,10 @@ export class NodeLifecycleController {
   /** `pods/NS/P` → its scheduled deletion. */
   private readonly evictions = new Map<string, Eviction>();
   private stopped = false;
+  /** Every zone fully disrupted at the last look (master disruption mode). */
+  private allDisrupted = false;
+  /** Zone → when the next NoExecute taint may be added there (the eviction rate limiter). */
+  private readonly nextNoExecute = new Map<string, number>();
 
   constructor(private readonly o: NodeLifecycleOptions) {
     const g = o.gracePeriodMs ?? DEFAULT_NODE_MONITOR_GRACE_PERIOD_MS;
@@ -314,7 +354,14 @@ export class NodeLifecycleController {
       this.armDeadline(name);
     }
     const ready = str(conditionOf(node, 'Ready')?.['status']) || undefined;
-    node = await this.syncTaints(node, ready);
+    const zones = this.zoneStates();
+    const all = zones.size > 0 && [...zones.values()].every((z) => z.state === 'FullDisruption');
+    if (all !== this.allDisrupted) {
+      this.allDisrupted = all;
+      this.o.log[all ? 'warn' : 'info']({}, all ? 'Controller detected that all Nodes are not-Ready. Entering master disruption mode.' : 'Controller detected that some Nodes are Ready. Exiting master disruption mode.');
+      for (const n of this.o.cache.list('nodes').items) if (str(meta(n.object)['name']) !== name) this.work.add(`nodes//${str(meta(n.object)['name'])}`);
+    }
+    node = await this.syncTaints(node, ready, zones.get(zoneOf(node)));
     if (ready !== undefined && ready !== 'True') {
       for (const p of this.podsOn(name)) await this.markPodNotReady(p, name);
     }
@@ -348,10 +395,42 @@ export class NodeLifecycleController {
     return status;
   }
 
+  /**
+   * Each zone's disruption state, from the Nodes' Ready conditions, a Node silent past the grace period counted as
+   * not Ready already (upstream marks every silent Node in one monitor pass before it judges the zones, so Nodes
+   * that went silent together are counted together).
+   */
+  private zoneStates(): Map<string, ZoneState> {
+    const byZone = new Map<string, (string | undefined)[]>();
+    const now = this.o.clock.now();
+    for (const s of this.o.cache.list('nodes').items) {
+      if (meta(s.object)['deletionTimestamp']) continue;
+      const z = zoneOf(s.object);
+      const h = this.health.get(str(meta(s.object)['name']));
+      const silent = h !== undefined && now - h.probe >= this.gracePeriodMs;
+      (byZone.get(z) ?? byZone.set(z, []).get(z)!).push(silent ? 'Unknown' : str(conditionOf(s.object, 'Ready')?.['status']) || undefined);
+    }
+    return new Map([...byZone].map(([z, r]) => [z, zoneState(r)]));
+  }
+
   /** Puts the condition taints right (kept with their timeAdded, added with now, the other kind removed); returns the Node as stored. */
-  private async syncTaints(node: Readonly<KObject>, ready: string | undefined): Promise<Readonly<KObject>> {
+  private async syncTaints(node: Readonly<KObject>, ready: string | undefined, zone: ZoneState | undefined): Promise<Readonly<KObject>> {
     const have = taintsOf(node);
-    const want = desiredTaints(ready);
+    let want = desiredTaints(ready);
+    const name0 = str(meta(node)['name']);
+    const hasNoExecute = have.some((t) => MANAGED_TAINTS.has(t.key) && t.effect === 'NoExecute' && want.some((w) => w.key === t.key && w.effect === 'NoExecute'));
+    if (this.allDisrupted) want = want.filter((w) => w.effect !== 'NoExecute');
+    else if (!hasNoExecute && want.some((w) => w.effect === 'NoExecute')) {
+      // The eviction rate limiter: a new NoExecute taint waits its zone's turn.
+      const z = zoneOf(node);
+      const every = zone?.state === 'PartialDisruption' ? (zone.size > LARGE_CLUSTER_SIZE ? 100_000 : null) : 10_000;
+      const now = this.o.clock.now();
+      const next = this.nextNoExecute.get(z) ?? 0;
+      if (every === null || now < next) {
+        want = want.filter((w) => w.effect !== 'NoExecute');
+        if (every !== null) this.work.addAfter(`nodes//${name0}`, next - now);
+      } else this.nextNoExecute.set(z, now + every);
+    }
     const isWanted = (t: Taint) => want.some((w) => w.key === t.key && w.effect === t.effect);
     const kept = have.filter((t) => !MANAGED_TAINTS.has(t.key) || isWanted(t));
     const added = want.filter((w) => !have.some((t) => t.key === w.key && t.effect === w.effect)).map((w) => ({ ...w, timeAdded: rfc3339(this.o.clock.now()) }));
