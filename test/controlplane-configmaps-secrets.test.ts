@@ -138,7 +138,7 @@ t.test('a data directory whose Secrets the configuration cannot read: the start 
   await again.stop();
   t.pass('the right key starts it again: the refused start released the data directory');
 
-  // The README's rotation: the new key first, the old one after it; every Secret rewritten by a change; the old key gone.
+  // The README's rotation: the new key first, the old one after it; every Secret rewritten by an unchanged replace (stale values are written again); the old key gone.
   const NEW = Buffer.alloc(32, 11).toString('base64');
   const both = join(files, 'both.yaml');
   writeFileSync(both, encryptionConfig(NEW, 'k2').replace('      - identity: {}\n', `            - name: k\n              secret: ${KEY}\n      - identity: {}\n`));

@@ -6,35 +6,13 @@
  * is checked but not charged; a Pod that does not state what a cpu quota counts is refused. No root needed.
  */
 import t from 'tap';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { execa } from 'execa';
-import { startControlPlane } from '../controlplane/control-plane.js';
+import { testControlPlane } from '../controlplane/testing/control-plane.js';
+import { waitFor as wait } from '../agent/src/testing/wait.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'nn-quota-'));
-const cp = await startControlPlane({ host: '127.0.0.1', port: 0, version: '0.1.0', dataDir: dir, nodes: ['n1'] });
-t.teardown(async () => {
-  await cp.stop();
-  rmSync(dir, { recursive: true, force: true });
-});
-
-const kubectl = async (args: string[], input?: string) => {
-  const r = await execa('kubectl', ['--kubeconfig', cp.kubeconfig, ...args], { reject: false, timeout: 60_000, ...(input !== undefined ? { input } : {}) });
-  return { code: r.exitCode ?? -1, out: String(r.stdout), err: String(r.stderr) };
-};
-const ok = async (args: string[], input?: string) => {
-  const r = await kubectl(args, input);
-  if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')} failed: ${r.err}`);
-  return r.out;
-};
-const waitFor = async (what: string, f: () => Promise<boolean>) => {
-  for (let i = 0; i < 150; i++) {
-    if (await f()) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-};
+const env = testControlPlane(t, 'nn-quota-', { nodes: ['n1'] });
+const kubectl = (args: string[], input?: string) => env.kubectl(args, input === undefined ? {} : { input });
+const ok = (args: string[], input?: string) => env.ok(args, input === undefined ? {} : { input });
+const waitFor = (what: string, f: () => Promise<boolean>) => wait(f, what, { timeoutMs: 20_000, intervalMs: 100 });
 const pod = (ns: string, name: string, resources?: object) => JSON.stringify({
   apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: ns },
   spec: { containers: [{ name: 'c', image: 'busybox', ...(resources ? { resources } : {}) }] },

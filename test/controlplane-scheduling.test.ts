@@ -8,35 +8,13 @@
  * PriorityClasses and the Priority admission; preemption of a lower-priority Pod. No root needed.
  */
 import t from 'tap';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { execa } from 'execa';
-import { startControlPlane } from '../controlplane/control-plane.js';
+import { testControlPlane } from '../controlplane/testing/control-plane.js';
+import { waitFor as wait } from '../agent/src/testing/wait.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'nn-sched-'));
-const cp = await startControlPlane({ host: '127.0.0.1', port: 0, version: '0.1.0', dataDir: dir, nodes: ['n1', 'n2', 'n3', 'n4'] });
-t.teardown(async () => {
-  await cp.stop();
-  rmSync(dir, { recursive: true, force: true });
-});
-
-const kubectl = async (args: string[], input?: string) => {
-  const r = await execa('kubectl', ['--kubeconfig', cp.kubeconfig, ...args], { reject: false, timeout: 60_000, ...(input !== undefined ? { input } : {}) });
-  return { code: r.exitCode ?? -1, out: String(r.stdout), err: String(r.stderr) };
-};
-const ok = async (args: string[], input?: string) => {
-  const r = await kubectl(args, input);
-  if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')} failed: ${r.err}`);
-  return r.out;
-};
-const waitFor = async (what: string, f: () => Promise<boolean>) => {
-  for (let i = 0; i < 200; i++) {
-    if (await f()) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-};
+const env = testControlPlane(t, 'nn-sched-', { nodes: ['n1', 'n2', 'n3', 'n4'] });
+const kubectl = (args: string[], input?: string) => env.kubectl(args, input === undefined ? {} : { input });
+const ok = (args: string[], input?: string) => env.ok(args, input === undefined ? {} : { input });
+const waitFor = (what: string, f: () => Promise<boolean>) => wait(f, what, { timeoutMs: 20_000, intervalMs: 100 });
 
 async function addNode(name: string, zone: string): Promise<void> {
   await ok(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'Node', metadata: { name, labels: { 'kubernetes.io/hostname': name, 'topology.kubernetes.io/zone': zone } } }));
@@ -59,7 +37,9 @@ async function remove(app: string): Promise<void> {
   await waitFor(`${app} gone`, async () => (await pods(app)).items.length === 0);
 }
 
-for (const [n, z] of [['n1', 'z1'], ['n2', 'z1'], ['n3', 'z2']] as const) await addNode(n, z);
+t.before(async () => {
+  for (const [n, z] of [['n1', 'z1'], ['n2', 'z1'], ['n3', 'z2']] as const) await addNode(n, z);
+});
 
 t.test('replicas that do not all fit: one Pending, and `kubectl describe pod` says "Insufficient cpu"; scheduled when a Node with room comes', async (t) => {
   await ok(['apply', '-f', '-'], deployment('hog', 4, {}, '1500m'));

@@ -15,7 +15,7 @@
 import { arr, obj, str } from '../../lib/json/loose.js';
 import { apiErrors } from '../api/errors.js';
 import type { WatchCache } from '../store/watch-cache.js';
-import { amountString, podAmounts, resourceList, type Amount, type ResourceList } from '../quota/usage.js';
+import { amountString, milliUnits, podAmounts, resourceList, type Amount, type ResourceList } from '../quota/usage.js';
 import type { AdmissionPlugin, AdmissionRequest } from './admission.js';
 
 type O = Record<string, unknown>;
@@ -66,7 +66,7 @@ export function applyDefaults(pod: O, ranges: readonly O[]): void {
   }
 }
 
-const m = (a: Amount) => (a.nanos + 999_999n) / 1_000_000n;
+const m = (a: Amount) => milliUnits(a.nanos);
 
 function minConstraint(type: string, r: string, enforced: Amount, req: ResourceList, lim: ResourceList): string | null {
   const q = req.get(r);

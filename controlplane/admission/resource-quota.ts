@@ -60,7 +60,7 @@ export function resourceQuota(d: ResourceQuotaDeps): AdmissionPlugin {
         const hard = resourceList(status['hard']);
         const restricted = ev.matching(hard.keys());
         if (!restricted.length) continue;
-        const name = str(quota['metadata'] && obj(quota['metadata'])?.['name']) ?? '';
+        const name = str(obj(quota['metadata'])?.['name']) ?? '';
         const why = ev.constraints?.(restricted, o);
         if (why) throw apiErrors.forbiddenWhy(a.resource, a.name, `failed quota: ${name}: ${why}`);
         const used = obj(status['used']) ?? {};

@@ -52,6 +52,7 @@
  * without a source is an emptyDir) are judged at their default when absent: kube-apiserver defaults what it
  * reads from storage, and a /status write here stores the spec as it was, undefaulted.
  */
+import { containerResourceNameErrors, isHugePages, overcommits, quantityErrors } from './resource-names.js';
 import { fieldErr, type FieldError } from '../api/errors.js';
 import { labelValueProblem } from '../api/selectors.js';
 import {
@@ -72,7 +73,6 @@ import {
   portNameProblems,
   portNumErrors,
   portNumOrNameErrors,
-  QUANTITY_REGEX_TEXT,
   quantityNanos,
   quantityString,
   operatorErrors,
@@ -398,41 +398,6 @@ function envFromErrors(path: string, from: unknown[]): FieldError[] {
   return errs;
 }
 
-const STANDARD_CONTAINER_RESOURCES = ['cpu', 'memory', 'ephemeral-storage'];
-const STANDARD_RESOURCES = new Set([
-  ...STANDARD_CONTAINER_RESOURCES, 'pods', 'services', 'replicationcontrollers', 'resourcequotas', 'secrets', 'configmaps', 'persistentvolumeclaims', 'storage',
-  'requests.cpu', 'requests.memory', 'requests.ephemeral-storage', 'requests.storage', 'limits.cpu', 'limits.memory', 'limits.ephemeral-storage', 'services.nodeports', 'services.loadbalancers',
-]);
-const isHugePages = (n: string): boolean => n.startsWith('hugepages-');
-/** IsNativeResource: no domain, or the kubernetes.io domain. */
-const isNative = (n: string): boolean => !n.includes('/') || n.includes('kubernetes.io/');
-/** IsOvercommitAllowed: native resources other than hugepages. */
-const overcommits = (n: string): boolean => isNative(n) && !isHugePages(n);
-
-/** validateContainerResourceName. */
-function resourceNameErrors(path: string, name: string): FieldError[] {
-  const q = qualifiedNameErrors(path, name);
-  if (q.length) return q;
-  if (!name.includes('/')) {
-    if (!STANDARD_RESOURCES.has(name) && !isHugePages(name) && !/^(requests|limits)\.hugepages-/.test(name)) return [fieldErr.invalid(path, name, 'must be a standard resource type or fully qualified')];
-    if (!STANDARD_CONTAINER_RESOURCES.includes(name) && !isHugePages(name)) return [fieldErr.invalid(path, name, 'must be a standard resource for containers')];
-  } else if (!isNative(name) && (name.startsWith('requests.') || qualifiedNameErrors(path, `requests.${name}`).length > 0)) {
-    return [fieldErr.invalid(path, name, "doesn't follow extended resource name standard")];
-  }
-  return [];
-}
-
-/** ValidateResourceQuantityValue (and a quantity that does not parse, which upstream refuses while decoding). */
-function quantityErrors(path: string, name: string, q: unknown): FieldError[] {
-  const n = quantityNanos(q);
-  if (n === null) return [fieldErr.invalid(path, q ?? null, QUANTITY_REGEX_TEXT)];
-  const errs: FieldError[] = [];
-  if (n < 0n) errs.push(fieldErr.invalid(path, quantityString(q), 'must be greater than or equal to 0'));
-  // IsIntegerResourceName: extended resources (and pods) come in whole units.
-  if (!isNative(name) && n % 1_000_000_000n !== 0n) errs.push(fieldErr.invalid(path, quantityString(q), 'must be an integer'));
-  return errs;
-}
-
 /** validateResourceRequirements for a container. */
 function resourcesErrors(path: string, res: O): FieldError[] {
   const errs: FieldError[] = [];
@@ -442,13 +407,13 @@ function resourcesErrors(path: string, res: O): FieldError[] {
   let hugePages = false;
   for (const [name, q] of Object.entries(limits)) {
     const p = `${path}.limits[${name}]`;
-    errs.push(...resourceNameErrors(p, name), ...quantityErrors(p, name, q));
+    errs.push(...containerResourceNameErrors(p, name), ...quantityErrors(p, name, q));
     if (isHugePages(name)) hugePages = true;
     if (name === 'cpu' || name === 'memory') cpuOrMemory = true;
   }
   for (const [name, q] of Object.entries(requests)) {
     const p = `${path}.requests[${name}]`;
-    errs.push(...resourceNameErrors(p, name), ...quantityErrors(p, name, q));
+    errs.push(...containerResourceNameErrors(p, name), ...quantityErrors(p, name, q));
     const req = quantityNanos(q);
     if (name in limits) {
       const lim = quantityNanos(limits[name]);

@@ -20,51 +20,19 @@
  *                  x status: hard and used names and quantities
  */
 import { fieldErr, type FieldError } from '../api/errors.js';
-import { SCOPES, scopeValidFor } from '../quota/usage.js';
-import { arr, ensure, obj, type O, qualifiedNameErrors, quantityNanos, quantityString, QUANTITY_REGEX_TEXT, semanticEqual, str } from './common.js';
+import { milliUnits, SCOPES, scopeValidFor } from '../quota/usage.js';
+import { arr, ensure, obj, type O, qualifiedNameErrors, quantityNanos, quantityString, semanticEqual, str } from './common.js';
+import { containerResourceNameErrors, isHugePages, overcommits, quantityErrors, resourceNameErrors, STANDARD_CONTAINER_RESOURCES } from './resource-names.js';
 import type { Strategy } from './strategy.js';
 
-const CONTAINER_RESOURCES = ['cpu', 'memory', 'ephemeral-storage'];
-/** standardResources (IsStandardResourceName). */
-const STANDARD = new Set([
-  ...CONTAINER_RESOURCES, 'pods', 'services', 'replicationcontrollers', 'resourcequotas', 'secrets', 'configmaps', 'persistentvolumeclaims', 'storage',
-  'requests.cpu', 'requests.memory', 'requests.ephemeral-storage', 'requests.storage', 'limits.cpu', 'limits.memory', 'limits.ephemeral-storage',
-  'services.nodeports', 'services.loadbalancers',
-]);
 /** standardQuotaResources (IsStandardQuotaResourceName, with the hugepages names). */
 const STANDARD_QUOTA = new Set([
-  ...CONTAINER_RESOURCES, 'requests.cpu', 'requests.memory', 'requests.storage', 'requests.ephemeral-storage', 'limits.cpu', 'limits.memory', 'limits.ephemeral-storage',
+  ...STANDARD_CONTAINER_RESOURCES, 'requests.cpu', 'requests.memory', 'requests.storage', 'requests.ephemeral-storage', 'limits.cpu', 'limits.memory', 'limits.ephemeral-storage',
   'pods', 'resourcequotas', 'services', 'replicationcontrollers', 'secrets', 'persistentvolumeclaims', 'configmaps', 'services.nodeports', 'services.loadbalancers',
 ]);
-const isHugePages = (n: string) => n.startsWith('hugepages-');
 const isStandardQuota = (n: string) => STANDARD_QUOTA.has(n) || isHugePages(n) || n.startsWith('requests.hugepages-');
-const isNative = (n: string) => !n.includes('/') || n.includes('kubernetes.io/');
-/** IsOvercommitAllowed. */
-const overcommits = (n: string) => isNative(n) && !isHugePages(n);
 
 export const LIMIT_TYPES = ['Pod', 'Container', 'PersistentVolumeClaim'] as const;
-
-/** validateResourceName: a qualified name; without a domain, a standard resource. */
-function resourceNameErrors(path: string, name: string): FieldError[] {
-  const q = qualifiedNameErrors(path, name);
-  if (q.length) return q;
-  if (!name.includes('/') && !STANDARD.has(name) && !isHugePages(name) && !name.startsWith('requests.hugepages-')) {
-    return [fieldErr.invalid(path, name, 'must be a standard resource type or fully qualified')];
-  }
-  return [];
-}
-
-/** validateContainerResourceName. */
-function containerResourceNameErrors(path: string, name: string): FieldError[] {
-  const errs = resourceNameErrors(path, name);
-  if (errs.length) return errs;
-  if (!name.includes('/')) {
-    if (!CONTAINER_RESOURCES.includes(name) && !isHugePages(name)) return [fieldErr.invalid(path, name, 'must be a standard resource for containers')];
-  } else if (!isNative(name) && (name.startsWith('requests.') || qualifiedNameErrors(path, `requests.${name}`).length > 0)) {
-    return [fieldErr.invalid(path, name, "doesn't follow extended resource name standard")];
-  }
-  return [];
-}
 
 /** ValidateResourceQuotaResourceName. */
 function quotaResourceNameErrors(path: string, name: string): FieldError[] {
@@ -72,16 +40,6 @@ function quotaResourceNameErrors(path: string, name: string): FieldError[] {
   if (errs.length) return errs;
   if (!name.includes('/') && !isStandardQuota(name)) return [fieldErr.invalid(path, name, 'must be a standard resource for quota')];
   return [];
-}
-
-/** ValidateResourceQuantityValue (a quantity that does not parse is refused as upstream's decoding would). */
-function quantityErrors(path: string, name: string, q: unknown): FieldError[] {
-  const n = quantityNanos(q);
-  if (n === null) return [fieldErr.invalid(path, q ?? null, QUANTITY_REGEX_TEXT)];
-  const errs: FieldError[] = [];
-  if (n < 0n) errs.push(fieldErr.invalid(path, quantityString(q), 'must be greater than or equal to 0'));
-  if (!isNative(name) && n % 1_000_000_000n !== 0n) errs.push(fieldErr.invalid(path, quantityString(q), 'must be an integer'));
-  return errs;
 }
 
 const list = (m: unknown): [string, unknown][] => Object.entries(obj(m) ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
@@ -102,7 +60,6 @@ export function defaultLimitRange(o: O): void {
   }
 }
 
-const milli = (n: bigint) => (n + 999_999n) / 1_000_000n;
 
 /** ValidateLimitRange. */
 export function validateLimitRange(o: O): FieldError[] {
@@ -152,8 +109,8 @@ export function validateLimitRange(o: O): FieldError[] {
       if (def && max && def.n > max.n) errs.push(fieldErr.invalid(`${p}.default[${k}]`, def.s, `default value ${def.s} is greater than max value ${max.s}`));
       if (ratio && ratio.n < 1_000_000_000n) errs.push(fieldErr.invalid(`${p}.maxLimitRequestRatio[${k}]`, ratio.s, `ratio ${ratio.s} is less than 1`));
       if (ratio && min && max && min.n > 0n) {
-        const limit = Number(milli(max.n)) / Number(milli(min.n));
-        if (Number(milli(ratio.n)) / 1000 > limit) errs.push(fieldErr.invalid(`${p}.maxLimitRequestRatio[${k}]`, ratio.s, `ratio ${ratio.s} is greater than max/min = ${limit.toFixed(6)}`));
+        const limit = Number(milliUnits(max.n)) / Number(milliUnits(min.n));
+        if (Number(milliUnits(ratio.n)) / 1000 > limit) errs.push(fieldErr.invalid(`${p}.maxLimitRequestRatio[${k}]`, ratio.s, `ratio ${ratio.s} is greater than max/min = ${limit.toFixed(6)}`));
       }
       if (!overcommits(k) && def && defReq && def.n !== defReq.n) {
         errs.push(fieldErr.invalid(`${p}.defaultRequest[${k}]`, defReq.s, `default value ${def.s} must equal to defaultRequest value ${defReq.s} in ${k}`));

@@ -87,6 +87,12 @@ export function equalLists(a: ResourceList, b: ResourceList): boolean {
 
 export const amountString = (a: Amount): string => formatQuantity(a.nanos, a.format);
 
+/** Quantity.MilliValue() and Value(): nano-units rounded up to milli-units, or to whole units. */
+export const milliUnits = (nanos: bigint): bigint => (nanos + 999_999n) / 1_000_000n;
+export const wholeUnits = (nanos: bigint): bigint => (nanos + 999_999_999n) / 1_000_000_000n;
+/** The units kube-scheduler and the kubelet compare a resource in: cpu in milli-cores, the rest in whole units. */
+export const resourceUnits = (name: string, nanos: bigint): bigint => (name === 'cpu' ? milliUnits(nanos) : wholeUnits(nanos));
+
 /** prettyPrint: `name=amount` sorted by name, joined by ','. */
 export function prettyPrint(a: ResourceList): string {
   return [...a].sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0)).map(([k, v]) => `${k}=${amountString(v)}`).join(',');

@@ -13,7 +13,7 @@
  *   keeps runs reproducible).
  */
 import type { KObject } from '../store/types.js';
-import { add, podAmounts, resourceList, type ResourceList } from '../quota/usage.js';
+import { add, milliUnits, podAmounts, resourceList, wholeUnits, type ResourceList } from '../quota/usage.js';
 import { arr, obj, str } from '../../lib/json/loose.js';
 
 type O = Record<string, unknown>;
@@ -67,8 +67,6 @@ export const finished = (p: Readonly<KObject>) => ['Succeeded', 'Failed'].includ
 export const DEFAULT_MILLI_CPU = 100n;
 export const DEFAULT_MEMORY = 200n * 1024n * 1024n;
 
-const milli = (nanos: bigint) => (nanos + 999_999n) / 1_000_000n;
-const whole = (nanos: bigint) => (nanos + 999_999_999n) / 1_000_000_000n;
 
 /** A container's (or the Pod's) cpu in milli and memory in bytes, each its default when not requested (GetNonzeroRequests). */
 export function nonZeroRequests(pod: Readonly<KObject>): { cpuMilli: bigint; memory: bigint } {
@@ -80,7 +78,7 @@ export function nonZeroRequests(pod: Readonly<KObject>): { cpuMilli: bigint; mem
     initContainers: arr(s['initContainers']).map((c) => withDefaultRequests(c)),
   };
   const r = podAmounts(withDefaults, 'requests');
-  return { cpuMilli: milli(r.get('cpu')?.nanos ?? 0n), memory: whole(r.get('memory')?.nanos ?? 0n) };
+  return { cpuMilli: milliUnits(r.get('cpu')?.nanos ?? 0n), memory: wholeUnits(r.get('memory')?.nanos ?? 0n) };
 }
 
 function withDefaultRequests(c: unknown): O {

@@ -16,7 +16,7 @@
  * reports it has 0 of what it does not list, as upstream. Pure.
  */
 import type { KObject } from '../store/types.js';
-import { podAmounts, type ResourceList } from '../quota/usage.js';
+import { milliUnits, podAmounts, resourceUnits, wholeUnits, type ResourceList } from '../quota/usage.js';
 import { arr, obj, objs, str } from '../../lib/json/loose.js';
 import { toleratesTaint, type Taint, type Toleration } from '../controllers/taints.js';
 import { defaultNormalize, hostPorts, MAX_NODE_SCORE, nonZeroRequests, type CycleState, type HostPort, type NodeInfo, type Plugin } from './framework.js';
@@ -145,22 +145,18 @@ export const nodePorts: Plugin = {
   },
 };
 
-const milli = (nanos: bigint) => (nanos + 999_999n) / 1_000_000n;
-const whole = (nanos: bigint) => (nanos + 999_999_999n) / 1_000_000_000n;
-/** cpu compares in milli-cores, everything else in whole units (bytes, counts), as upstream's Resource does. */
-const units = (name: string, nanos: bigint) => (name === 'cpu' ? milli(nanos) : whole(nanos));
 
 /** NodeResourcesFit's Filter (fitsRequest): the reasons the Node's free allocatable cannot take the Pod's requests. */
 export function insufficient(podRequests: ResourceList, n: NodeInfo): string[] {
   const out: string[] = [];
   const maxPods = n.allocatable.get('pods');
-  if (maxPods && BigInt(n.pods.length + 1) > whole(maxPods.nanos)) out.push(REASON.tooManyPods);
+  if (maxPods && BigInt(n.pods.length + 1) > wholeUnits(maxPods.nanos)) out.push(REASON.tooManyPods);
   if (!n.allocatable.size) return out;
   for (const [r, q] of [...podRequests].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
     if (r === 'pods') continue;
-    const want = units(r, q.nanos);
+    const want = resourceUnits(r, q.nanos);
     if (want <= 0n) continue;
-    const free = units(r, n.allocatable.get(r)?.nanos ?? 0n) - units(r, n.requested.get(r)?.nanos ?? 0n);
+    const free = resourceUnits(r, n.allocatable.get(r)?.nanos ?? 0n) - resourceUnits(r, n.requested.get(r)?.nanos ?? 0n);
     if (want > free) out.push(REASON.insufficient(r));
   }
   return out;
@@ -172,7 +168,7 @@ const SCORED = ['cpu', 'memory'] as const;
 export function leastAllocated(pod: Readonly<KObject>, n: NodeInfo): number {
   const nz = nonZeroRequests(pod);
   const req = { cpu: n.nonZeroRequested.cpuMilli + nz.cpuMilli, memory: n.nonZeroRequested.memory + nz.memory };
-  const alloc = { cpu: milli(n.allocatable.get('cpu')?.nanos ?? 0n), memory: whole(n.allocatable.get('memory')?.nanos ?? 0n) };
+  const alloc = { cpu: milliUnits(n.allocatable.get('cpu')?.nanos ?? 0n), memory: wholeUnits(n.allocatable.get('memory')?.nanos ?? 0n) };
   let sum = 0n;
   for (const r of SCORED) {
     if (alloc[r] === 0n || req[r] > alloc[r]) continue;
@@ -186,9 +182,9 @@ export function balancedAllocation(pod: Readonly<KObject>, n: NodeInfo): number 
   const podReq = podAmounts(specOf(pod), 'requests');
   const fractions: number[] = [];
   for (const r of SCORED) {
-    const alloc = units(r, n.allocatable.get(r)?.nanos ?? 0n);
+    const alloc = resourceUnits(r, n.allocatable.get(r)?.nanos ?? 0n);
     if (alloc === 0n) continue;
-    const req = units(r, n.requested.get(r)?.nanos ?? 0n) + units(r, podReq.get(r)?.nanos ?? 0n);
+    const req = resourceUnits(r, n.requested.get(r)?.nanos ?? 0n) + resourceUnits(r, podReq.get(r)?.nanos ?? 0n);
     fractions.push(Math.min(1, Number(req) / Number(alloc)));
   }
   if (fractions.length < 2) return MAX_NODE_SCORE;

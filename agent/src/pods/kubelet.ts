@@ -76,7 +76,7 @@ import { describeProblems, imageProblem, planPod, type ContainerPlan, type Field
 import { expand, resolveEnv, type EnvResult } from './env.js';
 import type { ObjectKind, PodObjects } from './objects.js';
 import { quantityNanos, type NodeAllocatable } from './quantity.js';
-import { podAmounts } from '../../../controlplane/quota/usage.js';
+import { podAmounts, resourceUnits } from '../../../controlplane/quota/usage.js';
 
 import { TokenManager, type IssuedToken, type TokenRequestSpec } from './token-manager.js';
 import { etcHosts, podObjectRefs, podTokenSpecs, volumePayload, type TokenSpec, type VolumeContext } from './volumes.js';
@@ -990,7 +990,7 @@ export class Kubelet {
     if (maxPods !== null && BigInt(others.length + 1) * 1_000_000_000n > maxPods) {
       return { reason: 'OutOfpods', message: `Pod was rejected: Node didn't have enough resource: pods, requested: 1, used: ${others.length}, capacity: ${maxPods / 1_000_000_000n}` };
     }
-    const units = (r: string, n: bigint) => (r === 'cpu' ? (n + 999_999n) / 1_000_000n : (n + 999_999_999n) / 1_000_000_000n);
+    const units = resourceUnits;
     const want = podAmounts(obj(p.pod!['spec']) ?? {}, 'requests');
     for (const [r, q] of [...want].sort(([a], [b]) => (a < b ? -1 : 1))) {
       const need = units(r, q.nanos);
