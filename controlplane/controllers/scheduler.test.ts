@@ -193,7 +193,7 @@ t.test('a Pod that fits nowhere: Pending, PodScheduled=False Unschedulable with 
   t.equal(nodeOf('early'), 'x', 'the early Pod went to the node that came');
 });
 
-t.test('tried again when a Node becomes Ready, when its labels change, when a Pod goes, and every 30 s', async (t) => {
+t.test('tried again only when something that may help changes (queueing hints), and after 5 min at the latest', async (t) => {
   const { addNode, addPod, settle, nodeOf, rest, clock, eventsOf, scheduled } = await setup(t);
   await addNode('n1', { ready: 'False' });
   await addPod('p');
@@ -201,15 +201,24 @@ t.test('tried again when a Node becomes Ready, when its labels change, when a Po
   t.equal(nodeOf('p'), '');
   await clock.advance(30_000);
   await settle();
-  t.match(eventsOf('p'), [{ reason: 'FailedScheduling', count: 2 }], 'the periodic retry');
+  t.match(eventsOf('p'), [{ reason: 'FailedScheduling', count: 1 }], 'nothing changed: not tried again after 30 s');
+  await clock.advance(270_000);
+  await settle();
+  t.match(eventsOf('p'), [{ reason: 'FailedScheduling', count: 2 }], 'tried again after 5 min (podMaxInUnschedulablePodsDuration)');
   await rest.patch(NODE, '', 'n1', 'merge', { status: { conditions: [{ type: 'Ready', status: 'True' }] } }, { sub: 'status' });
   await settle();
-  t.equal(nodeOf('p'), 'n1', 'bound once the node is Ready');
+  t.equal(nodeOf('p'), 'n1', 'bound once the node is Ready (TaintToleration\'s hint)');
   t.match(scheduled('p'), { status: 'True' });
 
   await addPod('q', { nodeSelector: { role: 'edge' } });
   await settle();
   t.equal(nodeOf('q'), '');
+  await rest.patch(NODE, '', 'n1', 'merge', { metadata: { labels: { role: 'core' } } });
+  await settle();
+  t.match(eventsOf('q'), [{ reason: 'FailedScheduling', count: 1 }], 'a label that still does not match: NodeAffinity\'s hint says skip');
+  await rest.delete(POD, 'default', 'p', { gracePeriodSeconds: 0 });
+  await settle();
+  t.match(eventsOf('q'), [{ reason: 'FailedScheduling', count: 1 }], 'a bound Pod gone does not help a Pod NodeAffinity refused');
   await rest.patch(NODE, '', 'n1', 'merge', { metadata: { labels: { role: 'edge' } } });
   await settle();
   t.equal(nodeOf('q'), 'n1', 'bound once the labels match');
@@ -222,7 +231,22 @@ t.test('tried again when a Node becomes Ready, when its labels change, when a Po
   t.match(scheduled('s2'), { reason: 'Unschedulable', message: '0/2 nodes are available: 1 Too many pods, 1 node(s) didn\'t match Pod\'s node affinity/selector.' });
   await rest.delete(POD, 'default', 's1', { gracePeriodSeconds: 0 });
   await settle();
-  t.equal(nodeOf('s2'), 'small', 'room again once the bound Pod went');
+  t.equal(nodeOf('s2'), 'small', 'room again once the bound Pod went (NodeResourcesFit\'s hint)');
+});
+
+t.test('PrioritySort: when room appears, the waiting Pod of higher priority takes it, whatever came first', async (t) => {
+  const { addNode, addPod, settle, nodeOf, rest } = await setup(t);
+  await addNode('one', { pods: '1' });
+  await addPod('first');
+  await settle();
+  t.equal(nodeOf('first'), 'one');
+  await addPod('low', { priority: 0, preemptionPolicy: 'Never' });
+  await addPod('high', { priority: 100, preemptionPolicy: 'Never' });
+  await settle();
+  t.same([nodeOf('low'), nodeOf('high')], ['', '']);
+  await rest.delete(POD, 'default', 'first', { gracePeriodSeconds: 0 });
+  await settle();
+  t.same([nodeOf('low'), nodeOf('high')], ['', 'one'], 'high came later and was placed first');
 });
 
 t.test('Pods it leaves alone: bound already, another scheduler\'s, terminating, finished', async (t) => {
@@ -243,4 +267,27 @@ t.test('Pods it leaves alone: bound already, another scheduler\'s, terminating, 
   t.same(names.map(nodeOf), ['elsewhere', '', '', '']);
   t.same([...eventsOf('bound'), ...eventsOf('theirs')], [], 'no Events for a bound Pod or another scheduler\'s');
   t.ok(get('terminating').metadata!['deletionTimestamp']);
+});
+
+t.test('preemption: victims get DisruptionTarget and a graceful delete, the preemptor nominatedNodeName, then the Node', async (t) => {
+  const { addNode, addPod, settle, nodeOf, get, rest, eventsOf } = await setup(t);
+  const cpu = (c: string) => ({ containers: [{ name: 'c', image: 'none', resources: { requests: { cpu: c } } }] });
+  await addNode('a', { allocatable: { cpu: '2' } });
+  await addNode('b', { allocatable: { cpu: '2' } });
+  await addPod('low1', { ...cpu('1500m'), priority: 10 }, { finalizers: ['example.com/hold'] });
+  await addPod('low2', { ...cpu('1500m'), priority: 10 }, { finalizers: ['example.com/hold'] });
+  await settle();
+  t.same([nodeOf('low1'), nodeOf('low2')].sort(), ['a', 'b']);
+  await addPod('vip', { ...cpu('1500m'), priority: 1000 });
+  await settle();
+  const nominated = String((get('vip').status as O)['nominatedNodeName'] ?? '');
+  t.match(nominated, /^[ab]$/, 'nominated');
+  const victim = nodeOf('low1') === nominated ? 'low1' : 'low2';
+  t.ok(get(victim).metadata!['deletionTimestamp'], 'the victim is being deleted');
+  t.ok(eventsOf(victim).some((e) => e['reason'] === 'Preempted'), 'a Preempted Event on the victim');
+  t.equal(nodeOf('vip'), '', 'not bound while the victim terminates');
+  // Its kubelet finishes it: the finalizer goes.
+  await rest.patch(POD, 'default', victim, 'merge', { metadata: { finalizers: null } });
+  await settle();
+  t.equal(nodeOf('vip'), nominated, 'bound where room was made');
 });

@@ -14,16 +14,21 @@
  *
  * A Pod that fits nowhere stays Pending with PodScheduled=False, reason Unschedulable and upstream's message
  * ("0/3 nodes are available: 1 Insufficient cpu, 2 node(s) didn't match pod anti-affinity rules."), written through
- * the status subresource, and a FailedScheduling Warning Event. It is tried again when a Node is added or changes
- * what scheduling reads (labels, taints, unschedulable, Ready, allocatable), when a bound Pod goes or finishes, and
- * every `unschedulableRetryMs` (30 s, upstream's unschedulable queue flush). A bound Pod gets a Scheduled Event
+ * the status subresource, and a FailedScheduling Warning Event. It waits in the unschedulable queue with the names
+ * of the plugins that refused it, and is tried again only when an event one of them registers says it may fit now
+ * (upstream's QueueingHints, scheduler/framework.ts): a Node added or changed in what scheduling reads (labels,
+ * taints, unschedulable, Ready, allocatable), or a bound Pod that came, changed or went; or when its own spec
+ * changes; and at the latest after `unschedulableRetryMs` (5 min, podMaxInUnschedulablePodsDuration). A bound Pod gets a Scheduled Event
  * ("Successfully assigned ns/pod to node"). Pods with schedulingGates wait with PodScheduled=False, reason
  * SchedulingGated. A Pod that fits nowhere may preempt (DefaultPreemption, scheduler/preemption.ts): the victims of
  * the best Node get DisruptionTarget and a graceful delete, the Pod status.nominatedNodeName; otherwise its message
  * ends with upstream's "preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod.".
  *
- * Watch → compare → act through the REST layer, one Pod at a time from a de-duplicated queue; the watch cache is the
- * scheduler's cache (a binding is committed before the next Pod is looked at, so no "assumed" Pods).
+ * Watch → compare → act through the REST layer, one Pod at a time from a de-duplicated queue ordered by priority,
+ * then by arrival (PrioritySort). The scheduler keeps its own cache (scheduler/cache.ts), fed by the watch: each Node
+ * with its bound Pods and what they request, updated Pod by Pod, so a cycle costs what the Nodes cost, not what every
+ * Pod in the cluster does. A Pod just bound counts on its Node at once (assumed) until the watch shows it bound. A
+ * cycle looks at upstream's adaptive share of the Nodes (percentageOfNodesToScore), from where the last one stopped.
  */
 import { ErrorCode, isNodenetError } from '../../lib/errors/errors.js';
 import { F } from '../../lib/log/fields.js';
@@ -38,7 +43,8 @@ import { NO_EVENTS, type EventRecorder } from './events.js';
 import { WorkQueue } from './work-queue.js';
 import { obj, arr, objs, str } from '../../lib/json/loose.js';
 import { defaultProfile, defaultSelector } from '../scheduler/profile.js';
-import { fitErrorMessage, nodeInfos, schedule, type Plugin } from '../scheduler/framework.js';
+import { fitErrorMessage, schedule, type Plugin } from '../scheduler/framework.js';
+import { SchedulerCache } from '../scheduler/cache.js';
 import { effectiveTaints } from '../scheduler/plugins.js';
 import { findPreemption, priorityOf, resolvable, type Preemption } from '../scheduler/preemption.js';
 import { bindPod } from '../registry/pod.js';
@@ -59,12 +65,16 @@ export interface SchedulerOptions {
   readonly events?: EventRecorder;
   /** Delay before a failed sync is tried again (the queue's default otherwise). */
   readonly retryMs?: number;
-  /** How often Pods that fit nowhere are tried again, whatever changed (default 30 s). */
+  /** How long a Pod that fits nowhere waits at most for an event that may help it (default 5 min, upstream's). */
   readonly unschedulableRetryMs?: number;
+  /** percentageOfNodesToScore (0 or absent: upstream's adaptive default). */
+  readonly percentageOfNodesToScore?: number;
 }
 
 
 const finished = (p: Readonly<KObject>) => ['Succeeded', 'Failed'].includes(str(obj(p['status'])?.['phase']));
+/** Bound to a Node and still counting there. */
+const bound = (p: Readonly<KObject>) => str(specOf(p)['nodeName']) !== '' && !finished(p);
 
 /** The Pod is this scheduler's to place. */
 export function wantsScheduling(p: Readonly<KObject>): boolean {
@@ -98,11 +108,15 @@ export class Scheduler {
   private readonly handles: { stop(): void }[] = [];
   private readonly work: WorkQueue;
   private readonly events: EventRecorder;
-  /** Pods that fit nowhere at their last try. */
-  private readonly unschedulable = new Set<string>();
+  /** Pods that fit nowhere at their last try, with the plugins that refused them. */
+  private readonly unschedulable = new Map<string, ReadonlySet<string>>();
   private flushTimer: unknown = null;
   private stopped = false;
   private readonly plugins: readonly Plugin[];
+  private readonly byName: ReadonlyMap<string, Plugin>;
+  private readonly nodes = new SchedulerCache();
+  /** nextStartNodeIndex. */
+  private nextStart = 0;
 
   constructor(private readonly o: SchedulerOptions) {
     this.events = o.events ?? NO_EVENTS;
@@ -110,12 +124,22 @@ export class Scheduler {
       defaultSelector: (pod) => defaultSelector(o.cache, pod),
       namespaceLabels: (ns) => (obj(o.cache.get(`namespaces//${ns}`)?.object.metadata?.['labels']) ?? undefined) as Record<string, string> | undefined,
     });
-    this.work = new WorkQueue({ name: 'scheduler', clock: o.clock, log: o.log, process: (k) => this.sync(k), ...(o.retryMs ? { retryMs: o.retryMs } : {}) });
+    this.byName = new Map(this.plugins.map((p) => [p.name, p]));
+    this.work = new WorkQueue({
+      name: 'scheduler', clock: o.clock, log: o.log, process: (k) => this.sync(k), ...(o.retryMs ? { retryMs: o.retryMs } : {}),
+      // PrioritySort: spec.priority, higher first; then the order they came in.
+      priority: (k) => {
+        const p = this.o.cache.get(k)?.object;
+        return p ? priorityOf(p) : 0;
+      },
+    });
   }
 
   start(): void {
     const st = this.o.cache;
     const rev = st.rev;
+    for (const n of st.list('nodes').items) this.nodes.setNode(n.object);
+    for (const s of st.list('pods').items) this.nodes.setPod(s.key, s.object);
     for (const s of st.list('pods').items) if (wantsScheduling(s.object)) this.work.add(s.key);
     this.handles.push(st.watch({ gr: 'pods', afterRev: rev, onEvent: (ev) => this.onPod(ev) }));
     this.handles.push(st.watch({ gr: 'nodes', afterRev: rev, onEvent: (ev) => this.onNode(ev) }));
@@ -136,31 +160,66 @@ export class Scheduler {
   private onPod(ev: StoreEvent): void {
     const cur = ev.type === 'DELETED' ? null : ev.cur.object;
     const prev = ev.prev?.object ?? null;
+    if (cur) this.nodes.setPod(ev.key, cur);
+    else this.nodes.removePod(ev.key);
     if (cur && wantsScheduling(cur)) {
       // Its own status (the scheduler's condition) changes nothing: upstream's isPodUpdated.
       if (!prev || !wantsScheduling(prev) || !deepEqual(podView(prev), podView(cur))) this.work.add(ev.key);
     } else if (this.unschedulable.has(ev.key)) this.work.add(ev.key); // gone or bound by someone else: forgotten in sync
-    // A bound Pod gone or finished frees room (allocatable pods) and changes the spread.
-    const wasBound = prev !== null && str(specOf(prev)['nodeName']) !== '' && !finished(prev);
-    if (wasBound && (cur === null || finished(cur))) this.flushUnschedulable();
+    // A bound Pod that came, changed what scheduling reads of it, or went: the hints say whom it may help.
+    const was = prev !== null && bound(prev) ? prev : null;
+    const now = cur !== null && bound(cur) ? cur : null;
+    if (!was && !now) return;
+    if (was && now && deepEqual(podView(was), podView(now))) return;
+    this.requeue((p) => p.hints?.assignedPod?.bind(p.hints), (pod, hint) => hint(pod, was, now));
   }
 
   private onNode(ev: StoreEvent): void {
-    if (ev.type === 'DELETED') return;
-    if (ev.type === 'ADDED' || !ev.prev || !deepEqual(schedulingView(ev.prev.object), schedulingView(ev.cur.object))) this.flushUnschedulable();
+    if (ev.type === 'DELETED') {
+      this.nodes.removeNode(str(meta(ev.prev?.object ?? ev.cur.object)['name']));
+      return;
+    }
+    this.nodes.setNode(ev.cur.object);
+    const prev = ev.type === 'ADDED' ? null : (ev.prev?.object ?? null);
+    if (prev && deepEqual(schedulingView(prev), schedulingView(ev.cur.object))) return;
+    // No plugin refused (no Nodes at all): any Node may help.
+    this.requeue((p) => p.hints?.node?.bind(p.hints), (pod, hint) => hint(pod, prev, ev.cur.object), true);
+  }
+
+  /** Brings back the unschedulable Pods for which a refusing plugin's hint says Queue (or, `noPlugins`, none refused). */
+  private requeue<H>(hintOf: (p: Plugin) => H | undefined, ask: (pod: Readonly<KObject>, hint: H) => boolean, noPlugins = false): void {
+    for (const [key, plugins] of this.unschedulable) {
+      const pod = this.o.cache.get(key)?.object;
+      if (!pod) {
+        this.work.add(key);
+        continue;
+      }
+      if (!plugins.size) {
+        if (noPlugins) this.work.add(key);
+        continue;
+      }
+      for (const name of plugins) {
+        const p = this.byName.get(name);
+        const hint = p ? hintOf(p) : undefined;
+        if (hint && ask(pod, hint)) {
+          this.work.add(key);
+          break;
+        }
+      }
+    }
   }
 
   private flushUnschedulable(): void {
-    for (const k of this.unschedulable) this.work.add(k);
+    for (const k of this.unschedulable.keys()) this.work.add(k);
   }
 
-  private markUnschedulable(key: string): void {
-    this.unschedulable.add(key);
+  private markUnschedulable(key: string, plugins: ReadonlySet<string>): void {
+    this.unschedulable.set(key, plugins);
     if (this.flushTimer !== null || this.stopped) return;
     this.flushTimer = this.o.clock.setTimeout(() => {
       this.flushTimer = null;
       this.flushUnschedulable();
-    }, this.o.unschedulableRetryMs ?? 30_000);
+    }, this.o.unschedulableRetryMs ?? 300_000);
   }
 
   private async sync(key: string): Promise<void> {
@@ -178,9 +237,9 @@ export class Scheduler {
       await this.setScheduledCondition(pod, 'SchedulingGated', 'Scheduling is blocked due to non-empty scheduling gates');
       return;
     }
-    const nodes = this.o.cache.list('nodes').items.map((x) => x.object);
-    const infos = nodeInfos(nodes, this.o.cache.list('pods').items.map((x) => x.object));
-    const d = schedule(pod, infos, this.plugins);
+    const infos = this.nodes.snapshot();
+    const d = schedule(pod, infos, this.plugins, { start: this.nextStart, ...(this.o.percentageOfNodesToScore ? { percentage: this.o.percentageOfNodesToScore } : {}) });
+    this.nextStart = infos.length ? (this.nextStart + d.evaluated) % infos.length : 0;
     if (d.node === null) {
       let message = fitErrorMessage(d.nodes, d.reasons);
       // PostFilter: DefaultPreemption.
@@ -191,7 +250,7 @@ export class Scheduler {
       if (pre) await this.preempt(pod, pre);
       else if (d.nodes && !waiting) message += ` ${preemptionMessage(pod, d.nodes, d.unfit)}`;
       const first = !this.unschedulable.has(key);
-      this.markUnschedulable(key);
+      this.markUnschedulable(key, d.plugins);
       this.o.log[first ? 'info' : 'debug']({ [F.namespace]: ns, [F.name]: name, [F.reason]: message }, 'scheduler: pod fits no node');
       this.events.event(pod, 'Warning', 'FailedScheduling', message);
       await this.setScheduledCondition(this.o.cache.get(key)?.object ?? pod, 'Unschedulable', message);
@@ -209,6 +268,7 @@ export class Scheduler {
       if (!(isNodenetError(e) && e.code === ErrorCode.Conflict)) this.events.event(pod, 'Warning', 'FailedScheduling', `Binding rejected: ${e instanceof Error ? e.message : String(e)}`);
       throw e;
     }
+    this.nodes.assume(key, pod, best.name);
     this.unschedulable.delete(key);
     this.o.log.info({ [F.namespace]: ns, [F.name]: name, [F.node]: best.name }, 'scheduler: pod bound');
     this.events.event(pod, 'Normal', 'Scheduled', `Successfully assigned ${ns}/${name} to ${best.name}`);
@@ -222,9 +282,12 @@ export class Scheduler {
    */
   private async preempt(pod: Readonly<KObject>, pre: Preemption): Promise<void> {
     const uid = str(meta(pod)['uid']);
-    for (const v of pre.victims) {
-      const vns = str(meta(v)['namespace']);
-      const vname = str(meta(v)['name']);
+    for (const chosen of pre.victims) {
+      const vns = str(meta(chosen)['namespace']);
+      const vname = str(meta(chosen)['name']);
+      // The watch's object, not the scheduler cache's (which may be the copy it assumed at binding).
+      const v = this.o.cache.get(`pods/${vns}/${vname}`)?.object;
+      if (!v || meta(v)['uid'] !== meta(chosen)['uid']) continue;
       const status = structuredClone(obj(v['status']) ?? {});
       const conds = objs(status['conditions']).filter((c) => c['type'] !== 'DisruptionTarget');
       status['conditions'] = [...conds, { type: 'DisruptionTarget', status: 'True', lastProbeTime: null, lastTransitionTime: rfc3339(this.o.clock.now()), reason: 'PreemptionByScheduler', message: `${SCHEDULER_NAME}: preempting to accommodate a higher priority pod` }];

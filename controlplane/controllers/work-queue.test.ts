@@ -55,3 +55,38 @@ t.test('de-duplicated, one at a time, retried: at once after a Conflict, after t
   t.same(seen, ['c', 'd', 'c', 'd'], 'nothing after stop');
   t.equal(clock.pending, 0, 'no timer left');
 });
+
+t.test('with a priority: the higher first, equals in arrival order (the scheduler queue\'s PrioritySort)', async (t) => {
+  const clock = new FakeClock();
+  const seen: string[] = [];
+  const prio: Record<string, number> = { low1: 0, low2: 0, high: 1000, mid: 10, low3: 0 };
+  let gate: (() => void) | null = null;
+  const q = new WorkQueue({
+    name: 'test', clock, log: silentLogger(), priority: (k) => prio[k] ?? 0,
+    process: async (k) => {
+      if (k === 'first') await new Promise<void>((r) => (gate = r));
+      seen.push(k);
+    },
+  });
+  q.add('first');
+  await settle(); // taken; the others wait behind it
+  for (const k of ['low1', 'low2', 'high', 'mid', 'low3', 'low1']) q.add(k);
+  t.equal(q.length, 5, 'a waiting key is not queued twice');
+  await settle();
+  gate!();
+  await q.idle();
+  t.same(seen, ['first', 'high', 'mid', 'low1', 'low2', 'low3']);
+  // Many keys: drained in order.
+  seen.length = 0;
+  const many = Array.from({ length: 200 }, (_, i) => `k${i}`);
+  for (const k of many) prio[k] = (i => (i * 37) % 11)(Number(k.slice(1)));
+  q.add('first');
+  await settle();
+  for (const k of many) q.add(k);
+  await settle();
+  gate!();
+  await q.idle();
+  const want = [...many].sort((a, b) => prio[b]! - prio[a]! || Number(a.slice(1)) - Number(b.slice(1)));
+  t.same(seen, ['first', ...want]);
+  q.stop();
+});

@@ -11,9 +11,15 @@
  *   into that range, and a Node's score is the sum of each plugin's times its weight. The highest wins; ties go to
  *   the Node with the fewest Pods, then the first by name (upstream picks one of the tied at random; a fixed order
  *   keeps runs reproducible).
+ * - How many Nodes a cycle looks at: upstream's percentageOfNodesToScore, adaptive (50% less 1% per 125 Nodes, at
+ *   least 5%, at least 100 Nodes). Filtering stops once that many feasible Nodes are found, and the next cycle
+ *   starts where this one stopped (nextStartNodeIndex), so every Node gets its turn. Below 100 Nodes, all are
+ *   looked at.
+ * - What a Pod asks for (its requests, the non-zero requests, host ports) is computed once per Pod object and kept
+ *   beside it (a WeakMap: the watch cache's objects are never changed in place), as upstream's PodInfo.
  */
 import type { KObject } from '../store/types.js';
-import { add, milliUnits, podAmounts, resourceList, wholeUnits, type ResourceList } from '../quota/usage.js';
+import { milliUnits, podAmounts, resourceList, wholeUnits, type ResourceList } from '../quota/usage.js';
 import { arr, obj, str } from '../../lib/json/loose.js';
 
 type O = Record<string, unknown>;
@@ -34,6 +40,10 @@ export interface NodeInfo {
   readonly nonZeroRequested: { readonly cpuMilli: bigint; readonly memory: bigint };
   /** The host ports its Pods hold. */
   readonly usedPorts: readonly HostPort[];
+  /** Its Pods with any pod affinity or anti-affinity term (NodeInfo.PodsWithAffinity). */
+  readonly podsWithAffinity: readonly Readonly<KObject>[];
+  /** Its Pods with a required anti-affinity term (NodeInfo.PodsWithRequiredAntiAffinity). */
+  readonly podsWithRequiredAntiAffinity: readonly Readonly<KObject>[];
 }
 
 export interface HostPort {
@@ -57,6 +67,19 @@ export interface Plugin {
   normalize?(scores: number[]): number[];
   /** Weight of its score (default 1). */
   readonly weight?: number;
+  /** When a Pod this plugin refused may fit now (QueueingHints); an event it has no hint for does not bring it back. */
+  readonly hints?: QueueingHints;
+}
+
+/**
+ * Upstream's QueueingHintFn per event the plugin registers (EventsToRegister): true is Queue, false QueueSkip. A
+ * Pod waits in the unschedulable queue until an event one of the plugins that refused it says Queue for.
+ */
+export interface QueueingHints {
+  /** A Node came (`prev` null) or changed what scheduling reads of it. */
+  node?(pod: Readonly<KObject>, prev: Readonly<KObject> | null, cur: Readonly<KObject>): boolean;
+  /** A Pod bound to a Node came (`prev` null), changed, or went or finished (`cur` null). */
+  assignedPod?(pod: Readonly<KObject>, prev: Readonly<KObject> | null, cur: Readonly<KObject> | null): boolean;
 }
 
 const spec = (o: Readonly<KObject>): O => obj(o['spec']) ?? {};
@@ -68,8 +91,22 @@ export const DEFAULT_MILLI_CPU = 100n;
 export const DEFAULT_MEMORY = 200n * 1024n * 1024n;
 
 
+/** Per Pod object, once: what is derived from its spec (upstream's PodInfo). */
+function memo<T>(compute: (pod: Readonly<KObject>) => T): (pod: Readonly<KObject>) => T {
+  const kept = new WeakMap<object, T>();
+  return (pod) => {
+    let v = kept.get(pod);
+    if (v === undefined) kept.set(pod, (v = compute(pod)));
+    return v;
+  };
+}
+
+/** resourcehelper.PodRequests of the Pod. */
+export const podRequests = memo((pod): ResourceList => podAmounts(spec(pod), 'requests'));
+
 /** A container's (or the Pod's) cpu in milli and memory in bytes, each its default when not requested (GetNonzeroRequests). */
-export function nonZeroRequests(pod: Readonly<KObject>): { cpuMilli: bigint; memory: bigint } {
+export const nonZeroRequests = memo(computeNonZero);
+function computeNonZero(pod: Readonly<KObject>): { cpuMilli: bigint; memory: bigint } {
   const s = spec(pod);
   // resourcehelper.PodRequests with NonMissingContainerRequests: each container without a request counts the default.
   const withDefaults: O = {
@@ -91,7 +128,8 @@ function withDefaultRequests(c: unknown): O {
 }
 
 /** The host ports a Pod asks for (containers and init containers; 0 is none). */
-export function hostPorts(pod: Readonly<KObject>): HostPort[] {
+export const hostPorts = memo(computeHostPorts);
+function computeHostPorts(pod: Readonly<KObject>): readonly HostPort[] {
   const s = spec(pod);
   const out: HostPort[] = [];
   for (const c of [...arr(s['containers']), ...arr(s['initContainers'])]) {
@@ -115,13 +153,26 @@ export function nodeInfos(nodes: readonly Readonly<KObject>[], pods: readonly Re
   return nodes.map((node) => nodeInfo(node, byNode.get(str(obj(node.metadata)?.['name'])) ?? []));
 }
 
+const affinityOf = (p: Readonly<KObject>) => obj(spec(p)['affinity']);
+/** The Pod has a pod affinity or anti-affinity term. */
+export const hasPodAffinity = (p: Readonly<KObject>): boolean => {
+  const a = affinityOf(p);
+  return !!a && (obj(a['podAffinity']) !== undefined || obj(a['podAntiAffinity']) !== undefined);
+};
+/** The Pod has a required anti-affinity term. */
+export const hasRequiredAntiAffinity = (p: Readonly<KObject>): boolean =>
+  arr(obj(affinityOf(p)?.['podAntiAffinity'])?.['requiredDuringSchedulingIgnoredDuringExecution']).length > 0;
+
 export function nodeInfo(node: Readonly<KObject>, pods: readonly Readonly<KObject>[]): NodeInfo {
-  let requested: ResourceList = new Map();
+  const requested: ResourceList = new Map();
   let cpu = 0n;
   let mem = 0n;
   const usedPorts: HostPort[] = [];
   for (const p of pods) {
-    requested = add(requested, podAmounts(spec(p), 'requests'));
+    for (const [k, v] of podRequests(p)) {
+      const was = requested.get(k);
+      requested.set(k, was ? { nanos: was.nanos + v.nanos, format: was.nanos === 0n ? v.format : was.format } : v);
+    }
     const nz = nonZeroRequests(p);
     cpu += nz.cpuMilli;
     mem += nz.memory;
@@ -129,38 +180,74 @@ export function nodeInfo(node: Readonly<KObject>, pods: readonly Readonly<KObjec
   }
   return {
     node, name: str(obj(node.metadata)?.['name']), pods,
-    allocatable: resourceList(obj(node['status'])?.['allocatable']),
+    allocatable: allocatableOf(node),
     requested, nonZeroRequested: { cpuMilli: cpu, memory: mem }, usedPorts,
+    podsWithAffinity: pods.filter(hasPodAffinity),
+    podsWithRequiredAntiAffinity: pods.filter(hasRequiredAntiAffinity),
   };
 }
 
+const allocatableOf = memo((node): ResourceList => resourceList(obj(node['status'])?.['allocatable']));
+
 /** What a scheduling cycle decided: the Node, or the reasons counted over the Nodes. */
-export type Decision =
+export type Decision = (
   | { readonly node: string; readonly scores: ReadonlyMap<string, number> }
-  | { readonly node: null; readonly reasons: ReadonlyMap<string, number>; readonly nodes: number; readonly unfit: ReadonlyMap<string, readonly string[]> };
+  | {
+    readonly node: null; readonly reasons: ReadonlyMap<string, number>; readonly nodes: number; readonly unfit: ReadonlyMap<string, readonly string[]>;
+    /** The plugins that refused a Node (or the Pod at PreFilter): what the queue waits on (UnschedulablePlugins). */
+    readonly plugins: ReadonlySet<string>;
+  }
+) & {
+  /** How many Nodes the filters ran on: the next cycle starts that far on. */
+  readonly evaluated: number;
+};
+
+/** numFeasibleNodesToFind with the adaptive percentageOfNodesToScore (the default, 0). */
+export function feasibleNodesToFind(all: number, percentage = 0): number {
+  const MIN = 100;
+  if (all < MIN || percentage >= 100) return all;
+  let pct = percentage;
+  if (pct <= 0) pct = Math.max(5, 50 - Math.trunc(all / 125));
+  return Math.max(MIN, Math.trunc((all * pct) / 100));
+}
+
+export interface CycleOptions {
+  /** Where filtering starts (nextStartNodeIndex). */
+  readonly start?: number;
+  /** percentageOfNodesToScore (0 or absent: adaptive). */
+  readonly percentage?: number;
+}
 
 /** One scheduling cycle. */
-export function schedule(pod: Readonly<KObject>, nodes: readonly NodeInfo[], plugins: readonly Plugin[]): Decision {
+export function schedule(pod: Readonly<KObject>, nodes: readonly NodeInfo[], plugins: readonly Plugin[], opts: CycleOptions = {}): Decision {
   const state: CycleState = new Map();
   for (const p of plugins) {
     const why = p.preFilter?.(pod, state, nodes);
-    if (why) return { node: null, reasons: new Map([[why, nodes.length]]), nodes: nodes.length, unfit: new Map(nodes.map((n) => [n.name, [why]])) };
+    if (why) return { node: null, reasons: new Map([[why, nodes.length]]), nodes: nodes.length, unfit: new Map(nodes.map((n) => [n.name, [why]])), plugins: new Set([p.name]), evaluated: 0 };
   }
   const reasons = new Map<string, number>();
   const unfit = new Map<string, readonly string[]>();
+  const refusing = new Set<string>();
   const feasible: NodeInfo[] = [];
-  for (const n of nodes) {
+  const want = feasibleNodesToFind(nodes.length, opts.percentage);
+  const start = nodes.length ? (opts.start ?? 0) % nodes.length : 0;
+  let evaluated = 0;
+  for (; evaluated < nodes.length && feasible.length < want; evaluated++) {
+    const n = nodes[(start + evaluated) % nodes.length]!;
     let refused: readonly string[] | null = null;
     for (const p of plugins) {
       refused = p.filter?.(pod, n, state) ?? null;
-      if (refused) break;
+      if (refused) {
+        refusing.add(p.name);
+        break;
+      }
     }
     if (refused) {
       unfit.set(n.name, refused);
       for (const r of refused) reasons.set(r, (reasons.get(r) ?? 0) + 1);
     } else feasible.push(n);
   }
-  if (!feasible.length) return { node: null, reasons, nodes: nodes.length, unfit };
+  if (!feasible.length) return { node: null, reasons, nodes: nodes.length, unfit, plugins: refusing, evaluated };
   const total = new Map<string, number>(feasible.map((n) => [n.name, 0]));
   if (feasible.length > 1) {
     for (const p of plugins) {
@@ -171,8 +258,12 @@ export function schedule(pod: Readonly<KObject>, nodes: readonly NodeInfo[], plu
     }
   }
   // The highest score; among equals the Node with the fewest Pods, then the first by name.
-  const best = [...feasible].sort((a, b) => total.get(b.name)! - total.get(a.name)! || a.pods.length - b.pods.length || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))[0]!;
-  return { node: best.name, scores: total };
+  let best = feasible[0]!;
+  for (const n of feasible) {
+    const d = total.get(n.name)! - total.get(best.name)! || best.pods.length - n.pods.length || (n.name < best.name ? 1 : n.name > best.name ? -1 : 0);
+    if (d > 0) best = n;
+  }
+  return { node: best.name, scores: total, evaluated };
 }
 
 /** helper.DefaultNormalizeScore: scale to [0, max] by the highest; reversed, the highest is 0 (all max when all 0). */

@@ -112,6 +112,23 @@ const required = (pod: Readonly<KObject>, kind: 'podAffinity' | 'podAntiAffinity
 const preferred = (pod: Readonly<KObject>, kind: 'podAffinity' | 'podAntiAffinity') =>
   objs(affinityOf(pod, kind)['preferredDuringSchedulingIgnoredDuringExecution']).map((w) => term(obj(w['podAffinityTerm']) ?? {}, pod, typeof w['weight'] === 'number' ? w['weight'] : 0));
 
+interface Terms {
+  readonly affinity: readonly Term[];
+  readonly anti: readonly Term[];
+  readonly prefAffinity: readonly Term[];
+  readonly prefAnti: readonly Term[];
+}
+const termsKept = new WeakMap<object, Terms>();
+/** A Pod's four kinds of terms, resolved once per Pod object (upstream's PodInfo keeps them parsed too). */
+function termsOf(pod: Readonly<KObject>): Terms {
+  let t = termsKept.get(pod);
+  if (!t) {
+    t = { affinity: required(pod, 'podAffinity'), anti: required(pod, 'podAntiAffinity'), prefAffinity: preferred(pod, 'podAffinity'), prefAnti: preferred(pod, 'podAntiAffinity') };
+    termsKept.set(pod, t);
+  }
+  return t;
+}
+
 const nodeLabels = (n: NodeInfo): Labels => labelsOf(n.node);
 const domainKey = (key: string, value: string) => `${key}\u0000${value}`;
 
@@ -137,10 +154,9 @@ export function interPodAffinity(namespaceLabels: (ns: string) => Labels | undef
     name: 'InterPodAffinity',
     weight: 2,
     preFilter(pod, state, nodes) {
-      const affinity = required(pod, 'podAffinity');
-      const anti = required(pod, 'podAntiAffinity');
-      const prefAff = preferred(pod, 'podAffinity');
-      const prefAnti = preferred(pod, 'podAntiAffinity');
+      const own = termsOf(pod);
+      const affinity = [...own.affinity];
+      const anti = [...own.anti];
       const s: AffinityState = {
         affinity, anti, affinityDomains: new Set(), antiDomains: new Set(), existingAnti: new Set(),
         selfMatch: affinity.every((t) => termSelects(t, pod, nl)), scores: new Map(),
@@ -151,22 +167,32 @@ export function interPodAffinity(namespaceLabels: (ns: string) => Labels | undef
         const d = domainKey(key, v);
         s.scores.set(d, (s.scores.get(d) ?? 0) + w);
       };
+      // The incoming Pod's terms are matched against every placed Pod; the placed Pods' terms only where a Pod has
+      // some (NodeInfo.PodsWithAffinity), as upstream's PreFilter and PreScore.
+      const incoming = affinity.length + anti.length + own.prefAffinity.length + own.prefAnti.length > 0;
       for (const n of nodes) {
+        if (!incoming && !n.podsWithAffinity.length) continue;
         const labels = nodeLabels(n);
-        for (const p of n.pods) {
-          if (affinity.length && affinity.every((t) => termSelects(t, p, nl))) {
-            for (const t of affinity) if (labels[t.topologyKey] !== undefined) s.affinityDomains.add(domainKey(t.topologyKey, labels[t.topologyKey]!));
+        if (incoming) {
+          for (const p of n.pods) {
+            if (affinity.length && affinity.every((t) => termSelects(t, p, nl))) {
+              for (const t of affinity) if (labels[t.topologyKey] !== undefined) s.affinityDomains.add(domainKey(t.topologyKey, labels[t.topologyKey]!));
+            }
+            for (const t of anti) if (labels[t.topologyKey] !== undefined && termSelects(t, p, nl)) s.antiDomains.add(domainKey(t.topologyKey, labels[t.topologyKey]!));
+            // Scores: the incoming Pod's preferred terms.
+            for (const t of own.prefAffinity) if (termSelects(t, p, nl)) bump(t.topologyKey, labels, t.weight);
+            for (const t of own.prefAnti) if (termSelects(t, p, nl)) bump(t.topologyKey, labels, -t.weight);
           }
-          for (const t of anti) if (labels[t.topologyKey] !== undefined && termSelects(t, p, nl)) s.antiDomains.add(domainKey(t.topologyKey, labels[t.topologyKey]!));
-          for (const t of required(p, 'podAntiAffinity')) {
+        }
+        for (const p of n.podsWithAffinity) {
+          const theirs = termsOf(p);
+          for (const t of theirs.anti) {
             if (labels[t.topologyKey] !== undefined && termSelects(t, pod, nl)) s.existingAnti.add(domainKey(t.topologyKey, labels[t.topologyKey]!));
           }
-          // Scores: the incoming Pod's preferred terms, the placed Pods' preferred terms, their required affinity (weight 1).
-          for (const t of prefAff) if (termSelects(t, p, nl)) bump(t.topologyKey, labels, t.weight);
-          for (const t of prefAnti) if (termSelects(t, p, nl)) bump(t.topologyKey, labels, -t.weight);
-          for (const t of preferred(p, 'podAffinity')) if (termSelects(t, pod, nl)) bump(t.topologyKey, labels, t.weight);
-          for (const t of preferred(p, 'podAntiAffinity')) if (termSelects(t, pod, nl)) bump(t.topologyKey, labels, -t.weight);
-          for (const t of required(p, 'podAffinity')) if (termSelects(t, pod, nl)) bump(t.topologyKey, labels, 1);
+          // Scores: the placed Pods' preferred terms, and their required affinity (weight 1).
+          for (const t of theirs.prefAffinity) if (termSelects(t, pod, nl)) bump(t.topologyKey, labels, t.weight);
+          for (const t of theirs.prefAnti) if (termSelects(t, pod, nl)) bump(t.topologyKey, labels, -t.weight);
+          for (const t of theirs.affinity) if (termSelects(t, pod, nl)) bump(t.topologyKey, labels, 1);
         }
       }
       state.set('InterPodAffinity', s);
@@ -191,6 +217,18 @@ export function interPodAffinity(namespaceLabels: (ns: string) => Labels | undef
       }
       for (const [k, v] of Object.entries(labels)) if (s.existingAnti.has(domainKey(k, v))) return [REASONS.existingAnti];
       return null;
+    },
+    hints: {
+      // A Node's labels make the topology domains: a new or relabelled Node may open one.
+      node: () => true,
+      // isSchedulableAfterPodChange: a Pod its required affinity selects came, or one its anti-affinity selects (or
+      // whose own required anti-affinity may have kept it off) went.
+      assignedPod(pod, prev, cur) {
+        const own = termsOf(pod);
+        if (cur && own.affinity.some((t) => termSelects(t, cur, nl))) return true;
+        if (prev && !cur) return own.anti.some((t) => termSelects(t, prev, nl)) || termsOf(prev).anti.some((t) => termSelects(t, pod, nl));
+        return false;
+      },
     },
     score(_pod, n, state) {
       const s = state.get('InterPodAffinity') as AffinityState;
@@ -283,6 +321,12 @@ export function podTopologySpread(defaultSelector: (pod: Readonly<KObject>) => O
       }
       state.set('PodTopologySpread', s);
       return null;
+    },
+    hints: {
+      // A Node with the constraints' keys may be a new domain (isSchedulableAfterNodeChange).
+      node: (pod, _prev, cur) => constraintsOf(pod).every((c) => labelsOf(cur)[c.topologyKey] !== undefined),
+      // isSchedulableAfterPodChange: a Pod of its namespace a constraint selects came or went.
+      assignedPod: (pod, prev, cur) => [prev, cur].some((p) => p !== null && nsOf(p) === nsOf(pod) && constraintsOf(pod).some((c) => selects(c.selector, labelsOf(p)))),
     },
     filter(pod, n, state) {
       const s = state.get('PodTopologySpread') as SpreadState;

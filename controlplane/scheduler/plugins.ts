@@ -16,10 +16,10 @@
  * reports it has 0 of what it does not list, as upstream. Pure.
  */
 import type { KObject } from '../store/types.js';
-import { milliUnits, podAmounts, resourceUnits, wholeUnits, type ResourceList } from '../quota/usage.js';
+import { milliUnits, resourceUnits, wholeUnits, type ResourceList } from '../quota/usage.js';
 import { arr, obj, objs, str } from '../../lib/json/loose.js';
 import { toleratesTaint, type Taint, type Toleration } from '../controllers/taints.js';
-import { defaultNormalize, hostPorts, MAX_NODE_SCORE, nonZeroRequests, type CycleState, type HostPort, type NodeInfo, type Plugin } from './framework.js';
+import { defaultNormalize, hostPorts, MAX_NODE_SCORE, nodeInfo, nonZeroRequests, podRequests, type CycleState, type HostPort, type NodeInfo, type Plugin } from './framework.js';
 
 type O = Record<string, unknown>;
 const meta = (o: Readonly<KObject>): O => (o.metadata ?? {}) as O;
@@ -35,8 +35,16 @@ export const REASON = {
   taint: (t: Taint) => `node(s) had untolerated taint {${t.key}: ${t.value ?? ''}}`,
 } as const;
 
-/** A node's taints, with the NoSchedule taint its Ready condition implies when it is not Ready. */
-export function effectiveTaints(node: Readonly<KObject>): Taint[] {
+const taintsKept = new WeakMap<object, readonly Taint[]>();
+
+/** A node's taints, with the NoSchedule taint its Ready condition implies when it is not Ready (once per Node object). */
+export function effectiveTaints(node: Readonly<KObject>): readonly Taint[] {
+  let t = taintsKept.get(node);
+  if (!t) taintsKept.set(node, (t = computeTaints(node)));
+  return t;
+}
+
+function computeTaints(node: Readonly<KObject>): Taint[] {
   const taints = objs(specOf(node)['taints']).map((t) => ({ key: str(t['key']), value: str(t['value']), effect: str(t['effect']) }));
   const ready = objs(obj(node['status'])?.['conditions']).find((c) => c['type'] === 'Ready')?.['status'];
   if (ready !== 'True') {
@@ -48,23 +56,33 @@ export function effectiveTaints(node: Readonly<KObject>): Taint[] {
 
 const tolerationsOf = (pod: Readonly<KObject>) => objs(specOf(pod)['tolerations']) as Toleration[];
 
+const unschedulableRefuses = (pod: Readonly<KObject>, node: Readonly<KObject>): boolean => {
+  if (specOf(node)['unschedulable'] !== true) return false;
+  const t = { key: 'node.kubernetes.io/unschedulable', effect: 'NoSchedule' };
+  return !tolerationsOf(pod).some((tol) => toleratesTaint(tol, t));
+};
+
 export const nodeUnschedulable: Plugin = {
   name: 'NodeUnschedulable',
-  filter(pod, n) {
-    if (specOf(n.node)['unschedulable'] !== true) return null;
-    const t = { key: 'node.kubernetes.io/unschedulable', effect: 'NoSchedule' };
-    return tolerationsOf(pod).some((tol) => toleratesTaint(tol, t)) ? null : [REASON.unschedulable];
-  },
+  filter: (pod, n) => (unschedulableRefuses(pod, n.node) ? [REASON.unschedulable] : null),
+  // isSchedulableAfterNodeChange: the Node (now) takes it.
+  hints: { node: (pod, _prev, cur) => !unschedulableRefuses(pod, cur) },
+};
+
+const untoleratedTaint = (pod: Readonly<KObject>, node: Readonly<KObject>): Taint | undefined => {
+  const tols = tolerationsOf(pod);
+  return effectiveTaints(node).find((t) => (t.effect === 'NoSchedule' || t.effect === 'NoExecute') && !tols.some((tol) => toleratesTaint(tol, t)));
 };
 
 export const taintToleration: Plugin = {
   name: 'TaintToleration',
   weight: 3,
   filter(pod, n) {
-    const tols = tolerationsOf(pod);
-    const bad = effectiveTaints(n.node).find((t) => (t.effect === 'NoSchedule' || t.effect === 'NoExecute') && !tols.some((tol) => toleratesTaint(tol, t)));
+    const bad = untoleratedTaint(pod, n.node);
     return bad ? [REASON.taint(bad)] : null;
   },
+  // isSchedulableAfterNodeChange: the Node's taints (now) are all tolerated.
+  hints: { node: (pod, _prev, cur) => untoleratedTaint(pod, cur) === undefined },
   // countIntolerableTaintsPreferNoSchedule: only the tolerations with effect PreferNoSchedule or none count.
   score(pod, n) {
     const tols = tolerationsOf(pod).filter((t) => !t.effect || t.effect === 'PreferNoSchedule');
@@ -115,6 +133,8 @@ export const nodeAffinity: Plugin = {
   name: 'NodeAffinity',
   weight: 2,
   filter: (pod, n) => (matchesNodeAffinity(pod, n.node) ? null : [REASON.affinity]),
+  // isSchedulableAfterNodeChange: the Node (now) matches.
+  hints: { node: (pod, _prev, cur) => matchesNodeAffinity(pod, cur) },
   // The weights of the preferred terms the Node matches.
   score(pod, n) {
     const preferred = objs(obj(obj(specOf(pod)['affinity'])?.['nodeAffinity'])?.['preferredDuringSchedulingIgnoredDuringExecution']);
@@ -142,6 +162,11 @@ export const nodePorts: Plugin = {
   filter(_pod, n, state) {
     const want = (state.get('NodePorts') as HostPort[] | undefined) ?? [];
     return want.some((w) => portConflict(w, n.usedPorts)) ? [REASON.ports] : null;
+  },
+  // A new Node has every port free; a Pod gone frees its ports (isSchedulableAfterPodDeleted: one the Pod wants).
+  hints: {
+    node: (_pod, prev) => prev === null,
+    assignedPod: (pod, prev, cur) => cur === null && prev !== null && hostPorts(pod).some((w) => portConflict(w, hostPorts(prev))),
   },
 };
 
@@ -179,7 +204,7 @@ export function leastAllocated(pod: Readonly<KObject>, n: NodeInfo): number {
 
 /** BalancedAllocation: 1 − the spread of cpu's and memory's used fractions (requests, the Pod's included), × 100. */
 export function balancedAllocation(pod: Readonly<KObject>, n: NodeInfo): number {
-  const podReq = podAmounts(specOf(pod), 'requests');
+  const podReq = podRequests(pod);
   const fractions: number[] = [];
   for (const r of SCORED) {
     const alloc = resourceUnits(r, n.allocatable.get(r)?.nanos ?? 0n);
@@ -196,7 +221,7 @@ export const nodeResourcesFit: Plugin = {
   name: 'NodeResourcesFit',
   weight: 1,
   preFilter(pod, state) {
-    state.set('NodeResourcesFit', podAmounts(specOf(pod), 'requests'));
+    state.set('NodeResourcesFit', podRequests(pod));
     return null;
   },
   filter(_pod, n, state: CycleState) {
@@ -204,6 +229,12 @@ export const nodeResourcesFit: Plugin = {
     return why.length ? why : null;
   },
   score: (pod, n) => (n.allocatable.size ? leastAllocated(pod, n) : 0),
+  hints: {
+    // isSchedulableAfterNodeChange: the Node's allocatable (now) can hold the Pod's requests at all.
+    node: (pod, _prev, cur) => insufficient(podRequests(pod), nodeInfo(cur, [])).length === 0,
+    // isSchedulableAfterPodEvent: a Pod gone frees a Pod's place and what it requested.
+    assignedPod: (_pod, prev, cur) => prev !== null && cur === null,
+  },
 };
 
 export const nodeResourcesBalancedAllocation: Plugin = {
