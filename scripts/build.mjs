@@ -5,7 +5,7 @@
 //   dist/nodenet-bench-tcp the lookup benchmark's native TCP client and server (C)
 import { build } from 'esbuild';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, statSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, renameSync, statSync, rmSync } from 'node:fs';
 import { buildShim, shimStale } from './cni-build.mjs';
 import { NATIVE_EXTERNAL, REQUIRE_BANNER } from './esm-bundle.mjs';
 
@@ -22,13 +22,31 @@ if (existsSync(`${root}agent/src/main.ts`)) {
   // agent waited for it); the other packages stay external (native addons, few files).
   // Every pure-JavaScript package is bundled too (execa, grpc-js, yaml, prom-client, pino: ~1,500 more files
   // resolved at start otherwise); only the native addons stay external, loaded from node_modules.
-  rmSync(`${root}dist/chunks`, { recursive: true, force: true });
+  // Built aside, then moved in: a process started from dist/ while another builds (tests on a shared checkout, a
+  // lab running) finds either the old files or the new ones, never a half-written entry or a missing chunk. The
+  // chunks' names carry their hash, so the new ones go in beside the old; the entry is renamed over last. Chunks no
+  // build has written for a day go (a long-running agent may still load one of the previous build's on demand).
+  const next = `${root}dist/.next-${process.pid}`;
+  rmSync(next, { recursive: true, force: true });
   jobs.push(build({
     entryPoints: { nodenet: `${root}agent/src/main.ts` },
-    outdir: `${root}dist`, splitting: true, chunkNames: 'chunks/[name]-[hash]',
+    outdir: next, splitting: true, chunkNames: 'chunks/[name]-[hash]',
     bundle: true, platform: 'node', target: 'node20', format: 'esm',
     external: NATIVE_EXTERNAL, sourcemap: 'linked', logLevel: 'warning',
     banner: { js: REQUIRE_BANNER },
+  }).then(() => {
+    mkdirSync(`${root}dist/chunks`, { recursive: true });
+    const fresh = new Set(readdirSync(`${next}/chunks`));
+    for (const f of fresh) renameSync(`${next}/chunks/${f}`, `${root}dist/chunks/${f}`);
+    for (const f of readdirSync(next)) if (f !== 'chunks') renameSync(`${next}/${f}`, `${root}dist/${f}`);
+    rmSync(next, { recursive: true, force: true });
+    const dayAgo = Date.now() - 24 * 3600 * 1000;
+    for (const f of readdirSync(`${root}dist/chunks`)) {
+      if (!fresh.has(f) && statSync(`${root}dist/chunks/${f}`).mtimeMs < dayAgo) rmSync(`${root}dist/chunks/${f}`, { force: true });
+    }
+  }, (e) => {
+    rmSync(next, { recursive: true, force: true });
+    throw e;
   }));
 }
 await Promise.all(jobs);
