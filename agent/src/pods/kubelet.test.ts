@@ -657,3 +657,49 @@ t.test('admission: a Pod whose requests do not fit what the admitted Pods leave 
   t.equal(statusOf(s, 'small')['phase'], 'Running', 'one that fits is admitted');
   t.match(statusOf(s, 'late'), { phase: 'Failed' }, 'a rejected Pod stays rejected (its controller makes another)');
 });
+
+t.test('limits: each run starts with its Pod\'s and its own cgroup values; one the kernel OOM-kills is terminated OOMKilled (137) and restarted as its policy says', async (t) => {
+  const s = await setup(t);
+  const limited = (name: string, cpu: string, memory: string) => container(name, { resources: { requests: { cpu, memory }, limits: { cpu, memory } } });
+  const uid = await running(s, 'web', { containers: [limited('app', '100m', '32Mi'), container('side')] });
+  t.same(s.runtime.current(uid, 'app')?.resources, {
+    pod: { cpuShares: 102, cpuQuota: null, cpuPeriod: 100000, memoryLimit: null },
+    container: { cpuShares: 102, cpuQuota: 10000, cpuPeriod: 100000, memoryLimit: 33554432n },
+  }, 'the Pod is Burstable (side has no limits): no Pod-level quota or memory limit');
+  t.same(s.runtime.current(uid, 'side')?.resources?.container, { cpuShares: 2, cpuQuota: null, cpuPeriod: 100000, memoryLimit: null }, 'no requests: the minimum shares');
+  s.runtime.oom(uid, 'app');
+  await s.run(250);
+  t.match(cstatus(s, 'web', 'app'), { restartCount: 1, lastState: { terminated: { exitCode: 137, signal: 9, reason: 'OOMKilled' } } });
+  t.equal(s.runtime.current(uid, 'app')?.run, 1, 'restarted (restartPolicy Always)');
+  s.runtime.exit(uid, 'side', 137);
+  await s.run(250);
+  t.match(cstatus(s, 'web', 'side'), { lastState: { terminated: { exitCode: 137, reason: 'Error' } } }, 'a 137 without an OOM kill is an Error');
+  t.notOk(s.api.events('web').some((e) => e['reason'] === 'LimitsNotEnforced'), 'enforced: no warning');
+  t.notOk(s.logs.some((l) => l['code'] === 'NN_ERR_LIMITS_NOT_ENFORCED'));
+});
+
+t.test('limits the node cannot enforce: the Pod runs, one Warning LimitsNotEnforced names the containers and why; Pods without such limits get none; the agent logs it once with its code; start sweeps what no adopted Pod keeps', async (t) => {
+  const runtime = new FakePodRuntime();
+  runtime.notEnforced = { memory: 'no cgroup hierarchy with the memory controller is mounted' };
+  const run0 = { run: 0, pgid: 77, pid: 77, procStart: '77', startedAt: T0 };
+  const rec: PodRecord = { version: 1, uid: 'live', namespace: 'default', name: 'kept', sandbox: { name: 'pod-live', pid: 70, startTime: '70', netns: '/fake/netns/pod-live' }, podIP: '10.244.1.7', startedAt: T0, containers: [{ name: 'app', current: run0, last: null, previous: null, restartCount: 0, backoff: null }] };
+  const s = await setup(t, { runtime, records: [{ record: rec, live: true }, { record: { ...rec, uid: 'dead', name: 'gone', sandbox: { ...rec.sandbox!, name: 'pod-dead', pid: 71 } }, live: false }] });
+  t.same(s.runtime.sweeps, [['live']], 'one sweep at start, keeping the adopted Pod only');
+  const warned = s.logs.filter((l) => l['code'] === 'NN_ERR_LIMITS_NOT_ENFORCED');
+  t.equal(warned.length, 1, 'logged once');
+  t.match(warned[0], { level: 40, reason: 'memory: no cgroup hierarchy with the memory controller is mounted' });
+  const mem = (name: string) => container(name, { resources: { limits: { memory: '32Mi' } } });
+  const uid = await running(s, 'web', { containers: [mem('a'), mem('b'), container('c', { resources: { limits: { cpu: '1' } } })] });
+  t.equal(statusOf(s, 'web')['phase'], 'Running', 'it runs anyway');
+  t.ok(s.runtime.current(uid, 'a'), 'its containers run');
+  t.match(s.api.events('web').filter((e) => e['reason'] === 'LimitsNotEnforced'), [{ type: 'Warning', count: 1, message: 'Not enforced on node n1, the containers run without them: limits.memory of containers a, b (no cgroup hierarchy with the memory controller is mounted)' }]);
+  s.runtime.exit(uid, 'a', 1);
+  await s.run(20_000);
+  t.equal(s.api.events('web').filter((e) => e['reason'] === 'LimitsNotEnforced').length, 1, 'not again when a container restarts');
+  t.equal(s.api.events('web').find((e) => e['reason'] === 'LimitsNotEnforced')?.['count'], 1);
+  await running(s, 'cpu-only', { containers: [container('c', { resources: { limits: { cpu: '1' } } })] });
+  await running(s, 'plain');
+  t.same(s.api.events('cpu-only').map((e) => e['reason']), ['Started'], 'a cpu limit is enforced here: no warning');
+  t.same(s.api.events('plain').map((e) => e['reason']), ['Started']);
+  t.equal(s.logs.filter((l) => l['code'] === 'NN_ERR_LIMITS_NOT_ENFORCED').length, 1, 'still logged once');
+});

@@ -50,6 +50,15 @@
  *    fails is an exit (StartError, 128) under the same rules, and the worker
  *    wakes itself for the restart; an image other than nodenet/host waits
  *    with ErrImageNeverPull;
+ * 4b. limits: each run starts in its container's cgroup with the values
+ *    upstream writes (cgroup-config.ts: shares from requests, the CFS quota
+ *    from limits.cpu, limits.memory; the Pod's cgroup above them); a run the
+ *    kernel OOM-killed there is terminated with reason OOMKilled (137), as
+ *    the CRI reports it. Where the node cannot enforce a limit (no usable
+ *    cgroup controller, no permission: the runtime's limitsNotEnforced) the
+ *    agent logs NN_ERR_LIMITS_NOT_ENFORCED once at start, and each Pod that
+ *    sets such a limit gets a Warning Event LimitsNotEnforced naming the
+ *    containers and the reason; it runs anyway;
  * 5. a Pod whose containers are all done for good (Succeeded, Failed)
  *    gives its IP back and stops its sandbox;
  * 6. the status (pod-status.ts), patched only when it differs from the
@@ -62,7 +71,8 @@
  * Restart: start() adopts the records under <runDir>/kubelet/ whose pause
  * holder still runs (pid and start time), with their containers' runs
  * (a supervisor gone meanwhile is an exit, read from its exit file); a
- * record whose holder is gone is cleaned (CNI DEL). Once the watch has
+ * record whose holder is gone is cleaned (CNI DEL), and the cgroups of
+ * Pods with no live record are swept (runtime.sweep). Once the watch has
  * synced, an adopted Pod the API no longer has is torn down, and Pods bound
  * meanwhile start. stop() stops the timers and leaves every Pod running.
  */
@@ -85,6 +95,8 @@ import { firstProbeAt, initialProbeState, nextProbeAt, observe, probeActive, typ
 import { runProbe, type ProbeOutcome } from './probe-exec.js';
 import type { ExitStatus, MountRequest, PodRecord, PodRuntime, RunRecord, SandboxRef, VolumePlugin } from './pod-runtime.js';
 import { obj } from '../../../lib/json/loose.js';
+import { ErrorCode } from '../../../lib/errors/errors.js';
+import { containerConfig, limitsSet, podConfig } from './cgroup-config.js';
 
 /** An emptyDir's sizeLimit in bytes (null: none, or not a quantity). */
 const sizeBytes = (limit: unknown): bigint | null => {
@@ -204,6 +216,8 @@ interface PodState {
   rejected: { readonly reason: string; readonly message: string } | null;
   /** Admitted: its requests count against the node's allocatable. */
   admitted: boolean;
+  /** Its LimitsNotEnforced Event was recorded (once per Pod and kubelet). */
+  limitsWarned: boolean;
 }
 
 export interface LogTarget {
@@ -285,6 +299,11 @@ export class Kubelet {
       this.pods.set(r.uid, p);
       this.log.info({ [F.pod]: `${r.namespace}/${r.name}`, uid: r.uid, containers: r.containers.map((c) => `${c.name}${c.current ? `:${c.current.pid}` : ''}`) }, 'adopted pod');
     }
+    // What a crashed run left outside the records (its Pods' cgroups): only the adopted Pods keep theirs.
+    await this.o.runtime.sweep(new Set(this.pods.keys()));
+    const missing = this.o.runtime.limitsNotEnforced();
+    const why = Object.entries(missing).map(([c, m]) => `${c}: ${m}`);
+    if (why.length) this.log.warn({ [F.code]: ErrorCode.LimitsNotEnforced, [F.reason]: why.join('; ') }, `container limits are not enforced on this node (${Object.keys(missing).join(', ')}); Pods run without them, and each Pod with such a limit gets a LimitsNotEnforced Event`);
     this.arm();
   }
 
@@ -362,7 +381,7 @@ export class Kubelet {
   // --- the worker ------------------------------------------------------------------------------------------
 
   private newState(uid: string, namespace: string, name: string): PodState & { adopted?: PodRecord } {
-    return { uid, namespace, name, pod: null, deleted: false, plan: null, problems: null, sandbox: null, sandboxStart: '', podIP: null, startedAt: null, ctrs: new Map(), finished: false, lastPosted: null, lastPostedRv: '', sandboxRetryAt: 0, sandboxDirty: false, busy: false, again: false, wake: null, wakeMs: 0, forgotten: false, registered: false, volumesReady: false, volumesDirty: true, nextVolumeSync: 0, mountErrors: new Map(), retryConfig: false, metaSeen: '', rejected: null, admitted: false };
+    return { uid, namespace, name, pod: null, deleted: false, plan: null, problems: null, sandbox: null, sandboxStart: '', podIP: null, startedAt: null, ctrs: new Map(), finished: false, lastPosted: null, lastPostedRv: '', sandboxRetryAt: 0, sandboxDirty: false, busy: false, again: false, wake: null, wakeMs: 0, forgotten: false, registered: false, volumesReady: false, volumesDirty: true, nextVolumeSync: 0, mountErrors: new Map(), retryConfig: false, metaSeen: '', rejected: null, admitted: false, limitsWarned: false };
   }
 
   private kick(p: PodState): void {
@@ -428,6 +447,7 @@ export class Kubelet {
         p.registered = true;
         if (p.adopted) this.restoreContainers(p, p.adopted);
         delete p.adopted;
+        this.warnLimits(p);
       } else {
         p.problems = r.problems;
         this.event(p, 'Warning', 'UnsupportedPodSpec', describeProblems(r.problems));
@@ -821,12 +841,28 @@ export class Kubelet {
     return out;
   }
 
+  /** A Warning Event, once, on a Pod that sets a limit the node cannot enforce (its containers and the reasons). */
+  private warnLimits(p: PodState): void {
+    if (p.limitsWarned || !p.plan) return;
+    const missing = this.o.runtime.limitsNotEnforced();
+    const parts: string[] = [];
+    for (const [ctl, reason] of Object.entries(missing)) {
+      const names = p.plan.containers.filter((c) => (limitsSet(c.resources) as string[]).includes(ctl)).map((c) => c.name);
+      if (names.length) parts.push(`limits.${ctl} of container${names.length > 1 ? 's' : ''} ${names.join(', ')} (${reason})`);
+    }
+    if (!parts.length) return;
+    p.limitsWarned = true;
+    this.event(p, 'Warning', 'LimitsNotEnforced', `Not enforced on node ${this.o.nodeName}, the containers run without them: ${parts.join('; ')}`);
+  }
+
   private async startRun(p: PodState, c: Ctr, prep: { env: Record<string, string>; argv: string[]; mounts: MountRequest[] }): Promise<void> {
     const now = this.o.clock.now();
     c.waiting = null;
     c.killing = false;
+    const plan = p.plan!;
+    const resources = { pod: podConfig(plan.containers.map((x) => x.resources)), container: containerConfig(c.plan.resources) };
     try {
-      const run = await this.o.runtime.startContainer(p.sandbox!, { uid: p.uid, container: c.plan.name, run: c.restartCount, argv: prep.argv, env: prep.env, cwd: c.plan.workingDir, mounts: prep.mounts, nowMs: now });
+      const run = await this.o.runtime.startContainer(p.sandbox!, { uid: p.uid, container: c.plan.name, run: c.restartCount, argv: prep.argv, env: prep.env, cwd: c.plan.workingDir, mounts: prep.mounts, nowMs: now, resources });
       c.current = run;
       c.env = prep.env;
       c.started = !c.plan.startup;
@@ -852,12 +888,14 @@ export class Kubelet {
     const ex = forced ?? this.o.runtime.exitOf(p.uid, c.plan.name, run);
     const now = this.o.clock.now();
     c.previous = c.last;
-    c.last = { exitCode: ex.exitCode, ...(ex.signal ? { signal: ex.signal } : {}), reason: ex.exitCode === 0 ? 'Completed' : 'Error', startedAt: run.startedAt, finishedAt: now };
+    // OOMKilled as the CRI reports it (containerd: an OOM event in the container's cgroup during the run), whatever the exit code.
+    const reason = ex.oomKilled ? 'OOMKilled' : ex.exitCode === 0 ? 'Completed' : 'Error';
+    c.last = { exitCode: ex.exitCode, ...(ex.signal ? { signal: ex.signal } : {}), reason, startedAt: run.startedAt, finishedAt: now };
     c.current = null;
     c.started = false;
     c.killing = false;
     this.clearProbes(c);
-    this.log.info({ [F.pod]: `${p.namespace}/${p.name}`, container: c.plan.name, run: run.run, exitCode: ex.exitCode }, 'container exited');
+    this.log.info({ [F.pod]: `${p.namespace}/${p.name}`, container: c.plan.name, run: run.run, exitCode: ex.exitCode, [F.reason]: reason }, 'container exited');
     try {
       this.save(p);
     } catch (e) {

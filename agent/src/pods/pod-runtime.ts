@@ -29,11 +29,17 @@
  *   sandbox's mount namespace (never the node's); startContainer mounts the
  *   run's `mounts` in a mount namespace of the container's own (a mount
  *   request whose source is not under the Pod's directory, a subPath that
- *   leaves its volume, a relative target are refused).
+ *   leaves its volume, a relative target are refused);
+ * - limits: a run started with `resources` runs in its container's cgroup
+ *   (the process runtime: cgroups.ts) from its first instruction, for the
+ *   controllers limitsNotEnforced does not name; a run the kernel OOM-killed
+ *   there ends with `oomKilled`; the cgroups go with the sandbox's stop, and
+ *   sweep removes those of Pods not kept (a crashed agent's).
  */
 import { ErrorCode, NodenetError } from '../../../lib/errors/errors.js';
 import type { SandboxRef } from '../netns/pause-holder.js';
 import type { BackoffEntry } from './backoff.js';
+import type { Controller, ResourceConfig } from './cgroup-config.js';
 import type { Terminated } from './pod-status.js';
 
 export type { SandboxRef };
@@ -48,6 +54,8 @@ export interface RunRecord {
   readonly pid: number;
   readonly procStart: string;
   readonly startedAt: number;
+  /** The OOM kills counted in the container's cgroup when the run started (absent: not in a memory cgroup). */
+  readonly oomKills?: number;
 }
 
 export interface ContainerRecord {
@@ -98,11 +106,15 @@ export interface ContainerStart {
   /** What the container sees mounted (mount-plan.ts). */
   readonly mounts: readonly MountRequest[];
   readonly nowMs: number;
+  /** Its Pod's and its own cgroup values (cgroup-config.ts); absent: no cgroup. */
+  readonly resources?: { readonly pod: ResourceConfig; readonly container: ResourceConfig };
 }
 
 export interface ExitStatus {
   readonly exitCode: number;
   readonly signal?: number;
+  /** The kernel OOM-killed in the run's memory cgroup while it ran (the kubelet's reason OOMKilled). */
+  readonly oomKilled?: boolean;
 }
 
 export interface PodRuntime {
@@ -137,6 +149,10 @@ export interface PodRuntime {
   exitOf(uid: string, container: string, r: RunRecord): ExitStatus;
   /** Signals a run's process group; never throws. */
   signal(r: RunRecord, sig: 'SIGTERM' | 'SIGKILL'): void;
+  /** Per controller, why containers' limits are not enforced on this node (absent: enforced). */
+  limitsNotEnforced(): Readonly<Partial<Record<Controller, string>>>;
+  /** Removes what the runtime keeps for Pods other than `keep` (by uid) outside their records: a crashed run's cgroups. Never throws. */
+  sweep(keep: ReadonlySet<string>): Promise<void>;
 
   /** A volume's directory in the Pod's directory (not made). */
   volumeDir(uid: string, plugin: VolumePlugin, volume: string): string;

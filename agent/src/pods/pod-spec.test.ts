@@ -33,7 +33,7 @@ t.test('a defaulted Pod with honoured fields is planned', async (t) => {
 t.test('every field nodenet cannot honour is named', async (t) => {
   const r = planPod(pod({
     ...DEFAULTS, hostNetwork: true, hostPID: true, volumes: [{ name: 'v', hostPath: { path: '/x' } }, { name: 'ok', emptyDir: {} }], initContainers: [ctr()], securityContext: { runAsUser: 1000 }, dnsConfig: { nameservers: ['1.1.1.1'] },
-    containers: [ctr({ command: undefined, volumeMounts: [{ name: 'ok', mountPath: '/v', mountPropagation: 'Bidirectional' }], resources: { limits: { cpu: '1' } }, lifecycle: { preStop: { exec: { command: ['x'] } } }, ports: [{ containerPort: 80, hostPort: 80 }], securityContext: { privileged: true },
+    containers: [ctr({ command: undefined, volumeMounts: [{ name: 'ok', mountPath: '/v', mountPropagation: 'Bidirectional' }], resources: { limits: { cpu: '1', memory: '32Mi', 'ephemeral-storage': '1Gi' } }, lifecycle: { preStop: { exec: { command: ['x'] } } }, ports: [{ containerPort: 80, hostPort: 80 }], securityContext: { privileged: true },
       env: [{ name: 'S', valueFrom: { secretKeyRef: { name: 's', key: 'k' } } }, { name: 'F', valueFrom: { fieldRef: { fieldPath: 'metadata.labels' } } }, { name: 'R', valueFrom: { resourceFieldRef: { resource: 'limits.nvidia.com/gpu' } } }], livenessProbe: { grpc: { port: 1 } } })],
   }));
   t.notOk(r.ok);
@@ -41,7 +41,7 @@ t.test('every field nodenet cannot honour is named', async (t) => {
   const fields = r.problems.map((p) => p.field).sort();
   t.same(fields, [
     'spec.containers[0].command', 'spec.containers[0].env[1].valueFrom.fieldRef.fieldPath', 'spec.containers[0].env[2].valueFrom.resourceFieldRef.resource', 'spec.containers[0].lifecycle',
-    'spec.containers[0].livenessProbe.grpc', 'spec.containers[0].ports[0].hostPort', 'spec.containers[0].resources.limits', 'spec.containers[0].securityContext.privileged',
+    'spec.containers[0].livenessProbe.grpc', 'spec.containers[0].ports[0].hostPort', 'spec.containers[0].resources.limits.ephemeral-storage', 'spec.containers[0].securityContext.privileged',
     'spec.containers[0].volumeMounts[0].mountPropagation', 'spec.dnsConfig', 'spec.hostNetwork', 'spec.hostPID', 'spec.initContainers', 'spec.securityContext.runAsUser', 'spec.volumes[0].hostPath',
   ]);
   t.match(describeProblems(r.problems), /^nodenet cannot run this Pod: .*spec\.volumes\[0\]\.hostPath: nodenet projects emptyDir, configMap, secret, downwardAPI and projected volumes, not hostPath/);
@@ -92,4 +92,12 @@ t.test('images: only nodenet/host; others never pull', async (t) => {
   t.equal(imageProblem('nodenet/host'), null);
   t.equal(imageProblem('nodenet/host:latest'), null);
   t.match(imageProblem('busybox:1.36'), { reason: 'ErrImageNeverPull', message: /cannot pull images; use image nodenet\/host/ });
+});
+
+t.test('limits on cpu and memory are planned (the kubelet enforces them with cgroups); one that is no quantity is refused', async (t) => {
+  const r = planPod(pod({ ...DEFAULTS, containers: [ctr({ resources: { requests: { cpu: '100m' }, limits: { cpu: '100m', memory: '32Mi' } } })] }));
+  t.ok(r.ok);
+  if (r.ok) t.same(r.plan.containers[0]!.resources, { requests: { cpu: '100m' }, limits: { cpu: '100m', memory: '32Mi' } });
+  const bad = planPod(pod({ ...DEFAULTS, containers: [ctr({ resources: { limits: { memory: 'lots' } } })] }));
+  t.match(bad, { ok: false, problems: [{ field: 'spec.containers[0].resources.limits.memory', message: '"lots" is not a quantity' }] });
 });

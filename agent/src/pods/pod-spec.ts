@@ -16,12 +16,14 @@
  *   sources) with each container's volumeMounts (readOnly, subPath,
  *   subPathExpr), `hostAliases`, `hostname` and `subdomain` are honoured
  *   (env.ts resolves the environment, volumes.ts the volumes' files,
- *   mount-plan.ts the mounts).
+ *   mount-plan.ts the mounts); `resources.limits.cpu` and `.memory` are
+ *   enforced with cgroups where the node can (cgroup-config.ts, cgroups.ts;
+ *   where it cannot, the Pod runs and a LimitsNotEnforced Event says so).
  * Since the API server does not validate volumes yet, the checks the kubelet
  * relies on are made here: volume names, one source each, relative item
  * paths without `..`, modes, an absolute mountPath naming a volume.
  * Anything else nodenet cannot honour (other volume types, init containers,
- * host namespaces, security contexts, limits, lifecycle hooks, tty, mount
+ * host namespaces, security contexts, limits other than cpu and memory, lifecycle hooks, tty, mount
  * propagation, ...) makes the whole Pod rejected: planPod returns every
  * offending field, the kubelet records a Warning Event naming them and fails
  * the Pod (UnsupportedPodSpec). Scheduling-only fields (nodeSelector,
@@ -33,7 +35,7 @@
 export const HOST_IMAGE = 'nodenet/host';
 
 import { obj } from '../../../lib/json/loose.js';
-import { isResourceField, type ResourceField } from './quantity.js';
+import { isResourceField, quantityNanos, type ResourceField } from './quantity.js';
 
 type O = Record<string, unknown>;
 const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
@@ -300,7 +302,16 @@ function containerOf(c: O, i: number, volumes: ReadonlySet<string>, problems: Pr
   }
   securityContextProblems(c['securityContext'], `${field}.securityContext`, problems);
   const res = obj(c['resources']) ?? {};
-  for (const k of ['limits', 'claims']) if (isSet(res[k])) problems.push({ field: `${field}.resources.${k}`, message: 'nodenet applies no resource limits (requests only count for scheduling)' });
+  if (isSet(res['claims'])) problems.push({ field: `${field}.resources.claims`, message: 'nodenet allocates no resource claims' });
+  // Limits on cpu and memory are enforced with cgroups; no other (ephemeral-storage, hugepages, extended resources).
+  for (const [k, v] of Object.entries(obj(res['limits']) ?? {})) {
+    if (!isSet(v)) continue;
+    if (k === 'cpu' || k === 'memory') {
+      if (quantityNanos(v) === null) problems.push({ field: `${field}.resources.limits.${k}`, message: `${JSON.stringify(v)} is not a quantity` });
+      continue;
+    }
+    problems.push({ field: `${field}.resources.limits.${k}`, message: 'nodenet enforces limits on cpu and memory only' });
+  }
   const ports = arr(c['ports']);
   ports.forEach((p, j) => {
     const po = obj(p) ?? {};

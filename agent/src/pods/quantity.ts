@@ -6,8 +6,8 @@
  * for CPU and in units for memory and ephemeral storage
  * (convertResourceCPUToString, convertResourceMemoryToString). A limit the
  * container does not set is the node's allocatable amount, as the kubelet
- * defaults it for the downward API (MergeContainerResourceLimits); nodenet
- * applies no limits, so every limit reads as the node's.
+ * defaults it for the downward API (MergeContainerResourceLimits); a limit
+ * the container sets (cpu and memory, enforced with cgroups) reads as set.
  */
 
 // The one quantity parser (resource.ParseQuantity, in nano-units, a finer value rounded up): the API server's.

@@ -18,11 +18,17 @@
  * as the process runtime checks them (a source outside the Pod's
  * directory, a subPath with `..`, a relative target) and kept with the run.
  *
+ * Limits: `notEnforced` is what limitsNotEnforced answers (default: every
+ * limit enforced); a run keeps the `resources` it was started with, `oom`
+ * ends it as the kernel's OOM killer would (137, oomKilled); each sweep's
+ * kept uids are in `sweeps`.
+ *
  * Tests see every call (`calls`), can make any step fail (`failNext`), and
  * ask what is left running or recorded (`leaks`).
  */
 import { ErrorCode, NodenetError } from '../../../lib/errors/errors.js';
 import type { NetnsPath } from '../netns/netns.js';
+import type { Controller, ResourceConfig } from './cgroup-config.js';
 import { checkNames, POD_FILES, sandboxNameOf, validNames, type ContainerStart, type ExitStatus, type MountRequest, type PodRecord, type PodRuntime, type RunRecord, type SandboxRef, type VolumePlugin } from './pod-runtime.js';
 
 export type RuntimeStep = 'startSandbox' | 'stopSandbox' | 'startContainer' | 'save' | 'remove' | 'writeVolume' | 'mountMemory';
@@ -52,6 +58,7 @@ interface FakeProc {
   readonly env: Readonly<Record<string, string>>;
   readonly cwd: string | null;
   readonly mounts: readonly MountRequest[];
+  readonly resources: ContainerStart['resources'] | null;
   alive: boolean;
   /** Set when it ended; null: SIGKILLed before it could write a status (137). */
   exit: ExitStatus | null;
@@ -76,6 +83,10 @@ export class FakePodRuntime implements PodRuntime {
   /** `<uid>/<volume>` of the tmpfs mounted in a live sandbox (they go with it). */
   private readonly memory = new Set<string>();
   private nextPid = 1000;
+  /** The uids each sweep kept. */
+  readonly sweeps: string[][] = [];
+  /** What limitsNotEnforced answers. */
+  notEnforced: Partial<Record<Controller, string>> = {};
   /** The node's resolv.conf, as nodeResolvConf reads it. */
   resolvConf = 'nameserver 192.0.2.53\n';
 
@@ -98,6 +109,14 @@ export class FakePodRuntime implements PodRuntime {
     this.end(p, exitCode > 128 && exitCode < 160 ? { exitCode, signal: exitCode - 128 } : { exitCode });
   }
 
+  /** The kernel OOM-kills the live run of a container in its memory cgroup: 137, oomKilled. @throws if none runs, or it has no memory limit to exceed */
+  oom(uid: string, container: string): void {
+    const p = this.live(uid, container);
+    if (!p) throw new Error(`FakePodRuntime: no run of ${uid}/${container} to OOM-kill`);
+    if (p.resources?.container.memoryLimit == null || this.notEnforced.memory) throw new Error(`FakePodRuntime: ${uid}/${container} runs without a memory limit: nothing OOM-kills it`);
+    this.end(p, { exitCode: 137, signal: 9, oomKilled: true });
+  }
+
   /** The pause process dies (OOM, a kill from outside): the sandbox and every process in it are gone. */
   crashSandbox(uid: string): void {
     const sb = this.sandboxes.get(uid);
@@ -108,9 +127,9 @@ export class FakePodRuntime implements PodRuntime {
   // --- what a test looks at --------------------------------------------------------------------------------
 
   /** The live run of a container, or null. */
-  current(uid: string, container: string): { readonly run: number; readonly argv: readonly string[]; readonly env: Readonly<Record<string, string>>; readonly cwd: string | null; readonly mounts: readonly MountRequest[]; readonly signals: readonly string[] } | null {
+  current(uid: string, container: string): { readonly run: number; readonly argv: readonly string[]; readonly env: Readonly<Record<string, string>>; readonly cwd: string | null; readonly mounts: readonly MountRequest[]; readonly signals: readonly string[]; readonly resources: { readonly pod: ResourceConfig; readonly container: ResourceConfig } | null } | null {
     const p = this.live(uid, container);
-    return p ? { run: p.rec.run, argv: p.argv, env: p.env, cwd: p.cwd, mounts: p.mounts, signals: p.signals } : null;
+    return p ? { run: p.rec.run, argv: p.argv, env: p.env, cwd: p.cwd, mounts: p.mounts, signals: p.signals, resources: p.resources ?? null } : null;
   }
 
   /** A file of a volume or of the Pod (its content), or null. */
@@ -163,7 +182,7 @@ export class FakePodRuntime implements PodRuntime {
     this.sandboxes.set(r.uid, { uid: r.uid, ref, startTime: r.sandbox.startTime, hostname: r.name, alive: true });
     for (const c of r.containers) {
       if (!c.current) continue;
-      this.procs.push({ uid: r.uid, container: c.name, rec: c.current, argv: ['seeded'], env: {}, cwd: null, mounts: [], alive: true, exit: null, signals: [] });
+      this.procs.push({ uid: r.uid, container: c.name, rec: c.current, argv: ['seeded'], env: {}, cwd: null, mounts: [], resources: null, alive: true, exit: null, signals: [] });
       this.logs.add(this.logPath(r.uid, c.name, c.current.run));
     }
   }
@@ -254,7 +273,7 @@ export class FakePodRuntime implements PodRuntime {
     }
     const pid = this.nextPid++;
     const rec: RunRecord = { run: s.run, pgid: pid, pid, procStart: String(pid), startedAt: s.nowMs };
-    this.procs.push({ uid: s.uid, container: s.container, rec, argv: [...s.argv], env: { ...s.env }, cwd: s.cwd, mounts: [...s.mounts], alive: true, exit: null, signals: [] });
+    this.procs.push({ uid: s.uid, container: s.container, rec, argv: [...s.argv], env: { ...s.env }, cwd: s.cwd, mounts: [...s.mounts], resources: s.resources ?? null, alive: true, exit: null, signals: [] });
     this.logs.add(this.logPath(s.uid, s.container, s.run));
     return rec;
   }
@@ -278,6 +297,14 @@ export class FakePodRuntime implements PodRuntime {
     const b = this.behaviour.get(`${p.uid}/${p.container}`) ?? 'exit';
     if (sig === 'SIGTERM' && b === 'exit') this.end(p, { exitCode: 143, signal: 15 });
     if (sig === 'SIGKILL' && b !== 'unkillable') this.end(p, null);
+  }
+
+  limitsNotEnforced(): Readonly<Partial<Record<Controller, string>>> {
+    return { ...this.notEnforced };
+  }
+
+  async sweep(keep: ReadonlySet<string>): Promise<void> {
+    this.sweeps.push([...keep].sort());
   }
 
   volumeDir(uid: string, plugin: VolumePlugin, volume: string): string {

@@ -40,6 +40,21 @@
  * Volumes are files under the Pod's directory (`.volumes/<plugin>/<name>`,
  * written by the AtomicWriter), removed with it.
  *
+ * Limits: with cgroups (cgroups.ts) a run started with `resources` gets its
+ * Pod's and its container's cgroups made and written first; then the
+ * spawned process is a tiny sh (JOIN_CGROUP) that writes its own pid into
+ * each cgroup.procs and only then execs nsenter: every process of the run
+ * (nsenter, the mount set-up, the supervisor, the command and what it
+ * starts) is born inside the cgroup, with no window where it runs outside
+ * (moving a pid after spawn would race the command's first allocations and
+ * its children). A write that fails ends the run before it starts (exit
+ * 125, the shell's words in the log: a start error). Cost: one sh exec, and
+ * nsenter and the supervisor (~2 MiB) count against the memory limit, where
+ * runc's shim does not. The run's OOM kill count at the start is recorded;
+ * a run whose cgroup counted more at its end was OOM-killed (exitOf's
+ * `oomKilled`). The cgroups go after the sandbox's stop (stopSandbox), and
+ * a crashed agent's with sweep.
+ *
  * Records: `<runDir>/kubelet/<uid>.json`, one per Pod, written durably on
  * every change: the Pod's namespace, name and uid, its sandbox (pause pid and
  * start time, netns path), IP, and per container the run, pids, start times,
@@ -54,9 +69,14 @@ import { writeFileDurable } from '../../../lib/state/durable.js';
 import { listSandboxes, startSandbox, stopSandbox, joinCommand, type SandboxRef } from '../netns/pause-holder.js';
 import { childPids, isAlive, procStat } from '../netns/proc.js';
 import { ErrorCode, NodenetError } from '../../../lib/errors/errors.js';
+import type { Controller } from './cgroup-config.js';
+import type { PodCgroups } from './cgroups.js';
 import { checkNames, POD_FILES, sandboxNameOf, validNames, type ContainerStart, type ExitStatus, type MountRequest, type PodRecord, type PodRuntime as PodRuntimeContract, type RunRecord, type VolumePlugin } from './pod-runtime.js';
 
 const SUPERVISOR = 'f=$1; shift; trap : TERM INT HUP; "$@"; s=$?; echo "$s" > "$f.tmp" && mv -f "$f.tmp" "$f"';
+
+/** Joins the cgroups named before `--` (this very pid: `$$`), then execs the rest. */
+const JOIN_CGROUP = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"';
 
 const VOLUME_NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
@@ -76,7 +96,18 @@ const HOST_FS: FsView = {
 const inside = (p: string, dir: string) => p === dir || p.startsWith(`${dir}/`);
 
 export class ProcessPodRuntime implements PodRuntimeContract {
-  constructor(private readonly o: { readonly runDir: string; readonly pauseBin: string }) {}
+  /** `cgroups`: where limits are enforced (null or absent: nowhere; limitsNotEnforced says so). */
+  constructor(private readonly o: { readonly runDir: string; readonly pauseBin: string; readonly cgroups?: PodCgroups | null }) {}
+
+  limitsNotEnforced(): Readonly<Partial<Record<Controller, string>>> {
+    if (this.o.cgroups) return this.o.cgroups.notEnforced;
+    const why = 'the runtime was started without cgroups';
+    return { cpu: why, memory: why };
+  }
+
+  async sweep(keep: ReadonlySet<string>): Promise<void> {
+    await this.o.cgroups?.sweep(keep).catch(() => undefined);
+  }
 
   get dir(): string {
     return join(this.o.runDir, 'kubelet');
@@ -149,6 +180,8 @@ export class ProcessPodRuntime implements PodRuntimeContract {
   async stopSandbox(uid: string): Promise<void> {
     if (!validNames(uid)) return; // no sandbox can have that name
     await stopSandbox(this.o.runDir, this.sandboxName(uid), { graceMs: 1000 });
+    // Every process of the Pod is dying with its PID 1; its cgroups go once they are gone.
+    await this.o.cgroups?.removePod(uid);
   }
 
   /**
@@ -168,8 +201,11 @@ export class ProcessPodRuntime implements PodRuntimeContract {
     const exitFile = this.exitPath(uid, container, run);
     rmSync(exitFile, { force: true });
     const steps = this.mountSteps(sb, uid, container, start.mounts, cwd ?? '/');
+    const cg = this.o.cgroups && start.resources ? this.o.cgroups.prepare(uid, container, start.resources.pod, start.resources.container) : null;
+    const inCgroup = cg?.procs.length ? ['/bin/sh', '-c', JOIN_CGROUP, 'nodenet-cgroup', ...cg.procs, '--'] : [];
     const out = openSync(this.logPath(uid, container, run), 'a', 0o600);
-    const [cmd, ...args] = joinCommand(sb, ['unshare', '--mount', '--propagation', 'private', '--', '/bin/sh', '-c', SETUP_SCRIPT, 'nodenet-mounts', ...steps, '--', '/bin/sh', '-c', SUPERVISOR, 'nodenet-run', exitFile, ...argv]);
+    const [cmd, ...args] = [...inCgroup, ...joinCommand(sb, ['unshare', '--mount', '--propagation', 'private', '--', '/bin/sh', '-c', SETUP_SCRIPT, 'nodenet-mounts', ...steps, '--', '/bin/sh', '-c', SUPERVISOR, 'nodenet-run', exitFile, ...argv])];
+    const oom = cg && cg.oomKills !== null ? { oomKills: cg.oomKills } : {};
     let child;
     try {
       child = spawn(cmd!, args, { detached: true, stdio: ['ignore', out, out], env: { ...env } });
@@ -189,11 +225,11 @@ export class ProcessPodRuntime implements PodRuntimeContract {
       if (kid !== undefined) {
         const st = procStat(kid);
         // Once it traps SIGTERM: a SIGTERM before that would end the supervisor with no status written (137).
-        if (st && (trapsTerm(kid) || Date.now() > deadline)) return { run, pgid, pid: kid, procStart: st.startTime, startedAt: nowMs };
+        if (st && (trapsTerm(kid) || Date.now() > deadline)) return { run, pgid, pid: kid, procStart: st.startTime, startedAt: nowMs, ...oom };
       }
       if (!isAlive(pgid) || Date.now() > deadline) {
         // A command that is over before it was seen: the supervisor wrote its status, the run stands for it (nsenter's ids).
-        if (existsSync(exitFile) && starter) return { run, pgid, pid: pgid, procStart: starter.startTime, startedAt: nowMs };
+        if (existsSync(exitFile) && starter) return { run, pgid, pid: pgid, procStart: starter.startTime, startedAt: nowMs, ...oom };
         // nsenter failed (a bad working directory, the sandbox gone): what it said is in the log.
         const log = readTail(this.logPath(uid, container, run), 500);
         throw new NodenetError(ErrorCode.Pod, `could not start container ${container}${log ? `: ${log.trim()}` : ''}`);
@@ -211,8 +247,11 @@ export class ProcessPodRuntime implements PodRuntimeContract {
   exitOf(uid: string, container: string, r: RunRecord): ExitStatus {
     let code = NaN;
     try { code = Number(readFileSync(this.exitPath(uid, container, r.run), 'utf8').trim()); } catch { /* killed before it could write */ }
-    if (!Number.isInteger(code)) return { exitCode: 137, signal: 9 };
-    return code > 128 && code < 160 ? { exitCode: code, signal: code - 128 } : { exitCode: code };
+    // The kernel counted an OOM kill in the container's cgroup since the run started.
+    const kills = r.oomKills !== undefined ? this.o.cgroups?.oomKills(uid, container) ?? null : null;
+    const oom = kills !== null && kills > r.oomKills! ? { oomKilled: true } : {};
+    if (!Number.isInteger(code)) return { exitCode: 137, signal: 9, ...oom };
+    return code > 128 && code < 160 ? { exitCode: code, signal: code - 128, ...oom } : { exitCode: code, ...oom };
   }
 
   /** Sends a signal to a run's process group (nsenter, the supervisor, the command and what it started). */

@@ -8,7 +8,9 @@
  * watches of what they read (object-watch.ts: their ConfigMaps and Secrets,
  * the Services), and its log server on the node's primary IP. The node's
  * allocatable resources (what the downward API reads for limits) are its
- * CPUs, memory and the run directory's filesystem.
+ * CPUs, memory and the run directory's filesystem. Limits are enforced in
+ * the machine's cgroups (cgroups.ts: detected here, under
+ * `nodenet/<node name>-<hash of the run directory>`).
  *
  * Order: the Services' watch, adopt the records (the Pods that survived the
  * agent), then the Pods' watch (once synced, the kubelet reconciles adopted
@@ -32,6 +34,7 @@ import { ObjectWatches } from './object-watch.js';
 import type { NodeAllocatable } from './quantity.js';
 import { startKubeletServer, type KubeletServer } from './kubelet-server.js';
 import { ProcessPodRuntime } from './runtime.js';
+import { nodeDirName, PodCgroups } from './cgroups.js';
 
 export interface StartKubeletOptions {
   readonly kubeconfig: KubeConfig;
@@ -66,7 +69,7 @@ export async function startKubelet(o: StartKubeletOptions): Promise<RunningKubel
     node: o.allocatable ? { ...nodeAllocatable(o.runDir), ...o.allocatable } : nodeAllocatable(o.runDir),
     nodeName: o.nodeName,
     hostIP: o.hostIP,
-    runtime: new ProcessPodRuntime({ runDir: o.runDir, pauseBin: o.pauseBin }),
+    runtime: new ProcessPodRuntime({ runDir: o.runDir, pauseBin: o.pauseBin, cgroups: PodCgroups.detect({ node: nodeDirName(o.nodeName, o.runDir) }) }),
     cni: o.cni,
     // The node's bridge, the pod CIDR's host-local IPAM, no ipMasq (the overlay masquerades).
     cniConfig: nodenetNetConf({ bridge: o.bridge, ipMasq: false }),

@@ -1,0 +1,175 @@
+/**
+ * The Pods' cgroups (cgroups.ts) on a cgroupfs in memory that refuses what
+ * the kernel refuses (rmdir of a cgroup with processes or children, mkdir
+ * under a missing parent or in a read-only hierarchy): the v2 layout, which
+ * this project's VMs (cgroup v1) cannot run, the v1 layouts, a hierarchy
+ * nodenet may not write, the removal that waits for processes, and the
+ * sweep of a crashed run's cgroups. runtime-cgroups.priv.test.ts runs the
+ * real thing (v1 here).
+ */
+import t from 'tap';
+import { containerConfig, podConfig } from './cgroup-config.js';
+import { nodeDirName, PodCgroups, type CgroupFs } from './cgroups.js';
+
+const err = (code: string, p: string) => Object.assign(new Error(`${code}: ${p}`), { code });
+const parent = (p: string) => p.slice(0, p.lastIndexOf('/'));
+
+class FakeCgroupFs implements CgroupFs {
+  readonly dirs_ = new Set<string>();
+  readonly files = new Map<string, string>();
+  readonly writes: string[] = [];
+  /** Hierarchies (mount points) where mkdir is refused. */
+  readonly readOnly = new Set<string>();
+  constructor(mounts: readonly string[], rootFiles: Record<string, string> = {}) {
+    for (const m of mounts) this.dirs_.add(m);
+    for (const [k, v] of Object.entries(rootFiles)) this.files.set(k, v);
+  }
+  read(p: string): string {
+    const v = this.files.get(p);
+    if (v === undefined) throw err('ENOENT', p);
+    return v;
+  }
+  write(p: string, v: string): void {
+    if (!this.dirs_.has(parent(p))) throw err('ENOENT', p);
+    this.writes.push(`${p}=${v}`);
+    if (!p.endsWith('/cgroup.procs')) this.files.set(p, v);
+  }
+  mkdir(p: string): void {
+    if (this.dirs_.has(p)) return;
+    if (!this.dirs_.has(parent(p))) throw err('ENOENT', p);
+    if ([...this.readOnly].some((m) => p.startsWith(`${m}/`))) throw err('EACCES', p);
+    this.dirs_.add(p);
+    this.files.set(`${p}/cgroup.procs`, '');
+    this.files.set(`${p}/memory.oom_control`, 'oom_kill_disable 0\nunder_oom 0\noom_kill 0\n');
+    this.files.set(`${p}/memory.events`, 'low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\n');
+  }
+  rmdir(p: string): void {
+    if (!this.dirs_.has(p)) throw err('ENOENT', p);
+    if (this.dirs(p).length || this.files.get(`${p}/cgroup.procs`)) throw err('EBUSY', p);
+    this.dirs_.delete(p);
+    for (const k of [...this.files.keys()]) if (parent(k) === p) this.files.delete(k);
+  }
+  dirs(p: string): string[] {
+    return [...this.dirs_].filter((d) => parent(d) === p).map((d) => d.slice(p.length + 1));
+  }
+  written(dir: string): Record<string, string> {
+    return Object.fromEntries(this.writes.filter((w) => parent(w.split('=')[0]!) === dir).map((w) => [w.split('=')[0]!.slice(dir.length + 1), w.split('=').slice(1).join('=')]));
+  }
+}
+
+const HYBRID = `26 25 0:24 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu
+27 25 0:25 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory
+31 25 0:29 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw
+`;
+const UNIFIED = '30 23 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw,nsdelegate\n';
+const LIMITED = { requests: { cpu: '100m', memory: '32Mi' }, limits: { cpu: '100m', memory: '32Mi' } };
+const POD = podConfig([LIMITED]);
+const CTR = containerConfig(LIMITED);
+
+t.test('the node\'s directory name: its name and a hash of the run directory (two labs\' node-1 differ), safe as a cgroup name', async (t) => {
+  t.match(nodeDirName('node-1', '/run/nodenet/lab-a/node-1'), /^node-1-[0-9a-f]{8}$/);
+  t.not(nodeDirName('node-1', '/run/a'), nodeDirName('node-1', '/run/b'));
+  t.match(nodeDirName('a/b c', '/r'), /^a_b_c-[0-9a-f]{8}$/);
+});
+
+t.test('cgroup v2: nodenet\'s own subtree_control enables cpu and memory down to the Pod; the Pod\'s and the container\'s values; one cgroup.procs', async (t) => {
+  const fs = new FakeCgroupFs(['/sys/fs/cgroup'], { '/sys/fs/cgroup/cgroup.controllers': 'cpuset cpu io memory pids', '/sys/fs/cgroup/cgroup.subtree_control': 'cpu memory pids' });
+  const cg = PodCgroups.detect({ node: 'n1-abc', fs, mountinfo: UNIFIED });
+  t.same(cg.notEnforced, {});
+  const { procs, oomKills } = cg.prepare('u1', 'app', POD, CTR);
+  t.same(procs, ['/sys/fs/cgroup/nodenet/n1-abc/podu1/app/cgroup.procs']);
+  t.equal(oomKills, 0);
+  t.same(fs.written('/sys/fs/cgroup/nodenet'), { 'cgroup.subtree_control': '+cpu +memory' });
+  t.same(fs.written('/sys/fs/cgroup/nodenet/n1-abc'), { 'cgroup.subtree_control': '+cpu +memory' });
+  t.same(fs.written('/sys/fs/cgroup/nodenet/n1-abc/podu1'), { 'cgroup.subtree_control': '+cpu +memory', 'cpu.weight': '4', 'cpu.max': '10000 100000', 'memory.max': '33554432' });
+  t.same(fs.written('/sys/fs/cgroup/nodenet/n1-abc/podu1/app'), { 'cpu.weight': '4', 'cpu.max': '10000 100000', 'memory.max': '33554432', 'memory.oom.group': '1' });
+  t.notOk(fs.writes.some((w) => w.startsWith('/sys/fs/cgroup/cgroup.')), 'the root\'s files are never written');
+  fs.files.set('/sys/fs/cgroup/nodenet/n1-abc/podu1/app/memory.events', 'oom 1\noom_kill 1\n');
+  t.equal(cg.oomKills('u1', 'app'), 1, 'memory.events');
+});
+
+t.test('cgroup v2 whose root does not delegate cpu: only memory is enforced, and why cpu is not is said', async (t) => {
+  const fs = new FakeCgroupFs(['/sys/fs/cgroup'], { '/sys/fs/cgroup/cgroup.controllers': 'cpu memory', '/sys/fs/cgroup/cgroup.subtree_control': 'memory' });
+  const cg = PodCgroups.detect({ node: 'n1', fs, mountinfo: UNIFIED });
+  t.match(cg.notEnforced, { cpu: /does not enable cpu for its children/ });
+  t.equal(cg.notEnforced.memory, undefined);
+  cg.prepare('u1', 'app', POD, CTR);
+  t.same(fs.written('/sys/fs/cgroup/nodenet/n1/podu1/app'), { 'memory.max': '33554432', 'memory.oom.group': '1' });
+});
+
+t.test('cgroup v1 (this project\'s VMs): a directory per hierarchy, both cgroup.procs, the v1 files; memory.oom_control counts', async (t) => {
+  const fs = new FakeCgroupFs(['/sys/fs/cgroup/cpu', '/sys/fs/cgroup/memory', '/sys/fs/cgroup/unified'], { '/sys/fs/cgroup/unified/cgroup.controllers': '' });
+  const cg = PodCgroups.detect({ node: 'n1', fs, mountinfo: HYBRID });
+  t.same(cg.notEnforced, {});
+  const { procs } = cg.prepare('u1', 'app', POD, CTR);
+  t.same(procs, ['/sys/fs/cgroup/cpu/nodenet/n1/podu1/app/cgroup.procs', '/sys/fs/cgroup/memory/nodenet/n1/podu1/app/cgroup.procs']);
+  t.same(fs.written('/sys/fs/cgroup/cpu/nodenet/n1/podu1/app'), { 'cpu.shares': '102', 'cpu.cfs_period_us': '100000', 'cpu.cfs_quota_us': '10000' });
+  t.same(fs.written('/sys/fs/cgroup/memory/nodenet/n1/podu1/app'), { 'memory.limit_in_bytes': '33554432' });
+  t.same(fs.written('/sys/fs/cgroup/memory/nodenet/n1/podu1'), { 'memory.limit_in_bytes': '33554432' });
+  t.notOk(fs.writes.some((w) => w.includes('subtree_control')), 'no subtree_control in v1');
+  t.ok(fs.writes.indexOf('/sys/fs/cgroup/cpu/nodenet/n1/podu1/cpu.cfs_quota_us=10000') < fs.writes.indexOf('/sys/fs/cgroup/cpu/nodenet/n1/podu1/app/cpu.cfs_quota_us=10000'), 'the Pod before its container (a child\'s quota may not exceed its parent\'s)');
+  fs.files.set('/sys/fs/cgroup/memory/nodenet/n1/podu1/app/memory.oom_control', 'oom_kill_disable 0\nunder_oom 0\noom_kill 2\n');
+  t.equal(cg.oomKills('u1', 'app'), 2);
+  t.equal(cg.oomKills('other', 'app'), null, 'no cgroup: unknown');
+});
+
+t.test('a hierarchy nodenet may not write: its controller is not enforced (with the error), the other is', async (t) => {
+  const fs = new FakeCgroupFs(['/sys/fs/cgroup/cpu', '/sys/fs/cgroup/memory']);
+  fs.readOnly.add('/sys/fs/cgroup/memory');
+  const cg = PodCgroups.detect({ node: 'n1', fs, mountinfo: HYBRID });
+  t.match(cg.notEnforced, { memory: /^cannot make \/sys\/fs\/cgroup\/memory\/nodenet\/n1: EACCES/ });
+  t.equal(cg.notEnforced.cpu, undefined);
+  t.same(cg.prepare('u1', 'app', POD, CTR).procs, ['/sys/fs/cgroup/cpu/nodenet/n1/podu1/app/cgroup.procs']);
+  t.equal(cg.oomKills('u1', 'app'), null, 'no memory cgroup: no OOM count');
+  const none = PodCgroups.detect({ node: 'n1', fs: new FakeCgroupFs([]), mountinfo: '' });
+  t.same(Object.keys(none.notEnforced).sort(), ['cpu', 'memory'], 'no cgroupfs at all');
+  t.same(none.prepare('u1', 'app', POD, CTR), { procs: [], oomKills: null }, 'a container then starts in no cgroup');
+});
+
+t.test('a value the kernel refuses fails the container\'s start with the file and the value', async (t) => {
+  const fs = new FakeCgroupFs(['/sys/fs/cgroup/cpu', '/sys/fs/cgroup/memory']);
+  const cg = PodCgroups.detect({ node: 'n1', fs, mountinfo: HYBRID });
+  fs.write = (p) => { throw err('EINVAL', p); };
+  t.throws(() => cg.prepare('u1', 'app', POD, CTR), { name: 'NodenetError', code: 'NN_ERR_POD', message: /^could not set up the cgroup of container app: writing 102 to \/sys\/fs\/cgroup\/cpu\/nodenet\/n1\/podu1\/cpu.shares: EINVAL/ });
+});
+
+t.test('removePod waits for the processes to go, SIGKILLs those left after the drain time, removes bottom-up and the node\'s directory once empty', async (t) => {
+  const fs = new FakeCgroupFs(['/sys/fs/cgroup/cpu', '/sys/fs/cgroup/memory']);
+  const killed: number[] = [];
+  let ticks = 0;
+  const cg = new PodCgroups({ layout: { version: 1, mounts: { cpu: '/sys/fs/cgroup/cpu', memory: '/sys/fs/cgroup/memory' }, missing: {} }, node: 'n1', fs, kill: (pid) => killed.push(pid), drainMs: 100, sleep: async () => {
+    // nsenter follows its child out after a few ticks; pid 66 never goes on its own.
+    if (++ticks === 3) fs.files.set('/sys/fs/cgroup/cpu/nodenet/n1/podu1/app/cgroup.procs', '66\n');
+    if (killed.includes(66)) fs.files.set('/sys/fs/cgroup/cpu/nodenet/n1/podu1/app/cgroup.procs', '');
+  } });
+  cg.prepare('u1', 'app', POD, CTR);
+  cg.prepare('u1', 'side', POD, containerConfig({ requests: {}, limits: {} }));
+  cg.prepare('u2', 'app', POD, CTR);
+  fs.files.set('/sys/fs/cgroup/cpu/nodenet/n1/podu1/app/cgroup.procs', '55\n66\n');
+  t.ok(await cg.removePod('u1'));
+  t.same(killed, [66], 'only what outlived the drain time');
+  t.same(fs.dirs('/sys/fs/cgroup/cpu/nodenet/n1'), ['podu2']);
+  t.same(fs.dirs('/sys/fs/cgroup/memory/nodenet/n1'), ['podu2']);
+  t.ok(await cg.removePod('u1'), 'idempotent');
+  t.ok(await cg.removePod('u2'));
+  t.same(fs.dirs('/sys/fs/cgroup/cpu/nodenet'), [], 'the node\'s directory went with its last Pod');
+  t.same(fs.dirs('/sys/fs/cgroup/memory/nodenet'), []);
+  cg.prepare('u3', 'app', POD, CTR);
+  t.same(fs.dirs('/sys/fs/cgroup/memory/nodenet/n1'), ['podu3'], 'made again for the next Pod');
+});
+
+t.test('sweep: the Pods\' cgroups of this node that no kept Pod has go; kept ones and other nodes\' stay', async (t) => {
+  const fs = new FakeCgroupFs(['/sys/fs/cgroup/cpu', '/sys/fs/cgroup/memory']);
+  const layout = { version: 1 as const, mounts: { cpu: '/sys/fs/cgroup/cpu', memory: '/sys/fs/cgroup/memory' }, missing: {} };
+  const mine = new PodCgroups({ layout, node: 'n1', fs, kill: () => undefined, sleep: async () => undefined });
+  const other = new PodCgroups({ layout, node: 'n2', fs });
+  mine.prepare('kept', 'app', POD, CTR);
+  mine.prepare('crashed', 'app', POD, CTR);
+  other.prepare('theirs', 'app', POD, CTR);
+  t.same((await mine.sweep(new Set(['kept']))).sort(), ['crashed']);
+  t.same(fs.dirs('/sys/fs/cgroup/cpu/nodenet').sort(), ['n1', 'n2']);
+  t.same(fs.dirs('/sys/fs/cgroup/cpu/nodenet/n1'), ['podkept']);
+  t.same(fs.dirs('/sys/fs/cgroup/memory/nodenet/n2'), ['podtheirs'], 'another node\'s Pods are not this agent\'s');
+  t.same(await mine.sweep(new Set()), ['kept']);
+  t.same(fs.dirs('/sys/fs/cgroup/cpu/nodenet'), ['n2']);
+});
