@@ -7,7 +7,7 @@
  * machine.
  */
 import t from 'tap';
-import { chooseLayout, containerConfig, cpuSharesToWeight, limitsSet, milliCPUToQuota, milliCPUToShares, parseCgroupMounts, parseOomKills, podConfig, v1Files, v2Files } from './cgroup-config.js';
+import { chooseLayout, containerConfig, cpuSharesToWeight, limitsSet, milliCPUToQuota, milliCPUToShares, parseCgroupMounts, parseOomKills, parseProcCgroup, podConfig, v1Files, v2Files } from './cgroup-config.js';
 
 t.test('MilliCPUToQuota: milli × period / 1000, at least 1 ms; 0 is no quota (TestMilliCPUToQuota)', async (t) => {
   const cases: [number, number][] = [[0, 0], [5, 1000], [9, 1000], [10, 1000], [200, 20000], [500, 50000], [1000, 100000], [1500, 150000]];
@@ -99,4 +99,13 @@ t.test('oom_kill counts: v1 memory.oom_control (this kernel), v2 memory.events; 
   t.equal(parseOomKills('oom_kill_disable 0\nunder_oom 0\noom_kill 3\n'), 3);
   t.equal(parseOomKills('low 0\nhigh 0\nmax 12\noom 1\noom_kill 1\noom_group_kill 1\n'), 1);
   t.equal(parseOomKills('oom_kill_disable 0\nunder_oom 0\n'), null);
+});
+
+t.test('/proc/self/cgroup: each v1 controller\'s path (comounted ones share it, name= hierarchies have none), the v2 path; a path outside the cgroup namespace left out', async (t) => {
+  // This project's VMs, inside the sandbox that runs the tests: memory accounted under process_api.
+  const vm = parseProcCgroup('9:name=systemd:/\n8:pids:/\n4:memory:/process_api/f3fd8f1084be5c6b976437fba509223e\n2:cpuacct:/\n1:cpu:/\n0::/\n');
+  t.same(vm, { v1: { pids: '/', memory: '/process_api/f3fd8f1084be5c6b976437fba509223e', cpuacct: '/', cpu: '/' }, v2: '/' });
+  t.same(parseProcCgroup('5:cpu,cpuacct:/system.slice/nodenet.service\n3:memory:/system.slice/nodenet.service\n'), { v1: { cpu: '/system.slice/nodenet.service', cpuacct: '/system.slice/nodenet.service', memory: '/system.slice/nodenet.service' }, v2: null });
+  t.same(parseProcCgroup('0::/user.slice/a:b\n'), { v1: {}, v2: '/user.slice/a:b' }, 'a colon in the path');
+  t.same(parseProcCgroup('4:memory:/../../x\n0::/..\n'), { v1: {}, v2: null });
 });

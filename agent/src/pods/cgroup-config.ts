@@ -20,8 +20,9 @@
  *   kills the whole container; v1 always kills one process).
  * Quantities are read as resource.Quantity's MilliValue (cpu) and Value
  * (memory), rounded up. Also parsed here: /proc/self/mountinfo's cgroup
- * mounts (the shortest mount point per v1 controller, as the kubelet picks)
- * and the `oom_kill` count of memory.oom_control (v1) or memory.events (v2).
+ * mounts (the shortest mount point per v1 controller, as the kubelet picks),
+ * a process's own cgroups (/proc/PID/cgroup, where nodenet's subtree goes
+ * on v1) and the `oom_kill` count of memory.oom_control (v1) or memory.events (v2).
  */
 import { quantityNanos } from './quantity.js';
 
@@ -177,6 +178,33 @@ export function parseCgroupMounts(mountinfo: string): CgroupMounts {
     }
   }
   return { v2, v1 };
+}
+
+/** A process's cgroups (/proc/PID/cgroup): per v1 controller its path in that controller's hierarchy, and its v2 path. */
+export interface ProcCgroups {
+  readonly v1: Readonly<Record<string, string>>;
+  /** The `0::` line's path, or null. */
+  readonly v2: string | null;
+}
+
+/**
+ * The cgroups of a /proc/PID/cgroup text: `id:controllers:path` lines, v1's controllers comma-separated (comounted
+ * ones share a path; `name=` hierarchies have no controller), v2's line `0::path`. A path is absolute; one that is
+ * not (a cgroup outside the reader's cgroup namespace shows as `/..`) is left out.
+ */
+export function parseProcCgroup(text: string): ProcCgroups {
+  const v1: Record<string, string> = {};
+  let v2: string | null = null;
+  for (const line of text.split('\n')) {
+    const a = line.indexOf(':');
+    const b = a < 0 ? -1 : line.indexOf(':', a + 1);
+    if (b < 0) continue;
+    const [id, controllers, path] = [line.slice(0, a), line.slice(a + 1, b), line.slice(b + 1)];
+    if (!path.startsWith('/') || path.split('/').includes('..')) continue;
+    if (id === '0' && controllers === '') v2 = path;
+    else for (const c of controllers.split(',')) if (c && !c.includes('=')) v1[c] = path;
+  }
+  return { v1, v2 };
 }
 
 /** How nodenet uses the machine's cgroups: one v2 hierarchy, or a v1 hierarchy per controller. */

@@ -2,13 +2,27 @@
  * pods/cgroups: the Pods' cgroups on the node, as the kubelet's cgroupfs
  * driver keeps them (its values from cgroup-config.ts, pure).
  *
- * Where: one subtree nodenet owns at the root of each hierarchy, as the
- * kubelet's `/kubepods`: `nodenet/<node>/pod<uid>/<container>`, where
- * `<node>` is the node's name and a hash of the agent's run directory (lab
- * nodes share one machine and may share a name across labs). The v1 layout
- * has it once per hierarchy (cpu, memory); v2 once, with `+cpu +memory`
- * written into nodenet's own cgroup.subtree_control files (the root must
- * already enable them: nodenet changes nothing outside its subtree).
+ * Where: one subtree nodenet owns, as the kubelet's `/kubepods`:
+ * `nodenet/<node>/pod<uid>/<container>`, where `<node>` is the node's name
+ * and a hash of the agent's run directory (lab nodes share one machine and
+ * may share a name across labs).
+ * - cgroup v1: once per hierarchy (cpu, memory), under the cgroup the agent
+ *   itself is in there (/proc/self/cgroup): `<mount>/<agent's path>/nodenet`.
+ *   Whoever accounts for the agent (a systemd unit's slice, a sandbox that
+ *   runs it) keeps accounting for its Pods: their memory is charged to, and
+ *   limited by, the agent's cgroup too, and they never escape to the root.
+ * - cgroup v2: once, at the root, `<mount>/nodenet`, with `+cpu +memory`
+ *   written into nodenet's own cgroup.subtree_control files (the root must
+ *   already enable them: nodenet changes nothing outside its subtree). Not
+ *   under the agent's cgroup: v2's "no internal processes" rule forbids a
+ *   cgroup that holds processes (the agent) to enable controllers for its
+ *   children, so the agent's cgroup cannot delegate cpu and memory to a
+ *   subtree while the agent is in it; the kubelet too puts its kubepods at
+ *   the root there.
+ * The node's directories are recorded in `<runDir>/cgroups.json` as they are
+ * made (placementRecord), so that whoever ends the node later (the lab's
+ * destroy: removeNodeCgroups, from another cgroup than the agent's) and the
+ * agent's next run (started from another cgroup, maybe) find them.
  *
  * Detection (detect): /proc/self/mountinfo and the v2 root's
  * cgroup.controllers and cgroup.subtree_control (chooseLayout), then the
@@ -27,9 +41,16 @@
  * to be gone (the sandbox's stop kills them; nsenter, outside the Pod's pid
  * namespace, follows its child within milliseconds), SIGKILLs what is left
  * after 2 s (only nodenet puts processes there), then removes the
- * directories bottom-up, and the node's when it is empty. sweep removes, at
- * the agent's start, the Pods' cgroups that no adopted Pod has (a crashed
- * run's), the same way, and never looks outside `nodenet/<node>`.
+ * directories bottom-up, the node's when it is empty and `nodenet` when it
+ * is (an empty cgroup left under the agent's would keep whoever made the
+ * agent's from removing it; an agent that finds `nodenet` gone between its
+ * two mkdirs makes it again). sweep removes, at the agent's start, the Pods'
+ * cgroups that no adopted Pod has (a crashed run's), the same way, in the
+ * node's directories of this placement and of the record, and never looks
+ * outside `nodenet/<node>`. The node's directory at a hierarchy's root
+ * (where nodenet put it before it nested under the agent's cgroup), when
+ * not recorded, is not known to be nodenet's alone: its Pods' directories
+ * go only once empty, and no process there is ever killed.
  *
  * OOM: the kernel kills in a cgroup over its memory limit and counts it
  * (`oom_kill` in v1's memory.oom_control since Linux 4.13, in v2's
@@ -38,10 +59,11 @@
  * charge that hit the limit, reclaimed or not.
  */
 import { createHash } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdirSync, readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join, posix } from 'node:path';
 import { ErrorCode, NodenetError } from '../../../lib/errors/errors.js';
-import { chooseLayout, parseCgroupMounts, parseOomKills, v1Files, v2Files, type CgroupFile, type CgroupLayout, type Controller, type ResourceConfig } from './cgroup-config.js';
+import { writeFileDurable } from '../../../lib/state/durable.js';
+import { chooseLayout, parseCgroupMounts, parseOomKills, parseProcCgroup, v1Files, v2Files, type CgroupFile, type CgroupLayout, type Controller, type ProcCgroups, type ResourceConfig } from './cgroup-config.js';
 
 /** The file operations on cgroupfs (the host's, or a fake in tests). */
 export interface CgroupFs {
@@ -77,20 +99,66 @@ export const HOST_CGROUP_FS: CgroupFs = {
   },
 };
 
+/** Where a node keeps the list of its cgroup directories (the text of `<runDir>/cgroups.json`). */
+export interface PlacementRecord {
+  /** null: no record. */
+  load(): string | null;
+  /** null: removes the record. */
+  save(text: string | null): void;
+}
+
+export const CGROUPS_RECORD = 'cgroups.json';
+
+/** The record in the node's run directory. */
+export function placementRecord(runDir: string): PlacementRecord {
+  const file = join(runDir, CGROUPS_RECORD);
+  return {
+    load: () => {
+      try {
+        return readFileSync(file, 'utf8');
+      } catch {
+        return null;
+      }
+    },
+    save: (text) => (text === null ? rmSync(file, { force: true }) : writeFileDurable(file, text)),
+  };
+}
+
 /** One hierarchy nodenet uses: its node directory and the controllers it enforces there. */
 interface Hierarchy {
   readonly version: 1 | 2;
-  /** `<mount>/nodenet`. */
+  /** `<mount>/<the agent's cgroup>/nodenet` (v1), `<mount>/nodenet` (v2). */
   readonly top: string;
-  /** `<mount>/nodenet/<node>`. */
+  /** `<top>/<node>`. */
   readonly node: string;
   readonly controllers: readonly Controller[];
+}
+
+/**
+ * A node directory that may hold this node's Pods' cgroups. `owned`: nodenet's for sure (this placement's, made by
+ * this agent, or recorded): what is left in it after the drain time is killed. Not owned (the root placement found
+ * by name, or the caller's own placement at removal, neither recorded): a Pod's directory goes only once empty.
+ */
+interface Place {
+  readonly node: string;
+  readonly owned: boolean;
+  /** Where this agent makes its Pods' cgroups (kept in the record while the agent runs). */
+  readonly current: boolean;
 }
 
 export interface PodCgroupsOptions {
   readonly layout: CgroupLayout;
   /** The node's directory name (nodeDirName). */
   readonly node: string;
+  /** The agent's own cgroups (parseProcCgroup of /proc/self/cgroup): on v1 nodenet's subtree goes under them; absent: at each hierarchy's root. */
+  readonly self?: ProcCgroups;
+  /** Where the node's directories are recorded (placementRecord); absent: nowhere. */
+  readonly record?: PlacementRecord;
+  /**
+   * false: nothing is made, and this placement is the caller's, not the agent's (removeNodeCgroups: only removal,
+   * waiting the drain time for the processes of directories it does not own). Default true.
+   */
+  readonly make?: boolean;
   readonly fs?: CgroupFs;
   /** How a leftover process is killed (default process.kill). */
   readonly kill?: (pid: number) => void;
@@ -100,7 +168,15 @@ export interface PodCgroupsOptions {
   readonly drainMs?: number;
 }
 
+export interface DetectOptions extends Omit<PodCgroupsOptions, 'layout' | 'self'> {
+  /** /proc/self/mountinfo's text and /proc/self/cgroup's: both read from the host when mountinfo is not given. */
+  readonly mountinfo?: string;
+  /** /proc/self/cgroup's text (only with mountinfo; absent: the process is at each hierarchy's root). */
+  readonly procCgroup?: string;
+}
+
 const errText = (e: unknown) => (e instanceof Error ? e.message : String(e));
+const errCode = (e: unknown) => (e as NodeJS.ErrnoException | null)?.code;
 
 /** `<node name>-<8 hex of the run directory>`: unique per agent on one machine, readable, a valid cgroup name. */
 export function nodeDirName(nodeName: string, runDir: string): string {
@@ -109,49 +185,62 @@ export function nodeDirName(nodeName: string, runDir: string): string {
 }
 
 /**
- * Removes a node's Pod cgroups and its directory, for whoever ends a node without its agent stopping the Pods
- * (the lab's destroy, after it killed the pause holders): what a kubelet would sweep at its next start.
+ * Removes a node's Pod cgroups and its directories, for whoever ends a node without its agent stopping the Pods
+ * (the lab's destroy, after it killed the pause holders, before it removes the run directory): what a kubelet would
+ * sweep at its next start. It finds them where the agent recorded them (placementRecord(runDir)), wherever the agent
+ * ran; without a record, at each hierarchy's root and under the caller's own cgroup. Makes nothing.
  */
-export async function removeNodeCgroups(nodeName: string, runDir: string): Promise<void> {
-  await PodCgroups.detect({ node: nodeDirName(nodeName, runDir) }).sweep(new Set());
+export async function removeNodeCgroups(nodeName: string, runDir: string, o: Omit<DetectOptions, 'node' | 'record' | 'make'> = {}): Promise<void> {
+  await PodCgroups.detect({ ...o, node: nodeDirName(nodeName, runDir), record: placementRecord(runDir), make: false }).sweep(new Set());
 }
 
 const POD_PREFIX = 'pod';
 const podDirName = (uid: string) => `${POD_PREFIX}${uid}`;
+const TOP = 'nodenet';
 
 export class PodCgroups {
   /** Per controller, why its limits are not enforced (absent: enforced). */
   readonly notEnforced: Readonly<Partial<Record<Controller, string>>>;
   private readonly hierarchies: readonly Hierarchy[];
+  private readonly places: readonly Place[];
   private readonly fs: CgroupFs;
+  private saved: string | null | undefined;
 
-  /** The machine's layout (mountinfo, the v2 root's files) with the node's directories made; never throws. */
-  static detect(o: { readonly node: string; readonly fs?: CgroupFs; readonly mountinfo?: string }): PodCgroups {
+  /** The machine's layout (mountinfo, the v2 root's files) and the agent's cgroups, with the node's directories made (unless make is false); never throws. */
+  static detect(o: DetectOptions): PodCgroups {
     const fs = o.fs ?? HOST_CGROUP_FS;
-    let mountinfo = o.mountinfo;
-    if (mountinfo === undefined) {
-      try { mountinfo = readFileSync('/proc/self/mountinfo', 'utf8'); } catch { mountinfo = ''; }
-    }
+    const host = (f: string) => { try { return readFileSync(f, 'utf8'); } catch { return ''; } };
+    const mountinfo = o.mountinfo ?? host('/proc/self/mountinfo');
+    const procCgroup = o.procCgroup ?? (o.mountinfo === undefined ? host('/proc/self/cgroup') : '');
     const mounts = parseCgroupMounts(mountinfo);
     const tryRead = (p: string) => { try { return fs.read(p); } catch { return null; } };
     const layout = chooseLayout(mounts, mounts.v2 === null ? { controllers: null, subtreeControl: null } : { controllers: tryRead(join(mounts.v2, 'cgroup.controllers')), subtreeControl: tryRead(join(mounts.v2, 'cgroup.subtree_control')) });
-    return new PodCgroups({ layout, node: o.node, fs });
+    const { mountinfo: _m, procCgroup: _p, ...rest } = o;
+    return new PodCgroups({ ...rest, layout, self: parseProcCgroup(procCgroup), fs });
   }
 
   constructor(private readonly o: PodCgroupsOptions) {
     this.fs = o.fs ?? HOST_CGROUP_FS;
+    const make = o.make ?? true;
     const missing: Partial<Record<Controller, string>> = { ...o.layout.missing };
     const hs: Hierarchy[] = [];
+    /** Per hierarchy (mount point), the node's directory at its root. */
+    const roots: string[] = [];
     if (o.layout.version === 2) {
-      if (o.layout.controllers.length) hs.push({ version: 2, top: join(o.layout.mount, 'nodenet'), node: join(o.layout.mount, 'nodenet', o.node), controllers: o.layout.controllers });
+      // At the root: see the header (no internal processes).
+      if (o.layout.controllers.length) hs.push({ version: 2, top: join(o.layout.mount, TOP), node: join(o.layout.mount, TOP, o.node), controllers: o.layout.controllers });
     } else {
       // cpu and memory may share one hierarchy (comounted): one directory for both.
       const byMount = new Map<string, Controller[]>();
       for (const [c, at] of Object.entries(o.layout.mounts) as [Controller, string][]) byMount.set(at, [...(byMount.get(at) ?? []), c]);
-      for (const [at, cs] of byMount) hs.push({ version: 1, top: join(at, 'nodenet'), node: join(at, 'nodenet', o.node), controllers: cs });
+      for (const [at, cs] of byMount) {
+        const top = join(at, o.self?.v1[cs[0]!] ?? '/', TOP);
+        hs.push({ version: 1, top, node: join(top, o.node), controllers: cs });
+        roots.push(join(at, TOP, o.node));
+      }
     }
     // Made now, so that a hierarchy nodenet may not write is known before any Pod: its controllers are not enforced.
-    this.hierarchies = hs.filter((h) => {
+    this.hierarchies = !make ? [] : hs.filter((h) => {
       try {
         this.ensureNode(h);
         return true;
@@ -161,6 +250,15 @@ export class PodCgroups {
       }
     });
     this.notEnforced = missing;
+    const recorded = new Set(this.loadRecord());
+    const places = new Map<string, Place>();
+    const add = (node: string, owned: boolean, current: boolean) => { if (!places.has(node)) places.set(node, { node, owned: owned || recorded.has(node), current }); };
+    for (const h of this.hierarchies) add(h.node, true, true);
+    for (const d of recorded) add(d, true, false);
+    if (!make) for (const h of hs) add(h.node, false, false);
+    for (const d of roots) add(d, false, false);
+    this.places = [...places.values()];
+    if (make) this.saveRecord();
   }
 
   /** Every directory nodenet has for a Pod (for tests and the sweep). */
@@ -205,26 +303,34 @@ export class PodCgroups {
     }
   }
 
-  /** Removes a Pod's cgroups once their processes are gone (those left after the drain time are SIGKILLed). Whether all went. */
+  /** Removes a Pod's cgroups (wherever the node has some) once their processes are gone (in nodenet's own, those left after the drain time are SIGKILLed). Whether all went. */
   async removePod(uid: string): Promise<boolean> {
     let ok = true;
-    for (const h of this.hierarchies) {
-      ok = (await this.removeTree(join(h.node, podDirName(uid)))) && ok;
-      this.removeNodeIfEmpty(h);
+    for (const p of this.places) {
+      if (!p.current && !this.fs.dirs(p.node).includes(podDirName(uid))) continue;
+      ok = (await this.removeTree(join(p.node, podDirName(uid)), p.owned ? 'kill' : 'wait')) && ok;
+      this.removeNodeIfEmpty(p);
     }
+    this.saveRecord();
     return ok;
   }
 
-  /** Removes the Pods' cgroups of this node that no Pod in `keep` (by uid) has: a crashed run's leftovers. Returns the uids removed. */
+  /**
+   * Removes the Pods' cgroups of this node that no Pod in `keep` (by uid) has: a crashed run's leftovers, in this
+   * placement's and the recorded node directories; at the roots (unrecorded) only empty ones, at once. Returns the
+   * uids whose cgroups went.
+   */
   async sweep(keep: ReadonlySet<string>): Promise<string[]> {
     const gone = new Set<string>();
-    for (const h of this.hierarchies) {
-      for (const d of this.fs.dirs(h.node)) {
+    const removal = this.o.make === false;
+    for (const p of this.places) {
+      for (const d of this.fs.dirs(p.node)) {
         if (!d.startsWith(POD_PREFIX) || keep.has(d.slice(POD_PREFIX.length))) continue;
-        if (await this.removeTree(join(h.node, d))) gone.add(d.slice(POD_PREFIX.length));
+        if (await this.removeTree(join(p.node, d), p.owned ? 'kill' : removal ? 'wait' : 'now')) gone.add(d.slice(POD_PREFIX.length));
       }
-      this.removeNodeIfEmpty(h);
+      this.removeNodeIfEmpty(p);
     }
+    this.saveRecord();
     return [...gone];
   }
 
@@ -246,15 +352,51 @@ export class PodCgroups {
   }
 
   private ensureNode(h: Hierarchy): void {
-    this.fs.mkdir(h.top);
-    if (h.version === 2) this.fs.write(join(h.top, 'cgroup.subtree_control'), h.controllers.map((c) => `+${c}`).join(' '));
-    this.fs.mkdir(h.node);
-    if (h.version === 2) this.fs.write(join(h.node, 'cgroup.subtree_control'), h.controllers.map((c) => `+${c}`).join(' '));
+    for (let attempt = 1; ; attempt++) {
+      try {
+        this.fs.mkdir(h.top);
+        if (h.version === 2) this.fs.write(join(h.top, 'cgroup.subtree_control'), h.controllers.map((c) => `+${c}`).join(' '));
+        this.fs.mkdir(h.node);
+        if (h.version === 2) this.fs.write(join(h.node, 'cgroup.subtree_control'), h.controllers.map((c) => `+${c}`).join(' '));
+        return;
+      } catch (e) {
+        // Another agent removed the (empty) `nodenet` between the two mkdirs: made again.
+        if (errCode(e) !== 'ENOENT' || attempt >= 3) throw e;
+      }
+    }
   }
 
-  private removeNodeIfEmpty(h: Hierarchy): void {
-    if (this.fs.dirs(h.node).length) return;
-    try { this.fs.rmdir(h.node); } catch { /* gone, or a Pod came meanwhile */ }
+  /** The node's directory once it has no Pod, then `nodenet` once it has no node. */
+  private removeNodeIfEmpty(p: Place): void {
+    for (const dir of [p.node, dirname(p.node)]) {
+      if (this.fs.dirs(dir).length) return;
+      try { this.fs.rmdir(dir); } catch { return; /* gone, or a Pod or a node came meanwhile */ }
+    }
+  }
+
+  /** The recorded node directories that can be this node's: `<a cgroup mount>/.../nodenet/<node>`, normalized. */
+  private loadRecord(): string[] {
+    const text = this.o.record?.load() ?? null;
+    if (text === null) return [];
+    let v: unknown;
+    try { v = JSON.parse(text); } catch { return []; }
+    const dirs = typeof v === 'object' && v !== null && 'nodeDirs' in v && Array.isArray(v.nodeDirs) ? (v.nodeDirs as unknown[]) : [];
+    const l = this.o.layout;
+    const mounts = l.version === 2 ? [l.mount] : Object.values(l.mounts);
+    return dirs.filter((d): d is string => typeof d === 'string' && posix.isAbsolute(d) && posix.normalize(d) === d
+      && basename(d) === this.o.node && basename(dirname(d)) === TOP && mounts.some((m) => d.startsWith(`${m}/`)));
+  }
+
+  /** Records this placement's node directories and the recorded ones still there (none: no record). Never throws. */
+  private saveRecord(): void {
+    if (!this.o.record) return;
+    const dirs = this.places.filter((p) => p.current || (p.owned && this.fs.dirs(dirname(p.node)).includes(basename(p.node)))).map((p) => p.node);
+    const text = dirs.length ? `${JSON.stringify({ nodeDirs: dirs })}\n` : null;
+    if (text === this.saved) return;
+    try {
+      this.o.record.save(text);
+      this.saved = text;
+    } catch { /* the next save tries again; without it, removal falls back to the roots and the caller's cgroup */ }
   }
 
   private procsOf(dir: string): number[] {
@@ -265,21 +407,25 @@ export class PodCgroups {
     }
   }
 
-  /** A cgroup and its children, bottom-up, once empty. */
-  private async removeTree(dir: string): Promise<boolean> {
+  /**
+   * A cgroup and its children, bottom-up, once empty. `kill`: what is left after the drain time is SIGKILLed;
+   * `wait`: the drain time is waited, nothing killed; `now`: only what is empty already.
+   */
+  private async removeTree(dir: string, how: 'kill' | 'wait' | 'now'): Promise<boolean> {
     let ok = true;
-    for (const d of this.fs.dirs(dir)) ok = (await this.removeTree(join(dir, d))) && ok;
+    for (const d of this.fs.dirs(dir)) ok = (await this.removeTree(join(dir, d), how)) && ok;
     const sleep = this.o.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
     const drain = this.o.drainMs ?? 2000;
+    const limit = how === 'kill' ? drain * 2 : how === 'wait' ? drain : 0;
     let waited = 0;
     let killed = false;
     for (;;) {
       const pids = this.procsOf(dir);
       if (!pids.length) break;
-      if (waited >= drain && !killed) {
+      if (how === 'kill' && waited >= drain && !killed) {
         for (const pid of pids) try { (this.o.kill ?? ((p: number) => process.kill(p, 'SIGKILL')))(pid); } catch { /* gone */ }
         killed = true;
-      } else if (waited >= drain * 2) return false;
+      } else if (waited >= limit) return false;
       await sleep(20);
       waited += 20;
     }
@@ -287,7 +433,7 @@ export class PodCgroups {
       this.fs.rmdir(dir);
       return ok;
     } catch (e) {
-      return (e as NodeJS.ErrnoException).code === 'ENOENT' && ok;
+      return errCode(e) === 'ENOENT' && ok;
     }
   }
 }

@@ -5,19 +5,21 @@
  * oomKilled (137); one with a 100m cpu limit runs with the kubelet's quota
  * in its cgroup and is throttled; every process of a run (nsenter, the
  * supervisor, the command) is in the container's cgroups; the cgroups go
- * with the Pod, and a crashed run's (a process left in them) with the sweep.
- * On this project's VMs (cgroup v1 hybrid) this is the v1 layout;
+ * with the Pod, and a crashed run's (a process left in them) with the sweep;
+ * removeNodeCgroups finds a node's by its record. On v1 they are under this
+ * test's own cgroup in each hierarchy (the sandbox that runs the tests keeps
+ * accounting for them). On this project's VMs (cgroup v1 hybrid) this is the v1 layout;
  * cgroups.test.ts covers v2 on a fake cgroupfs.
  */
 import t from 'tap';
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { listSandboxes } from '../netns/pause-holder.js';
 import { childPids, isAlive } from '../netns/proc.js';
 import { waitFor } from '../testing/wait.js';
 import { containerConfig, podConfig, type Resources } from './cgroup-config.js';
-import { PodCgroups } from './cgroups.js';
+import { nodeDirName, placementRecord, PodCgroups, removeNodeCgroups } from './cgroups.js';
 import { ProcessPodRuntime } from './runtime.js';
 
 const tag = `nn-cg-${process.pid}`;
@@ -26,10 +28,17 @@ const binDir = mkdtempSync(`/tmp/${tag}-bin-`);
 const pauseBin = join(binDir, 'nodenet-pause');
 execFileSync('cc', ['-O2', '-Wall', '-Werror', '-o', pauseBin, new URL('../netns/pause.c', import.meta.url).pathname]);
 
-const cgroups = PodCgroups.detect({ node: tag });
+const cgroups = PodCgroups.detect({ node: tag, record: placementRecord(runDir) });
 const runtime = new ProcessPodRuntime({ runDir, pauseBin, cgroups });
 const read = (f: string) => readFileSync(f, 'utf8').trim();
-const v1 = (ctl: 'cpu' | 'memory', ...rest: string[]) => join('/sys/fs/cgroup', ctl, 'nodenet', tag, ...rest);
+/** A process's path in the v1 hierarchy of a controller (its /proc/PID/cgroup line). */
+const cgroupOf = (pid: number | 'self', ctl: string) => {
+  const line = read(`/proc/${pid}/cgroup`).split('\n').find((l) => l.split(':')[1]?.split(',').includes(ctl));
+  return line?.slice(line.indexOf(':', line.indexOf(':') + 1) + 1) ?? null;
+};
+/** This test's own cgroup in each hierarchy: nodenet's subtree goes under it. */
+const own = { cpu: cgroupOf('self', 'cpu') ?? '/', memory: cgroupOf('self', 'memory') ?? '/' };
+const v1 = (ctl: 'cpu' | 'memory', ...rest: string[]) => join('/sys/fs/cgroup', ctl, own[ctl], 'nodenet', tag, ...rest);
 
 t.teardown(async () => {
   for (const s of listSandboxes(runDir)) await s.stop({ graceMs: 200 });
@@ -97,6 +106,10 @@ if (missing.length) {
     await waitFor(() => childPids(run.pid).length > 0, 'the command runs');
     const pids = [run.pgid, run.pid, ...childPids(run.pid)];
     for (const ctl of ['cpu', 'memory'] as const) {
+      t.equal(cgroupOf(childPids(run.pid)[0]!, ctl), join(own[ctl], 'nodenet', tag, `pod${u}`, 'spin'), `the command's ${ctl} cgroup (/proc/PID/cgroup) is under this test's own (${own[ctl]})`);
+    }
+    t.ok(read(`/proc/${childPids(run.pid)[0]!}/cgroup`).split('\n').find((l) => l.split(':')[1] === 'memory')?.startsWith(`${read('/proc/self/cgroup').split('\n').find((l) => l.split(':')[1] === 'memory')}/nodenet/`), 'its memory line starts with this test\'s own memory cgroup\'s');
+    for (const ctl of ['cpu', 'memory'] as const) {
       const procs = read(v1(ctl, `pod${u}`, 'spin', 'cgroup.procs')).split('\n').map(Number);
       t.same(pids.filter((p) => !procs.includes(p)), [], `nsenter, the supervisor and the command are in the ${ctl} cgroup`);
     }
@@ -126,7 +139,25 @@ if (missing.length) {
     t.equal(await ended, 'SIGKILL', 'its process was killed (nodenet\'s own cgroup)');
     t.ok(existsSync(v1('memory', `pod${kept}`, 'app')), 'the kept Pod\'s stay');
     await runtime.stopSandbox(kept);
-    t.notOk(existsSync(join('/sys/fs/cgroup/memory/nodenet', tag)), 'the node\'s directory went with its last Pod');
-    t.notOk(existsSync(join('/sys/fs/cgroup/cpu/nodenet', tag)));
+    t.notOk(existsSync(v1('memory')), 'the node\'s directory went with its last Pod');
+    t.notOk(existsSync(v1('cpu')));
+  });
+
+  t.test('removeNodeCgroups finds a node\'s cgroups by the record in its run directory, removes them (a process left there killed) and the record', async (t) => {
+    const nodeRun = mkdtempSync(`/tmp/${tag}-node-`);
+    t.teardown(() => rmSync(nodeRun, { recursive: true, force: true }));
+    const node = nodeDirName('lab-node', nodeRun);
+    const agent = PodCgroups.detect({ node, record: placementRecord(nodeRun) });
+    t.ok(existsSync(join(nodeRun, 'cgroups.json')), 'recorded');
+    const res = { requests: {}, limits: { memory: '64Mi' } };
+    const { procs } = agent.prepare('u1', 'app', podConfig([res]), containerConfig(res));
+    const left = spawn('/bin/sh', ['-c', `for f in ${procs.join(' ')}; do echo $$ > $f; done; exec sleep 100`], { stdio: 'ignore' });
+    const ended = new Promise<string | null>((r) => left.on('exit', (_code, sig) => r(sig)));
+    t.teardown(() => { try { left.kill('SIGKILL'); } catch { /* gone */ } });
+    await waitFor(() => read(procs[1]!).split('\n').includes(String(left.pid)), 'the process is in the node\'s memory cgroup');
+    await removeNodeCgroups('lab-node', nodeRun);
+    t.equal(await ended, 'SIGKILL', 'the process left there was killed');
+    for (const ctl of ['cpu', 'memory'] as const) t.notOk(existsSync(join('/sys/fs/cgroup', ctl, own[ctl], 'nodenet', node)), `its ${ctl} cgroups are gone`);
+    t.same(readdirSync(nodeRun), [], 'the record went with them');
   });
 }

@@ -34,7 +34,7 @@ import { ObjectWatches } from './object-watch.js';
 import type { NodeAllocatable } from './quantity.js';
 import { startKubeletServer, type KubeletServer } from './kubelet-server.js';
 import { ProcessPodRuntime } from './runtime.js';
-import { nodeDirName, PodCgroups } from './cgroups.js';
+import { nodeDirName, placementRecord, PodCgroups } from './cgroups.js';
 
 export interface StartKubeletOptions {
   readonly kubeconfig: KubeConfig;
@@ -69,7 +69,7 @@ export async function startKubelet(o: StartKubeletOptions): Promise<RunningKubel
     node: o.allocatable ? { ...nodeAllocatable(o.runDir), ...o.allocatable } : nodeAllocatable(o.runDir),
     nodeName: o.nodeName,
     hostIP: o.hostIP,
-    runtime: new ProcessPodRuntime({ runDir: o.runDir, pauseBin: o.pauseBin, cgroups: PodCgroups.detect({ node: nodeDirName(o.nodeName, o.runDir) }) }),
+    runtime: new ProcessPodRuntime({ runDir: o.runDir, pauseBin: o.pauseBin, cgroups: PodCgroups.detect({ node: nodeDirName(o.nodeName, o.runDir), record: placementRecord(o.runDir) }) }),
     cni: o.cni,
     // The node's bridge, the pod CIDR's host-local IPAM, no ipMasq (the overlay masquerades).
     cniConfig: nodenetNetConf({ bridge: o.bridge, ipMasq: false }),
