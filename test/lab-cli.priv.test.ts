@@ -1,9 +1,10 @@
 /**
- * `nodenet lab up|status|exec|down` as a user runs them: the real CLI from
- * dist/ (npm run build first), the real kubectl with the KUBECONFIG `up`
- * prints. Two labs of different names run side by side; a running lab is
+ * `nodenet lab up|add-node|status|exec|down` as a user runs them: the real
+ * CLI from dist/ (npm run build first), the real kubectl with the KUBECONFIG
+ * `up` prints. Two labs of different names run side by side; a running lab is
  * not built twice; a crashed one (its control plane and agents SIGKILLed)
- * is removed by the next `up` of its name; `down` leaves nothing behind:
+ * is removed by the next `up` of its name; `add-node` adds a third node that
+ * runs Pods like the others; `down` leaves nothing behind:
  * no namespace of the lab, no process it recorded (nor a pod's pause), no
  * run directory, no loopback listener. Lab names are unique to this run
  * (t<pid>a, t<pid>b), so a user's lab is never touched; teardown downs
@@ -138,6 +139,34 @@ t.test('a second lab of another name runs beside the first; a crashed one is rep
   t.equal(down.exitCode, 0, down.stderr);
   await assertGone(t, B, recordedB, newPortB);
   t.same(await readyNodes(kcA), ['n1', 'n2'], 'downing one lab leaves the other');
+});
+
+t.test('lab add-node: a third node, configured as the others, Ready; status, exec and down know it', async (t) => {
+  const add = await nodenet('lab', 'add-node', '--name', A);
+  t.equal(add.exitCode, 0, `${add.stdout}${add.stderr}`);
+  t.match(add.stdout, new RegExp(`node n3: nn-${A}-n3, eth0 192\\.168\\.77\\.13/24, agent starting`));
+  t.match(add.stdout, new RegExp(`node n3 joined lab ${A}: 3 of 3 node\\(s\\) Ready`));
+  t.same(await readyNodes(kcA), ['n1', 'n2', 'n3'], 'kubectl get nodes: 3 Ready nodes');
+  t.match(readFileSync(`${dirOf(A)}/n3/agent.json`, 'utf8'), /"proxyMode": "iptables"[\s\S]*"overlay": "vxlan"[\s\S]*"runPods": true/, 'the config of the others');
+  t.ok(readProcesses(dirOf(A)).some((p) => p.role === 'agent n3' && isAlive(p.pid, p.startTime)), 'its agent is recorded in processes.json');
+  const st = await nodenet('lab', 'status', '--name', A);
+  t.match(st.stdout, /n3\s+192\.168\.77\.13\s+10\.244\.\d+\.0\/24\s+Ready\s+\d+ running/);
+  const ex = await nodenet('lab', 'exec', '--name', A, 'n3', '--', 'ip', '-br', 'addr');
+  t.match(ex.stdout, /eth0\S*\s+UP\s+192\.168\.77\.13\/24/, "n3's own namespace");
+  // A Pod pinned to n3 runs there and is reached from n1 across the overlay.
+  const run = await kubectl(kcA, 'run', 'on3', '--image=nodenet/host', '--overrides={"spec":{"nodeSelector":{"kubernetes.io/hostname":"n3"}}}', '--command', '--', 'sleep', 'infinity');
+  t.equal(run.exitCode, 0, run.stderr);
+  let ip = '';
+  await waitFor(async () => {
+    const r = await kubectl(kcA, 'get', 'pod', 'on3', '-o', 'jsonpath={.status.phase} {.status.podIP}');
+    [, ip = ''] = r.stdout.split(' ');
+    return r.stdout.startsWith('Running ') && ip !== '';
+  }, 'the pod on3 to run', { timeoutMs: 60_000, intervalMs: 250 });
+  await waitFor(async () => (await nodenet('lab', 'exec', '--name', A, 'n1', '--', 'ping', '-c1', '-W1', ip)).exitCode === 0, `n1 to reach ${ip} on n3`, { timeoutMs: 20_000, intervalMs: 250 });
+  t.pass(`n1 reaches the pod on n3 (${ip}) over the overlay`);
+  const again = await nodenet('lab', 'add-node', '--name', A, 'n3');
+  t.equal(again.exitCode, 1);
+  t.match(again.stderr, /the lab has a node n3 already \(n1, n2, n3\)/);
 });
 
 t.test('lab down removes every trace, pods included, and is idempotent', async (t) => {

@@ -3,14 +3,17 @@
  * command, usage errors naming the flag.
  */
 import t from 'tap';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { ErrorCode } from '../../../lib/errors/errors.js';
 import { FakeRunner } from '../exec/runner.fake.js';
 import { SpawnRunner, type Runner } from '../exec/runner.js';
 import { IPVS_PROC_FILE } from '../netfilter/ipvs/ipvs-probe.js';
 import { NO_IPVS_MESSAGE } from '../netfilter/ipvs/ipvs-types.js';
 import { parseFlags } from './flags.js';
-import { labCommand, labExecArgs, labName, labUpArgs, LAB_USAGE, type LabCmdDeps } from './lab-cmd.js';
+import { writeOwner } from '../lab/owner.js';
+import { labAddNodeArgs, labCommand, labExecArgs, labName, labUpArgs, LAB_USAGE, type LabCmdDeps } from './lab-cmd.js';
 
 const UP = { name: { type: 'string' }, nodes: { type: 'string' }, 'proxy-mode': { type: 'string' }, overlay: { type: 'string' }, 'run-pods': { type: 'string' }, 'etcd-members': { type: 'string' }, 'api-servers': { type: 'string' } } as const;
 
@@ -115,4 +118,46 @@ t.test('lab up --proxy-mode ipvs on this host, for real: refused (this kernel ha
 t.test('the usage lists ipvs and says it needs IPVS', async (t) => {
   t.match(LAB_USAGE, /--proxy-mode iptables\|nftables\|ipvs/);
   t.match(LAB_USAGE, /ipvs needs a kernel with IPVS/);
+});
+
+t.test('lab add-node: at most one NODE; the usage has it', async (t) => {
+  const spec = { name: { type: 'string' } } as const;
+  t.same(labAddNodeArgs(parseFlags([], spec)), { name: 'default' });
+  t.same(labAddNodeArgs(parseFlags(['--name', 'x', 'n3'], spec)), { name: 'x', node: 'n3' });
+  t.throws(() => labAddNodeArgs(parseFlags(['n3', 'n4'], spec)), { name: 'FlagError', message: 'add-node takes at most one NODE, got "n3" "n4"' });
+  t.throws(() => labAddNodeArgs(parseFlags(['--name', 'Bad'], spec)), { name: 'FlagError', message: /--name: lab name "Bad"/ });
+  t.match(LAB_USAGE, /nodenet lab add-node \[--name NAME\] \[NODE\]/);
+  t.match(LAB_USAGE, /add-node: one more node in a running lab, configured as the others/);
+});
+
+t.test('lab add-node refuses, before it makes anything, a lab it cannot add to', async (t) => {
+  // A lab directory as `lab up` leaves it, in a root of this test's own; no command may run (no runner handler).
+  const root = mkdtempSync(join(tmpdir(), 'nn-labcmd-'));
+  const saved = process.env['NODENET_LAB_ROOT'];
+  process.env['NODENET_LAB_ROOT'] = root;
+  t.teardown(() => {
+    if (saved === undefined) delete process.env['NODENET_LAB_ROOT'];
+    else process.env['NODENET_LAB_ROOT'] = saved;
+    rmSync(root, { recursive: true, force: true });
+  });
+  const dir = `${root}/zz`;
+  const runner = new FakeRunner();
+  const out: string[] = [];
+  const add = (...args: string[]) => labCommand(['add-node', '--name', 'zz', ...args], deps(runner, out));
+  await t.rejects(add(), { code: ErrorCode.NotFound, message: `no lab zz made by nodenet lab up (no ${dir}/lab.json)` });
+  mkdirSync(`${dir}/control-plane/nodes`, { recursive: true });
+  writeFileSync(`${dir}/lab.json`, JSON.stringify({ name: 'zz', nodes: ['n1', 'n2'], port: 40000, kubeconfig: `${dir}/kubeconfig`, proxyMode: 'iptables', overlay: 'vxlan', runPods: true, ha: null, createdAt: '2026-12-05T00:00:00Z' }));
+  // This pid with another start time: a recycled pid, so the control plane that owned the lab is gone.
+  writeFileSync(`${dir}/owner.json`, JSON.stringify({ pid: process.pid, startTime: '1', tag: 'zz', namespacePrefix: 'nn-zz-', createdAt: '2026-12-05T00:00:00Z' }));
+  await t.rejects(add(), { code: ErrorCode.NotAvailable, message: `lab zz is not running (its owner (pid ${process.pid}) is gone): nodenet lab up --name zz makes it again` });
+  writeOwner(dir, { tag: 'zz', namespacePrefix: 'nn-zz-' }); // this process: running
+  await t.rejects(add('n2'), { code: ErrorCode.InvalidConfig, message: 'lab zz: the lab has a node n2 already (n1, n2)' });
+  await t.rejects(add('web'), { code: ErrorCode.InvalidConfig, message: 'lab zz: node "web": a lab\'s nodes are n1..n20' });
+  await t.rejects(add(), { code: ErrorCode.NotAvailable, message: /^lab zz's control plane has no credentials for n3 \(no .*\/control-plane\/nodes\/n3\.kubeconfig: a lab made before add-node/ });
+  writeFileSync(`${dir}/control-plane/nodes/n3.kubeconfig`, '');
+  mkdirSync(`${dir}/n3`);
+  await t.rejects(add('n3'), { code: ErrorCode.AlreadyExists, message: /^lab zz: .*\/n3 exists \(another add-node of n3 runs, or one crashed/ });
+  t.same(runner.calls, [], 'no command ran');
+  t.same(out, [], 'nothing printed');
+  t.same(readdirSync(dir).sort(), ['control-plane', 'lab.json', 'n3', 'owner.json'], 'nothing made');
 });

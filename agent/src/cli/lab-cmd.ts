@@ -3,6 +3,7 @@
  * machine (lab/up.ts builds the ones that outlive the command; the demo and
  * the tests make their own in-process).
  *   nodenet lab up         a cluster: control plane, N nodes with their agents; returns once the Nodes are Ready
+ *   nodenet lab add-node   one more node in a running one, configured as the others
  *   nodenet lab down       remove every trace of one
  *   nodenet lab status     its nodes and pods (or every lab)
  *   nodenet lab exec       a command in a node's or a pod's namespaces
@@ -11,7 +12,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import type { Runner } from '../exec/runner.js';
-import { haStatus, labDown, labExecArgv, labFault, labNodeList, labStatus, labUp, listLabs, type LabUpOptions } from '../lab/up.js';
+import { haStatus, labAddNode, labDown, labExecArgv, labFault, labNodeList, labStatus, labUp, listLabs, type LabUpOptions } from '../lab/up.js';
 import { HA_ACTIONS, haShapeProblem, type HaAction, type HaShape } from '../lab/ha-plan.js';
 import { execTarget, labNameProblem, MAX_LAB_NODES, proxyModeProblem, type LabProxyMode } from '../lab/up-plan.js';
 import type { IpvsProbeDeps } from '../netfilter/ipvs/ipvs-probe.js';
@@ -22,6 +23,7 @@ import { packageRoot } from '../config/paths.js';
 export const LAB_USAGE = `usage: nodenet lab up [--name NAME] [--nodes N] [--proxy-mode iptables|nftables|ipvs] [--overlay vxlan|none] [--run-pods true|false]
                      [--etcd-members 1|3|5|7 [--api-servers M]]
        nodenet lab kill|stop|cont|partition|heal|start [--name NAME] TARGET
+       nodenet lab add-node [--name NAME] [NODE]
        nodenet lab down [--name NAME]
        nodenet lab status [--name NAME]
        nodenet lab exec [--name NAME] NODE|POD -- CMD ARGS...
@@ -38,6 +40,9 @@ up: a cluster on this machine, out of network namespaces: an underlay bridge, th
 kill|stop|cont|partition|heal|start TARGET (an HA lab): SIGKILL, SIGSTOP, SIGCONT, its underlay port down or up,
     or a killed part started again on its data. TARGET: etcd:N, api-server:N, leader:etcd,
     leader:controller-manager or leader:scheduler (the part that leads now).
+add-node: one more node in a running lab, configured as the others (its namespace with eth0 on the underlay, its
+    agent with the same proxy mode, overlay and pods); returns once its Node is Ready; status, exec and down know it.
+    NODE: n1..n20 (default the first free one); nI is 192.168.77.(10+I).
 down: removes every trace of the lab (processes, namespaces, pods, mounts, its run directory); idempotent.
 status: its nodes (underlay IP, pod CIDR, Ready, agent) and pods; without --name, every lab and the default's.
 exec: runs CMD in a node's network namespace (n1, n2, ...) or in a pod's namespaces (NAMESPACE/NAME, or NAME in
@@ -58,6 +63,7 @@ const NAME: FlagSpecs = { name: { type: 'string' } };
 const SPECS: Readonly<Record<string, FlagSpecs>> = {
   up: { ...NAME, nodes: { type: 'string' }, 'proxy-mode': { type: 'string' }, overlay: { type: 'string' }, 'run-pods': { type: 'string' }, 'etcd-members': { type: 'string' }, 'api-servers': { type: 'string' } },
   ...Object.fromEntries(HA_ACTIONS.map((a) => [a, NAME])),
+  'add-node': NAME,
   down: NAME,
   status: NAME,
   exec: NAME,
@@ -111,6 +117,13 @@ export function labUpArgs(p: ParsedFlags): LabUpArgs {
   return { name: labName(p), nodes: Number(nodes), proxyMode, overlay, runPods: runPods === 'true', ...(ha ? { ha } : {}) };
 }
 
+/** `lab add-node`'s flags (pure): at most one NODE. */
+export function labAddNodeArgs(p: ParsedFlags): { name: string; node?: string } {
+  if (p.rest.length || p.positional.length > 1) throw new FlagError(`add-node takes at most one NODE, got ${[...p.positional, ...p.rest].map((w) => JSON.stringify(w)).join(' ')}`);
+  const node = p.positional[0];
+  return { name: labName(p), ...(node === undefined ? {} : { node }) };
+}
+
 /** A fault subcommand's one target word (pure). */
 export function labFaultArgs(p: ParsedFlags): { name: string; target: string } {
   if (p.rest.length || p.positional.length !== 1) throw new FlagError('one TARGET: etcd:N, api-server:N, leader:etcd, leader:controller-manager or leader:scheduler');
@@ -132,7 +145,7 @@ export async function labCommand(argv: readonly string[], deps: LabCmdDeps): Pro
     return sub === undefined ? 2 : 0;
   }
   const spec = SPECS[sub];
-  if (!spec) throw new FlagError(`unknown lab subcommand ${JSON.stringify(sub)} (up, down, status, exec, cleanup, ${HA_ACTIONS.join(', ')})`);
+  if (!spec) throw new FlagError(`unknown lab subcommand ${JSON.stringify(sub)} (up, add-node, down, status, exec, cleanup, ${HA_ACTIONS.join(', ')})`);
   const p = parseFlags(tail, spec);
   if (p.help) {
     say(LAB_USAGE);
@@ -168,6 +181,15 @@ ${rec.ha ? `Break it and watch it heal:
     case 'start': {
       const a = labFaultArgs(p);
       say(await labFault(deps.runner, a.name, sub as HaAction, a.target));
+      return 0;
+    }
+    case 'add-node': {
+      const a = labAddNodeArgs(p);
+      const r = await labAddNode({ runner: deps.runner, ...a, say: (s) => say(`  ${s}`) });
+      const nameFlag = r.record.name === 'default' ? '' : ` --name ${r.record.name}`;
+      say(`node ${r.node} joined lab ${r.record.name}: ${r.ready} of ${r.record.nodes.length} node(s) Ready.
+  kubectl get nodes -o wide
+  nodenet lab exec${nameFlag} ${r.node} -- ip -br addr`);
       return 0;
     }
     case 'down': {

@@ -100,6 +100,15 @@ export class Lab {
     return lab;
   }
 
+  /**
+   * The lab of that tag another process made and owns (`nodenet lab up`'s, which outlives its command): nothing is
+   * made or checked here. Its nodes and control plane are not known to the Lab returned: the caller says what it
+   * needs of them (`nodenet lab add-node`). Never destroy() it: `nodenet lab down` removes such a lab.
+   */
+  static attach(tag: string, opts: { runner: Runner; root?: string }): Lab {
+    return new Lab(tag, opts.root ?? labRoot(), opts.runner);
+  }
+
   /** A plain namespace (a pod for shim-level tests, or a client on the underlay), removed by destroy(). */
   async addNetns(name: string): Promise<{ name: string; path: string }> {
     const full = `nn-${this.tag}-${name}`;

@@ -4,7 +4,7 @@
  * status rows read from kubectl's JSON.
  */
 import t from 'tap';
-import { allReady, execTarget, labCondition, labNameProblem, labNamespaces, labNodeNames, nodeRows, podRows, upAction } from './up-plan.js';
+import { addNodeName, allReady, execTarget, labCondition, labNameProblem, labNamespaces, labNodeNames, nodeRows, podRows, upAction } from './up-plan.js';
 import type { LabOwner } from './owner.js';
 
 const owner = (pid: number): LabOwner => ({ pid, startTime: '100', tag: 'default', namespacePrefix: 'nn-default-', createdAt: '2026-12-01T00:00:00Z' });
@@ -69,4 +69,14 @@ t.test('status rows from kubectl JSON; Ready only when every Node is', async (t)
       { pod: 'x/old', node: 'n2', ip: '-', phase: 'Terminating' },
     ],
   );
+});
+
+t.test('add-node: the first free n<i>, or the one asked for, within n1..n20', async (t) => {
+  t.same(addNodeName(['n1', 'n2']), { name: 'n3', index: 3 });
+  t.same(addNodeName(['n1', 'n3']), { name: 'n2', index: 2 }, 'a gap is filled first');
+  t.same(addNodeName(['n1', 'n2'], 'n7'), { name: 'n7', index: 7 }, 'the index is the name\'s: n7 is 192.168.77.17');
+  t.same(addNodeName(['n1', 'n2'], 'n20'), { name: 'n20', index: 20 });
+  t.same(addNodeName(['n1', 'n2'], 'n2'), { problem: 'the lab has a node n2 already (n1, n2)' });
+  for (const bad of ['n0', 'n21', 'n01', 'node3', 'N3', '']) t.match(addNodeName(['n1'], bad), { problem: /a lab's nodes are n1\.\.n20/ }, JSON.stringify(bad));
+  t.same(addNodeName(labNodeNames(20)), { problem: 'the lab has 20 nodes, the most a lab has' });
 });

@@ -45,6 +45,25 @@ export function labNodeNames(n: number): string[] {
   return Array.from({ length: n }, (_, i) => `n${i + 1}`);
 }
 
+/**
+ * The node `lab add-node` adds to a lab whose nodes are `existing`: `wanted`, or the first n<i> not in the lab.
+ * Only n1..n<MAX_LAB_NODES>: the control plane made a token for each of those at `up` (a running control plane
+ * makes none), and n<i> is the lab's i-th underlay address and port (its index).
+ * @returns the name and its index, or the problem
+ */
+export function addNodeName(existing: readonly string[], wanted?: string): { name: string; index: number } | { problem: string } {
+  if (existing.length >= MAX_LAB_NODES) return { problem: `the lab has ${existing.length} nodes, the most a lab has` };
+  if (wanted === undefined) {
+    const index = Array.from({ length: MAX_LAB_NODES }, (_, i) => i + 1).find((i) => !existing.includes(`n${i}`))!;
+    return { name: `n${index}`, index };
+  }
+  const m = /^n([1-9]\d?)$/.exec(wanted);
+  const index = m ? Number(m[1]) : 0;
+  if (index < 1 || index > MAX_LAB_NODES) return { problem: `node ${JSON.stringify(wanted)}: a lab's nodes are n1..n${MAX_LAB_NODES}` };
+  if (existing.includes(wanted)) return { problem: `the lab has a node ${wanted} already (${existing.join(', ')})` };
+  return { name: wanted, index };
+}
+
 export type LabCondition =
   | { readonly state: 'absent' }
   | { readonly state: 'running'; readonly owner: LabOwner }

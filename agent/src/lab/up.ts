@@ -14,13 +14,16 @@
  * Each is recorded in processes.json as it starts, and the control plane
  * becomes the lab's owner (see lab/up-plan.ts for the rule). lab.json holds
  * what `status` and `exec` need: the nodes, the port, the kubeconfig.
+ * `add-node` adds one more node, configured as the others, to a running
+ * lab: the control plane made a token for every node a lab may have
+ * (n1..n20) at `up`, so nothing restarts.
  *
  * The only things in the root namespace are the loopback listener and the
  * files under the run directory; `down` removes every trace and is
  * idempotent, on a running, half-made or crashed lab alike.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ErrorCode, NodenetError } from '../../../lib/errors/errors.js';
@@ -31,14 +34,14 @@ import { writeFileDurable } from '../../../lib/state/durable.js';
 import { readJsonFile } from '../../../lib/state/read.js';
 import { pausePath } from '../config/paths.js';
 import { ProcessPodRuntime } from '../pods/runtime.js';
-import { AGENT_JS, Lab, relayScript } from './lab.js';
+import { AGENT_JS, Lab, LabControlPlane, relayScript, VNode } from './lab.js';
 import { haAct, etcdLeader, leaseHolder, requireHaPrograms, type HaLab } from './ha.js';
 import { haShapeProblem, parseHaTarget, type HaAction, type HaShape } from './ha-plan.js';
 import { applyLeftovers } from './leftovers.js';
 import { labDir } from './nodes.js';
 import { ownerAlive, readOwner, readProcesses, recordProcess, writeOwner, type LabProcess } from './owner.js';
 import { CLUSTER_CIDR, labRoot } from './plan.js';
-import { allReady, labCondition, labNameProblem, labNamespaces, labNodeNames, nodeRows, podRows, upAction, type ExecTarget, type LabCondition, type LabProxyMode, type NodeRow, type PodRow } from './up-plan.js';
+import { addNodeName, allReady, labCondition, labNameProblem, labNamespaces, labNodeNames, MAX_LAB_NODES, nodeRows, podRows, upAction, type ExecTarget, type LabCondition, type LabProxyMode, type NodeRow, type PodRow } from './up-plan.js';
 
 export const LAB_RECORD = 'lab.json';
 
@@ -159,7 +162,9 @@ export async function labUp(o: LabUpOptions): Promise<LabRecord> {
   try {
     if (o.ha) o.say(`control plane: ${o.ha.etcdMembers} etcd member(s) (192.168.77.231-) and ${o.ha.apiServers} API server(s) (192.168.77.241-), each in a namespace of its own, behind HAProxy on https://192.168.77.1:6443...`);
     else o.say(`control plane in ${lab.ul} (https://192.168.77.1:6443)...`);
-    const cp = await lab.startControlPlane({ nodes, detached: true, ...(o.ha ? { ha: o.ha } : {}) });
+    // A token for every node the lab may have (n1..n20), not only the first ones: `lab add-node` starts a node's
+    // agent with its kubeconfig and needs no restart (a running control plane makes no tokens).
+    const cp = await lab.startControlPlane({ nodes: labNodeNames(MAX_LAB_NODES), detached: true, ...(o.ha ? { ha: o.ha } : {}) });
     // From here the lab belongs to its control plane (in HA, to HAProxy, which no fault target stops): this
     // command exits, the lab stays.
     writeOwner(dir, { tag: o.name, namespacePrefix: `nn-${o.name}-` }, cp.pid!);
@@ -175,7 +180,7 @@ export async function labUp(o: LabUpOptions): Promise<LabRecord> {
     writeFileSync(kubeconfig, readFileSync(cp.kubeconfig, 'utf8').replace(cp.url, url), { mode: 0o600 });
     o.say(`API server on ${url}`);
     for (const n of nodes) {
-      const config = { proxyMode: o.proxyMode, overlay: o.overlay, runPods: o.runPods };
+      const config = nodeConfig(o);
       const node = await lab.addNode(n, { clusterCIDR: CLUSTER_CIDR, config });
       o.say(`node ${n}: ${node.ns}, eth0 ${node.underlayIP}, agent starting...`);
       try {
@@ -207,6 +212,95 @@ export async function labUp(o: LabUpOptions): Promise<LabRecord> {
     await labDown(o.runner, o.name, root).catch(() => undefined);
     if (e instanceof NodenetError) throw e;
     throw new NodenetError(ErrorCode.NotAvailable, `lab ${o.name} did not come up, and what was made is removed again: ${(e as Error).message}`, { cause: e });
+  }
+}
+
+/** A node's agent config in a lab made by `up`: every node the same, the ones `add-node` adds too. */
+function nodeConfig(r: Pick<LabRecord, 'proxyMode' | 'overlay' | 'runPods'>): Record<string, unknown> {
+  return { proxyMode: r.proxyMode, overlay: r.overlay, runPods: r.runPods };
+}
+
+export interface LabAddNodeOptions {
+  readonly runner: Runner;
+  readonly name: string;
+  /** n<i>; default the first free one (lab/up-plan.ts addNodeName). */
+  readonly node?: string;
+  /** Default labRoot(). */
+  readonly root?: string;
+  /** Progress lines. */
+  readonly say: (line: string) => void;
+  /** How long to wait for the new Node to be Ready (default 120 s). */
+  readonly readyTimeoutMs?: number;
+}
+
+/**
+ * One more node in a running lab made by `up`, configured as the others: its namespace with eth0 on the underlay
+ * (n<i> at 192.168.77.(10+i)), its agent detached with the kubeconfig the control plane made for n<i> at `up`.
+ * Returns once its Node is Ready; then its agent is in processes.json and the node in lab.json, so `status`, `exec`
+ * and `down` know it. The node's directory is claimed first (mkdir), so two add-nodes never build one node; on
+ * failure, what was made for the node is removed again and the lab is as it was.
+ */
+export async function labAddNode(o: LabAddNodeOptions): Promise<{ record: LabRecord; node: string; ready: number }> {
+  const root = o.root ?? labRoot();
+  const { dir, record } = upRecord(o.name, root);
+  const cond = labState(o.name, root);
+  if (cond.state !== 'running') throw new NodenetError(ErrorCode.NotAvailable, `lab ${o.name} is not running (${cond.state === 'crashed' ? cond.why : 'absent'}): nodenet lab up --name ${o.name} makes it again`);
+  // A node directory without a node in lab.json (an add-node under way, or one that crashed) is not offered.
+  const claimed = o.node === undefined ? readdirSync(dir).filter((d) => /^n\d+$/.test(d)) : [];
+  const pick = addNodeName([...new Set([...record.nodes, ...claimed])], o.node);
+  if ('problem' in pick) throw new NodenetError(ErrorCode.InvalidConfig, `lab ${o.name}: ${pick.problem}`);
+  const n = pick.name;
+  const lab = Lab.attach(o.name, { runner: o.runner, root });
+  const cp = new LabControlPlane(lab, labNodeNames(MAX_LAB_NODES), [], record.ha);
+  lab.controlPlane = cp;
+  if (!existsSync(cp.nodeKubeconfig(n))) {
+    throw new NodenetError(ErrorCode.NotAvailable, `lab ${o.name}'s control plane has no credentials for ${n} (no ${cp.nodeKubeconfig(n)}: a lab made before add-node, which made them for its first nodes only): nodenet lab down --name ${o.name}, then up again`);
+  }
+  try {
+    mkdirSync(`${dir}/${n}`);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'EEXIST') throw new NodenetError(ErrorCode.AlreadyExists, `lab ${o.name}: ${dir}/${n} exists (another add-node of ${n} runs, or one crashed: nodenet lab add-node --name ${o.name} n<i> with another i)`);
+    throw e;
+  }
+  const config = nodeConfig(record);
+  const node = new VNode(lab, n, pick.index, { clusterCIDR: CLUSTER_CIDR, config });
+  try {
+    await node.create();
+    o.say(`node ${n}: ${node.ns}, eth0 ${node.underlayIP}, agent starting...`);
+    try {
+      await node.startAgent({ detached: true });
+    } catch (e) {
+      const log = tail(node.logFile, 15);
+      throw new Error(`the agent of ${n} did not start (config ${JSON.stringify(config)}): ${(e as Error).message}${log ? `\nlast lines of ${node.logFile}:\n${log}` : ''}`, { cause: e });
+    }
+    o.say(`waiting for the Node ${n} to be Ready...`);
+    const limitMs = o.readyTimeoutMs ?? 120_000;
+    const deadline = Date.now() + limitMs;
+    let rows: NodeRow[] = [];
+    let lastErr = '';
+    while (!rows.some((r) => r.name === n && r.ready === 'Ready')) {
+      if (Date.now() > deadline) throw new Error(`the Node ${n} is not Ready after ${limitMs / 1000} s: ${JSON.stringify(rows.find((r) => r.name === n) ?? 'not registered')} ${lastErr}`);
+      if (node.agentPid === null) throw new Error(`the agent of ${n} exited while its Node came up: ${node.agentStderr()}`);
+      await sleep(300);
+      try {
+        rows = nodeRows(await kubectlJson(o.runner, record.kubeconfig, ['get', 'nodes']));
+      } catch (e) {
+        lastErr = (e as Error).message;
+      }
+    }
+    recordProcess(dir, `agent ${n}`, node.agentPid!);
+    // Read again: another add-node (of another name) may have written it meanwhile.
+    const now = readLabRecord(dir) ?? record;
+    const updated: LabRecord = { ...now, nodes: [...now.nodes.filter((x) => x !== n), n] };
+    writeFileDurable(`${dir}/${LAB_RECORD}`, `${JSON.stringify(updated, null, 2)}\n`);
+    return { record: updated, node: n, ready: rows.filter((r) => r.ready === 'Ready').length };
+  } catch (e) {
+    await node.destroy().catch(() => undefined);
+    rmSync(node.dir, { recursive: true, force: true });
+    // The Node it may have registered, which would stay NotReady.
+    await o.runner.run(['kubectl', '--kubeconfig', record.kubeconfig, 'delete', 'node', n, '--ignore-not-found', '--wait=false'], { allowFailure: true }).catch(() => undefined);
+    if (e instanceof NodenetError) throw e;
+    throw new NodenetError(ErrorCode.NotAvailable, `node ${n} did not join lab ${o.name}, and what was made for it is removed again: ${(e as Error).message}`, { cause: e });
   }
 }
 
