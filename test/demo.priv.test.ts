@@ -52,6 +52,17 @@ for (const mode of ['iptables', 'nftables'] as const) {
     t.match(out, new RegExp(`nodenet trace --lab \\S+ ${client?.replace(/\./g, '\\.')} tcp`));
     t.match(out, /dev nodenet\.1 onlink; neighbour .* encapsulated \(VNI 1, UDP 8472\) to 192\.168\.77\.1\d \(node node\d\)/, 'a cross-node path through the VXLAN device');
     t.match(out, /bridged on cbr0 to the pod/);
+    // 9. scheduling: one replica Pending for cpu, placed when a third node joins
+    const nine = out.slice(out.indexOf('== 9. scheduling'));
+    t.ok(out.includes('== 9. scheduling'), 'step 9 ran');
+    t.match(nine, /\| big-\S+ +0\/1 +Pending +0 +\S+ +<none> +<none>/, 'one replica Pending, on no node');
+    t.match(nine, /kubectl describe pod (big-\S+)\n(.*\n)*? +\| Status: +Pending\n/, 'describe of the Pending one');
+    t.match(nine, /Warning +FailedScheduling +\S+ +default-scheduler +0\/2 nodes are available: 2 Insufficient cpu\. preemption: /, "upstream's words: why it fits nowhere");
+    t.match(nine, /node3 added, configured as the others: namespace nn-demo\S+-node3, underlay 192\.168\.77\.13\/24, agent pid \d+/);
+    const after = nine.slice(nine.indexOf('node3 added'));
+    const placed = [...after.matchAll(/\| (big-\S+) +1\/1 +Running +\d+ +\S+ +10\.244\.\d+\.\d+ +(node\d)/g)].map((m) => m[2]).sort();
+    t.same(placed, ['node1', 'node2', 'node3'], 'then all three run, the one that was Pending on node3');
+    t.notMatch(after, /\| big-\S+ .*Pending/, 'none Pending after node3 joined');
     t.match(out, /cleaning up/);
     t.same(await demoNamespaces(), before, 'no namespace left behind');
   });
@@ -78,5 +89,10 @@ t.test('demo ha: the seeds\' HA section, each fault with its outcome, nothing le
   t.match(out, /elector +\S*elector-\S+ +\d+s/, 'kubectl get lease elector names it');
   const next = /[\d.]+ s later (elector-\S+) holds the Lease/.exec(out)?.[1];
   t.ok(next && next !== leader, `its Pod deleted, another replica leads: ${String(next)}`);
+  // Step 5's replicas spread by required anti-affinity: one per node, the third Pending and why.
+  const electors = [...out.matchAll(/\| (elector-\S+) +1\/1 +Running +\d+ +\S+ +10\.244\.\d+\.\d+ +(node\d)/g)].map((m) => m[2]);
+  t.same([...electors].sort(), ['node1', 'node2'], 'two replicas run, on different nodes');
+  t.match(out, /\| elector-\S+ +0\/1 +Pending +0 +\S+ +<none> +<none>/, 'the third is Pending');
+  t.match(out, /Warning +FailedScheduling +\S+ +default-scheduler +0\/2 nodes are available: 2 node\(s\) didn't match pod anti-affinity rules\./, "upstream's words: why");
   t.same(await demoNamespaces(), before, 'no namespace left behind');
 });

@@ -17,13 +17,17 @@
  *   5. leader election inside an app (the seeds' application-level case):
  *      a Deployment of 3 replicas of `nodenet serve --leader-elect`, each an
  *      in-cluster client with its ServiceAccount's token and a Role on its
- *      Lease; the leader's Pod deleted, another replica takes the Lease.
+ *      Lease, spread one per node by required pod anti-affinity (topology
+ *      kubernetes.io/hostname): with more replicas than nodes the last one
+ *      stays Pending, and its FailedScheduling Event says why; the leader's
+ *      Pod deleted, another replica takes the Lease.
  * Everything is removed on exit, also on Ctrl-C.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Runner } from '../exec/runner.js';
 import { etcdLeader, haAct, leaseHolder, requireHaPrograms, type HaLab } from './ha.js';
 import { etcdEndpoints, type HaTarget } from './ha-plan.js';
+import { describePending } from './demo.js';
 import { AGENT_JS, type Lab, type VNode } from './lab.js';
 import { CLUSTER_CIDR } from './plan.js';
 
@@ -50,6 +54,31 @@ export function writeTimeline(ackedAt: readonly number[], t0: number, t1: number
   const sorted = [...ackedAt].sort((a, b) => a - b);
   for (let i = 1; i < sorted.length; i++) longest = Math.max(longest, sorted[i]! - sorted[i - 1]!);
   return { bar: counts.map((c) => (c ? '#' : '.')).join(''), longestGapMs: longest };
+}
+
+/**
+ * Step 5's app: 3 replicas of `nodenet serve --leader-elect elector` as ServiceAccount elector, spread one per
+ * node by required pod anti-affinity on kubernetes.io/hostname (never two on one node; with more replicas than
+ * nodes the rest stay Pending).
+ */
+export function electorDeployment(agentJs: string): Record<string, unknown> {
+  return {
+    apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'elector' },
+    spec: {
+      replicas: 3, selector: { matchLabels: { app: 'elector' } },
+      template: {
+        metadata: { labels: { app: 'elector' } },
+        spec: {
+          serviceAccountName: 'elector', terminationGracePeriodSeconds: 5,
+          affinity: { podAntiAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [{ labelSelector: { matchLabels: { app: 'elector' } }, topologyKey: 'kubernetes.io/hostname' }] } },
+          containers: [{
+            name: 'app', image: 'nodenet/host', command: [process.execPath, agentJs, 'serve', '--http', '8080', '--tcp', '', '--udp', '', '--leader-elect', 'elector'],
+            env: [{ name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }],
+          }],
+        },
+      },
+    },
+  };
 }
 
 export async function runHaDemo(deps: HaDemoDeps): Promise<number> {
@@ -91,6 +120,15 @@ export async function runHaDemo(deps: HaDemoDeps): Promise<number> {
       const end = Date.now() + ms * SLOW;
       while (!(await f().catch(() => false))) {
         if (Date.now() > end) throw new Error(`demo: timed out waiting for ${what}`);
+        await sleep(200);
+      }
+    };
+    const untilValue = async <T>(what: string, f: () => Promise<T | null>, seenLast: () => string, ms = 60_000): Promise<T> => {
+      const end = Date.now() + ms * SLOW;
+      for (;;) {
+        const v = await f().catch(() => null);
+        if (v !== null) return v;
+        if (Date.now() > end) throw new Error(`demo: timed out waiting for ${what}; last seen: ${seenLast() || 'nothing'}`);
         await sleep(200);
       }
     };
@@ -185,33 +223,37 @@ export async function runHaDemo(deps: HaDemoDeps): Promise<number> {
     explain('quorum back: everything continues where it was.');
 
     // ---- 5. leader election inside an app ----
-    step(5, 'leader election inside an app: 3 replicas, one Lease, from inside their Pods');
+    step(5, 'leader election inside an app: 3 replicas spread one per node, one Lease, from inside their Pods');
     const rbac = ['create serviceaccount elector', 'create role elector --verb=get,create,update --resource=leases.coordination.k8s.io', 'create rolebinding elector --role=elector --serviceaccount=default:elector'];
     for (const c of rbac) await out(c.split(' '));
-    const app = {
-      apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'elector' },
-      spec: {
-        replicas: 3, selector: { matchLabels: { app: 'elector' } },
-        template: {
-          metadata: { labels: { app: 'elector' } },
-          spec: {
-            serviceAccountName: 'elector', terminationGracePeriodSeconds: 5,
-            containers: [{
-              name: 'app', image: 'nodenet/host', command: [process.execPath, AGENT_JS, 'serve', '--http', '8080', '--tcp', '', '--udp', '', '--leader-elect', 'elector'],
-              env: [{ name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }],
-            }],
-          },
-        },
-      },
-    };
+    const app = electorDeployment(AGENT_JS);
     const applied = await cp.kubectl(['apply', '-f', '-'], true, JSON.stringify(app));
     if (applied.exitCode !== 0) throw new Error(`demo: kubectl apply elector: ${applied.stderr.trim()}`);
     say('   $ kubectl create serviceaccount elector; create role elector --verb=get,create,update --resource=leases; create rolebinding ...');
-    say('   $ kubectl apply  (a Deployment of 3: nodenet serve --leader-elect elector, as ServiceAccount elector)');
+    say('   $ kubectl apply  (a Deployment of 3: nodenet serve --leader-elect elector, as ServiceAccount elector,');
+    say('     with required pod anti-affinity on kubernetes.io/hostname: never two replicas on one node)');
     const holder = async () => (await kubectl(['get', 'lease', 'elector', '-o', 'jsonpath={.spec.holderIdentity}'])).stdout.trim();
     await until('a leader among the replicas', async () => (await holder()) !== '');
+    // More replicas than nodes: one runs on each node, the last waits, and its FailedScheduling Event says why.
+    // What was seen last goes into the error if that never comes.
+    let seen = '';
+    const pending = nodes.length < 3 ? await untilValue('the replica with no node left to be unschedulable', async () => {
+      const pods = JSON.parse(await out(['get', 'pods', '-l', 'app=elector', '-o', 'json'])) as { items: { metadata: { name: string }; spec: { nodeName?: string }; status: { phase?: string; conditions?: { type: string; status: string; reason?: string }[] } }[] };
+      const scheduled = (p: (typeof pods.items)[number]) => p.status.conditions?.find((c) => c.type === 'PodScheduled');
+      seen = pods.items.map((p) => `${p.metadata.name} ${p.status.phase ?? '?'} on ${p.spec.nodeName || '-'} PodScheduled=${scheduled(p)?.status ?? '?'}${scheduled(p)?.reason ? ` (${scheduled(p)!.reason})` : ''}`).join(', ');
+      const stuck = pods.items.find((p) => scheduled(p)?.status === 'False' && scheduled(p)?.reason === 'Unschedulable');
+      if (!stuck || pods.items.filter((p) => p.status.phase === 'Running').length !== nodes.length) return null;
+      const event = describePending(await out(['describe', 'pod', stuck.metadata.name])).split('\n').filter((l) => /FailedScheduling/.test(l)).pop();
+      if (!event) seen += `; no FailedScheduling event of ${stuck.metadata.name} yet`;
+      return event ? { name: stuck.metadata.name, event } : null;
+    }, () => seen) : null;
     const first = await holder();
     say(indent(await out(['get', 'pods', '-l', 'app=elector', '-o', 'wide'])));
+    if (pending) {
+      say(`   $ kubectl describe pod ${pending.name}   (its Events)`);
+      say(indent(pending.event));
+      explain(`${nodes.length} nodes, 3 replicas: one per node, and the last waits for a node without a replica (a node added would take it).`);
+    }
     say(indent(await out(['get', 'lease', 'elector'])));
     explain(`${first} leads: each replica reads and renews the Lease through the API with its own token (client-go's 15/10/2 s).`);
     const l0 = Date.now();

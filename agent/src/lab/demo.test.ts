@@ -1,7 +1,8 @@
 /**
  * The demo's checks that need no root and no lab (test/demo.priv.test.ts
- * runs the whole story): its up-front IPVS refusal, its manifest, and how
- * it finds a Pod's network namespace in the kubelet's records. createLab is
+ * runs the whole story): its up-front IPVS refusal, its manifests, what it
+ * keeps of `kubectl describe pod`, and how it finds a Pod's network
+ * namespace in the kubelet's records. createLab is
  * the first thing the demo makes; here it throws a marker, so a test sees
  * whether the demo got that far, and nothing is ever built.
  */
@@ -15,8 +16,8 @@ import { FakeRunner } from '../exec/runner.fake.js';
 import { SpawnRunner, type Runner } from '../exec/runner.js';
 import { IPVS_PROC_FILE } from '../netfilter/ipvs/ipvs-probe.js';
 import { NO_IPVS_MESSAGE } from '../netfilter/ipvs/ipvs-types.js';
-import { demoManifest, podNetns, runDemo, type DemoDeps } from './demo.js';
-import { AGENT_JS } from './lab.js';
+import { BIG_CPU_REQUEST, bigManifest, demoManifest, describePending, podNetns, runDemo, type DemoDeps } from './demo.js';
+import { AGENT_JS, LAB_NODE_CAPACITY } from './lab.js';
 
 const MARK = 'createLab reached';
 const NOT_FOUND = 'modprobe: FATAL: Module ip_vs not found in directory /lib/modules/6.18.0\n';
@@ -113,4 +114,59 @@ t.test('podNetns: the Pod\'s netns from the kubelet\'s records; none without a l
   t.equal(podNetns(node, 'default', 'web-1'), '/run/netns/nn-x-web-1');
   t.throws(() => podNetns(node, 'default', 'gone'), /demo: no kubelet record of default\/gone on node1/, 'a record without a sandbox');
   t.throws(() => podNetns(node, 'default', 'nobody'), /no kubelet record of default\/nobody/);
+});
+
+t.test('step 9\'s Deployment: 3 replicas, one per lab node fits by its cpu request, the third does not', async (t) => {
+  const d = parseYaml(bigManifest()) as { kind: string; spec: { replicas: number; template: { spec: { containers: { resources: { requests: { cpu: string } } }[] } } } };
+  t.equal(d.kind, 'Deployment');
+  t.equal(d.spec.replicas, 3);
+  t.equal(d.spec.template.spec.containers[0]!.resources.requests.cpu, BIG_CPU_REQUEST);
+  const milli = (q: string) => (q.endsWith('m') ? Number(q.slice(0, -1)) : Number(q) * 1000);
+  const cpu = milli(/cpu=([^,]+)/.exec(LAB_NODE_CAPACITY)![1]!);
+  const request = milli(BIG_CPU_REQUEST);
+  t.equal(Math.floor(cpu / request), 1, `a lab node (cpu ${cpu}m) takes one replica of ${request}m, not two`);
+});
+
+t.test('describePending: name, status, node, requests, PodScheduled and the events of kubectl describe pod', async (t) => {
+  // kubectl 1.32's describe of a Pending Pod (the lines the demo leaves out are in it too).
+  const describe = `Name:             big-6d5f7-x2x9q
+Namespace:        default
+Priority:         0
+Service Account:  default
+Node:             <none>
+Labels:           app=big
+Status:           Pending
+IP:
+Controlled By:    ReplicaSet/big-6d5f7
+Containers:
+  work:
+    Image:      nodenet/host
+    Command:
+      sleep
+      infinity
+    Requests:
+      cpu:        1200m
+    Environment:  <none>
+Conditions:
+  Type           Status
+  PodScheduled   False 
+Volumes:          <none>
+QoS Class:        Burstable
+Events:
+  Type     Reason            Age   From               Message
+  ----     ------            ----  ----               -------
+  Warning  FailedScheduling  1s    default-scheduler  0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod.
+
+`;
+  t.equal(describePending(describe), `Name:             big-6d5f7-x2x9q
+Node:             <none>
+Status:           Pending
+    Requests:
+      cpu:        1200m
+  PodScheduled   False
+Events:
+  Type     Reason            Age   From               Message
+  ----     ------            ----  ----               -------
+  Warning  FailedScheduling  1s    default-scheduler  0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod.`);
+  t.equal(describePending('Name: x\nStatus: Pending\n'), 'Name: x\nStatus: Pending', 'no Events section: the head alone');
 });

@@ -22,7 +22,11 @@
  *      proxy is not on the data path), a new Service is not programmed on
  *      node1 until the agent is back;
  *   7. the proxy's rules flushed by hand, and the agent putting them back;
- *   8. a cross-node request's whole path through `nodenet trace --lab`.
+ *   8. a cross-node request's whole path through `nodenet trace --lab`;
+ *   9. scheduling: a Deployment whose replicas request more CPU than the
+ *      two nodes have, one replica Pending and `kubectl describe pod` saying
+ *      why; a third node added (configured as the others; the control plane
+ *      made its token at the start) and the Pending Pod scheduled onto it.
  * Everything is removed on exit, also on Ctrl-C (and when the reader of
  * stdout goes away). The demo drives the lab as a user would, through
  * kubectl (its runner; `kubectl get -w` as child processes); it finds the
@@ -113,6 +117,41 @@ spec:
 `;
 }
 
+/**
+ * Step 9's Deployment: 3 replicas that each request 1.2 CPUs, on nodes that each have 2 allocatable (the lab's
+ * share, LAB_NODE_CAPACITY): one fits per node, so on 2 nodes the third stays Pending until a third node joins.
+ */
+export const BIG_CPU_REQUEST = '1200m';
+export function bigManifest(): string {
+  return `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: big, namespace: default}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: big}}
+  template:
+    metadata: {labels: {app: big}}
+    spec:
+      terminationGracePeriodSeconds: 0
+      containers:
+      - name: work
+        image: nodenet/host
+        command: [sleep, infinity]
+        resources: {requests: {cpu: ${BIG_CPU_REQUEST}}}
+`;
+}
+
+/**
+ * The lines of `kubectl describe pod` that say why a Pod is Pending: its name, status and node, its requests,
+ * the PodScheduled condition, and the Events (abridged as the demo prints real output).
+ */
+export function describePending(describe: string): string {
+  const lines = describe.split('\n');
+  const ev = lines.findIndex((l) => /^Events:/.test(l));
+  const head = lines.slice(0, ev < 0 ? lines.length : ev).filter((l) => /^(Name|Node|Status):|^ {4}Requests:|^ {6}cpu:|^ {2}PodScheduled /.test(l));
+  return [...head, ...(ev < 0 ? [] : lines.slice(ev).filter((l) => l.trim() !== ''))].map((l) => l.trimEnd()).join('\n');
+}
+
 const LATE = `apiVersion: v1
 kind: Service
 metadata: {name: late, namespace: default}
@@ -166,15 +205,16 @@ export async function runDemo(o: DemoOptions, deps: DemoDeps): Promise<number> {
   const indent = (s: string) => s.trimEnd().split('\n').map((l) => `   | ${l}`).join('\n');
   try {
     say(`nodenet demo: a 2-node cluster on this machine (${mode} mode)`);
-    const cp = await lab.startControlPlane({ nodes: ['node1', 'node2'], args: ['--log-level', 'warn'] });
+    // node3 joins at step 9: its token is made now, with the others' (a running control plane makes none).
+    const cp = await lab.startControlPlane({ nodes: ['node1', 'node2', 'node3'], args: ['--log-level', 'warn'] });
     const { kubeconfig } = await cp.localAccess();
+    // Every node the same, the one step 9 adds too.
+    const nodeOptions = {
+      clusterCIDR: CLUSTER_CIDR,
+      config: { overlay: 'vxlan', runPods: true, proxyMode: mode, proxyMinSyncMs: 100, proxySyncPeriodMs: 2000, logLevel: 'info' },
+    };
     const nodes: VNode[] = [];
-    for (const name of ['node1', 'node2']) {
-      nodes.push(await lab.addNode(name, {
-        clusterCIDR: CLUSTER_CIDR,
-        config: { overlay: 'vxlan', runPods: true, proxyMode: mode, proxyMinSyncMs: 100, proxySyncPeriodMs: 2000, logLevel: 'info' },
-      }));
-    }
+    for (const name of ['node1', 'node2']) nodes.push(await lab.addNode(name, nodeOptions));
     await Promise.all(nodes.map((n) => n.startAgent()));
     const node1 = nodes[0]!;
     const kubectl = async (args: readonly string[], input?: string, allowFailure = false) =>
@@ -402,6 +442,34 @@ export async function runDemo(o: DemoOptions, deps: DemoDeps): Promise<number> {
     say(indent(await trace({ sourceIP: parseIPv4(client), protocol: 'TCP', destIP: parseIPv4(clusterIP), destPort: 9000 })));
     explain('the Service rules on node1 pick an endpoint; a local one is bridged on cbr0, a remote one goes out nodenet.1');
     explain('(VXLAN: neighbour entry → VTEP MAC → FDB entry → node2\'s underlay IP) and node2 bridges it to the pod.');
+
+    // ---- 9. scheduling ----
+    step(9, 'scheduling: a Deployment that does not fit; a node added');
+    say(`   kubectl apply: a Deployment "big" of 3 replicas, each requesting cpu ${BIG_CPU_REQUEST} (the nodes have 2 each)`);
+    await kubectl(['apply', '-f', '-'], bigManifest());
+    type BigPod = { metadata: { name: string }; spec: { nodeName?: string }; status: { phase?: string; conditions?: { type: string; status: string; reason?: string }[] } };
+    const bigPods = async () => (JSON.parse((await kubectl(['get', 'pods', '-l', 'app=big', '-o', 'json'])).stdout) as { items: BigPod[] }).items;
+    const unschedulable = (p: BigPod) => p.status.conditions?.some((c) => c.type === 'PodScheduled' && c.status === 'False' && c.reason === 'Unschedulable') ?? false;
+    const pending = await until('2 big pods running and 1 unschedulable, with its event', async () => {
+      const ps = await bigPods();
+      const stuck = ps.filter(unschedulable);
+      if (ps.length !== 3 || stuck.length !== 1 || ps.filter((p) => p.status.phase === 'Running').length !== 2) return null;
+      const d = await kubectl(['describe', 'pod', stuck[0]!.metadata.name]);
+      return d.stdout.includes('FailedScheduling') ? { name: stuck[0]!.metadata.name, describe: d.stdout } : null;
+    });
+    say(indent((await kubectl(['get', 'pods', '-l', 'app=big', '-o', 'wide'])).stdout));
+    say(`   kubectl describe pod ${pending.name}`);
+    say(indent(describePending(pending.describe)));
+    explain('the scheduler counts requests, not use: each node has 2 CPUs allocatable, one replica leaves 0.8, so the third fits nowhere.');
+    const node3 = await lab.addNode('node3', nodeOptions);
+    await node3.startAgent();
+    say(`   node3 added, configured as the others: namespace ${node3.ns}, underlay ${node3.underlayIP}, agent pid ${node3.agent?.pid}`);
+    await until(`${pending.name} running on node3`, async () => {
+      const p = (await bigPods()).find((x) => x.metadata.name === pending.name);
+      return p?.spec.nodeName === 'node3' && p.status.phase === 'Running';
+    });
+    say(indent((await kubectl(['get', 'pods', '-l', 'app=big', '-o', 'wide'])).stdout));
+    explain('node3 registered and became Ready; a Node added is one of the changes that make the scheduler try Pending Pods again.');
 
     if (o.keep) {
       say(`\nkept running. Try:\n  export KUBECONFIG=${kubeconfig}\n  kubectl get nodes,pods,svc,endpointslices -o wide\n  ip netns exec ${node1.ns} ${mode === 'iptables' ? 'iptables-save -t nat' : mode === 'nftables' ? 'nft list ruleset ip' : `ipvsadm -Ln -t ${clusterIP}:9000`}\n  ip netns exec ${node1.ns} bridge fdb show dev nodenet.1\n  node bin/nodenet.js trace --lab ${lab.tag} ${client} tcp ${clusterIP} 9000\nCtrl-C to clean up.`);
