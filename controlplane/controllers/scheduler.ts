@@ -27,7 +27,9 @@
  * Watch → compare → act through the REST layer, one Pod at a time from a de-duplicated queue ordered by priority,
  * then by arrival (PrioritySort). The scheduler keeps its own cache (scheduler/cache.ts), fed by the watch: each Node
  * with its bound Pods and what they request, updated Pod by Pod, so a cycle costs what the Nodes cost, not what every
- * Pod in the cluster does. A Pod just bound counts on its Node at once (assumed) until the watch shows it bound. A
+ * Pod in the cluster does. A Pod given a Node counts on it at once (assumed), and its Binding is written beside the
+ * next cycles (upstream's binding cycle, at most 16 at a time); a Binding refused undoes the assumption and the Pod
+ * is tried again. A
  * cycle looks at upstream's adaptive share of the Nodes (percentageOfNodesToScore), from where the last one stopped.
  */
 import { ErrorCode, isNodenetError } from '../../lib/errors/errors.js';
@@ -55,6 +57,8 @@ const specOf = (o: Readonly<KObject>): O => obj(o['spec']) ?? {};
 const POD = RESOURCES.find((r) => r.resource === 'pods')!;
 
 export const SCHEDULER_NAME = 'default-scheduler';
+/** Bindings written at once at most; the next cycle waits for one to finish beyond that. */
+const MAX_BINDINGS = 16;
 
 export interface SchedulerOptions {
   readonly rest: RestClient;
@@ -117,6 +121,8 @@ export class Scheduler {
   private readonly nodes = new SchedulerCache();
   /** nextStartNodeIndex. */
   private nextStart = 0;
+  /** The bindings being written. */
+  private readonly inflight = new Set<Promise<void>>();
 
   constructor(private readonly o: SchedulerOptions) {
     this.events = o.events ?? NO_EVENTS;
@@ -153,8 +159,12 @@ export class Scheduler {
     this.work.stop();
   }
 
-  idle(): Promise<void> {
-    return this.work.idle();
+  /** Resolves when no Pod waits, no cycle runs and no binding is being written. */
+  async idle(): Promise<void> {
+    do {
+      await this.work.idle();
+      await Promise.all([...this.inflight]);
+    } while (this.inflight.size || this.work.length);
   }
 
   private onPod(ev: StoreEvent): void {
@@ -228,6 +238,8 @@ export class Scheduler {
       this.unschedulable.delete(key);
       return;
     }
+    // Its binding is being written (or written and not yet seen in the watch).
+    if (this.nodes.isAssumed(key)) return;
     const pod = s.object;
     const ns = str(meta(pod)['namespace']);
     const name = str(meta(pod)['name']);
@@ -256,22 +268,35 @@ export class Scheduler {
       await this.setScheduledCondition(this.o.cache.get(key)?.object ?? pod, 'Unschedulable', message);
       return;
     }
-    const best = { name: d.node };
-    try {
-      await bindPod(this.o.rest, ns, name, { apiVersion: 'v1', kind: 'Binding', metadata: { name, namespace: ns, uid: meta(pod)['uid'] }, target: { apiVersion: 'v1', kind: 'Node', name: best.name } });
-    } catch (e) {
-      // Gone: nothing to do. Bound or changed meanwhile (a Conflict): the queue tries again at once and sees it.
-      if (isNodenetError(e) && e.code === ErrorCode.NotFound) {
-        this.unschedulable.delete(key);
-        return;
-      }
-      if (!(isNodenetError(e) && e.code === ErrorCode.Conflict)) this.events.event(pod, 'Warning', 'FailedScheduling', `Binding rejected: ${e instanceof Error ? e.message : String(e)}`);
-      throw e;
-    }
-    this.nodes.assume(key, pod, best.name);
+    // The binding cycle runs beside the next scheduling cycles, as upstream's: the Pod counts on its Node from now
+    // on (assumed), and the next Pod is looked at while the binding is written.
+    this.nodes.assume(key, pod, d.node);
     this.unschedulable.delete(key);
-    this.o.log.info({ [F.namespace]: ns, [F.name]: name, [F.node]: best.name }, 'scheduler: pod bound');
-    this.events.event(pod, 'Normal', 'Scheduled', `Successfully assigned ${ns}/${name} to ${best.name}`);
+    const b: Promise<void> = this.bind(key, pod, d.node).finally(() => this.inflight.delete(b));
+    this.inflight.add(b);
+    if (this.inflight.size >= MAX_BINDINGS) await Promise.race(this.inflight);
+  }
+
+  /** The binding cycle: the Binding written; on failure the assumption is forgotten and the Pod tried again. */
+  private async bind(key: string, pod: Readonly<KObject>, node: string): Promise<void> {
+    const ns = str(meta(pod)['namespace']);
+    const name = str(meta(pod)['name']);
+    try {
+      await bindPod(this.o.rest, ns, name, { apiVersion: 'v1', kind: 'Binding', metadata: { name, namespace: ns, uid: meta(pod)['uid'] }, target: { apiVersion: 'v1', kind: 'Node', name: node } });
+    } catch (e) {
+      this.nodes.forget(key, this.o.cache.get(key)?.object ?? null);
+      // Gone: nothing to do. Bound or changed meanwhile (a Conflict): tried again at once, on what the watch shows.
+      if (isNodenetError(e) && e.code === ErrorCode.NotFound) return;
+      const conflict = isNodenetError(e) && e.code === ErrorCode.Conflict;
+      if (!conflict) {
+        this.o.log.warn({ [F.namespace]: ns, [F.name]: name, [F.node]: node, [F.err]: e }, 'scheduler: binding failed, will retry');
+        this.events.event(pod, 'Warning', 'FailedScheduling', `Binding rejected: ${e instanceof Error ? e.message : String(e)}`);
+      }
+      if (!this.stopped) this.work.addAfter(key, conflict ? 0 : (this.o.retryMs ?? 500));
+      return;
+    }
+    this.o.log.info({ [F.namespace]: ns, [F.name]: name, [F.node]: node }, 'scheduler: pod bound');
+    this.events.event(pod, 'Normal', 'Scheduled', `Successfully assigned ${ns}/${name} to ${node}`);
   }
 
   /** PodScheduled=False with `reason` and `message` through the status subresource; no write when it says so already. */

@@ -134,3 +134,23 @@ t.test('assume after the watch already brought the bound Pod keeps the watch\'s 
   cache.setPod('pods/default/a', pod('a', '', '100m'));
   t.equal(cache.node('n1')?.pods.length, 0, 'not assumed: a later event is believed');
 });
+
+t.test('forget: a refused binding undoes the assumption, and the Pod counts as the watch shows it', async (t) => {
+  const cache = new SchedulerCache();
+  cache.setNode(node('n1'));
+  cache.setNode(node('n2'));
+  const p = pod('a', '', '1');
+  cache.setPod('pods/default/a', p);
+  cache.assume('pods/default/a', p, 'n1');
+  t.ok(cache.isAssumed('pods/default/a'));
+  cache.forget('pods/default/a', p);
+  t.notOk(cache.isAssumed('pods/default/a'));
+  t.equal(cache.node('n1')?.pods.length, 0, 'off the Node it was assumed on');
+  // Bound by someone else meanwhile: the watch's object counts.
+  cache.assume('pods/default/a', p, 'n1');
+  cache.forget('pods/default/a', pod('a', 'n2', '1'));
+  t.same([cache.node('n1')?.pods.length, cache.node('n2')?.pods.length], [0, 1]);
+  // Not assumed: forget changes nothing.
+  cache.forget('pods/default/a', null);
+  t.equal(cache.node('n2')?.pods.length, 1);
+});

@@ -70,6 +70,18 @@ export class SchedulerCache {
     this.assumed.add(key);
   }
 
+  /** The Pod is assumed: its binding written or being written, the watch not there yet. */
+  isAssumed(key: string): boolean {
+    return this.assumed.has(key);
+  }
+
+  /** The binding failed: the assumption goes, and the Pod counts as the watch shows it (`current`, null: gone). */
+  forget(key: string, current: Readonly<KObject> | null): void {
+    if (!this.assumed.delete(key)) return;
+    this.unplace(key);
+    if (current) this.setPod(key, current);
+  }
+
   /** The Node's NodeInfo (undefined: no such Node). */
   node(name: string): NodeInfo | undefined {
     if (!this.nodes.has(name)) return undefined;

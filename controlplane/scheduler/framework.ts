@@ -19,7 +19,7 @@
  *   beside it (a WeakMap: the watch cache's objects are never changed in place), as upstream's PodInfo.
  */
 import type { KObject } from '../store/types.js';
-import { milliUnits, podAmounts, resourceList, wholeUnits, type ResourceList } from '../quota/usage.js';
+import { milliUnits, podAmounts, resourceList, resourceUnits, wholeUnits, type ResourceList } from '../quota/usage.js';
 import { arr, obj, str } from '../../lib/json/loose.js';
 
 type O = Record<string, unknown>;
@@ -36,6 +36,9 @@ export interface NodeInfo {
   readonly allocatable: ResourceList;
   /** The sum of its Pods' requests (resourcehelper.PodRequests each). */
   readonly requested: ResourceList;
+  /** allocatable and requested in the units the scheduler compares (cpu milli, the rest whole): computed once. */
+  readonly allocatableUnits: ReadonlyMap<string, bigint>;
+  readonly requestedUnits: ReadonlyMap<string, bigint>;
   /** The same with the scheduler's non-zero defaults for cpu and memory (100m, 200Mi), for scoring. */
   readonly nonZeroRequested: { readonly cpuMilli: bigint; readonly memory: bigint };
   /** The host ports its Pods hold. */
@@ -103,6 +106,12 @@ function memo<T>(compute: (pod: Readonly<KObject>) => T): (pod: Readonly<KObject
 
 /** resourcehelper.PodRequests of the Pod. */
 export const podRequests = memo((pod): ResourceList => podAmounts(spec(pod), 'requests'));
+
+/** The Pod's requests in the scheduler's units, sorted by name (what NodeResourcesFit compares, once per Pod). */
+export const podRequestUnits = memo((pod): readonly (readonly [string, bigint])[] =>
+  [...podRequests(pod)].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([k, v]) => [k, resourceUnits(k, v.nanos)] as const));
+
+const unitsOf = (l: ResourceList): Map<string, bigint> => new Map([...l].map(([k, v]) => [k, resourceUnits(k, v.nanos)]));
 
 /** A container's (or the Pod's) cpu in milli and memory in bytes, each its default when not requested (GetNonzeroRequests). */
 export const nonZeroRequests = memo(computeNonZero);
@@ -178,16 +187,18 @@ export function nodeInfo(node: Readonly<KObject>, pods: readonly Readonly<KObjec
     mem += nz.memory;
     usedPorts.push(...hostPorts(p));
   }
+  const allocatable = allocatableOf(node);
   return {
     node, name: str(obj(node.metadata)?.['name']), pods,
-    allocatable: allocatableOf(node),
-    requested, nonZeroRequested: { cpuMilli: cpu, memory: mem }, usedPorts,
+    allocatable, requested, allocatableUnits: allocatableUnitsOf(node), requestedUnits: unitsOf(requested),
+    nonZeroRequested: { cpuMilli: cpu, memory: mem }, usedPorts,
     podsWithAffinity: pods.filter(hasPodAffinity),
     podsWithRequiredAntiAffinity: pods.filter(hasRequiredAntiAffinity),
   };
 }
 
 const allocatableOf = memo((node): ResourceList => resourceList(obj(node['status'])?.['allocatable']));
+const allocatableUnitsOf = memo((node): ReadonlyMap<string, bigint> => unitsOf(allocatableOf(node)));
 
 /** What a scheduling cycle decided: the Node, or the reasons counted over the Nodes. */
 export type Decision = (

@@ -201,6 +201,8 @@ export function interPodAffinity(namespaceLabels: (ns: string) => Labels | undef
     // Upstream's order: the Pod's affinity, its anti-affinity, then the placed Pods' anti-affinity.
     filter(_pod, n, state) {
       const s = state.get('InterPodAffinity') as AffinityState;
+      // Nothing to check (upstream's PreFilter returns Skip): no terms of its own, no placed Pod's anti-affinity on it.
+      if (!s.affinity.length && !s.anti.length && !s.existingAnti.size) return null;
       const labels = nodeLabels(n);
       let podsExist = true;
       for (const t of s.affinity) {
@@ -232,6 +234,7 @@ export function interPodAffinity(namespaceLabels: (ns: string) => Labels | undef
     },
     score(_pod, n, state) {
       const s = state.get('InterPodAffinity') as AffinityState;
+      if (!s.scores.size) return 0;
       let sum = 0;
       for (const [k, v] of Object.entries(nodeLabels(n))) sum += s.scores.get(domainKey(k, v)) ?? 0;
       return sum;

@@ -16,10 +16,10 @@
  * reports it has 0 of what it does not list, as upstream. Pure.
  */
 import type { KObject } from '../store/types.js';
-import { milliUnits, resourceUnits, wholeUnits, type ResourceList } from '../quota/usage.js';
+import { resourceUnits, type ResourceList } from '../quota/usage.js';
 import { arr, obj, objs, str } from '../../lib/json/loose.js';
 import { toleratesTaint, type Taint, type Toleration } from '../controllers/taints.js';
-import { defaultNormalize, hostPorts, MAX_NODE_SCORE, nodeInfo, nonZeroRequests, podRequests, type CycleState, type HostPort, type NodeInfo, type Plugin } from './framework.js';
+import { defaultNormalize, hostPorts, MAX_NODE_SCORE, nodeInfo, nonZeroRequests, podRequests, podRequestUnits, type HostPort, type NodeInfo, type Plugin } from './framework.js';
 
 type O = Record<string, unknown>;
 const meta = (o: Readonly<KObject>): O => (o.metadata ?? {}) as O;
@@ -173,16 +173,19 @@ export const nodePorts: Plugin = {
 
 /** NodeResourcesFit's Filter (fitsRequest): the reasons the Node's free allocatable cannot take the Pod's requests. */
 export function insufficient(podRequests: ResourceList, n: NodeInfo): string[] {
+  return insufficientUnits([...podRequests].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([k, v]) => [k, resourceUnits(k, v.nanos)] as const), n);
+}
+
+/** The same with the requests in the scheduler's units, sorted by name (podRequestUnits). */
+export function insufficientUnits(want: readonly (readonly [string, bigint])[], n: NodeInfo): string[] {
   const out: string[] = [];
-  const maxPods = n.allocatable.get('pods');
-  if (maxPods && BigInt(n.pods.length + 1) > wholeUnits(maxPods.nanos)) out.push(REASON.tooManyPods);
+  const maxPods = n.allocatableUnits.get('pods');
+  if (maxPods !== undefined && BigInt(n.pods.length + 1) > maxPods) out.push(REASON.tooManyPods);
   if (!n.allocatable.size) return out;
-  for (const [r, q] of [...podRequests].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
-    if (r === 'pods') continue;
-    const want = resourceUnits(r, q.nanos);
-    if (want <= 0n) continue;
-    const free = resourceUnits(r, n.allocatable.get(r)?.nanos ?? 0n) - resourceUnits(r, n.requested.get(r)?.nanos ?? 0n);
-    if (want > free) out.push(REASON.insufficient(r));
+  for (const [r, q] of want) {
+    if (r === 'pods' || q <= 0n) continue;
+    const free = (n.allocatableUnits.get(r) ?? 0n) - (n.requestedUnits.get(r) ?? 0n);
+    if (q > free) out.push(REASON.insufficient(r));
   }
   return out;
 }
@@ -193,7 +196,7 @@ const SCORED = ['cpu', 'memory'] as const;
 export function leastAllocated(pod: Readonly<KObject>, n: NodeInfo): number {
   const nz = nonZeroRequests(pod);
   const req = { cpu: n.nonZeroRequested.cpuMilli + nz.cpuMilli, memory: n.nonZeroRequested.memory + nz.memory };
-  const alloc = { cpu: milliUnits(n.allocatable.get('cpu')?.nanos ?? 0n), memory: wholeUnits(n.allocatable.get('memory')?.nanos ?? 0n) };
+  const alloc = { cpu: n.allocatableUnits.get('cpu') ?? 0n, memory: n.allocatableUnits.get('memory') ?? 0n };
   let sum = 0n;
   for (const r of SCORED) {
     if (alloc[r] === 0n || req[r] > alloc[r]) continue;
@@ -204,12 +207,12 @@ export function leastAllocated(pod: Readonly<KObject>, n: NodeInfo): number {
 
 /** BalancedAllocation: 1 − the spread of cpu's and memory's used fractions (requests, the Pod's included), × 100. */
 export function balancedAllocation(pod: Readonly<KObject>, n: NodeInfo): number {
-  const podReq = podRequests(pod);
+  const podReq = podRequestUnits(pod);
   const fractions: number[] = [];
   for (const r of SCORED) {
-    const alloc = resourceUnits(r, n.allocatable.get(r)?.nanos ?? 0n);
+    const alloc = n.allocatableUnits.get(r) ?? 0n;
     if (alloc === 0n) continue;
-    const req = resourceUnits(r, n.requested.get(r)?.nanos ?? 0n) + resourceUnits(r, podReq.get(r)?.nanos ?? 0n);
+    const req = (n.requestedUnits.get(r) ?? 0n) + (podReq.find(([k]) => k === r)?.[1] ?? 0n);
     fractions.push(Math.min(1, Number(req) / Number(alloc)));
   }
   if (fractions.length < 2) return MAX_NODE_SCORE;
@@ -220,12 +223,8 @@ export function balancedAllocation(pod: Readonly<KObject>, n: NodeInfo): number 
 export const nodeResourcesFit: Plugin = {
   name: 'NodeResourcesFit',
   weight: 1,
-  preFilter(pod, state) {
-    state.set('NodeResourcesFit', podRequests(pod));
-    return null;
-  },
-  filter(_pod, n, state: CycleState) {
-    const why = insufficient(state.get('NodeResourcesFit') as ResourceList, n);
+  filter(pod, n) {
+    const why = insufficientUnits(podRequestUnits(pod), n);
     return why.length ? why : null;
   },
   score: (pod, n) => (n.allocatable.size ? leastAllocated(pod, n) : 0),
