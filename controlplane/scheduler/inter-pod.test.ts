@@ -97,3 +97,23 @@ t.test('PodTopologySpread Score (scoring_test.go: fewer matching Pods in the dom
   const scores = plugin.normalize!(infos.map((n) => plugin.score!(soft, n, st)));
   t.ok(scores[0]! < scores[1]! && scores[1]! < scores[2]! && scores[2] === scores[3], `scores ${scores.join(',')}: 2 pods < 1 pod < 0 pods`);
 });
+
+t.test('queueing hints (interpodaffinity/plugin_test.go, podtopologyspread/plugin_test.go TestPodTopologySpread_isSchedulableAfter*)', async (t) => {
+  const wantsAffinity = pod('p', { app: 'web' }, { affinity: { podAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [{ topologyKey: 'zone', labelSelector: { matchLabels: { app: 'db' } } }] } } });
+  const wantsAnti = pod('p', { app: 'web' }, { affinity: { podAntiAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [{ topologyKey: 'zone', labelSelector: { matchLabels: { app: 'web' } } }] } } });
+  const h = ipa.hints!;
+  t.equal(h.assignedPod!(wantsAffinity, null, pod('d', { app: 'db' }, {}, 'node1')), true, 'a Pod its affinity selects came: Queue');
+  t.equal(h.assignedPod!(wantsAffinity, null, pod('o', { app: 'other' }, {}, 'node1')), false, 'an unrelated Pod came: QueueSkip');
+  t.equal(h.assignedPod!(wantsAnti, pod('w', { app: 'web' }, {}, 'node1'), null), true, 'a Pod its anti-affinity selects went: Queue');
+  t.equal(h.assignedPod!(wantsAnti, pod('o', { app: 'other' }, {}, 'node1'), null), false, 'an unrelated Pod went: QueueSkip');
+  const blocker = pod('b', { app: 'x' }, { affinity: { podAntiAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [{ topologyKey: 'zone', labelSelector: { matchLabels: { app: 'web' } } }] } } }, 'node1');
+  t.equal(h.assignedPod!(pod('p', { app: 'web' }), blocker, null), true, 'a Pod whose own anti-affinity kept it off went: Queue');
+
+  const spread = podTopologySpread();
+  const constrained = pod('p', { app: 'even' }, { topologySpreadConstraints: [{ maxSkew: 1, topologyKey: 'zone', whenUnsatisfiable: 'DoNotSchedule', labelSelector: { matchLabels: { app: 'even' } } }] });
+  t.equal(spread.hints!.assignedPod!(constrained, pod('e', { app: 'even' }, {}, 'node1'), null), true, 'a matching Pod went: Queue');
+  t.equal(spread.hints!.assignedPod!(constrained, pod('e', { app: 'even' }, {}, 'node1', 'other-ns'), null), false, 'another namespace: QueueSkip');
+  t.equal(spread.hints!.assignedPod!(constrained, null, pod('o', { app: 'odd' }, {}, 'node1')), false, 'not selected: QueueSkip');
+  t.equal(spread.hints!.node!(constrained, null, node('n9', { zone: 'z9' })), true, 'a Node with the key: Queue');
+  t.equal(spread.hints!.node!(constrained, null, node('n9', {})), false, 'a Node without the key: QueueSkip');
+});

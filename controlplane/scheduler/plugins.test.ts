@@ -100,3 +100,21 @@ t.test('a cycle: the filters\' reasons counted in upstream\'s FitError words; th
   const ok = schedule(small, [...nodes, info(node('d', { cpu: '4', memory: '4Gi', pods: '110' }))], DEFAULT_PLUGINS);
   t.equal(ok.node, 'd', 'the empty 4-cpu node outscores the 2-cpu one and the busy one');
 });
+
+t.test('queueing hints (noderesources/fit_test.go TestFitScore isSchedulableAfter*, nodeports, tainttoleration, nodeaffinity, nodeunschedulable plugin tests)', async (t) => {
+  const big = pod([container('3', '1Gi')]);
+  const fit = DEFAULT_PLUGINS.find((p) => p.name === 'NodeResourcesFit')!.hints!;
+  t.equal(fit.node!(big, null, node('n', { cpu: '4', memory: '8Gi' })), true, 'a Node that can hold it: Queue');
+  t.equal(fit.node!(big, null, node('n', { cpu: '2', memory: '8Gi' })), false, 'a Node too small for it even empty: QueueSkip');
+  t.equal(fit.assignedPod!(big, pod([container('1')], {}, 'n'), null), true, 'a bound Pod went: Queue');
+  t.equal(fit.assignedPod!(big, null, pod([container('1')], {}, 'n')), false, 'a Pod bound: QueueSkip');
+  const withPort = pod([container('1', undefined, { ports: [{ containerPort: 80, hostPort: 8080 }] })]);
+  t.equal(nodePorts.hints!.assignedPod!(withPort, pod([container('1', undefined, { ports: [{ containerPort: 80, hostPort: 8080 }] })], {}, 'n'), null), true, 'the Pod holding its port went: Queue');
+  t.equal(nodePorts.hints!.assignedPod!(withPort, pod([container('1', undefined, { ports: [{ containerPort: 80, hostPort: 9090 }] })], {}, 'n'), null), false, 'another port freed: QueueSkip');
+  const tainted = node('n', {}, { spec: { taints: [{ key: 'k', value: 'v', effect: 'NoSchedule' }] } });
+  t.equal(taintToleration.hints!.node!(pod([]), null, tainted), false, 'still an untolerated taint: QueueSkip');
+  t.equal(taintToleration.hints!.node!(pod([]), tainted, node('n', {})), true, 'the taint gone: Queue');
+  const selecting = pod([], { nodeSelector: { role: 'edge' } });
+  t.equal(nodeAffinity.hints!.node!(selecting, null, node('n', {}, { labels: { role: 'core' } })), false);
+  t.equal(nodeAffinity.hints!.node!(selecting, null, node('n', {}, { labels: { role: 'edge' } })), true);
+});
