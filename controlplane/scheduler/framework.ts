@@ -41,6 +41,8 @@ export interface NodeInfo {
   readonly requestedUnits: ReadonlyMap<string, bigint>;
   /** The same with the scheduler's non-zero defaults for cpu and memory (100m, 200Mi), for scoring. */
   readonly nonZeroRequested: { readonly cpuMilli: bigint; readonly memory: bigint };
+  /** cpu (milli) and memory (bytes) as numbers, for the scores: allocatable, requested, requested non-zero. */
+  readonly scalar: { readonly cpuAlloc: number; readonly memAlloc: number; readonly cpuReq: number; readonly memReq: number; readonly cpuNonZero: number; readonly memNonZero: number };
   /** The host ports its Pods hold. */
   readonly usedPorts: readonly HostPort[];
   /** Its Pods with any pod affinity or anti-affinity term (NodeInfo.PodsWithAffinity). */
@@ -94,8 +96,8 @@ export const DEFAULT_MILLI_CPU = 100n;
 export const DEFAULT_MEMORY = 200n * 1024n * 1024n;
 
 
-/** Per Pod object, once: what is derived from its spec (upstream's PodInfo). */
-function memo<T>(compute: (pod: Readonly<KObject>) => T): (pod: Readonly<KObject>) => T {
+/** Per Pod (or Node) object, once: what is derived from it (upstream's PodInfo). */
+export function memo<T>(compute: (pod: Readonly<KObject>) => T): (pod: Readonly<KObject>) => T {
   const kept = new WeakMap<object, T>();
   return (pod) => {
     let v = kept.get(pod);
@@ -188,10 +190,16 @@ export function nodeInfo(node: Readonly<KObject>, pods: readonly Readonly<KObjec
     usedPorts.push(...hostPorts(p));
   }
   const allocatable = allocatableOf(node);
+  const au = allocatableUnitsOf(node);
+  const ru = unitsOf(requested);
   return {
     node, name: str(obj(node.metadata)?.['name']), pods,
-    allocatable, requested, allocatableUnits: allocatableUnitsOf(node), requestedUnits: unitsOf(requested),
+    allocatable, requested, allocatableUnits: au, requestedUnits: ru,
     nonZeroRequested: { cpuMilli: cpu, memory: mem }, usedPorts,
+    scalar: {
+      cpuAlloc: Number(au.get('cpu') ?? 0n), memAlloc: Number(au.get('memory') ?? 0n), cpuReq: Number(ru.get('cpu') ?? 0n), memReq: Number(ru.get('memory') ?? 0n),
+      cpuNonZero: Number(cpu), memNonZero: Number(mem),
+    },
     podsWithAffinity: pods.filter(hasPodAffinity),
     podsWithRequiredAntiAffinity: pods.filter(hasRequiredAntiAffinity),
   };
@@ -240,14 +248,15 @@ export function schedule(pod: Readonly<KObject>, nodes: readonly NodeInfo[], plu
   const unfit = new Map<string, readonly string[]>();
   const refusing = new Set<string>();
   const feasible: NodeInfo[] = [];
+  const filters = plugins.filter((p) => p.filter);
   const want = feasibleNodesToFind(nodes.length, opts.percentage);
   const start = nodes.length ? (opts.start ?? 0) % nodes.length : 0;
   let evaluated = 0;
   for (; evaluated < nodes.length && feasible.length < want; evaluated++) {
     const n = nodes[(start + evaluated) % nodes.length]!;
     let refused: readonly string[] | null = null;
-    for (const p of plugins) {
-      refused = p.filter?.(pod, n, state) ?? null;
+    for (const p of filters) {
+      refused = p.filter!(pod, n, state);
       if (refused) {
         refusing.add(p.name);
         break;
@@ -259,22 +268,25 @@ export function schedule(pod: Readonly<KObject>, nodes: readonly NodeInfo[], plu
     } else feasible.push(n);
   }
   if (!feasible.length) return { node: null, reasons, nodes: nodes.length, unfit, plugins: refusing, evaluated };
-  const total = new Map<string, number>(feasible.map((n) => [n.name, 0]));
+  const total = new Float64Array(feasible.length);
   if (feasible.length > 1) {
     for (const p of plugins) {
       if (!p.score) continue;
       let raw = feasible.map((n) => p.score!(pod, n, state));
       if (p.normalize) raw = p.normalize(raw);
-      feasible.forEach((n, i) => total.set(n.name, total.get(n.name)! + raw[i]! * (p.weight ?? 1)));
+      const w = p.weight ?? 1;
+      for (let i = 0; i < raw.length; i++) total[i]! += raw[i]! * w;
     }
   }
   // The highest score; among equals the Node with the fewest Pods, then the first by name.
-  let best = feasible[0]!;
-  for (const n of feasible) {
-    const d = total.get(n.name)! - total.get(best.name)! || best.pods.length - n.pods.length || (n.name < best.name ? 1 : n.name > best.name ? -1 : 0);
-    if (d > 0) best = n;
+  let best = 0;
+  for (let i = 1; i < feasible.length; i++) {
+    const n = feasible[i]!;
+    const b = feasible[best]!;
+    const d = total[i]! - total[best]! || b.pods.length - n.pods.length || (n.name < b.name ? 1 : n.name > b.name ? -1 : 0);
+    if (d > 0) best = i;
   }
-  return { node: best.name, scores: total, evaluated };
+  return { node: feasible[best]!.name, scores: new Map(feasible.map((n, i) => [n.name, total[i]!])), evaluated };
 }
 
 /** helper.DefaultNormalizeScore: scale to [0, max] by the highest; reversed, the highest is 0 (all max when all 0). */

@@ -19,7 +19,7 @@ import type { KObject } from '../store/types.js';
 import { resourceUnits, type ResourceList } from '../quota/usage.js';
 import { arr, obj, objs, str } from '../../lib/json/loose.js';
 import { toleratesTaint, type Taint, type Toleration } from '../controllers/taints.js';
-import { defaultNormalize, hostPorts, MAX_NODE_SCORE, nodeInfo, nonZeroRequests, podRequests, podRequestUnits, type HostPort, type NodeInfo, type Plugin } from './framework.js';
+import { defaultNormalize, hostPorts, MAX_NODE_SCORE, memo, nodeInfo, nonZeroRequests, podRequests, podRequestUnits, type HostPort, type NodeInfo, type Plugin } from './framework.js';
 
 type O = Record<string, unknown>;
 const meta = (o: Readonly<KObject>): O => (o.metadata ?? {}) as O;
@@ -54,7 +54,11 @@ function computeTaints(node: Readonly<KObject>): Taint[] {
   return taints;
 }
 
-const tolerationsOf = (pod: Readonly<KObject>) => objs(specOf(pod)['tolerations']) as Toleration[];
+const tolerationsOf = memo((pod): readonly Toleration[] => objs(specOf(pod)['tolerations']) as Toleration[]);
+/** The tolerations PreferNoSchedule scoring counts (effect PreferNoSchedule or none). */
+const preferTolerationsOf = memo((pod): readonly Toleration[] => tolerationsOf(pod).filter((t) => !t.effect || t.effect === 'PreferNoSchedule'));
+const preferTaintsOf = memo((node): readonly Taint[] => effectiveTaints(node).filter((t) => t.effect === 'PreferNoSchedule'));
+const nodeLabelsOf = memo((node): Readonly<Record<string, string>> => (obj(meta(node)['labels']) ?? {}) as Record<string, string>);
 
 const unschedulableRefuses = (pod: Readonly<KObject>, node: Readonly<KObject>): boolean => {
   if (specOf(node)['unschedulable'] !== true) return false;
@@ -85,8 +89,10 @@ export const taintToleration: Plugin = {
   hints: { node: (pod, _prev, cur) => untoleratedTaint(pod, cur) === undefined },
   // countIntolerableTaintsPreferNoSchedule: only the tolerations with effect PreferNoSchedule or none count.
   score(pod, n) {
-    const tols = tolerationsOf(pod).filter((t) => !t.effect || t.effect === 'PreferNoSchedule');
-    return effectiveTaints(n.node).filter((t) => t.effect === 'PreferNoSchedule' && !tols.some((tol) => toleratesTaint(tol, t))).length;
+    const taints = preferTaintsOf(n.node);
+    if (!taints.length) return 0;
+    const tols = preferTolerationsOf(pod);
+    return taints.filter((t) => !tols.some((tol) => toleratesTaint(tol, t))).length;
   },
   normalize: (s) => defaultNormalize(s, true),
 };
@@ -112,21 +118,32 @@ function matchesRequirement(req: O, values: Readonly<Record<string, string>>): b
 
 /** A NodeSelectorTerm against a Node: its expressions on labels and fields ANDed; an empty term matches nothing. */
 function termMatches(term: O, node: Readonly<KObject>): boolean {
-  const labels = (obj(meta(node)['labels']) ?? {}) as Record<string, string>;
+  const labels = nodeLabelsOf(node);
   const exprs = objs(term['matchExpressions']);
   const byField = objs(term['matchFields']);
   if (!exprs.length && !byField.length) return false;
   return exprs.every((e) => matchesRequirement(e, labels)) && byField.every((f) => matchesRequirement(f, { 'metadata.name': str(meta(node)['name']) }));
 }
 
+/** What NodeAffinity reads of a Pod, once per Pod object. */
+const nodeAffinityOf = memo((pod) => {
+  const spec = specOf(pod);
+  const na = obj(obj(spec['affinity'])?.['nodeAffinity']);
+  const required = obj(na?.['requiredDuringSchedulingIgnoredDuringExecution']);
+  return {
+    selector: Object.entries(obj(spec['nodeSelector']) ?? {}),
+    required: required ? objs(required['nodeSelectorTerms']) : null,
+    preferred: objs(na?.['preferredDuringSchedulingIgnoredDuringExecution']).map((p) => ({ weight: typeof p['weight'] === 'number' ? p['weight'] : 0, term: obj(p['preference']) ?? {} })).filter((p) => p.weight !== 0),
+  };
+});
+
 /** The Pod's nodeSelector and required node affinity against a Node (NodeAffinity's Filter). */
 export function matchesNodeAffinity(pod: Readonly<KObject>, node: Readonly<KObject>): boolean {
-  const labels = (obj(meta(node)['labels']) ?? {}) as Record<string, string>;
-  const spec = specOf(pod);
-  for (const [k, v] of Object.entries(obj(spec['nodeSelector']) ?? {})) if (labels[k] !== v) return false;
-  const required = obj(obj(obj(spec['affinity'])?.['nodeAffinity'])?.['requiredDuringSchedulingIgnoredDuringExecution']);
-  if (!required) return true;
-  return objs(required['nodeSelectorTerms']).some((term) => termMatches(term, node));
+  const a = nodeAffinityOf(pod);
+  if (!a.selector.length && !a.required) return true;
+  const labels = nodeLabelsOf(node);
+  for (const [k, v] of a.selector) if (labels[k] !== v) return false;
+  return !a.required || a.required.some((term) => termMatches(term, node));
 }
 
 export const nodeAffinity: Plugin = {
@@ -137,12 +154,8 @@ export const nodeAffinity: Plugin = {
   hints: { node: (pod, _prev, cur) => matchesNodeAffinity(pod, cur) },
   // The weights of the preferred terms the Node matches.
   score(pod, n) {
-    const preferred = objs(obj(obj(specOf(pod)['affinity'])?.['nodeAffinity'])?.['preferredDuringSchedulingIgnoredDuringExecution']);
     let sum = 0;
-    for (const p of preferred) {
-      const w = typeof p['weight'] === 'number' ? p['weight'] : 0;
-      if (w !== 0 && termMatches(obj(p['preference']) ?? {}, n.node)) sum += w;
-    }
+    for (const p of nodeAffinityOf(pod).preferred) if (termMatches(p.term, n.node)) sum += p.weight;
     return sum;
   },
   normalize: (s) => defaultNormalize(s, false),
@@ -194,31 +207,34 @@ const SCORED = ['cpu', 'memory'] as const;
 
 /** LeastAllocated: per resource (free after the Pod) / allocatable × 100, averaged (weights 1), on non-zero requests. */
 export function leastAllocated(pod: Readonly<KObject>, n: NodeInfo): number {
-  const nz = nonZeroRequests(pod);
-  const req = { cpu: n.nonZeroRequested.cpuMilli + nz.cpuMilli, memory: n.nonZeroRequested.memory + nz.memory };
-  const alloc = { cpu: n.allocatableUnits.get('cpu') ?? 0n, memory: n.allocatableUnits.get('memory') ?? 0n };
-  let sum = 0n;
-  for (const r of SCORED) {
-    if (alloc[r] === 0n || req[r] > alloc[r]) continue;
-    sum += ((alloc[r] - req[r]) * BigInt(MAX_NODE_SCORE)) / alloc[r];
-  }
-  return Number(sum / BigInt(SCORED.length));
+  const nz = nonZeroScalar(pod);
+  const u = n.scalar;
+  // upstream's int64 arithmetic; every figure here is well inside a double's exact integers.
+  let sum = 0;
+  if (u.cpuAlloc > 0 && u.cpuNonZero + nz.cpu <= u.cpuAlloc) sum += Math.trunc(((u.cpuAlloc - u.cpuNonZero - nz.cpu) * MAX_NODE_SCORE) / u.cpuAlloc);
+  if (u.memAlloc > 0 && u.memNonZero + nz.memory <= u.memAlloc) sum += Math.trunc(((u.memAlloc - u.memNonZero - nz.memory) * MAX_NODE_SCORE) / u.memAlloc);
+  return Math.trunc(sum / SCORED.length);
 }
+
+const nonZeroScalar = memo((pod) => {
+  const nz = nonZeroRequests(pod);
+  return { cpu: Number(nz.cpuMilli), memory: Number(nz.memory) };
+});
 
 /** BalancedAllocation: 1 − the spread of cpu's and memory's used fractions (requests, the Pod's included), × 100. */
 export function balancedAllocation(pod: Readonly<KObject>, n: NodeInfo): number {
-  const podReq = podRequestUnits(pod);
-  const fractions: number[] = [];
-  for (const r of SCORED) {
-    const alloc = n.allocatableUnits.get(r) ?? 0n;
-    if (alloc === 0n) continue;
-    const req = (n.requestedUnits.get(r) ?? 0n) + (podReq.find(([k]) => k === r)?.[1] ?? 0n);
-    fractions.push(Math.min(1, Number(req) / Number(alloc)));
-  }
-  if (fractions.length < 2) return MAX_NODE_SCORE;
-  const std = Math.abs(fractions[0]! - fractions[1]!) / 2;
-  return Math.trunc((1 - std) * MAX_NODE_SCORE);
+  const req = requestScalar(pod);
+  const u = n.scalar;
+  if (u.cpuAlloc <= 0 || u.memAlloc <= 0) return MAX_NODE_SCORE; // fewer than two resources to balance
+  const cpu = Math.min(1, (u.cpuReq + req.cpu) / u.cpuAlloc);
+  const mem = Math.min(1, (u.memReq + req.memory) / u.memAlloc);
+  return Math.trunc((1 - Math.abs(cpu - mem) / 2) * MAX_NODE_SCORE);
 }
+
+const requestScalar = memo((pod) => {
+  const r = podRequestUnits(pod);
+  return { cpu: Number(r.find(([k]) => k === 'cpu')?.[1] ?? 0n), memory: Number(r.find(([k]) => k === 'memory')?.[1] ?? 0n) };
+});
 
 export const nodeResourcesFit: Plugin = {
   name: 'NodeResourcesFit',
