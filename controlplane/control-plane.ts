@@ -336,7 +336,9 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
       },
       object: (kind, ns, name) => {
         const s = cache.get(kind === 'Pod' ? `pods/${ns}/${name}` : kind === 'Secret' ? `secrets/${ns}/${name}` : `nodes//${name}`);
-        return s ? { uid: String(s.object.metadata?.['uid'] ?? ''), deleting: !!s.object.metadata?.['deletionTimestamp'] } : undefined;
+        if (!s) return undefined;
+        const deleted = Date.parse(String(s.object.metadata?.['deletionTimestamp'] ?? ''));
+        return { uid: String(s.object.metadata?.['uid'] ?? ''), ...(Number.isNaN(deleted) ? {} : { deletionTimestampMs: deleted }) };
       },
     },
   });

@@ -1,7 +1,7 @@
 /**
  * ServiceAccount tokens (pure but for the crypto): the claims upstream writes, and every reason a token is refused:
  * another audience, expired, not yet valid, forged (another key, an edited payload), its ServiceAccount gone or made
- * again (another uid), the object it is bound to gone, remade or being deleted.
+ * again (another uid), the object it is bound to gone, remade or deleted more than the leeway ago (not while in its grace period).
  */
 import t from 'tap';
 import { newSigningKey, ServiceAccountTokens, type Lookups } from './sa-token.js';
@@ -9,7 +9,7 @@ import { newSigningKey, ServiceAccountTokens, type Lookups } from './sa-token.js
 const key = newSigningKey();
 let now = Date.parse('2026-12-05T12:00:00Z');
 const sas = new Map<string, string>([['default/app', 'sa-uid-1']]);
-const objects = new Map<string, { uid: string; deleting: boolean }>([['Pod/default/p1', { uid: 'pod-uid-1', deleting: false }]]);
+const objects = new Map<string, { uid: string; deletionTimestampMs?: number }>([['Pod/default/p1', { uid: 'pod-uid-1' }]]);
 const lookups: Lookups = {
   serviceAccountUid: (ns, name) => sas.get(`${ns}/${name}`),
   object: (kind, ns, name) => objects.get(`${kind}/${ns}/${name}`),
@@ -63,9 +63,15 @@ t.test('refused: another audience, expired, not yet valid, forged', async (t) =>
 
 t.test('refused when what it names is gone: the ServiceAccount, its uid, the bound Pod', async (t) => {
   const { token } = tokens.issue({ namespace: 'default', name: 'app', uid: 'sa-uid-1', audiences: [], expirationSeconds: 600, bound: { kind: 'Pod', name: 'p1', uid: 'pod-uid-1' } });
-  objects.set('Pod/default/p1', { uid: 'pod-uid-1', deleting: true });
-  t.match(tokens.verify(token), { error: 'the Pod "p1" is being deleted' });
-  objects.set('Pod/default/p1', { uid: 'pod-uid-2', deleting: false });
+  // A graceful deletion: the deletionTimestamp is the end of the grace period. Its containers stop meanwhile (a leader
+  // releasing its Lease on SIGTERM), with their token: upstream refuses it only once that is a leeway (60 s) past.
+  objects.set('Pod/default/p1', { uid: 'pod-uid-1', deletionTimestampMs: now + 30_000 });
+  t.notMatch(tokens.verify(token), { error: String }, 'taken during the Pod\'s grace period');
+  objects.set('Pod/default/p1', { uid: 'pod-uid-1', deletionTimestampMs: now - 59_000 });
+  t.notMatch(tokens.verify(token), { error: String }, 'and within the leeway after it');
+  objects.set('Pod/default/p1', { uid: 'pod-uid-1', deletionTimestampMs: now - 61_000 });
+  t.match(tokens.verify(token), { error: 'the Pod "p1" has been deleted' }, 'refused past the leeway');
+  objects.set('Pod/default/p1', { uid: 'pod-uid-2' });
   t.match(tokens.verify(token), { error: /UID \(pod-uid-1\) does not match the one in record \(pod-uid-2\)/ }, 'a Pod of that name made again');
   objects.delete('Pod/default/p1');
   t.match(tokens.verify(token), { error: 'pods "p1" not found' });

@@ -11,7 +11,10 @@
  *   is bound to (a Pod, with its node, a Secret or a Node).
  * - Verified: the signature, the issuer, exp and nbf (with upstream's 60 s of leeway for clocks), an audience in
  *   common with the ones wanted, the ServiceAccount still there with the same uid, and the bound object still there
- *   with the same uid and not being deleted. A token outliving its Pod is refused, as upstream's bound tokens are.
+ *   with the same uid and not deleted more than the leeway ago (claims.go's invalidIfDeletedBefore: a deletionTimestamp
+ *   before now - 60 s). A Pod being deleted gracefully has its deletionTimestamp at the end of its grace period, so
+ *   its containers' tokens still work while they stop (a leader releasing its Lease on SIGTERM); a token outliving
+ *   its Pod is refused, as upstream's bound tokens are.
  * - The user: the sub, uid the ServiceAccount's, groups system:serviceaccounts, system:serviceaccounts:<ns> and
  *   system:authenticated; extra authentication.kubernetes.io/{pod-name,pod-uid,node-name,node-uid,credential-id}.
  *
@@ -48,8 +51,8 @@ export interface IssueRequest {
 export interface Lookups {
   /** The uid of the ServiceAccount, or undefined when there is none. */
   serviceAccountUid(namespace: string, name: string): string | undefined;
-  /** A bound object's uid and whether it is being deleted, or undefined when there is none. */
-  object(kind: ObjectRef['kind'], namespace: string, name: string): { uid: string; deleting: boolean } | undefined;
+  /** A bound object's uid and its deletionTimestamp (ms; absent when it is not being deleted), or undefined when there is none. */
+  object(kind: ObjectRef['kind'], namespace: string, name: string): { readonly uid: string; readonly deletionTimestampMs?: number | undefined } | undefined;
 }
 
 export interface TokenIssuerOptions {
@@ -155,7 +158,8 @@ export class ServiceAccountTokens {
       const o = this.o.lookups.object(kindName, kind === 'node' ? '' : ns, name);
       if (!o) return { error: `${kind}s "${name}" not found` };
       if (o.uid !== uid) return { error: `the ${kindName}'s UID (${uid}) does not match the one in record (${o.uid})` };
-      if (o.deleting) return { error: `the ${kindName} "${name}" is being deleted` };
+      // Upstream: deleted before now - leeway is invalid; a deletion still in its grace period (a future timestamp) is not.
+      if (o.deletionTimestampMs !== undefined && o.deletionTimestampMs < nowS * 1000 - LEEWAY_S * 1000) return { error: `the ${kindName} "${name}" has been deleted` };
       if (kind === 'pod') {
         extra['authentication.kubernetes.io/pod-name'] = [name];
         extra['authentication.kubernetes.io/pod-uid'] = [uid];

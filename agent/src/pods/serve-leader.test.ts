@@ -2,7 +2,8 @@
  * App-level leader election (`nodenet serve --leader-elect`) against a real control plane, as a ServiceAccount whose
  * Role allows its Lease: three replicas, exactly one leads and the Lease names it; the leader stopped (its Pod
  * deleted: SIGTERM) hands the Lease on within the lease duration; a ServiceAccount without the Role never leads and
- * is refused by RBAC. Through the CLI, /leader answers. No root needed.
+ * is refused by RBAC; a replica whose token is bound to its Pod still releases the Lease once that Pod is being
+ * deleted (its grace period). Through the CLI, /leader answers. No root needed.
  */
 import t from 'tap';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -66,6 +67,35 @@ t.test('three replicas: one leader, the Lease names it; a clean stop hands it on
   t.ok(second && second !== first, `${second} took over in ${took} ms`);
   t.ok(took <= timings.leaseDurationMs + timings.retryPeriodMs * 3, 'within the lease duration (the release makes it quicker)');
   t.equal((await kubectl('get', 'lease', 'app', '-o', 'jsonpath={.spec.leaseTransitions}')).trim(), '1');
+});
+
+// The demo's case: the leader's Pod deleted. Its projected token is bound to the Pod, which has a deletionTimestamp
+// (now + the grace period) from the delete on; the release on SIGTERM runs in that grace period, so the token must
+// still be taken then (upstream refuses it only once the deletionTimestamp is a leeway in the past).
+t.test('a token bound to the Pod: released on SIGTERM while the Pod is being deleted', async (t) => {
+  await kubectl('create', 'serviceaccount', 'podded');
+  await kubectl('create', 'rolebinding', 'podded', '--role=elector', '--serviceaccount=default:podded');
+  const node = { apiVersion: 'v1', kind: 'Node', metadata: { name: 'sl-n1' } };
+  const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'podded-0' }, spec: { nodeName: 'sl-n1', serviceAccountName: 'podded', terminationGracePeriodSeconds: 30, containers: [{ name: 'app', image: 'nodenet/host', command: ['sleep', '3600'] }] } };
+  for (const o of [node, pod]) await execa('kubectl', ['--kubeconfig', cp.kubeconfig, 'create', '-f', '-'], { input: JSON.stringify(o) });
+  const uid = (await kubectl('get', 'pod', 'podded-0', '-o', 'jsonpath={.metadata.uid}')).trim();
+  const token = (await kubectl('create', 'token', 'podded', '--bound-object-kind=Pod', '--bound-object-name=podded-0', `--bound-object-uid=${uid}`)).trim();
+  const cfg = parseYaml(readFileSync(cp.kubeconfig, 'utf8')) as { users: { user: Record<string, string> }[] };
+  cfg.users[0]!.user = { token };
+  const kc = join(dir, 'podded.kubeconfig');
+  writeFileSync(kc, toYaml(cfg));
+  let stop = () => {};
+  const run = serveCommand(['--http', '0', '--tcp', '', '--udp', '', '--bind', '127.0.0.1', '--name', 'podded-0', '--leader-elect', 'podded', '--kubeconfig', kc], {
+    stdout: () => {}, env: {}, log: silentLogger(), onSignal: (fn) => { stop = fn; return () => {}; },
+  });
+  const holder = async () => (await kubectl('get', 'lease', 'podded', '-o', 'jsonpath={.spec.holderIdentity}').catch(() => '')).trim();
+  for (let i = 0; i < 50 && (await holder()) !== 'podded-0'; i++) await sleep(100);
+  t.equal(await holder(), 'podded-0', 'it leads');
+  await kubectl('delete', 'pod', 'podded-0', '--wait=false');
+  t.match((await kubectl('get', 'pod', 'podded-0', '-o', 'jsonpath={.metadata.deletionTimestamp}')).trim(), /^\d{4}-/, 'its Pod is being deleted (graceful: on a node)');
+  stop();
+  t.equal(await run, 0);
+  t.equal(await holder(), '', 'released on SIGTERM, with the token of a Pod in its grace period');
 });
 
 t.test('a ServiceAccount whose Role does not cover the Lease never leads', async (t) => {
