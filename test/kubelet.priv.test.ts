@@ -3,12 +3,15 @@
  * agents with runPods, the real kubectl. Pods are real processes from the
  * node's filesystem (sh, socat) in their own namespaces, wired by the
  * agent's own CNI code; the test sends real packets to their IPs from the
- * node's namespace.
+ * node's namespace. Last, the lab's destroy (the agents SIGKILLed, as
+ * every lab teardown does) leaves no cgroup of its nodes.
  */
 import t from 'tap';
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { Lab, LabControlPlane, VNode } from '../agent/src/lab/lab.js';
+import { readNodeAgent, type LabNodeAgent } from '../agent/src/lab/node-cgroups.js';
+import { labNodeCgroupDirs, labPodCgroupDirs } from '../agent/src/testing/cgroups.js';
 import { newLab, runner, shOk } from '../agent/src/testing/lab.js';
 import { waitFor } from '../agent/src/testing/wait.js';
 
@@ -210,4 +213,12 @@ t.test('an agent killed with SIGKILL leaves its Pods running; the restarted one 
   await kubectl('delete', 'pod', 'web', '--timeout=30s');
   t.notOk(alive(pid), 'deleting it after the restart stops its process');
   t.notOk(existsSync(`${n1.stateDir}/ipam/nodenet/${ip}`), 'and frees its IP');
+});
+
+t.test('the lab\'s destroy, which SIGKILLs the agents, removes their Pods\' cgroups: no directory of its nodes is left', async (t) => {
+  const nodes = lab.nodes.map((n) => readNodeAgent(n.dir)).filter((a): a is LabNodeAgent => a !== null);
+  t.same(nodes.map((n) => n.nodeName), ['n1', 'n2']);
+  t.ok(labPodCgroupDirs(nodes).length >= 1, `Pods still run in cgroups of their own: ${labPodCgroupDirs(nodes).join(' ')}`);
+  t.same(await lab.destroy(), [], 'destroy reports nothing left behind');
+  t.same(labNodeCgroupDirs(nodes), [], 'no directory of n1 or n2 under /sys/fs/cgroup/*/**/nodenet/');
 });

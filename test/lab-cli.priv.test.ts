@@ -6,17 +6,20 @@
  * is removed by the next `up` of its name; `add-node` adds a third node that
  * runs Pods like the others; `down` leaves nothing behind:
  * no namespace of the lab, no process it recorded (nor a pod's pause), no
+ * cgroup of its nodes (the killed agents never stopped their Pods), no
  * run directory, no loopback listener. Lab names are unique to this run
  * (t<pid>a, t<pid>b), so a user's lab is never touched; teardown downs
  * both, also when a case fails.
  */
 import t, { type Test } from 'tap';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { REPO } from '../agent/src/lab/lab.js';
+import { readNodeAgent, type LabNodeAgent } from '../agent/src/lab/node-cgroups.js';
 import { readProcesses, type LabProcess } from '../agent/src/lab/owner.js';
 import { labRoot } from '../agent/src/lab/plan.js';
 import { isAlive } from '../agent/src/netns/proc.js';
+import { labNodeCgroupDirs, labPodCgroupDirs } from '../agent/src/testing/cgroups.js';
 import { runner } from '../agent/src/testing/lab.js';
 import { waitFor } from '../agent/src/testing/wait.js';
 
@@ -45,8 +48,16 @@ async function readyNodes(kubeconfig: string): Promise<string[]> {
   return r.stdout.split('\n').filter((l) => l.endsWith('=True')).map((l) => l.split('=')[0]!).sort();
 }
 
-/** What a removed lab must not leave, checked against what it had recorded. */
-async function assertGone(t: Test, name: string, recorded: readonly LabProcess[], port: number): Promise<void> {
+/** The lab's nodes as their agents were started (read before `down` removes the run directory). */
+function nodeAgents(name: string): LabNodeAgent[] {
+  let dirs: string[] = [];
+  try { dirs = readdirSync(dirOf(name)); } catch { /* no lab */ }
+  return dirs.map((d) => readNodeAgent(`${dirOf(name)}/${d}`)).filter((a): a is LabNodeAgent => a !== null);
+}
+
+/** What a removed lab must not leave, checked against what it had recorded (its processes, its nodes). */
+async function assertGone(t: Test, name: string, recorded: readonly LabProcess[], port: number, nodes: readonly LabNodeAgent[]): Promise<void> {
+  t.same(labNodeCgroupDirs(nodes), [], `no cgroup of the nodes ${nodes.map((n) => n.nodeName).join(', ')} under /sys/fs/cgroup/*/**/nodenet/`);
   t.same(await namespacesOf(name), [], `no namespace nn-${name}-*`);
   t.equal(existsSync(dirOf(name)), false, 'no run directory');
   t.same(recorded.filter((p) => isAlive(p.pid, p.startTime)).map((p) => p.role), [], 'no recorded process runs');
@@ -135,9 +146,10 @@ t.test('a second lab of another name runs beside the first; a crashed one is rep
 
   const recordedB = readProcesses(dirOf(B));
   const newPortB = Number(/127\.0\.0\.1:(\d+)/.exec(readFileSync(kcB, 'utf8'))![1]);
+  const nodesB = nodeAgents(B);
   const down = await nodenet('lab', 'down', '--name', B);
   t.equal(down.exitCode, 0, down.stderr);
-  await assertGone(t, B, recordedB, newPortB);
+  await assertGone(t, B, recordedB, newPortB, nodesB);
   t.same(await readyNodes(kcA), ['n1', 'n2'], 'downing one lab leaves the other');
 });
 
@@ -174,10 +186,15 @@ t.test('lab down removes every trace, pods included, and is idempotent', async (
   const pods = (await runner.run(['sh', '-c', `cat ${dirOf(A)}/*/run/kubelet/*.json 2>/dev/null || true`])).stdout;
   const pausePids = [...pods.matchAll(/"sandbox":\{"name":"[^"]+","pid":(\d+),"startTime":"(\d+)"/g)].map((m) => ({ role: 'pause', pid: Number(m[1]), startTime: m[2]! }));
   t.ok(pausePids.length >= 1, 'the pod web had a pause holder');
+  const nodes = nodeAgents(A);
+  t.same(nodes.map((n) => n.nodeName).sort(), ['n1', 'n2', 'n3']);
+  t.ok(labPodCgroupDirs(nodes).length >= 2, `the pods web and on3 have cgroups: ${labPodCgroupDirs(nodes).join(' ')}`);
   const down = await nodenet('lab', 'down', '--name', A);
   t.equal(down.exitCode, 0, down.stderr);
   t.match(down.stdout, new RegExp(`lab ${A} removed`));
-  await assertGone(t, A, [...recorded, ...pausePids], portA);
+  t.match(down.stdout, /cgroups of node n\d \(\d director(y|ies)\)/, 'down says it removed the nodes\' cgroups');
+  t.notMatch(down.stdout, /left behind/);
+  await assertGone(t, A, [...recorded, ...pausePids], portA, nodes);
   const again = await nodenet('lab', 'down', '--name', A);
   t.equal(again.exitCode, 0);
   t.match(again.stdout, new RegExp(`no lab ${A}: nothing to remove`));
@@ -218,6 +235,7 @@ t.test('lab up --etcd-members 3: the HA control plane, broken and healed with th
   const recorded = readProcesses(dirOf(H));
   t.ok(recorded.some((p) => p.role === 'haproxy') && recorded.some((p) => p.role === 'etcd 1') && recorded.some((p) => p.role === 'api-server 2'), 'every part recorded');
   const port = Number(/127\.0\.0\.1:(\d+)/.exec(readFileSync(kc, 'utf8'))![1]);
+  const nodes = nodeAgents(H);
   t.equal((await nodenet('lab', 'down', '--name', H)).exitCode, 0);
-  await assertGone(t, H, recorded, port);
+  await assertGone(t, H, recorded, port, nodes);
 });

@@ -16,9 +16,9 @@
  * node the way it would on a real one instead of failing the route lookup.
  *
  * Everything is named with the nn- prefix; destroy() removes everything a
- * Lab made, and it never touches the root namespace's links, routes,
- * firewall or sysctls. Building a lab is set-up work, off every hot path: it
- * spawns `ip` freely.
+ * Lab made (its nodes' Pod cgroups too: lab/node-cgroups.ts), and it never
+ * touches the root namespace's links, routes, firewall or sysctls. Building
+ * a lab is set-up work, off every hot path: it spawns `ip` freely.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, rmSync, existsSync, writeFileSync, openSync, closeSync, readFileSync, readdirSync, cpSync } from 'node:fs';
@@ -29,6 +29,7 @@ import { distDir, packageRoot, pausePath, shimPath } from '../config/paths.js';
 import { nodenetNetConf } from '../cnitypes/nodenet-netconf.js';
 import { listSandboxes, stopSandbox, unrecordedHolders } from '../netns/pause-holder.js';
 import { writeOwner } from './owner.js';
+import { readNodeAgent, removeLabNodeCgroups } from './node-cgroups.js';
 import { KUBERNETES_SERVICE_IP, labRoot, nodeUnderlayIP, onUnderlay, UNDERLAY_GATEWAY, UNDERLAY_PREFIX } from './plan.js';
 import { HaParts, apiServerDataDir } from './ha.js';
 import type { HaShape } from './ha-plan.js';
@@ -156,9 +157,13 @@ export class Lab {
     return cp;
   }
 
-  /** Removes every namespace, process and file this Lab made. Safe to call twice. */
-  async destroy(): Promise<void> {
-    for (const n of this.nodes) await n.destroy();
+  /**
+   * Removes every namespace, process, cgroup and file this Lab made. Safe to call twice. Returns what could not be
+   * removed (a line each; the rest of the teardown goes on regardless): [] when nothing is left.
+   */
+  async destroy(): Promise<string[]> {
+    const problems: string[] = [];
+    for (const n of this.nodes) problems.push(...await n.destroy());
     this.controlPlane?.closeLocalAccess();
     await this.controlPlane?.stop('SIGKILL');
     for (const ns of [...this.extraNetns, this.ul]) await killNetns(this.sh, ns);
@@ -175,6 +180,7 @@ export class Lab {
       }
     }
     rmSync(this.runRoot, { recursive: true, force: true });
+    return problems;
   }
 }
 
@@ -502,7 +508,12 @@ export class VNode {
     return this.lab.runner.run(['ip', 'netns', 'exec', this.ns, ...argv], { allowFailure });
   }
 
-  async destroy(): Promise<void> {
+  /**
+   * Kills the node's agent, its Pods' processes and its namespace, then removes its Pods' cgroups (the killed
+   * kubelet never did; lab/node-cgroups.ts); the run directory stays for the Lab's destroy. Returns what could not
+   * be removed (a line each), never throws for it.
+   */
+  async destroy(): Promise<string[]> {
     await this.stopAgent('SIGKILL');
     // Pods made through this node (pods/local-pods.ts keeps them under runDir): their apps, then their pause holders.
     try {
@@ -515,6 +526,11 @@ export class VNode {
     // A holder started just before the agent was killed has no record yet: found by its log under runDir.
     for (const pid of unrecordedHolders(this.runDir)) { try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } }
     await killNetns(this.lab.sh, this.ns);
+    // Named as the agent was started (agent.json); a node whose agent never started has made no cgroups.
+    const agent = readNodeAgent(this.dir);
+    if (!agent) return [];
+    const cg = await removeLabNodeCgroups(agent);
+    return cg.problem ? [cg.problem] : [];
   }
 }
 

@@ -14,14 +14,16 @@
  * tested; applying it kills the processes a lab recorded (processes.json:
  * `nodenet lab up`'s loopback relay runs outside the lab's namespaces), the
  * processes inside the namespaces (they survive `ip netns del`) and the
- * pause holders recorded in the lab's run directories, unmounts what is
- * mounted under them, then deletes.
+ * pause holders recorded in the lab's run directories, removes its nodes'
+ * Pod cgroups (lab/node-cgroups.ts: the killed agents never did), unmounts
+ * what is mounted under them, then deletes.
  */
 import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Runner } from '../exec/runner.js';
 import { listSandboxes, stopSandbox, unrecordedHolders } from '../netns/pause-holder.js';
 import { isAlive } from '../netns/proc.js';
+import { readNodeAgent, removeLabNodeCgroups } from './node-cgroups.js';
 import { killRecorded, ownerAlive, readOwner, type LabOwner } from './owner.js';
 
 export const NS_PREFIX = 'nn-';
@@ -79,7 +81,10 @@ export async function readWorld(runner: Runner, roots: readonly string[]): Promi
   return { namespaces, labs, ownerAlive, pidAlive: (pid) => isAlive(pid) };
 }
 
-/** Removes what the plan names; returns a line per thing removed. */
+/**
+ * Removes what the plan names; returns a line per thing removed, and one per thing that could not be
+ * ('left behind: ...'; the rest goes on regardless).
+ */
 export async function applyLeftovers(runner: Runner, plan: LeftoverPlan): Promise<string[]> {
   const done: string[] = [];
   for (const dir of plan.labDirs) for (const p of killRecorded(dir)) done.push(`process ${p.pid} (${p.role})`);
@@ -99,9 +104,16 @@ export async function applyLeftovers(runner: Runner, plan: LeftoverPlan): Promis
     // Pod sandboxes live in their own namespaces (not named nn-*): stop their holders by record.
     for (const node of subdirs(dir)) {
       const runDir = join(dir, node, 'run');
-      if (!existsSync(join(runDir, 'sandboxes'))) continue;
-      for (const sb of listSandboxes(runDir)) await stopSandbox(runDir, sb.name, { graceMs: 0 }).catch(() => undefined);
-      for (const pid of unrecordedHolders(runDir)) { try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } }
+      if (existsSync(join(runDir, 'sandboxes'))) {
+        for (const sb of listSandboxes(runDir)) await stopSandbox(runDir, sb.name, { graceMs: 0 }).catch(() => undefined);
+        for (const pid of unrecordedHolders(runDir)) { try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } }
+      }
+      // Its Pods' processes are dead now: their cgroups go, found as the node's agent named them (agent.json).
+      const agent = readNodeAgent(join(dir, node));
+      if (!agent) continue;
+      const cg = await removeLabNodeCgroups(agent);
+      if (cg.removed.length) done.push(`cgroups of node ${agent.nodeName} (${cg.removed.length} director${cg.removed.length === 1 ? 'y' : 'ies'})`);
+      if (cg.problem) done.push(`left behind: ${cg.problem}`);
     }
     const mounts = (await runner.run(['findmnt', '-rn', '-o', 'TARGET'], { allowFailure: true })).stdout.split('\n').filter((m) => m === dir || m.startsWith(`${dir}/`));
     for (const m of mounts.reverse()) await runner.run(['umount', '-l', m], { allowFailure: true });

@@ -315,8 +315,9 @@ function tail(file: string, lines: number): string {
 /**
  * Removes every trace of the lab: its recorded processes (control plane,
  * agents, relays), every process in its namespaces, the pod sandboxes under
- * its nodes, the mounts under its run directory, its namespaces and the run
- * directory. Idempotent. Returns a line per thing removed.
+ * its nodes and their Pods' cgroups, the mounts under its run directory, its
+ * namespaces and the run directory (lab/leftovers.ts applyLeftovers).
+ * Idempotent. Returns a line per thing removed (and one per thing left behind).
  */
 export async function labDown(runner: Runner, name: string, root = labRoot()): Promise<string[]> {
   checkName(name);
