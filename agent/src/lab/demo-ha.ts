@@ -89,7 +89,9 @@ export async function runHaDemo(deps: HaDemoDeps): Promise<number> {
   const cleanup = (): Promise<void> => {
     cleaning ??= (async () => {
       try { say('\ncleaning up: agents, API servers, etcd members, HAProxy, namespaces'); } catch { /* stdout gone */ }
-      await lab.destroy();
+      const left = await lab.destroy();
+      // What teardown could not remove (a Pod's cgroup, a mount): said, so it is not left silently.
+      try { for (const l of left) say(`left behind: ${l}`); } catch { /* stdout gone */ }
     })();
     return cleaning;
   };

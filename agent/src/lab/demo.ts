@@ -186,7 +186,9 @@ export async function runDemo(o: DemoOptions, deps: DemoDeps): Promise<number> {
       } catch {
         // stdout is gone
       }
-      await lab.destroy();
+      const left = await lab.destroy();
+      // What teardown could not remove (a Pod's cgroup, a mount): said, so it is not left silently.
+      try { for (const l of left) say(`left behind: ${l}`); } catch { /* stdout gone */ }
     })();
     return cleaning;
   };
