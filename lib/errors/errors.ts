@@ -71,6 +71,7 @@ export const ERRORS = {
   NN_ERR_STORE_UNAVAILABLE: { cni: CniCode.Internal, http: 503, reason: 'ServiceUnavailable' },
   NN_ERR_STORE_UNREADABLE: { cni: CniCode.Internal, http: 500, reason: 'InternalError' },
   NN_ERR_LIMITS_NOT_ENFORCED: { cni: CniCode.Internal, http: 500, reason: 'InternalError' },
+  NN_ERR_PEER_NOT_DIRECT: { cni: CniCode.Internal, http: 500, reason: 'InternalError' },
 } as const satisfies Record<string, { readonly cni: CniCode; readonly http: number; readonly reason: StatusReason }>;
 
 export type ErrorCode = keyof typeof ERRORS;
@@ -119,6 +120,7 @@ export const ErrorCode = {
   StoreUnavailable: 'NN_ERR_STORE_UNAVAILABLE',
   StoreUnreadable: 'NN_ERR_STORE_UNREADABLE',
   LimitsNotEnforced: 'NN_ERR_LIMITS_NOT_ENFORCED',
+  PeerNotDirect: 'NN_ERR_PEER_NOT_DIRECT',
 } as const satisfies Record<string, ErrorCode>;
 
 export interface ErrorOptions {
