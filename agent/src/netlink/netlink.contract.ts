@@ -164,6 +164,14 @@ export function netlinkContract(t: Tap, makeEnv: (t: Tap) => Promise<ContractEnv
     const defaults = (await pod.listRoutes()).filter((r) => r.dst === 'default');
     t.same(defaults.map((r) => r.gw), ['10.244.1.254'], 'replaced, not added');
 
+    // A route marked with a protocol number of its own: listed with it; a delete naming another protocol leaves it.
+    await pod.addRoute({ dst: '10.60.0.0/16', gw: '10.244.1.1', dev: 'eth0', protocol: 78 });
+    t.match((await pod.listRoutes()).find((r) => r.dst === '10.60.0.0/16'), { gw: '10.244.1.1', dev: 'eth0', protocol: '78' }, 'its protocol listed');
+    t.equal((await pod.listRoutes()).find((r) => r.dst === '10.96.0.0/12')?.protocol, 'boot', 'the default protocol is boot');
+    await pod.delRoute({ dst: '10.60.0.0/16', protocol: 4 });
+    t.ok((await pod.listRoutes()).some((r) => r.dst === '10.60.0.0/16'), 'a delete of another protocol leaves it');
+    await pod.delRoute({ dst: '10.60.0.0/16', gw: '10.244.1.1', protocol: 78 });
+    t.notOk((await pod.listRoutes()).some((r) => r.dst === '10.60.0.0/16'), 'a delete of its protocol removes it');
     await pod.delRoute({ dst: '10.50.0.0/16' });
     await pod.delRoute({ dst: '10.50.0.0/16' });
     await pod.delRoute({ dst: '10.51.0.0/16', dev: 'nope0' });

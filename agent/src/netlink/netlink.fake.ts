@@ -65,7 +65,7 @@ function recalcBridgeMac(ns: FakeNs, br: FLink | undefined): void {
 }
 
 interface FAddr { ifIndex: number; ip: string; prefix: number }
-interface FRoute { dst: string; gw?: string; ifIndex: number; onlink: boolean; scope: RouteScopeName }
+interface FRoute { dst: string; gw?: string; ifIndex: number; onlink: boolean; scope: RouteScopeName; protocol: number }
 interface FNeigh { ifIndex: number; ip: string; mac: string; permanent: boolean }
 interface FFdb { ifIndex: number; mac: string; dst?: string }
 
@@ -478,7 +478,7 @@ class FakeNetlink implements NetlinkOps {
     }
     if (ifIndex === undefined) throw new NetlinkError(op, 'EINVAL');
     const norm = dst.len === 0 ? 'default' : `${dst.ip}/${dst.len}`;
-    const route: FRoute = { dst: norm, ifIndex, onlink: spec.onlink === true, scope: spec.scope ?? (spec.gw !== undefined ? 'universe' : 'link') };
+    const route: FRoute = { dst: norm, ifIndex, onlink: spec.onlink === true, scope: spec.scope ?? (spec.gw !== undefined ? 'universe' : 'link'), protocol: spec.protocol ?? 3 };
     if (spec.gw !== undefined) route.gw = spec.gw;
     // NLM_F_REPLACE: a route to the same destination is replaced.
     ns.routes = ns.routes.filter((r) => r.dst !== norm);
@@ -493,14 +493,14 @@ class FakeNetlink implements NetlinkOps {
     const dev = spec.dev === undefined ? undefined : ns.byName(spec.dev);
     if (spec.dev !== undefined && !dev) return;
     const before = ns.routes.length;
-    ns.routes = ns.routes.filter((r) => !(r.dst === norm && (spec.gw === undefined || r.gw === spec.gw) && (dev === undefined || r.ifIndex === dev.index)));
+    ns.routes = ns.routes.filter((r) => !(r.dst === norm && (spec.gw === undefined || r.gw === spec.gw) && (dev === undefined || r.ifIndex === dev.index) && (spec.protocol === undefined || r.protocol === spec.protocol)));
     if (ns.routes.length !== before) this.log(`route del ${norm}`);
   }
 
   async listRoutes(): Promise<RouteInfo[]> {
     const ns = this.enter('listRoutes');
     const explicit = ns.routes.map((r): RouteInfo => {
-      const info: RouteInfo = { dst: r.dst, ifIndex: r.ifIndex, onlink: r.onlink, scope: r.scope, protocol: 'boot' };
+      const info: RouteInfo = { dst: r.dst, ifIndex: r.ifIndex, onlink: r.onlink, scope: r.scope, protocol: r.protocol === 3 ? 'boot' : r.protocol === 4 ? 'static' : String(r.protocol) };
       const name = ns.links.get(r.ifIndex)?.name;
       if (name) info.dev = name;
       if (r.gw !== undefined) info.gw = r.gw;

@@ -374,8 +374,10 @@ export class NetlinkHandle implements NetlinkOps {
       table: RT_TABLE_MAIN,
       scope: scopeNumber(scope),
     };
-    if (!forDelete) {
-      data.protocol = RTPROT_BOOT;
+    if (forDelete) {
+      if (spec.protocol !== undefined) data.protocol = spec.protocol;
+    } else {
+      data.protocol = spec.protocol ?? RTPROT_BOOT;
       data.type = RTN_UNICAST;
       if (spec.onlink) data.flags = { __unknown: RTNH_F_ONLINK };
     }

@@ -60,6 +60,12 @@ export interface RouteSpec {
   /** Treat gw as directly reachable on dev (RTNH_F_ONLINK); needs dev and gw. */
   onlink?: boolean;
   scope?: RouteScopeName;
+  /**
+   * rtm_protocol: who made the route (listRoutes reports it). Added routes default to 3 (boot, what `ip route add`
+   * writes); a delete given one removes only a route of that protocol (the kernel matches it), so a component
+   * that marks its routes with a number of its own never removes anyone else's.
+   */
+  protocol?: number;
 }
 
 export interface RouteInfo {

@@ -133,3 +133,54 @@ t.test('two leases for one pod CIDR: the first by node name wins, the other is l
   const ops = planOverlay([b, a], empty);
   t.same(ops.map((o) => o.node), ['n2', 'n2', 'n2']);
 });
+
+// flannel's hybrid, vxlan with DirectRouting (vxlan_network.go: directRoute when ip.DirectRouting(PublicIP), else
+// the ARP entry, the FDB entry and the onlink route over the device).
+const ETH0 = { index: 2, name: 'eth0' };
+const underlayRoutes = [
+  { dst: 'default', gw: '192.168.77.1', ifIndex: 2, onlink: false, protocol: 'boot' },
+  { dst: '192.168.77.0/24', ifIndex: 2, onlink: false, protocol: 'kernel' },
+];
+const direct = (l: Lease) => ({ dst: l.podCIDR, gw: l.publicIP, ifIndex: 2, onlink: false, protocol: '78' });
+const hybrid = (s: DeviceState): DeviceState => ({ ...s, routes: [...underlayRoutes, ...s.routes], underlay: ETH0, directRouting: true });
+const hlines = (ops: readonly OverlayOp[]) => ops.map((o) => describeOp(o, DEV.name, 'eth0'));
+
+t.test('direct routing: a peer on the L2 network gets a plain route and no tunnel entries; one behind a gateway is tunneled', async (t) => {
+  const near = lease('n2', 2);
+  const far = lease('n4', 4, '10.1.2.3');
+  t.same(hlines(planOverlay([far, near], hybrid(empty))), [
+    'route replace 10.244.2.0/24 via 192.168.77.12 dev eth0 proto 78',
+    'neigh replace 10.244.4.0 lladdr 02:00:00:00:00:04 dev nodenet.1 nud permanent',
+    'fdb append 02:00:00:00:00:04 dev nodenet.1 dst 10.1.2.3',
+    'route replace 10.244.4.0/24 via 10.244.4.0 dev nodenet.1 onlink',
+  ]);
+  const right = hybrid(applied([far], { routes: [direct(near)] }));
+  t.same(planOverlay([near, far], right), [], 'the kernel right: nothing');
+  t.same(planOverlay([near, far], { ...right, directRouting: false }).map((o) => describeOp(o, DEV.name, 'eth0')), [
+    'neigh replace 10.244.2.0 lladdr 02:00:00:00:00:02 dev nodenet.1 nud permanent',
+    'fdb append 02:00:00:00:00:02 dev nodenet.1 dst 192.168.77.12',
+    'route replace 10.244.2.0/24 via 10.244.2.0 dev nodenet.1 onlink',
+  ], 'direct routing turned off: the direct route is replaced in place by the tunnel route, never deleted first');
+});
+
+t.test('direct routing turned on: the tunnel route replaced in place by the direct one, then the tunnel entries go', async (t) => {
+  const near = lease('n2', 2);
+  t.same(hlines(planOverlay([near], hybrid(applied([near])))), [
+    'route replace 10.244.2.0/24 via 192.168.77.12 dev eth0 proto 78',
+    'fdb del 02:00:00:00:00:02 dev nodenet.1 dst 192.168.77.12',
+    'neigh del 10.244.2.0 dev nodenet.1',
+  ]);
+});
+
+t.test('plain vxlan after host-gw: its routes to peers replaced in place, a gone peer\'s deleted; no one else\'s touched', async (t) => {
+  const n2 = lease('n2', 2);
+  const gone = lease('n3', 3);
+  const admin = { dst: '10.99.0.0/16', gw: '192.168.77.9', ifIndex: 2, onlink: false, protocol: 'boot' };
+  const cur: DeviceState = { ...empty, routes: [...underlayRoutes, direct(n2), direct(gone), admin], underlay: ETH0 };
+  t.same(hlines(planOverlay([n2], cur)), [
+    'route del 10.244.3.0/24 via 192.168.77.13 proto 78',
+    'neigh replace 10.244.2.0 lladdr 02:00:00:00:00:02 dev nodenet.1 nud permanent',
+    'fdb append 02:00:00:00:00:02 dev nodenet.1 dst 192.168.77.12',
+    'route replace 10.244.2.0/24 via 10.244.2.0 dev nodenet.1 onlink',
+  ]);
+});

@@ -31,8 +31,20 @@
  * old destination alone and the delete would then remove the entry.
  * An entry already right is not touched (no delete + add): a restarted agent
  * that finds the kernel as it left it plans nothing.
+ *
+ * flannel's hybrid, --direct-routing (vxlan_network.go's directRoute): a
+ * peer on this node's L2 network (../hostgw/plan.ts decides, as flannel's
+ * ip.DirectRouting) gets host-gw's route instead, `<podCIDR> via <public IP>
+ * dev <underlay> proto 78`, and no neighbour or FDB entry; the others are
+ * tunneled as above. Those direct routes are host-gw's planner's, planned
+ * first (a peer that becomes direct has its tunnel route replaced in place,
+ * then its neighbour and FDB entry go). Without direct routing, nodenet's
+ * proto-78 routes are still planned away: the ones to a peer are replaced
+ * in place by its tunnel route, the rest deleted (a switch from host-gw, or
+ * from --direct-routing, leaves nothing behind).
  */
 import { parseCidr } from '../../../../lib/net/ip.js';
+import { describeDirectOp, directReach, planDirectRoutes, type DirectRouteOp } from '../hostgw/plan.js';
 import type { Lease } from './lease.js';
 
 /** What the kernel holds on the device (listNeighs/listFdb/listRoutes; other devices' entries are ignored). */
@@ -41,7 +53,11 @@ export interface DeviceState {
   readonly device: { readonly index: number; readonly name: string };
   readonly neighs: readonly { readonly ifIndex: number; readonly ip: string; readonly mac?: string; readonly permanent: boolean }[];
   readonly fdb: readonly { readonly ifIndex: number; readonly mac: string; readonly dst?: string }[];
-  readonly routes: readonly { readonly dst: string; readonly gw?: string; readonly ifIndex?: number; readonly onlink: boolean; readonly protocol: string }[];
+  readonly routes: readonly { readonly dst: string; readonly gw?: string; readonly ifIndex?: number; readonly dev?: string; readonly onlink: boolean; readonly protocol: string }[];
+  /** The underlay interface (direct routes leave by it); absent: no peer is routed directly. */
+  readonly underlay?: { readonly index: number; readonly name: string };
+  /** flannel's DirectRouting: peers on the underlay's L2 network get a plain route (needs `underlay`). */
+  readonly directRouting?: boolean;
 }
 
 export type OverlayOp =
@@ -51,16 +67,19 @@ export type OverlayOp =
   | { readonly op: 'replaceFdb'; readonly mac: string; readonly dst: string; readonly node: string }
   | { readonly op: 'addRoute'; readonly dst: string; readonly gw: string; readonly node: string }
   | { readonly op: 'delFdb'; readonly mac: string; readonly dst?: string; readonly node?: string }
-  | { readonly op: 'delNeigh'; readonly ip: string; readonly node?: string };
+  | { readonly op: 'delNeigh'; readonly ip: string; readonly node?: string }
+  | DirectRouteOp;
 
 /** A peer's gateway on the overlay: its pod CIDR's network address (flannel's .0, on its nodenet.1 as /32). */
 export function gatewayOf(podCIDR: string): string {
   return parseCidr(podCIDR).ip;
 }
 
-/** One line per operation, as `ip`/`bridge` would say it (logs and tests). */
-export function describeOp(o: OverlayOp, dev: string): string {
+/** One line per operation, as `ip`/`bridge` would say it (logs and tests); direct routes on `underlay`. */
+export function describeOp(o: OverlayOp, dev: string, underlay = 'the underlay'): string {
   switch (o.op) {
+    case 'addDirectRoute':
+    case 'delDirectRoute': return describeDirectOp(o, underlay);
     case 'delRoute': return `route del ${o.dst}${o.gw ? ` via ${o.gw}` : ''} dev ${dev}`;
     case 'addNeigh': return `neigh replace ${o.ip} lladdr ${o.mac} dev ${dev} nud permanent`;
     case 'appendFdb': return `fdb append ${o.mac} dev ${dev} dst ${o.dst}`;
@@ -82,6 +101,12 @@ export function planOverlay(leases: readonly Lease[], cur: DeviceState): Overlay
   for (const l of [...leases].sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0))) {
     if (!byDst.has(l.podCIDR)) byDst.set(l.podCIDR, l);
   }
+  // The hybrid: the peers on this L2 network are host-gw's (their routes planned first), the others tunneled.
+  const routes = { underlay: cur.underlay ?? { index: -1, name: '' }, routes: cur.routes };
+  const direct = cur.directRouting && cur.underlay ? [...byDst.values()].filter((l) => directReach(l.publicIP, routes).direct) : [];
+  for (const l of direct) byDst.delete(l.podCIDR);
+  const directOps = planDirectRoutes(direct, routes, new Set(byDst.keys())).ops;
+  const directDst = new Set<string>(direct.map((l) => l.podCIDR));
   const peers = [...byDst.values()];
 
   const wantNeigh = new Map(peers.map((l) => [gatewayOf(l.podCIDR), l] as const));
@@ -94,10 +119,10 @@ export function planOverlay(leases: readonly Lease[], cur: DeviceState): Overlay
   const ourRoutes = cur.routes.filter((r) => r.ifIndex === dev && r.protocol !== 'kernel');
   const haveRoute = new Map(ourRoutes.map((r) => [r.dst, r] as const));
 
-  const ops: OverlayOp[] = [];
-  // 1. Stale routes.
+  const ops: OverlayOp[] = [...directOps];
+  // 1. Stale routes (a peer's that is now routed directly is replaced in place by its direct route, above).
   for (const r of ourRoutes) {
-    if (wantRoute.has(r.dst)) continue;
+    if (wantRoute.has(r.dst) || directDst.has(r.dst)) continue;
     ops.push({ op: 'delRoute', dst: r.dst, ...(r.gw ? { gw: r.gw } : {}) });
   }
   // 2. Neighbours and FDB entries.
