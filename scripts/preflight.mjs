@@ -2,7 +2,7 @@
 // leftovers from a crashed run. Runs as root (nodenet builds namespaces).
 //   node scripts/preflight.mjs            install what is missing, clean leftovers
 //   node scripts/preflight.mjs --check    only say what is missing
-//   node scripts/preflight.mjs --test     also what only the tests need (ruby, for the Vagrantfile check; python3-kubernetes; etcd; haproxy)
+//   node scripts/preflight.mjs --test     also what only the tests need (ruby, for the Vagrantfile check; python3-kubernetes; etcd; haproxy; bird2)
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 
@@ -10,8 +10,9 @@ const need = {
   ip: 'iproute2', bridge: 'iproute2', iptables: 'iptables', 'iptables-legacy': 'iptables', nft: 'nftables',
   ipset: 'ipset', conntrack: 'conntrack', ping: 'iputils-ping', nsenter: 'util-linux', unshare: 'util-linux',
   cc: 'gcc', 'c++': 'g++', make: 'make', python3: 'python3', socat: 'socat',
-  // The tests also run real etcd members (the control plane's etcd storage) and HAProxy (the HA lab's balancer).
-  ...(process.argv.includes('--test') ? { ruby: 'ruby', etcd: 'etcd-server', etcdctl: 'etcd-client', haproxy: 'haproxy' } : {}),
+  // The tests also run real etcd members (the control plane's etcd storage), HAProxy (the HA lab's balancer) and
+  // BIRD 2 (the overlay's bgp backend, which an agent started with --backend bgp needs too).
+  ...(process.argv.includes('--test') ? { ruby: 'ruby', etcd: 'etcd-server', etcdctl: 'etcd-client', haproxy: 'haproxy', bird: 'bird2', birdc: 'bird2' } : {}),
 };
 const which = (c) => spawnSync('sh', ['-c', `command -v ${c}`], { stdio: 'ignore' }).status === 0;
 const missing = [...new Set(Object.entries(need).filter(([c]) => !which(c)).map(([, p]) => p))];
