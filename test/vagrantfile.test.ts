@@ -50,7 +50,7 @@ t.test("nodenet.sh's agent config is one the agent accepts, in every proxy mode"
     const text = m![1]!.replace(/\$name/g, 'node2').replace(/\$mode/g, mode).replace(/\$iface/g, 'eth1');
     const cfg = parseAgentConfig(JSON.parse(text));
     t.equal(cfg.proxyMode, mode, `${mode}: parsed and kept`);
-    t.equal(cfg.overlay, 'vxlan', `${mode}: the overlay on`);
+    t.equal(cfg.backend, 'vxlan', `${mode}: the overlay on`);
   }
 });
 

@@ -44,3 +44,15 @@ t.test('--nodeport-addresses and --service-cluster-ip-range', async (t) => {
   t.same(agentConfigFromArgs(['--nodeport-addresses', 'primary']).nodePortAddresses, ['primary']);
   t.throws(() => agentConfigFromArgs(['--nodeport-addresses', 'eth0']), /config nodePortAddresses/);
 });
+
+t.test('--backend vxlan|host-gw|none, --overlay its older name (refused when they differ), --direct-routing', async (t) => {
+  const api = ['--kubeconfig', '/k', '--cluster-cidr', '10.244.0.0/16'];
+  t.equal(agentConfigFromArgs([...api, '--backend', 'host-gw']).backend, 'host-gw');
+  t.equal(agentConfigFromArgs([...api, '--overlay', 'host-gw']).backend, 'host-gw');
+  t.throws(() => agentConfigFromArgs([...api, '--backend', 'host-gw', '--overlay', 'vxlan']), /config backend: backend "host-gw" and overlay "vxlan" disagree/);
+  const dir = mkdtempSync(`${tmpdir()}/nn-agentcmd-`);
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  writeFileSync(`${dir}/agent.json`, JSON.stringify({ overlay: 'vxlan' }));
+  t.throws(() => agentConfigFromArgs(['--config', `${dir}/agent.json`, ...api, '--backend', 'host-gw']), /disagree/, 'a file\'s overlay and the flag\'s backend disagreeing: refused too');
+  t.same(agentConfigFromArgs([...api, '--backend', 'vxlan', '--direct-routing', 'true']).directRouting, true);
+});

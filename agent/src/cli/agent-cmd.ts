@@ -24,7 +24,7 @@ export const AGENT_USAGE = `usage: nodenet agent [--config FILE] [--node-name N]
                      [--nodeport-addresses primary|CIDR,...] [--service-cluster-ip-range CIDR]
                      [--metrics-bind-address IP:PORT] [--healthz-bind-address IP:PORT]
                      [--ipvs-scheduler rr|lc|sh|mh|...] [--ipvs-filter true|false] [--ipvs-strict-arp true|false]
-                     [--overlay vxlan|none] [--iface IF] [--run-pods true|false] [--kubelet-port 10250]
+                     [--backend vxlan|host-gw|none] [--direct-routing true|false] [--iface IF] [--run-pods true|false] [--kubelet-port 10250]
                      [--capacity cpu=2,memory=4Gi,pods=30] [--kube-reserved cpu=100m,memory=256Mi] [--system-reserved ...]
                      [--log-level fatal|error|warn|info|debug|trace|silent] [--log-file F]
 Runs the node agent until SIGTERM: the CNI service on a unix socket and, with a proxy mode, Service rules
@@ -32,8 +32,11 @@ for the Services and EndpointSlices it watches on an API server (--kubeconfig: n
 nodes/<N>.kubeconfig, any cluster's, or in-cluster) or finds in a manifest directory (--manifests).
 /metrics and /status listen on --metrics-bind-address (default 127.0.0.1:10249), /healthz, /livez and
 /readyz on --healthz-bind-address (default 127.0.0.1:10256), as kube-proxy's; "" or 0 turns one off.
-On an API server, --overlay vxlan joins the pod network of every Node (flannel's vxlan backend, on --iface or
-the interface of the node's primary IP), and --run-pods runs the Pods bound to this node (the embedded kubelet,
+On an API server, --backend joins the pod network of every Node (flannel's backends, on --iface or the interface
+of the node's primary IP): vxlan tunnels to the other Nodes (pods' MTU the underlay's - 50; --direct-routing true
+routes the Nodes on this L2 network directly, as flannel's DirectRouting), host-gw routes each Node's pod CIDR via
+its underlay IP (no device, the underlay's MTU; the Nodes on one L2 network; a Node behind a gateway gets no route
+and a Warning Event). --overlay is the older name of --backend. --run-pods runs the Pods bound to this node (the embedded kubelet,
 serving the API server's log requests on --kubelet-port). With a kubeconfig file, the agent reaches every API
 server the kubernetes EndpointSlice lists through a balancer on 127.0.0.1 that health-checks them every second and
 moves the connections off a dead one (k3s's agent load balancer); --api-server-failover false dials the
@@ -45,7 +48,7 @@ requests against, as the kubelet's.
 Flags override the config file's keys.`;
 
 const SPECS: FlagSpecs = Object.fromEntries([['config', { type: 'string' }], ...Object.keys(FLAG_KEYS).map((k) => [k, { type: 'string' }])]);
-const NUMERIC: ReadonlySet<keyof AgentConfig> = new Set(['mtu', 'nftablesShards', 'proxyMinSyncMs', 'proxySyncPeriodMs', 'nodeLeaseDurationSeconds', 'kubeletPort']);
+const NUMERIC: ReadonlySet<string> = new Set<keyof AgentConfig>(['mtu', 'nftablesShards', 'proxyMinSyncMs', 'proxySyncPeriodMs', 'nodeLeaseDurationSeconds', 'kubeletPort']);
 
 export function agentConfigFromArgs(argv: readonly string[]): AgentConfig {
   return agentConfigFrom(parseFlags(argv, SPECS).flags);

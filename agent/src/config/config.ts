@@ -17,6 +17,18 @@ import { MAX_SHARDS } from '../proxy/nftables/names.js';
 
 export type ProxyMode = 'iptables' | 'nftables' | 'ipvs' | 'none';
 
+/**
+ * The overlay backends (overlay/backend.ts's registry, by flannel's names) and 'none': the one list the config,
+ * the flags and `lab up` accept. A new backend is added here.
+ */
+export const OVERLAY_BACKENDS = ['vxlan', 'host-gw', 'none'] as const;
+export type OverlayBackendName = (typeof OVERLAY_BACKENDS)[number];
+
+/** Whether `s` names an overlay backend (or 'none'). */
+export function isOverlayBackend(s: string): s is OverlayBackendName {
+  return (OVERLAY_BACKENDS as readonly string[]).includes(s);
+}
+
 /** pino's levels, and silent. */
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -82,10 +94,14 @@ export interface AgentConfig {
   /** On an API server: the node Lease's duration (s); it is renewed every quarter of it, as the kubelet's. */
   readonly nodeLeaseDurationSeconds: number;
   /**
-   * The pod network between nodes: 'vxlan' (flannel's vxlan backend: a VXLAN device, and an FDB entry,
-   * a neighbour and a route per other Node, from their annotations; needs an API server) or 'none'.
+   * The pod network between nodes (flannel's backends; each needs an API server and the cluster CIDR):
+   * 'vxlan' (a VXLAN device, and an FDB entry, a neighbour and a route per other Node, from their annotations),
+   * 'host-gw' (a route per other Node via its underlay IP, no device; the nodes on one L2 network) or 'none'.
+   * `overlay` is its older spelling (the config key and --overlay): both given, they must agree.
    */
-  readonly overlay: 'vxlan' | 'none';
+  readonly backend: OverlayBackendName;
+  /** vxlan only (flannel's DirectRouting): the other Nodes on this node's L2 network get a plain route, the rest VXLAN. */
+  readonly directRouting: boolean;
   /** The underlay interface the overlay runs on (flannel --iface); null: the one holding the node's primary IP. */
   readonly underlayInterface: string | null;
   /** Run the Pods bound to this node (the embedded kubelet, pods/); needs an API server. Off on a real cluster. */
@@ -131,7 +147,8 @@ export const DEFAULTS: AgentConfig = {
   metricsBindAddress: '127.0.0.1:10249',
   healthzBindAddress: '127.0.0.1:10256',
   nodeLeaseDurationSeconds: 40,
-  overlay: 'none',
+  backend: 'none',
+  directRouting: false,
   underlayInterface: null,
   runPods: false,
   kubeletPort: 10250,
@@ -237,9 +254,22 @@ function boolField(o: JsonObject, k: string): boolean | undefined {
 }
 
 /** Parses a config object (from the file, merged with flags). Unknown keys are rejected so typos do not pass silently. */
+/** Keys read beside AgentConfig's own: older spellings. */
+const ALIASES: ReadonlySet<string> = new Set(['overlay']);
+
+/** `backend`, or its older spelling `overlay`; both given, they must say the same. */
+function backendField(o: JsonObject): OverlayBackendName {
+  const b = str(o, 'backend');
+  const ov = str(o, 'overlay');
+  if (b !== undefined && ov !== undefined && b !== ov) throw bad('backend', `backend ${JSON.stringify(b)} and overlay ${JSON.stringify(ov)} disagree: overlay is the older name of backend; give one`);
+  const v = b ?? ov ?? DEFAULTS.backend;
+  if (!isOverlayBackend(v)) throw bad(b !== undefined ? 'backend' : 'overlay', `must be ${OVERLAY_BACKENDS.join(', ').replace(/, (?=[^,]*$)/, ' or ')}, got ${JSON.stringify(v)}`);
+  return v;
+}
+
 export function parseAgentConfig(raw: unknown): AgentConfig {
   const o = read.objectAt(raw, '');
-  for (const k of Object.keys(o)) if (!(k in DEFAULTS)) throw bad(k, 'unknown field');
+  for (const k of Object.keys(o)) if (!(k in DEFAULTS) && !ALIASES.has(k)) throw bad(k, 'unknown field');
   const runDir = str(o, 'runDir') ?? DEFAULTS.runDir;
   const mtu = read.optInt(o, 'mtu', '', { min: 576, max: 65535 }) ?? null;
   const mode = str(o, 'proxyMode') ?? DEFAULTS.proxyMode;
@@ -266,12 +296,14 @@ export function parseAgentConfig(raw: unknown): AgentConfig {
   const kubeconfig = str(o, 'kubeconfig') ?? null;
   if (kubeconfig && manifestsDir) throw bad('kubeconfig', 'the proxy follows one source: a kubeconfig (an API server) or manifestsDir, not both');
   if (bridge.length > 15 || /[\s/]/.test(bridge)) throw bad('bridge', 'must be a valid interface name (at most 15 characters)');
-  const overlay = str(o, 'overlay') ?? DEFAULTS.overlay;
-  if (overlay !== 'vxlan' && overlay !== 'none') throw bad('overlay', `must be vxlan or none, got ${JSON.stringify(overlay)}`);
-  if (overlay === 'vxlan' && !kubeconfig) throw bad('overlay', 'vxlan follows the Node objects of an API server: it needs kubeconfig');
-  if (overlay === 'vxlan' && (o['clusterCIDR'] === undefined || o['clusterCIDR'] === null)) {
-    throw bad('clusterCIDR', 'overlay vxlan needs the cluster CIDR (--cluster-cidr, e.g. 10.244.0.0/16): traffic between pods keeps its source, the rest leaving it is masqueraded');
+  const backend = backendField(o);
+  const backendKey = o['backend'] !== undefined ? 'backend' : 'overlay';
+  if (backend !== 'none' && !kubeconfig) throw bad(backendKey, `${backend} follows the Node objects of an API server: it needs kubeconfig`);
+  if (backend !== 'none' && (o['clusterCIDR'] === undefined || o['clusterCIDR'] === null)) {
+    throw bad('clusterCIDR', `overlay ${backend} needs the cluster CIDR (--cluster-cidr, e.g. 10.244.0.0/16): traffic between pods keeps its source, the rest leaving it is masqueraded`);
   }
+  const directRouting = boolField(o, 'directRouting') ?? DEFAULTS.directRouting;
+  if (directRouting && backend !== 'vxlan') throw bad('directRouting', `is vxlan's (flannel's hybrid: plain routes to the Nodes on this L2 network, VXLAN to the others), not ${backend}'s${backend === 'host-gw' ? ': host-gw routes every Node directly already' : ''}`);
   const underlayInterface = str(o, 'underlayInterface') ?? null;
   if (underlayInterface !== null && (underlayInterface.length > 15 || /[\s/]/.test(underlayInterface))) throw bad('underlayInterface', 'must be a valid interface name (at most 15 characters)');
   const runPods = boolField(o, 'runPods') ?? DEFAULTS.runPods;
@@ -303,7 +335,8 @@ export function parseAgentConfig(raw: unknown): AgentConfig {
     metricsBindAddress: bindAddress(o, 'metricsBindAddress'),
     healthzBindAddress: bindAddress(o, 'healthzBindAddress'),
     nodeLeaseDurationSeconds: leaseSeconds,
-    overlay,
+    backend,
+    directRouting,
     underlayInterface,
     runPods,
     kubeletPort,
@@ -316,7 +349,7 @@ export function parseAgentConfig(raw: unknown): AgentConfig {
 }
 
 /** Flag name (--pod-cidr) → config key (podCIDR). */
-export const FLAG_KEYS: Readonly<Record<string, keyof AgentConfig>> = {
+export const FLAG_KEYS: Readonly<Record<string, keyof AgentConfig | 'overlay'>> = {
   'node-name': 'nodeName',
   'pod-cidr': 'podCIDR',
   'cluster-cidr': 'clusterCIDR',
@@ -342,7 +375,9 @@ export const FLAG_KEYS: Readonly<Record<string, keyof AgentConfig>> = {
   'metrics-bind-address': 'metricsBindAddress',
   'healthz-bind-address': 'healthzBindAddress',
   'node-lease-duration-seconds': 'nodeLeaseDurationSeconds',
+  backend: 'backend',
   overlay: 'overlay',
+  'direct-routing': 'directRouting',
   iface: 'underlayInterface',
   'run-pods': 'runPods',
   'kubelet-port': 'kubeletPort',

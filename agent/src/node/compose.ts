@@ -55,7 +55,7 @@ import { NftMasquerade } from '../sandbox/masquerade.js';
 import { DiskAttachmentStore } from '../sandbox/record-store.js';
 import type { NodeRegistration } from '../watch/node-registration.js';
 import { ManifestSource } from '../watch/manifest-source.js';
-import { Overlay, removeOverlay as removeNodeOverlay } from '../overlay/overlay.js';
+import { BACKENDS, Overlay, removeOverlay as removeNodeOverlay } from '../overlay/overlay.js';
 import type { ControlPlaneOptions } from '../../../controlplane/control-plane.js';
 
 // Loaded when used (a chunk of their own in dist/): client-node's import alone takes about 1.2 s, and
@@ -174,7 +174,7 @@ export async function composeAgent(given: AgentConfig, logger?: Logger): Promise
       // On an API server the agent registers its Node and renews its Lease, as a kubelet does, and takes its pod
       // CIDR from spec.podCIDR (node IPAM) when none is configured.
       ...(cfg.kubeconfig ? { registration: registrationComponent(cfg, node, log) } : {}),
-      ...(cfg.overlay === 'vxlan' ? { overlay: (c: AgentConfig) => overlayComponent(c, log, runner, nodeIPs[0] ?? null) } : {}),
+      ...(cfg.backend !== 'none' ? { overlay: (c: AgentConfig) => overlayComponent(c, log, runner, nodeIPs[0] ?? null) } : {}),
       ...(cfg.runPods && cfg.kubeconfig ? { pods: await kubeletStarter(cfg, node, log) } : {}),
       close,
     });
@@ -259,7 +259,9 @@ function registrationComponent(cfg: AgentConfig, node: NetlinkOps, log: Logger):
  * leaves the device and its entries in place.
  */
 function overlayComponent(cfg: AgentConfig, log: Logger, runner: Runner, nodeIP: string | null): AgentOverlay {
-  if (!cfg.kubeconfig || !cfg.podCIDR || !cfg.clusterCIDR) throw new NodenetError(ErrorCode.InvalidConfig, `overlay ${cfg.overlay} needs kubeconfig, clusterCIDR and a pod CIDR`);
+  if (!cfg.kubeconfig || !cfg.podCIDR || !cfg.clusterCIDR) throw new NodenetError(ErrorCode.InvalidConfig, `overlay ${cfg.backend} needs kubeconfig, clusterCIDR and a pod CIDR`);
+  const backend = BACKENDS.get(cfg.backend);
+  if (!backend) throw new NodenetError(ErrorCode.InvalidConfig, `config backend: nodenet has no overlay backend ${JSON.stringify(cfg.backend)} (${BACKENDS.names.join(', ')})`);
   const { kubeconfig, podCIDR, clusterCIDR } = cfg;
   let overlay: Overlay | null = null;
   let watch: { stop(): void } | null = null;
@@ -277,7 +279,7 @@ function overlayComponent(cfg: AgentConfig, log: Logger, runner: Runner, nodeIP:
       const kc = loadKubeConfig(kubeconfig);
       nl = openNetlink();
       const o = new Overlay({
-        nodeName: cfg.nodeName, podCIDR, clusterCIDR, netlink: nl, nft: new NftExecutor({ runner }),
+        nodeName: cfg.nodeName, podCIDR, clusterCIDR, backend, directRouting: cfg.directRouting, netlink: nl, nft: new NftExecutor({ runner }),
         underlayInterface: cfg.underlayInterface, nodeIP, publish: nodeAnnotationPatcher(kc, cfg.nodeName), clock: realClock, log,
         events: apiEventRecorder(async () => kc, 'nodenet-overlay', cfg.nodeName, log),
       });

@@ -15,7 +15,14 @@
  * - apply(op) and describe(op), one operation at a time: an operation that
  *   fails skips the rest of that peer's (a route is never written without
  *   what it needs), and the sync retries;
- * - remove(): what cleanup takes away.
+ * - remove(): what cleanup takes away. The overlay also calls it, at its
+ *   setup, for every backend type but its own (and those its planner takes
+ *   over, `adopts`): an agent restarted with another backend converges, with
+ *   no device or route of the previous one left;
+ * - resyncMs: how often the sync re-reads the kernel at the least (host-gw:
+ *   flannel's RouteCheck, 10 s), so a route deleted by hand comes back;
+ * - the peers it makes no route to, and why (`unreachable`: host-gw's peers
+ *   that are not on this node's L2 network), which the overlay reports.
  *
  * The registry below is every backend nodenet has. A Node announced with
  * another backend type than this node's is not silently skipped: the
@@ -44,13 +51,22 @@ export interface BackendSetup {
   readonly detail: Readonly<Record<string, unknown>>;
 }
 
+/** A peer the backend makes no route to, and why (host-gw: one that is not on this node's L2 network). */
+export interface UnreachablePeer {
+  readonly node: string;
+  readonly publicIP: string;
+  readonly reason: string;
+}
+
 export interface Backend<D, Op extends BackendOp = BackendOp> {
   readonly leases: LeaseReader<D>;
   /** The device the backend's entries are on (logs), or null when it has none. */
   readonly device: string | null;
+  /** The longest time between two syncs (ms), each re-reading the kernel and repairing; default the overlay's (60 s). */
+  readonly resyncMs?: number;
   setup(): Promise<BackendSetup>;
   /** Reads the kernel, repairs the backend's device, plans; throws when it cannot read (the sync retries). */
-  plan(peers: readonly SubnetLease<D>[]): Promise<{ readonly ops: readonly Op[]; readonly repaired: readonly string[] }>;
+  plan(peers: readonly SubnetLease<D>[]): Promise<{ readonly ops: readonly Op[]; readonly repaired: readonly string[]; readonly unreachable?: readonly UnreachablePeer[] }>;
   apply(op: Op): Promise<void>;
   describe(op: Op): string;
 }
@@ -65,6 +81,8 @@ export interface BackendDeps {
   readonly underlayInterface: string | null;
   /** The Node's InternalIP: its interface is the underlay when there is no default route. */
   readonly nodeIP?: string | null | undefined;
+  /** vxlan only: flannel's DirectRouting, a plain route to the peers on this node's L2 network. */
+  readonly directRouting?: boolean | undefined;
   readonly log: Logger;
 }
 
@@ -72,8 +90,13 @@ export interface BackendType {
   readonly type: string;
   /** A backend of this type (its data type is its own: the overlay only hands it its own leases back). */
   create(deps: BackendDeps): Backend<unknown>;
-  /** Removes what the backend leaves on a node (cleanup). Idempotent. */
+  /**
+   * Removes what the backend leaves on a node (cleanup; and at the setup of another backend, a switch). Idempotent;
+   * removes only what this backend made.
+   */
   remove(nl: NetlinkOps): Promise<void>;
+  /** The backend types whose leftovers this one's planner takes over in place (not removed at its setup: no flap). */
+  readonly adopts?: readonly string[];
 }
 
 /** The backend registry: every type nodenet has, by flannel's name. */
@@ -97,6 +120,17 @@ export class BackendRegistry {
 
   get names(): readonly string[] {
     return [...this.types.keys()];
+  }
+
+  /** Removes the leftovers of every backend but `type` and those it adopts (its setup: a switch converges). */
+  async removeOthers(type: BackendType, nl: NetlinkOps): Promise<string[]> {
+    const removed: string[] = [];
+    for (const t of this.types.values()) {
+      if (t.type === type.type || type.adopts?.includes(t.type)) continue;
+      await t.remove(nl);
+      removed.push(t.type);
+    }
+    return removed;
   }
 
   /** Removes every backend's leftovers (a node's cleanup does not know which one ran). */

@@ -357,7 +357,7 @@ t.test('a peer that says it left (another backend or VNI) is withdrawn; a Node n
   t.same(events.events.map((e) => [e.involved.name, e.reason]), [['n4', 'InvalidObjectSkipped']], 'n5 (no pod CIDR yet) is not a rejection');
 
   let mark = kernel.journal.length;
-  o.handler.update(peer('n2', 2), node('n2', 2, { ...leaseAnnotations({ vtepMac: vtepMacFor('n2'), publicIP: '192.168.77.12' }), [A_BACKEND_TYPE]: 'host-gw' }));
+  o.handler.update(peer('n2', 2), node('n2', 2, { ...leaseAnnotations({ vtepMac: vtepMacFor('n2'), publicIP: '192.168.77.12' }), [A_BACKEND_TYPE]: 'udp' }));
   o.handler.update(peer('n3', 3), node('n3', 3, { ...leaseAnnotations({ vtepMac: vtepMacFor('n3'), publicIP: '192.168.77.13' }), [A_BACKEND_DATA]: `{"VNI":4,"VtepMAC":"${vtepMacFor('n3')}"}` }));
   await clock.advance(100);
   t.same([...o.peers().keys()], [], 'both left this network');
@@ -365,10 +365,10 @@ t.test('a peer that says it left (another backend or VNI) is withdrawn; a Node n
   // Leaving for another VXLAN network is a departure, not a rejection: no Event. Another backend type is
   // reported (issue 25: never silently skipped), as a backend mismatch, not as a rejection.
   t.same(events.events.slice(1).map((e) => [e.involved.name, e.type, e.reason]), [['n2', 'Warning', 'OverlayBackendMismatch']], 'one Event, for the Node on another backend');
-  t.match(events.events[1]!.message, /Node n2 announces the overlay backend "host-gw", which nodenet does not have \(this node runs vxlan\)/);
-  t.same(o.foreignNodes(), [{ node: 'n2', backendType: 'host-gw', known: false }]);
+  t.match(events.events[1]!.message, /Node n2 announces the overlay backend "udp", which nodenet does not have \(this node runs vxlan\)/);
+  t.same(o.foreignNodes(), [{ node: 'n2', backendType: 'udp', known: false }]);
   t.same(o.rejected().map((r) => r.key), ['n4'], 'a departure is not a rejection (n4 is, from before)');
-  o.handler.update(node('n2', 2, { [A_BACKEND_TYPE]: 'host-gw' }), node('n2', 2, { ...leaseAnnotations({ vtepMac: vtepMacFor('n2'), publicIP: '192.168.77.12' }), [A_BACKEND_TYPE]: 'host-gw' }));
+  o.handler.update(node('n2', 2, { [A_BACKEND_TYPE]: 'udp' }), node('n2', 2, { ...leaseAnnotations({ vtepMac: vtepMacFor('n2'), publicIP: '192.168.77.12' }), [A_BACKEND_TYPE]: 'udp' }));
   t.equal(events.events.length, 2, 'delivered again: nothing more said');
 
   mark = kernel.journal.length;
@@ -377,7 +377,7 @@ t.test('a peer that says it left (another backend or VNI) is withdrawn; a Node n
   t.same([...o.peers().keys()], ['n5'], 'n5 joined');
 
   // n2 back on vxlan: a peer again, no longer foreign; a Node on a backend gone from the list with its delete.
-  o.handler.update(node('n2', 2, { [A_BACKEND_TYPE]: 'host-gw' }), peer('n2', 2));
+  o.handler.update(node('n2', 2, { [A_BACKEND_TYPE]: 'udp' }), peer('n2', 2));
   o.handler.add(node('n6', 6, { ...leaseAnnotations({ vtepMac: vtepMacFor('n6'), publicIP: '192.168.77.16' }), [A_BACKEND_TYPE]: 'wireguard' }));
   await clock.advance(100);
   t.same([...o.peers().keys()].sort(), ['n2', 'n5']);

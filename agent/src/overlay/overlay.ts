@@ -21,8 +21,16 @@
  *   leaves (the device, and with it every entry and route on it) and the
  *   masquerade table.
  * - What the overlay does with a Node it cannot use, one that left, or one
- *   on another backend (reported, never silently skipped): subnet.ts.
+ *   on another backend (reported, never silently skipped): subnet.ts. A peer
+ *   the backend makes no route to (host-gw: not on this node's L2 network)
+ *   is reported too, once per reason: a warning with NN_ERR_PEER_NOT_DIRECT,
+ *   a Warning Event OverlayPeerNotDirect on that Node, unreachable().
+ * - setup() first removes what the other backends leave (the registry's
+ *   removeOthers), so an agent restarted with another backend converges.
+ * - The periodic sync's period is the backend's (host-gw: 10 s, flannel's
+ *   RouteCheck) unless resyncMs says otherwise.
  */
+import { ErrorCode } from '../../../lib/errors/errors.js';
 import { F } from '../../../lib/log/fields.js';
 import type { Logger } from '../../../lib/log/log.js';
 import type { Cidr } from '../../../lib/net/ip.js';
@@ -32,13 +40,17 @@ import type { Clock } from '../../../lib/reconcile/clock.js';
 import type { EventRecorder } from '../../../lib/reconcile/event-recorder.js';
 import type { ObjectRejection, RejectionCount } from '../../../lib/reconcile/last-good.js';
 import { BoundedFrequencyRunner } from '../../../lib/reconcile/sync-runner.js';
-import { BackendRegistry, type Backend, type BackendType } from './backend.js';
+import { BackendRegistry, type Backend, type BackendType, type UnreachablePeer } from './backend.js';
+import { HOSTGW } from './hostgw/backend.js';
 import { removeOverlayMasquerade, setupOverlayMasquerade } from './masquerade.js';
 import { A_PUBLIC_IP, SubnetManager, type ForeignNode, type SubnetLease } from './subnet.js';
 import { VXLAN } from './vxlan/backend.js';
 
 /** Every overlay backend nodenet has. */
-export const BACKENDS = new BackendRegistry([VXLAN]);
+export const BACKENDS = new BackendRegistry([VXLAN, HOSTGW]);
+
+/** The Warning Event on a peer Node this node's backend makes no route to (host-gw: not on its L2 network). */
+export const REASON_PEER_NOT_DIRECT = 'OverlayPeerNotDirect';
 
 export interface OverlayDeps {
   readonly nodeName: string;
@@ -55,11 +67,13 @@ export interface OverlayDeps {
   readonly underlayInterface: string | null;
   /** The Node's InternalIP: its interface is the underlay when there is no default route. */
   readonly nodeIP?: string | null;
+  /** vxlan: flannel's DirectRouting (a plain route to the peers on this node's L2 network). */
+  readonly directRouting?: boolean;
   /** Merge-patches this node's Node with these annotations. */
   readonly publish: (annotations: Record<string, string>) => Promise<void>;
   readonly clock: Clock;
   readonly log: Logger;
-  /** The periodic resync (ms), re-reading the kernel. Default 60 s. */
+  /** The periodic resync (ms), re-reading the kernel. Default the backend's (host-gw 10 s), else 60 s. */
   readonly resyncMs?: number;
   /** At least this long between two syncs (ms). Default 100. */
   readonly minSyncMs?: number;
@@ -83,6 +97,8 @@ export class Overlay {
   private setupDone: { readonly mtu: number; readonly publicIP: string } | null = null;
   private firstSynced = false;
   private readonly firstSyncWaiters: (() => void)[] = [];
+  private readonly type: BackendType;
+  private readonly unreachableNow = new Map<string, UnreachablePeer>();
   /** Syncs done, operations applied, operations failed (status and tests). */
   syncs = 0;
   applied = 0;
@@ -97,8 +113,9 @@ export class Overlay {
   constructor(private readonly deps: OverlayDeps) {
     this.log = deps.log.child({ [F.subsys]: 'overlay' });
     const type = deps.backend ?? VXLAN;
+    this.type = type;
     this.backendType = type.type;
-    this.backend = type.create({ nodeName: deps.nodeName, podCIDR: deps.podCIDR, netlink: deps.netlink, underlayInterface: deps.underlayInterface, nodeIP: deps.nodeIP, log: this.log });
+    this.backend = type.create({ nodeName: deps.nodeName, podCIDR: deps.podCIDR, netlink: deps.netlink, underlayInterface: deps.underlayInterface, nodeIP: deps.nodeIP, directRouting: deps.directRouting, log: this.log });
     this.subnets = new SubnetManager({
       nodeName: deps.nodeName, podCIDR: deps.podCIDR, backend: this.backend.leases, knownBackend: (t) => (deps.registry ?? BACKENDS).has(t),
       log: this.log, events: deps.events, changed: () => this.runner.request(),
@@ -107,7 +124,7 @@ export class Overlay {
       fn: () => this.sync(),
       clock: deps.clock,
       minIntervalMs: deps.minSyncMs ?? 100,
-      maxIntervalMs: deps.resyncMs ?? 60_000,
+      maxIntervalMs: deps.resyncMs ?? this.backend.resyncMs ?? 60_000,
       log: this.log,
     });
   }
@@ -144,9 +161,16 @@ export class Overlay {
     return this.subnets.foreign();
   }
 
-  /** Sets the backend up (its device), then the masquerade table. Call once, before the events. */
+  /** The peers the backend makes no route to now, and why (host-gw: not on this node's L2 network). */
+  unreachable(): UnreachablePeer[] {
+    return [...this.unreachableNow.values()].sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0));
+  }
+
+  /** Removes what the other backends left, sets this one up (its device), then the masquerade table. Call once, before the events. */
   async setup(): Promise<void> {
     const d = this.deps;
+    const others = await (d.registry ?? BACKENDS).removeOthers(this.type, d.netlink);
+    this.log.debug({ backends: others }, 'what other overlay backends leave removed');
     const s = await this.backend.setup();
     this.setupDone = { mtu: s.mtu, publicIP: s.publicIP };
     this.subnets.setOwn({ backendData: s.backendData, publicIP: s.publicIP });
@@ -191,6 +215,27 @@ export class Overlay {
     await removeOverlay(this.deps.netlink, this.deps.nft);
   }
 
+  /**
+   * The peers the backend makes no route to: each said once per reason (a warning with its stable code, a Warning
+   * Event on that Node, whose count the recorder folds); one routed again, or gone, said at info.
+   */
+  private noteUnreachable(list: readonly UnreachablePeer[]): void {
+    const d = this.deps;
+    const now = new Map(list.map((u) => [u.node, u] as const));
+    for (const [node, was] of this.unreachableNow) {
+      if (now.has(node)) continue;
+      this.unreachableNow.delete(node);
+      this.log.info({ [F.node]: node, [F.ip]: was.publicIP }, this.subnets.peers().has(node) ? 'peer routed again' : 'unreachable peer left');
+    }
+    for (const u of now.values()) {
+      if (this.unreachableNow.get(u.node)?.reason === u.reason) continue;
+      this.unreachableNow.set(u.node, u);
+      const message = `Node ${u.node} (public IP ${u.publicIP}) is not on the L2 network of ${d.nodeName}, which runs the ${this.backendType} overlay backend: ${u.reason}. No route to its pods is made from ${d.nodeName} (a route via that address would be routed half-way); put the nodes on one L2 network, or run vxlan (with --direct-routing for the nodes that are)`;
+      this.log.warn({ [F.node]: u.node, [F.ip]: u.publicIP, [F.code]: ErrorCode.PeerNotDirect, [F.reason]: REASON_PEER_NOT_DIRECT }, message);
+      d.events?.event({ apiVersion: 'v1', kind: 'Node', name: u.node }, 'Warning', REASON_PEER_NOT_DIRECT, message);
+    }
+  }
+
   /** One sync: publish what is due, then the backend plans from the peers and the kernel, and the overlay applies. */
   async sync(): Promise<void> {
     const d = this.deps;
@@ -211,7 +256,8 @@ export class Overlay {
     const dev = this.backend.device ? { [F.ifName]: this.backend.device } : {};
     try {
       if (!this.setupDone) return;
-      const { ops } = await this.backend.plan([...this.subnets.peers().values()]);
+      const { ops, unreachable } = await this.backend.plan([...this.subnets.peers().values()]);
+      this.noteUnreachable(unreachable ?? []);
       const failedNodes = new Set<string>();
       let done = 0;
       for (const op of ops) {

@@ -99,7 +99,9 @@ export interface LeaseReader<D> {
   readonly type: string;
   /** What the backend makes from a peer's lease, for the messages ("route, FDB entry and neighbour"). */
   readonly serves: string;
-  /** backend-data (parsed JSON) → the backend's data, or why not, said in full ('invalid': malformed; 'elsewhere': another network of this type). */
+  /** Whether a Node without backend-data is a lease all the same (host-gw has none: flannel writes "null"). */
+  readonly dataOptional?: boolean;
+  /** backend-data (parsed JSON; null when absent and optional) → the backend's data, or why not, said in full ('invalid': malformed; 'elsewhere': another network of this type). */
   readData(data: unknown): { readonly data: D } | { readonly skip: string; readonly class: 'invalid' | 'elsewhere' };
 }
 
@@ -150,10 +152,10 @@ export function subnetLeaseFromNode<D>(node: unknown, backend: LeaseReader<D>): 
   if (type === undefined) return skip('pending', annotationField(A_BACKEND_TYPE), `no ${A_BACKEND_TYPE} annotation yet`);
   if (type !== backend.type) return skip('elsewhere', annotationField(A_BACKEND_TYPE), `backend ${JSON.stringify(type)}, not ${backend.type}`, type);
   const raw = a[A_BACKEND_DATA];
-  if (raw === undefined) return skip('pending', annotationField(A_BACKEND_DATA), `no ${A_BACKEND_DATA} annotation yet`);
+  if (raw === undefined && !backend.dataOptional) return skip('pending', annotationField(A_BACKEND_DATA), `no ${A_BACKEND_DATA} annotation yet`);
   let json: unknown;
   try {
-    json = JSON.parse(raw);
+    json = raw === undefined ? null : JSON.parse(raw);
   } catch {
     return skip('invalid', annotationField(A_BACKEND_DATA), `${A_BACKEND_DATA} is not JSON`);
   }

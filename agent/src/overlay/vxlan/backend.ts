@@ -13,6 +13,12 @@
  * - A peer whose annotations change is updated in place: a new MAC replaces
  *   the neighbour and swaps the FDB entry; a new public IP replaces the
  *   MAC's FDB entry's destination (NLM_F_REPLACE, as flannel).
+ * - directRouting (flannel's DirectRouting): the peers on this node's L2
+ *   network get host-gw's route instead (plan.ts over ../hostgw/plan.ts);
+ *   the pods' MTU stays the device's, since other peers may be tunneled.
+ * - It adopts host-gw's leftovers: its planner replaces a proto-78 route to
+ *   a peer in place and deletes the rest, so a switch from host-gw flaps
+ *   nothing that stays.
  */
 import { F } from '../../../../lib/log/fields.js';
 import type { Logger } from '../../../../lib/log/log.js';
@@ -21,6 +27,7 @@ import type { NetlinkOps } from '../../netlink/ops.js';
 import type { Backend, BackendDeps, BackendSetup, BackendType } from '../backend.js';
 import type { SubnetLease } from '../subnet.js';
 import { findUnderlay, type Underlay } from '../underlay.js';
+import { applyDirectRoute, HOSTGW_TYPE } from '../hostgw/backend.js';
 import { ensureVxlanDevice } from './device.js';
 import { toLease, VXLAN_DEVICE, VXLAN_LEASES, VXLAN_TYPE, vtepMacFor, vxlanBackendData, type VxlanData } from './lease.js';
 import { describeOp, planOverlay, type OverlayOp } from './plan.js';
@@ -46,7 +53,7 @@ export class VxlanBackend implements Backend<VxlanData, OverlayOp> {
       publicIP: this.underlay.ip,
       backendData: vxlanBackendData(this.vtepMac),
       message: 'vxlan device ready',
-      detail: { [F.ifName]: VXLAN_DEVICE, underlay: this.underlay.name, [F.ip]: this.underlay.ip, mtu: dev.link.mtu, mac: this.vtepMac, actions: dev.actions },
+      detail: { [F.ifName]: VXLAN_DEVICE, directRouting: d.directRouting === true, underlay: this.underlay.name, [F.ip]: this.underlay.ip, mtu: dev.link.mtu, mac: this.vtepMac, actions: dev.actions },
     };
   }
 
@@ -60,7 +67,10 @@ export class VxlanBackend implements Backend<VxlanData, OverlayOp> {
     const neighs = await d.netlink.listNeighs(VXLAN_DEVICE);
     const fdb = await d.netlink.listFdb(VXLAN_DEVICE);
     const routes = await d.netlink.listRoutes();
-    const ops = planOverlay(peers.map(toLease), { device: { index: device.index, name: device.name }, neighs, fdb, routes });
+    const ops = planOverlay(peers.map(toLease), {
+      device: { index: device.index, name: device.name }, neighs, fdb, routes,
+      underlay: { index: this.underlay.index, name: this.underlay.name }, directRouting: d.directRouting === true,
+    });
     return { ops, repaired };
   }
 
@@ -68,6 +78,8 @@ export class VxlanBackend implements Backend<VxlanData, OverlayOp> {
     const nl = this.deps.netlink;
     const dev = VXLAN_DEVICE;
     switch (op.op) {
+      case 'addDirectRoute':
+      case 'delDirectRoute': return applyDirectRoute(nl, op, this.underlay?.name ?? '');
       case 'delRoute': return nl.delRoute({ dst: op.dst, dev, ...(op.gw ? { gw: op.gw } : {}) });
       case 'addNeigh': return nl.addNeigh({ dev, ip: op.ip, mac: op.mac, permanent: true });
       case 'appendFdb': return nl.appendFdb({ dev, mac: op.mac, dst: op.dst });
@@ -79,7 +91,7 @@ export class VxlanBackend implements Backend<VxlanData, OverlayOp> {
   }
 
   describe(op: OverlayOp): string {
-    return describeOp(op, VXLAN_DEVICE);
+    return describeOp(op, VXLAN_DEVICE, this.underlay?.name);
   }
 }
 
@@ -87,6 +99,7 @@ export class VxlanBackend implements Backend<VxlanData, OverlayOp> {
 export const VXLAN: BackendType = {
   type: VXLAN_TYPE,
   create: (deps) => new VxlanBackend(deps) as Backend<unknown>,
+  adopts: [HOSTGW_TYPE],
   async remove(nl: NetlinkOps) {
     try {
       await nl.deleteLink(VXLAN_DEVICE);
