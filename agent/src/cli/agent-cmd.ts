@@ -24,7 +24,7 @@ export const AGENT_USAGE = `usage: nodenet agent [--config FILE] [--node-name N]
                      [--nodeport-addresses primary|CIDR,...] [--service-cluster-ip-range CIDR]
                      [--metrics-bind-address IP:PORT] [--healthz-bind-address IP:PORT]
                      [--ipvs-scheduler rr|lc|sh|mh|...] [--ipvs-filter true|false] [--ipvs-strict-arp true|false]
-                     [--backend vxlan|host-gw|none] [--direct-routing true|false] [--iface IF] [--run-pods true|false] [--kubelet-port 10250]
+                     [--backend vxlan|host-gw|bgp|none] [--direct-routing true|false] [--bgp-asn 64512] [--bgp-route-reflector true|false] [--iface IF] [--run-pods true|false] [--kubelet-port 10250]
                      [--capacity cpu=2,memory=4Gi,pods=30] [--kube-reserved cpu=100m,memory=256Mi] [--system-reserved ...]
                      [--log-level fatal|error|warn|info|debug|trace|silent] [--log-file F]
 Runs the node agent until SIGTERM: the CNI service on a unix socket and, with a proxy mode, Service rules
@@ -36,7 +36,9 @@ On an API server, --backend joins the pod network of every Node (flannel's backe
 of the node's primary IP): vxlan tunnels to the other Nodes (pods' MTU the underlay's - 50; --direct-routing true
 routes the Nodes on this L2 network directly, as flannel's DirectRouting), host-gw routes each Node's pod CIDR via
 its underlay IP (no device, the underlay's MTU; the Nodes on one L2 network; a Node behind a gateway gets no route
-and a Warning Event). --overlay is the older name of --backend. --run-pods runs the Pods bound to this node (the embedded kubelet,
+and a Warning Event), bgp runs the node's own BIRD 2 (bird2), which exchanges the pod CIDRs with the other Nodes by
+iBGP in AS --bgp-asn (full mesh; with --bgp-route-reflector true on one or two Nodes, the others peer only with those)
+and installs their routes (proto bird; the underlay's MTU). --overlay is the older name of --backend. --run-pods runs the Pods bound to this node (the embedded kubelet,
 serving the API server's log requests on --kubelet-port). With a kubeconfig file, the agent reaches every API
 server the kubernetes EndpointSlice lists through a balancer on 127.0.0.1 that health-checks them every second and
 moves the connections off a dead one (k3s's agent load balancer); --api-server-failover false dials the
@@ -48,7 +50,7 @@ requests against, as the kubelet's.
 Flags override the config file's keys.`;
 
 const SPECS: FlagSpecs = Object.fromEntries([['config', { type: 'string' }], ...Object.keys(FLAG_KEYS).map((k) => [k, { type: 'string' }])]);
-const NUMERIC: ReadonlySet<string> = new Set<keyof AgentConfig>(['mtu', 'nftablesShards', 'proxyMinSyncMs', 'proxySyncPeriodMs', 'nodeLeaseDurationSeconds', 'kubeletPort']);
+const NUMERIC: ReadonlySet<string> = new Set<keyof AgentConfig>(['mtu', 'nftablesShards', 'proxyMinSyncMs', 'proxySyncPeriodMs', 'nodeLeaseDurationSeconds', 'kubeletPort', 'bgpAsn']);
 
 export function agentConfigFromArgs(argv: readonly string[]): AgentConfig {
   return agentConfigFrom(parseFlags(argv, SPECS).flags);

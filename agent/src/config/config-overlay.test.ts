@@ -26,8 +26,8 @@ t.test('backend: vxlan, host-gw or none; overlay is its older spelling, and both
   t.equal(parseAgentConfig({ overlay: 'host-gw', ...API }).backend, 'host-gw', 'the older key says the same');
   t.equal(parseAgentConfig({ backend: 'vxlan', overlay: 'vxlan', ...API }).backend, 'vxlan', 'both, agreeing');
   t.throws(() => parseAgentConfig({ backend: 'host-gw', overlay: 'vxlan', ...API }), { message: /^config backend: backend "host-gw" and overlay "vxlan" disagree: overlay is the older name of backend; give one$/ });
-  t.throws(() => parseAgentConfig({ backend: 'udp', ...API }), { message: /^config backend: must be vxlan, host-gw or none, got "udp"$/ });
-  t.throws(() => parseAgentConfig({ overlay: 'udp', ...API }), { message: /^config overlay: must be vxlan, host-gw or none/ });
+  t.throws(() => parseAgentConfig({ backend: 'udp', ...API }), { message: /^config backend: must be vxlan, host-gw, bgp or none, got "udp"$/ });
+  t.throws(() => parseAgentConfig({ overlay: 'udp', ...API }), { message: /^config overlay: must be vxlan, host-gw, bgp or none/ });
   t.throws(() => parseAgentConfig({ backend: 'host-gw', clusterCIDR: '10.244.0.0/16' }), { message: /^config backend: host-gw follows the Node objects of an API server: it needs kubeconfig$/ });
   t.throws(() => parseAgentConfig({ backend: 'host-gw', kubeconfig: '/k' }), { message: /^config clusterCIDR: overlay host-gw needs the cluster CIDR/ });
   t.equal(FLAG_KEYS['backend'], 'backend');

@@ -21,7 +21,7 @@ export type ProxyMode = 'iptables' | 'nftables' | 'ipvs' | 'none';
  * The overlay backends (overlay/backend.ts's registry, by flannel's names) and 'none': the one list the config,
  * the flags and `lab up` accept. A new backend is added here.
  */
-export const OVERLAY_BACKENDS = ['vxlan', 'host-gw', 'none'] as const;
+export const OVERLAY_BACKENDS = ['vxlan', 'host-gw', 'bgp', 'none'] as const;
 export type OverlayBackendName = (typeof OVERLAY_BACKENDS)[number];
 
 /** Whether `s` names an overlay backend (or 'none'). */
@@ -96,12 +96,17 @@ export interface AgentConfig {
   /**
    * The pod network between nodes (flannel's backends; each needs an API server and the cluster CIDR):
    * 'vxlan' (a VXLAN device, and an FDB entry, a neighbour and a route per other Node, from their annotations),
-   * 'host-gw' (a route per other Node via its underlay IP, no device; the nodes on one L2 network) or 'none'.
+   * 'host-gw' (a route per other Node via its underlay IP, no device; the nodes on one L2 network),
+   * 'bgp' (Calico's way: the node's own BIRD 2 exchanges the podCIDRs by iBGP and installs the routes) or 'none'.
    * `overlay` is its older spelling (the config key and --overlay): both given, they must agree.
    */
   readonly backend: OverlayBackendName;
   /** vxlan only (flannel's DirectRouting): the other Nodes on this node's L2 network get a plain route, the rest VXLAN. */
   readonly directRouting: boolean;
+  /** bgp only: the cluster's AS number (--bgp-asn; Calico's default 64512). */
+  readonly bgpAsn: number;
+  /** bgp only: this node is a route reflector (--bgp-route-reflector); the others then peer only with the reflectors. */
+  readonly bgpRouteReflector: boolean;
   /** The underlay interface the overlay runs on (flannel --iface); null: the one holding the node's primary IP. */
   readonly underlayInterface: string | null;
   /** Run the Pods bound to this node (the embedded kubelet, pods/); needs an API server. Off on a real cluster. */
@@ -149,6 +154,8 @@ export const DEFAULTS: AgentConfig = {
   nodeLeaseDurationSeconds: 40,
   backend: 'none',
   directRouting: false,
+  bgpAsn: 64512,
+  bgpRouteReflector: false,
   underlayInterface: null,
   runPods: false,
   kubeletPort: 10250,
@@ -304,6 +311,9 @@ export function parseAgentConfig(raw: unknown): AgentConfig {
   }
   const directRouting = boolField(o, 'directRouting') ?? DEFAULTS.directRouting;
   if (directRouting && backend !== 'vxlan') throw bad('directRouting', `is vxlan's (flannel's hybrid: plain routes to the Nodes on this L2 network, VXLAN to the others), not ${backend}'s${backend === 'host-gw' ? ': host-gw routes every Node directly already' : ''}`);
+  const bgpAsn = read.optInt(o, 'bgpAsn', '', { min: 1, max: 4_294_967_295 }) ?? DEFAULTS.bgpAsn;
+  const bgpRouteReflector = boolField(o, 'bgpRouteReflector') ?? DEFAULTS.bgpRouteReflector;
+  for (const k of ['bgpAsn', 'bgpRouteReflector']) if (o[k] !== undefined && backend !== 'bgp') throw bad(k, `is the bgp backend's, not ${backend}'s`);
   const underlayInterface = str(o, 'underlayInterface') ?? null;
   if (underlayInterface !== null && (underlayInterface.length > 15 || /[\s/]/.test(underlayInterface))) throw bad('underlayInterface', 'must be a valid interface name (at most 15 characters)');
   const runPods = boolField(o, 'runPods') ?? DEFAULTS.runPods;
@@ -337,6 +347,8 @@ export function parseAgentConfig(raw: unknown): AgentConfig {
     nodeLeaseDurationSeconds: leaseSeconds,
     backend,
     directRouting,
+    bgpAsn,
+    bgpRouteReflector,
     underlayInterface,
     runPods,
     kubeletPort,
@@ -378,6 +390,8 @@ export const FLAG_KEYS: Readonly<Record<string, keyof AgentConfig | 'overlay'>> 
   backend: 'backend',
   overlay: 'overlay',
   'direct-routing': 'directRouting',
+  'bgp-asn': 'bgpAsn',
+  'bgp-route-reflector': 'bgpRouteReflector',
   iface: 'underlayInterface',
   'run-pods': 'runPods',
   'kubelet-port': 'kubeletPort',

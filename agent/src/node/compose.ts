@@ -56,6 +56,8 @@ import { DiskAttachmentStore } from '../sandbox/record-store.js';
 import type { NodeRegistration } from '../watch/node-registration.js';
 import { ManifestSource } from '../watch/manifest-source.js';
 import { BACKENDS, Overlay, removeOverlay as removeNodeOverlay } from '../overlay/overlay.js';
+import { bgpBackendType } from '../overlay/bgp/backend.js';
+import { stopBird } from '../overlay/bgp/bird.js';
 import type { ControlPlaneOptions } from '../../../controlplane/control-plane.js';
 
 // Loaded when used (a chunk of their own in dist/): client-node's import alone takes about 1.2 s, and
@@ -260,7 +262,9 @@ function registrationComponent(cfg: AgentConfig, node: NetlinkOps, log: Logger):
  */
 function overlayComponent(cfg: AgentConfig, log: Logger, runner: Runner, nodeIP: string | null): AgentOverlay {
   if (!cfg.kubeconfig || !cfg.podCIDR || !cfg.clusterCIDR) throw new NodenetError(ErrorCode.InvalidConfig, `overlay ${cfg.backend} needs kubeconfig, clusterCIDR and a pod CIDR`);
-  const backend = BACKENDS.get(cfg.backend);
+  const backend = cfg.backend === 'bgp' && cfg.clusterCIDR
+    ? bgpBackendType({ runDir: cfg.runDir, clusterCIDR: cfg.clusterCIDR, asn: cfg.bgpAsn, routeReflector: cfg.bgpRouteReflector, runner })
+    : BACKENDS.get(cfg.backend);
   if (!backend) throw new NodenetError(ErrorCode.InvalidConfig, `config backend: nodenet has no overlay backend ${JSON.stringify(cfg.backend)} (${BACKENDS.names.join(', ')})`);
   const { kubeconfig, podCIDR, clusterCIDR } = cfg;
   let overlay: Overlay | null = null;
@@ -285,6 +289,8 @@ function overlayComponent(cfg: AgentConfig, log: Logger, runner: Runner, nodeIP:
       });
       overlay = o;
       try {
+        // Another backend than bgp: a BIRD an earlier agent ran here stops first (the setup then removes its routes).
+        if (cfg.backend !== 'bgp' && await stopBird(cfg.runDir, { nodeRunner: runner })) log.info({ [F.subsys]: 'overlay' }, 'BIRD stopped: this node no longer runs the bgp backend');
         await o.setup();
         const w = new ClusterWatch({ kubeconfig: kc, log, clock: realClock, sources: [{ kind: 'nodes', name: 'nodes (overlay)', handler: o.handler, synced: () => o.synced() }] });
         watch = w;

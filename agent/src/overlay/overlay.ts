@@ -42,12 +42,13 @@ import type { ObjectRejection, RejectionCount } from '../../../lib/reconcile/las
 import { BoundedFrequencyRunner } from '../../../lib/reconcile/sync-runner.js';
 import { BackendRegistry, type Backend, type BackendType, type UnreachablePeer } from './backend.js';
 import { HOSTGW } from './hostgw/backend.js';
+import { BGP } from './bgp/backend.js';
 import { removeOverlayMasquerade, setupOverlayMasquerade } from './masquerade.js';
 import { A_PUBLIC_IP, SubnetManager, type ForeignNode, type SubnetLease } from './subnet.js';
 import { VXLAN } from './vxlan/backend.js';
 
 /** Every overlay backend nodenet has. */
-export const BACKENDS = new BackendRegistry([VXLAN, HOSTGW]);
+export const BACKENDS = new BackendRegistry([VXLAN, HOSTGW, BGP]);
 
 /** The Warning Event on a peer Node this node's backend makes no route to (host-gw: not on its L2 network). */
 export const REASON_PEER_NOT_DIRECT = 'OverlayPeerNotDirect';
