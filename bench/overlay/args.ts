@@ -8,7 +8,7 @@
  *   --pings 200             ICMP echoes per case for the RTT (quick: 50); 0 skips ping
  *   --ping-interval-ms 5    between echoes (ping -i; below 200 ms needs root, which the bench has)
  *   --rr 2000               TCP 1-byte request/response round trips per case (quick: 500); 0 skips them
- *   --cases same-node,cross-node,underlay,bare-vxlan,bare-pods,bare-pods-conntrack
+ *   --cases same-node,cross-node,underlay,bare-vxlan,bare-pods,bare-pods-conntrack,bare-routed,bare-routed-conntrack
  *                           which paths to measure (the share needs cross-node and underlay; bare.ts says what the bare ones are)
  *   --quick                 smaller figures (well under a minute of measuring); any flag above overrides them
  *   --out FILE              where the results JSON goes (default bench/overlay/results/<date>.json)
@@ -19,11 +19,13 @@ import { benchFlags, int, list } from '../lib/args.js';
 /**
  * The paths: nodenet's (a) over cbr0 on one node and (b) across nodes over nodenet.1, (c) node to node on
  * eth0 (the reference), and the kernel's own, built by hand without nodenet (bare.ts): (d) host to host over
- * VXLAN, (e) pod to pod over bridge and VXLAN with no netfilter, (f) the same with conntrack and NAT hooks.
+ * VXLAN, (e) pod to pod over bridge and VXLAN with no netfilter, (f) the same with conntrack and NAT hooks, and the
+ * routed path (host-gw's, BGP's) with no tunnel: (g) pod to pod over bridge and a route via the peer, (h) the same
+ * with conntrack.
  */
-export const CASES = ['same-node', 'cross-node', 'underlay', 'bare-vxlan', 'bare-pods', 'bare-pods-conntrack'] as const;
+export const CASES = ['same-node', 'cross-node', 'underlay', 'bare-vxlan', 'bare-pods', 'bare-pods-conntrack', 'bare-routed', 'bare-routed-conntrack'] as const;
 /** The cases on the bare hosts (bare.ts). */
-export const BARE_CASES: readonly CaseName[] = ['bare-vxlan', 'bare-pods', 'bare-pods-conntrack'];
+export const BARE_CASES: readonly CaseName[] = ['bare-vxlan', 'bare-pods', 'bare-pods-conntrack', 'bare-routed', 'bare-routed-conntrack'];
 export type CaseName = (typeof CASES)[number];
 
 export interface BenchArgs {

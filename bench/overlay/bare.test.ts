@@ -1,5 +1,5 @@
 import t from 'tap';
-import { bareUnderlayIP, barePodIP, bareSubnet, bareVtepIP, bareVtepMac, CONNTRACK_NFT, hostScript, peerFdb, peerScript, podScript, type BareHost } from './bare.js';
+import { bareUnderlayIP, barePodIP, bareSubnet, bareVtepIP, bareVtepMac, CONNTRACK_NFT, hostScript, peerFdb, peerScript, podScript, routedHostScript, routedPeerScript, routedPodScript, type BareHost } from './bare.js';
 
 const h1: BareHost = { index: 1, hostNs: 'nn-bo1-h1', podNs: 'nn-bo1-hp1' };
 const h2: BareHost = { index: 2, hostNs: 'nn-bo1-h2', podNs: 'nn-bo1-hp2' };
@@ -41,4 +41,14 @@ t.test('a peer: neighbour before the onlink route (the kernel never ARPs for the
 t.test('conntrack on: flannel\'s masquerade for pods leaving the cluster network, which never matches pod to pod; nothing dropped', async (t) => {
   t.match(CONNTRACK_NFT, /type nat hook postrouting priority srcnat; policy accept;\n\s+ip saddr 10\.250\.0\.0\/16 ip daddr != 10\.250\.0\.0\/16 masquerade\n/);
   t.notMatch(CONNTRACK_NFT, /drop|reject|dnat|hook prerouting|hook forward/, 'no rule on every packet');
+});
+
+t.test('the routed path by hand (cases g, h): a bridge and a route via the peer, the underlay MTU, no tunnel', async (t) => {
+  const h = { index: 5, hostNs: 'nn-bo-h5', podNs: 'nn-bo-hp5' };
+  const host = routedHostScript(h, 1500);
+  t.match(host, /link set br0 mtu 1500/);
+  t.match(host, /link add vp5 mtu 1500 type veth peer name eth0 netns nn-bo-hp5/);
+  t.notMatch(host, /vxlan/, 'no tunnel device');
+  t.match(routedPodScript(h, 1500), /link set eth0 mtu 1500\naddr add 10\.250\.5\.2\/24 dev eth0/);
+  t.equal(routedPeerScript({ index: 6, hostNs: 'a', podNs: 'b' }), 'route add 10.250.6.0/24 via 192.168.77.226 dev eth0\n');
 });

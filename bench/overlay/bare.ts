@@ -21,6 +21,12 @@
  * Case b against case f is nodenet's own cost; case e against case c is the
  * ceiling a goal for this lab must sit under.
  *
+ * The routed paths (flannel's host-gw, Calico's BGP) have no tunnel: the pod
+ * subnet of a peer is a plain route via the peer's underlay address, and the
+ * pods get the underlay's whole MTU. Their ceiling, by hand the same way:
+ *   (g) bare-routed:           pod → pod over bridge and a route via the peer, no netfilter;
+ *   (h) bare-routed-conntrack: the same with the conntrack and NAT hooks.
+ *
  * Addresses: hosts on the underlay at 192.168.77.220 + i (clients outside the
  * cluster start at .200), pod subnets 10.250.i.0/24 (outside the lab's
  * cluster and Service CIDRs), the VTEP at .0/32 and the bridge at .1 as
@@ -159,3 +165,33 @@ export const CONNTRACK_NFT = [
   '}',
   '',
 ].join('\n');
+
+/**
+ * `ip -n <host> -batch -` input for a routed host (cases g and h): the bridge and the veth to the pod, at the
+ * underlay's MTU, no tunnel device.
+ */
+export function routedHostScript(h: BareHost, underlayMtu: number): string {
+  checkIndex(h.index);
+  const i = h.index;
+  return [
+    `link add ${BARE_BRIDGE} type bridge`,
+    `link set ${BARE_BRIDGE} mtu ${underlayMtu}`,
+    `addr add ${bareGatewayIP(i)}/24 dev ${BARE_BRIDGE}`,
+    `link set ${BARE_BRIDGE} up`,
+    `link add ${barePodPeer(i)} mtu ${underlayMtu} type veth peer name eth0 netns ${h.podNs}`,
+    `link set ${barePodPeer(i)} master ${BARE_BRIDGE}`,
+    `link set ${barePodPeer(i)} up`,
+    '',
+  ].join('\n');
+}
+
+/** `ip -n <pod> -batch -` input for a routed host's pod: the underlay's MTU. */
+export function routedPodScript(h: BareHost, underlayMtu: number): string {
+  return podScript(h, underlayMtu + VXLAN_OVERHEAD);
+}
+
+/** `ip -n <host> -batch -` input for reaching a routed `peer`: its pod subnet via its underlay address on eth0 (host-gw's route). */
+export function routedPeerScript(peer: BareHost): string {
+  checkIndex(peer.index);
+  return `route add ${bareSubnet(peer.index)} via ${bareUnderlayIP(peer.index)} dev eth0\n`;
+}

@@ -1,7 +1,9 @@
 import t from 'tap';
 import { parseBenchArgs } from './args.js';
 import type { IperfRun } from './parse.js';
-import { ceilingLine, cpuSecondsPerGB, formatCases, formatReport, gbps, perCpuShareOfUnderlay, shareOf, shareOfUnderlay, summarizeLatency, summarizeThroughput, us, verdict, type BenchResult, type CaseResult } from './report.js';
+import { ceilingLine, cpuSecondsPerGB, formatCases, formatReport, gbps, perCpuShareOfUnderlay, shareBars, shareOf, shareOfUnderlay, summarizeLatency, summarizeThroughput, us, verdict, type BenchResult, type CaseResult } from './report.js';
+import { chartSpec } from './chart.js';
+import type { CaseName } from './args.js';
 
 const run = (gbit: number, extra: Partial<IperfRun> = {}): IperfRun => ({
   receivedBps: gbit * 1e9, sentBps: gbit * 1e9 * 1.01, seconds: 5, streams: 1, retransmits: 10, cpuSenderPct: 60, cpuReceiverPct: 80, congestion: 'cubic', pmtu: 1450, ...extra,
@@ -131,4 +133,15 @@ t.test('the whole report: setup, table, share against the references, latency ad
     'Machine: kernel 6.18.44, 2 cores (AMD EPYC), 24,105 MiB, Node v20.20.2, iperf 3.12, ping from iputils 20221126; commit ea6e31c; load average 1.00 0.50 0.25 before, 1.50 0.75 0.30 after; 61 s in all.',
     '',
   ].join('\n'));
+});
+
+t.test('the chart: a bar per measured case as a share of the underlay, nodenet beside by hand and the reference', async (t) => {
+  const mk = (name: CaseName, gbit: number): CaseResult => ({ name, fromIP: 'a', toIP: 'b', mtu: 1450, throughput: summarizeThroughput([run(gbit)]), ping: null, rr: null, errors: [] });
+  const cases = [mk('cross-node', 10), mk('underlay', 20), mk('bare-routed', 16), { ...mk('bare-pods', 1), throughput: null }];
+  const bars = shareBars(cases);
+  t.same(bars.map((b) => [b.kind, b.sharePct]), [['nodenet', 50], ['reference', 100], ['by hand', 80]], 'a case without throughput has no bar');
+  const spec = chartSpec(bars, 'title') as { data: { values: unknown[] }; layer: unknown[] };
+  t.equal(spec.data.values.length, 3);
+  t.equal(spec.layer.length, 2, 'bars and their figures');
+  t.match(ceilingLine([...cases, mk('bare-pods-conntrack', 14), mk('bare-routed-conntrack', 15)]) ?? '', /Without a tunnel \(the routed path of host-gw and BGP, by hand\): \(g\) 80% with no netfilter, \(h\) 75% with conntrack, 5 points above the VXLAN path's \(f\)\./);
 });

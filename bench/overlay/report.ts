@@ -159,6 +159,8 @@ export const CASE_LABELS: Readonly<Record<CaseName, { label: string; path: strin
   'bare-vxlan': { label: '(d) host → host, bare VXLAN', path: 'vx0 (VXLAN) → eth0 → underlay → eth0 → vx0; by hand, no agent, no netfilter' },
   'bare-pods': { label: '(e) pod → pod, bare path', path: 'pod → br0 → vx0 (VXLAN) → underlay → vx0 → br0 → pod; by hand, no agent, no netfilter (the ceiling)' },
   'bare-pods-conntrack': { label: '(f) pod → pod, bare path + conntrack', path: 'as (e), with conntrack and NAT hooks (a masquerade rule), as on every node with Services' },
+  'bare-routed': { label: '(g) pod → pod, bare routed path', path: 'pod → br0 → route via the peer → eth0 → underlay → eth0 → br0 → pod; by hand, no tunnel, no netfilter (the routed ceiling)' },
+  'bare-routed-conntrack': { label: '(h) pod → pod, bare routed path + conntrack', path: 'as (g), with conntrack and NAT hooks, as host-gw or BGP on a node with Services' },
 };
 
 /** The letter of a case's label: "(b)". */
@@ -203,6 +205,12 @@ export function ceilingLine(cases: readonly CaseResult[]): string | null {
   const against = [bf !== null ? `${pct(bf)} of (f)` : null, be !== null ? `${pct(be)} of (e)` : null].filter((x) => x !== null).join(' and ');
   let line = `The kernel's ceiling on this lab: the same data path built by hand reaches, ${parts.join(', and ')}. nodenet's overlay (b) is ${against}.`;
   if (e !== null && e < GOAL_SHARE_PCT) line += ` No VXLAN pod overlay can pass (e) on this machine, so the goal of ≥ ${GOAL_SHARE_PCT}% is above what this lab allows.`;
+  const g = s('bare-routed');
+  const h = s('bare-routed-conntrack');
+  if (g !== null || h !== null) {
+    line += ` Without a tunnel (the routed path of host-gw and BGP, by hand): ${[g !== null ? `(g) ${pct(g)} with no netfilter` : null, h !== null ? `(h) ${pct(h)} with conntrack` : null].filter((x) => x !== null).join(', ')}` +
+      `${h !== null && f !== null ? `, ${(h - f).toFixed(0)} points above the VXLAN path's (f)` : ''}.`;
+  }
   return line;
 }
 
@@ -280,4 +288,24 @@ export function formatReport(r: BenchResult): string {
     for (const e of [...errs, ...r.notes]) lines.push(`- ${e}`);
   }
   return `${lines.join('\n')}\n`;
+}
+
+/** One bar of the chart: a case's share of the underlay. */
+export interface ShareBar {
+  readonly case: string;
+  readonly order: number;
+  /** nodenet's, the bare ceiling's, or the reference. */
+  readonly kind: 'nodenet' | 'by hand' | 'reference';
+  readonly sharePct: number;
+}
+
+/** The chart's bars: every measured case's median throughput as a share of the underlay's, in the table's order. */
+export function shareBars(cases: readonly CaseResult[]): ShareBar[] {
+  const out: ShareBar[] = [];
+  cases.forEach((c, i) => {
+    const share = c.name === 'underlay' ? (c.throughput ? 100 : null) : shareOfUnderlay(cases, c.name);
+    if (share === null) return;
+    out.push({ case: CASE_LABELS[c.name].label, order: i, kind: c.name === 'underlay' ? 'reference' : BARE_CASES.includes(c.name) ? 'by hand' : 'nodenet', sharePct: Math.round(share * 10) / 10 });
+  });
+  return out;
 }

@@ -25,7 +25,10 @@
  * conntrack and NAT hooks (bare.ts's masquerade rule). They give the kernel's ceiling:
  *   (d) bare-vxlan:          h1 → h2's VTEP over vx0;
  *   (e) bare-pods:           hp1 → hp2 over br0 and vx0, no netfilter;
- *   (f) bare-pods-conntrack: hp3 → hp4, the same with conntrack.
+ *   (f) bare-pods-conntrack: hp3 → hp4, the same with conntrack;
+ *   (g) bare-routed:         hp5 → hp6 over br0 and a route via h6 on eth0 (host-gw's path, no tunnel), no netfilter;
+ *   (h) bare-routed-conntrack: hp7 → hp8, the same with conntrack.
+ * A chart of every case's share of the underlay goes to bench/results/overlay-<date>.{svg,png}.
  *
  * A progress line per step on stderr; the Markdown report on stdout; the
  * results JSON (with the machine) under bench/overlay/results/ (a dated
@@ -44,9 +47,10 @@ import { newLab, runner } from '../../agent/src/testing/lab.js';
 import { parseProcStatTotals } from '../lib/proc.js';
 import { waitFor } from '../../agent/src/testing/wait.js';
 import { BARE_CASES, defaultOut, parseBenchArgs, type BenchArgs, type CaseName } from './args.js';
-import { barePodIP, bareUnderlayIP, bareVtepIP, CONNTRACK_NFT, hostScript, peerFdb, peerScript, podScript, BARE_VXLAN, type BareHost } from './bare.js';
+import { barePodIP, bareUnderlayIP, bareVtepIP, CONNTRACK_NFT, hostScript, peerFdb, peerScript, podScript, routedHostScript, routedPeerScript, routedPodScript, BARE_VXLAN, type BareHost } from './bare.js';
 import { parseIperf3Json, parseLinkMtus, parsePing, parseRrOutput, type IperfRun } from './parse.js';
-import { CASE_LABELS, formatReport, gbps, shareOfUnderlay, summarizeLatency, summarizeThroughput, us, type BenchResult, type CaseResult, type LatencySummary, type Meta, type Mtus } from './report.js';
+import { CASE_LABELS, formatReport, gbps, shareBars, shareOfUnderlay, summarizeLatency, summarizeThroughput, us, type BenchResult, type CaseResult, type LatencySummary, type Meta, type Mtus } from './report.js';
+import { renderChart } from './chart.js';
 
 const TAG = '[bench:overlay]';
 const RR = join(dirname(fileURLToPath(import.meta.url)), 'rr.child.ts');
@@ -171,23 +175,27 @@ async function rr(c: Case, args: BenchArgs): Promise<LatencySummary> {
  * bare.ts says, every one reaching every other; with conntrack when asked.
  * Returns each host's and pod's End.
  */
-async function bareHosts(lab: Lab, indexes: readonly number[], conntrack: boolean, underlayMtu: number): Promise<{ host: End; pod: End }[]> {
+async function bareHosts(lab: Lab, indexes: readonly number[], conntrack: boolean, underlayMtu: number, routed = false): Promise<{ host: End; pod: End }[]> {
   const hosts: BareHost[] = [];
   const out: { host: End; pod: End }[] = [];
   for (const i of indexes) {
     const host = await lab.addUnderlayHost(`h${i}`, `${bareUnderlayIP(i)}/24`);
     const pod = await lab.addNetns(`hp${i}`);
     const h: BareHost = { index: i, hostNs: host.name, podNs: pod.name };
-    await lab.sh.run(['ip', '-n', host.name, '-batch', '-'], hostScript(h, underlayMtu));
-    await lab.sh.run(['ip', '-n', pod.name, '-batch', '-'], podScript(h, underlayMtu));
+    await lab.sh.run(['ip', '-n', host.name, '-batch', '-'], routed ? routedHostScript(h, underlayMtu) : hostScript(h, underlayMtu));
+    await lab.sh.run(['ip', '-n', pod.name, '-batch', '-'], routed ? routedPodScript(h, underlayMtu) : podScript(h, underlayMtu));
     // A new namespace starts with forwarding as the root namespace has it (MEASURED.md): set it.
     await inNsOk(host.path, ['sysctl', '-qw', 'net.ipv4.ip_forward=1']);
     if (conntrack) await runner.run(['nft', '-f', '-'], { netns: host.path, input: CONNTRACK_NFT });
     hosts.push(h);
-    out.push({ host: { ns: host.name, nsPath: host.path, ip: bareVtepIP(i) }, pod: { ns: pod.name, nsPath: pod.path, ip: barePodIP(i) } });
+    out.push({ host: { ns: host.name, nsPath: host.path, ip: routed ? bareUnderlayIP(i) : bareVtepIP(i) }, pod: { ns: pod.name, nsPath: pod.path, ip: barePodIP(i) } });
   }
   for (const h of hosts) {
     for (const peer of hosts.filter((x) => x !== h)) {
+      if (routed) {
+        await lab.sh.run(['ip', '-n', h.hostNs, '-batch', '-'], routedPeerScript(peer));
+        continue;
+      }
       await lab.sh.run(['bridge', '-n', h.hostNs, ...peerFdb(peer)]);
       await lab.sh.run(['ip', '-n', h.hostNs, '-batch', '-'], peerScript(peer));
     }
@@ -243,6 +251,15 @@ async function build(ctx: Ctx, args: BenchArgs): Promise<Built> {
       { name: 'bare-pods', from: h1!.pod, to: h2!.pod, fromIf: 'eth0', routeNs: h1!.host.nsPath, routeDev: BARE_VXLAN },
       { name: 'bare-pods-conntrack', from: h3!.pod, to: h4!.pod, fromIf: 'eth0', routeNs: h3!.host.nsPath, routeDev: BARE_VXLAN },
     );
+    if (args.cases.includes('bare-routed') || args.cases.includes('bare-routed-conntrack')) {
+      say('bare hosts: the routed path by hand (host-gw\'s), h5/h6 without netfilter, h7/h8 with conntrack ...');
+      const [h5, h6] = await bareHosts(lab, [5, 6], false, underlayMtu, true);
+      const [h7, h8] = await bareHosts(lab, [7, 8], true, underlayMtu, true);
+      all.push(
+        { name: 'bare-routed', from: h5!.pod, to: h6!.pod, fromIf: 'eth0', routeNs: h5!.host.nsPath, routeDev: 'eth0' },
+        { name: 'bare-routed-conntrack', from: h7!.pod, to: h8!.pod, fromIf: 'eth0', routeNs: h7!.host.nsPath, routeDev: 'eth0' },
+      );
+    }
   }
   const cases = all.filter((c) => args.cases.includes(c.name));
   // What each case claims it crosses, checked against the kernel's routes; then that it gets through.
@@ -251,11 +268,11 @@ async function build(ctx: Ctx, args: BenchArgs): Promise<Built> {
     if (dev !== c.routeDev) throw new Error(`${c.name}: ${c.routeNs} routes ${c.to.ip} via ${dev ?? 'nothing'}, not ${c.routeDev}`);
     await waitFor(async () => (await inNs(c.from.nsPath, ['ping', '-n', '-c', '1', '-W', '1', c.to.ip])).exitCode === 0, `${c.name}: ${c.from.ns} reaches ${c.to.ip}`, { timeoutMs: 20_000, intervalMs: 200 });
     // The bare pairs are what they claim: the ping left conntrack entries on h3's path and none on h1's.
-    if (c.name === 'bare-pods' || c.name === 'bare-pods-conntrack') {
+    if (c.name === 'bare-pods' || c.name === 'bare-pods-conntrack' || c.name === 'bare-routed' || c.name === 'bare-routed-conntrack') {
       const r = await inNs(c.routeNs, ['conntrack', '-C']);
       if (r.exitCode !== 0) throw new Error(`${c.name}: conntrack -C in ${c.routeNs}: ${r.stderr.trim() || `exit ${r.exitCode}`} (Debian: apt-get install -y conntrack)`);
       const n = Number(r.stdout.trim());
-      const want = c.name === 'bare-pods-conntrack';
+      const want = c.name.endsWith('-conntrack');
       if (want !== n > 0) throw new Error(`${c.name}: ${c.routeNs} has ${n} conntrack entries after a ping, ${want ? 'none' : 'but it has no netfilter'}`);
     }
   }
@@ -415,6 +432,19 @@ async function main(): Promise<number> {
   mkdirSync(dirname(out), { recursive: true });
   writeFileSync(out, `${JSON.stringify({ ...result, report }, null, 2)}\n`);
   say(`results written to ${out}`);
+  const bars = shareBars(cases);
+  if (bars.length > 1) {
+    try {
+      const { svg, png } = await renderChart(bars, `Pods across nodes on this machine, ${result.meta.date.slice(0, 10)}`);
+      const base = join(REPO, 'bench', 'results', `overlay-${result.meta.date.slice(0, 10)}`);
+      mkdirSync(dirname(base), { recursive: true });
+      writeFileSync(`${base}.svg`, svg);
+      writeFileSync(`${base}.png`, png);
+      say(`chart written to ${base}.svg and .png`);
+    } catch (e) {
+      say(`the chart could not be drawn: ${errText(e)}`);
+    }
+  }
   const share = shareOfUnderlay(cases, 'cross-node');
   if (share !== null) say(`overlay share of the underlay: ${share.toFixed(1)}% (${CASE_LABELS['cross-node'].label} / ${CASE_LABELS.underlay.label})`);
   return failed || cases.some((c) => c.errors.length) ? 1 : 0;
