@@ -71,7 +71,10 @@ interface ApiPod {
   readonly ready: boolean;
 }
 
-export function clusterApiSuite(mode: Mode): void {
+/** `backend`: the overlay the agents run (vxlan by default; host-gw: routes via the nodes' underlay IPs, no device). */
+export function clusterApiSuite(mode: Mode, backend: 'vxlan' | 'host-gw' = 'vxlan'): void {
+  /** A node's routes of the overlay: on nodenet.1 (vxlan), or of nodenet's protocol 78 (host-gw). */
+  const overlayRoutes = (n: VNode) => n.exec(['ip', 'route', 'show', ...(backend === 'vxlan' ? ['dev', 'nodenet.1'] : ['proto', '78'])]).then((r) => r.stdout);
   let lab: Lab;
   let cp: LabControlPlane;
   let n1: VNode, n2: VNode, n3: VNode;
@@ -147,10 +150,10 @@ export function clusterApiSuite(mode: Mode): void {
   }
 
   t.before(async () => {
-    lab = await newLab(mode === 'iptables' ? 'ai' : 'an');
+    lab = await newLab(backend === 'host-gw' ? 'ah' : mode === 'iptables' ? 'ai' : 'an');
     cp = await lab.startControlPlane({ nodes: NODES, args: ['--node-monitor-grace-period', '8s', '--orphan-pod-quarantine', '2s'] });
     kubeconfig = (await cp.localAccess()).kubeconfig;
-    const cfg = { proxyMode: mode, proxyMinSyncMs: 100, nodeLeaseDurationSeconds: 4, overlay: 'vxlan', runPods: true };
+    const cfg = { proxyMode: mode, proxyMinSyncMs: 100, nodeLeaseDurationSeconds: 4, backend, runPods: true };
     n1 = await lab.addNode('n1', { clusterCIDR: '10.244.0.0/16', config: cfg });
     n2 = await lab.addNode('n2', { clusterCIDR: '10.244.0.0/16', config: cfg });
     n3 = await lab.addNode('n3', { clusterCIDR: '10.244.0.0/16', config: cfg });
@@ -251,15 +254,15 @@ export function clusterApiSuite(mode: Mode): void {
     // n2's agent is down since the case before: a Node that is gone for good.
     const cidr = (await kubectl('get', 'node', 'n2', '-o', 'jsonpath={.spec.podCIDR}')).trim();
     t.match(cidr, /^10\.244\.\d+\.0\/24$/);
-    t.match(await n1.exec(['ip', 'route', 'show', 'dev', 'nodenet.1']).then((r) => r.stdout), new RegExp(`^${cidr.replace(/[./]/g, '\\$&')} via`, 'm'), "n1 routes n2's pods over the overlay");
+    t.match(await overlayRoutes(n1), new RegExp(`^${cidr.replace(/[./]/g, '\\$&')} via ${backend === 'vxlan' ? '' : n2.underlayIP.split('/')[0]!.replace(/\./g, '\\.')}`, 'm'), `n1 routes n2's pods over the overlay (${backend})`);
     await kubectl('delete', 'node', 'n2');
     const names = await converged(4, ['n1', 'n3'], "n2's Pods replaced on n1 and n3");
     t.equal(names.length, 4);
     t.notOk(seenPods.some((p) => p.node === 'n2'), 'no Pod of the API is bound to n2 any more');
     const events = await kubectl('get', 'events', '--field-selector', 'reason=PodGCOrphaned');
     t.match(events, /node n2 no longer exists/, 'the Event says why');
-    await waitOr(async () => !(await n1.exec(['ip', 'route', 'show', 'dev', 'nodenet.1'])).stdout.includes(cidr), "n2's route gone from n1");
-    t.notMatch((await n1.exec(['bridge', 'fdb', 'show', 'dev', 'nodenet.1'])).stdout, new RegExp(n2.underlayIP.split('/')[0]!.replace(/\./g, '\\.')), "and its FDB entry");
+    await waitOr(async () => !(await overlayRoutes(n1)).includes(cidr), "n2's route gone from n1");
+    if (backend === 'vxlan') t.notMatch((await n1.exec(['bridge', 'fdb', 'show', 'dev', 'nodenet.1'])).stdout, new RegExp(n2.underlayIP.split('/')[0]!.replace(/\./g, '\\.')), "and its FDB entry");
   });
 
   t.test(`${mode}: kubectl delete: the Service's rules go`, async (t) => {

@@ -13,9 +13,10 @@ import { IPVS_PROC_FILE } from '../netfilter/ipvs/ipvs-probe.js';
 import { NO_IPVS_MESSAGE } from '../netfilter/ipvs/ipvs-types.js';
 import { parseFlags } from './flags.js';
 import { writeOwner } from '../lab/owner.js';
+import { overlayWarnings } from '../lab/up.js';
 import { labAddNodeArgs, labCommand, labExecArgs, labName, labUpArgs, LAB_USAGE, type LabCmdDeps } from './lab-cmd.js';
 
-const UP = { name: { type: 'string' }, nodes: { type: 'string' }, 'proxy-mode': { type: 'string' }, overlay: { type: 'string' }, 'run-pods': { type: 'string' }, 'etcd-members': { type: 'string' }, 'api-servers': { type: 'string' } } as const;
+const UP = { name: { type: 'string' }, nodes: { type: 'string' }, 'proxy-mode': { type: 'string' }, backend: { type: 'string' }, overlay: { type: 'string' }, 'run-pods': { type: 'string' }, 'etcd-members': { type: 'string' }, 'api-servers': { type: 'string' } } as const;
 
 t.test('lab up --etcd-members N --api-servers M: the HA control plane; an even etcd refused with the seeds\' reason', async (t) => {
   t.same(labUpArgs(parseFlags(['--etcd-members', '3'], UP)).ha, { etcdMembers: 3, apiServers: 2 }, 'two API servers by default');
@@ -34,6 +35,8 @@ t.test('lab up: the full cluster by default', async (t) => {
   t.same(labUpArgs(parseFlags([], UP)), { name: 'default', nodes: 2, proxyMode: 'iptables', overlay: 'vxlan', runPods: true });
   t.same(labUpArgs(parseFlags(['--name', 'b2', '--nodes', '3', '--proxy-mode', 'nftables', '--overlay', 'none', '--run-pods', 'false'], UP)), { name: 'b2', nodes: 3, proxyMode: 'nftables', overlay: 'none', runPods: false });
   t.same(labUpArgs(parseFlags(['--proxy-mode', 'ipvs'], UP)), { name: 'default', nodes: 2, proxyMode: 'ipvs', overlay: 'vxlan', runPods: true }, 'ipvs is a mode like the others');
+  t.same(labUpArgs(parseFlags(['--backend', 'host-gw'], UP)).overlay, 'host-gw', '--backend host-gw');
+  t.same(labUpArgs(parseFlags(['--backend', 'host-gw', '--overlay', 'host-gw'], UP)).overlay, 'host-gw', 'both, agreeing');
 });
 
 t.test('lab up: bad flags are usage errors', async (t) => {
@@ -43,7 +46,9 @@ t.test('lab up: bad flags are usage errors', async (t) => {
     [['--nodes', '21'], /1\.\.20/],
     [['--proxy-mode', 'userspace'], /^--proxy-mode must be iptables, nftables or ipvs, got "userspace"$/],
     [['--proxy-mode', 'IPVS'], /--proxy-mode must be iptables, nftables or ipvs/],
-    [['--overlay', 'geneve'], /--overlay must be vxlan or none/],
+    [['--overlay', 'geneve'], /^--overlay must be vxlan, host-gw, (bgp )?or none, got "geneve"$/],
+    [['--backend', 'udp'], /^--backend must be vxlan, host-gw, (bgp )?or none, got "udp"$/],
+    [['--backend', 'host-gw', '--overlay', 'vxlan'], /^--backend host-gw and --overlay vxlan disagree: --overlay is the older name of --backend; give one$/],
     [['--run-pods', 'yes'], /--run-pods must be true or false/],
     [['--name', 'My-Lab'], /--name: lab name "My-Lab"/],
     [['extra'], /unexpected argument "extra"/],
@@ -160,4 +165,23 @@ t.test('lab add-node refuses, before it makes anything, a lab it cannot add to',
   t.same(runner.calls, [], 'no command ran');
   t.same(out, [], 'nothing printed');
   t.same(readdirSync(dir).sort(), ['control-plane', 'lab.json', 'n3', 'owner.json'], 'nothing made');
+});
+
+t.test('lab status: the overlay\'s Warning Events on the Nodes, newest last; other Events left out', async (t) => {
+  const ev = (reason: string, node: string, last: string, extra: Record<string, unknown> = {}) => ({
+    type: 'Warning', reason, message: `${reason} about ${node}`, count: 2, lastTimestamp: last, source: { component: 'nodenet-overlay', host: 'n1' },
+    involvedObject: { kind: 'Node', name: node }, ...extra,
+  });
+  const rows = overlayWarnings({ items: [
+    ev('OverlayPeerNotDirect', 'n3', '2026-12-05T10:00:02Z'),
+    ev('OverlayBackendMismatch', 'n2', '2026-12-05T10:00:01Z'),
+    ev('InvalidObjectSkipped', 'n4', '2026-12-05T10:00:00Z'),
+    ev('OverlayPeerNotDirect', 'p', '2026-12-05T10:00:00Z', { involvedObject: { kind: 'Pod', name: 'p' } }),
+    { ...ev('OverlayPeerNotDirect', 'n5', '2026-12-05T10:00:00Z'), type: 'Normal' },
+  ] });
+  t.same(rows, [
+    { node: 'n2', from: 'n1', reason: 'OverlayBackendMismatch', count: 2, last: '2026-12-05T10:00:01Z', message: 'OverlayBackendMismatch about n2' },
+    { node: 'n3', from: 'n1', reason: 'OverlayPeerNotDirect', count: 2, last: '2026-12-05T10:00:02Z', message: 'OverlayPeerNotDirect about n3' },
+  ]);
+  t.same(overlayWarnings({}), [], 'no items');
 });

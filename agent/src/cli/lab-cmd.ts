@@ -19,8 +19,9 @@ import type { IpvsProbeDeps } from '../netfilter/ipvs/ipvs-probe.js';
 import { FlagError, parseFlags, type FlagSpecs, type ParsedFlags } from './flags.js';
 import { formatTable } from './table.js';
 import { packageRoot } from '../config/paths.js';
+import { isOverlayBackend, OVERLAY_BACKENDS, type OverlayBackendName } from '../config/config.js';
 
-export const LAB_USAGE = `usage: nodenet lab up [--name NAME] [--nodes N] [--proxy-mode iptables|nftables|ipvs] [--overlay vxlan|none] [--run-pods true|false]
+export const LAB_USAGE = `usage: nodenet lab up [--name NAME] [--nodes N] [--proxy-mode iptables|nftables|ipvs] [--backend vxlan|host-gw|none] [--run-pods true|false]
                      [--etcd-members 1|3|5|7 [--api-servers M]]
        nodenet lab kill|stop|cont|partition|heal|start [--name NAME] TARGET
        nodenet lab add-node [--name NAME] [NODE]
@@ -29,8 +30,9 @@ export const LAB_USAGE = `usage: nodenet lab up [--name NAME] [--nodes N] [--pro
        nodenet lab exec [--name NAME] NODE|POD -- CMD ARGS...
        nodenet lab cleanup
 up: a cluster on this machine, out of network namespaces: an underlay bridge, the control plane (reached from here
-    on 127.0.0.1 through a relay), N nodes (default 2) with eth0 on the underlay and an agent each (the VXLAN overlay,
-    the embedded kubelet and the proxy, iptables by default). It keeps running after the command returns; a crashed
+    on 127.0.0.1 through a relay), N nodes (default 2) with eth0 on the underlay and an agent each (the overlay, VXLAN by
+    default or host-gw: the nodes share one L2 underlay; the embedded kubelet and the proxy, iptables by default).
+    --overlay is the older name of --backend. It keeps running after the command returns; a crashed
     lab of that name is removed first. ipvs needs a kernel with IPVS (the test-vm/ VMs or your own): without one,
     up refuses before it makes anything. NAME (default "default"): a lowercase letter, then up to 9 letters or digits.
     --etcd-members N: the control plane of the seeds' HA section instead of one process on SQLite: N etcd members
@@ -44,7 +46,8 @@ add-node: one more node in a running lab, configured as the others (its namespac
     agent with the same proxy mode, overlay and pods); returns once its Node is Ready; status, exec and down know it.
     NODE: n1..n20 (default the first free one); nI is 192.168.77.(10+I).
 down: removes every trace of the lab (processes, namespaces, pods, mounts, its run directory); idempotent.
-status: its nodes (underlay IP, pod CIDR, Ready, agent) and pods; without --name, every lab and the default's.
+status: its nodes (underlay IP, pod CIDR, Ready, agent), the overlay's warnings (a Node not routed: not on the L2
+    network with host-gw, or on another backend) and pods; without --name, every lab and the default's.
 exec: runs CMD in a node's network namespace (n1, n2, ...) or in a pod's namespaces (NAMESPACE/NAME, or NAME in
     default); its exit code is passed through.
 cleanup: remove the namespaces, processes, mounts and directories of labs whose owner process is gone
@@ -61,7 +64,7 @@ export interface LabCmdDeps {
 
 const NAME: FlagSpecs = { name: { type: 'string' } };
 const SPECS: Readonly<Record<string, FlagSpecs>> = {
-  up: { ...NAME, nodes: { type: 'string' }, 'proxy-mode': { type: 'string' }, overlay: { type: 'string' }, 'run-pods': { type: 'string' }, 'etcd-members': { type: 'string' }, 'api-servers': { type: 'string' } },
+  up: { ...NAME, nodes: { type: 'string' }, 'proxy-mode': { type: 'string' }, backend: { type: 'string' }, overlay: { type: 'string' }, 'run-pods': { type: 'string' }, 'etcd-members': { type: 'string' }, 'api-servers': { type: 'string' } },
   ...Object.fromEntries(HA_ACTIONS.map((a) => [a, NAME])),
   'add-node': NAME,
   down: NAME,
@@ -93,14 +96,23 @@ export function proxyModeFlag(p: ParsedFlags): LabProxyMode {
   return mode as LabProxyMode;
 }
 
+/** --backend (pure), or its older name --overlay: vxlan (the default), host-gw or none; both given, they must agree. */
+export function backendFlag(p: ParsedFlags): OverlayBackendName {
+  const b = p.flags.get('backend');
+  const o = p.flags.get('overlay');
+  if (b !== undefined && o !== undefined && b !== o) throw new FlagError(`--backend ${b} and --overlay ${o} disagree: --overlay is the older name of --backend; give one`);
+  const v = b ?? o ?? 'vxlan';
+  if (!isOverlayBackend(v)) throw new FlagError(`--${b !== undefined ? 'backend' : 'overlay'} must be ${OVERLAY_BACKENDS.join(', ').replace(/, (?=[^,]*$)/, ' or ')}, got ${JSON.stringify(v)}`);
+  return v;
+}
+
 /** `lab up`'s flags (pure). */
 export function labUpArgs(p: ParsedFlags): LabUpArgs {
   noArgs(p);
   const nodes = p.flags.get('nodes') ?? '2';
   if (!/^\d+$/.test(nodes) || Number(nodes) < 1 || Number(nodes) > MAX_LAB_NODES) throw new FlagError(`--nodes ${JSON.stringify(nodes)}: a number of nodes, 1..${MAX_LAB_NODES}`);
   const proxyMode = proxyModeFlag(p);
-  const overlay = p.flags.get('overlay') ?? 'vxlan';
-  if (overlay !== 'vxlan' && overlay !== 'none') throw new FlagError(`--overlay must be vxlan or none, got ${JSON.stringify(overlay)}`);
+  const overlay = backendFlag(p);
   const runPods = p.flags.get('run-pods') ?? 'true';
   if (runPods !== 'true' && runPods !== 'false') throw new FlagError(`--run-pods must be true or false, got ${JSON.stringify(runPods)}`);
   const etcd = p.flags.get('etcd-members');
@@ -219,6 +231,9 @@ ${rec.ha ? `Break it and watch it heal:
         say(`control plane: etcd members ${role('etcd ')}, leader ${h?.etcdLeader || 'none'}; API servers ${role('api-server ')} behind HAProxy; kube-controller-manager on API server ${h?.controllerManager || '?'}, kube-scheduler on ${h?.scheduler || '?'}`);
       }
       say(`\n${formatTable(['NODE', 'UNDERLAY IP', 'POD CIDR', 'STATUS', 'AGENT'], st.nodes.map((n) => [n.name, n.internalIP, n.podCIDR, n.ready, n.agent])).trimEnd()}`);
+      if (st.overlayWarnings.length) {
+        say(`\noverlay warnings (Warning Events on the Nodes; kubectl get events --field-selector reason=<REASON>):\n${formatTable(['NODE', 'FROM', 'REASON', 'COUNT', 'LAST', 'MESSAGE'], st.overlayWarnings.map((w) => [w.node, w.from, w.reason, String(w.count), w.last, w.message])).trimEnd()}`);
+      }
       say(`\n${st.pods.length ? formatTable(['POD', 'NODE', 'IP', 'PHASE'], st.pods.map((r) => [r.pod, r.node, r.ip, r.phase])).trimEnd() : 'no pods'}`);
       const dead = st.processes.filter((x) => !x.alive);
       if (dead.length) say(`\nnot running: ${dead.map((x) => `${x.role} (pid ${x.pid})`).join(', ')}`);

@@ -26,6 +26,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import type { Runner, RunResult } from '../exec/runner.js';
 import { distDir, packageRoot, pausePath, shimPath } from '../config/paths.js';
+import type { OverlayBackendName } from '../config/config.js';
 import { nodenetNetConf } from '../cnitypes/nodenet-netconf.js';
 import { listSandboxes, stopSandbox, unrecordedHolders } from '../netns/pause-holder.js';
 import { writeOwner } from './owner.js';
@@ -64,6 +65,11 @@ export interface NodeOptions {
   /** Underlay address, e.g. 192.168.77.11/24. Default: derived from the node's index. */
   underlayIP?: string;
   clusterCIDR?: string;
+  /**
+   * The agent's overlay backend (vxlan, host-gw, none; the config's `backend`). Lab nodes share one L2 underlay (the
+   * bridge), so host-gw works. Read at each startAgent: set it and restart the agent to switch a running node.
+   */
+  backend?: OverlayBackendName;
   /** Extra agent config fields. */
   config?: Record<string, unknown>;
   /** Extra environment of the agent process (e.g. a PATH whose `iptables` is another backend). */
@@ -428,6 +434,7 @@ export class VNode {
       // that fills a node behaves the same everywhere (a config's `capacity` replaces it).
       capacity: LAB_NODE_CAPACITY,
       ...this.opts.config,
+      ...(this.opts.backend ? { backend: this.opts.backend } : {}),
     };
   }
 

@@ -33,6 +33,9 @@ import { isAlive } from '../netns/proc.js';
 import { writeFileDurable } from '../../../lib/state/durable.js';
 import { readJsonFile } from '../../../lib/state/read.js';
 import { pausePath } from '../config/paths.js';
+import type { OverlayBackendName } from '../config/config.js';
+import { REASON_PEER_NOT_DIRECT } from '../overlay/overlay.js';
+import { REASON_BACKEND_MISMATCH } from '../overlay/subnet.js';
 import { ProcessPodRuntime } from '../pods/runtime.js';
 import { AGENT_JS, Lab, LabControlPlane, relayScript, VNode } from './lab.js';
 import { haAct, etcdLeader, leaseHolder, requireHaPrograms, type HaLab } from './ha.js';
@@ -54,6 +57,7 @@ export interface LabRecord {
   /** The admin kubeconfig for the loopback URL. */
   readonly kubeconfig: string;
   readonly proxyMode: string;
+  /** The nodes' overlay backend (vxlan, host-gw, none: the agent's `backend`). */
   readonly overlay: string;
   readonly runPods: boolean;
   /** An HA control plane's shape (lab/ha-plan.ts); null: one control plane on SQLite. */
@@ -66,7 +70,8 @@ export interface LabUpOptions {
   readonly name: string;
   readonly nodes: number;
   readonly proxyMode: LabProxyMode;
-  readonly overlay: 'vxlan' | 'none';
+  /** The overlay backend of every node (lab.json's `overlay`). */
+  readonly overlay: OverlayBackendName;
   readonly runPods: boolean;
   /** etcd members and API servers behind HAProxy (lab/ha.ts); absent: one control plane on SQLite. */
   readonly ha?: HaShape;
@@ -217,7 +222,7 @@ export async function labUp(o: LabUpOptions): Promise<LabRecord> {
 
 /** A node's agent config in a lab made by `up`: every node the same, the ones `add-node` adds too. */
 function nodeConfig(r: Pick<LabRecord, 'proxyMode' | 'overlay' | 'runPods'>): Record<string, unknown> {
-  return { proxyMode: r.proxyMode, overlay: r.overlay, runPods: r.runPods };
+  return { proxyMode: r.proxyMode, backend: r.overlay, runPods: r.runPods };
 }
 
 export interface LabAddNodeOptions {
@@ -356,8 +361,42 @@ export interface LabStatus {
   readonly nodes: readonly (NodeRow & { readonly agent: string })[];
   readonly pods: readonly PodRow[];
   readonly processes: readonly (LabProcess & { readonly alive: boolean })[];
+  /** The overlay's Warning Events on the Nodes: a peer not routed (not on the L2 network, another backend). */
+  readonly overlayWarnings: readonly OverlayWarning[];
   /** Why the API could not be asked, when it could not. */
   readonly apiError: string | null;
+}
+
+/** An overlay Warning Event on a Node, as `lab status` shows it. */
+export interface OverlayWarning {
+  /** The Node the Event is on (the peer). */
+  readonly node: string;
+  /** The node whose agent said it. */
+  readonly from: string;
+  readonly reason: string;
+  readonly count: number;
+  readonly last: string;
+  readonly message: string;
+}
+
+const OVERLAY_REASONS: ReadonlySet<string> = new Set([REASON_PEER_NOT_DIRECT, REASON_BACKEND_MISMATCH]);
+
+/** The overlay's Warning Events on Nodes, from a `kubectl get events -A -o json` list (pure), newest last. */
+export function overlayWarnings(list: unknown): OverlayWarning[] {
+  const o = (v: unknown): Record<string, unknown> => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
+  const s = (v: unknown): string => (typeof v === 'string' ? v : '');
+  const items = Array.isArray(o(list)['items']) ? (o(list)['items'] as unknown[]) : [];
+  return items.map(o)
+    .filter((e) => s(e['type']) === 'Warning' && OVERLAY_REASONS.has(s(e['reason'])) && s(o(e['involvedObject'])['kind']) === 'Node')
+    .map((e) => ({
+      node: s(o(e['involvedObject'])['name']),
+      from: s(o(e['source'])['host']) || s(e['reportingInstance']) || '-',
+      reason: s(e['reason']),
+      count: typeof e['count'] === 'number' ? e['count'] : 1,
+      last: s(e['lastTimestamp']) || s(e['eventTime']) || s(o(e['metadata'])['creationTimestamp']),
+      message: s(e['message']),
+    }))
+    .sort((a, b) => (a.last < b.last ? -1 : a.last > b.last ? 1 : 0));
 }
 
 function upRecord(name: string, root: string): { dir: string; record: LabRecord } {
@@ -378,16 +417,18 @@ export async function labStatus(runner: Runner, name: string, root = labRoot()):
   };
   let nodes: NodeRow[] = [];
   let pods: PodRow[] = [];
+  let warnings: OverlayWarning[] = [];
   let apiError: string | null = null;
   try {
     nodes = nodeRows(await kubectlJson(runner, record.kubeconfig, ['get', 'nodes']));
     pods = podRows(await kubectlJson(runner, record.kubeconfig, ['get', 'pods', '-A']));
+    warnings = overlayWarnings(await kubectlJson(runner, record.kubeconfig, ['get', 'events', '-A']));
   } catch (e) {
     apiError = (e as Error).message;
   }
   const seen = new Set(nodes.map((n) => n.name));
   const rows = [...nodes, ...record.nodes.filter((n) => !seen.has(n)).map((n) => ({ name: n, internalIP: '-', podCIDR: '-', ready: 'Unknown' }))];
-  return { record, state: labState(name, root).state, nodes: rows.map((n) => ({ ...n, agent: agentOf(n.name) })), pods, processes, apiError };
+  return { record, state: labState(name, root).state, nodes: rows.map((n) => ({ ...n, agent: agentOf(n.name) })), pods, processes, overlayWarnings: warnings, apiError };
 }
 
 /**
