@@ -290,7 +290,7 @@ function overlayComponent(cfg: AgentConfig, log: Logger, runner: Runner, nodeIP:
       overlay = o;
       try {
         // Another backend than bgp: a BIRD an earlier agent ran here stops first (the setup then removes its routes).
-        if (cfg.backend !== 'bgp' && await stopBird(cfg.runDir, { nodeRunner: runner })) log.info({ [F.subsys]: 'overlay' }, 'BIRD stopped: this node no longer runs the bgp backend');
+        if (cfg.backend !== 'bgp' && await stopBird(cfg.runDir, { nodeRunner: runner, clusterCIDR })) log.info({ [F.subsys]: 'overlay' }, 'BIRD stopped: this node no longer runs the bgp backend');
         await o.setup();
         const w = new ClusterWatch({ kubeconfig: kc, log, clock: realClock, sources: [{ kind: 'nodes', name: 'nodes (overlay)', handler: o.handler, synced: () => o.synced() }] });
         watch = w;

@@ -86,15 +86,21 @@ export interface BackendDeps {
   readonly log: Logger;
 }
 
+/** What remove() may need to tell the backend's leftovers from anyone else's. */
+export interface RemoveContext {
+  /** The cluster's pod CIDR: a routed backend's routes are blocks inside it. */
+  readonly clusterCIDR?: Cidr;
+}
+
 export interface BackendType {
   readonly type: string;
   /** A backend of this type (its data type is its own: the overlay only hands it its own leases back). */
   create(deps: BackendDeps): Backend<unknown>;
   /**
    * Removes what the backend leaves on a node (cleanup; and at the setup of another backend, a switch). Idempotent;
-   * removes only what this backend made.
+   * removes only what this backend made (bgp: proto bird routes inside ctx.clusterCIDR only, none without it).
    */
-  remove(nl: NetlinkOps): Promise<void>;
+  remove(nl: NetlinkOps, ctx?: RemoveContext): Promise<void>;
   /** The backend types whose leftovers this one's planner takes over in place (not removed at its setup: no flap). */
   readonly adopts?: readonly string[];
 }
@@ -123,18 +129,18 @@ export class BackendRegistry {
   }
 
   /** Removes the leftovers of every backend but `type` and those it adopts (its setup: a switch converges). */
-  async removeOthers(type: BackendType, nl: NetlinkOps): Promise<string[]> {
+  async removeOthers(type: BackendType, nl: NetlinkOps, ctx?: RemoveContext): Promise<string[]> {
     const removed: string[] = [];
     for (const t of this.types.values()) {
       if (t.type === type.type || type.adopts?.includes(t.type)) continue;
-      await t.remove(nl);
+      await t.remove(nl, ctx);
       removed.push(t.type);
     }
     return removed;
   }
 
   /** Removes every backend's leftovers (a node's cleanup does not know which one ran). */
-  async removeAll(nl: NetlinkOps): Promise<void> {
-    for (const t of this.types.values()) await t.remove(nl);
+  async removeAll(nl: NetlinkOps, ctx?: RemoveContext): Promise<void> {
+    for (const t of this.types.values()) await t.remove(nl, ctx);
   }
 }

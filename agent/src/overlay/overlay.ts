@@ -40,7 +40,7 @@ import type { Clock } from '../../../lib/reconcile/clock.js';
 import type { EventRecorder } from '../../../lib/reconcile/event-recorder.js';
 import type { ObjectRejection, RejectionCount } from '../../../lib/reconcile/last-good.js';
 import { BoundedFrequencyRunner } from '../../../lib/reconcile/sync-runner.js';
-import { BackendRegistry, type Backend, type BackendType, type UnreachablePeer } from './backend.js';
+import { BackendRegistry, type Backend, type BackendType, type RemoveContext, type UnreachablePeer } from './backend.js';
 import { HOSTGW } from './hostgw/backend.js';
 import { BGP } from './bgp/backend.js';
 import { removeOverlayMasquerade, setupOverlayMasquerade } from './masquerade.js';
@@ -170,7 +170,7 @@ export class Overlay {
   /** Removes what the other backends left, sets this one up (its device), then the masquerade table. Call once, before the events. */
   async setup(): Promise<void> {
     const d = this.deps;
-    const others = await (d.registry ?? BACKENDS).removeOthers(this.type, d.netlink);
+    const others = await (d.registry ?? BACKENDS).removeOthers(this.type, d.netlink, { clusterCIDR: d.clusterCIDR });
     this.log.debug({ backends: others }, 'what other overlay backends leave removed');
     const s = await this.backend.setup();
     this.setupDone = { mtu: s.mtu, publicIP: s.publicIP };
@@ -213,7 +213,7 @@ export class Overlay {
   /** Removes what every backend leaves and the masquerade table. Idempotent. */
   async cleanup(): Promise<void> {
     await this.stop();
-    await removeOverlay(this.deps.netlink, this.deps.nft);
+    await removeOverlay(this.deps.netlink, this.deps.nft, { clusterCIDR: this.deps.clusterCIDR });
   }
 
   /**
@@ -290,8 +290,11 @@ export class Overlay {
   }
 }
 
-/** Removes a node's overlay, whichever backend ran: every backend's leftovers and the masquerade table. Idempotent. */
-export async function removeOverlay(nl: NetlinkOps, nft: Nft): Promise<void> {
-  await BACKENDS.removeAll(nl);
+/**
+ * Removes a node's overlay, whichever backend ran: every backend's leftovers and the masquerade table. Idempotent.
+ * Without the cluster CIDR, bgp's routes stay (proto bird routes are not told from a user's own BIRD's without it).
+ */
+export async function removeOverlay(nl: NetlinkOps, nft: Nft, ctx?: RemoveContext): Promise<void> {
+  await BACKENDS.removeAll(nl, ctx);
   await removeOverlayMasquerade(nft);
 }

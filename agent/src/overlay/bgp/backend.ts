@@ -19,9 +19,9 @@
  * or BIRD is not running); the periodic sync thereby notices a dead BIRD.
  */
 import { F } from '../../../../lib/log/fields.js';
-import { parseIPv4, type Cidr } from '../../../../lib/net/ip.js';
+import { cidrContains, parseCidr, parseIPv4, type Cidr } from '../../../../lib/net/ip.js';
 import type { Runner } from '../../exec/runner.js';
-import type { NetlinkOps } from '../../netlink/ops.js';
+import type { NetlinkOps, RouteInfo } from '../../netlink/ops.js';
 import type { Backend, BackendDeps, BackendOp, BackendSetup, BackendType } from '../backend.js';
 import type { SubnetLease } from '../subnet.js';
 import { findUnderlay } from '../underlay.js';
@@ -129,11 +129,23 @@ export class BgpBackend implements Backend<BgpData, BirdOp> {
   }
 }
 
-/** Deletes the routes BIRD left in this namespace's kernel (proto bird), through netlink. */
-export async function removeBirdRoutes(nl: NetlinkOps): Promise<number> {
+/**
+ * Whether a kernel route is one this backend's BIRD could have installed: proto bird, and a block inside the
+ * cluster CIDR (config.ts imports nothing else). A user's own BIRD on the same machine writes proto bird routes
+ * too: those outside the cluster CIDR are never nodenet's.
+ */
+export function isClusterBirdRoute(r: Pick<RouteInfo, 'dst' | 'protocol'>, clusterCIDR: Cidr): boolean {
+  if (r.protocol !== String(RTPROT_BIRD) && r.protocol !== 'bird') return false;
+  if (r.dst === 'default' || !r.dst.includes('/')) return false;
+  const [ip, len] = r.dst.split('/') as [string, string];
+  return Number(len) >= parseCidr(clusterCIDR).prefix && cidrContains(clusterCIDR, ip);
+}
+
+/** Deletes the routes BIRD left in this namespace's kernel (proto bird) inside the cluster CIDR, through netlink. */
+export async function removeBirdRoutes(nl: NetlinkOps, clusterCIDR: Cidr): Promise<number> {
   let n = 0;
   for (const r of await nl.listRoutes()) {
-    if (r.protocol !== String(RTPROT_BIRD) && r.protocol !== 'bird') continue;
+    if (!isClusterBirdRoute(r, clusterCIDR)) continue;
     await nl.delRoute({ dst: r.dst, ...(r.gw ? { gw: r.gw } : {}), protocol: RTPROT_BIRD });
     n++;
   }
@@ -150,8 +162,8 @@ export function bgpBackendType(opts: BgpOptions): BackendType & { readonly last:
       return last as unknown as Backend<unknown>;
     },
     async remove(nl: NetlinkOps) {
-      await stopBird(opts.runDir, { nodeRunner: opts.runner });
-      await removeBirdRoutes(nl);
+      await stopBird(opts.runDir, { nodeRunner: opts.runner, clusterCIDR: opts.clusterCIDR });
+      await removeBirdRoutes(nl, opts.clusterCIDR);
     },
     last: () => last,
   };
@@ -159,13 +171,14 @@ export function bgpBackendType(opts: BgpOptions): BackendType & { readonly last:
 
 /**
  * The registry's entry: the type, for the Nodes announced with it; a node runs it through bgpBackendType (it needs
- * the run directory and the flags). Its remove() deletes the kernel routes a BIRD left (proto bird); the BIRD process
- * itself is stopped by stopBird(runDir), which the agent calls when it runs another backend.
+ * the run directory and the flags). Its remove() deletes the kernel routes a BIRD left (proto bird) inside the cluster
+ * CIDR it is given, and nothing without one (a proto bird route elsewhere is another BIRD's); the BIRD process itself
+ * is stopped by stopBird(runDir), which the agent calls when it runs another backend.
  */
 export const BGP: BackendType = {
   type: BGP_TYPE,
   create: () => {
     throw new Error('the bgp backend needs its options: bgpBackendType({ runDir, clusterCIDR, runner, ... })');
   },
-  remove: async (nl) => void await removeBirdRoutes(nl),
+  remove: async (nl, ctx) => void (ctx?.clusterCIDR ? await removeBirdRoutes(nl, ctx.clusterCIDR) : 0),
 };

@@ -33,6 +33,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ErrorCode, NodenetError } from '../../../../lib/errors/errors.js';
 import { F } from '../../../../lib/log/fields.js';
 import type { Logger } from '../../../../lib/log/log.js';
+import type { Cidr } from '../../../../lib/net/ip.js';
 import { writeFileDurable } from '../../../../lib/state/durable.js';
 import { readJsonFile } from '../../../../lib/state/read.js';
 import type { Runner } from '../../exec/runner.js';
@@ -186,13 +187,14 @@ function readPid(file: string): number | null {
  * Stops the BIRD recorded under runDir, if it runs (SIGTERM: a clean shutdown, see the header; SIGKILL after
  * graceMs), and removes its files. Returns its pid if one was running. Idempotent.
  *
- * `nodeRunner` runs in the node's namespace (the agent's own runner): with it, the routes BIRD leaves in the kernel
- * are removed too (`ip route flush proto bird`, BIRD's protocol number: only BIRD writes those here). A clean
- * shutdown takes them itself, except a BIRD still in graceful restart recovery (started with -R, its sessions not
- * all back: it has not taken the routes over yet), and a killed one leaves them. Without it (a caller outside the
- * namespace), nothing but the process is touched.
+ * `nodeRunner` runs in the node's namespace (the agent's own runner): with it and the cluster CIDR, the routes BIRD
+ * leaves in the kernel inside the cluster CIDR are removed too (`ip route flush root <clusterCIDR> proto bird`: the
+ * blocks this BIRD imports, config.ts; a user's own BIRD routes elsewhere are never touched). A clean shutdown takes
+ * them itself, except a BIRD still in graceful restart recovery (started with -R, its sessions not all back: it has
+ * not taken the routes over yet), and a killed one leaves them. Without them (a caller outside the namespace), nothing
+ * but the process is touched.
  */
-export async function stopBird(runDir: string, opts: { graceMs?: number; nodeRunner?: Runner } = {}): Promise<number | null> {
+export async function stopBird(runDir: string, opts: { graceMs?: number; nodeRunner?: Runner; clusterCIDR?: Cidr } = {}): Promise<number | null> {
   const p = birdPaths(runDir);
   const rec = readRecord(p.record);
   let stopped: number | null = null;
@@ -205,7 +207,7 @@ export async function stopBird(runDir: string, opts: { graceMs?: number; nodeRun
       try { process.kill(rec.pid, 'SIGKILL'); } catch { /* gone */ }
     }
   }
-  if (opts.nodeRunner && (stopped !== null || rec !== null)) await opts.nodeRunner.run(['ip', '-4', 'route', 'flush', 'proto', 'bird'], { allowFailure: true });
+  if (opts.nodeRunner && opts.clusterCIDR && (stopped !== null || rec !== null)) await opts.nodeRunner.run(['ip', '-4', 'route', 'flush', 'root', opts.clusterCIDR, 'proto', 'bird'], { allowFailure: true });
   rmSync(p.dir, { recursive: true, force: true });
   return stopped;
 }
