@@ -4,13 +4,17 @@
  * (iptables-save, nft list table, ip addr) through the SpawnRunner.
  * A Service with two endpoints must trace to both, one without endpoints to
  * REJECT, in both modes; with both modes' rules present, auto-detection
- * refuses to guess. The namespace is removed in teardown; the root
- * namespace's firewall, nft tables and links are checked unchanged.
+ * refuses to guess. With --lab, across that namespace and a second one
+ * (nn-trc2-<pid>) whose routes a routed backend would write, made by hand
+ * with `ip route ... proto 78` (host-gw's) and `proto bird` (BIRD's), read
+ * over real netlink: the path names the route's kind and the remote node.
+ * The namespaces are removed in teardown; the root namespace's firewall,
+ * nft tables and links are checked unchanged.
  */
 import t, { type Test } from 'tap';
 import { execFileSync } from 'node:child_process';
 import { SpawnRunner } from '../exec/runner.js';
-import { localAddresses } from '../node/compose.js';
+import { localAddresses, readNetwork } from '../node/compose.js';
 import { silentLogger } from '../../../lib/log/log.js';
 import { removeNetns } from '../netns/scratch-netns.js';
 import { ExecIptables, createIptables } from '../netfilter/iptables/iptables.js';
@@ -19,7 +23,7 @@ import { IptablesBackend } from '../proxy/iptables/proxier.js';
 import { NftablesBackend } from '../proxy/nftables/proxier.js';
 import { snapshotFromObjects } from '../proxy/snapshot.js';
 import type { ProxyNodeConfig } from '../proxy/types.js';
-import { CLUSTER_CIDR, clusterIP, externalClientIP, makeEndpointSlice, makeService, nodeIP, nodeName, podGateway, podIP } from '../testing/addresses.js';
+import { CLUSTER_CIDR, clusterIP, externalClientIP, makeEndpointSlice, makeService, nodeIP, nodeName, podCIDR, podGateway, podIP } from '../testing/addresses.js';
 import { traceCommand, type TraceReport } from './trace-cmd.js';
 
 const runner = new SpawnRunner();
@@ -162,6 +166,40 @@ t.test('both modes present: auto refuses, --mode picks', async (t) => {
   const none = await trace([CLIENT, 'tcp', WEB, '80']);
   t.equal(none.code, 1, 'no rules left: exit 1');
   t.match(none.err, /no nodenet Service rules in .*: no nftables table ip kube-proxy; no KUBE-SERVICES chain in the nat table/);
+});
+
+t.test('--lab over routes a routed backend writes: host-gw\'s proto 78, BIRD\'s proto bird, read over netlink', async (t) => {
+  const NS2 = `nn-trc2-${process.pid}`;
+  const ipn = (ns: string, ...args: string[]) => execFileSync('ip', ['-n', ns, ...args]);
+  execFileSync('ip', ['netns', 'add', NS2]);
+  t.teardown(() => removeNetns(NS2));
+  ipn(NS2, 'link', 'add', 'eth0', 'type', 'veth', 'peer', 'name', 'eth0p');
+  ipn(NS2, 'addr', 'add', `${nodeIP(2)}/24`, 'dev', 'eth0');
+  ipn(NS2, 'link', 'add', 'cbr0', 'type', 'bridge');
+  ipn(NS2, 'addr', 'add', `${podGateway(2)}/24`, 'dev', 'cbr0');
+  for (const [ns, dev] of [[NS, 'eth0'], [NS, 'eth0p'], [NS, 'cbr0'], [NS2, 'eth0'], [NS2, 'eth0p'], [NS2, 'cbr0']] as const) ipn(ns, 'link', 'set', dev, 'up');
+  await nftBackend.sync(SNAP, { full: true });
+  t.teardown(() => nftBackend.cleanup());
+  const labNodes = () => [{ name: 'n1', netns: NS_PATH, runDir: '/nonexistent', clusterCIDR: CLUSTER_CIDR }, { name: 'n2', netns: `/run/netns/${NS2}`, runDir: '/nonexistent', clusterCIDR: CLUSTER_CIDR }];
+  const lab = async (): Promise<{ code: number; out: string; err: string }> => {
+    let out = '';
+    let err = '';
+    const code = await traceCommand(['--lab', 'x', CLIENT, 'tcp', WEB, '80'], { runner, localAddresses, readNetwork, labNodes, stdout: (s) => (out += s), stderr: (s) => (err += s) });
+    return { code, out, err };
+  };
+  const esc = (s: string) => s.replace(/[./()]/g, '\\$&');
+  const hop = (how: string) => new RegExp(`to ${esc(podIP(2, 11))}:\\npath:\\n {2}1\\. n1: route ${esc(podCIDR(2))} via ${esc(nodeIP(2))} dev eth0: ${how}, out of eth0 with no tunnel\\n.*source is kept\\)\\n {2}2\\. n2: route ${esc(podCIDR(2))} dev cbr0: bridged on cbr0 to the pod ${esc(podIP(2, 11))}\\n.*\\nend: delivered to the pod`);
+
+  ipn(NS, 'route', 'add', podCIDR(2), 'via', nodeIP(2), 'dev', 'eth0', 'proto', '78');
+  const hg = await lab();
+  t.equal(hg.code, 0, hg.err);
+  t.match(hg.out, hop(esc(`routed via ${nodeIP(2)} (node n2), host-gw route (proto 78)`)), 'host-gw: the proto-78 route to n2, then its bridge');
+
+  ipn(NS, 'route', 'replace', podCIDR(2), 'via', nodeIP(2), 'dev', 'eth0', 'proto', 'bird');
+  const bgp = await lab();
+  t.equal(bgp.code, 0, bgp.err);
+  t.match(bgp.out, hop(esc(`BGP-learned route (proto bird) via ${nodeIP(2)} (node n2)`)), 'BGP: BIRD\'s route with its next hop, then the bridge');
+  ipn(NS, 'route', 'del', podCIDR(2), 'proto', 'bird');
 });
 
 t.test('the root namespace was not touched', async (t) => {

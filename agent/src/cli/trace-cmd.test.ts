@@ -21,7 +21,7 @@ import { CLUSTER_CIDR, clusterIP, externalClientIP, makeEndpointSlice, makeServi
 import { traceIptables } from '../trace/iptables-tracer.js';
 import { traceNftables } from '../trace/nft-tracer.js';
 import { parseTraceArgs, traceCommand, type TraceReport } from './trace-cmd.js';
-import { overlayNode } from '../testing/node-networks.js';
+import { overlayNode, routedNode } from '../testing/node-networks.js';
 
 const NS = 'nn-trc-unit';
 const NS_PATH = `/run/netns/${NS}`;
@@ -396,5 +396,20 @@ t.test('--lab: the Service rules of the node the source is on, then each endpoin
     const x = await lab(argv);
     t.equal(x.code, 2);
     t.match(x.err, msg);
+  }
+});
+
+t.test('--lab on the routed backends: the route via the remote node (host-gw proto 78, BGP proto bird), then its bridge', async (t) => {
+  const N2 = '/run/netns/nn-trc-n2';
+  const labNodes = () => [{ name: 'n1', netns: NS_PATH, runDir: '/x/n1', clusterCIDR: '10.244.0.0/16' }, { name: 'n2', netns: N2, runDir: '/x/n2', clusterCIDR: '10.244.0.0/16' }];
+  for (const backend of ['host-gw', 'bgp'] as const) {
+    const readNetwork = async (_name: string, netns: string) => routedNode(netns === NS_PATH ? 1 : 2, backend);
+    let out = '';
+    let err = '';
+    const code = await traceCommand(['--lab', 'demo', CLIENT, 'tcp', WEB, '80'], { runner: node(NFT_NODE), localAddresses, checkNetns, readNetwork, labNodes, stdout: (s) => (out += s), stderr: (s) => (err += s) });
+    t.equal(code, 0, err);
+    const how = backend === 'host-gw' ? 'routed via 192\\.168\\.77\\.12 \\(node n2\\), host-gw route \\(proto 78\\)' : 'BGP-learned route \\(proto bird\\) via 192\\.168\\.77\\.12 \\(node n2\\)';
+    t.match(out, new RegExp(`to ${podIP(2, 11).replace(/\./g, '\\.')}:\\npath:\\n {2}1\\. n1: route 10\\.244\\.2\\.0/24 via 192\\.168\\.77\\.12 dev eth0: ${how}, out of eth0 with no tunnel\\n.*source is kept\\)\\n {2}2\\. n2: .*bridged on cbr0`), `${backend}: the remote endpoint routed to n2, then its bridge`);
+    t.match(out, new RegExp(`to ${podIP(1, 10).replace(/\./g, '\\.')}:\\npath:\\n {2}1\\. n1: route 10\\.244\\.1\\.0/24 dev cbr0: bridged on cbr0`), `${backend}: the local one, the bridge`);
   }
 });

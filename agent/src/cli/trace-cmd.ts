@@ -38,8 +38,9 @@ export const TRACE_USAGE = `usage: nodenet trace [--netns NAME|PATH | --lab NAME
                      SRC tcp|udp|sctp|icmp DST [PORT]
 Traces a new connection's first packet through a node's live Service rules: the chains it visits, where it ends up, masquerade.
 With --lab, across the lab's nodes: from the node SRC is on (or --node), through its Service rules, then for each endpoint
-the route, the local bridge or the VXLAN device (neighbour, FDB entry, remote underlay IP) and the remote node's bridge to
-the pod, with the masquerade decision at each hop.`;
+the route, the local bridge, the VXLAN device (neighbour, FDB entry, remote underlay IP) or a routed backend's route via
+the remote node (host-gw's proto 78, BGP's proto bird with its next hop), and the remote node's bridge to the pod, with
+the masquerade decision at each hop.`;
 
 export interface TraceDeps {
   readonly runner: Runner;
@@ -49,7 +50,7 @@ export interface TraceDeps {
   readonly checkNetns?: (path: string) => void;
   readonly stdout?: (s: string) => void;
   readonly stderr?: (s: string) => void;
-  /** --lab: a node's links, addresses, routes and VXLAN entries (compose reads them over netlink in its namespace). */
+  /** --lab: a node's links, addresses, routes (host-gw's and BIRD's among them) and VXLAN entries (compose reads them over netlink in its namespace). */
   readonly readNetwork?: ClusterTraceDeps['readNetwork'];
   /** --lab NAME: the lab's nodes (lab/nodes.ts). */
   readonly labNodes?: (lab: string) => readonly LabNodeInfo[];

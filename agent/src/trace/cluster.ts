@@ -4,8 +4,9 @@
  * the node it starts on (trace/report.ts: DNAT to which endpoint, the
  * masquerade mark), then, for each endpoint it may go to, along its path
  * (trace/path.ts): the route, the local bridge or the VXLAN device with its
- * neighbour and FDB entries and the remote underlay IP, and the remote
- * node's bridge to the pod, with the masquerade decision at each hop.
+ * neighbour and FDB entries and the remote underlay IP, or (host-gw, BGP)
+ * the route via the remote node's underlay IP, and the remote node's bridge
+ * to the pod, with the masquerade decision at each hop.
  *
  * Reads only: every node's links, addresses, routes, and the VXLAN device's
  * neighbour and FDB entries (over netlink, in the node's namespace), and the

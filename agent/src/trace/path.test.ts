@@ -1,6 +1,6 @@
 import t from 'tap';
-import { overlayNode as node } from '../testing/node-networks.js';
-import { formatPath, lookupRoute, tracePath } from './path.js';
+import { overlayNode as node, routedNode } from '../testing/node-networks.js';
+import { formatPath, lookupRoute, routedBackend, tracePath } from './path.js';
 
 const cluster = [node(1), node(2), node(3)];
 const o = { clusterCIDR: '10.244.0.0/16', pods: new Map([['10.244.2.7', 'default/web-abc']]) };
@@ -62,4 +62,65 @@ t.test('a missing neighbour or FDB entry is where the packet is lost', async (t)
   const noRoute = tracePath([{ ...node(1), routes: [] }], { node: 'n1', source: '10.244.1.5', destination: '10.244.9.9', serviceMasquerade: false }, o);
   t.match(noRoute.hops[0]!.text, /no route to 10\.244\.9\.9/);
   t.throws(() => tracePath(cluster, { node: 'n1', source: 'x', destination: '10.244.2.7', serviceMasquerade: false }, o));
+});
+
+const start = (node: string, source: string, destination: string, serviceMasquerade = false) => ({ node, source, destination, serviceMasquerade });
+
+t.test('host-gw: the proto-78 route via the peer\'s underlay IP on eth0 to its node, then its bridge; no tunnel, the source kept', async (t) => {
+  const hg = [routedNode(1, 'host-gw'), routedNode(2, 'host-gw'), routedNode(3, 'host-gw')];
+  const p = tracePath(hg, start('n1', '10.244.1.5', '10.244.2.7'), o);
+  t.equal(p.end, 'pod');
+  t.same(p.hops.map((h) => [h.node, h.kind]), [['n1', 'routed'], ['n2', 'pod']]);
+  t.equal(p.hops[0]!.text, 'route 10.244.2.0/24 via 192.168.77.12 dev eth0: routed via 192.168.77.12 (node n2), host-gw route (proto 78), out of eth0 with no tunnel');
+  t.same(p.hops[0]!.routed, { gateway: '192.168.77.12', remoteNode: 'n2', backend: 'host-gw', protocol: '78' });
+  t.notOk(p.hops[0]!.vtep, 'no VTEP');
+  t.same(p.hops.map((h) => [h.source, h.masquerade.yes]), [['10.244.1.5', false], ['10.244.1.5', false]]);
+  t.equal(p.hops[0]!.masquerade.why, 'pod to pod inside the cluster network: the source is kept');
+  t.match(formatPath(p), /1\. n1: route 10\.244\.2\.0\/24 via 192\.168\.77\.12 dev eth0: routed via .*\n {5}masquerade: no .*\n {2}2\. n2: route 10\.244\.2\.0\/24 dev cbr0: bridged on cbr0 to the pod 10\.244\.2\.7 \(default\/web-abc\)\n.*\nend: delivered to the pod/);
+});
+
+t.test('BGP: the route BIRD learned (proto bird) with its next hop, then the remote bridge', async (t) => {
+  const bgp = [routedNode(1, 'bgp'), routedNode(2, 'bgp'), routedNode(3, 'bgp')];
+  const p = tracePath(bgp, start('n3', '10.244.3.9', '10.244.1.4'), o);
+  t.equal(p.end, 'pod');
+  t.same(p.hops.map((h) => [h.node, h.kind]), [['n3', 'routed'], ['n1', 'pod']]);
+  t.equal(p.hops[0]!.text, 'route 10.244.1.0/24 via 192.168.77.11 dev eth0: BGP-learned route (proto bird) via 192.168.77.11 (node n1), out of eth0 with no tunnel');
+  t.same(p.hops[0]!.routed, { gateway: '192.168.77.11', remoteNode: 'n1', backend: 'bgp', protocol: '12' });
+  t.equal(routedBackend({ dst: '10.244.1.0/24', gw: '192.168.77.11', onlink: false, scope: 'universe', protocol: 'bird' }), 'bgp', 'the protocol\'s name too');
+  t.equal(routedBackend({ dst: '10.244.1.0/24', gw: '192.168.77.11', onlink: false, scope: 'universe', protocol: 'boot' }), null);
+});
+
+t.test('routed: masquerade decisions as with VXLAN (kube-proxy\'s mark once, a pod leaving the cluster)', async (t) => {
+  const hg = [routedNode(1, 'host-gw'), routedNode(2, 'host-gw'), routedNode(3, 'host-gw')];
+  const svc = tracePath(hg, start('n1', '192.168.77.50', '10.244.3.4', true), o);
+  t.same(svc.hops.map((h) => h.kind), ['routed', 'pod']);
+  t.same(svc.hops[0]!.masquerade, { yes: true, why: 'the Service rules marked it (kube-proxy masquerade)' });
+  t.equal(svc.hops[0]!.source, '192.168.77.11', 'the address on eth0, the device it leaves by (no VTEP address to take)');
+  t.equal(svc.hops[1]!.masquerade.yes, false, 'only once');
+  t.equal(svc.hops[1]!.source, '192.168.77.11');
+  const node = tracePath(hg, start('n1', '192.168.77.11', '10.244.2.7'), o);
+  t.same(node.hops[0]!.masquerade, { yes: false, why: 'not from the cluster network' });
+  const out = tracePath(hg, start('n1', '10.244.1.5', '203.0.113.9'), o);
+  t.same(out.hops.map((h) => h.kind), ['out'], 'the default route is no routed backend\'s: it leaves the cluster');
+  t.equal(out.hops[0]!.source, '192.168.77.11');
+});
+
+t.test('routed: a missing route, or a gateway no node owns, is where the packet is lost', async (t) => {
+  const noRoute = tracePath([routedNode(1, 'bgp', { skipRoute: 2 }), routedNode(2, 'bgp')], start('n1', '10.244.1.5', '10.244.2.7'), o);
+  t.same(noRoute.hops.map((h) => h.kind), ['out'], 'BIRD has not learned it: the default route takes it out of the cluster');
+  t.match(noRoute.hops[0]!.text, /route default via 192\.168\.77\.1 dev eth0: out of eth0 to the gateway 192\.168\.77\.1/);
+  const stale = tracePath([routedNode(1, 'host-gw', { gateway: () => '192.168.77.99' }), routedNode(2, 'host-gw')], start('n1', '10.244.1.5', '10.244.2.7'), o);
+  t.equal(stale.end, 'lost');
+  t.same(stale.hops.map((h) => h.kind), ['lost']);
+  t.match(stale.hops[0]!.text, /routed via 192\.168\.77\.99 \(no node in this cluster has that address\), host-gw route \(proto 78\)/);
+  t.same(stale.hops[0]!.routed, { gateway: '192.168.77.99', remoteNode: null, backend: 'host-gw', protocol: '78' });
+});
+
+t.test('a plain route to the cluster network via a node\'s address (neither proto 78 nor bird): routed, no backend named', async (t) => {
+  const n1 = routedNode(1, 'host-gw');
+  const plain = { ...n1, routes: n1.routes.map((r) => (r.protocol === '78' ? { ...r, protocol: 'boot' } : r)) };
+  const p = tracePath([plain, routedNode(2, 'host-gw')], start('n1', '10.244.1.5', '10.244.2.7'), o);
+  t.same(p.hops.map((h) => [h.node, h.kind]), [['n1', 'routed'], ['n2', 'pod']]);
+  t.equal(p.hops[0]!.text, 'route 10.244.2.0/24 via 192.168.77.12 dev eth0: routed via 192.168.77.12 (node n2), out of eth0 with no tunnel');
+  t.equal(p.hops[0]!.routed?.backend, null);
 });

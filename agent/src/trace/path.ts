@@ -11,15 +11,21 @@
  *     names the remote VTEP's address, whose permanent neighbour entry
  *     gives its MAC, whose FDB entry gives the remote node's underlay IP:
  *     the packet is encapsulated (UDP 8472) to that node, and the trip goes
- *     on there; any other route leaves the cluster (its gateway);
+ *     on there; a route of the routed backends (no tunnel) names the peer
+ *     node's underlay IP as its gateway on the underlay interface: host-gw's
+ *     (`proto 78`, nodenet's own protocol number) or BIRD's (`proto bird`,
+ *     12: learned over BGP, the next hop the peer's address); the packet is
+ *     forwarded to that node as it is, and the trip goes on there; any other
+ *     route leaves the cluster (its gateway);
  *   - at each hop the masquerade decision: the Service rules' (kube-proxy's
  *     mark) on the first node, and the overlay's (flannel's rule: a pod's
  *     packet to the cluster network keeps its source; one leaving it is
  *     masqueraded to the node's address).
  *
  * A missing entry is the answer too: no neighbour for the VTEP, no FDB
- * entry for its MAC, or an underlay IP no node owns is where the packet is
- * lost, and the trace says so.
+ * entry for its MAC, or an underlay IP no node owns (a VTEP's, or the
+ * gateway of a host-gw or BGP route) is where the packet is lost, and the
+ * trace says so.
  */
 import { cidrContains, isIPv4, parseIPNet } from '../../../lib/net/ip.js';
 import type { AddressInfo, FdbEntry, LinkInfo, NeighInfo, RouteInfo } from '../netlink/ops.js';
@@ -52,7 +58,19 @@ export interface PathStart {
   readonly serviceMasquerade: boolean;
 }
 
-export type HopKind = 'local' | 'pod' | 'overlay' | 'out' | 'lost';
+export type HopKind = 'local' | 'pod' | 'overlay' | 'routed' | 'out' | 'lost';
+
+/** rtm_protocol of host-gw's routes (overlay/hostgw's RTPROT_NODENET), as RouteInfo lists it. */
+export const PROTO_HOSTGW = '78';
+/** rtm_protocol of BIRD's routes (rt_protos: 12 bird), as RouteInfo lists it; 'bird' accepted too. */
+export const PROTO_BIRD = '12';
+
+/** Which routed backend wrote a route, from its protocol; null for any other. Pure. */
+export function routedBackend(r: RouteInfo): 'host-gw' | 'bgp' | null {
+  if (r.protocol === PROTO_HOSTGW) return 'host-gw';
+  if (r.protocol === PROTO_BIRD || r.protocol === 'bird') return 'bgp';
+  return null;
+}
 
 export interface Hop {
   readonly node: string;
@@ -65,6 +83,8 @@ export interface Hop {
   readonly source: string;
   /** overlay hops: the VTEP, its MAC and the remote underlay IP the packet is sent to. */
   readonly vtep?: { readonly ip: string; readonly mac: string; readonly underlayIP: string; readonly remoteNode: string | null };
+  /** routed hops (no tunnel): the gateway (the peer's underlay IP, BGP's next hop), its node, and who wrote the route. */
+  readonly routed?: { readonly gateway: string; readonly remoteNode: string | null; readonly backend: 'host-gw' | 'bgp' | null; readonly protocol: string };
   /** Whether this hop masquerades the packet (and why). */
   readonly masquerade: { readonly yes: boolean; readonly why: string };
 }
@@ -173,6 +193,30 @@ export function tracePath(nodes: readonly NodeNetwork[], start: PathStart, o: Pa
       hops.push({ node: node.name, kind: 'pod', route, source, masquerade: masq, text: `route ${route}: bridged on ${link.name} to the pod ${dst}${podName(dst)}` });
       return { hops, end: 'pod' };
     }
+    // A routed backend's route: host-gw's or BIRD's, or any route to the cluster network via a node's address.
+    const backend = routedBackend(r);
+    const gwNode = r.gw ? byUnderlay(r.gw) : null;
+    if (r.gw && link?.kind !== 'bridge' && (backend !== null || (gwNode !== null && inCluster(o, dst)))) {
+      let masq: Hop['masquerade'];
+      if (serviceMasq) masq = { yes: true, why: 'the Service rules marked it (kube-proxy masquerade)' };
+      else if (inCluster(o, source) && !inCluster(o, dst)) masq = { yes: true, why: 'a pod\'s packet leaving the cluster network (the overlay\'s masquerade rule)' };
+      else masq = { yes: false, why: inCluster(o, source) ? 'pod to pod inside the cluster network: the source is kept' : 'not from the cluster network' };
+      if (masq.yes) source = masqueradeAddress(node, link, r.gw);
+      const where = gwNode ? ` (node ${gwNode.name})` : ' (no node in this cluster has that address)';
+      const how = backend === 'host-gw'
+        ? `routed via ${r.gw}${where}, host-gw route (proto 78)`
+        : backend === 'bgp'
+          ? `BGP-learned route (proto bird) via ${r.gw}${where}`
+          : `routed via ${r.gw}${where}`;
+      hops.push({
+        node: node.name, kind: gwNode ? 'routed' : 'lost', route, source, masquerade: masq,
+        text: `route ${route}: ${how}, out of ${link?.name ?? 'the node'} with no tunnel`,
+        routed: { gateway: r.gw, remoteNode: gwNode?.name ?? null, backend, protocol: r.protocol },
+      });
+      if (!gwNode) return { hops, end: 'lost' };
+      node = gwNode;
+      continue;
+    }
     // Any other route leaves the cluster network (the node's uplink, its gateway).
     let masq: Hop['masquerade'];
     if (serviceMasq) masq = { yes: true, why: 'the Service rules marked it (kube-proxy masquerade)' };
@@ -195,7 +239,7 @@ export function formatPath(p: PathResult): string {
     lines.push(`  ${i + 1}. ${h.node}: ${h.text}`);
     lines.push(`     masquerade: ${h.masquerade.yes ? `yes, source now ${h.source}` : 'no'}${h.masquerade.why ? ` (${h.masquerade.why})` : ''}`);
   });
-  const end = { pod: 'delivered to the pod', local: 'delivered to a node', out: 'left the cluster', lost: 'lost (see the last hop)', overlay: '' }[p.end];
+  const end = { pod: 'delivered to the pod', local: 'delivered to a node', out: 'left the cluster', lost: 'lost (see the last hop)', overlay: '', routed: '' }[p.end];
   lines.push(`end: ${end}`);
   return `${lines.join('\n')}\n`;
 }
