@@ -13,10 +13,10 @@ import { IPVS_PROC_FILE } from '../netfilter/ipvs/ipvs-probe.js';
 import { NO_IPVS_MESSAGE } from '../netfilter/ipvs/ipvs-types.js';
 import { parseFlags } from './flags.js';
 import { writeOwner } from '../lab/owner.js';
-import { overlayWarnings } from '../lab/up.js';
+import { nodeConfig, overlayWarnings } from '../lab/up.js';
 import { labAddNodeArgs, labCommand, labExecArgs, labName, labUpArgs, LAB_USAGE, type LabCmdDeps } from './lab-cmd.js';
 
-const UP = { name: { type: 'string' }, nodes: { type: 'string' }, 'proxy-mode': { type: 'string' }, backend: { type: 'string' }, overlay: { type: 'string' }, 'run-pods': { type: 'string' }, 'etcd-members': { type: 'string' }, 'api-servers': { type: 'string' } } as const;
+const UP = { name: { type: 'string' }, nodes: { type: 'string' }, 'proxy-mode': { type: 'string' }, backend: { type: 'string' }, overlay: { type: 'string' }, 'run-pods': { type: 'string' }, 'bgp-route-reflectors': { type: 'string' }, 'etcd-members': { type: 'string' }, 'api-servers': { type: 'string' } } as const;
 
 t.test('lab up --etcd-members N --api-servers M: the HA control plane; an even etcd refused with the seeds\' reason', async (t) => {
   t.same(labUpArgs(parseFlags(['--etcd-members', '3'], UP)).ha, { etcdMembers: 3, apiServers: 2 }, 'two API servers by default');
@@ -37,6 +37,15 @@ t.test('lab up: the full cluster by default', async (t) => {
   t.same(labUpArgs(parseFlags(['--proxy-mode', 'ipvs'], UP)), { name: 'default', nodes: 2, proxyMode: 'ipvs', overlay: 'vxlan', runPods: true }, 'ipvs is a mode like the others');
   t.same(labUpArgs(parseFlags(['--backend', 'host-gw'], UP)).overlay, 'host-gw', '--backend host-gw');
   t.same(labUpArgs(parseFlags(['--backend', 'host-gw', '--overlay', 'host-gw'], UP)).overlay, 'host-gw', 'both, agreeing');
+  t.same(labUpArgs(parseFlags(['--backend', 'bgp'], UP)), { name: 'default', nodes: 2, proxyMode: 'iptables', overlay: 'bgp', runPods: true }, '--backend bgp: a full mesh');
+  t.same(labUpArgs(parseFlags(['--backend', 'bgp', '--bgp-route-reflectors', 'n1,n20,n1'], UP)).bgpRouteReflectors, ['n1', 'n20'], 'route reflectors, each once');
+});
+
+t.test('lab nodes\' agent config: the lab\'s, with --bgp-route-reflector on the reflectors only', async (t) => {
+  const rec = { proxyMode: 'iptables', overlay: 'bgp', runPods: true, bgpRouteReflectors: ['n1'] };
+  t.same(nodeConfig(rec, 'n1'), { proxyMode: 'iptables', backend: 'bgp', runPods: true, bgpRouteReflector: true });
+  t.same(nodeConfig(rec, 'n2'), { proxyMode: 'iptables', backend: 'bgp', runPods: true });
+  t.same(nodeConfig({ ...rec, overlay: 'host-gw', bgpRouteReflectors: [] }, 'n1'), { proxyMode: 'iptables', backend: 'host-gw', runPods: true });
 });
 
 t.test('lab up: bad flags are usage errors', async (t) => {
@@ -50,6 +59,9 @@ t.test('lab up: bad flags are usage errors', async (t) => {
     [['--backend', 'udp'], /^--backend must be vxlan, host-gw, (bgp )?or none, got "udp"$/],
     [['--backend', 'host-gw', '--overlay', 'vxlan'], /^--backend host-gw and --overlay vxlan disagree: --overlay is the older name of --backend; give one$/],
     [['--run-pods', 'yes'], /--run-pods must be true or false/],
+    [['--bgp-route-reflectors', 'n1'], /^--bgp-route-reflectors is for --backend bgp, not vxlan$/],
+    [['--backend', 'bgp', '--bgp-route-reflectors', 'n1,node2'], /^--bgp-route-reflectors: "node2" is not a lab node name \(n1\.\.n20, comma-separated\)$/],
+    [['--backend', 'bgp', '--bgp-route-reflectors', 'n21'], /"n21" is not a lab node name/],
     [['--name', 'My-Lab'], /--name: lab name "My-Lab"/],
     [['extra'], /unexpected argument "extra"/],
   ];

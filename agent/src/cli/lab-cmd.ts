@@ -18,11 +18,12 @@ import { execTarget, labNameProblem, MAX_LAB_NODES, proxyModeProblem, type LabPr
 import type { IpvsProbeDeps } from '../netfilter/ipvs/ipvs-probe.js';
 import { FlagError, parseFlags, type FlagSpecs, type ParsedFlags } from './flags.js';
 import { formatTable } from './table.js';
+import { OVERLAY_HEADERS, overlayRows } from '../lab/overlay-status.js';
 import { packageRoot } from '../config/paths.js';
 import { isOverlayBackend, OVERLAY_BACKENDS, type OverlayBackendName } from '../config/config.js';
 
-export const LAB_USAGE = `usage: nodenet lab up [--name NAME] [--nodes N] [--proxy-mode iptables|nftables|ipvs] [--backend vxlan|host-gw|none] [--run-pods true|false]
-                     [--etcd-members 1|3|5|7 [--api-servers M]]
+export const LAB_USAGE = `usage: nodenet lab up [--name NAME] [--nodes N] [--proxy-mode iptables|nftables|ipvs] [--backend vxlan|host-gw|bgp|none] [--run-pods true|false]
+                     [--bgp-route-reflectors NODE,...] [--etcd-members 1|3|5|7 [--api-servers M]]
        nodenet lab kill|stop|cont|partition|heal|start [--name NAME] TARGET
        nodenet lab add-node [--name NAME] [NODE]
        nodenet lab down [--name NAME]
@@ -31,7 +32,9 @@ export const LAB_USAGE = `usage: nodenet lab up [--name NAME] [--nodes N] [--pro
        nodenet lab cleanup
 up: a cluster on this machine, out of network namespaces: an underlay bridge, the control plane (reached from here
     on 127.0.0.1 through a relay), N nodes (default 2) with eth0 on the underlay and an agent each (the overlay, VXLAN by
-    default or host-gw: the nodes share one L2 underlay; the embedded kubelet and the proxy, iptables by default).
+    default, host-gw: the nodes share one L2 underlay, or bgp: a BIRD 2 per node, bird2 installed; the embedded
+    kubelet and the proxy, iptables by default). --bgp-route-reflectors n1[,n2]: those nodes (added ones too) run
+    with --bgp-route-reflector, the others peer with them only; without it, a full iBGP mesh.
     --overlay is the older name of --backend. It keeps running after the command returns; a crashed
     lab of that name is removed first. ipvs needs a kernel with IPVS (the test-vm/ VMs or your own): without one,
     up refuses before it makes anything. NAME (default "default"): a lowercase letter, then up to 9 letters or digits.
@@ -46,8 +49,10 @@ add-node: one more node in a running lab, configured as the others (its namespac
     agent with the same proxy mode, overlay and pods); returns once its Node is Ready; status, exec and down know it.
     NODE: n1..n20 (default the first free one); nI is 192.168.77.(10+I).
 down: removes every trace of the lab (processes, namespaces, pods, mounts, its run directory); idempotent.
-status: its nodes (underlay IP, pod CIDR, Ready, agent), the overlay's warnings (a Node not routed: not on the L2
-    network with host-gw, or on another backend) and pods; without --name, every lab and the default's.
+status: its nodes (underlay IP, pod CIDR, Ready, agent), each node's overlay as its agent says it (/overlay/status:
+    the backend and a row per peer: routed or not and why, for bgp the session's state from BIRD's socket,
+    Established, Active, Connect...), the overlay's warnings (a Node not routed: not on the L2 network with host-gw,
+    or on another backend) and pods; without --name, every lab and the default's.
 exec: runs CMD in a node's network namespace (n1, n2, ...) or in a pod's namespaces (NAMESPACE/NAME, or NAME in
     default); its exit code is passed through.
 cleanup: remove the namespaces, processes, mounts and directories of labs whose owner process is gone
@@ -64,7 +69,7 @@ export interface LabCmdDeps {
 
 const NAME: FlagSpecs = { name: { type: 'string' } };
 const SPECS: Readonly<Record<string, FlagSpecs>> = {
-  up: { ...NAME, nodes: { type: 'string' }, 'proxy-mode': { type: 'string' }, backend: { type: 'string' }, overlay: { type: 'string' }, 'run-pods': { type: 'string' }, 'etcd-members': { type: 'string' }, 'api-servers': { type: 'string' } },
+  up: { ...NAME, nodes: { type: 'string' }, 'proxy-mode': { type: 'string' }, backend: { type: 'string' }, overlay: { type: 'string' }, 'run-pods': { type: 'string' }, 'bgp-route-reflectors': { type: 'string' }, 'etcd-members': { type: 'string' }, 'api-servers': { type: 'string' } },
   ...Object.fromEntries(HA_ACTIONS.map((a) => [a, NAME])),
   'add-node': NAME,
   down: NAME,
@@ -74,7 +79,7 @@ const SPECS: Readonly<Record<string, FlagSpecs>> = {
 };
 
 /** What `lab up`'s flags give labUp (its other options are the command's deps). */
-export type LabUpArgs = Pick<LabUpOptions, 'name' | 'nodes' | 'proxyMode' | 'overlay' | 'runPods' | 'ha'>;
+export type LabUpArgs = Pick<LabUpOptions, 'name' | 'nodes' | 'proxyMode' | 'overlay' | 'runPods' | 'ha' | 'bgpRouteReflectors'>;
 
 function noArgs(p: ParsedFlags): void {
   if (p.positional.length || p.rest.length) throw new FlagError(`unexpected argument ${JSON.stringify([...p.positional, ...p.rest][0])}`);
@@ -96,7 +101,7 @@ export function proxyModeFlag(p: ParsedFlags): LabProxyMode {
   return mode as LabProxyMode;
 }
 
-/** --backend (pure), or its older name --overlay: vxlan (the default), host-gw or none; both given, they must agree. */
+/** --backend (pure), or its older name --overlay: vxlan (the default), host-gw, bgp or none; both given, they must agree. */
 export function backendFlag(p: ParsedFlags): OverlayBackendName {
   const b = p.flags.get('backend');
   const o = p.flags.get('overlay');
@@ -126,7 +131,15 @@ export function labUpArgs(p: ParsedFlags): LabUpArgs {
     const problem = haShapeProblem(ha);
     if (problem) throw new FlagError(problem);
   }
-  return { name: labName(p), nodes: Number(nodes), proxyMode, overlay, runPods: runPods === 'true', ...(ha ? { ha } : {}) };
+  const rr = p.flags.get('bgp-route-reflectors');
+  let reflectors: string[] = [];
+  if (rr !== undefined) {
+    if (overlay !== 'bgp') throw new FlagError(`--bgp-route-reflectors is for --backend bgp, not ${overlay}`);
+    reflectors = [...new Set(rr.split(',').map((w) => w.trim()))];
+    const bad = reflectors.find((w) => !/^n([1-9]|1\d|20)$/.test(w));
+    if (bad !== undefined) throw new FlagError(`--bgp-route-reflectors: ${JSON.stringify(bad)} is not a lab node name (n1..n${MAX_LAB_NODES}, comma-separated)`);
+  }
+  return { name: labName(p), nodes: Number(nodes), proxyMode, overlay, runPods: runPods === 'true', ...(ha ? { ha } : {}), ...(reflectors.length ? { bgpRouteReflectors: reflectors } : {}) };
 }
 
 /** `lab add-node`'s flags (pure): at most one NODE. */
@@ -167,7 +180,7 @@ export async function labCommand(argv: readonly string[], deps: LabCmdDeps): Pro
     case 'up': {
       const a = labUpArgs(p);
       const rec = await labUp({ runner: deps.runner, ...a, say: (s) => say(`  ${s}`), ...(deps.ipvsExists ? { ipvsExists: deps.ipvsExists } : {}) });
-      say(`lab ${rec.name} is up: ${rec.nodes.length} node(s) Ready, proxy ${rec.proxyMode}, overlay ${rec.overlay}${rec.runPods ? ', pods run by the agents' : ''}${rec.ha ? `, control plane: ${rec.ha.etcdMembers} etcd member(s), ${rec.ha.apiServers} API server(s) behind HAProxy` : ''}.
+      say(`lab ${rec.name} is up: ${rec.nodes.length} node(s) Ready, proxy ${rec.proxyMode}, overlay ${rec.overlay}${rec.bgpRouteReflectors.length ? ` (route reflectors ${rec.bgpRouteReflectors.join(', ')})` : ''}${rec.runPods ? ', pods run by the agents' : ''}${rec.ha ? `, control plane: ${rec.ha.etcdMembers} etcd member(s), ${rec.ha.apiServers} API server(s) behind HAProxy` : ''}.
 Use it with the real kubectl:
   export KUBECONFIG=${rec.kubeconfig}
   kubectl get nodes -o wide
@@ -223,7 +236,7 @@ ${rec.ha ? `Break it and watch it heal:
       }
       if (!name) return 0;
       const st = await labStatus(deps.runner, name);
-      say(`lab ${name}: ${st.state}, API https://127.0.0.1:${st.record.port}, KUBECONFIG=${st.record.kubeconfig}, proxy ${st.record.proxyMode}, overlay ${st.record.overlay}`);
+      say(`lab ${name}: ${st.state}, API https://127.0.0.1:${st.record.port}, KUBECONFIG=${st.record.kubeconfig}, proxy ${st.record.proxyMode}, overlay ${st.record.overlay}${st.record.bgpRouteReflectors.length ? ` (route reflectors ${st.record.bgpRouteReflectors.join(', ')})` : ''}`);
       if (st.apiError) say(`the API did not answer: ${st.apiError}`);
       if (st.record.ha) {
         const h = await haStatus(deps.runner, name);
@@ -231,6 +244,9 @@ ${rec.ha ? `Break it and watch it heal:
         say(`control plane: etcd members ${role('etcd ')}, leader ${h?.etcdLeader || 'none'}; API servers ${role('api-server ')} behind HAProxy; kube-controller-manager on API server ${h?.controllerManager || '?'}, kube-scheduler on ${h?.scheduler || '?'}`);
       }
       say(`\n${formatTable(['NODE', 'UNDERLAY IP', 'POD CIDR', 'STATUS', 'AGENT'], st.nodes.map((n) => [n.name, n.internalIP, n.podCIDR, n.ready, n.agent])).trimEnd()}`);
+      if (st.overlay.length) {
+        say(`\noverlay (each node's agent, /overlay/status${st.record.overlay === 'bgp' ? '; bgp: each session as BIRD\'s socket says it' : ''}):\n${formatTable([...OVERLAY_HEADERS], overlayRows(st.overlay)).trimEnd()}`);
+      }
       if (st.overlayWarnings.length) {
         say(`\noverlay warnings (Warning Events on the Nodes; kubectl get events --field-selector reason=<REASON>):\n${formatTable(['NODE', 'FROM', 'REASON', 'COUNT', 'LAST', 'MESSAGE'], st.overlayWarnings.map((w) => [w.node, w.from, w.reason, String(w.count), w.last, w.message])).trimEnd()}`);
       }

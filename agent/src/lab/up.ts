@@ -42,6 +42,7 @@ import { haAct, etcdLeader, leaseHolder, requireHaPrograms, type HaLab } from '.
 import { haShapeProblem, parseHaTarget, type HaAction, type HaShape } from './ha-plan.js';
 import { applyLeftovers } from './leftovers.js';
 import { labDir } from './nodes.js';
+import { DEFAULT_METRICS_ADDRESS, readNodeOverlay, type NodeOverlay } from './overlay-status.js';
 import { ownerAlive, readOwner, readProcesses, recordProcess, writeOwner, type LabProcess } from './owner.js';
 import { CLUSTER_CIDR, labRoot } from './plan.js';
 import { addNodeName, allReady, labCondition, labNameProblem, labNamespaces, labNodeNames, MAX_LAB_NODES, nodeRows, podRows, upAction, type ExecTarget, type LabCondition, type LabProxyMode, type NodeRow, type PodRow } from './up-plan.js';
@@ -62,6 +63,8 @@ export interface LabRecord {
   readonly runPods: boolean;
   /** An HA control plane's shape (lab/ha-plan.ts); null: one control plane on SQLite. */
   readonly ha: HaShape | null;
+  /** bgp: the nodes that run with --bgp-route-reflector (the others peer with them only); [] for a full mesh. */
+  readonly bgpRouteReflectors: readonly string[];
   readonly createdAt: string;
 }
 
@@ -75,6 +78,8 @@ export interface LabUpOptions {
   readonly runPods: boolean;
   /** etcd members and API servers behind HAProxy (lab/ha.ts); absent: one control plane on SQLite. */
   readonly ha?: HaShape;
+  /** bgp: the nodes (n<i>, added ones too) that reflect routes; absent or []: a full mesh. */
+  readonly bgpRouteReflectors?: readonly string[];
   /** How ipvs mode looks for IPVS before anything is made (default: the real /proc/net/ip_vs); a seam for tests. */
   readonly ipvsExists?: IpvsProbeDeps['exists'];
   /** Default labRoot(). */
@@ -101,6 +106,8 @@ export function readLabRecord(dir: string): LabRecord | null {
       overlay: r.string('overlay'),
       runPods: r.bool('runPods'),
       ha: r.optObject('ha') ? { etcdMembers: r.optObject('ha')!.int('etcdMembers', { min: 1 }), apiServers: r.optObject('ha')!.int('apiServers', { min: 1 }) } : null,
+      // Absent in a lab.json written before route reflectors.
+      bgpRouteReflectors: r.raw('bgpRouteReflectors') === undefined ? [] : r.stringArray('bgpRouteReflectors'),
       createdAt: r.string('createdAt'),
     }));
   } catch {
@@ -148,6 +155,7 @@ export async function labUp(o: LabUpOptions): Promise<LabRecord> {
   if (haProblem) throw new NodenetError(ErrorCode.InvalidConfig, haProblem);
   if (o.ha) await requireHaPrograms(o.runner);
   const nodes = labNodeNames(o.nodes);
+  if (o.bgpRouteReflectors?.length && o.overlay !== 'bgp') throw new NodenetError(ErrorCode.InvalidConfig, `route reflectors (${o.bgpRouteReflectors.join(', ')}) are for the bgp backend, not ${o.overlay}`);
   if (o.proxyMode === 'ipvs') await requireIpvs('lab up --proxy-mode ipvs', { runner: o.runner, ...(o.ipvsExists ? { exists: o.ipvsExists } : {}) });
   const root = o.root ?? labRoot();
   const cond = labState(o.name, root);
@@ -184,8 +192,9 @@ export async function labUp(o: LabUpOptions): Promise<LabRecord> {
     const kubeconfig = `${dir}/kubeconfig`;
     writeFileSync(kubeconfig, readFileSync(cp.kubeconfig, 'utf8').replace(cp.url, url), { mode: 0o600 });
     o.say(`API server on ${url}`);
+    const reflectors = o.bgpRouteReflectors ?? [];
     for (const n of nodes) {
-      const config = nodeConfig(o);
+      const config = nodeConfig({ ...o, bgpRouteReflectors: reflectors }, n);
       const node = await lab.addNode(n, { clusterCIDR: CLUSTER_CIDR, config });
       o.say(`node ${n}: ${node.ns}, eth0 ${node.underlayIP}, agent starting...`);
       try {
@@ -196,7 +205,7 @@ export async function labUp(o: LabUpOptions): Promise<LabRecord> {
       }
       recordProcess(dir, `agent ${n}`, node.agentPid!);
     }
-    const rec: LabRecord = { name: o.name, nodes, port, kubeconfig, proxyMode: o.proxyMode, overlay: o.overlay, runPods: o.runPods, ha: o.ha ?? null, createdAt: new Date().toISOString() };
+    const rec: LabRecord = { name: o.name, nodes, port, kubeconfig, proxyMode: o.proxyMode, overlay: o.overlay, runPods: o.runPods, ha: o.ha ?? null, bgpRouteReflectors: reflectors, createdAt: new Date().toISOString() };
     writeFileDurable(`${dir}/${LAB_RECORD}`, `${JSON.stringify(rec, null, 2)}\n`);
     o.say('waiting for every Node to be Ready...');
     const deadline = Date.now() + (o.readyTimeoutMs ?? 120_000);
@@ -220,9 +229,9 @@ export async function labUp(o: LabUpOptions): Promise<LabRecord> {
   }
 }
 
-/** A node's agent config in a lab made by `up`: every node the same, the ones `add-node` adds too. */
-function nodeConfig(r: Pick<LabRecord, 'proxyMode' | 'overlay' | 'runPods'>): Record<string, unknown> {
-  return { proxyMode: r.proxyMode, backend: r.overlay, runPods: r.runPods };
+/** A node's agent config in a lab made by `up`: every node the same, the ones `add-node` adds too (but bgp's route reflectors). */
+export function nodeConfig(r: Pick<LabRecord, 'proxyMode' | 'overlay' | 'runPods' | 'bgpRouteReflectors'>, node: string): Record<string, unknown> {
+  return { proxyMode: r.proxyMode, backend: r.overlay, runPods: r.runPods, ...(r.bgpRouteReflectors.includes(node) ? { bgpRouteReflector: true } : {}) };
 }
 
 export interface LabAddNodeOptions {
@@ -267,7 +276,7 @@ export async function labAddNode(o: LabAddNodeOptions): Promise<{ record: LabRec
     if ((e as NodeJS.ErrnoException).code === 'EEXIST') throw new NodenetError(ErrorCode.AlreadyExists, `lab ${o.name}: ${dir}/${n} exists (another add-node of ${n} runs, or one crashed: nodenet lab add-node --name ${o.name} n<i> with another i)`);
     throw e;
   }
-  const config = nodeConfig(record);
+  const config = nodeConfig(record, n);
   const node = new VNode(lab, n, pick.index, { clusterCIDR: CLUSTER_CIDR, config });
   try {
     await node.create();
@@ -365,6 +374,8 @@ export interface LabStatus {
   readonly overlayWarnings: readonly OverlayWarning[];
   /** Why the API could not be asked, when it could not. */
   readonly apiError: string | null;
+  /** Each node's overlay as its agent says it (/overlay/status): backend, peers, bgp's session states. */
+  readonly overlay: readonly NodeOverlay[];
 }
 
 /** An overlay Warning Event on a Node, as `lab status` shows it. */
@@ -399,6 +410,16 @@ export function overlayWarnings(list: unknown): OverlayWarning[] {
     .sort((a, b) => (a.last < b.last ? -1 : a.last > b.last ? 1 : 0));
 }
 
+/** The metrics address a lab node's agent was started with (its agent.json), else the agent's default. */
+function agentMetricsAddress(nodeDir: string): string {
+  try {
+    const v = (JSON.parse(readFileSync(`${nodeDir}/agent.json`, 'utf8')) as Record<string, unknown>)['metricsBindAddress'];
+    return typeof v === 'string' && v && !v.endsWith(':0') ? v : DEFAULT_METRICS_ADDRESS;
+  } catch {
+    return DEFAULT_METRICS_ADDRESS;
+  }
+}
+
 function upRecord(name: string, root: string): { dir: string; record: LabRecord } {
   checkName(name);
   const dir = labDir(name, root);
@@ -428,7 +449,13 @@ export async function labStatus(runner: Runner, name: string, root = labRoot()):
   }
   const seen = new Set(nodes.map((n) => n.name));
   const rows = [...nodes, ...record.nodes.filter((n) => !seen.has(n)).map((n) => ({ name: n, internalIP: '-', podCIDR: '-', ready: 'Unknown' }))];
-  return { record, state: labState(name, root).state, nodes: rows.map((n) => ({ ...n, agent: agentOf(n.name) })), pods, processes, overlayWarnings: warnings, apiError };
+  // Asked of each running agent in its node's namespace (its metrics address is loopback there).
+  const overlay = record.overlay === 'none' ? [] : await Promise.all(record.nodes.map((n) => {
+    const p = processes.find((x) => x.role === `agent ${n}`);
+    if (!p?.alive) return { node: n, status: null, error: 'its agent is not running' };
+    return readNodeOverlay(runner, n, `/var/run/netns/nn-${name}-${n}`, agentMetricsAddress(`${dir}/${n}`));
+  }));
+  return { record, state: labState(name, root).state, nodes: rows.map((n) => ({ ...n, agent: agentOf(n.name) })), pods, processes, overlayWarnings: warnings, apiError, overlay };
 }
 
 /**

@@ -47,6 +47,7 @@ import { Lifecycle } from '../../../lib/lifecycle/lifecycle.js';
 import { parseCidr, type Cidr } from '../../../lib/net/ip.js';
 import { ErrorCode, NodenetError } from '../../../lib/errors/errors.js';
 import { AgentMetrics } from './agent-metrics.js';
+import type { OverlayStatus } from '../overlay/status.js';
 import type { HealthServer, HealthServerOptions, HealthSource } from './health-server.js';
 import { ProxyHost, type ProxyHostDeps } from './proxy-host.js';
 
@@ -109,6 +110,8 @@ export interface AgentOverlay {
   rejectionCounts(): readonly RejectionCount[];
   /** The Nodes on another backend, by backend type, for the metrics. */
   foreignNodes(): readonly { readonly backendType: string }[];
+  /** Its status (/status, /overlay/status): the backend, the peers, those not routed, BGP's sessions; null before start. */
+  status?(): Promise<OverlayStatus | null>;
 }
 
 export class Agent {
@@ -333,6 +336,7 @@ export class Agent {
       metrics: async () => ({ contentType: m.contentType, text: await m.text() }),
       status: () => (this.deps.proxy === null ? 'none' : (this.proxyHost?.status() ?? 'starting')),
       proxyMode: () => this.deps.config.proxyMode,
+      ...(this.deps.overlay ? { overlayStatus: async () => (await this.overlay?.status?.()) ?? null } : {}),
     };
   }
 

@@ -262,9 +262,10 @@ function registrationComponent(cfg: AgentConfig, node: NetlinkOps, log: Logger):
  */
 function overlayComponent(cfg: AgentConfig, log: Logger, runner: Runner, nodeIP: string | null): AgentOverlay {
   if (!cfg.kubeconfig || !cfg.podCIDR || !cfg.clusterCIDR) throw new NodenetError(ErrorCode.InvalidConfig, `overlay ${cfg.backend} needs kubeconfig, clusterCIDR and a pod CIDR`);
-  const backend = cfg.backend === 'bgp' && cfg.clusterCIDR
+  const bgp = cfg.backend === 'bgp' && cfg.clusterCIDR
     ? bgpBackendType({ runDir: cfg.runDir, clusterCIDR: cfg.clusterCIDR, asn: cfg.bgpAsn, routeReflector: cfg.bgpRouteReflector, runner })
-    : BACKENDS.get(cfg.backend);
+    : null;
+  const backend = bgp ?? BACKENDS.get(cfg.backend);
   if (!backend) throw new NodenetError(ErrorCode.InvalidConfig, `config backend: nodenet has no overlay backend ${JSON.stringify(cfg.backend)} (${BACKENDS.names.join(', ')})`);
   const { kubeconfig, podCIDR, clusterCIDR } = cfg;
   let overlay: Overlay | null = null;
@@ -308,6 +309,19 @@ function overlayComponent(cfg: AgentConfig, log: Logger, runner: Runner, nodeIP:
     },
     rejectionCounts: () => (overlay ? [overlay.rejectionCounts()] : []),
     foreignNodes: () => overlay?.foreignNodes() ?? [],
+    // Each call asks BIRD's socket (birdc: one process), only when /status or /overlay/status is asked for.
+    async status() {
+      const o = overlay;
+      if (!o) return null;
+      const base = { backend: o.backendType, peers: [...o.peers().keys()].sort(), unreachable: o.unreachable() };
+      const b = bgp?.last();
+      if (!b) return base;
+      try {
+        return { ...base, bgp: { sessions: await b.peerStatus() } };
+      } catch (e) {
+        return { ...base, bgp: { error: e instanceof Error ? e.message : String(e) } };
+      }
+    },
   };
 }
 

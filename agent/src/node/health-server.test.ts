@@ -35,7 +35,8 @@ import { Agent } from './agent.js';
 import { ProxyHealth } from './agent-metrics.js';
 import { bridgeMacFor } from './compose.js';
 import { healthBody, startHealthServer, type HealthSource } from './health-server.js';
-import { readProxyStatus } from './proxy-status.js';
+import { readProxyStatus, type ProxyStatus } from './proxy-status.js';
+import { parseOverlayStatus, type OverlayStatus } from '../overlay/status.js';
 
 const T0 = Date.parse('2030-01-01T00:00:00Z');
 const CONF = { cniVersion: '1.1.0', name: 'nodenet', type: 'nodenet-cni', bridge: 'cbr0', isGateway: true, isDefaultGateway: true, ipam: { type: 'host-local' } };
@@ -393,4 +394,35 @@ t.test('ProxyHealth: kube-proxy\'s verdict; healthBody prints Go\'s zero time fo
   t.equal(healthBody(h.check()), `{"lastUpdated":"0001-01-01T00:00:00Z","currentTime":"${new Date(T0 + 60_000).toISOString()}"}\n`);
   h.updated();
   t.match(h.check(), { healthy: true });
+});
+
+t.test('/overlay/status and /status\'s overlay: the backend, its peers, those not routed, BGP\'s sessions', async (t) => {
+  const ov: OverlayStatus = {
+    backend: 'bgp', peers: ['n2', 'n3'], unreachable: [],
+    bgp: { sessions: [{ node: 'n2', peerIP: '192.168.77.12', protocol: 'peer_192_168_77_12', state: 'Established', established: true, since: '2026-12-05 21:04:49', detail: '' }] },
+  };
+  let current: OverlayStatus | null = null;
+  const st = { mode: 'iptables', syncs: 1, ready: true, lastSync: null, applied: {}, rejected: [], ignored: [], manifestErrors: {} } as unknown as ProxyStatus;
+  const base: HealthSource = {
+    probe: () => ({ healthy: true, lastUpdated: 0, currentTime: 0 }),
+    notReady: () => null,
+    metrics: async () => ({ contentType: 'text/plain', text: '' }),
+    status: () => st,
+    proxyMode: () => 'iptables',
+  };
+  const log = silentLogger();
+  const with_ = await startHealthServer({ metricsBindAddress: '127.0.0.1:0', healthzBindAddress: null, source: { ...base, overlayStatus: async () => current }, log });
+  t.teardown(() => with_.close());
+  const u = `http://${with_.metricsAddress!}`;
+  t.equal((await get(`${u}/overlay/status`)).status, 503, 'before the overlay started');
+  t.same(JSON.parse((await get(`${u}/status`)).body), st, 'no overlay key before it started');
+  current = ov;
+  const r = await get(`${u}/overlay/status`);
+  t.equal(r.status, 200);
+  t.same(parseOverlayStatus('/overlay/status', r.body), ov, 'what the reader of lab status reads back');
+  t.same(JSON.parse((await get(`${u}/status`)).body), { ...st, overlay: ov }, '/status: the proxy\'s and the overlay\'s');
+  const without = await startHealthServer({ metricsBindAddress: '127.0.0.1:0', healthzBindAddress: null, source: base, log });
+  t.teardown(() => without.close());
+  t.equal((await get(`http://${without.metricsAddress!}/overlay/status`)).status, 404, 'no overlay: 404');
+  t.same(JSON.parse((await get(`http://${without.metricsAddress!}/status`)).body), st, 'and /status as before');
 });

@@ -2,8 +2,11 @@
  * node/health-server: the agent's HTTP endpoints, on two listeners as
  * kube-proxy has them (loopback by default):
  *   metricsBindAddress (127.0.0.1:10249): /metrics (Prometheus text),
- *     /status (what <runDir>/proxy-status.json holds, live; also
- *     /proxy/status), /proxyMode, and the health endpoints below;
+ *     /status (what <runDir>/proxy-status.json holds, live, and the
+ *     overlay's status under `overlay`; also /proxy/status),
+ *     /overlay/status (the overlay's alone: its backend, its peers, those
+ *     it does not route and why, each BGP session's state from BIRD's
+ *     socket), /proxyMode, and the health endpoints below;
  *   healthzBindAddress (127.0.0.1:10256): /healthz, /livez, /readyz.
  * When both name the same address (but port 0), one listener serves
  * everything. Port 0 binds a free port; the bound addresses are on the returned object and in
@@ -30,6 +33,7 @@ import { F } from '../../../lib/log/fields.js';
 import type { Logger } from '../../../lib/log/log.js';
 import type { HealthReport } from './agent-metrics.js';
 import type { ProxyStatus } from './proxy-status.js';
+import type { OverlayStatus } from '../overlay/status.js';
 
 export interface HealthSource {
   /** The /healthz or /livez verdict (each call is one probe: it is counted). */
@@ -40,6 +44,8 @@ export interface HealthSource {
   /** The proxy's status; 'none' without a proxy mode, 'starting' before the proxy started. */
   status(): ProxyStatus | 'none' | 'starting';
   proxyMode(): string;
+  /** The overlay's status (overlay/status.ts); absent without an overlay, null before it started. */
+  overlayStatus?(): Promise<OverlayStatus | null>;
 }
 
 export interface HealthServerOptions {
@@ -92,6 +98,14 @@ const status: Route = async (src) => {
   const st = src.status();
   if (st === 'none') return { code: 404, type: JSON_TYPE, body: `${JSON.stringify({ error: 'this agent runs without a proxy mode' })}\n` };
   if (st === 'starting') return { code: 503, type: JSON_TYPE, body: `${JSON.stringify({ error: 'the proxy is starting' })}\n` };
+  const overlay = src.overlayStatus ? await src.overlayStatus() : null;
+  return { code: 200, type: JSON_TYPE, body: `${JSON.stringify(overlay ? { ...st, overlay } : st, null, 2)}\n` };
+};
+
+const overlayStatus: Route = async (src) => {
+  if (!src.overlayStatus) return { code: 404, type: JSON_TYPE, body: `${JSON.stringify({ error: 'this agent runs without an overlay' })}\n` };
+  const st = await src.overlayStatus();
+  if (!st) return { code: 503, type: JSON_TYPE, body: `${JSON.stringify({ error: 'the overlay is starting' })}\n` };
   return { code: 200, type: JSON_TYPE, body: `${JSON.stringify(st, null, 2)}\n` };
 };
 
@@ -103,6 +117,7 @@ const METRICS_ROUTES: Readonly<Record<string, Route>> = {
   },
   '/status': status,
   '/proxy/status': status,
+  '/overlay/status': overlayStatus,
   '/proxyMode': async (src) => ({ code: 200, type: TEXT_TYPE, body: `${src.proxyMode()}\n` }),
 };
 
@@ -167,7 +182,7 @@ export async function startHealthServer(o: HealthServerOptions): Promise<HealthS
     await Promise.all(servers.filter((s) => s.listening).map(closeServer));
     throw e;
   }
-  if (metricsAddress) log.info(`metrics and status on http://${metricsAddress} (/metrics, /status, /healthz, /livez, /readyz)`);
+  if (metricsAddress) log.info(`metrics and status on http://${metricsAddress} (/metrics, /status, /overlay/status, /healthz, /livez, /readyz)`);
   if (healthzAddress && healthzAddress !== metricsAddress) log.info(`health checks on http://${healthzAddress} (/healthz, /livez, /readyz)`);
   let closing: Promise<void> | undefined;
   return {
