@@ -8,8 +8,9 @@
  *   --pings 200             ICMP echoes per case for the RTT (quick: 50); 0 skips ping
  *   --ping-interval-ms 5    between echoes (ping -i; below 200 ms needs root, which the bench has)
  *   --rr 2000               TCP 1-byte request/response round trips per case (quick: 500); 0 skips them
- *   --cases same-node,cross-node,underlay,bare-vxlan,bare-pods,bare-pods-conntrack,bare-routed,bare-routed-conntrack
- *                           which paths to measure (the share needs cross-node and underlay; bare.ts says what the bare ones are)
+ *   --cases same-node,cross-node,underlay,bare-vxlan,bare-pods,bare-pods-conntrack,bare-routed,bare-routed-conntrack,cross-node-hostgw,cross-node-bgp
+ *                           which paths to measure (the share needs cross-node and underlay; bare.ts says what the bare ones are;
+ *                           the last two add a pair of host-gw nodes, a pair of bgp nodes)
  *   --quick                 smaller figures (well under a minute of measuring); any flag above overrides them
  *   --out FILE              where the results JSON goes (default bench/overlay/results/<date>.json)
  */
@@ -21,12 +22,15 @@ import { benchFlags, int, list } from '../lib/args.js';
  * eth0 (the reference), and the kernel's own, built by hand without nodenet (bare.ts): (d) host to host over
  * VXLAN, (e) pod to pod over bridge and VXLAN with no netfilter, (f) the same with conntrack and NAT hooks, and the
  * routed path (host-gw's, BGP's) with no tunnel: (g) pod to pod over bridge and a route via the peer, (h) the same
- * with conntrack.
+ * with conntrack; then nodenet's routed backends across nodes: (i) host-gw (a route per peer, proto 78) and (j) BGP
+ * (BIRD's routes, proto bird), each on a pair of nodes of its own in the same lab.
  */
-export const CASES = ['same-node', 'cross-node', 'underlay', 'bare-vxlan', 'bare-pods', 'bare-pods-conntrack', 'bare-routed', 'bare-routed-conntrack'] as const;
+export const CASES = ['same-node', 'cross-node', 'underlay', 'bare-vxlan', 'bare-pods', 'bare-pods-conntrack', 'bare-routed', 'bare-routed-conntrack', 'cross-node-hostgw', 'cross-node-bgp'] as const;
 /** The cases on the bare hosts (bare.ts). */
 export const BARE_CASES: readonly CaseName[] = ['bare-vxlan', 'bare-pods', 'bare-pods-conntrack', 'bare-routed', 'bare-routed-conntrack'];
 export type CaseName = (typeof CASES)[number];
+/** nodenet's routed backends across nodes, each case on its own pair of nodes: the backend they run. */
+export const ROUTED_CASES: Readonly<Partial<Record<CaseName, 'host-gw' | 'bgp'>>> = { 'cross-node-hostgw': 'host-gw', 'cross-node-bgp': 'bgp' };
 
 export interface BenchArgs {
   readonly durationS: number;
@@ -72,7 +76,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     pings: int('pings', get('pings', d.pings), 0, 100_000),
     pingIntervalMs: int('ping-interval-ms', get('ping-interval-ms', 5), 1, 10_000),
     rr: int('rr', get('rr', d.rr), 0, 1_000_000),
-    // The bench's own order, whatever order the flag gave: the table reads a, b, c, d, e, f.
+    // The bench's own order, whatever order the flag gave: the table reads a, b, c, ... j.
     cases: CASES.filter((c) => cases.includes(c)),
     quick,
     out,

@@ -7,6 +7,8 @@
 import type { ShareBar } from './report.js';
 
 export function chartSpec(bars: readonly ShareBar[], title: string): Record<string, unknown> {
+  // 0–110% unless a bar goes past it (a routed path or one node can beat the underlay here): then room for its figure.
+  const top = Math.max(110, ...bars.map((b) => Math.ceil(b.sharePct / 10) * 10 + 10));
   return {
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
     title: { text: title, subtitle: 'TCP throughput across nodes (iperf3, median) as a share of the underlay between the same two nodes' },
@@ -19,7 +21,7 @@ export function chartSpec(bars: readonly ShareBar[], title: string): Record<stri
         mark: { type: 'bar' },
         encoding: {
           y: { field: 'case', type: 'nominal', title: null, sort: { field: 'order', op: 'min' }, axis: { labelLimit: 320 } },
-          x: { field: 'sharePct', type: 'quantitative', title: '% of the underlay', scale: { domain: [0, 110] } },
+          x: { field: 'sharePct', type: 'quantitative', title: '% of the underlay', scale: { domain: [0, top] } },
           color: { field: 'kind', type: 'nominal', title: null, sort: ['nodenet', 'by hand', 'reference'], scale: { range: ['#4c78a8', '#bab0ac', '#54a24b'] } },
           tooltip: [{ field: 'case' }, { field: 'sharePct', format: '.1f' }],
         },

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { parseBenchArgs } from './args.js';
 import type { IperfRun } from './parse.js';
-import { ceilingLine, cpuSecondsPerGB, formatCases, formatReport, gbps, perCpuShareOfUnderlay, shareBars, shareOf, shareOfUnderlay, summarizeLatency, summarizeThroughput, us, verdict, type BenchResult, type CaseResult } from './report.js';
+import { ceilingLine, routedLines, cpuSecondsPerGB, formatCases, formatReport, gbps, perCpuShareOfUnderlay, shareBars, shareOf, shareOfUnderlay, summarizeLatency, summarizeThroughput, us, verdict, type BenchResult, type CaseResult } from './report.js';
 import { chartSpec } from './chart.js';
 import type { CaseName } from './args.js';
 
@@ -143,5 +143,45 @@ t.test('the chart: a bar per measured case as a share of the underlay, nodenet b
   const spec = chartSpec(bars, 'title') as { data: { values: unknown[] }; layer: unknown[] };
   t.equal(spec.data.values.length, 3);
   t.equal(spec.layer.length, 2, 'bars and their figures');
+  const domain = (b: typeof bars) => ((chartSpec(b, 't') as { layer: { encoding: { x: { scale?: { domain: number[] } } } }[] }).layer[0]!.encoding.x.scale!.domain);
+  t.same(domain(bars), [0, 110], '0–110% as a rule');
+  t.same(domain([...bars, { case: '(g)', order: 9, kind: 'by hand', sharePct: 137.2 }]), [0, 150], 'a bar past 110%: room for it and its figure');
   t.match(ceilingLine([...cases, mk('bare-pods-conntrack', 14), mk('bare-routed-conntrack', 15)]) ?? '', /Without a tunnel \(the routed path of host-gw and BGP, by hand\): \(g\) 80% with no netfilter, \(h\) 75% with conntrack, 5 points above the VXLAN path's \(f\)\./);
+});
+
+t.test('the routed backends against issue 29\'s targets: ≥ 95% of the bare ceiling, ≥ 5 points over VXLAN, BGP as host-gw', async (t) => {
+  const mk = (name: CaseName, gbits: number[], mtu = 1500): CaseResult => ({ name, fromIP: 'a', toIP: 'b', mtu, throughput: summarizeThroughput(gbits.map((g) => run(g))), ping: lat(60, 90), rr: null, errors: [] });
+  // underlay 10, VXLAN (b) 7.1, bare routed (g) 8.2 / (h) 8.0, host-gw 7.8, BGP 7.7: the issue's research estimate.
+  const base = [mk('cross-node', [7.1], 1450), mk('underlay', [10]), mk('bare-routed', [8.2]), mk('bare-routed-conntrack', [8])];
+  const good = [...base, mk('cross-node-hostgw', [7.6, 7.8, 8.0]), mk('cross-node-bgp', [7.5, 7.7, 7.9])];
+  t.same(routedLines(good), [
+    '**host-gw across nodes (i): 78% of the underlay, 98% of (h), the routed path by hand with conntrack (the fair ceiling: nodenet\'s nodes run the same hooks) and 95% of (g), with no netfilter: meets the target of ≥ 95% of its bare ceiling ((h)).**',
+    '**BGP across nodes (j): 77% of the underlay, 96% of (h), the routed path by hand with conntrack (the fair ceiling: nodenet\'s nodes run the same hooks) and 94% of (g), with no netfilter: meets the target of ≥ 95% of its bare ceiling ((h)).**',
+    'Routed against VXLAN in the same run (points of the underlay over (b)\'s 71%): host-gw (i) +7, BGP (j) +6; the target of ≥ 5 points met by both.',
+    'BGP against host-gw (the same data path: a route via the peer, no tunnel): (j) is 99% of (i), −1 points of the underlay; their runs\' ranges (i) 7.60–8.00 and (j) 7.50–7.90 Gbit/s overlap: no difference beyond the run-to-run spread, as the same path should give.',
+  ]);
+  const bad = [...base, mk('cross-node-hostgw', [7.6, 7.7, 7.8]), mk('cross-node-bgp', [6.8, 7.0, 7.2])];
+  const l = routedLines(bad);
+  t.match(l[1], /BGP across nodes \(j\): 70% of the underlay, 88% of \(h\).*: below the target of ≥ 95% of its bare ceiling \(\(h\)\)/);
+  t.equal(l[2], 'Routed against VXLAN in the same run (points of the underlay over (b)\'s 71%): host-gw (i) +6, BGP (j) −1; the target of ≥ 5 points met by host-gw, not by BGP.');
+  t.match(l[3], /\(j\) is 91% of \(i\), −7 points of the underlay; .* do not overlap: a difference beyond the run-to-run spread, a finding/);
+  t.same(routedLines(base), [], 'no routed case: no line');
+  const alone = routedLines([mk('underlay', [10]), mk('cross-node-hostgw', [7.8])]);
+  t.same(alone, [
+    '**host-gw across nodes (i): 78% of the underlay: its bare ceiling not measured (needs (h) or (g)), so the target of ≥ 95% of it cannot be checked.**',
+    'Routed against VXLAN: not measured (needs the cross-node case (b)).',
+  ]);
+  const gOnly = routedLines([...base.filter((c) => c.name !== 'bare-routed-conntrack'), mk('cross-node-bgp', [7.9])]);
+  t.match(gOnly[0], /96% of \(g\), with no netfilter: meets the target of ≥ 95% of its bare ceiling \(\(g\), \(h\) not measured\)/);
+
+  const r: BenchResult = { meta: meta(), args: parseBenchArgs([]), mtus: { underlay: 1500, vxlan: 1450, bridge: 1450, pod: 1450 }, cases: good, notes: [], totalWallMs: 1000 };
+  const text = formatReport(r);
+  t.match(text, /^## Throughput and latency across nodes: VXLAN, host-gw and BGP\n\nSix virtual nodes in one cluster \(network namespaces on one underlay bridge\): n1\/n2 with backend vxlan, n3\/n4 with backend host-gw, n5\/n6 with backend bgp \(BIRD 2, iBGP\); each pair sees/);
+  t.match(text, 'pods\' eth0 1450 (VXLAN\'s; the routed backends\' pods: the table\'s MTU column).');
+  const one = routedLines([...base, mk('cross-node-hostgw', [7.8]), mk('cross-node-bgp', [7.0])]);
+  t.equal(one[3], 'BGP against host-gw (the same data path: a route via the peer, no tunnel): (j) is 90% of (i), from 1 and 1 run(s): too few to tell a difference from the run-to-run spread (--repeat 3 or more).', 'one run each (--quick): no finding claimed');
+  t.match(text, '| (i) pod → pod, across nodes, host-gw | pod → cbr0 → route via the peer node (proto 78) → eth0 → underlay → eth0 → cbr0 → pod; no tunnel | 1500 | 7.80 (7.60–8.00) |');
+  t.match(text, `${routedLines(good).join('\n')}\n`, 'the routed lines after the ceiling line');
+  t.match(text, 'Latency the routed backends add (ping p50 over (c)): (i) 0.0 µs, (j) 0.0 µs.');
+  t.same(shareBars(good).filter((b) => b.case.includes('across nodes,')).map((b) => [b.case, b.kind, b.sharePct]), [['(i) pod → pod, across nodes, host-gw', 'nodenet', 78], ['(j) pod → pod, across nodes, BGP', 'nodenet', 77]], 'their bars in the chart');
 });

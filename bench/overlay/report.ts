@@ -21,15 +21,26 @@
  * the conntrack and NAT hooks every Kubernetes node with Services has. The
  * report gives (b) against both, so nodenet's own cost and the machine's
  * ceiling read apart.
+ *
+ * The routed backends (issue 29) are measured in the same run: (i) host-gw
+ * and (j) BGP, pods on a pair of nodes each, against the routed path built
+ * by hand, (g) with no netfilter and (h) with conntrack (the fair ceiling:
+ * their nodes run the same hooks). The targets: each ≥ 95% of its bare
+ * ceiling, each ≥ 5 points of the underlay above VXLAN's (b) in the same
+ * run, and BGP's figure the same as host-gw's (the same data path: a
+ * difference beyond the runs' spread is a finding).
  */
 import type { MachineMeta } from '../lib/machine.js';
 import { table, thousands } from '../lib/report.js';
 import { median, summarize } from '../lib/stats.js';
-import { BARE_CASES, type BenchArgs, type CaseName } from './args.js';
+import { BARE_CASES, ROUTED_CASES, type BenchArgs, type CaseName } from './args.js';
 import type { IperfRun } from './parse.js';
 
 export const FLANNEL_SHARE_RANGE: readonly [number, number] = [80, 95];
 export const GOAL_SHARE_PCT = 90;
+/** Issue 29: host-gw and BGP reach ≥ 95% of their bare ceiling, and beat VXLAN by ≥ 5 points of the underlay. */
+export const ROUTED_CEILING_GOAL_PCT = 95;
+export const ROUTED_LEAD_GOAL_POINTS = 5;
 
 export interface ThroughputSummary {
   readonly runs: readonly IperfRun[];
@@ -161,6 +172,8 @@ export const CASE_LABELS: Readonly<Record<CaseName, { label: string; path: strin
   'bare-pods-conntrack': { label: '(f) pod → pod, bare path + conntrack', path: 'as (e), with conntrack and NAT hooks (a masquerade rule), as on every node with Services' },
   'bare-routed': { label: '(g) pod → pod, bare routed path', path: 'pod → br0 → route via the peer → eth0 → underlay → eth0 → br0 → pod; by hand, no tunnel, no netfilter (the routed ceiling)' },
   'bare-routed-conntrack': { label: '(h) pod → pod, bare routed path + conntrack', path: 'as (g), with conntrack and NAT hooks, as host-gw or BGP on a node with Services' },
+  'cross-node-hostgw': { label: '(i) pod → pod, across nodes, host-gw', path: 'pod → cbr0 → route via the peer node (proto 78) → eth0 → underlay → eth0 → cbr0 → pod; no tunnel' },
+  'cross-node-bgp': { label: '(j) pod → pod, across nodes, BGP', path: 'pod → cbr0 → BIRD\'s route via the peer node (proto bird) → eth0 → underlay → eth0 → cbr0 → pod; no tunnel' },
 };
 
 /** The letter of a case's label: "(b)". */
@@ -214,6 +227,55 @@ export function ceilingLine(cases: readonly CaseResult[]): string | null {
   return line;
 }
 
+/**
+ * The routed backends against issue 29's targets, a line each: (i) and (j) against their bare ceiling ((h), with
+ * conntrack, the fair one; (g) beside it), both against VXLAN's (b) in points of the underlay, and BGP against
+ * host-gw (the same data path: their runs' ranges overlap, or the difference is a finding). Empty without (i) or (j).
+ */
+export function routedLines(cases: readonly CaseResult[]): string[] {
+  const s = (n: CaseName, of: CaseName = 'underlay') => shareOf(cases, n, of);
+  const routed = (['cross-node-hostgw', 'cross-node-bgp'] as const).filter((n) => cases.some((c) => c.name === n && c.throughput));
+  if (routed.length === 0) return [];
+  const name = { 'cross-node-hostgw': 'host-gw', 'cross-node-bgp': 'BGP' } as const;
+  const lines: string[] = [];
+  for (const n of routed) {
+    const h = s(n, 'bare-routed-conntrack');
+    const g = s(n, 'bare-routed');
+    const u = s(n);
+    const fair = h ?? g;
+    const against = [h !== null ? `${pct(h)} of (h), the routed path by hand with conntrack (the fair ceiling: nodenet's nodes run the same hooks)` : null, g !== null ? `${pct(g)} of (g), with no netfilter` : null].filter((x) => x !== null);
+    const target = fair === null
+      ? `its bare ceiling not measured (needs (h) or (g)), so the target of ≥ ${ROUTED_CEILING_GOAL_PCT}% of it cannot be checked`
+      : `${fair >= ROUTED_CEILING_GOAL_PCT ? 'meets' : 'below'} the target of ≥ ${ROUTED_CEILING_GOAL_PCT}% of its bare ceiling (${h !== null ? '(h)' : '(g), (h) not measured'})`;
+    lines.push(`**${name[n]} across nodes ${letter(n)}: ${pct(u)} of the underlay${against.length ? `, ${against.join(' and ')}` : ''}: ${target}.**`);
+  }
+  const b = s('cross-node');
+  if (b !== null) {
+    const leads = routed.map((n) => ({ n, d: s(n)! - b })).filter((x) => Number.isFinite(x.d));
+    const met = leads.filter((x) => x.d >= ROUTED_LEAD_GOAL_POINTS).map((x) => name[x.n]);
+    const missed = leads.filter((x) => x.d < ROUTED_LEAD_GOAL_POINTS).map((x) => name[x.n]);
+    const verdictText = missed.length === 0 ? `met by ${met.length > 1 ? 'both' : met[0]}` : met.length === 0 ? `not met${leads.length > 1 ? ' by either' : ''}` : `met by ${met.join(', ')}, not by ${missed.join(', ')}`;
+    lines.push(`Routed against VXLAN in the same run (points of the underlay over (b)'s ${pct(b)}): ${leads.map((x) => `${name[x.n]} ${letter(x.n)} ${x.d >= 0 ? '+' : '−'}${Math.abs(x.d).toFixed(0)}`).join(', ')}; ` +
+      `the target of ≥ ${ROUTED_LEAD_GOAL_POINTS} points ${verdictText}.`);
+  } else {
+    lines.push(`Routed against VXLAN: not measured (needs the cross-node case (b)).`);
+  }
+  const hg = cases.find((c) => c.name === 'cross-node-hostgw')?.throughput;
+  const bgp = cases.find((c) => c.name === 'cross-node-bgp')?.throughput;
+  if (hg && bgp && Math.min(hg.runs.length, bgp.runs.length) < 3) {
+    lines.push(`BGP against host-gw (the same data path: a route via the peer, no tunnel): (j) is ${pct(shareOf(cases, 'cross-node-bgp', 'cross-node-hostgw'))} of (i), ` +
+      `from ${hg.runs.length} and ${bgp.runs.length} run(s): too few to tell a difference from the run-to-run spread (--repeat 3 or more).`);
+  } else if (hg && bgp) {
+    const d = (s('cross-node-bgp') ?? NaN) - (s('cross-node-hostgw') ?? NaN);
+    const overlap = bgp.minGbps <= hg.maxGbps && hg.minGbps <= bgp.maxGbps;
+    const diff = Number.isFinite(d) ? `${d >= 0 ? '+' : '−'}${Math.abs(d).toFixed(0)} points of the underlay` : `${pct(shareOf(cases, 'cross-node-bgp', 'cross-node-hostgw'))} of host-gw's`;
+    lines.push(`BGP against host-gw (the same data path: a route via the peer, no tunnel): (j) is ${pct(shareOf(cases, 'cross-node-bgp', 'cross-node-hostgw'))} of (i), ${diff}; ` +
+      `their runs' ranges (i) ${gbps(hg.minGbps)}–${gbps(hg.maxGbps)} and (j) ${gbps(bgp.minGbps)}–${gbps(bgp.maxGbps)} Gbit/s ` +
+      (overlap ? 'overlap: no difference beyond the run-to-run spread, as the same path should give.' : 'do not overlap: a difference beyond the run-to-run spread, a finding (the kernel forwards both alike; look at the routes\' attributes, BIRD\'s CPU, the run order).'));
+  }
+  return lines;
+}
+
 /** The verdict on the share against the goal and flannel's range. */
 export function verdict(share: number | null): string {
   if (share === null) return 'not measured (needs both the cross-node and the underlay case)';
@@ -252,10 +314,16 @@ export function formatReport(r: BenchResult): string {
   const b = r.cases.find((c) => c.name === 'cross-node');
   const c = r.cases.find((x) => x.name === 'underlay');
   const lines: string[] = [];
-  lines.push('## Throughput and latency over the VXLAN overlay');
+  const routed = r.cases.filter((x) => ROUTED_CASES[x.name] !== undefined).map((x) => ROUTED_CASES[x.name]!);
+  lines.push(routed.length ? `## Throughput and latency across nodes: VXLAN, ${routed.map((b) => (b === 'bgp' ? 'BGP' : b)).join(' and ')}` : '## Throughput and latency over the VXLAN overlay');
   lines.push('');
   const bare = r.cases.some((x) => BARE_CASES.includes(x.name));
-  lines.push(`Two virtual nodes (network namespaces on one underlay bridge), agents with overlay vxlan, pods through the real CNI shim` +
+  const pairs = routed.map((b, i) => `n${3 + 2 * i}/n${4 + 2 * i} with backend ${b}${b === 'bgp' ? ' (BIRD 2, iBGP)' : ''}`);
+  const nodes = routed.length
+    ? `${['Two', 'Four', 'Six'][routed.length]} virtual nodes in one cluster (network namespaces on one underlay bridge): n1/n2 with backend vxlan, ${pairs.join(', ')}; ` +
+      'each pair sees the others\' Nodes as another backend\'s (a Warning Event, no route); no proxy; pods through the real CNI shim'
+    : 'Two virtual nodes (network namespaces on one underlay bridge), agents with overlay vxlan, pods through the real CNI shim';
+  lines.push(nodes +
     `${bare ? '; beside them on the same underlay, bare hosts with the same data path set up by hand (bench/overlay/bare.ts)' : ''}. ` +
     `iperf3 TCP: ${a.repeat} run${a.repeat > 1 ? 's' : ''} of ${a.durationS} s per case (first ${a.omitS} s left out, ${a.streams} stream${a.streams > 1 ? 's' : ''}), interleaved across the cases. ` +
     (a.pings ? `ping: ${thousands(a.pings)} echoes every ${a.pingIntervalMs} ms. ` : '') +
@@ -266,6 +334,7 @@ export function formatReport(r: BenchResult): string {
   lines.push(`**Overlay share of the underlay (b / c): ${verdict(share)}.** Reference: flannel users typically see ${FLANNEL_SHARE_RANGE[0]}–${FLANNEL_SHARE_RANGE[1]}% of the underlay over VXLAN; nodenet's goal here is ≥ ${GOAL_SHARE_PCT}%.`);
   const ceiling = ceilingLine(r.cases);
   if (ceiling !== null) lines.push(ceiling);
+  lines.push(...routedLines(r.cases));
   const perCpu = perCpuShareOfUnderlay(r.cases, 'cross-node');
   if (perCpu !== null) {
     lines.push(`Per CPU (the underlay's CPU-seconds per GB over the overlay's, iperf3's own CPU at both ends, which includes the kernel's packet work in their context): ${pct(perCpu)}. ` +
@@ -274,11 +343,13 @@ export function formatReport(r: BenchResult): string {
   if (b?.ping && c?.ping && b.ping.n && c.ping.n) {
     lines.push(`Latency the overlay adds (b − c, ping p50): ${us(b.ping.p50Us - c.ping.p50Us)} µs${b.rr && c.rr && b.rr.n && c.rr.n ? `; TCP RR p50: ${us(b.rr.p50Us - c.rr.p50Us)} µs` : ''}.`);
   }
+  const routedLat = r.cases.filter((x) => ROUTED_CASES[x.name] !== undefined && x.ping?.n && c?.ping?.n);
+  if (routedLat.length) lines.push(`Latency the routed backends add (ping p50 over (c)): ${routedLat.map((x) => `${letter(x.name)} ${us(x.ping!.p50Us - c!.ping!.p50Us)} µs`).join(', ')}.`);
   const mt = r.mtus;
   const mtu = (x: number | null) => (x === null ? '–' : String(x));
   const busy = r.cases.filter((x) => x.throughput?.busyCpus != null).map((x) => `${letter(x.name)} ${x.throughput!.busyCpus!.toFixed(2)}`);
   if (busy.length) lines.push(`The machine's busy CPUs during the throughput runs (median per run, of ${m.cpus}; iperf3 at both ends, the kernel's packet work and every other process): ${busy.join(', ')}.`);
-  lines.push(`MTUs: underlay (nodes' eth0) ${mtu(mt.underlay)}, nodenet.1 ${mtu(mt.vxlan)}, cbr0 ${mtu(mt.bridge)}, pods' eth0 ${mtu(mt.pod)}.`);
+  lines.push(`MTUs: underlay (nodes' eth0) ${mtu(mt.underlay)}, nodenet.1 ${mtu(mt.vxlan)}, cbr0 ${mtu(mt.bridge)}, pods' eth0 ${mtu(mt.pod)}${routed.length ? ' (VXLAN\'s; the routed backends\' pods: the table\'s MTU column)' : ''}.`);
   lines.push('');
   lines.push(`Machine: kernel ${m.kernel}, ${m.cpus} cores (${m.cpuModel}), ${thousands(m.memTotalMiB)} MiB, Node ${m.node}, ${m.iperf3}, ${m.ping}; commit ${m.commit}; ` +
     `load average ${m.loadavgBefore.map((x) => x.toFixed(2)).join(' ')} before, ${m.loadavgAfter.map((x) => x.toFixed(2)).join(' ')} after; ${(r.totalWallMs / 1000).toFixed(0)} s in all.`);

@@ -1,6 +1,7 @@
 /**
- * bench/overlay: TCP throughput and latency over nodenet's VXLAN overlay,
- * side by side with the paths it is measured against, in one run on one lab.
+ * bench/overlay: TCP throughput and latency over nodenet's VXLAN overlay and
+ * its routed backends (host-gw, BGP), side by side with the paths they are
+ * measured against, in one run on one lab.
  *
  *   npm run bench:overlay -- [--quick] [--duration 5] [--repeat 3] [--streams 1] [--pings 200] [--rr 2000] [--out FILE]
  *
@@ -13,6 +14,20 @@
  *   (a) same-node:  p1a → p1b, over n1's cbr0;
  *   (b) cross-node: p1a → p2, over nodenet.1 and the underlay;
  *   (c) underlay:   n1 → n2 on their eth0 (the reference for (b)).
+ * The routed backends (issue 29), each on a pair of nodes of its own in the
+ * same cluster, pods again through the CNI shim:
+ *   (i) cross-node-hostgw: p3 on n3 → p4 on n4, agents with backend host-gw
+ *       (a proto-78 route via the peer's eth0 address, no device);
+ *   (j) cross-node-bgp:    p5 on n5 → p6 on n6, agents with backend bgp
+ *       (BIRD 2 in each node, its proto bird route via the peer).
+ * (The pairs get n3/n4 and n5/n6 in that order; one routed case alone gets
+ * n3/n4.) One cluster for all: each pair sees the other pairs' Nodes as
+ * another backend's (overlay/subnet.ts: a warning and a Warning Event
+ * OverlayBackendMismatch, no lease, so no route, FDB entry or BGP session to
+ * them), which leaves every pair's data path as it would be alone; the run
+ * checks it: each routed node has exactly one route of its backend's
+ * protocol, its peer's pod CIDR via the peer's address on eth0. One control
+ * plane, rather than one per backend, keeps the machine's load down.
  * The servers (iperf3 -s, and rr.child.ts's echo server) run inside the
  * target pod's or node's namespace; nothing but the lab is in the root
  * namespace. Per case: `iperf3 -J` TCP runs (--repeat of them, interleaved
@@ -32,7 +47,8 @@
  *
  * A progress line per step on stderr; the Markdown report on stdout; the
  * results JSON (with the machine) under bench/overlay/results/ (a dated
- * file, or --out). Needs root and iperf3 (`apt-get install -y iperf3`).
+ * file, or --out). Needs root and iperf3 (`apt-get install -y iperf3`),
+ * and for (j) BIRD 2 (`apt-get install -y bird2`).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -46,7 +62,7 @@ import { CLUSTER_CIDR } from '../../agent/src/lab/plan.js';
 import { newLab, runner } from '../../agent/src/testing/lab.js';
 import { parseProcStatTotals } from '../lib/proc.js';
 import { waitFor } from '../../agent/src/testing/wait.js';
-import { BARE_CASES, defaultOut, parseBenchArgs, type BenchArgs, type CaseName } from './args.js';
+import { BARE_CASES, defaultOut, parseBenchArgs, ROUTED_CASES, type BenchArgs, type CaseName } from './args.js';
 import { barePodIP, bareUnderlayIP, bareVtepIP, CONNTRACK_NFT, hostScript, peerFdb, peerScript, podScript, routedHostScript, routedPeerScript, routedPodScript, BARE_VXLAN, type BareHost } from './bare.js';
 import { parseIperf3Json, parseLinkMtus, parsePing, parseRrOutput, type IperfRun } from './parse.js';
 import { CASE_LABELS, formatReport, gbps, shareBars, shareOfUnderlay, summarizeLatency, summarizeThroughput, us, type BenchResult, type CaseResult, type LatencySummary, type Meta, type Mtus } from './report.js';
@@ -83,6 +99,11 @@ interface Case {
   /** What the case claims it crosses: the device `routeNs` routes `to.ip` through, checked before measuring. */
   readonly routeNs: string;
   readonly routeDev: string;
+  /** The routed backends: the route's protocol as `ip -j route` prints it ('78', 'bird') and its gateway (the peer node's address). */
+  readonly routeProto?: string;
+  readonly routeVia?: string;
+  /** nodenet's cross-node cases: the device whose TX counter must grow by what iperf3 sent (the namespace it is in). */
+  readonly tx?: { readonly node: string; readonly nsPath: string; readonly dev: string };
 }
 
 /** What the run owns, for the SIGINT handler and the end. */
@@ -109,6 +130,25 @@ async function routeDev(nsPath: string, ip: string): Promise<string | null> {
   } catch {
     return null;
   }
+}
+
+interface RouteJson { readonly dst?: string; readonly gateway?: string; readonly dev?: string; readonly protocol?: string }
+
+/** The main table's routes of `ip -j route show ...args` in a namespace. */
+async function routes(nsPath: string, args: readonly string[]): Promise<RouteJson[]> {
+  const r = await inNs(nsPath, ['ip', '-j', 'route', 'show', ...args]);
+  try {
+    const x = JSON.parse(r.stdout || '[]') as unknown;
+    return Array.isArray(x) ? (x as RouteJson[]) : [];
+  } catch {
+    return [];
+  }
+}
+
+/** The most specific route to `ip` (`ip route show match`: every route that covers it). */
+async function routeTo(nsPath: string, ip: string): Promise<RouteJson | null> {
+  const len = (d: string | undefined) => (d === undefined || d === 'default' ? 0 : Number(d.split('/')[1] ?? 32));
+  return (await routes(nsPath, ['match', ip])).sort((a, b) => len(b.dst) - len(a.dst))[0] ?? null;
 }
 
 async function txBytes(nsPath: string, dev: string): Promise<number | null> {
@@ -222,12 +262,16 @@ async function build(ctx: Ctx, args: BenchArgs): Promise<Built> {
   const lab = await ctx.creating.finally(() => (ctx.creating = null));
   ctx.lab = lab;
   if (ctx.interrupted) throw new Error('interrupted');
-  await lab.startControlPlane({ nodes: ['n1', 'n2'] });
-  const opts = { clusterCIDR: CLUSTER_CIDR, config: { overlay: 'vxlan', proxyMode: 'none', logLevel: 'info' } };
-  const n1 = await lab.addNode('n1', opts);
-  const n2 = await lab.addNode('n2', opts);
-  say('lab: two nodes, agents with overlay vxlan ...');
-  await Promise.all([n1.startAgent(), n2.startAgent()]);
+  // The routed cases' pairs after n1/n2: n3/n4 for the first, n5/n6 for the second (report.ts names them so).
+  const routed = args.cases.filter((c) => ROUTED_CASES[c] !== undefined).map((c, i) => ({ name: c, backend: ROUTED_CASES[c]!, a: `n${3 + 2 * i}`, b: `n${4 + 2 * i}` }));
+  await lab.startControlPlane({ nodes: ['n1', 'n2', ...routed.flatMap((r) => [r.a, r.b])] });
+  const opts = (backend: 'vxlan' | 'host-gw' | 'bgp') => ({ clusterCIDR: CLUSTER_CIDR, backend, config: { proxyMode: 'none', logLevel: 'info' } });
+  const n1 = await lab.addNode('n1', opts('vxlan'));
+  const n2 = await lab.addNode('n2', opts('vxlan'));
+  const pairs: { name: CaseName; backend: 'host-gw' | 'bgp'; a: VNode; b: VNode }[] = [];
+  for (const r of routed) pairs.push({ name: r.name, backend: r.backend, a: await lab.addNode(r.a, opts(r.backend)), b: await lab.addNode(r.b, opts(r.backend)) });
+  say(`lab: ${2 + 2 * pairs.length} nodes, agents with backend vxlan (n1, n2)${pairs.map((p) => `, ${p.backend} (${p.a.name}, ${p.b.name})`).join('')} ...`);
+  await Promise.all([n1, n2, ...pairs.flatMap((p) => [p.a, p.b])].map((n) => n.startAgent()));
   say('lab: three pods through the CNI shim (p1a and p1b on n1, p2 on n2) ...');
   const p1a = await addPod(lab, n1, 'p1a');
   const p1b = await addPod(lab, n1, 'p1b');
@@ -237,9 +281,22 @@ async function build(ctx: Ctx, args: BenchArgs): Promise<Built> {
   await waitFor(async () => (await routeDev(n1.nsPath, p2.ip)) === 'nodenet.1' && (await routeDev(n2.nsPath, p1a.ip)) === 'nodenet.1', 'the overlay routes on both nodes', { timeoutMs: 30_000, intervalMs: 100 });
   const all: Case[] = [
     { name: 'same-node', from: p1a, to: p1b, fromIf: 'eth0', routeNs: n1.nsPath, routeDev: 'cbr0' },
-    { name: 'cross-node', from: p1a, to: p2, fromIf: 'eth0', routeNs: n1.nsPath, routeDev: 'nodenet.1' },
+    { name: 'cross-node', from: p1a, to: p2, fromIf: 'eth0', routeNs: n1.nsPath, routeDev: 'nodenet.1', tx: { node: 'n1', nsPath: n1.nsPath, dev: 'nodenet.1' } },
     { name: 'underlay', from: node(n1), to: node(n2), fromIf: 'eth0', routeNs: n1.nsPath, routeDev: 'eth0' },
   ];
+  for (const p of pairs) {
+    const proto = p.backend === 'host-gw' ? '78' : 'bird';
+    say(`lab: a pod on each of ${p.a.name} and ${p.b.name} (${p.backend}) ...`);
+    const from = await addPod(lab, p.a, `p${p.a.name.slice(1)}`);
+    const to = await addPod(lab, p.b, `p${p.b.name.slice(1)}`);
+    say(`lab: waiting for ${p.backend}'s routes (${p.a.name} routes ${to.ip} via ${node(p.b).ip} proto ${proto}, and back) ...`);
+    const via = async (n: VNode, peer: VNode, ip: string) => {
+      const r = await routeTo(n.nsPath, ip);
+      return r?.dev === 'eth0' && r.gateway === node(peer).ip && r.protocol === proto;
+    };
+    await waitFor(async () => (await via(p.a, p.b, to.ip)) && (await via(p.b, p.a, from.ip)), `${p.backend}'s routes on ${p.a.name} and ${p.b.name}`, { timeoutMs: 30_000, intervalMs: 100 });
+    all.push({ name: p.name, from, to, fromIf: 'eth0', routeNs: p.a.nsPath, routeDev: 'eth0', routeProto: proto, routeVia: node(p.b).ip, tx: { node: p.a.name, nsPath: p.a.nsPath, dev: 'eth0' } });
+  }
   const nodeMtus = await linkMtus(n1.nsPath);
   if (args.cases.some((c) => BARE_CASES.includes(c))) {
     say('bare hosts: the same data path by hand, h1/h2 without netfilter, h3/h4 with conntrack ...');
@@ -261,11 +318,27 @@ async function build(ctx: Ctx, args: BenchArgs): Promise<Built> {
       );
     }
   }
-  const cases = all.filter((c) => args.cases.includes(c.name));
+  // In the bench's order (args.ts's CASES): the table reads a, b, c, ... j.
+  const cases = all.filter((c) => args.cases.includes(c.name)).sort((x, y) => args.cases.indexOf(x.name) - args.cases.indexOf(y.name));
   // What each case claims it crosses, checked against the kernel's routes; then that it gets through.
   for (const c of cases) {
     const dev = await routeDev(c.routeNs, c.to.ip);
     if (dev !== c.routeDev) throw new Error(`${c.name}: ${c.routeNs} routes ${c.to.ip} via ${dev ?? 'nothing'}, not ${c.routeDev}`);
+    if (c.routeProto !== undefined) {
+      // The routed pair is as it would be alone: one route of its backend's protocol, to its peer's pods via the peer
+      // (the other pairs' Nodes run other backends: not routed from here), and no VXLAN device.
+      const own = await routes(c.routeNs, ['proto', c.routeProto]);
+      const r = await routeTo(c.routeNs, c.to.ip);
+      if (own.length !== 1 || own[0]!.dst !== r?.dst || r?.gateway !== c.routeVia) {
+        throw new Error(`${c.name}: ${c.routeNs} has ${own.length} proto ${c.routeProto} route(s) (${own.map((x) => `${x.dst} via ${x.gateway ?? '-'}`).join(', ')}); wanted exactly one, to ${c.to.ip}'s pod CIDR via ${c.routeVia}`);
+      }
+      if ((await inNs(c.routeNs, ['ip', 'link', 'show', 'nodenet.1'])).exitCode === 0) throw new Error(`${c.name}: ${c.routeNs} has a nodenet.1 device, which a routed backend never makes`);
+    }
+    if (c.name === 'cross-node') {
+      // The same for the VXLAN pair: one route over nodenet.1, n2's (the routed pairs' Nodes are not its peers).
+      const over = await routes(c.routeNs, ['dev', 'nodenet.1']);
+      if (over.length !== 1) throw new Error(`${c.name}: ${c.routeNs} has ${over.length} route(s) over nodenet.1 (${over.map((x) => x.dst).join(', ')}); wanted exactly one, n2's pod CIDR`);
+    }
     await waitFor(async () => (await inNs(c.from.nsPath, ['ping', '-n', '-c', '1', '-W', '1', c.to.ip])).exitCode === 0, `${c.name}: ${c.from.ns} reaches ${c.to.ip}`, { timeoutMs: 20_000, intervalMs: 200 });
     // The bare pairs are what they claim: the ping left conntrack entries on h3's path and none on h1's.
     if (c.name === 'bare-pods' || c.name === 'bare-pods-conntrack' || c.name === 'bare-routed' || c.name === 'bare-routed-conntrack') {
@@ -295,8 +368,8 @@ async function measure(b: Built, args: BenchArgs, notes: string[]): Promise<Case
   const runs = new Map<CaseName, IperfRun[]>(b.cases.map((c) => [c.name, []]));
   const errors = new Map<CaseName, string[]>(b.cases.map((c) => [c.name, []]));
   const busy = new Map<CaseName, number[]>(b.cases.map((c) => [c.name, []]));
-  const cross = b.cases.find((c) => c.name === 'cross-node');
-  const vx0 = cross ? await txBytes(b.n1.nsPath, 'nodenet.1') : null;
+  const tx0 = new Map<CaseName, number | null>();
+  for (const c of b.cases) if (c.tx) tx0.set(c.name, await txBytes(c.tx.nsPath, c.tx.dev));
   for (let i = 1; i <= args.repeat; i++) {
     for (const c of b.cases) {
       try {
@@ -313,14 +386,18 @@ async function measure(b: Built, args: BenchArgs, notes: string[]): Promise<Case
       }
     }
   }
-  if (cross && vx0 !== null) {
-    // The cross-node bytes really went through the VXLAN device: its TX counter grew by at least what iperf3 sent.
-    const vx1 = await txBytes(b.n1.nsPath, 'nodenet.1');
-    const sent = runs.get('cross-node')!.reduce((a, r) => a + (r.sentBps * r.seconds) / 8, 0);
-    if (vx1 !== null) {
-      const note = `nodenet.1 on n1 sent ${(((vx1 - vx0) / 1e9)).toFixed(2)} GB during the throughput runs; iperf3's cross-node runs sent ${(sent / 1e9).toFixed(2)} GB (measured part)`;
+  for (const c of b.cases) {
+    // nodenet's cross-node bytes really went the way the case claims: the device's TX counter (nodenet.1 for VXLAN,
+    // the sending node's eth0 for host-gw and BGP: that node's agent talks to the API over it too, a little) grew by at
+    // least what iperf3 sent.
+    const before = tx0.get(c.name);
+    if (!c.tx || before === null || before === undefined) continue;
+    const after = await txBytes(c.tx.nsPath, c.tx.dev);
+    const sent = runs.get(c.name)!.reduce((a, r) => a + (r.sentBps * r.seconds) / 8, 0);
+    if (after !== null) {
+      const note = `${c.tx.dev} on ${c.tx.node} sent ${((after - before) / 1e9).toFixed(2)} GB during the throughput runs; iperf3's ${c.name} runs sent ${(sent / 1e9).toFixed(2)} GB (measured part)`;
       say(note);
-      if (vx1 - vx0 < 0.9 * sent) notes.push(`${note}: less than iperf3 sent, so not all of it crossed the overlay`);
+      if (after - before < 0.9 * sent) notes.push(`${note}: less than iperf3 sent, so not all of it went that way`);
     }
   }
   const out: CaseResult[] = [];
@@ -370,6 +447,10 @@ async function main(): Promise<number> {
   if (!isRoot('bench:overlay', 'it builds network namespaces and runs agents in them')) return 2;
   if (firstLine(['iperf3', '--version']) === null) {
     console.error('bench:overlay needs iperf3, which is not installed. On Debian or Ubuntu: apt-get install -y iperf3 (answer "no" to running it as a daemon; the bench starts its own servers inside the lab\'s namespaces)');
+    return 2;
+  }
+  if (args.cases.includes('cross-node-bgp') && firstLine(['bird', '--version']) === null) {
+    console.error('bench:overlay needs BIRD 2 for the BGP case (or leave cross-node-bgp out of --cases). On Debian: apt-get install -y bird2 (the bench runs its own BIRD in each bgp node; systemctl disable --now bird stops the packaged one)');
     return 2;
   }
   if (args.pings && firstLine(['ping', '-V']) === null) {
@@ -447,6 +528,10 @@ async function main(): Promise<number> {
   }
   const share = shareOfUnderlay(cases, 'cross-node');
   if (share !== null) say(`overlay share of the underlay: ${share.toFixed(1)}% (${CASE_LABELS['cross-node'].label} / ${CASE_LABELS.underlay.label})`);
+  for (const n of ['cross-node-hostgw', 'cross-node-bgp'] as const) {
+    const x = shareOfUnderlay(cases, n);
+    if (x !== null) say(`${CASE_LABELS[n].label}: ${x.toFixed(1)}% of the underlay`);
+  }
   return failed || cases.some((c) => c.errors.length) ? 1 : 0;
 }
 
