@@ -71,10 +71,13 @@ interface ApiPod {
   readonly ready: boolean;
 }
 
-/** `backend`: the overlay the agents run (vxlan by default; host-gw: routes via the nodes' underlay IPs, no device). */
-export function clusterApiSuite(mode: Mode, backend: 'vxlan' | 'host-gw' = 'vxlan'): void {
-  /** A node's routes of the overlay: on nodenet.1 (vxlan), or of nodenet's protocol 78 (host-gw). */
-  const overlayRoutes = (n: VNode) => n.exec(['ip', 'route', 'show', ...(backend === 'vxlan' ? ['dev', 'nodenet.1'] : ['proto', '78'])]).then((r) => r.stdout);
+/**
+ * `backend`: the overlay the agents run (vxlan by default; host-gw: routes via the nodes' underlay IPs, no device;
+ * bgp: the same routes, BIRD's, learned over iBGP).
+ */
+export function clusterApiSuite(mode: Mode, backend: 'vxlan' | 'host-gw' | 'bgp' = 'vxlan'): void {
+  /** A node's routes of the overlay: on nodenet.1 (vxlan), of nodenet's protocol 78 (host-gw), or BIRD's (bgp). */
+  const overlayRoutes = (n: VNode) => n.exec(['ip', 'route', 'show', ...(backend === 'vxlan' ? ['dev', 'nodenet.1'] : ['proto', backend === 'bgp' ? 'bird' : '78'])]).then((r) => r.stdout);
   let lab: Lab;
   let cp: LabControlPlane;
   let n1: VNode, n2: VNode, n3: VNode;
@@ -150,7 +153,7 @@ export function clusterApiSuite(mode: Mode, backend: 'vxlan' | 'host-gw' = 'vxla
   }
 
   t.before(async () => {
-    lab = await newLab(backend === 'host-gw' ? 'ah' : mode === 'iptables' ? 'ai' : 'an');
+    lab = await newLab(backend === 'host-gw' ? 'ah' : backend === 'bgp' ? 'ab' : mode === 'iptables' ? 'ai' : 'an');
     cp = await lab.startControlPlane({ nodes: NODES, args: ['--node-monitor-grace-period', '8s', '--orphan-pod-quarantine', '2s'] });
     kubeconfig = (await cp.localAccess()).kubeconfig;
     const cfg = { proxyMode: mode, proxyMinSyncMs: 100, nodeLeaseDurationSeconds: 4, backend, runPods: true };

@@ -63,8 +63,8 @@ t.test('start, configure, adopt, restart after a kill, stop', async (t) => {
   t.equal(await routes(b), `10.244.1.0/24 via ${ip(a)} dev eth0 metric 32`, 'b still has a\'s route');
   // A clean stop: the peer drops a's block at once, and a's own kernel routes go with it.
   const restarted = again.pid;
-  t.equal(await stopBird(a.runDir, { nodeRunner: inNs(a) }), restarted);
+  t.equal(await stopBird(a.runDir, { nodeRunner: inNs(a), clusterCIDR: parseCidr('10.244.0.0/16').cidr }), restarted);
   await waitFor(async () => (await routes(b)) === '', 'b drops a\'s block', { timeoutMs: 5_000 });
   t.equal(await routes(a), '', 'a\'s kernel routes gone');
-  t.equal(await stopBird(a.runDir, { nodeRunner: inNs(a) }), null, 'idempotent');
+  t.equal(await stopBird(a.runDir, { nodeRunner: inNs(a), clusterCIDR: parseCidr('10.244.0.0/16').cidr }), null, 'idempotent');
 });
