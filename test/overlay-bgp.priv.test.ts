@@ -3,7 +3,7 @@
  * lab's underlay namespace, three virtual nodes on its bridge whose agents run `backend: bgp` (a BIRD 2 each, in
  * the node's namespace, a full iBGP mesh), pods as plain namespaces through each node's CNI shim with ipMasq false,
  * and real packets: every session Established (read as `nodenet lab status` reads it: each agent's
- * /overlay/status, from BIRD's socket), the peers' blocks `proto bird` via their node IP, TCP, UDP and ping across
+ * /overlay/status, from BIRD's socket, and /healthz's overlay detail), the peers' blocks `proto bird` via their node IP, TCP, UDP and ping across
  * every pair with the source kept, the MTU (the underlay's), a Node added routed on every node (the time printed),
  * and the lab's teardown leaving no BIRD and no namespace.
  */
@@ -118,6 +118,11 @@ t.test('every session Established, as lab status reads it: each agent\'s /overla
     t.equal(st.status?.backend, 'bgp');
     const sessions = st.status?.bgp && 'sessions' in st.status.bgp ? st.status.bgp.sessions : [];
     t.same(sessions.map((s) => [s.node, s.peerIP, s.state, s.established]), nodes.filter((o) => o !== n).map((o) => [o.name, ipOf(o), 'Established', true]), `${n.name}: a session per other node, Established`);
+  }
+  for (const n of nodes) {
+    const h = await inNs(n.ns, ['curl', '-s', 'http://127.0.0.1:10256/healthz']);
+    const body = JSON.parse(h.stdout) as { overlay?: { backend: string; bgp: Record<string, string> } };
+    t.same(body.overlay, { backend: 'bgp', bgp: Object.fromEntries(nodes.filter((o) => o !== n).map((o) => [o.name, 'Established'])) }, `${n.name}: /healthz tells each peer's session state`);
   }
   const table = formatTable([...OVERLAY_HEADERS], overlayRows(all));
   t.comment(`lab status's overlay table:\n${table}`);

@@ -47,7 +47,7 @@ import { Lifecycle } from '../../../lib/lifecycle/lifecycle.js';
 import { parseCidr, type Cidr } from '../../../lib/net/ip.js';
 import { ErrorCode, NodenetError } from '../../../lib/errors/errors.js';
 import { AgentMetrics } from './agent-metrics.js';
-import type { OverlayStatus } from '../overlay/status.js';
+import { overlayHealth, type OverlayStatus } from '../overlay/status.js';
 import type { HealthServer, HealthServerOptions, HealthSource } from './health-server.js';
 import { ProxyHost, type ProxyHostDeps } from './proxy-host.js';
 
@@ -336,7 +336,13 @@ export class Agent {
       metrics: async () => ({ contentType: m.contentType, text: await m.text() }),
       status: () => (this.deps.proxy === null ? 'none' : (this.proxyHost?.status() ?? 'starting')),
       proxyMode: () => this.deps.config.proxyMode,
-      ...(this.deps.overlay ? { overlayStatus: async () => (await this.overlay?.status?.()) ?? null } : {}),
+      ...(this.deps.overlay ? {
+        overlayStatus: async () => (await this.overlay?.status?.()) ?? null,
+        healthDetail: async () => {
+          const s = await this.overlay?.status?.();
+          return s ? overlayHealth(s) : null;
+        },
+      } : {}),
     };
   }
 

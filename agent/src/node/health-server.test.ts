@@ -36,7 +36,7 @@ import { ProxyHealth } from './agent-metrics.js';
 import { bridgeMacFor } from './compose.js';
 import { healthBody, startHealthServer, type HealthSource } from './health-server.js';
 import { readProxyStatus, type ProxyStatus } from './proxy-status.js';
-import { parseOverlayStatus, type OverlayStatus } from '../overlay/status.js';
+import { overlayHealth, parseOverlayStatus, type OverlayStatus } from '../overlay/status.js';
 
 const T0 = Date.parse('2030-01-01T00:00:00Z');
 const CONF = { cniVersion: '1.1.0', name: 'nodenet', type: 'nodenet-cni', bridge: 'cbr0', isGateway: true, isDefaultGateway: true, ipam: { type: 'host-local' } };
@@ -425,4 +425,34 @@ t.test('/overlay/status and /status\'s overlay: the backend, its peers, those no
   t.teardown(() => without.close());
   t.equal((await get(`http://${without.metricsAddress!}/overlay/status`)).status, 404, 'no overlay: 404');
   t.same(JSON.parse((await get(`http://${without.metricsAddress!}/status`)).body), st, 'and /status as before');
+});
+
+t.test('/healthz and /livez: kube-proxy\'s body, then the overlay\'s BGP sessions when the agent has them; the verdict is the proxy\'s', async (t) => {
+  const ov: OverlayStatus = {
+    backend: 'bgp', peers: ['n2', 'n3'], unreachable: [],
+    bgp: { sessions: [
+      { node: 'n2', peerIP: '192.168.77.12', protocol: 'peer_192_168_77_12', state: 'Established', established: true, since: '', detail: '' },
+      { node: null, peerIP: '192.168.77.13', protocol: 'peer_192_168_77_13', state: 'Active', established: false, since: '', detail: 'Socket: Connection refused' },
+    ] },
+  };
+  let healthy = true;
+  const src: HealthSource = {
+    probe: () => ({ healthy, lastUpdated: 0, currentTime: 0 }),
+    notReady: () => null,
+    metrics: async () => ({ contentType: 'text/plain', text: '' }),
+    status: () => 'none',
+    proxyMode: () => 'none',
+    healthDetail: async () => overlayHealth(ov),
+  };
+  const s = await startHealthServer({ metricsBindAddress: null, healthzBindAddress: '127.0.0.1:0', source: src, log: silentLogger() });
+  t.teardown(() => s.close());
+  const h = await get(`http://${s.healthzAddress!}/healthz`);
+  t.equal(h.status, 200, 'a session not Established does not make the agent unhealthy');
+  t.equal(h.body, '{"lastUpdated":"1970-01-01T00:00:00.000Z","currentTime":"1970-01-01T00:00:00.000Z","overlay":{"backend":"bgp","bgp":{"n2":"Established","192.168.77.13":"Active"}}}\n');
+  healthy = false;
+  t.equal((await get(`http://${s.healthzAddress!}/livez`)).status, 503, 'the verdict stays the proxy\'s');
+  t.same(overlayHealth({ backend: 'vxlan', peers: ['n2'], unreachable: [] }), null, 'vxlan with every peer routed: nothing added');
+  t.same(overlayHealth({ backend: 'host-gw', peers: ['far'], unreachable: [{ node: 'far', publicIP: '10.1.2.3', reason: 'gateway' }] }), { overlay: { backend: 'host-gw', notRouted: ['far'] } });
+  t.same(overlayHealth({ backend: 'bgp', peers: [], unreachable: [], bgp: { error: 'birdc: Unable to connect' } }), { overlay: { backend: 'bgp', bgp: { error: 'birdc: Unable to connect' } } });
+  t.equal(healthBody({ healthy: true, lastUpdated: 0, currentTime: 0 }, { lastUpdated: 'x', overlay: {} }), '{"lastUpdated":"1970-01-01T00:00:00.000Z","currentTime":"1970-01-01T00:00:00.000Z","overlay":{}}\n', 'kube-proxy\'s fields are never overwritten');
 });

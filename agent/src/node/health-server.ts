@@ -17,7 +17,10 @@
  * {"lastUpdated": ..., "currentTime": ...} (RFC 3339 here; kube-proxy prints
  * Go's time format). As upstream, lastUpdated is now while healthy, the last
  * successful sync otherwise (Go's zero time before any). kube-proxy's
- * nodeEligible (a Node being deleted fails /healthz) is not tracked.
+ * nodeEligible (a Node being deleted fails /healthz) is not tracked. With
+ * the bgp backend (or peers the overlay does not route) the body also says
+ * `overlay`: each BGP session's state by peer, read from BIRD's socket at
+ * each probe; it never turns the verdict.
  * /readyz: 200 once the agent serves CNI calls and, with a proxy mode, the
  * proxy's first sync with its source succeeded; 503 with the reason before.
  *
@@ -46,6 +49,8 @@ export interface HealthSource {
   proxyMode(): string;
   /** The overlay's status (overlay/status.ts); absent without an overlay, null before it started. */
   overlayStatus?(): Promise<OverlayStatus | null>;
+  /** Fields /healthz and /livez add to kube-proxy's body (the overlay's BGP sessions); null: none. Never changes the verdict. */
+  healthDetail?(): Promise<Readonly<Record<string, unknown>> | null>;
 }
 
 export interface HealthServerOptions {
@@ -69,10 +74,12 @@ export interface HealthServer {
 /** Go's zero time.Time, which kube-proxy prints for "never". */
 const ZERO_TIME = '0001-01-01T00:00:00Z';
 
-/** What /healthz and /livez answer: kube-proxy's body. */
-export function healthBody(r: HealthReport): string {
+/** What /healthz and /livez answer: kube-proxy's body, and nodenet's detail after its two fields when there is one. */
+export function healthBody(r: HealthReport, detail?: Readonly<Record<string, unknown>> | null): string {
   const iso = (ms: number | null) => (ms === null ? ZERO_TIME : new Date(ms).toISOString());
-  return `${JSON.stringify({ lastUpdated: iso(r.lastUpdated), currentTime: iso(r.currentTime) })}\n`;
+  const own = { lastUpdated: iso(r.lastUpdated), currentTime: iso(r.currentTime) };
+  // kube-proxy's fields first, and never overwritten by the detail.
+  return `${JSON.stringify(detail ? Object.assign({ ...own }, detail, own) : own)}\n`;
 }
 
 type Route = (src: HealthSource) => Promise<{ readonly code: number; readonly type: string; readonly body: string }>;
@@ -82,7 +89,9 @@ const TEXT_TYPE = 'text/plain; charset=utf-8';
 
 const probe = (kind: 'healthz' | 'livez'): Route => async (src) => {
   const r = src.probe(kind);
-  return { code: r.healthy ? 200 : 503, type: JSON_TYPE, body: healthBody(r) };
+  // The detail is told, never judged: a BGP session down is the network's state, not the agent's health.
+  const detail = src.healthDetail ? await src.healthDetail().catch(() => null) : null;
+  return { code: r.healthy ? 200 : 503, type: JSON_TYPE, body: healthBody(r, detail) };
 };
 
 const HEALTH_ROUTES: Readonly<Record<string, Route>> = {

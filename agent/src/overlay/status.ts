@@ -9,6 +9,7 @@
  *   this node's L2 network), as Overlay.unreachable() has them;
  * - bgp: each BGP session's state as BIRD's socket says it (`birdc show
  *   protocols`), with the Node it is to; or why BIRD did not answer.
+ * overlayHealth() is the part /healthz tells beside kube-proxy's fields.
  */
 import { readJsonText, type ObjectReader } from '../../../lib/json/read.js';
 import type { UnreachablePeer } from './backend.js';
@@ -58,4 +59,12 @@ function session(s: ObjectReader): BgpSessionStatus {
     since: s.optString('since') ?? '',
     detail: s.optString('detail') ?? '',
   };
+}
+
+/** What /healthz adds of the overlay (pure): bgp's session state by peer (its Node, else its IP), the peers not routed; null when there is nothing to say. */
+export function overlayHealth(s: OverlayStatus): { readonly overlay: Readonly<Record<string, unknown>> } | null {
+  const notRouted = s.unreachable.map((u) => u.node);
+  if (!s.bgp && !notRouted.length) return null;
+  const bgp = !s.bgp ? undefined : 'error' in s.bgp ? { error: s.bgp.error } : Object.fromEntries(s.bgp.sessions.map((p) => [p.node ?? p.peerIP, p.state]));
+  return { overlay: { backend: s.backend, ...(bgp ? { bgp } : {}), ...(notRouted.length ? { notRouted } : {}) } };
 }
