@@ -10,7 +10,8 @@ import t from 'tap';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, statSync } from 'node:fs';
 import { AGENT_JS, type Lab, type LabControlPlane, type VNode } from '../agent/src/lab/lab.js';
-import { newLab, sh, shOk } from '../agent/src/testing/lab.js';
+import { readNodeOverlay } from '../agent/src/lab/overlay-status.js';
+import { newLab, runner, sh, shOk } from '../agent/src/testing/lab.js';
 import { waitFor } from '../agent/src/testing/wait.js';
 
 interface Pod { readonly node: VNode; readonly ns: string; readonly ip: string }
@@ -175,6 +176,8 @@ t.test('a Node behind a gateway: no route anywhere, a Warning Event naming it an
     t.match(e.message, new RegExp(`^Node far \\(public IP 10\\.1\\.2\\.3\\) is not on the L2 network of ${e.source.host}, which runs the host-gw overlay backend: this node reaches 10\\.1\\.2\\.3 through a gateway \\(the default route via 192\\.168\\.77\\.1\\)`));
   }
   for (const n of nodes) {
+    const st = await readNodeOverlay(runner, n.name, n.nsPath);
+    t.match(st.status?.unreachable, [{ node: 'far', publicIP: '10.1.2.3', reason: /through a gateway/ }], `${n.name}: its /overlay/status (lab status's source) names far, not routed, and why`);
     t.notOk((await hostgwRoutes(n)).some((l) => l.startsWith('10.244.200.0/24')), `${n.name}: not routed half-way`);
     t.ok(readFileSync(n.logFile, 'utf8').split('\n').some((l) => l.includes('"code":"NN_ERR_PEER_NOT_DIRECT"') && l.includes('"node":"far"')), `${n.name}: the log line with its code`);
   }
