@@ -159,7 +159,7 @@ t.test('lab add-node: a third node, configured as the others, Ready; status, exe
   t.match(add.stdout, new RegExp(`node n3: nn-${A}-n3, eth0 192\\.168\\.77\\.13/24, agent starting`));
   t.match(add.stdout, new RegExp(`node n3 joined lab ${A}: 3 of 3 node\\(s\\) Ready`));
   t.same(await readyNodes(kcA), ['n1', 'n2', 'n3'], 'kubectl get nodes: 3 Ready nodes');
-  t.match(readFileSync(`${dirOf(A)}/n3/agent.json`, 'utf8'), /"proxyMode": "iptables"[\s\S]*"overlay": "vxlan"[\s\S]*"runPods": true/, 'the config of the others');
+  t.match(readFileSync(`${dirOf(A)}/n3/agent.json`, 'utf8'), /"proxyMode": "iptables"[\s\S]*"backend": "vxlan"[\s\S]*"runPods": true/, 'the config of the others');
   t.ok(readProcesses(dirOf(A)).some((p) => p.role === 'agent n3' && isAlive(p.pid, p.startTime)), 'its agent is recorded in processes.json');
   const st = await nodenet('lab', 'status', '--name', A);
   t.match(st.stdout, /n3\s+192\.168\.77\.13\s+10\.244\.\d+\.0\/24\s+Ready\s+\d+ running/);
