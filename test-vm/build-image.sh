@@ -76,13 +76,14 @@ done
 chroot "$root" depmod -a "$kver"
 install -m 0755 "$here/image/vm-init" "$root/usr/local/sbin/nodenet-vm-init"
 # systemd, for the suites booted with it (nodenet.init=systemd): vm-init as a service, and nothing a test VM has
-# no use for (logins, timers: each costs seconds of an emulated boot).
+# no use for (logins, timers: each costs seconds of an emulated boot), nor bird2's own BIRD (the bgp backend
+# starts its own, one per agent, with its own socket).
 install -m 0644 "$here/image/nodenet-vm.service" "$root/etc/systemd/system/nodenet-vm.service"
 mkdir -p "$root/etc/systemd/system/multi-user.target.wants"
 ln -sf /etc/systemd/system/nodenet-vm.service "$root/etc/systemd/system/multi-user.target.wants/nodenet-vm.service"
 for u in getty@.service serial-getty@.service console-getty.service getty-static.service systemd-logind.service apt-daily.timer \
          apt-daily-upgrade.timer e2scrub_all.timer e2scrub_reap.service fstrim.timer systemd-timesyncd.service \
-         systemd-update-utmp.service systemd-update-utmp-runlevel.service; do
+         systemd-update-utmp.service systemd-update-utmp-runlevel.service bird.service; do
   ln -sf /dev/null "$root/etc/systemd/system/$u"
 done
 echo nodenet-vm > "$root/etc/hostname"
