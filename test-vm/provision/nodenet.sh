@@ -38,6 +38,9 @@ UNIT
   systemctl daemon-reload
   systemctl enable --now "$1.service"
 }
+# bird2 (packages.txt) is for the bgp backend, whose agents run their own BIRD per node: Debian's global one,
+# enabled by the package with its default config, is not wanted beside them.
+if systemctl list-unit-files bird.service >/dev/null 2>&1; then systemctl disable --now bird.service >/dev/null 2>&1 || true; fi
 case "${1:-}" in
   control-plane)
     ip="$2"; nodes="$3"
