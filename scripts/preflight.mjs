@@ -25,6 +25,13 @@ if (process.getuid?.() !== 0) {
   console.error('nodenet builds network namespaces and must run as root (try: sudo npm test).');
   process.exit(1);
 }
+// A BIRD in this (the root) network namespace: Debian's bird2 package may start its own on install.
+const rootBirds = () => {
+  const r = spawnSync('pgrep', ['-x', 'bird'], { encoding: 'utf8' });
+  const self = spawnSync('readlink', ['/proc/self/ns/net'], { encoding: 'utf8' }).stdout.trim();
+  return (r.stdout ?? '').split('\n').filter(Boolean).filter((pid) => spawnSync('readlink', [`/proc/${pid}/ns/net`], { encoding: 'utf8' }).stdout.trim() === self);
+};
+const birdsBefore = new Set(rootBirds());
 if (missing.length) {
   const cmd = `apt-get install -y ${missing.join(' ')}`;
   if (checkOnly) { console.error(`missing packages; run: ${cmd}`); process.exit(1); }
@@ -34,6 +41,17 @@ if (missing.length) {
   } catch {
     execFileSync('apt-get', ['update', '-qq'], { stdio: 'inherit' });
     execFileSync('apt-get', ['install', '-y', '-qq', ...missing], { stdio: 'inherit', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+  }
+}
+
+// nodenet's bgp backend runs a BIRD per node, in the node's namespace; a global one the package started just now
+// (where its init script was allowed to run) is stopped, so nothing routes in the root namespace.
+if (missing.includes('bird2')) {
+  const started = rootBirds().filter((pid) => !birdsBefore.has(pid));
+  if (started.length) {
+    console.error(`preflight: stopping the BIRD the bird2 package started (${started.join(', ')}); nodenet runs its own per node`);
+    spawnSync('sh', ['-c', 'systemctl disable --now bird.service 2>/dev/null; invoke-rc.d bird stop 2>/dev/null; update-rc.d bird disable 2>/dev/null; true'], { stdio: 'ignore' });
+    for (const pid of rootBirds().filter((p) => !birdsBefore.has(p))) spawnSync('kill', [pid], { stdio: 'ignore' });
   }
 }
 
