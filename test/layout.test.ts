@@ -11,7 +11,7 @@
  *                    1  cli/, main.ts
  *                    2  node/ (the agent and the composition root)
  *                    3  cniserver/, watch/, pods/, lab/, config/ (and the controlplane/ package)
- *                    4  sandbox/, proxy/, overlay/, trace/, cnitypes/
+ *                    4  sandbox/, proxy/, overlay/, trace/, cnitypes/, dns/
  *                    5  ipam/, netlink/, netns/, netfilter/
  *                    6  exec/
  *   proto/         the shim<->agent contract, importable from every floor; it imports nothing of ours.
@@ -31,7 +31,7 @@ const FLOORS: Readonly<Record<string, number>> = {
   cli: 1, 'main.ts': 1,
   node: 2,
   cniserver: 3, watch: 3, controlplane: 3, pods: 3, lab: 3, config: 3,
-  sandbox: 4, proxy: 4, overlay: 4, trace: 4, cnitypes: 4,
+  sandbox: 4, proxy: 4, overlay: 4, trace: 4, cnitypes: 4, dns: 4,
   ipam: 5, netlink: 5, netns: 5, netfilter: 5,
   exec: 6,
 };
@@ -40,7 +40,7 @@ const PURE = [
   /\/render\.ts$/, /\/plan\.ts$/, /ipam\/allocator\.ts$/, /ipam\/config\.ts$/, /ipam\/range(-set)?\.ts$/, /ipam\/resolv-conf\.ts$/,
   /reconcile\/change-tracker\.ts$/, /reconcile\/deep-equal\.ts$/, /-parse\.ts$/, /nft-listing\.ts$/, /nft-script\.ts$/,
   /json\/read\.ts$/, /proto\/cni\/v1\/contract\.ts$/, /cnitypes\/.*\.ts$/, /proxy\/model\/.*\.ts$/, /proxy\/categorize\.ts$/,
-  /controlplane\/api\/protobuf(-schema)?\.ts$/, /trace\/path\.ts$/,
+  /controlplane\/api\/protobuf(-schema)?\.ts$/, /trace\/path\.ts$/, /dns\/records\.ts$/,
 ];
 const IMPURE_IMPORTS = /^(node:)?(fs|fs\/promises|child_process)$|^execa$|^netlink$/;
 
