@@ -3,7 +3,7 @@
  * its own so the load generator's CPU never shares its event loop. Run by
  * run.ts through fork() (an IPC channel), never imported.
  *
- *   server.child.ts DATA_DIR LOG_LEVEL [STORAGE]
+ *   server.child.ts DATA_DIR LOG_LEVEL [STORAGE] [NODE_MONITOR_GRACE_MS]
  *
  * Starts the control plane on 127.0.0.1, an ephemeral port, with its data
  * in DATA_DIR (and its store where STORAGE says, `--storage`'s syntax:
@@ -18,10 +18,10 @@ import { startControlPlane, type ControlPlane } from '../../controlplane/control
 import { parseStorageSpec } from '../../controlplane/store/spec.js';
 import { createLogger, type LevelWithSilent } from '../../lib/log/log.js';
 
-const [dataDir, level, storageText] = process.argv.slice(2);
+const [dataDir, level, storageText, graceText] = process.argv.slice(2);
 const send = process.send?.bind(process);
 if (!dataDir || !level || !send) {
-  console.error('server.child: run by bench/apiserver/run.ts (fork with IPC): server.child.ts DATA_DIR LOG_LEVEL [STORAGE]');
+  console.error('server.child: run by bench/apiserver/run.ts (fork with IPC): server.child.ts DATA_DIR LOG_LEVEL [STORAGE] [NODE_MONITOR_GRACE_MS]');
   process.exit(2);
 }
 
@@ -47,6 +47,8 @@ try {
   cp = await startControlPlane({
     dataDir,
     ...(storageText ? { storage: parseStorageSpec(storageText) } : {}),
+    // bench/scheduler's Nodes post no heartbeats: it passes an hour (scheduler_perf runs no node lifecycle controller).
+    ...(graceText ? { nodeMonitorGracePeriodMs: Number(graceText) } : {}),
     host: '127.0.0.1',
     port: 0,
     version: 'bench',

@@ -4,7 +4,7 @@
  *
  *   npm run bench:scheduler -- [--quick] [--nodes 100,1000] [--pods 10000] [--clients 16] [--cycle-pods 2000] [--out FILE]
  *
- * Per Node count, on a fresh control plane (server.child.ts: SQLite in /tmp/nn-bench-scheduler-<pid>-*, removed at
+ * Per Node count, on a fresh control plane (bench/apiserver/server.child.ts, its Nodes' grace period an hour: SQLite in /tmp/nn-bench-scheduler-<pid>-*, removed at
  * the end, also on failure or SIGINT; 127.0.0.1 only; no root):
  *   1. the Nodes are posted (workload.ts: scheduler_perf's node-default, larger) and a namespace made;
  *   2. a watch on the namespace's Pods opens, then `--clients` closed-loop clients create `--pods` Pods
@@ -36,7 +36,7 @@ import { formatReport, type ApiFigures, type SchedCase } from './report.js';
 import { NAMESPACE, nodeObject, parseSchedArgs, podName, podObject, throughputSamples, type SchedArgs } from './workload.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const SERVER = join(here, 'server.child.ts');
+const SERVER = join(here, '..', 'apiserver', 'server.child.ts');
 const PREFIX = 'nn-bench-scheduler-';
 const WAIT_MS = 600_000;
 
@@ -64,7 +64,8 @@ function removeLeftovers(): void {
 }
 
 async function startServer(dataDir: string): Promise<Server> {
-  const child = fork(SERVER, [dataDir, 'warn'], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'], execArgv: process.execArgv });
+  // bench/apiserver's server child: SQLite (no STORAGE), the node lifecycle grace period an hour.
+  const child = fork(SERVER, [dataDir, 'warn', '', '3600000'], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'], execArgv: process.execArgv });
   const ready = await new Promise<{ kubeconfig: string }>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('the server did not start in 60 s')), 60_000);
     child.on('message', (m: unknown) => {
