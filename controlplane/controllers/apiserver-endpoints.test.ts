@@ -62,7 +62,7 @@ t.test('each API server holds a lease; the slice lists the live ones; a killed o
     await run([a.clock, c.clock], 1000);
     if (!(await a.ips()).includes('192.168.77.242')) gone = s;
   }
-  t.ok(gone >= 14 && gone <= 16, `b left the slice ${gone} s after its clock stopped (its last renewal was at most 1 s before): within the TTL`);
+  t.ok(gone >= 12 && gone <= 14, `b left the slice ${gone} s after its clock stopped: its lease last changed at its start, 2 s before, so 15 s (the TTL) after that change as the others saw it`);
   t.same((await a.ips()), ['192.168.77.241', '192.168.77.243']);
   t.equal((await storage.list(`${APISERVER_LEASES}/`)).items.length, 2, 'its lease deleted');
   await run([a.clock, c.clock], 30_000);

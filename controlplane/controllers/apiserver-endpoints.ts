@@ -156,17 +156,33 @@ export class ApiServerEndpoints {
   }
 
   private tick(): Promise<void> {
-    this.busy = this.reconcile()
+    this.busy = this.reconcileRacing()
       .catch((e: unknown) => (isRace(e) ? this.o.log.debug : this.o.log.warn).call(this.o.log, { [F.err]: e instanceof Error ? e.message : String(e) }, 'kubernetes EndpointSlice not reconciled; retrying'))
       .finally(() => this.schedule());
     return this.busy;
   }
 
+  /**
+   * A conflict means another server wrote the slice (or a lease) after this one's cache was read: read again, made
+   * fresh, at once rather than at the next check, so a server that starts is listed when its start returns.
+   */
+  private async reconcileRacing(): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.reconcile();
+      } catch (e) {
+        if (!isRace(e) || attempt >= 3 || !this.running) throw e;
+      }
+    }
+  }
+
   private async reconcile(): Promise<void> {
+    await this.o.cache.fresh(); // the slice and the leases as of now, this server's last write included
     const now = this.o.clock.now();
     if (now - this.lastRenew >= (this.o.renewEveryMs ?? DEFAULT_RENEW_EVERY_MS)) {
       await this.renew();
       this.lastRenew = now;
+      await this.o.cache.fresh();
     }
     const leases = this.o.cache.list(APISERVER_LEASES).items;
     for (const l of leases) {
