@@ -11,8 +11,9 @@ const need = {
   ipset: 'ipset', conntrack: 'conntrack', ping: 'iputils-ping', nsenter: 'util-linux', unshare: 'util-linux',
   cc: 'gcc', 'c++': 'g++', make: 'make', python3: 'python3', socat: 'socat',
   // The tests also run real etcd members (the control plane's etcd storage), HAProxy (the HA lab's balancer) and
-  // BIRD 2 (the overlay's bgp backend, which an agent started with --backend bgp needs too).
-  ...(process.argv.includes('--test') ? { ruby: 'ruby', etcd: 'etcd-server', etcdctl: 'etcd-client', haproxy: 'haproxy', bird: 'bird2', birdc: 'bird2' } : {}),
+  // BIRD 2 (the overlay's bgp backend, which an agent started with --backend bgp needs too); dig in the Pods of the
+  // DNS cases; dnsperf and dnsmasq for bench:dns (dnsmasq-base: the binary alone, no service in the root namespace).
+  ...(process.argv.includes('--test') ? { ruby: 'ruby', etcd: 'etcd-server', etcdctl: 'etcd-client', haproxy: 'haproxy', bird: 'bird2', birdc: 'bird2', dig: 'dnsutils', dnsperf: 'dnsperf', dnsmasq: 'dnsmasq-base' } : {}),
 };
 const which = (c) => spawnSync('sh', ['-c', `command -v ${c}`], { stdio: 'ignore' }).status === 0;
 const missing = [...new Set(Object.entries(need).filter(([c]) => !which(c)).map(([, p]) => p))];

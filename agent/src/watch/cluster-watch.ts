@@ -23,7 +23,7 @@ import type { Logger } from '../../../lib/log/log.js';
 import type { Clock } from '../../../lib/reconcile/clock.js';
 import { Informer, SyncGroup, type BackoffOptions, type ListWatchLike, type SourceHandler } from './informer.js';
 
-export type WatchKind = 'services' | 'endpointslices' | 'nodes' | 'pods';
+export type WatchKind = 'services' | 'endpointslices' | 'nodes' | 'pods' | 'namespaces';
 
 export interface WatchSource {
   readonly kind: WatchKind;
@@ -53,6 +53,7 @@ export const WATCH_PATHS: Readonly<Record<WatchKind, string>> = {
   endpointslices: '/apis/discovery.k8s.io/v1/endpointslices',
   nodes: '/api/v1/nodes',
   pods: '/api/v1/pods',
+  namespaces: '/api/v1/namespaces',
 };
 
 /** This node's own Node object. */
