@@ -6,8 +6,9 @@
 #                + the host's Node 20 binary (provision/node.sh) + provision/system.sh + image/vm-init
 # The project is not in the image: the runner shares it at boot (9p), so a code change never rebuilds it.
 # Cache: $NODENET_VM_CACHE (default /var/cache/nodenet-test-vm)/<key>/, the key a hash of every input (this
-# script, image/*, provision/*, the kernel package's version, the node binary; test-vm/run.ts passes its own,
-# NODENET_VM_KEY, from qemu.ts imageKey over the same inputs). Prints the image directory last.
+# script, image/*, the image's provision/ files, the kernel package's version, the node binary; test-vm/run.ts
+# passes its own, NODENET_VM_KEY, from qemu.ts imageKey over the same inputs). Prints the image directory last;
+# with --print-key, only the key.
 # Env: NODENET_NODE_BINARY (default: the node on PATH), NODENET_VM_MIRROR (default http://deb.debian.org/debian).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -25,11 +26,18 @@ kpkg="$(apt-cache depends linux-image-amd64 2>/dev/null | sed -n 's/^ *Depends: 
 [ -n "$kpkg" ] || { log "cannot resolve linux-image-amd64 (apt-get update?)"; exit 1; }
 kver_pkg="$(apt-cache show "$kpkg" | sed -n 's/^Version: //p' | head -n1)"
 kver="${kpkg#linux-image-}"
-key="${NODENET_VM_KEY:-$( {
-  echo "kernel $kpkg $kver_pkg"; echo "mirror $mirror"
-  echo "node $(sha256sum "$node_bin" | cut -d' ' -f1)"
-  cat "$here/build-image.sh" "$here"/image/* "$here"/provision/*
-} | sha256sum | cut -c1-16)}"
+# The key as qemu.ts imageKey makes it (qemu.test.ts checks they agree), so a build started before npm ci (.ci/run
+# does, when there is no tsx yet to run test-vm/run.ts) is the one the runner finds.
+image_key() {
+  local f
+  printf 'kernel %s %s\nmirror %s\nnode %s\n' "$kpkg" "$kver_pkg" "$mirror" "$(sha256sum "$node_bin" | cut -d' ' -f1)"
+  for f in $( (cd "$here" && printf '%s\n' build-image.sh image/* provision/node.sh provision/packages.sh provision/packages.txt provision/system.sh) | LC_ALL=C sort); do
+    printf 'file %s %s\n' "$f" "$(stat -c %s "$here/$f")"
+    cat "$here/$f"
+  done
+}
+key="${NODENET_VM_KEY:-$(image_key | sha256sum | cut -c1-16)}"
+if [ "${1:-}" = "--print-key" ]; then echo "$key"; exit 0; fi
 out="$cache/$key"
 mkdir -p "$cache" "$cache/debs"
 exec 9>"$cache/.lock"

@@ -1,5 +1,9 @@
 import t from 'tap';
-import { cables, encodeFrame, FrameReader, imageKey, parseResult, qemuArgv, resultLine, switchPorts, vmIP, vmMac, type VmSpec } from './qemu.js';
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { cables, encodeFrame, FrameReader, imageFileNames, imageKey, parseResult, qemuArgv, resultLine, switchPorts, vmIP, vmMac, type VmSpec } from './qemu.js';
 
 const spec: VmSpec = {
   index: 2, kernel: '/c/vmlinuz', initrd: '/c/initrd.img', rootfs: '/c/rootfs.ext4', serialLog: '/r/vm2.serial.log',
@@ -98,4 +102,22 @@ t.test('switchPorts: floods unknown and broadcast, learns sources, forwards unic
   t.same(switchPorts(frame(mac(3), mac(1)), 0, ports, table), [1, 2], 'unknown unicast floods');
   t.same(switchPorts(frame(mac(1), mac(1)), 0, ports, table), [], 'never back to the sender');
   t.same(switchPorts(Buffer.alloc(10), 0, ports, table), [], 'a runt is dropped');
+});
+
+const imgHere = fileURLToPath(new URL('.', import.meta.url));
+const kernelDep = /Depends: (linux-image-\d\S*-amd64)/.exec(spawnSync('apt-cache', ['depends', 'linux-image-amd64'], { encoding: 'utf8' }).stdout ?? '')?.[1];
+const imageTools = ['debootstrap', 'mkfs.ext4', 'cpio', 'busybox'].filter((c) => spawnSync('sh', ['-c', `command -v ${c}`]).status !== 0);
+const keySkip = !kernelDep ? 'apt-cache cannot resolve linux-image-amd64 here (no apt-get update): the script could not either'
+  : imageTools.length ? `the image's tools are not installed (${imageTools.join(', ')}): CI installs them` : false;
+
+t.test('build-image.sh --print-key makes the key imageKey makes (.ci/run builds the image before tsx exists)', { skip: keySkip }, async (t) => {
+  const ver = /^Version: (\S+)/m.exec(spawnSync('apt-cache', ['show', kernelDep!], { encoding: 'utf8' }).stdout)?.[1] ?? '';
+  const files = imageFileNames(readdirSync(`${imgHere}image`)).map((name) => ({ name, content: readFileSync(`${imgHere}${name}`) }));
+  const mirror = 'http://deb.debian.org/debian';
+  const want = imageKey({ files, kernel: `${kernelDep} ${ver}`, nodeSha256: createHash('sha256').update(readFileSync(process.execPath)).digest('hex'), mirror });
+  const env: Record<string, string> = { ...(process.env as Record<string, string>), NODENET_NODE_BINARY: process.execPath, NODENET_VM_MIRROR: mirror };
+  delete env['NODENET_VM_KEY'];
+  const r = spawnSync('bash', [`${imgHere}build-image.sh`, '--print-key'], { encoding: 'utf8', env });
+  t.equal(r.status, 0, r.stderr);
+  t.equal(r.stdout.trim(), want);
 });

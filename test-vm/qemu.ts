@@ -101,6 +101,14 @@ export function resultLine(r: VmResult): string {
  * The image's cache key: a hash of every input of build-image.sh (each file's name and content, sorted by
  * name), the kernel package and its version, and the node binary's hash. 16 hex digits.
  */
+/** The provision/ files the image is made of (provision/nodenet.sh is the Vagrant path's alone). */
+export const IMAGE_PROVISION = ['node.sh', 'packages.sh', 'packages.txt', 'system.sh'] as const;
+
+/** The names of the image's input files, relative to test-vm/, given what test-vm/image/ holds. */
+export function imageFileNames(imageDir: readonly string[]): string[] {
+  return ['build-image.sh', ...imageDir.map((f) => `image/${f}`), ...IMAGE_PROVISION.map((f) => `provision/${f}`)];
+}
+
 export function imageKey(inputs: { files: readonly { name: string; content: string | Buffer }[]; kernel: string; nodeSha256: string; mirror: string }): string {
   const h = createHash('sha256');
   h.update(`kernel ${inputs.kernel}\nmirror ${inputs.mirror}\nnode ${inputs.nodeSha256}\n`);

@@ -23,14 +23,13 @@ import { build } from 'esbuild';
 import { ownerAlive, readOwner, readProcesses, recordProcess, writeOwner } from '../agent/src/lab/owner.js';
 import { isAlive } from '../agent/src/netns/proc.js';
 import { K8S_MAJOR, K8S_MINOR } from '../controlplane/api/discovery.js';
-import { cables, encodeFrame, FrameReader, imageKey, parseResult, qemuArgv, switchPorts, vmIP, VM_PREFIX, type Accel, type VmResult } from './qemu.js';
+import { cables, encodeFrame, FrameReader, imageFileNames, imageKey, parseResult, qemuArgv, switchPorts, vmIP, VM_PREFIX, type Accel, type VmResult } from './qemu.js';
 import { suitesOf, type VmSuite } from './suite.js';
 
 const HERE = fileURLToPath(new URL('.', import.meta.url));
 const REPO = fileURLToPath(new URL('..', import.meta.url));
 const QEMU = 'qemu-system-x86_64';
 /** The provisioning files the image is built from (build-image.sh hashes the same list). */
-const IMAGE_PROVISION = ['node.sh', 'packages.sh', 'packages.txt', 'system.sh'];
 
 interface Options { accel: 'auto' | Accel; suites: string[] | null; all: boolean; keep: boolean; list: boolean; params: string[]; shareOut: string | null; timeoutSec: number | null }
 
@@ -125,8 +124,7 @@ function kernelPackage(): string {
 
 /** Builds (or finds) the image; returns its directory. */
 function ensureImage(): { dir: string; seconds: number; cached: boolean } {
-  // What the image is made of (provision/nodenet.sh is the Vagrant path's alone).
-  const files = ['build-image.sh', ...readdirSync(`${HERE}image`).map((f) => `image/${f}`), ...IMAGE_PROVISION.map((f) => `provision/${f}`)]
+  const files = imageFileNames(readdirSync(`${HERE}image`))
     .map((name) => ({ name, content: readFileSync(`${HERE}${name}`) }));
   const mirror = process.env['NODENET_VM_MIRROR'] ?? 'http://deb.debian.org/debian';
   const key = imageKey({ files, kernel: kernelPackage(), nodeSha256: sha256File(process.execPath), mirror });
