@@ -71,6 +71,8 @@ import { isDNS1123Subdomain } from '../lib/net/dns-names.js';
 import { ApiServerEndpoints } from './controllers/apiserver-endpoints.js';
 import { isIP } from 'node:net';
 import { networkInterfaces } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { addonKey, coreDnsObjects, parseDisabled } from './addons/coredns.js';
 
 export interface ControlPlaneOptions {
   readonly dataDir: string;
@@ -134,6 +136,13 @@ export interface ControlPlaneOptions {
   readonly quotaResyncMs?: number;
   /** kube-apiserver's --encryption-provider-config: an EncryptionConfiguration file; what it names is encrypted at rest. */
   readonly encryptionProviderConfig?: string;
+  /** Addons not to install (k3s's --disable): `coredns`. An unknown name stops the start. */
+  readonly disable?: readonly string[];
+  /**
+   * The nodenet CLI's entry script, which the addon Pods run (`node <entry> dns`, on each node's filesystem). The
+   * command line passes its own; default: dist/nodenet.js of this checkout or package (tests in-process).
+   */
+  readonly nodenetEntry?: string;
 }
 
 export interface ControlPlane {
@@ -231,6 +240,17 @@ function ensureSigningKey(dir: string): string {
   return readFileSync(key, 'utf8');
 }
 
+/**
+ * dist/nodenet.js next to this module: the module is either bundled into dist/ (dist/nodenet.js, or a chunk in
+ * dist/chunks/) or run from the sources (controlplane/, beside dist/).
+ */
+function defaultNodenetEntry(): string {
+  const here = fileURLToPath(new URL('.', import.meta.url));
+  if (here.endsWith('/dist/')) return `${here}nodenet.js`;
+  if (here.endsWith('/dist/chunks/')) return fileURLToPath(new URL('../nodenet.js', import.meta.url));
+  return fileURLToPath(new URL('../dist/nodenet.js', import.meta.url));
+}
+
 const REPAIR_EVERY_MS = 3 * 60_000;
 
 /** A component that runs fn at start and then every everyMs, for as long as it runs. */
@@ -294,6 +314,14 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
   }
   // The serving certificate also names what in-cluster clients dial, as kube-apiserver's: the kubernetes Service's
   // ClusterIP (the service CIDR's first address) and its DNS names.
+  // The addons' objects are built (and their flags checked) before anything is opened.
+  let addons: ReturnType<typeof coreDnsObjects> = [];
+  try {
+    const disabled = parseDisabled(o.disable ?? []);
+    if (!disabled.has('coredns')) addons = coreDnsObjects({ serviceCIDR: services.cidr, command: [process.execPath, o.nodenetEntry ?? defaultNodenetEntry()] });
+  } catch (e) {
+    throw new NodenetError(ErrorCode.InvalidConfig, e instanceof Error ? e.message : String(e), { cause: e });
+  }
   const inCluster = [services.firstIP, 'kubernetes', 'kubernetes.default', 'kubernetes.default.svc', 'kubernetes.default.svc.cluster.local'];
   const hosts = [...new Set(['localhost', '127.0.0.1', o.host === '0.0.0.0' ? '' : o.host, advertise, endpoint?.host ?? '', ...inCluster, ...(o.hosts ?? [])].filter(Boolean))];
   const pki = o.insecureHttp ? null : ensurePki(join(o.dataDir, 'pki'), hosts);
@@ -401,6 +429,16 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
           metadata: { name: 'kubernetes', labels: { component: 'apiserver', provider: 'kubernetes' } },
           spec: { clusterIP: services.firstIP, ports: [{ name: 'https', port: 443, protocol: 'TCP', targetPort: o.port || 6443 }], sessionAffinity: 'None', type: 'ClusterIP' },
         }, { fieldManager: 'nodenet-control-plane' }));
+      }
+      // The addons (cluster DNS), each object created if absent and never updated: a user's edit or scale sticks
+      // (addons/coredns.ts says why). One that cannot be made (its ClusterIP taken by a user's Service) is logged
+      // and the control plane serves anyway, as a cluster without DNS is still a cluster.
+      for (const a of addons) {
+        if (cache.get(addonKey(a))) continue;
+        const res = RESOURCES.find((r) => r.resource === a.resource && r.group === a.group)!;
+        await ensure(rest.create(res, a.namespace, a.object, { fieldManager: 'nodenet-control-plane' })).catch((e: unknown) => {
+          log.warn({ [F.err]: e instanceof Error ? e.message : String(e), [F.resource]: a.resource, [F.namespace]: a.namespace, [F.name]: a.name }, 'an addon object could not be created; it is retried at the next start');
+        });
       }
     },
   });

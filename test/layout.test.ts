@@ -40,7 +40,7 @@ const PURE = [
   /\/render\.ts$/, /\/plan\.ts$/, /ipam\/allocator\.ts$/, /ipam\/config\.ts$/, /ipam\/range(-set)?\.ts$/, /ipam\/resolv-conf\.ts$/,
   /reconcile\/change-tracker\.ts$/, /reconcile\/deep-equal\.ts$/, /-parse\.ts$/, /nft-listing\.ts$/, /nft-script\.ts$/,
   /json\/read\.ts$/, /proto\/cni\/v1\/contract\.ts$/, /cnitypes\/.*\.ts$/, /proxy\/model\/.*\.ts$/, /proxy\/categorize\.ts$/,
-  /controlplane\/api\/protobuf(-schema)?\.ts$/, /trace\/path\.ts$/, /dns\/records\.ts$/,
+  /controlplane\/api\/protobuf(-schema)?\.ts$/, /trace\/path\.ts$/, /dns\/records\.ts$/, /controlplane\/addons\/coredns\.ts$/,
 ];
 const IMPURE_IMPORTS = /^(node:)?(fs|fs\/promises|child_process)$|^execa$|^netlink$/;
 

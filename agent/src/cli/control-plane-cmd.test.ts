@@ -3,6 +3,7 @@
  * (pure), and the command prints how to reach it and stops it on a signal.
  */
 import t from 'tap';
+import { realpathSync } from 'node:fs';
 import { parseFlags } from './flags.js';
 import { addUserArgs, controlPlaneArgs, controlPlaneCommand, parseDurationMs, parseListen, type ControlPlaneArgs } from './control-plane-cmd.js';
 
@@ -158,4 +159,32 @@ t.test('admission, anonymous and token flags: named plugins only, refused when u
   t.throws(() => args({ 'anonymous-auth': 'maybe' }), /--anonymous-auth "maybe": true or false/);
   t.equal(args({ 'service-account-max-token-expiration': '24h' }).maxTokenExpirationSeconds, 86_400);
   t.throws(() => args({ 'service-account-max-token-expiration': '1m' }), /at least 10m/);
+});
+
+t.test('--disable ADDON: repeatable and comma lists (k3s\'s), unknown names refused; the entry script reaches the control plane', async (t) => {
+  const SPECS = { disable: { type: 'string', multiple: true } } as const;
+  const disable = (argv: string[]) => controlPlaneArgs(parseFlags(argv, SPECS).flags).disable;
+  t.equal(disable([]), undefined, 'every addon by default');
+  t.same(disable(['--disable', 'coredns']), ['coredns']);
+  t.same(disable(['--disable', 'coredns', '--disable', 'coredns,coredns']), ['coredns'], 'given twice, and as a list');
+  t.throws(() => disable(['--disable', 'coredns', '--disable', 'servicelb']), /--disable "servicelb": not an addon nodenet installs \(it installs coredns\)/);
+  let got: { nodenetEntry?: string; disable?: readonly string[] } | undefined;
+  let signal!: () => void;
+  const start = (entry?: string) => controlPlaneCommand(['--disable', 'coredns'], {
+    version: '9.9.9', stdout: () => {}, ...(entry ? { entry } : {}),
+    startControlPlane: async (a) => { got = a; return { url: 'https://127.0.0.1:6443', kubeconfig: '/tmp/k', stop: async () => {} }; },
+    untilSignal: () => new Promise<void>((r) => (signal = r)),
+  });
+  let done = start('/opt/nodenet/dist/nodenet.js');
+  await new Promise((r) => setImmediate(r));
+  t.equal(got?.nodenetEntry, '/opt/nodenet/dist/nodenet.js');
+  t.same(got?.disable, ['coredns']);
+  signal();
+  await done;
+  done = start();
+  await new Promise((r) => setImmediate(r));
+  t.equal(got?.nodenetEntry, realpathSync(process.argv[1]!), 'by default this process\'s own entry script, its real path');
+  signal();
+  await done;
+  await t.rejects(controlPlaneCommand(['--disable', 'nope'], { version: '1', stdout: () => {}, startControlPlane: async () => { throw new Error('not started'); } }), /--disable "nope"/);
 });

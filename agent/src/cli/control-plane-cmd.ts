@@ -4,6 +4,8 @@
  * server itself comes from the deps (node/compose.ts).
  */
 import { isIP } from 'node:net';
+import { realpathSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { DEFAULT_NODE_PORT_RANGE, DEFAULT_SERVICE_CIDR, parsePortRange } from '../../../controlplane/alloc/service-allocator.js';
 import { DEFAULT_CLUSTER_CIDR, DEFAULT_NODE_MASK } from '../../../controlplane/controllers/node-ipam.js';
 import { parseLoadBalancerPool } from '../../../controlplane/controllers/loadbalancer.js';
@@ -15,6 +17,7 @@ import { parseStorageSpec, type StorageSpec } from '../../../controlplane/store/
 import { migrateCommand, type MigrateCmdDeps } from './migrate-cmd.js';
 import { addUser, userNameProblem } from '../../../controlplane/users.js';
 import { enabledPlugins, PLUGIN_ORDER } from '../../../controlplane/admission/admission.js';
+import { ADDONS, parseDisabled } from '../../../controlplane/addons/coredns.js';
 
 export const CONTROL_PLANE_USAGE = `usage: nodenet control-plane [--data-dir D] [--listen ADDR:PORT] [--node N[,N...]] [--host SAN[,SAN...]]
                              [--insecure-http] [--history-seconds S] [--service-cidr CIDR] [--service-node-port-range FROM-TO]
@@ -24,7 +27,7 @@ export const CONTROL_PLANE_USAGE = `usage: nodenet control-plane [--data-dir D] 
                              [--control-plane-endpoint HOST:PORT] [--shutdown-delay-duration D] [--event-ttl D]
                              [--enable-admission-plugins P[,P...]] [--disable-admission-plugins P[,P...]]
                              [--anonymous-auth true|false] [--service-account-max-token-expiration D]
-                             [--encryption-provider-config FILE]
+                             [--encryption-provider-config FILE] [--disable ADDON[,ADDON...]]
                              [--log-level L] [--log-file F]
        nodenet control-plane migrate --from sqlite:DIR --to etcd:URL[,URL...] [--etcd-prefix P] [--allow-non-empty]
        nodenet control-plane add-user NAME [--group G[,G...]] [--data-dir D]
@@ -67,6 +70,11 @@ ReplicaSets; Leases) from a SQLite database in the data directory, for kubectl a
   --encryption-provider-config FILE  kube-apiserver's EncryptionConfiguration (apiserver.config.k8s.io/v1): the
                       resources it names (secrets, configmaps, ...) are stored encrypted with its first provider
                       (aescbc, aesgcm or identity) and read with any of them; a bad file stops the start
+  --disable ADDON,... (repeatable) addons not to install (k3s's flag): ${ADDONS.join(', ')}. Without it, each start
+                      creates in kube-system what is missing of the cluster DNS (kubeadm's CoreDNS addon, running
+                      \`nodenet dns\`): Deployment coredns (2 replicas), Service kube-dns on the service CIDR's tenth
+                      address, ServiceAccount coredns, ClusterRole and ClusterRoleBinding system:coredns; existing
+                      ones are never changed, so a user's edit or scale sticks
 On start it prints the kubeconfig to use: export KUBECONFIG=<data-dir>/admin.kubeconfig
 add-user: writes <data-dir>/users/NAME.kubeconfig with a client certificate signed by the cluster CA (CN NAME, an O
 per --group, a year), as kube-apiserver reads one; prints its path. --group system:masters makes an admin.`;
@@ -96,6 +104,8 @@ export interface ControlPlaneArgs {
   readonly anonymousAuth?: boolean;
   readonly maxTokenExpirationSeconds?: number;
   readonly encryptionProviderConfig?: string;
+  /** Addons not installed (--disable). */
+  readonly disable?: readonly string[];
   readonly logLevel: string;
   readonly logFile?: string;
 }
@@ -125,6 +135,7 @@ const SPECS: FlagSpecs = {
   'anonymous-auth': { type: 'string' },
   'service-account-max-token-expiration': { type: 'string' },
   'encryption-provider-config': { type: 'string' },
+  disable: { type: 'string', multiple: true },
   'log-level': { type: 'string' },
   'log-file': { type: 'string' },
 };
@@ -238,8 +249,15 @@ export function controlPlaneArgs(flags: ReadonlyMap<string, string>): ControlPla
   if (maxTok !== undefined && (maxTokMs === null || maxTokMs === undefined || maxTokMs < 600_000)) {
     throw new FlagError(`--service-account-max-token-expiration ${JSON.stringify(maxTok)}: a duration of at least 10m (TokenRequest's least)`);
   }
+  let disabled: string[];
+  try {
+    disabled = [...parseDisabled(list(flags.get('disable')))];
+  } catch (e) {
+    throw new FlagError((e as Error).message);
+  }
   return {
     eventTtlMs,
+    ...(disabled.length ? { disable: disabled } : {}),
     ...(enable.length ? { enableAdmissionPlugins: enable } : {}),
     ...(disable.length ? { disableAdmissionPlugins: disable } : {}),
     ...(anon === 'false' ? { anonymousAuth: false } : {}),
@@ -275,7 +293,10 @@ export interface RunningControlPlane {
 }
 
 export interface ControlPlaneCmdDeps {
-  readonly startControlPlane: (a: ControlPlaneArgs & { readonly version: string }) => Promise<RunningControlPlane>;
+  /** nodenetEntry: the CLI's entry script, which the control plane's addon Pods run (`node <entry> dns`). */
+  readonly startControlPlane: (a: ControlPlaneArgs & { readonly version: string; readonly nodenetEntry?: string }) => Promise<RunningControlPlane>;
+  /** This program's entry script (default: process.argv[1], its real path). */
+  readonly entry?: string;
   readonly version: string;
   readonly stdout: (s: string) => void;
   /** Resolves on SIGTERM/SIGINT (injected so tests need not signal themselves). */
@@ -290,6 +311,21 @@ function untilSignal(): Promise<void> {
     process.once('SIGTERM', () => resolve());
     process.once('SIGINT', () => resolve());
   });
+}
+
+/**
+ * The script this process runs (dist/nodenet.js, or bin/nodenet.js through a symlink such as /usr/bin/nodenet),
+ * absolute and real: the addon Pods run `node <it> dns` on the nodes, which share this filesystem. undefined when
+ * there is none (an embedding), which leaves the control plane's default.
+ */
+function ownEntry(): string | undefined {
+  const a = process.argv[1];
+  if (!a) return undefined;
+  try {
+    return realpathSync(a);
+  } catch {
+    return resolve(a);
+  }
 }
 
 /** `control-plane add-user`'s arguments (pure). @throws FlagError */
@@ -322,7 +358,8 @@ export async function controlPlaneCommand(argv: readonly string[], deps: Control
   }
   if (p.positional.length || p.rest.length) throw new FlagError(`unexpected argument ${JSON.stringify([...p.positional, ...p.rest][0])}`);
   const args = controlPlaneArgs(p.flags);
-  const cp = await deps.startControlPlane({ ...args, version: deps.version });
+  const entry = deps.entry ?? ownEntry();
+  const cp = await deps.startControlPlane({ ...args, version: deps.version, ...(entry ? { nodenetEntry: entry } : {}) });
   deps.stdout(`nodenet control plane serving at ${cp.url}\n  export KUBECONFIG=${cp.kubeconfig}\n  kubectl get ns\n`);
   await (deps.untilSignal ?? untilSignal)();
   await cp.stop();

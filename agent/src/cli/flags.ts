@@ -17,6 +17,8 @@ export class FlagError extends Error {
 export interface FlagSpec {
   readonly type: 'string' | 'boolean';
   readonly short?: string;
+  /** A string flag that may be given several times (k3s's `--disable a --disable b`): its values joined by commas. */
+  readonly multiple?: boolean;
 }
 
 export type FlagSpecs = Readonly<Record<string, FlagSpec>>;
@@ -35,8 +37,8 @@ const HELP: FlagSpecs = { help: { type: 'boolean', short: 'h' } };
 
 /** Parses argv against `specs` (plus -h/--help). @throws FlagError naming the flag. */
 export function parseFlags(argv: readonly string[], specs: FlagSpecs): ParsedFlags {
-  const options: Record<string, { type: 'string' | 'boolean'; short?: string }> = {};
-  for (const [name, s] of Object.entries({ ...specs, ...HELP })) options[name] = s.short ? { type: s.type, short: s.short } : { type: s.type };
+  const options: Record<string, { type: 'string' | 'boolean'; short?: string; multiple?: boolean }> = {};
+  for (const [name, s] of Object.entries({ ...specs, ...HELP })) options[name] = { type: s.type, ...(s.short ? { short: s.short } : {}), ...(s.multiple ? { multiple: true } : {}) };
   let parsed: ReturnType<typeof parseArgs<{ args: string[]; options: typeof options; strict: true; allowPositionals: true; tokens: true }>>;
   try {
     parsed = parseArgs({ args: [...argv], options, strict: true, allowPositionals: true, tokens: true });
@@ -46,7 +48,7 @@ export function parseFlags(argv: readonly string[], specs: FlagSpecs): ParsedFla
   const flags = new Map<string, string>();
   for (const [k, v] of Object.entries(parsed.values)) {
     if (k === 'help' || v === undefined) continue;
-    flags.set(k, v === true ? 'true' : String(Array.isArray(v) ? v[v.length - 1] : v));
+    flags.set(k, v === true ? 'true' : String(Array.isArray(v) ? (specs[k]?.multiple ? v.join(',') : v[v.length - 1]) : v));
   }
   const positional: string[] = [];
   const rest: string[] = [];
