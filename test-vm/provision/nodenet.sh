@@ -64,11 +64,13 @@ case "${1:-}" in
     [ -f "$share/$name.kubeconfig" ] || { echo "no $share/$name.kubeconfig: is node1 up?" >&2; exit 1; }
     mkdir -p /etc/nodenet /var/lib/nodenet/agent /run/nodenet
     install -m 0600 "$share/$name.kubeconfig" /etc/nodenet/node.kubeconfig
+    # clusterDNS: the kube-dns Service the control plane makes at the tenth address of its service CIDR (default 10.96.0.0/12).
     iface="$(ip -o -4 addr show | awk -v ip="$ip" '$4 ~ "^"ip"/" { print $2 }')"
     cat > /etc/nodenet/agent.json <<JSON
 {"nodeName": "$name", "kubeconfig": "/etc/nodenet/node.kubeconfig", "clusterCIDR": "10.244.0.0/16", "proxyMode": "$mode",
  "overlay": "vxlan", "underlayInterface": "$iface", "runPods": true, "stateDir": "/var/lib/nodenet/agent", "runDir": "/run/nodenet",
- "cniSocket": "/run/nodenet/cni.sock", "logFile": "/var/log/nodenet-agent.log"}
+ "cniSocket": "/run/nodenet/cni.sock", "logFile": "/var/log/nodenet-agent.log",
+ "clusterDNS": ["10.96.0.10"], "clusterDomain": "cluster.local"}
 JSON
     unit nodenet-agent "/usr/local/bin/node /opt/nodenet/dist/nodenet.js agent --config /etc/nodenet/agent.json"
     echo "nodenet: agent $name ($mode) on $iface $ip"

@@ -56,3 +56,16 @@ t.test('--backend vxlan|host-gw|none, --overlay its older name (refused when the
   t.throws(() => agentConfigFromArgs(['--config', `${dir}/agent.json`, ...api, '--backend', 'host-gw']), /disagree/, 'a file\'s overlay and the flag\'s backend disagreeing: refused too');
   t.same(agentConfigFromArgs([...api, '--backend', 'vxlan', '--direct-routing', 'true']).directRouting, true);
 });
+
+t.test('--cluster-dns IP[,IP] and --cluster-domain, as the kubelet\'s; the file\'s clusterDNS list', async (t) => {
+  const c = agentConfigFromArgs(['--cluster-dns', '10.96.0.10,fd00::a', '--cluster-domain', 'corp.example']);
+  t.same([c.clusterDNS, c.clusterDomain], [['10.96.0.10', 'fd00::a'], 'corp.example']);
+  t.same([agentConfigFromArgs([]).clusterDNS, agentConfigFromArgs([]).clusterDomain], [[], 'cluster.local']);
+  t.throws(() => agentConfigFromArgs(['--cluster-dns', '10.96.0']), /config clusterDNS: "10\.96\.0" is not an IP address \(--cluster-dns/);
+  t.throws(() => agentConfigFromArgs(['--cluster-domain', 'under_score.local']), /config clusterDomain: must be a DNS name/);
+  const dir = mkdtempSync(`${tmpdir()}/nn-agentcmd-`);
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  writeFileSync(`${dir}/agent.json`, JSON.stringify({ clusterDNS: ['10.96.0.10'], clusterDomain: 'cluster.local' }));
+  t.same(agentConfigFromArgs(['--config', `${dir}/agent.json`]).clusterDNS, ['10.96.0.10']);
+  t.same(agentConfigFromArgs(['--config', `${dir}/agent.json`, '--cluster-dns', '10.0.0.10']).clusterDNS, ['10.0.0.10'], 'the flag overrides the file');
+});

@@ -87,3 +87,19 @@ t.test('capacity, kubeReserved, systemReserved: name=quantity lists (flags) or o
   t.throws(() => parseAgentConfig({ systemReserved: 'gpus=1' }), /config systemReserved: --system-reserved: "gpus" is not a resource nodenet reports/);
   t.throws(() => parseAgentConfig({ kubeReserved: [1] }), /must be name=quantity/);
 });
+
+t.test('clusterDNS and clusterDomain (KubeletConfiguration\'s names): defaults, the list and the flag\'s comma form, errors naming the field', async (t) => {
+  const d = parseAgentConfig({});
+  t.same([d.clusterDNS, d.clusterDomain], [[], 'cluster.local'], 'no cluster DNS: ClusterFirst Pods fall back to the node\'s resolv.conf');
+  t.same(parseAgentConfig({ clusterDNS: ['10.96.0.10', 'fd00::a'] }).clusterDNS, ['10.96.0.10', 'fd00::a'], 'IPv4 and IPv6');
+  t.same(parseAgentConfig({ clusterDNS: '10.96.0.10, 10.96.0.11' }).clusterDNS, ['10.96.0.10', '10.96.0.11'], 'the flag: comma-separated');
+  t.same(parseAgentConfig({ clusterDNS: '' }).clusterDNS, []);
+  t.throws(() => parseAgentConfig({ clusterDNS: ['10.96.0.300'] }), { code: 'NN_ERR_INVALID_CONFIG', message: /config clusterDNS: "10\.96\.0\.300" is not an IP address/ });
+  t.throws(() => parseAgentConfig({ clusterDNS: 'kube-dns' }), /config clusterDNS: "kube-dns" is not an IP address/);
+  t.throws(() => parseAgentConfig({ clusterDNS: [10] }), /config clusterDNS: must be a list of IP addresses/);
+  t.equal(parseAgentConfig({ clusterDomain: 'corp.example' }).clusterDomain, 'corp.example');
+  t.equal(parseAgentConfig({ clusterDomain: 'cluster.local.' }).clusterDomain, 'cluster.local', 'a trailing dot dropped');
+  t.throws(() => parseAgentConfig({ clusterDomain: 'Cluster_Local' }), /config clusterDomain: must be a DNS name/);
+  t.throws(() => parseAgentConfig({ clusterDomain: '' }), /config clusterDomain: must not be empty/);
+  t.throws(() => parseAgentConfig({ clusterDomain: 'a..b' }), /config clusterDomain: must be a DNS name/);
+});

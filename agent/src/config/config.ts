@@ -121,6 +121,14 @@ export interface AgentConfig {
   /** The kubelet's --kube-reserved and --system-reserved: taken from capacity to make allocatable. */
   readonly kubeReserved: Readonly<Record<string, string>> | null;
   readonly systemReserved: Readonly<Record<string, string>> | null;
+  /**
+   * The cluster DNS servers the embedded kubelet gives ClusterFirst Pods (the kubelet's --cluster-dns /
+   * KubeletConfiguration clusterDNS: the kube-dns Service's ClusterIP, the tenth address of the service CIDR).
+   * Empty: such Pods get the node's resolv.conf and a MissingClusterDNS Warning, as the kubelet's.
+   */
+  readonly clusterDNS: readonly string[];
+  /** The cluster's DNS domain (the kubelet's --cluster-domain / clusterDomain): Pods' search paths and /etc/hosts FQDNs. */
+  readonly clusterDomain: string;
   readonly logLevel: LogLevel;
   /** A file for the agent's logs; stderr when null. */
   readonly logFile: string | null;
@@ -162,6 +170,8 @@ export const DEFAULTS: AgentConfig = {
   capacity: null,
   kubeReserved: null,
   systemReserved: null,
+  clusterDNS: [],
+  clusterDomain: 'cluster.local',
   logLevel: 'info',
   logFile: null,
 };
@@ -249,6 +259,28 @@ function serviceCIDRField(o: JsonObject): Cidr | null {
   } catch {
     throw bad('serviceCIDR', `must be an IPv4 CIDR such as 10.96.0.0/12, got ${JSON.stringify(v4[0])}`);
   }
+}
+
+/** clusterDNS: a list of IP addresses (IPv4 or IPv6), or one comma-separated string (--cluster-dns's form). */
+function clusterDNSField(o: JsonObject): readonly string[] {
+  const v = o['clusterDNS'];
+  if (v === undefined || v === null) return DEFAULTS.clusterDNS;
+  const list = typeof v === 'string' ? v.split(',') : Array.isArray(v) && v.every((x) => typeof x === 'string') ? (v as string[]) : null;
+  if (!list) throw bad('clusterDNS', `must be a list of IP addresses such as ["10.96.0.10"] (--cluster-dns 10.96.0.10[,IP]), got ${JSON.stringify(v)}`);
+  const ips = list.map((x) => x.trim()).filter((x) => x !== '');
+  for (const ip of ips) if (!isIP(ip)) throw bad('clusterDNS', `${JSON.stringify(ip)} is not an IP address (--cluster-dns takes IPv4 or IPv6 addresses, comma-separated, such as 10.96.0.10)`);
+  return ips;
+}
+
+const DNS_SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$/;
+
+/** clusterDomain: a DNS name (lowercase RFC 1123 subdomain); a trailing dot is dropped. */
+function clusterDomainField(o: JsonObject): string {
+  const v = str(o, 'clusterDomain');
+  if (v === undefined) return DEFAULTS.clusterDomain;
+  const d = v.endsWith('.') ? v.slice(0, -1) : v;
+  if (!DNS_SUBDOMAIN.test(d)) throw bad('clusterDomain', `must be a DNS name such as cluster.local (lowercase letters, digits, '-' and '.'), got ${JSON.stringify(v)}`);
+  return d;
 }
 
 /** A boolean field: true/false, or the flag's "true"/"false". */
@@ -355,6 +387,8 @@ export function parseAgentConfig(raw: unknown): AgentConfig {
     capacity: resourceMapField(o, 'capacity', '--capacity'),
     kubeReserved: resourceMapField(o, 'kubeReserved', '--kube-reserved'),
     systemReserved: resourceMapField(o, 'systemReserved', '--system-reserved'),
+    clusterDNS: clusterDNSField(o),
+    clusterDomain: clusterDomainField(o),
     logLevel: logLevel as LogLevel,
     logFile: str(o, 'logFile') ?? null,
   };
@@ -398,6 +432,8 @@ export const FLAG_KEYS: Readonly<Record<string, keyof AgentConfig | 'overlay'>> 
   capacity: 'capacity',
   'kube-reserved': 'kubeReserved',
   'system-reserved': 'systemReserved',
+  'cluster-dns': 'clusterDNS',
+  'cluster-domain': 'clusterDomain',
   'log-level': 'logLevel',
   'log-file': 'logFile',
 };

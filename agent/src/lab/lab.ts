@@ -31,7 +31,7 @@ import { nodenetNetConf } from '../cnitypes/nodenet-netconf.js';
 import { listSandboxes, stopSandbox, unrecordedHolders } from '../netns/pause-holder.js';
 import { writeOwner } from './owner.js';
 import { readNodeAgent, removeLabNodeCgroups } from './node-cgroups.js';
-import { KUBERNETES_SERVICE_IP, labRoot, nodeUnderlayIP, onUnderlay, UNDERLAY_GATEWAY, UNDERLAY_PREFIX } from './plan.js';
+import { CLUSTER_DNS_IP, CLUSTER_DOMAIN, KUBERNETES_SERVICE_IP, labRoot, nodeUnderlayIP, onUnderlay, UNDERLAY_GATEWAY, UNDERLAY_PREFIX } from './plan.js';
 import { HaParts, apiServerDataDir } from './ha.js';
 import type { HaShape } from './ha-plan.js';
 import { replaceProcess } from './owner.js';
@@ -424,6 +424,9 @@ export class VNode {
       nodeName: this.name,
       ...(this.opts.podCIDR ? { podCIDR: this.opts.podCIDR } : {}),
       ...(this.lab.controlPlane ? { kubeconfig: this.lab.controlPlane.nodeKubeconfig(this.name) } : {}),
+      // The kubelet's --cluster-dns and --cluster-domain: ClusterFirst Pods resolve with the kube-dns Service the
+      // control plane makes at the service CIDR's tenth address.
+      ...(this.lab.controlPlane ? { clusterDNS: [CLUSTER_DNS_IP], clusterDomain: CLUSTER_DOMAIN } : {}),
       ...(this.opts.clusterCIDR ? { clusterCIDR: this.opts.clusterCIDR } : {}),
       stateDir: this.stateDir,
       runDir: this.runDir,

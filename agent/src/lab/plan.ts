@@ -5,10 +5,11 @@
  * - underlay 192.168.77.0/24: its router (the underlay namespace's ul0) at
  *   .1, node N at .(10+N), clients outside the cluster from .200;
  * - cluster pod CIDR 10.244.0.0/16, node N's podCIDR 10.244.N.0/24;
- * - Service ClusterIPs from 10.96.0.0/16.
+ * - Service ClusterIPs from 10.96.0.0/16, the cluster DNS (kube-dns) at
+ *   its tenth address, 10.96.0.10, under the domain cluster.local.
  * testing/addresses.ts builds the tests' conventions on top of these.
  */
-import { cidrContains, parseCidr, parseIPv4, type Cidr, type IPv4 } from '../../../lib/net/ip.js';
+import { cidrContains, nthIp, parseCidr, parseIPv4, type Cidr, type IPv4 } from '../../../lib/net/ip.js';
 
 export const UNDERLAY_CIDR = parseCidr('192.168.77.0/24').cidr;
 export const UNDERLAY_PREFIX = 24;
@@ -22,6 +23,18 @@ export const SERVICE_CIDR = parseCidr('10.96.0.0/16').cidr;
  * certificate (--host), as kube-apiserver names its own first service IP.
  */
 export const KUBERNETES_SERVICE_IP = '10.96.0.1';
+/**
+ * The cluster DNS's ClusterIP (the kube-dns Service the control plane makes): the tenth address of the service
+ * CIDR, as kubeadm puts it. Every lab node's agent gives it to ClusterFirst Pods (--cluster-dns).
+ */
+export const CLUSTER_DNS_IP: IPv4 = clusterDNSIP(SERVICE_CIDR);
+/** The cluster's DNS domain (--cluster-domain). */
+export const CLUSTER_DOMAIN = 'cluster.local';
+
+/** The tenth address of a service CIDR: where kubeadm (and nodenet's control plane) puts the kube-dns Service. */
+export function clusterDNSIP(serviceCIDR: string): IPv4 {
+  return nthIp(serviceCIDR, 10);
+}
 
 /** Where labs keep their run directories: $NODENET_LAB_ROOT, else /run/nodenet/lab. */
 export function labRoot(env: Readonly<Record<string, string | undefined>> = process.env): string {

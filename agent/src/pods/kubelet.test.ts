@@ -35,7 +35,7 @@ interface Setup {
   readonly probes: Map<string, boolean>;
 }
 
-async function setup(t: Test, o: { records?: { record: PodRecord; live: boolean }[]; runtime?: FakePodRuntime; cni?: FakeCniHandler; api?: FakeKubeletApi } = {}): Promise<Setup> {
+async function setup(t: Test, o: { records?: { record: PodRecord; live: boolean }[]; runtime?: FakePodRuntime; cni?: FakeCniHandler; api?: FakeKubeletApi; clusterDNS?: string[] } = {}): Promise<Setup> {
   const clock = new FakeClock(T0);
   const runtime = o.runtime ?? new FakePodRuntime();
   for (const r of o.records ?? []) runtime.seed(r.record, r.live);
@@ -50,7 +50,7 @@ async function setup(t: Test, o: { records?: { record: PodRecord; live: boolean 
     return { ok, message: ok ? '' : 'injected probe failure' };
   };
   api.now = () => clock.now();
-  const kubelet = new Kubelet({ nodeName: 'n1', hostIP: '192.168.50.11', runtime, cni, cniConfig: CNI_CONFIG, api, events, clock, log, probe, backoff: { initialMs: 10_000, maxMs: 300_000 }, objects: api, node: { cpu: '2', memory: '4Gi', 'ephemeral-storage': '100Gi' }, random: () => 0 });
+  const kubelet = new Kubelet({ nodeName: 'n1', hostIP: '192.168.50.11', runtime, cni, cniConfig: CNI_CONFIG, api, events, clock, log, probe, backoff: { initialMs: 10_000, maxMs: 300_000 }, objects: api, node: { cpu: '2', memory: '4Gi', 'ephemeral-storage': '100Gi' }, random: () => 0, clusterDNS: o.clusterDNS ?? ['10.96.0.10'] });
   api.watch(kubelet);
   await kubelet.start();
   t.teardown(async () => {
@@ -514,7 +514,7 @@ t.test('volumes: set up before the sandbox, mounted in the container with its /e
     '/etc/resolv.conf <- .resolv.conf',
   ]);
   t.match(s.runtime.file(`/fake/kubelet/${uid}/.etc-hosts`), /^# Kubernetes-managed hosts file\.\n127\.0\.0\.1\tlocalhost\n[^]*\n10\.244\.1\.2\tweb\n$/, 'the Pod\'s /etc/hosts with its IP');
-  t.equal(s.runtime.file(`/fake/kubelet/${uid}/.resolv.conf`), 'nameserver 192.0.2.53\n', 'the node\'s resolv.conf');
+  t.equal(s.runtime.file(`/fake/kubelet/${uid}/.resolv.conf`), 'search default.svc.cluster.local svc.cluster.local cluster.local\nnameserver 10.96.0.10\noptions ndots:5\n', 'ClusterFirst: the cluster DNS');
   t.equal(c.env['PASSWORD'], 's3cret');
   t.equal(c.env['CFG_LEVEL'], 'debug');
   t.equal(c.env['API'], 'https://10.96.0.1:443');
@@ -702,4 +702,35 @@ t.test('limits the node cannot enforce: the Pod runs, one Warning LimitsNotEnfor
   t.same(s.api.events('cpu-only').map((e) => e['reason']), ['Started'], 'a cpu limit is enforced here: no warning');
   t.same(s.api.events('plain').map((e) => e['reason']), ['Started']);
   t.equal(s.logs.filter((l) => l['code'] === 'NN_ERR_LIMITS_NOT_ENFORCED').length, 1, 'still logged once');
+});
+
+t.test('resolv.conf by dnsPolicy: ClusterFirst points at --cluster-dns with the namespace\'s search paths and the node\'s; Default and None; no cluster DNS: the node\'s and MissingClusterDNS once per Pod', async (t) => {
+  const runtime = new FakePodRuntime();
+  runtime.resolvConf = 'nameserver 192.0.2.53\nsearch lab.example\noptions timeout:2\n';
+  const s = await setup(t, { runtime });
+  const create = async (name: string, spec: O) => {
+    const uid = String(meta(s.api.createPod({ metadata: { name, namespace: 'ns1' }, spec: { nodeName: 'n1', terminationGracePeriodSeconds: 5, containers: [container('app')], ...spec } }))['uid']);
+    await s.run(0);
+    return s.runtime.file(`/fake/kubelet/${uid}/.resolv.conf`);
+  };
+  t.equal(await create('cf', {}), 'search ns1.svc.cluster.local svc.cluster.local cluster.local lab.example\nnameserver 10.96.0.10\noptions ndots:5\n', 'ClusterFirst (the default)');
+  t.equal(await create('df', { dnsPolicy: 'Default' }), 'search lab.example\nnameserver 192.0.2.53\noptions timeout:2\n', 'Default: the node\'s');
+  t.equal(await create('none', { dnsPolicy: 'None', dnsConfig: { nameservers: ['1.2.3.4'], searches: ['my.example'], options: [{ name: 'ndots', value: '2' }] } }), 'search my.example\nnameserver 1.2.3.4\noptions ndots:2\n', 'None: dnsConfig alone');
+  t.equal(await create('merged', { dnsConfig: { nameservers: ['1.2.3.4', '1.2.3.5', '1.2.3.6'], options: [{ name: 'edns0' }] } }), 'search ns1.svc.cluster.local svc.cluster.local cluster.local lab.example\nnameserver 10.96.0.10\nnameserver 1.2.3.4\nnameserver 1.2.3.5\noptions ndots:5 edns0\n');
+  t.same(s.api.events('merged').filter((e) => e['type'] === 'Warning').map((e) => `${String(e['reason'])}: ${String(e['message'])}`), ['DNSConfigForming: Nameserver limits were exceeded, some nameservers have been omitted, the applied nameserver line is: 10.96.0.10 1.2.3.4 1.2.3.5']);
+  t.same(s.api.events('cf').filter((e) => e['type'] === 'Warning'), [], 'no Warning with cluster DNS');
+
+  const runtime2 = new FakePodRuntime();
+  runtime2.resolvConf = runtime.resolvConf;
+  const bare = await setup(t, { runtime: runtime2, clusterDNS: [] });
+  const uid = String(meta(bare.api.createPod({ metadata: { name: 'nodns', namespace: 'ns1' }, spec: { nodeName: 'n1', terminationGracePeriodSeconds: 5, restartPolicy: 'Always', containers: [container('app', { command: ['false'] })] } }))['uid']);
+  await bare.run(0);
+  t.equal(bare.runtime.file(`/fake/kubelet/${uid}/.resolv.conf`), 'search lab.example\nnameserver 192.0.2.53\noptions timeout:2\n', 'the node\'s resolv.conf');
+  bare.runtime.exit(uid, 'app', 1);
+  await bare.run(0);
+  await bare.run(10_000);
+  t.ok(bare.runtime.calls.filter((c) => c.startsWith(`startContainer ${uid}/app`)).length >= 2, 'the container started again');
+  const missing = bare.api.events('nodns').filter((e) => e['reason'] === 'MissingClusterDNS');
+  t.match(missing, [{ type: 'Warning', count: 1, involvedObject: { kind: 'Pod', name: 'nodns', namespace: 'ns1', uid }, message: `pod: "nodns_ns1(${uid})". kubelet does not have ClusterDNS IP configured and cannot create Pod using "ClusterFirst" policy. Falling back to "Default" policy.` }]);
+  t.equal(missing.length, 1, 'once per Pod, not per container start');
 });

@@ -43,7 +43,10 @@
  *    CreateContainerConfigError and a Failed Event, tried again after 10 s
  *    or when a watched object changes; env never changes for a run), its
  *    mounts (its volumeMounts, the Pod's /etc/hosts written with its IP and
- *    hostAliases, the node's resolv.conf; mount-plan.ts), then started when
+ *    hostAliases, its resolv.conf by dnsPolicy and dnsConfig from the
+ *    node's, --cluster-dns and --cluster-domain (resolv-conf.ts; its
+ *    MissingClusterDNS and DNSConfigForming Warnings once per Pod);
+ *    mount-plan.ts), then started when
  *    it never ran; after an exit, started
  *    again as the restart policy says, after the crash-loop back-off
  *    (backoff.ts; waiting reason CrashLoopBackOff meanwhile); a start that
@@ -89,7 +92,8 @@ import { quantityNanos, type NodeAllocatable } from './quantity.js';
 import { podAmounts, resourceUnits } from '../../../controlplane/quota/usage.js';
 
 import { TokenManager, type IssuedToken, type TokenRequestSpec } from './token-manager.js';
-import { etcHosts, podObjectRefs, podTokenSpecs, volumePayload, type TokenSpec, type VolumeContext } from './volumes.js';
+import { parseResolvConf, podDns, renderResolvConf } from './resolv-conf.js';
+import { CLUSTER_DOMAIN, etcHosts, podObjectRefs, podTokenSpecs, volumePayload, type TokenSpec, type VolumeContext } from './volumes.js';
 import { podPhase, podStatus, statusDiffers, type ContainerView, type PodView, type Terminated } from './pod-status.js';
 import { firstProbeAt, initialProbeState, nextProbeAt, observe, probeActive, type ProbeKind, type ProbeState } from './probe.js';
 import { runProbe, type ProbeOutcome } from './probe-exec.js';
@@ -149,6 +153,13 @@ export interface KubeletOptions {
   readonly node: NodeAllocatable & Readonly<Record<string, string>>;
   /** Randomness for the token refresh jitter (default Math.random). */
   readonly random?: () => number;
+  /**
+   * The cluster DNS servers a ClusterFirst Pod resolves with (the kubelet's --cluster-dns, the kube-dns Service's
+   * ClusterIP). Empty or absent: such Pods get the node's resolv.conf and a MissingClusterDNS Warning, as the kubelet's.
+   */
+  readonly clusterDNS?: readonly string[];
+  /** The cluster's DNS domain (the kubelet's --cluster-domain; default cluster.local): ClusterFirst Pods' search paths. */
+  readonly clusterDomain?: string;
 }
 
 interface Ctr {
@@ -218,6 +229,8 @@ interface PodState {
   admitted: boolean;
   /** Its LimitsNotEnforced Event was recorded (once per Pod and kubelet). */
   limitsWarned: boolean;
+  /** The DNS Warnings (MissingClusterDNS, DNSConfigForming) recorded, by reason and message: each once per Pod, not per container start. */
+  dnsWarned: Set<string>;
 }
 
 export interface LogTarget {
@@ -381,7 +394,7 @@ export class Kubelet {
   // --- the worker ------------------------------------------------------------------------------------------
 
   private newState(uid: string, namespace: string, name: string): PodState & { adopted?: PodRecord } {
-    return { uid, namespace, name, pod: null, deleted: false, plan: null, problems: null, sandbox: null, sandboxStart: '', podIP: null, startedAt: null, ctrs: new Map(), finished: false, lastPosted: null, lastPostedRv: '', sandboxRetryAt: 0, sandboxDirty: false, busy: false, again: false, wake: null, wakeMs: 0, forgotten: false, registered: false, volumesReady: false, volumesDirty: true, nextVolumeSync: 0, mountErrors: new Map(), retryConfig: false, metaSeen: '', rejected: null, admitted: false, limitsWarned: false };
+    return { uid, namespace, name, pod: null, deleted: false, plan: null, problems: null, sandbox: null, sandboxStart: '', podIP: null, startedAt: null, ctrs: new Map(), finished: false, lastPosted: null, lastPostedRv: '', sandboxRetryAt: 0, sandboxDirty: false, busy: false, again: false, wake: null, wakeMs: 0, forgotten: false, registered: false, volumesReady: false, volumesDirty: true, nextVolumeSync: 0, mountErrors: new Map(), retryConfig: false, metaSeen: '', rejected: null, admitted: false, limitsWarned: false, dnsWarned: new Set() };
   }
 
   private kick(p: PodState): void {
@@ -831,14 +844,37 @@ export class Kubelet {
     }
     const taken = new Set(out.map((m) => m.target));
     if (!taken.has('/etc/hosts')) {
-      const hosts = this.o.runtime.writePodFile(p.uid, 'etc-hosts', etcHosts({ podIPs: p.podIP ? [p.podIP] : [], hostname: this.hostname(p), subdomain: plan.subdomain, namespace: p.namespace, hostAliases: plan.hostAliases }));
+      const hosts = this.o.runtime.writePodFile(p.uid, 'etc-hosts', etcHosts({ podIPs: p.podIP ? [p.podIP] : [], hostname: this.hostname(p), subdomain: plan.subdomain, namespace: p.namespace, hostAliases: plan.hostAliases, clusterDomain: this.o.clusterDomain ?? CLUSTER_DOMAIN }));
       out.push({ volumeDir: hosts, subPath: '', target: '/etc/hosts', readOnly: false });
     }
     if (!taken.has('/etc/resolv.conf')) {
-      const resolv = this.o.runtime.writePodFile(p.uid, 'resolv.conf', this.o.runtime.nodeResolvConf());
+      const resolv = this.o.runtime.writePodFile(p.uid, 'resolv.conf', this.resolvConf(p, plan));
       out.push({ volumeDir: resolv, subPath: '', target: '/etc/resolv.conf', readOnly: false });
     }
     return out;
+  }
+
+  /**
+   * The Pod's resolv.conf (resolv-conf.ts) from the node's, read at each container start as the kubelet reads it at
+   * each sandbox's. hostNetwork is refused (pod-spec.ts), so ClusterFirst is the cluster's here.
+   */
+  private resolvConf(p: PodState, plan: PodPlan): string {
+    const r = podDns({
+      policy: plan.dns.policy,
+      config: plan.dns.config,
+      hostNetwork: false,
+      clusterDNS: this.o.clusterDNS ?? [],
+      clusterDomain: this.o.clusterDomain ?? CLUSTER_DOMAIN,
+      pod: { namespace: p.namespace, name: p.name, uid: p.uid },
+      node: parseResolvConf(this.o.runtime.nodeResolvConf()),
+    });
+    for (const ev of r.events) {
+      const key = `${ev.reason} ${ev.message}`;
+      if (p.dnsWarned.has(key)) continue;
+      p.dnsWarned.add(key);
+      this.event(p, 'Warning', ev.reason, ev.message);
+    }
+    return renderResolvConf(r.conf);
   }
 
   /** A Warning Event, once, on a Pod that sets a limit the node cannot enforce (its containers and the reasons). */

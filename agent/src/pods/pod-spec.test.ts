@@ -25,6 +25,7 @@ t.test('a defaulted Pod with honoured fields is planned', async (t) => {
   t.same(r.plan.volumes, []);
   t.equal(r.plan.serviceAccountName, 'default');
   t.equal(r.plan.enableServiceLinks, true);
+  t.same(r.plan.dns, { policy: 'ClusterFirst', config: null });
   t.match(c.readiness, { action: { kind: 'httpGet', port: 8080, path: '/ready', scheme: 'HTTP' }, periodSeconds: 2, successThreshold: 2, failureThreshold: 3, timeoutSeconds: 1, initialDelaySeconds: 0 });
   t.match(c.liveness, { action: { kind: 'tcpSocket', port: 8080, host: '' }, periodSeconds: 10 });
   t.match(c.startup, { action: { kind: 'exec', command: ['true'] }, failureThreshold: 30 });
@@ -32,7 +33,7 @@ t.test('a defaulted Pod with honoured fields is planned', async (t) => {
 
 t.test('every field nodenet cannot honour is named', async (t) => {
   const r = planPod(pod({
-    ...DEFAULTS, hostNetwork: true, hostPID: true, volumes: [{ name: 'v', hostPath: { path: '/x' } }, { name: 'ok', emptyDir: {} }], initContainers: [ctr()], securityContext: { runAsUser: 1000 }, dnsConfig: { nameservers: ['1.1.1.1'] },
+    ...DEFAULTS, hostNetwork: true, hostPID: true, volumes: [{ name: 'v', hostPath: { path: '/x' } }, { name: 'ok', emptyDir: {} }], initContainers: [ctr()], securityContext: { runAsUser: 1000 }, dnsConfig: { nameservers: ['1.1.1.1'] }, dnsPolicy: 'ClusterFirst',
     containers: [ctr({ command: undefined, volumeMounts: [{ name: 'ok', mountPath: '/v', mountPropagation: 'Bidirectional' }], resources: { limits: { cpu: '1', memory: '32Mi', 'ephemeral-storage': '1Gi' } }, lifecycle: { preStop: { exec: { command: ['x'] } } }, ports: [{ containerPort: 80, hostPort: 80 }], securityContext: { privileged: true },
       env: [{ name: 'S', valueFrom: { secretKeyRef: { name: 's', key: 'k' } } }, { name: 'F', valueFrom: { fieldRef: { fieldPath: 'metadata.labels' } } }, { name: 'R', valueFrom: { resourceFieldRef: { resource: 'limits.nvidia.com/gpu' } } }], livenessProbe: { grpc: { port: 1 } } })],
   }));
@@ -42,7 +43,7 @@ t.test('every field nodenet cannot honour is named', async (t) => {
   t.same(fields, [
     'spec.containers[0].command', 'spec.containers[0].env[1].valueFrom.fieldRef.fieldPath', 'spec.containers[0].env[2].valueFrom.resourceFieldRef.resource', 'spec.containers[0].lifecycle',
     'spec.containers[0].livenessProbe.grpc', 'spec.containers[0].ports[0].hostPort', 'spec.containers[0].resources.limits.ephemeral-storage', 'spec.containers[0].securityContext.privileged',
-    'spec.containers[0].volumeMounts[0].mountPropagation', 'spec.dnsConfig', 'spec.hostNetwork', 'spec.hostPID', 'spec.initContainers', 'spec.securityContext.runAsUser', 'spec.volumes[0].hostPath',
+    'spec.containers[0].volumeMounts[0].mountPropagation', 'spec.hostNetwork', 'spec.hostPID', 'spec.initContainers', 'spec.securityContext.runAsUser', 'spec.volumes[0].hostPath',
   ]);
   t.match(describeProblems(r.problems), /^nodenet cannot run this Pod: .*spec\.volumes\[0\]\.hostPath: nodenet projects emptyDir, configMap, secret, downwardAPI and projected volumes, not hostPath/);
 });
@@ -100,4 +101,44 @@ t.test('limits on cpu and memory are planned (the kubelet enforces them with cgr
   if (r.ok) t.same(r.plan.containers[0]!.resources, { requests: { cpu: '100m' }, limits: { cpu: '100m', memory: '32Mi' } });
   const bad = planPod(pod({ ...DEFAULTS, containers: [ctr({ resources: { limits: { memory: 'lots' } } })] }));
   t.match(bad, { ok: false, problems: [{ field: 'spec.containers[0].resources.limits.memory', message: '"lots" is not a quantity' }] });
+});
+
+t.test('dnsPolicy and dnsConfig: planned for resolv-conf.ts; checked as the API server checks them', async (t) => {
+  const plan = (spec: Record<string, unknown>) => planPod(pod({ containers: [ctr()], ...spec }));
+  const fields = (spec: Record<string, unknown>) => {
+    const r = plan(spec);
+    return r.ok ? [] : r.problems.map((p) => `${p.field}: ${p.message}`);
+  };
+  const ok = plan({ dnsPolicy: 'None', dnsConfig: { nameservers: ['1.2.3.4', 'fd00::53'], searches: ['ns1.svc.cluster-domain.example', 'my.dns.search.suffix.'], options: [{ name: 'ndots', value: '2' }, { name: 'edns0' }] } });
+  if (!ok.ok) return t.fail(JSON.stringify(ok.problems));
+  t.same(ok.plan.dns, { policy: 'None', config: { nameservers: ['1.2.3.4', 'fd00::53'], searches: ['ns1.svc.cluster-domain.example', 'my.dns.search.suffix.'], options: [{ name: 'ndots', value: '2' }, { name: 'edns0', value: null }] } });
+  for (const p of ['ClusterFirst', 'ClusterFirstWithHostNet', 'Default']) {
+    const r = plan({ dnsPolicy: p });
+    t.same(r.ok && r.plan.dns, { policy: p, config: null }, p);
+  }
+  t.same(plan({}).ok && (plan({}) as { plan: { dns: unknown } }).plan.dns, { policy: 'ClusterFirst', config: null }, 'absent: ClusterFirst, the API server\'s default');
+  t.same(plan({ dnsConfig: { searches: ['extra.example'] } }).ok, true, 'a dnsConfig with any policy');
+
+  t.same(fields({ dnsPolicy: 'Cluster' }), ['spec.dnsPolicy: Unsupported value: "Cluster": supported values: "ClusterFirst", "ClusterFirstWithHostNet", "Default", "None"']);
+  t.same(fields({ dnsPolicy: 'None' }), ['spec.dnsConfig: must provide `dnsConfig` when `dnsPolicy` is None']);
+  t.same(fields({ dnsPolicy: 'None', dnsConfig: { searches: ['a.example'] } }), ['spec.dnsConfig.nameservers: must provide at least one DNS nameserver when `dnsPolicy` is None']);
+  t.same(fields({ dnsConfig: { nameservers: ['1.1.1.1', '1.1.1.2', '1.1.1.3', 'dns.example'] } }), [
+    'spec.dnsConfig.nameservers: must not have more than 3 nameservers',
+    'spec.dnsConfig.nameservers[3]: "dns.example": must be a valid IP address',
+  ]);
+  const many = Array.from({ length: 33 }, (_, i) => `d${i}.example`);
+  t.same(fields({ dnsConfig: { searches: many } }), ['spec.dnsConfig.searches: must not have more than 32 search paths']);
+  const wide = Array.from({ length: 11 }, (_, i) => `${String(i % 10).repeat(63)}.${String(i % 10).repeat(63)}.${String(i % 10).repeat(63)}.example`);
+  t.same(fields({ dnsConfig: { searches: wide } }), ['spec.dnsConfig.searches: must not have more than 2048 characters (including spaces) in the search list']);
+  t.same(fields({ dnsConfig: { searches: ['Upper.example', 'a..b', 'ok.example.', '-x.example'] } }), [
+    'spec.dnsConfig.searches[0]: "Upper.example": must be a lowercase RFC 1123 subdomain (at most 253 characters)',
+    'spec.dnsConfig.searches[1]: "a..b": must be a lowercase RFC 1123 subdomain (at most 253 characters)',
+    'spec.dnsConfig.searches[3]: "-x.example": must be a lowercase RFC 1123 subdomain (at most 253 characters)',
+  ]);
+  t.same(fields({ dnsConfig: { options: [{ value: '2' }, { name: 'ndots', value: 2 }], extra: 1 } }), [
+    'spec.dnsConfig.options[0].name: Required value',
+    'spec.dnsConfig.options[1].value: must be a string',
+    'spec.dnsConfig.extra: unknown field',
+  ]);
+  t.same(fields({ dnsConfig: { nameservers: '1.1.1.1' } }), ['spec.dnsConfig.nameservers: must be a list of strings']);
 });

@@ -14,28 +14,35 @@
  *   volumes the kubelet projects (emptyDir, configMap, secret, downwardAPI,
  *   projected with configMap, secret, downwardAPI and serviceAccountToken
  *   sources) with each container's volumeMounts (readOnly, subPath,
- *   subPathExpr), `hostAliases`, `hostname` and `subdomain` are honoured
- *   (env.ts resolves the environment, volumes.ts the volumes' files,
- *   mount-plan.ts the mounts); `resources.limits.cpu` and `.memory` are
+ *   subPathExpr), `hostAliases`, `hostname` and `subdomain`, `dnsPolicy`
+ *   and `dnsConfig` are honoured (env.ts resolves the environment,
+ *   volumes.ts the volumes' files, mount-plan.ts the mounts, resolv-conf.ts
+ *   the Pod's resolv.conf); `resources.limits.cpu` and `.memory` are
  *   enforced with cgroups where the node can (cgroup-config.ts, cgroups.ts;
  *   where it cannot, the Pod runs and a LimitsNotEnforced Event says so).
  * Since the API server does not validate volumes yet, the checks the kubelet
  * relies on are made here: volume names, one source each, relative item
- * paths without `..`, modes, an absolute mountPath naming a volume.
+ * paths without `..`, modes, an absolute mountPath naming a volume; and
+ * those of dnsPolicy and dnsConfig (the API server's validatePodDNSConfig:
+ * a known policy, None with nameservers, at most 3 nameservers that are IP
+ * addresses, at most 32 search paths that are DNS subdomains and 2048
+ * characters, named options), since a bad one would make a broken file.
  * Anything else nodenet cannot honour (other volume types, init containers,
  * host namespaces, security contexts, limits other than cpu and memory, lifecycle hooks, tty, mount
  * propagation, ...) makes the whole Pod rejected: planPod returns every
  * offending field, the kubelet records a Warning Event naming them and fails
  * the Pod (UnsupportedPodSpec). Scheduling-only fields (nodeSelector,
  * affinity, tolerations, priority, requests), imagePullSecrets (nothing is
- * ever pulled) and the API server's defaults (dnsPolicy,
- * terminationMessagePath, imagePullPolicy) are accepted and have no effect.
+ * ever pulled) and the API server's defaults (terminationMessagePath,
+ * imagePullPolicy) are accepted and have no effect.
  */
 
 export const HOST_IMAGE = 'nodenet/host';
 
 import { obj } from '../../../lib/json/loose.js';
+import { isIP } from 'node:net';
 import { isResourceField, quantityNanos, type ResourceField } from './quantity.js';
+import { DNS_POLICIES, isDnsPolicy, MAX_NAMESERVERS, MAX_SEARCH_CHARS, MAX_SEARCH_PATHS, type DnsOption, type DnsPolicy, type PodDnsConfig } from './resolv-conf.js';
 
 type O = Record<string, unknown>;
 const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
@@ -172,6 +179,8 @@ export interface PodPlan {
   readonly hostAliases: readonly { readonly ip: string; readonly hostnames: readonly string[] }[];
   readonly volumes: readonly VolumePlan[];
   readonly containers: readonly ContainerPlan[];
+  /** spec.dnsPolicy (ClusterFirst when absent, the API server's default) and spec.dnsConfig (null when absent): resolv-conf.ts's input. */
+  readonly dns: { readonly policy: DnsPolicy; readonly config: PodDnsConfig | null };
 }
 
 export type PlanResult = { readonly ok: true; readonly plan: PodPlan } | { readonly ok: false; readonly problems: readonly Problem[] };
@@ -181,7 +190,7 @@ const POD_FIELDS_OK = new Set([
   'containers', 'restartPolicy', 'terminationGracePeriodSeconds', 'nodeName', 'schedulerName', 'dnsPolicy', 'enableServiceLinks',
   'tolerations', 'nodeSelector', 'affinity', 'priority', 'priorityClassName', 'preemptionPolicy', 'schedulingGates',
   'topologySpreadConstraints', 'hostname', 'subdomain', 'serviceAccountName', 'serviceAccount', 'securityContext', 'shareProcessNamespace',
-  'hostNetwork', 'hostPID', 'hostIPC', 'automountServiceAccountToken', 'overhead', 'volumes', 'hostAliases', 'imagePullSecrets',
+  'hostNetwork', 'hostPID', 'hostIPC', 'automountServiceAccountToken', 'overhead', 'volumes', 'hostAliases', 'imagePullSecrets', 'dnsConfig',
 ]);
 
 /** Container fields that are accepted (the rest is rejected when set). */
@@ -194,7 +203,6 @@ const WHY: Readonly<Record<string, string>> = {
   volumeDevices: 'nodenet attaches no devices',
   initContainers: 'nodenet does not run init containers',
   ephemeralContainers: 'nodenet does not run ephemeral containers',
-  dnsConfig: 'nodenet gives a Pod the node\'s resolv.conf (no cluster DNS yet)',
   runtimeClassName: 'nodenet has one runtime: processes on the node',
   lifecycle: 'nodenet runs no lifecycle hooks',
   stdin: 'nodenet attaches no stdin',
@@ -371,6 +379,7 @@ export function planPod(pod: unknown): PlanResult {
     if (!/^[0-9a-fA-F.:]+$/.test(h.ip)) problems.push({ field: `spec.hostAliases[${i}].ip`, message: 'an IP address is required' });
     if (h.hostnames.some((n) => !/^[A-Za-z0-9.-]+$/.test(n))) problems.push({ field: `spec.hostAliases[${i}].hostnames`, message: 'each must be a DNS subdomain' });
   });
+  const dns = dnsOf(spec, problems);
   const containers = arr(spec['containers']).map((c, i) => containerOf(obj(c) ?? {}, i, names, problems));
   if (!containers.length) problems.push({ field: 'spec.containers', message: 'at least one container is required' });
   const containerNames = new Set(containers.map((c) => c.name));
@@ -397,8 +406,66 @@ export function planPod(pod: unknown): PlanResult {
       hostAliases,
       volumes,
       containers,
+      dns,
     },
   };
+}
+
+// --- DNS ------------------------------------------------------------------------------------------------
+
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/** spec.dnsPolicy and spec.dnsConfig, checked as the API server's validatePodDNSConfig checks them. */
+function dnsOf(spec: O, problems: Problem[]): PodPlan['dns'] {
+  const raw = spec['dnsPolicy'];
+  const p = raw === undefined || raw === null || raw === '' ? 'ClusterFirst' : str(raw);
+  const policy: DnsPolicy = isDnsPolicy(p) ? p : 'ClusterFirst';
+  if (!isDnsPolicy(p)) problems.push({ field: 'spec.dnsPolicy', message: `Unsupported value: ${JSON.stringify(raw)}: supported values: ${DNS_POLICIES.map((x) => JSON.stringify(x)).join(', ')}` });
+  const c = spec['dnsConfig'];
+  if (c === undefined || c === null) {
+    if (policy === 'None') problems.push({ field: 'spec.dnsConfig', message: 'must provide `dnsConfig` when `dnsPolicy` is None' });
+    return { policy, config: null };
+  }
+  const o = obj(c);
+  if (!o) {
+    problems.push({ field: 'spec.dnsConfig', message: 'must be an object' });
+    return { policy, config: null };
+  }
+  const strings = (k: string): string[] => {
+    const v = o[k];
+    if (v === undefined || v === null) return [];
+    if (!Array.isArray(v) || !v.every((x) => typeof x === 'string')) {
+      problems.push({ field: `spec.dnsConfig.${k}`, message: 'must be a list of strings' });
+      return [];
+    }
+    return v as string[];
+  };
+  const nameservers = strings('nameservers');
+  if (policy === 'None' && nameservers.length === 0 && !problems.some((x) => x.field === 'spec.dnsConfig.nameservers')) problems.push({ field: 'spec.dnsConfig.nameservers', message: 'must provide at least one DNS nameserver when `dnsPolicy` is None' });
+  if (nameservers.length > MAX_NAMESERVERS) problems.push({ field: 'spec.dnsConfig.nameservers', message: `must not have more than ${MAX_NAMESERVERS} nameservers` });
+  nameservers.forEach((ns, i) => {
+    if (!isIP(ns)) problems.push({ field: `spec.dnsConfig.nameservers[${i}]`, message: `${JSON.stringify(ns)}: must be a valid IP address` });
+  });
+  const searches = strings('searches');
+  if (searches.length > MAX_SEARCH_PATHS) problems.push({ field: 'spec.dnsConfig.searches', message: `must not have more than ${MAX_SEARCH_PATHS} search paths` });
+  if (searches.join(' ').length > MAX_SEARCH_CHARS) problems.push({ field: 'spec.dnsConfig.searches', message: `must not have more than ${MAX_SEARCH_CHARS} characters (including spaces) in the search list` });
+  searches.forEach((s, i) => {
+    // A trailing dot (an absolute name) is allowed, as the API server allows it.
+    const name = s.endsWith('.') ? s.slice(0, -1) : s;
+    if (name.length > 253 || !DNS_SUBDOMAIN.test(name)) problems.push({ field: `spec.dnsConfig.searches[${i}]`, message: `${JSON.stringify(s)}: must be a lowercase RFC 1123 subdomain (at most 253 characters)` });
+  });
+  const rawOptions = o['options'] ?? [];
+  if (!Array.isArray(rawOptions)) problems.push({ field: 'spec.dnsConfig.options', message: 'must be a list of {name, value}' });
+  const options: DnsOption[] = arr(rawOptions).map((x, i) => {
+    const op = obj(x) ?? {};
+    const name = str(op['name']);
+    const value = op['value'];
+    if (!name) problems.push({ field: `spec.dnsConfig.options[${i}].name`, message: 'Required value' });
+    if (value !== undefined && value !== null && typeof value !== 'string') problems.push({ field: `spec.dnsConfig.options[${i}].value`, message: 'must be a string' });
+    return { name, value: typeof value === 'string' ? value : null };
+  });
+  for (const k of Object.keys(o)) if (!['nameservers', 'searches', 'options'].includes(k)) problems.push({ field: `spec.dnsConfig.${k}`, message: 'unknown field' });
+  return { policy, config: { nameservers, searches, options } };
 }
 
 // --- env ------------------------------------------------------------------------------------------------

@@ -49,6 +49,10 @@ export interface StartKubeletOptions {
   readonly cni: CniHandler;
   readonly clock: Clock;
   readonly log: Logger;
+  /** The kubelet's --cluster-dns (config's clusterDNS): ClusterFirst Pods' nameservers. */
+  readonly clusterDNS?: readonly string[];
+  /** The kubelet's --cluster-domain (default cluster.local). */
+  readonly clusterDomain?: string;
 }
 
 export interface RunningKubelet {
@@ -77,6 +81,8 @@ export async function startKubelet(o: StartKubeletOptions): Promise<RunningKubel
     events,
     clock: o.clock,
     log: o.log,
+    ...(o.clusterDNS ? { clusterDNS: o.clusterDNS } : {}),
+    ...(o.clusterDomain ? { clusterDomain: o.clusterDomain } : {}),
   });
   await kubelet.start();
   const watch = new ClusterWatch({

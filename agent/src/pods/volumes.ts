@@ -212,13 +212,13 @@ export function podTokenSpecs(plan: PodPlan): TokenSpec[] {
   return [...out.values()];
 }
 
-/** The kubelet's --cluster-domain. */
+/** The kubelet's --cluster-domain's default (the agent's --cluster-domain replaces it). */
 export const CLUSTER_DOMAIN = 'cluster.local';
 
 /** The Pod's /etc/hosts, as managedHostsFileContent writes it. */
-export function etcHosts(o: { podIPs: readonly string[]; hostname: string; subdomain: string; namespace: string; hostAliases: PodPlan['hostAliases'] }): string {
+export function etcHosts(o: { podIPs: readonly string[]; hostname: string; subdomain: string; namespace: string; hostAliases: PodPlan['hostAliases']; clusterDomain?: string }): string {
   let out = '# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\nfe00::0\tip6-localnet\nfe00::0\tip6-mcastprefix\nfe00::1\tip6-allnodes\nfe00::2\tip6-allrouters\n';
-  const domain = o.subdomain ? `${o.subdomain}.${o.namespace}.svc.${CLUSTER_DOMAIN}` : '';
+  const domain = o.subdomain ? `${o.subdomain}.${o.namespace}.svc.${o.clusterDomain ?? CLUSTER_DOMAIN}` : '';
   for (const ip of o.podIPs) out += domain ? `${ip}\t${o.hostname}.${domain}\t${o.hostname}\n` : `${ip}\t${o.hostname}\n`;
   if (o.hostAliases.length) {
     out += '\n# Entries added by HostAliases.\n';
