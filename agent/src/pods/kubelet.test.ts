@@ -35,7 +35,7 @@ interface Setup {
   readonly probes: Map<string, boolean>;
 }
 
-async function setup(t: Test, o: { records?: { record: PodRecord; live: boolean }[]; runtime?: FakePodRuntime; cni?: FakeCniHandler; api?: FakeKubeletApi; clusterDNS?: string[] } = {}): Promise<Setup> {
+async function setup(t: Test, o: { records?: { record: PodRecord; live: boolean }[]; runtime?: FakePodRuntime; cni?: FakeCniHandler; api?: FakeKubeletApi; clusterDNS?: string[]; clusterDomain?: string } = {}): Promise<Setup> {
   const clock = new FakeClock(T0);
   const runtime = o.runtime ?? new FakePodRuntime();
   for (const r of o.records ?? []) runtime.seed(r.record, r.live);
@@ -50,7 +50,7 @@ async function setup(t: Test, o: { records?: { record: PodRecord; live: boolean 
     return { ok, message: ok ? '' : 'injected probe failure' };
   };
   api.now = () => clock.now();
-  const kubelet = new Kubelet({ nodeName: 'n1', hostIP: '192.168.50.11', runtime, cni, cniConfig: CNI_CONFIG, api, events, clock, log, probe, backoff: { initialMs: 10_000, maxMs: 300_000 }, objects: api, node: { cpu: '2', memory: '4Gi', 'ephemeral-storage': '100Gi' }, random: () => 0, clusterDNS: o.clusterDNS ?? ['10.96.0.10'] });
+  const kubelet = new Kubelet({ nodeName: 'n1', hostIP: '192.168.50.11', runtime, cni, cniConfig: CNI_CONFIG, api, events, clock, log, probe, backoff: { initialMs: 10_000, maxMs: 300_000 }, objects: api, node: { cpu: '2', memory: '4Gi', 'ephemeral-storage': '100Gi' }, random: () => 0, clusterDNS: o.clusterDNS ?? ['10.96.0.10'], ...(o.clusterDomain ? { clusterDomain: o.clusterDomain } : {}) });
   api.watch(kubelet);
   await kubelet.start();
   t.teardown(async () => {
@@ -733,4 +733,12 @@ t.test('resolv.conf by dnsPolicy: ClusterFirst points at --cluster-dns with the 
   const missing = bare.api.events('nodns').filter((e) => e['reason'] === 'MissingClusterDNS');
   t.match(missing, [{ type: 'Warning', count: 1, involvedObject: { kind: 'Pod', name: 'nodns', namespace: 'ns1', uid }, message: `pod: "nodns_ns1(${uid})". kubelet does not have ClusterDNS IP configured and cannot create Pod using "ClusterFirst" policy. Falling back to "Default" policy.` }]);
   t.equal(missing.length, 1, 'once per Pod, not per container start');
+});
+
+t.test('--cluster-domain: the ClusterFirst search paths and the /etc/hosts FQDN of a Pod with a subdomain', async (t) => {
+  const s = await setup(t, { clusterDomain: 'corp.example' });
+  const uid = String(meta(s.api.createPod({ metadata: { name: 'web', namespace: 'ns1' }, spec: { nodeName: 'n1', terminationGracePeriodSeconds: 5, hostname: 'web-0', subdomain: 'sub', containers: [container('app')] } }))['uid']);
+  await s.run(0);
+  t.equal(s.runtime.file(`/fake/kubelet/${uid}/.resolv.conf`), 'search ns1.svc.corp.example svc.corp.example corp.example\nnameserver 10.96.0.10\noptions ndots:5\n');
+  t.match(s.runtime.file(`/fake/kubelet/${uid}/.etc-hosts`), /\n10\.244\.1\.2\tweb-0\.sub\.ns1\.svc\.corp\.example\tweb-0\n$/);
 });
