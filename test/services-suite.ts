@@ -306,7 +306,7 @@ export function servicesSuite(mode: Mode, source: Source = 'manifests'): void {
     makeService({
       name: 'web',
       type: 'NodePort',
-      clusterIP: '10.96.0.10',
+      clusterIP: '10.96.0.30',
       ports: [
         { name: 'http', port: 80, targetPort: 8080, nodePort: 30080 },
         { name: 'dns', port: 53, targetPort: 5353, protocol: 'UDP', nodePort: 30053 },
@@ -355,17 +355,17 @@ export function servicesSuite(mode: Mode, source: Source = 'manifests'): void {
 
   t.test(`${mode}: TCP and UDP to a ClusterIP reach every endpoint, from a pod and from the node itself`, async (t) => {
     const both = ['pod1', 'pod2'];
-    t.same(names(await spread(16, async () => (await tcp(client.ns, '10.96.0.10', 80)).out, both)), both, 'TCP from the client pod');
-    t.same(names(await spread(12, () => udp(client.ns, '10.96.0.10', 53), both)), both, 'UDP from the client pod');
-    t.same(names(await spread(16, async () => (await tcp(n1.ns, '10.96.0.10', 80)).out, both)), both, 'TCP from the node');
-    t.same(names(await spread(12, () => udp(n1.ns, '10.96.0.10', 53), both)), both, 'UDP from the node');
+    t.same(names(await spread(16, async () => (await tcp(client.ns, '10.96.0.30', 80)).out, both)), both, 'TCP from the client pod');
+    t.same(names(await spread(12, () => udp(client.ns, '10.96.0.30', 53), both)), both, 'UDP from the client pod');
+    t.same(names(await spread(16, async () => (await tcp(n1.ns, '10.96.0.30', 80)).out, both)), both, 'TCP from the node');
+    t.same(names(await spread(12, () => udp(n1.ns, '10.96.0.30', 53), both)), both, 'UDP from the node');
     // The client's own address reaches the backend (pod-to-Service traffic inside the cluster CIDR is not masqueraded).
-    t.match((await tcp(client.ns, '10.96.0.10', 80)).out, new RegExp(`^pod[12] ${esc(client.ip)}$`));
+    t.match((await tcp(client.ns, '10.96.0.30', 80)).out, new RegExp(`^pod[12] ${esc(client.ip)}$`));
   });
 
   t.test(`${mode}: a ping to a ClusterIP gets no reply`, async (t) => {
     const t0 = performance.now();
-    const r = await shOk(['ip', 'netns', 'exec', client.ns, 'ping', '-n', '-c1', '-W2', '10.96.0.10']);
+    const r = await shOk(['ip', 'netns', 'exec', client.ns, 'ping', '-n', '-c1', '-W2', '10.96.0.30']);
     const ms = performance.now() - t0;
     t.not(r.exitCode, 0);
     t.notMatch(r.stdout, /bytes from/, 'no echo reply');
@@ -434,7 +434,7 @@ export function servicesSuite(mode: Mode, source: Source = 'manifests'): void {
   });
 
   t.test(`${mode}: hairpin, a backend reaching itself through its own Service`, async (t) => {
-    const seen = await spread(16, async () => (await tcp(p1.ns, '10.96.0.10', 80)).out, ['pod1', 'pod2']);
+    const seen = await spread(16, async () => (await tcp(p1.ns, '10.96.0.30', 80)).out, ['pod1', 'pod2']);
     t.same(names(seen), ['pod1', 'pod2'], JSON.stringify([...seen]));
   });
 
@@ -485,7 +485,7 @@ export function servicesSuite(mode: Mode, source: Source = 'manifests'): void {
       writeFileSync(`${manifests}/broken.json`, '{"kind": ');
       await waitFor(() => Object.keys(status()?.manifestErrors ?? {}).some((f) => f.endsWith('broken.json')), 'the agent to report broken.json');
     }
-    t.same(names(await spread(8, async () => (await tcp(client.ns, '10.96.0.10', 80)).out, ['pod1', 'pod2'])), ['pod1', 'pod2'], 'web unaffected');
+    t.same(names(await spread(8, async () => (await tcp(client.ns, '10.96.0.30', 80)).out, ['pod1', 'pod2'])), ['pod1', 'pod2'], 'web unaffected');
   });
 
   t.test(`${mode}: a LoadBalancer is served on its ingress IP (not an ipMode Proxy one), its ClusterIP and its NodePort`, async (t) => {
@@ -669,7 +669,7 @@ export function servicesSuite(mode: Mode, source: Source = 'manifests'): void {
     await waitFor(() => (status()?.ready ?? false) && (status()?.syncs ?? 0) >= 1 && status()?.lastSync?.reason === 'first', 'the restarted agent\'s first sync', { timeoutMs: 15_000 * SCALE, intervalMs: 50 }).catch(() => undefined);
     t.equal(status()?.lastSync?.reason, 'first', 'the restarted agent ran its first (full) sync');
     t.ok(await roundTrip('after-restart'), 'the established connection survives the full resync');
-    t.same(names(await spread(8, async () => (await tcp(client.ns, '10.96.0.10', 80)).out, ['pod1', 'pod2'])), ['pod1', 'pod2'], 'new connections too');
+    t.same(names(await spread(8, async () => (await tcp(client.ns, '10.96.0.30', 80)).out, ['pod1', 'pod2'])), ['pod1', 'pod2'], 'new connections too');
     conn.kill('SIGKILL');
   });
 
@@ -679,8 +679,8 @@ export function servicesSuite(mode: Mode, source: Source = 'manifests'): void {
       const own = spawn('ip', ['netns', 'exec', n1.ns, 'socat', '-t10', 'TCP4-LISTEN:2222,reuseaddr,fork', 'SYSTEM:echo node-itself $SOCAT_PEERADDR'], { stdio: 'ignore' });
       holders.push(own);
       await waitFor(async () => (await tcp(n1.ns, '127.0.0.1', 2222)).out.startsWith('node-itself'), "the node's own server");
-      const ping = () => shOk(['ip', 'netns', 'exec', client.ns, 'ping', '-n', '-c1', '-W2', '10.96.0.10']);
-      t.match((await tcp(client.ns, '10.96.0.10', 2222)).out, /Connection refused/, 'filter on: the node port behind the ClusterIP is rejected');
+      const ping = () => shOk(['ip', 'netns', 'exec', client.ns, 'ping', '-n', '-c1', '-W2', '10.96.0.30']);
+      t.match((await tcp(client.ns, '10.96.0.30', 2222)).out, /Connection refused/, 'filter on: the node port behind the ClusterIP is rejected');
       t.match((await ping()).stdout, /Destination Port Unreachable/, 'filter on: the ping is rejected');
       await n1.stopAgent('SIGTERM');
       (n1.opts.config as Record<string, unknown>)['ipvsFilter'] = false;
@@ -690,9 +690,9 @@ export function servicesSuite(mode: Mode, source: Source = 'manifests'): void {
       t.notMatch((await n1.exec(['iptables-save', '-t', 'filter'], true)).stdout, /KUBE-IPVS-FILTER.*REJECT/, 'no REJECT in KUBE-IPVS-FILTER');
       const answered = await ping();
       t.equal(answered.exitCode, 0, 'filter off: the node answers a ping to a ClusterIP (it sits on kube-ipvs0)');
-      t.match(answered.stdout, /bytes from 10\.96\.0\.10/);
-      t.match((await tcp(client.ns, '10.96.0.10', 2222)).out, new RegExp(`^node-itself ${esc(client.ip)}$`), "filter off: a pod reaches the node's own server through the ClusterIP");
-      t.same(names(await spread(8, async () => (await tcp(client.ns, '10.96.0.10', 80)).out, ['pod1', 'pod2'])), ['pod1', 'pod2'], 'the Service itself is unchanged');
+      t.match(answered.stdout, /bytes from 10\.96\.0\.30/);
+      t.match((await tcp(client.ns, '10.96.0.30', 2222)).out, new RegExp(`^node-itself ${esc(client.ip)}$`), "filter off: a pod reaches the node's own server through the ClusterIP");
+      t.same(names(await spread(8, async () => (await tcp(client.ns, '10.96.0.30', 80)).out, ['pod1', 'pod2'])), ['pod1', 'pod2'], 'the Service itself is unchanged');
       own.kill('SIGKILL');
     });
 
@@ -723,20 +723,20 @@ export function servicesSuite(mode: Mode, source: Source = 'manifests'): void {
       conn.kill('SIGKILL');
 
       // nodenet trace against the live IPVS rules of this node.
-      const tr = await n1.exec([process.execPath, AGENT_JS, 'trace', '--mode', 'ipvs', '-o', 'json', client.ip, 'tcp', '10.96.0.10', '80'], true);
+      const tr = await n1.exec([process.execPath, AGENT_JS, 'trace', '--mode', 'ipvs', '-o', 'json', client.ip, 'tcp', '10.96.0.30', '80'], true);
       t.equal(tr.exitCode, 0, `nodenet trace --mode ipvs runs: ${tr.stderr.trim().slice(0, 300)}`);
       const rep = JSON.parse(tr.stdout || '{}') as { destination?: string; ipvs?: { virtualService?: string; scheduler?: string; hook?: string } };
-      t.equal(rep.ipvs?.virtualService, 'TCP/10.96.0.10:80', 'it finds the virtual service');
+      t.equal(rep.ipvs?.virtualService, 'TCP/10.96.0.30:80', 'it finds the virtual service');
       t.equal(rep.ipvs?.hook, 'LOCAL_IN', 'on LOCAL_IN, from a pod');
       t.match(rep.destination ?? '', new RegExp(`${esc(p1.ip)}:8080.*${esc(p2.ip)}:8080|${esc(p2.ip)}:8080.*${esc(p1.ip)}:8080`), 'and both real servers');
-      const ping = JSON.parse((await n1.exec([process.execPath, AGENT_JS, 'trace', '--mode', 'ipvs', '-o', 'json', client.ip, 'icmp', '10.96.0.10'], true)).stdout || '{}') as { destination?: string };
+      const ping = JSON.parse((await n1.exec([process.execPath, AGENT_JS, 'trace', '--mode', 'ipvs', '-o', 'json', client.ip, 'icmp', '10.96.0.30'], true)).stdout || '{}') as { destination?: string };
       t.ok(ping.destination === 'LOCAL' || ping.destination === 'REJECT', `a ping: answered by the node or rejected, never balanced (${ping.destination})`);
 
       // The IPVS table cleared by hand: the next sync's canary finds one of its virtual servers gone and rewrites the table.
       await n1.exec(['ipvsadm', '-C']);
-      t.notMatch((await n1.exec(['ipvsadm', '-Ln'], true)).stdout, /10\.96\.0\.10:80/, 'ipvsadm -C emptied the table');
+      t.notMatch((await n1.exec(['ipvsadm', '-Ln'], true)).stdout, /10\.96\.0\.30:80/, 'ipvsadm -C emptied the table');
       await put('drain.json', [drainSvc, slice('drain', [{ port: 9090 }], [p1, p2])]);
-      await waitFor(async () => /->\s+\S+:8080\s+Masq\s+1/.test((await n1.exec(['ipvsadm', '-Ln', '-t', '10.96.0.10:80'], true)).stdout), 'the IPVS table rewritten', { timeoutMs: 20_000 * SCALE });
+      await waitFor(async () => /->\s+\S+:8080\s+Masq\s+1/.test((await n1.exec(['ipvsadm', '-Ln', '-t', '10.96.0.30:80'], true)).stdout), 'the IPVS table rewritten', { timeoutMs: 20_000 * SCALE });
       t.pass('the next sync found the table cleared and rewrote it (canary: one virtual server the agent wrote)');
 
       // Another scheduler on the real kernel: source hashing sends one client to one real server every time.
@@ -745,8 +745,8 @@ export function servicesSuite(mode: Mode, source: Source = 'manifests'): void {
       rmSync(proxyStatusFile(n1.runDir), { force: true });
       await n1.startAgent();
       await waitFor(() => (status()?.syncs ?? 0) >= 1, 'the first sync with the sh scheduler', { timeoutMs: 15_000 * SCALE });
-      t.match((await n1.exec(['ipvsadm', '-Ln', '-t', '10.96.0.10:80'], true)).stdout, /TCP\s+10\.96\.0\.10:80 sh/, 'the running virtual server now says sh');
-      const seen = names(await spread(8, async () => (await tcp(client.ns, '10.96.0.10', 80)).out));
+      t.match((await n1.exec(['ipvsadm', '-Ln', '-t', '10.96.0.30:80'], true)).stdout, /TCP\s+10\.96\.0\.30:80 sh/, 'the running virtual server now says sh');
+      const seen = names(await spread(8, async () => (await tcp(client.ns, '10.96.0.30', 80)).out));
       t.equal(seen.length, 1, `sh: eight connections from one client, one real server (${seen.join(', ')})`);
     });
   }

@@ -71,13 +71,15 @@ t.test('labelled Services and slices are neither listed nor watched', async (t) 
   try {
     await src.start();
     await waitFor(() => events.includes('eps synced'), 'synced');
-    t.same(events.filter((e) => !e.endsWith('synced')).sort(), ['eps add default/kubernetes', 'eps add default/mine-1', 'svc add default/kubernetes', 'svc add default/mine'], 'the list leaves out the labelled ones');
+    // The cluster DNS addon's Service and slice (kube-system/kube-dns), unlabelled, are listed too: left out here.
+    const inDefault = () => events.filter((e) => !e.includes(' kube-system/'));
+    t.same(inDefault().filter((e) => !e.endsWith('synced')).sort(), ['eps add default/kubernetes', 'eps add default/mine-1', 'svc add default/kubernetes', 'svc add default/mine'], 'the list leaves out the labelled ones');
     events.length = 0;
     // Created after the list: the watch leaves them out too; a plain one still arrives.
     await core.createNamespacedService({ namespace: 'default', body: svc('theirs2', { 'service.kubernetes.io/service-proxy-name': 'x' }) });
     await core.createNamespacedService({ namespace: 'default', body: svc('mine2', {}) });
     await waitFor(() => events.includes('svc add default/mine2'), 'mine2');
-    t.same(events, ['svc add default/mine2'], 'the labelled one created first never arrived');
+    t.same(inDefault(), ['svc add default/mine2'], 'the labelled one created first never arrived');
   } finally {
     src.stop();
   }
