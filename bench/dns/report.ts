@@ -96,6 +96,36 @@ export interface DnsBenchResult {
   readonly notes: readonly string[];
 }
 
+/**
+ * CoreDNS's published figure (coredns/deployment, kubernetes/Scaling_CoreDNS.md, "CPU and QPS"): CoreDNS 1.2.5
+ * with the default Corefile (kubernetes plugin) on Kubernetes 1.12, one instance on a GCE n1-standard-2 node
+ * (2 vCPUs, 7.5 GB), measured with kubernetes/perf-tests/dns (dnsperf): 33,669 qps for internal (cluster)
+ * names at 2.608 ms average latency; "all QPS loads above pegged both vCPUs (at ~1900m)". Per busy vCPU that
+ * is 33,669 / 1.9 ≈ 17,700 qps, the figure one pinned core here is compared with (a GCE vCPU is a
+ * hyperthread of a 2018 Xeon; this machine's core is another CPU, so the ratio is indicative only).
+ */
+export const COREDNS_REFERENCE = {
+  url: 'https://github.com/coredns/deployment/blob/master/kubernetes/Scaling_CoreDNS.md',
+  version: 'CoreDNS 1.2.5, Kubernetes 1.12, default Corefile',
+  hardware: 'GCE n1-standard-2 (2 vCPUs, both pegged at ~1.9 CPUs)',
+  internalQps: 33_669,
+  internalAvgMs: 2.608,
+  busyCpus: 1.9,
+} as const;
+
+export function formatCoreDnsReference(cases: readonly CaseResult[]): string {
+  const r = COREDNS_REFERENCE;
+  const perCpu = r.internalQps / r.busyCpus;
+  const ours = cases.find((c) => c.case === 'cluster' && c.server === 'nodenet');
+  const line = ours
+    ? `nodenet dns here: ${thousands(ours.qps)} qps for cluster names on one core, ${(100 * ours.qps / perCpu).toFixed(0)}% of CoreDNS's per-vCPU figure.`
+    : 'nodenet dns was not measured in this run.';
+  return `### reference: CoreDNS's published figure
+
+${r.version}, one instance on a ${r.hardware}: ${thousands(r.internalQps)} qps for cluster names ` +
+    `at ${r.internalAvgMs} ms average (kubernetes/perf-tests/dns, dnsperf), about ${thousands(perCpu)} qps per busy vCPU (${r.url}). ${line}`;
+}
+
 const pct = (xs: readonly number[], p: 50 | 100) => (xs.length ? (p === 50 ? summarize(xs).p50 : summarize(xs).max) : NaN);
 
 /** One case's table: the servers side by side. */
@@ -139,6 +169,7 @@ export function formatReport(r: DnsBenchResult): string {
   ].join('\n');
   const parts = [head, ...CASES.map((c) => formatCase(c, r.cases, a.servers))];
   if (r.freshness.length || r.noReload) parts.push(formatFreshness(r.freshness, r.noReload));
+  parts.push(formatCoreDnsReference(r.cases));
   if (r.verification.length) {
     parts.push(`### answers checked\n\n${table(['server', 'names asked', 'as expected', 'first mismatches'], r.verification.map((v) => [SERVER_LABELS[v.server], String(v.checked), String(v.agreed), v.mismatches.slice(0, 3).join('; ') || '–']))}`);
   }
