@@ -1,5 +1,5 @@
 /**
- * dns/source: what `nodenet dns` answers from, kept by list+watch of the API, as CoreDNS's kubernetes
+^ * watch/dns-source: what `nodenet dns` answers from, kept by list+watch of the API, as CoreDNS's kubernetes
  * plugin keeps its informers: Services, EndpointSlices and Namespaces (the Namespaces tell NODATA from
  * NXDOMAIN for `<ns>.svc.<zone>` and a Pod's `<ns>.pod.<zone>`; Pods themselves are not watched, since
  * Pod A records are read off the name, CoreDNS's `pods insecure`).
@@ -17,8 +17,8 @@ import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { F } from '../../../lib/log/fields.js';
 import type { Logger } from '../../../lib/log/log.js';
 import type { Clock } from '../../../lib/reconcile/clock.js';
-import { ClusterWatch, type WatchKind } from '../watch/cluster-watch.js';
-import { buildDnsIndex, type DnsIndex } from './records.js';
+import { ClusterWatch, type WatchKind } from './cluster-watch.js';
+import { buildDnsIndex, type DnsIndex } from '../dns/records.js';
 
 export interface DnsSourceOptions {
   readonly kubeconfig: KubeConfig;
