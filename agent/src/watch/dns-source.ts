@@ -1,5 +1,5 @@
 /**
-^ * watch/dns-source: what `nodenet dns` answers from, kept by list+watch of the API, as CoreDNS's kubernetes
+ * watch/dns-source: what `nodenet dns` answers from, kept by list+watch of the API, as CoreDNS's kubernetes
  * plugin keeps its informers: Services, EndpointSlices and Namespaces (the Namespaces tell NODATA from
  * NXDOMAIN for `<ns>.svc.<zone>` and a Pod's `<ns>.pod.<zone>`; Pods themselves are not watched, since
  * Pod A records are read off the name, CoreDNS's `pods insecure`).
