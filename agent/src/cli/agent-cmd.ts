@@ -26,7 +26,7 @@ export const AGENT_USAGE = `usage: nodenet agent [--config FILE] [--node-name N]
                      [--ipvs-scheduler rr|lc|sh|mh|...] [--ipvs-filter true|false] [--ipvs-strict-arp true|false]
                      [--backend vxlan|host-gw|bgp|none] [--direct-routing true|false] [--bgp-asn 64512] [--bgp-route-reflector true|false] [--iface IF] [--run-pods true|false] [--kubelet-port 10250]
                      [--capacity cpu=2,memory=4Gi,pods=30] [--kube-reserved cpu=100m,memory=256Mi] [--system-reserved ...]
-                     [--cluster-dns IP[,IP]] [--cluster-domain cluster.local]
+                     [--cluster-dns IP[,IP]] [--cluster-domain cluster.local] [--resolv-conf F]
                      [--log-level fatal|error|warn|info|debug|trace|silent] [--log-file F]
 Runs the node agent until SIGTERM: the CNI service on a unix socket and, with a proxy mode, Service rules
 for the Services and EndpointSlices it watches on an API server (--kubeconfig: nodenet control-plane's
@@ -51,7 +51,9 @@ requests against, as the kubelet's.
 The embedded kubelet writes each Pod's /etc/resolv.conf by its dnsPolicy, as the kubelet's: ClusterFirst Pods resolve
 with --cluster-dns (the kube-dns Service's ClusterIP, e.g. 10.96.0.10) and search <namespace>.svc.<domain>
 svc.<domain> <domain> (--cluster-domain, default cluster.local) then the node's search domains, options ndots:5;
-without --cluster-dns they get the node's resolv.conf and a MissingClusterDNS Warning Event.
+without --cluster-dns they get the node's resolv.conf and a MissingClusterDNS Warning Event. The node's resolv.conf
+is --resolv-conf (default /etc/resolv.conf; "" for none), as the kubelet's: Default Pods' nameservers, such as the
+DNS replicas' upstream.
 Flags override the config file's keys.`;
 
 const SPECS: FlagSpecs = Object.fromEntries([['config', { type: 'string' }], ...Object.keys(FLAG_KEYS).map((k) => [k, { type: 'string' }])]);

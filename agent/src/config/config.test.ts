@@ -103,3 +103,11 @@ t.test('clusterDNS and clusterDomain (KubeletConfiguration\'s names): defaults, 
   t.throws(() => parseAgentConfig({ clusterDomain: '' }), /config clusterDomain: must not be empty/);
   t.throws(() => parseAgentConfig({ clusterDomain: 'a..b' }), /config clusterDomain: must be a DNS name/);
 });
+
+t.test('resolvConf (the kubelet\'s --resolv-conf): /etc/resolv.conf by default, "" for none, else an absolute path', async (t) => {
+  t.equal(parseAgentConfig({}).resolvConf, '/etc/resolv.conf');
+  t.equal(parseAgentConfig({ resolvConf: '' }).resolvConf, '', 'none: Default Pods get no nameserver');
+  t.equal(parseAgentConfig({ resolvConf: '/run/lab/resolv.conf' }).resolvConf, '/run/lab/resolv.conf');
+  t.throws(() => parseAgentConfig({ resolvConf: 'resolv.conf' }), { code: 'NN_ERR_INVALID_CONFIG', message: /config resolvConf: must be an absolute path/ });
+  t.throws(() => parseAgentConfig({ resolvConf: 5 }), /config resolvConf: must be a path/);
+});

@@ -129,6 +129,12 @@ export interface AgentConfig {
   readonly clusterDNS: readonly string[];
   /** The cluster's DNS domain (the kubelet's --cluster-domain / clusterDomain): Pods' search paths and /etc/hosts FQDNs. */
   readonly clusterDomain: string;
+  /**
+   * The node's resolv.conf for Pods (the kubelet's --resolv-conf / resolvConf, default /etc/resolv.conf): the
+   * nameservers of Default Pods (the DNS replicas' upstream) and the search domains ClusterFirst adds. '' means
+   * none: a lab's nodes, which reach nothing outside, get that, so a name outside the cluster fails at once.
+   */
+  readonly resolvConf: string;
   readonly logLevel: LogLevel;
   /** A file for the agent's logs; stderr when null. */
   readonly logFile: string | null;
@@ -172,6 +178,7 @@ export const DEFAULTS: AgentConfig = {
   systemReserved: null,
   clusterDNS: [],
   clusterDomain: 'cluster.local',
+  resolvConf: '/etc/resolv.conf',
   logLevel: 'info',
   logFile: null,
 };
@@ -283,6 +290,15 @@ function clusterDomainField(o: JsonObject): string {
   return d;
 }
 
+/** resolvConf: an absolute path, or '' for none (the kubelet's). */
+function resolvConfField(o: JsonObject): string {
+  const v = o['resolvConf'];
+  if (v === undefined || v === null) return DEFAULTS.resolvConf;
+  if (typeof v !== 'string') throw bad('resolvConf', `must be a path, got ${JSON.stringify(v)}`);
+  if (v !== '' && !v.startsWith('/')) throw bad('resolvConf', `must be an absolute path (or "" for none), got ${JSON.stringify(v)}`);
+  return v;
+}
+
 /** A boolean field: true/false, or the flag's "true"/"false". */
 function boolField(o: JsonObject, k: string): boolean | undefined {
   const v = o[k];
@@ -389,6 +405,7 @@ export function parseAgentConfig(raw: unknown): AgentConfig {
     systemReserved: resourceMapField(o, 'systemReserved', '--system-reserved'),
     clusterDNS: clusterDNSField(o),
     clusterDomain: clusterDomainField(o),
+    resolvConf: resolvConfField(o),
     logLevel: logLevel as LogLevel,
     logFile: str(o, 'logFile') ?? null,
   };
@@ -434,6 +451,7 @@ export const FLAG_KEYS: Readonly<Record<string, keyof AgentConfig | 'overlay'>> 
   'system-reserved': 'systemReserved',
   'cluster-dns': 'clusterDNS',
   'cluster-domain': 'clusterDomain',
+  'resolv-conf': 'resolvConf',
   'log-level': 'logLevel',
   'log-file': 'logFile',
 };

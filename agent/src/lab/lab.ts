@@ -427,6 +427,9 @@ export class VNode {
       // The kubelet's --cluster-dns and --cluster-domain: ClusterFirst Pods resolve with the kube-dns Service the
       // control plane makes at the service CIDR's tenth address.
       ...(this.lab.controlPlane ? { clusterDNS: [CLUSTER_DNS_IP], clusterDomain: CLUSTER_DOMAIN } : {}),
+      // The kubelet's --resolv-conf "": a lab's nodes reach nothing outside it, so its Pods, the DNS replicas
+      // among them, have no upstream (a name outside the cluster gets SERVFAIL at once), never the machine's own.
+      resolvConf: '',
       ...(this.opts.clusterCIDR ? { clusterCIDR: this.opts.clusterCIDR } : {}),
       stateDir: this.stateDir,
       runDir: this.runDir,

@@ -377,7 +377,7 @@ async function kubeletStarter(cfg: AgentConfig, node: { listLinks(): Promise<Nod
   if (!hostIP) throw new NodenetError(ErrorCode.InvalidConfig, 'runPods: the node has no primary IPv4 address for the kubelet to serve on');
   return async (cni) => {
     const [{ startKubelet }, { loadKubeConfig }] = await Promise.all([embeddedKubelet(), kubeWatch()]);
-    return startKubelet({ kubeconfig: loadKubeConfig(cfg.kubeconfig!), nodeName: cfg.nodeName, hostIP, kubeletPort: cfg.kubeletPort, allocatable: resourcesOf(cfg).allocatable, runDir: cfg.runDir, pauseBin: pausePath(), bridge: cfg.bridge, cni, clock: realClock, log, clusterDNS: cfg.clusterDNS, clusterDomain: cfg.clusterDomain });
+    return startKubelet({ kubeconfig: loadKubeConfig(cfg.kubeconfig!), nodeName: cfg.nodeName, hostIP, kubeletPort: cfg.kubeletPort, allocatable: resourcesOf(cfg).allocatable, runDir: cfg.runDir, pauseBin: pausePath(), bridge: cfg.bridge, cni, clock: realClock, log, clusterDNS: cfg.clusterDNS, clusterDomain: cfg.clusterDomain, resolvConf: cfg.resolvConf });
   };
 }
 

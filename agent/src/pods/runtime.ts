@@ -97,7 +97,11 @@ const inside = (p: string, dir: string) => p === dir || p.startsWith(`${dir}/`);
 
 export class ProcessPodRuntime implements PodRuntimeContract {
   /** `cgroups`: where limits are enforced (null or absent: nowhere; limitsNotEnforced says so). */
-  constructor(private readonly o: { readonly runDir: string; readonly pauseBin: string; readonly cgroups?: PodCgroups | null }) {}
+  /**
+   * resolvConf: the node's resolv.conf for Pods (the kubelet's --resolv-conf, default /etc/resolv.conf): the
+   * upstream of Default Pods and the search domains ClusterFirst adds; '' reads none (the kubelet's "" too).
+   */
+  constructor(private readonly o: { readonly runDir: string; readonly pauseBin: string; readonly cgroups?: PodCgroups | null; readonly resolvConf?: string }) {}
 
   limitsNotEnforced(): Readonly<Partial<Record<Controller, string>>> {
     if (this.o.cgroups) return this.o.cgroups.notEnforced;
@@ -302,7 +306,9 @@ export class ProcessPodRuntime implements PodRuntimeContract {
   }
 
   nodeResolvConf(): string {
-    try { return readFileSync('/etc/resolv.conf', 'utf8'); } catch { return ''; }
+    const f = this.o.resolvConf ?? '/etc/resolv.conf';
+    if (f === '') return '';
+    try { return readFileSync(f, 'utf8'); } catch { return ''; }
   }
 
   /** The script's steps for a run's mounts. @throws NodenetError(Pod): a request outside the Pod's directory, a subPath leaving its volume, a plan that cannot be made */

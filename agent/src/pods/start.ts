@@ -51,6 +51,8 @@ export interface StartKubeletOptions {
   readonly log: Logger;
   /** The kubelet's --cluster-dns (config's clusterDNS): ClusterFirst Pods' nameservers. */
   readonly clusterDNS?: readonly string[];
+  /** The kubelet's --resolv-conf: the node's resolv.conf for Pods ('' none; default /etc/resolv.conf). */
+  readonly resolvConf?: string;
   /** The kubelet's --cluster-domain (default cluster.local). */
   readonly clusterDomain?: string;
 }
@@ -73,7 +75,7 @@ export async function startKubelet(o: StartKubeletOptions): Promise<RunningKubel
     node: o.allocatable ? { ...nodeAllocatable(o.runDir), ...o.allocatable } : nodeAllocatable(o.runDir),
     nodeName: o.nodeName,
     hostIP: o.hostIP,
-    runtime: new ProcessPodRuntime({ runDir: o.runDir, pauseBin: o.pauseBin, cgroups: PodCgroups.detect({ node: nodeDirName(o.nodeName, o.runDir), record: placementRecord(o.runDir) }) }),
+    runtime: new ProcessPodRuntime({ runDir: o.runDir, pauseBin: o.pauseBin, cgroups: PodCgroups.detect({ node: nodeDirName(o.nodeName, o.runDir), record: placementRecord(o.runDir) }), ...(o.resolvConf !== undefined ? { resolvConf: o.resolvConf } : {}) }),
     cni: o.cni,
     // The node's bridge, the pod CIDR's host-local IPAM, no ipMasq (the overlay masquerades).
     cniConfig: nodenetNetConf({ bridge: o.bridge, ipMasq: false }),
