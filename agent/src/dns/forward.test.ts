@@ -11,7 +11,7 @@ import t from 'tap';
 import { silentLogger } from '../../../lib/log/log.js';
 import { realClock } from '../../../lib/reconcile/clock.js';
 import { FakeClock } from '../../../lib/reconcile/clock.fake.js';
-import { Forwarder, parseResolvConf, upstreamsFrom, upstreamsFromResolvConf, type ForwardQuery, type ForwarderOptions } from './forward.js';
+import { Forwarder, localAddresses, parseResolvConf, upstreamsFrom, upstreamsFromResolvConf, type ForwardQuery, type ForwarderOptions } from './forward.js';
 import { DnsMetrics } from './metrics.js';
 import { fakeUpstream } from './testing.js';
 import { encodeQuestion } from './wire.js';
@@ -48,6 +48,7 @@ t.test('upstreamsFrom: port 53, without this server itself (no forwarding loop)'
   t.same(upstreamsFrom(ns, { host: '0.0.0.0', port: 53 }, ['10.96.0.10']).map((u) => u.host), ['10.0.0.2'], 'on 0.0.0.0:53, loopbacks and local addresses are us');
   t.same(upstreamsFrom(ns, { host: '0.0.0.0', port: 1053 }).map((u) => u.host), ns, 'another port: nothing is us');
   t.same(upstreamsFrom(['10.0.0.2'], null), [{ host: '10.0.0.2', port: 53 }]);
+  t.ok(localAddresses().includes('127.0.0.1'), 'localAddresses lists the loopback');
   t.equal(upstreamsFrom(Array.from({ length: 20 }, (_, i) => `10.0.0.${i + 1}`), null).length, 15, 'at most 15, as CoreDNS');
 });
 

@@ -28,6 +28,7 @@
 import dgram from 'node:dgram';
 import { readFile } from 'node:fs/promises';
 import net from 'node:net';
+import os from 'node:os';
 import { randomInt } from 'node:crypto';
 import packet from 'dns-packet';
 import { F } from '../../../lib/log/fields.js';
@@ -72,6 +73,11 @@ export function upstreamsFrom(nameservers: readonly string[], listen: Upstream |
     return UNSPECIFIED.has(listen.host) && (isLoopback(ip) || localAddresses.includes(ip));
   };
   return nameservers.filter((ip) => !self(ip)).slice(0, 15).map((host) => ({ host, port: 53 }));
+}
+
+/** This host's (this network namespace's) interface addresses: upstreamsFrom's `localAddresses`. */
+export function localAddresses(): string[] {
+  return Object.values(os.networkInterfaces()).flatMap((list) => (list ?? []).map((a) => a.address.replace(/%.*$/, '')));
 }
 
 /** Reads `path` (e.g. /etc/resolv.conf) into upstreams (see upstreamsFrom); a missing file is none. */
