@@ -38,3 +38,11 @@ t.test('tables: columns as wide as their content, three spaces apart', async (t)
   t.equal(formatTable(['NAME', 'IP'], [['web', '10.244.1.2'], ['client-long', '10.244.1.3']]), 'NAME          IP\nweb           10.244.1.2\nclient-long   10.244.1.3\n');
   t.equal(formatTable(['NAME', 'IP'], []), 'NAME   IP\n');
 });
+
+t.test('a `multiple` string flag given several times: its values joined by commas; any other keeps the last', async (t) => {
+  const specs = { disable: { type: 'string', multiple: true }, name: { type: 'string' } } as const;
+  t.equal(parseFlags(['--disable', 'a', '--disable', 'b,c'], specs).flags.get('disable'), 'a,b,c');
+  t.equal(parseFlags(['--disable=a'], specs).flags.get('disable'), 'a');
+  t.equal(parseFlags(['--name', 'x', '--name', 'y'], specs).flags.get('name'), 'y');
+  t.notOk(parseFlags([], specs).flags.has('disable'));
+});
