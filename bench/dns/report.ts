@@ -156,6 +156,9 @@ export function formatFreshness(f: readonly FreshnessResult[], noReload: NoReloa
   return s;
 }
 
+/** Whether the machine had more to run than the bench's own two busy processes (a server and dnsperf) before it began. */
+const busy = (m: DnsMeta): boolean => (m.loadavgBefore[0] ?? 0) > 2.5;
+
 export function formatReport(r: DnsBenchResult): string {
   const a = r.args;
   const m = r.meta;
@@ -165,7 +168,8 @@ export function formatReport(r: DnsBenchResult): string {
     `${thousands(a.services)} Services in ${a.namespaces} namespaces (created through the API in ${(r.load.wallMs / 1000).toFixed(1)} s), served by ` +
       `${a.servers.map((s) => SERVER_LABELS[s]).join(' and ')}; ${m.pinning}. dnsperf ${m.dnsperf}: -l ${a.durationS} -c ${a.clients} -q ${a.outstanding}, UDP, ` +
       'per-query latencies from -v (p50/p99 nearest rank). Machine: ' +
-      `${m.cpus} × ${m.cpuModel}, kernel ${m.kernel}, node ${m.node}, ${m.dnsmasq}, commit ${m.commit}.`,
+      `${m.cpus} × ${m.cpuModel}, kernel ${m.kernel}, node ${m.node}, ${m.dnsmasq}, commit ${m.commit}; ` +
+      `load average ${m.loadavgBefore[0]?.toFixed(1) ?? '?'} before, ${m.loadavgAfter[0]?.toFixed(1) ?? '?'} after${busy(m) ? ` (other work shared the ${m.cpus} cores: the figures are low and noisy)` : ''}.`,
   ].join('\n');
   const parts = [head, ...CASES.map((c) => formatCase(c, r.cases, a.servers))];
   if (r.freshness.length || r.noReload) parts.push(formatFreshness(r.freshness, r.noReload));
