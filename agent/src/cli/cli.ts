@@ -14,6 +14,7 @@ import { AGENT_USAGE, agentCommand, type RunningAgent } from './agent-cmd.js';
 import { BENCH_USAGE, benchCommand } from './bench-cmd.js';
 import { CONTROL_PLANE_USAGE, controlPlaneCommand, type ControlPlaneCmdDeps } from './control-plane-cmd.js';
 import { DEMO_USAGE, demoCommand } from './demo-cmd.js';
+import { DNS_USAGE, dnsCommand } from './dns-cmd.js';
 import { CommandError } from './errors.js';
 import { FlagError } from './flags.js';
 import { labCommand, LAB_USAGE } from './lab-cmd.js';
@@ -52,6 +53,7 @@ commands:
   demo      a virtual node with pods on cbr0 and a ClusterIP Service that takes TCP but never answers a ping
   lab       labs (virtual clusters out of network namespaces): cleanup of what dead ones left
   serve     a small test server for pods (TCP/UDP/HTTP: who answered, client IP, echo, readiness, exit)
+  dns       the cluster's DNS server (CoreDNS's job; the control plane's coredns Deployment runs it)
   bench     benchmarks: lookup (the cost of finding a Service against the number of Services, per proxy mode)
   version   print the version
 `;
@@ -65,6 +67,7 @@ const HELP: Readonly<Record<string, string>> = {
   demo: DEMO_USAGE,
   lab: LAB_USAGE,
   serve: SERVE_USAGE,
+  dns: DNS_USAGE,
   bench: BENCH_USAGE,
   version: 'usage: nodenet version',
 };
@@ -89,6 +92,8 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<nu
         return await labCommand(rest, deps);
       case 'serve':
         return await serveCommand(rest, { stdout: deps.stdout });
+      case 'dns':
+        return await dnsCommand(rest, { stdout: deps.stdout });
       case 'bench':
         return await benchCommand(rest, deps);
       case 'version':

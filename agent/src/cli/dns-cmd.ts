@@ -11,6 +11,16 @@
  * EndpointSlice drops it while it still answers), then closed; exit 0.
  */
 import { isIP } from 'node:net';
+import { F } from '../../../lib/log/fields.js';
+import { createLogger, type Logger } from '../../../lib/log/log.js';
+import { realClock } from '../../../lib/reconcile/clock.js';
+import { Forwarder, localAddresses, upstreamsFromResolvConf } from '../dns/forward.js';
+import { Readiness, startDnsHttp } from '../dns/http.js';
+import { DnsMetrics } from '../dns/metrics.js';
+import { startDnsServer } from '../dns/server.js';
+import { DnsSource } from '../watch/dns-source.js';
+import { loadKubeConfig } from '../watch/kube-source.js';
+import { CommandError } from './errors.js';
 import { FlagError, parseFlags, type FlagSpecs } from './flags.js';
 
 export const DNS_USAGE = `usage: nodenet dns [--kubeconfig FILE|in-cluster] [--listen ADDR:PORT] [--cluster-domain NAME]
@@ -100,4 +110,66 @@ export function dnsOptionsFromArgs(argv: readonly string[]): DnsCmdOptions {
     healthPort: whole('health-port', p.flags.get('health-port'), 8080, 0, 65535),
     readyPort: whole('ready-port', p.flags.get('ready-port'), 8181, 0, 65535),
   };
+}
+
+export interface DnsCmdDeps {
+  readonly stdout: (s: string) => void;
+  /** Where the server logs; default pino JSON on stderr. */
+  readonly log?: Logger;
+  /** Calls `fn` on SIGTERM/SIGINT; returns the unsubscribe. Default: the process's signals. */
+  readonly onSignal?: (fn: () => void) => () => void;
+}
+
+function processSignals(fn: () => void): () => void {
+  process.on('SIGTERM', fn);
+  process.on('SIGINT', fn);
+  return () => {
+    process.off('SIGTERM', fn);
+    process.off('SIGINT', fn);
+  };
+}
+
+export async function dnsCommand(argv: readonly string[], deps: DnsCmdDeps): Promise<number> {
+  const o = dnsOptionsFromArgs(argv);
+  if (o.help) {
+    deps.stdout(`${DNS_USAGE}\n`);
+    return 0;
+  }
+  const log = deps.log ?? createLogger({ name: 'nodenet-dns', level: 'info', destination: 2 });
+  const kubeconfig = loadKubeConfig(o.kubeconfig);
+  const upstreams = o.upstreams ?? (await upstreamsFromResolvConf(o.resolvConf, o.listen, localAddresses()));
+  if (upstreams.length === 0) log.warn({ resolvConf: o.upstreams ? null : o.resolvConf }, 'no upstream resolver: names outside the cluster domain get SERVFAIL');
+  const metrics = new DnsMetrics();
+  const readiness = new Readiness(['kubernetes']);
+  const source = new DnsSource({
+    kubeconfig, log: log.child({ [F.subsys]: 'dns/source' }), clock: realClock, domain: o.domain, ttl: o.ttl,
+    onIndex: () => readiness.set('kubernetes', true),
+  });
+  const forwarder = upstreams.length ? new Forwarder({ upstreams, log: log.child({ [F.subsys]: 'dns/forward' }), clock: realClock, metrics }) : null;
+  let server: Awaited<ReturnType<typeof startDnsServer>> | undefined;
+  let web: Awaited<ReturnType<typeof startDnsHttp>> | undefined;
+  try {
+    server = await startDnsServer({ listen: o.listen, records: () => source.index(), forwarder, log, clock: realClock, metrics, domain: o.domain, ttl: o.ttl });
+    const off = (p: number) => (p === 0 ? null : p);
+    web = await startDnsHttp({ host: o.listen.host, metricsPort: off(o.metricsPort), healthPort: off(o.healthPort), readyPort: off(o.readyPort), metrics, readiness, log });
+  } catch (e) {
+    await server?.close();
+    throw new CommandError(`cannot listen: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+  }
+  await source.start();
+  const at = (p: number | null) => (p === null ? 'off' : `${o.listen.host}:${p}`);
+  deps.stdout(`serving DNS for ${o.domain} on udp=${o.listen.host}:${server.udpPort} tcp=${o.listen.host}:${server.tcpPort}; metrics=${at(web.metricsPort)} health=${at(web.healthPort)} ready=${at(web.readyPort)}; upstream=${upstreams.map((u) => `${u.host}:${u.port}`).join(',') || 'none'}\n`);
+  await new Promise<void>((resolve) => {
+    const off = (deps.onSignal ?? processSignals)(() => {
+      off();
+      // CoreDNS's lameduck: /ready turns 503 so the kube-dns EndpointSlice drops this replica, while it answers on.
+      readiness.shutdown();
+      log.info({ lameduckMs: o.lameduckMs }, 'terminating: not ready, answering during the lameduck');
+      setTimeout(resolve, o.lameduckMs);
+    });
+  });
+  source.stop();
+  await web.close();
+  await server.close();
+  return 0;
 }
