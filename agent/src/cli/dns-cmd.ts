@@ -142,7 +142,7 @@ export async function dnsCommand(argv: readonly string[], deps: DnsCmdDeps): Pro
   const metrics = new DnsMetrics();
   const readiness = new Readiness(['kubernetes']);
   const source = new DnsSource({
-    kubeconfig, log: log.child({ [F.subsys]: 'dns/source' }), clock: realClock, domain: o.domain, ttl: o.ttl,
+    kubeconfig, log, clock: realClock, domain: o.domain, ttl: o.ttl,
     onIndex: () => readiness.set('kubernetes', true),
   });
   const forwarder = upstreams.length ? new Forwarder({ upstreams, log: log.child({ [F.subsys]: 'dns/forward' }), clock: realClock, metrics }) : null;

@@ -97,8 +97,8 @@ export class DnsSource {
     this.rebuilds++;
     const ms = performance.now() - t0;
     const count = objects.services.length + objects.endpointSlices.length + objects.namespaces.length;
-    if (this.rebuilds === 1) this.o.log.info({ [F.count]: count, [F.durationMs]: Math.round(ms) }, 'DNS records built from the API: serving');
-    else this.o.log.debug({ [F.count]: count, [F.durationMs]: Math.round(ms * 10) / 10 }, 'DNS records rebuilt');
+    if (this.rebuilds === 1) this.o.log.info({ [F.subsys]: 'dns/source', [F.count]: count, [F.durationMs]: Math.round(ms) }, 'DNS records built from the API: serving');
+    else this.o.log.debug({ [F.subsys]: 'dns/source', [F.count]: count, [F.durationMs]: Math.round(ms * 10) / 10 }, 'DNS records rebuilt');
     this.o.onIndex?.(this.current, count, ms);
   }
 }

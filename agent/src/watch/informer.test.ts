@@ -203,3 +203,35 @@ t.test('SyncGroup: every handler hears synced once, after the last source listed
   t.same(heard, ['services', 'endpointslices']);
   t.ok(g.synced);
 });
+
+t.test('a list or watch that never answers (a SYN sent before the node\'s Service rules existed) is given up after 30 s and made again', async (t) => {
+  const { clock, lw, inf, events } = world();
+  let release: () => void = () => undefined;
+  let first = true;
+  lw.start = async function (this: ScriptedListWatch) {
+    this.starts++;
+    if (first) {
+      first = false;
+      await new Promise<void>((r) => { release = r; }); // hangs until stopped
+      return;
+    }
+    this.emit('connect', undefined);
+    this.emit('add', obj('a', '1'));
+  };
+  lw.stop = async function (this: ScriptedListWatch) {
+    this.stops++;
+    release();
+  };
+  void inf.start();
+  await settle();
+  await clock.advance(29_000);
+  await settle();
+  t.same([lw.starts, events], [1, []], 'still waiting before the timeout');
+  await clock.advance(1_000);
+  await settle();
+  t.equal(lw.stops, 1, 'the stuck one abandoned');
+  t.equal(lw.starts, 2, 'and made again');
+  t.same(events, ['add a@1', 'synced']);
+  t.equal(inf.restarts.stuck, 1);
+  await inf.stop();
+});

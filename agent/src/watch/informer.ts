@@ -84,6 +84,13 @@ export interface InformerOptions {
   readonly silenceMs?: number;
   /** Watches reopened faster than this are held back (default 1 s). */
   readonly minRewatchMs?: number;
+  /**
+   * A list, or the watch's opening, that has not answered in this long is abandoned and made again (default 30 s,
+   * client-go's dial timeout). A Pod dialing the API through the kubernetes ClusterIP before its node's Service
+   * rules exist sends its SYN un-NATed; the conntrack entry keeps every retransmission on that path, and the
+   * connection hangs for the kernel's SYN retries (over 2 minutes) unless it is given up.
+   */
+  readonly startTimeoutMs?: number;
   readonly random?: () => number;
 }
 
@@ -109,7 +116,7 @@ export class Informer {
   private abortsExpected = 0;
   private failed = false;
   /** Restarts so far, by cause (status and tests). */
-  readonly restarts = { error: 0, silence: 0, fastClose: 0 };
+  readonly restarts = { error: 0, silence: 0, fastClose: 0, stuck: 0 };
 
   constructor(private readonly o: InformerOptions) {
     const lw = o.listWatch;
@@ -157,7 +164,23 @@ export class Informer {
     const gen = this.gen;
     const errorsBefore = this.restarts.error;
     this.failed = false;
-    await this.o.listWatch.start();
+    const stuck = this.o.clock.setTimeout(() => {
+      if (this.stopped || gen !== this.gen) return;
+      this.restarts.stuck++;
+      this.o.log.warn({ [F.subsys]: 'watch', source: this.o.name, [F.durationMs]: this.o.clock.now() - started }, 'list or watch did not answer; making it again');
+      const next = ++this.gen;
+      void this.stopListWatch().then(() => {
+        if (this.stopped || next !== this.gen) return;
+        this.restarting = true;
+        return this.run();
+      });
+    }, this.o.startTimeoutMs ?? 30_000);
+    const started = this.o.clock.now();
+    try {
+      await this.o.listWatch.start();
+    } finally {
+      this.o.clock.clearTimeout(stuck);
+    }
     if (gen !== this.gen || this.stopped) return;
     // client-node resolves start() after the list was delivered and the watch opened, or after it reported an error.
     if (!this.failed && this.restarts.error === errorsBefore) {
