@@ -217,3 +217,10 @@ t.test('a sync reads its own Service\'s slices, not the namespace\'s: the work p
   t.equal(list('endpointslices.discovery.k8s.io', 'default').items.filter((s) => (s.object.metadata?.['labels'] as O)['kubernetes.io/service-name'] === 'web').length, 1, 'a Service with a selector still gets its slice');
   t.ok(readForWeb < 400 / 4, `and its syncs read ${readForWeb} objects`);
 });
+
+t.test('desiredSlices: a Pod\'s hostname on its endpoint only when its subdomain names the Service in its namespace (ShouldSetHostname)', async (t) => {
+  const s: KObject = { apiVersion: 'v1', kind: 'Service', metadata: { name: 'sub', namespace: 'default' }, spec: { selector: { app: 'x' }, ports: [{ name: 'b', port: 81 }] } };
+  const p = (name: string, spec: O): KObject => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: 'default', uid: name, labels: { app: 'x' } }, spec, status: { phase: 'Running', podIP: `10.0.0.${name.length}` } });
+  const eps = desiredSlices(s, [p('a', { hostname: 'host-a', subdomain: 'sub' }), p('bb', { hostname: 'host-b', subdomain: 'other' }), p('ccc', { subdomain: 'sub' })])[0]!.endpoints;
+  t.same(eps.map((e) => e['hostname'] ?? null), ['host-a', null, null]);
+});

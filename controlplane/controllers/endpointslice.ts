@@ -151,8 +151,12 @@ export function desiredSlices(svc: Readonly<KObject>, pods: readonly Readonly<KO
       conditions: { ready: ready && !terminating, serving: ready, terminating },
       targetRef: { kind: 'Pod', namespace: String(m['namespace']), name: String(m['name']), uid: String(m['uid']) },
     };
-    const node = obj(pod['spec'])?.['nodeName'];
+    const spec = obj(pod['spec']) ?? {};
+    const node = spec['nodeName'];
     if (typeof node === 'string' && node) ep['nodeName'] = node;
+    // Upstream's ShouldSetHostname: a Pod with a hostname whose subdomain names this Service (same namespace), the
+    // record `<hostname>.<service>.<ns>.svc.<zone>` of the DNS spec's headless Services.
+    if (typeof spec['hostname'] === 'string' && spec['hostname'] && spec['subdomain'] === meta(svc)['name'] && m['namespace'] === meta(svc)['namespace']) ep['hostname'] = spec['hostname'];
     const k = JSON.stringify(ports);
     let g = groups.get(k);
     if (!g) groups.set(k, (g = { ports, endpoints: [] }));
