@@ -11,61 +11,19 @@
  * (t<pid>a, t<pid>b), so a user's lab is never touched; teardown downs
  * both, also when a case fails.
  */
-import t, { type Test } from 'tap';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { connect } from 'node:net';
+import t from 'tap';
+import { readFileSync } from 'node:fs';
 import { REPO } from '../agent/src/lab/lab.js';
-import { readNodeAgent, type LabNodeAgent } from '../agent/src/lab/node-cgroups.js';
-import { readProcesses, type LabProcess } from '../agent/src/lab/owner.js';
-import { labRoot } from '../agent/src/lab/plan.js';
+import { readProcesses } from '../agent/src/lab/owner.js';
 import { isAlive } from '../agent/src/netns/proc.js';
-import { labNodeCgroupDirs, labPodCgroupDirs } from '../agent/src/testing/cgroups.js';
+import { labPodCgroupDirs } from '../agent/src/testing/cgroups.js';
 import { runner } from '../agent/src/testing/lab.js';
 import { waitFor } from '../agent/src/testing/wait.js';
+import { assertGone, dirOf, kubectl, nodeAgents, nodenet, readyNodes } from './lab-cli-shared.js';
 
 const base = `t${process.pid.toString(36)}`;
 const A = `${base}a`;
 const B = `${base}b`;
-const dirOf = (name: string) => `${labRoot()}/${name}`;
-
-const nodenet = (...args: string[]) => runner.run([process.execPath, `${REPO}bin/nodenet.js`, ...args], { allowFailure: true, timeoutMs: 240_000 });
-const kubectl = (kubeconfig: string, ...args: string[]) => runner.run(['kubectl', '--kubeconfig', kubeconfig, ...args], { allowFailure: true, timeoutMs: 60_000 });
-
-async function namespacesOf(name: string): Promise<string[]> {
-  return (await runner.run(['ip', 'netns', 'list'])).stdout.split('\n').map((l) => l.split(' ')[0] ?? '').filter((n) => n.startsWith(`nn-${name}-`));
-}
-
-function portOpen(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const c = connect(port, '127.0.0.1');
-    c.once('connect', () => { c.destroy(); resolve(true); });
-    c.once('error', () => resolve(false));
-  });
-}
-
-async function readyNodes(kubeconfig: string): Promise<string[]> {
-  const r = await kubectl(kubeconfig, 'get', 'nodes', '-o', 'jsonpath={range .items[*]}{.metadata.name}={.status.conditions[?(@.type=="Ready")].status}{"\\n"}{end}');
-  return r.stdout.split('\n').filter((l) => l.endsWith('=True')).map((l) => l.split('=')[0]!).sort();
-}
-
-/** The lab's nodes as their agents were started (read before `down` removes the run directory). */
-function nodeAgents(name: string): LabNodeAgent[] {
-  let dirs: string[] = [];
-  try { dirs = readdirSync(dirOf(name)); } catch { /* no lab */ }
-  return dirs.map((d) => readNodeAgent(`${dirOf(name)}/${d}`)).filter((a): a is LabNodeAgent => a !== null);
-}
-
-/** What a removed lab must not leave, checked against what it had recorded (its processes, its nodes). */
-async function assertGone(t: Test, name: string, recorded: readonly LabProcess[], port: number, nodes: readonly LabNodeAgent[]): Promise<void> {
-  t.same(labNodeCgroupDirs(nodes), [], `no cgroup of the nodes ${nodes.map((n) => n.nodeName).join(', ')} under /sys/fs/cgroup/*/**/nodenet/`);
-  t.same(await namespacesOf(name), [], `no namespace nn-${name}-*`);
-  t.equal(existsSync(dirOf(name)), false, 'no run directory');
-  t.same(recorded.filter((p) => isAlive(p.pid, p.startTime)).map((p) => p.role), [], 'no recorded process runs');
-  t.equal(await portOpen(port), false, `nothing listens on 127.0.0.1:${port}`);
-  const mounts = (await runner.run(['findmnt', '-rn', '-o', 'TARGET'])).stdout.split('\n').filter((m) => m.startsWith(`${dirOf(name)}/`));
-  t.same(mounts, [], 'no mount under the run directory');
-}
-
 t.teardown(async () => {
   await nodenet('lab', 'down', '--name', A);
   await nodenet('lab', 'down', '--name', B);
@@ -198,44 +156,4 @@ t.test('lab down removes every trace, pods included, and is idempotent', async (
   const again = await nodenet('lab', 'down', '--name', A);
   t.equal(again.exitCode, 0);
   t.match(again.stdout, new RegExp(`no lab ${A}: nothing to remove`));
-});
-
-const H = `${base}h`;
-t.teardown(async () => {
-  await nodenet('lab', 'down', '--name', H);
-});
-
-t.test('lab up --etcd-members 3: the HA control plane, broken and healed with the lab\'s fault commands, then removed', async (t) => {
-  const even = await nodenet('lab', 'up', '--name', H, '--etcd-members', '2');
-  t.equal(even.exitCode, 2, 'an even etcd is a usage error');
-  t.match(even.stderr, /--etcd-members 2: an etcd cluster has an odd number of members .*two are worse than one/);
-  t.same(await namespacesOf(H), [], 'refused before anything is made');
-  const up = await nodenet('lab', 'up', '--name', H, '--nodes', '1', '--run-pods', 'false', '--etcd-members', '3', '--api-servers', '2');
-  t.equal(up.exitCode, 0, `${up.stdout}${up.stderr}`);
-  t.match(up.stdout, /control plane: 3 etcd member\(s\), 2 API server\(s\) behind HAProxy/);
-  const kc = `${dirOf(H)}/kubeconfig`;
-  t.same(await readyNodes(kc), ['n1']);
-  t.same((await namespacesOf(H)).sort(), [`nn-${H}-api1`, `nn-${H}-api2`, `nn-${H}-etcd1`, `nn-${H}-etcd2`, `nn-${H}-etcd3`, `nn-${H}-n1`, `nn-${H}-ul`], 'a namespace per member and per API server');
-  const st = await nodenet('lab', 'status', '--name', H);
-  t.match(st.stdout, /control plane: etcd members 1 2 3, leader [123]; API servers 1 2 behind HAProxy; kube-controller-manager on API server [12]/);
-  const kill = await nodenet('lab', 'kill', '--name', H, 'leader:etcd');
-  t.equal(kill.exitCode, 0, kill.stderr);
-  const killed = Number(/killed etcd member (\d)/.exec(kill.stdout)?.[1]);
-  t.ok(killed >= 1, kill.stdout.trim());
-  t.same(await readyNodes(kc), ['n1'], 'kubectl goes on with two members');
-  t.match((await nodenet('lab', 'status', '--name', H)).stdout, new RegExp(`etcd members .*${killed} \\(dead\\)`), 'status shows the dead member');
-  t.match((await nodenet('lab', 'start', '--name', H, `etcd:${killed}`)).stdout, new RegExp(`started etcd member ${killed}`));
-  t.match((await nodenet('lab', 'partition', '--name', H, 'api-server:1')).stdout, /its underlay port a\S+1 is down/);
-  await waitFor(async () => (await kubectl(kc, 'get', 'ns', 'default', '-o', 'name')).exitCode === 0, 'kubectl through HAProxy with API server 1 cut off', { timeoutMs: 20_000, intervalMs: 250 });
-  t.pass('HAProxy sends kubectl to the other API server');
-  t.match((await nodenet('lab', 'heal', '--name', H, 'api-server:1')).stdout, /is up/);
-  const bad = await nodenet('lab', 'kill', '--name', H, 'etcd:9');
-  t.equal(bad.exitCode, 1);
-  t.match(bad.stderr, /etcd:9: this lab has etcd members 1..3/);
-  const recorded = readProcesses(dirOf(H));
-  t.ok(recorded.some((p) => p.role === 'haproxy') && recorded.some((p) => p.role === 'etcd 1') && recorded.some((p) => p.role === 'api-server 2'), 'every part recorded');
-  const port = Number(/127\.0\.0\.1:(\d+)/.exec(readFileSync(kc, 'utf8'))![1]);
-  const nodes = nodeAgents(H);
-  t.equal((await nodenet('lab', 'down', '--name', H)).exitCode, 0);
-  await assertGone(t, H, recorded, port, nodes);
 });
