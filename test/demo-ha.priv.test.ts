@@ -5,13 +5,13 @@
  */
 import t from 'tap';
 import { REPO } from '../agent/src/lab/lab.js';
-import { shOk } from '../agent/src/testing/lab.js';
+import { runner, shOk } from '../agent/src/testing/lab.js';
 
 const demoNamespaces = async () => (await shOk(['ip', 'netns', 'list'])).stdout.split('\n').filter((l) => /^nn-demoha[a-z0-9]+-/.test(l));
 
 t.test('demo ha: the seeds\' HA section, each fault with its outcome, nothing left behind', async (t) => {
   const before = await demoNamespaces();
-  const r = await shOk([process.execPath, `${REPO}bin/nodenet.js`, 'demo', 'ha']);
+  const r = await runner.run([process.execPath, `${REPO}bin/nodenet.js`, 'demo', 'ha'], { allowFailure: true, timeoutMs: 280_000 });
   t.equal(r.exitCode, 0, r.stderr.slice(-2000) + r.stdout.slice(-3000));
   const out = r.stdout;
   t.match(out, /kubernetes +IPv4 +6443 +192\.168\.77\.241,192\.168\.77\.242/, 'both API servers in the kubernetes EndpointSlice');
