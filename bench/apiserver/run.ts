@@ -36,6 +36,7 @@
  * case meets the store as the slope's point says.
  * Prints a Markdown report (report.ts), writes JSON only with --out.
  */
+import { stopServerChild } from '../lib/server-child.js';
 import { fork, spawnSync, type ChildProcess } from 'node:child_process';
 import { closeSync, fdatasyncSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -102,15 +103,7 @@ async function startServer(dataDir: string, logLevel: string, etcd: EtcdCluster 
   return s;
 }
 
-async function stopServer(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const gone = new Promise<void>((r) => child.once('exit', () => r()));
-  if (child.connected) child.send('stop');
-  else child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-  await gone;
-  clearTimeout(timer);
-}
+const stopServer = stopServerChild;
 
 const memMiB = (pid: number) => {
   const s = parseProcStatus(readFileSync(`/proc/${pid}/status`, 'utf8'));

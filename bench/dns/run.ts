@@ -33,6 +33,7 @@
  * process (control plane, servers, dnsperf) is killed and the temporary directory removed on every way out,
  * SIGINT and SIGTERM included.
  */
+import { stopServerChild } from '../lib/server-child.js';
 import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, createWriteStream } from 'node:fs';
 import { createServer } from 'node:net';
@@ -144,15 +145,7 @@ async function startApi(ctx: Ctx, dataDir: string): Promise<Api> {
   return { child, kubeconfig, target: parseKubeconfig(readFileSync(kubeconfig, 'utf8')) };
 }
 
-async function stopApi(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const gone = new Promise<void>((r) => child.once('exit', () => r()));
-  if (child.connected) child.send('stop');
-  else child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-  await gone;
-  clearTimeout(timer);
-}
+const stopApi = stopServerChild;
 
 /** The namespaces and Services; fqdn → the ClusterIP the API allocated. */
 async function loadServices(c: ApiClient, a: DnsBenchArgs): Promise<Map<string, string>> {

@@ -17,6 +17,7 @@
  *      Pod assumed where it goes: what the framework alone costs, without the API.
  * Prints a Markdown report; writes JSON only with --out.
  */
+import { stopServerChild } from '../lib/server-child.js';
 import { fork, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -82,15 +83,7 @@ async function startServer(dataDir: string): Promise<Server> {
   return { child, pid: child.pid!, target: parseKubeconfig(readFileSync(ready.kubeconfig, 'utf8')) };
 }
 
-async function stopServer(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const gone = new Promise<void>((r) => child.once('exit', () => r()));
-  if (child.connected) child.send('stop');
-  else child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-  await gone;
-  clearTimeout(timer);
-}
+const stopServer = stopServerChild;
 
 const cpuMs = (pid: number) => parseProcStatCpuMs(readFileSync(`/proc/${pid}/stat`, 'utf8'));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -22,6 +22,7 @@ import { DnsSource } from '../watch/dns-source.js';
 import { loadKubeConfig } from '../watch/kube-source.js';
 import { CommandError } from './errors.js';
 import { FlagError, parseFlags, type FlagSpecs } from './flags.js';
+import { processSignals } from './signals.js';
 
 export const DNS_USAGE = `usage: nodenet dns [--kubeconfig FILE|in-cluster] [--listen ADDR:PORT] [--cluster-domain NAME]
                    [--upstream IP[:PORT],... | --resolv-conf FILE] [--ttl S] [--lameduck-ms MS]
@@ -120,14 +121,6 @@ export interface DnsCmdDeps {
   readonly onSignal?: (fn: () => void) => () => void;
 }
 
-function processSignals(fn: () => void): () => void {
-  process.on('SIGTERM', fn);
-  process.on('SIGINT', fn);
-  return () => {
-    process.off('SIGTERM', fn);
-    process.off('SIGINT', fn);
-  };
-}
 
 export async function dnsCommand(argv: readonly string[], deps: DnsCmdDeps): Promise<number> {
   const o = dnsOptionsFromArgs(argv);

@@ -11,6 +11,7 @@ import { startServe, type ServeOptions } from '../pods/serve.js';
 import { inClusterNamespace, startAppLeader, type AppLeader } from '../pods/serve-leader.js';
 import { CommandError } from './errors.js';
 import { FlagError, parseFlags, type FlagSpecs } from './flags.js';
+import { processSignals } from './signals.js';
 
 export const SERVE_USAGE = `usage: nodenet serve [--http PORT,...] [--tcp PORT,...] [--udp PORT,...] [--name NAME] [--bind ADDR] [--term-delay-ms MS]
                      [--leader-elect LEASE [--leader-elect-namespace NS] [--kubeconfig F]]
@@ -90,14 +91,6 @@ export interface ServeCmdDeps {
   readonly onSignal?: (fn: () => void) => () => void;
 }
 
-function processSignals(fn: () => void): () => void {
-  process.on('SIGTERM', fn);
-  process.on('SIGINT', fn);
-  return () => {
-    process.off('SIGTERM', fn);
-    process.off('SIGINT', fn);
-  };
-}
 
 export async function serveCommand(argv: readonly string[], deps: ServeCmdDeps): Promise<number> {
   const o = serveOptionsFromArgs(argv, deps.env ?? process.env, (deps.hostname ?? hostname)());
