@@ -154,7 +154,9 @@ export function clusterApiSuite(mode: Mode, backend: 'vxlan' | 'host-gw' | 'bgp'
 
   t.before(async () => {
     lab = await newLab(backend === 'host-gw' ? 'ah' : backend === 'bgp' ? 'ab' : mode === 'iptables' ? 'ai' : 'an');
-    cp = await lab.startControlPlane({ nodes: NODES, args: ['--node-monitor-grace-period', '8s', '--orphan-pod-quarantine', '2s'] });
+    // Without the coredns addon: these cases are the Services' (test/dns-suite.ts has the DNS ones), and each of the four
+    // backends' runs is close to tap's 300 s per file on a busy machine.
+    cp = await lab.startControlPlane({ nodes: NODES, args: ['--node-monitor-grace-period', '8s', '--orphan-pod-quarantine', '2s', '--disable', 'coredns'] });
     kubeconfig = (await cp.localAccess()).kubeconfig;
     const cfg = { proxyMode: mode, proxyMinSyncMs: 100, nodeLeaseDurationSeconds: 4, backend, runPods: true };
     n1 = await lab.addNode('n1', { clusterCIDR: '10.244.0.0/16', config: cfg });
