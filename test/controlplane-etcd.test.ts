@@ -109,24 +109,37 @@ t.test('the etcd leader killed under writes through both servers: writes go on a
   const acked: string[] = [];
   let failed = 0;
   let stop = false;
+  let killed = false;
+  let ackedBefore = 0;
+  let ackedAfter = 0;
   const writers = [0, 1].map(async (i) => {
     for (let n = 0; !stop; n++) {
       const name = `k${i}-${n}`;
+      const sentAfterKill = killed;
       try {
         await kubectl(i, ['create', 'service', 'clusterip', name, '--tcp=80:80']);
         acked.push(name);
+        if (sentAfterKill) ackedAfter++;
+        else ackedBefore++;
       } catch {
         failed++;
       }
     }
   });
-  await new Promise((r) => setTimeout(r, 1500));
+  // Wait on writes, not on a clock: a loaded machine runs few kubectl per second.
+  const until = async (cond: () => boolean, ms: number): Promise<void> => {
+    for (const end = Date.now() + ms; !cond() && Date.now() < end;) await new Promise((r) => setTimeout(r, 100));
+  };
+  await until(() => ackedBefore >= 2, 60_000);
   await etcd.kill(leader);
-  await new Promise((r) => setTimeout(r, 5000));
+  killed = true;
+  // Writes sent after the kill: the first ones may be refused during the election, then they go through.
+  await until(() => ackedAfter >= 3, 90_000);
   stop = true;
   await Promise.all(writers);
   const names = new Set((await kubectl(0, ['get', 'svc', '-o', 'name'])).split('\n').filter(Boolean).map((x) => x.replace('service/', '')));
-  t.ok(acked.length > 5, `${acked.length} writes acknowledged (${failed} refused during the election)`);
+  t.ok(ackedBefore >= 2, `${ackedBefore} writes acknowledged before the leader was killed`);
+  t.ok(ackedAfter >= 3, `${ackedAfter} writes sent after the kill acknowledged (${failed} refused during the election)`);
   t.same(acked.filter((n) => !names.has(n)), [], 'every acknowledged Service is there');
   t.notOk(await etcd.leader() === leader, 'another member leads');
   etcd.start(leader);
