@@ -1,5 +1,6 @@
 /**
- * `kill -9` of `nodenet control-plane` under a stream of writes, 20 times,
+ * `kill -9` of `nodenet control-plane` under a stream of writes, 8 times
+ * (NODENET_CRASH_ROUNDS for a longer soak; each round restarts the server),
  * over HTTP as clients see it (the store-level version of this is
  * store/sqlite-persistence.test.ts):
  * - every write the server acknowledged (201) is there after the restart;
@@ -12,6 +13,7 @@
  * Plain HTTP on loopback (the TLS path is the kubectl test's). No root.
  */
 import t from 'tap';
+import { AGENT_JS } from '../agent/src/lab/lab.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
@@ -21,7 +23,6 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { waitFor } from '../agent/src/testing/wait.js';
 import { freePort } from '../lib/testing/ports.js';
 
-const ROOT = new URL('..', import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), 'nn-cp-crash-'));
 const agent = new Agent({ keepAlive: true, maxSockets: 16 });
 let child: ChildProcess | null = null;
@@ -48,7 +49,7 @@ function call(port: number, method: string, path: string, body?: unknown): Promi
 }
 
 async function startServer(port: number): Promise<ChildProcess> {
-  const c = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'agent/src/main.ts'), 'control-plane', '--data-dir', join(dir, 'data'), '--listen', `127.0.0.1:${port}`, '--insecure-http', '--log-level', 'warn'], { stdio: ['ignore', 'ignore', 'inherit'] });
+  const c = spawn(process.execPath, [AGENT_JS, 'control-plane', '--data-dir', join(dir, 'data'), '--listen', `127.0.0.1:${port}`, '--insecure-http', '--log-level', 'warn'], { stdio: ['ignore', 'ignore', 'inherit'] });
   await waitFor(async () => (await call(port, 'GET', '/readyz').catch(() => ({ code: 0 }))).code === 200, 'the control plane to serve', { timeoutMs: 30_000, intervalMs: 50 });
   return c;
 }
@@ -77,14 +78,16 @@ function watch(port: number, rv: string, onEvent: (type: string, name: string, r
   });
 }
 
-t.test('kill -9 under writes, 20 times: no acknowledged write lost, no revision reused, the watcher resumes exactly', async (t) => {
+const ROUNDS = Number(process.env['NODENET_CRASH_ROUNDS'] ?? 8);
+
+t.test(`kill -9 under writes, ${ROUNDS} times: no acknowledged write lost, no revision reused, the watcher resumes exactly`, async (t) => {
   const port = await freePort();
   const acked = new Map<string, number>(); // name → acknowledged resourceVersion
   const watched: { type: string; name: string; rv: number }[] = [];
   let lastRv = '';
   let floor = 0; // every revision of an incarnation is above every acknowledged one before it
   let seq = 0;
-  for (let round = 0; round < 20; round++) {
+  for (let round = 0; round < ROUNDS; round++) {
     child = await startServer(port);
     const exited = new Promise((r) => child!.once('exit', r));
     if (!lastRv) lastRv = JSON.parse((await call(port, 'GET', '/api/v1/namespaces/default/services')).body).metadata.resourceVersion;
@@ -127,7 +130,7 @@ t.test('kill -9 under writes, 20 times: no acknowledged write lost, no revision 
   child.kill('SIGKILL');
   await watcher;
 
-  t.ok(acked.size > 200, `${acked.size} acknowledged writes across 20 crashes`);
+  t.ok(acked.size > 10 * ROUNDS, `${acked.size} acknowledged writes across ${ROUNDS} crashes`);
   const lost = [...acked.keys()].filter((n) => !stored.has(n));
   t.same(lost, [], 'every acknowledged write is there after the restarts');
   t.same([...acked].filter(([n, rv]) => stored.get(n) !== rv), [], 'with the resourceVersion it was acknowledged with');
