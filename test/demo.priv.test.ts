@@ -6,15 +6,19 @@
  */
 import t from 'tap';
 import { REPO } from '../agent/src/lab/lab.js';
-import { shOk } from '../agent/src/testing/lab.js';
+import { runner, shOk } from '../agent/src/testing/lab.js';
 
 // The demo's namespaces (nn-demo<random>-*), not demo ha's (nn-demoha<random>-*, demo-ha.priv.test.ts), which may run beside it.
 const demoNamespaces = async () => (await shOk(['ip', 'netns', 'list'])).stdout.split('\n').filter((l) => /^nn-demo(?!ha)[a-z0-9]+-/.test(l));
 
+// Two demos of up to 270 s each: more than tap's 300 s per file.
+t.setTimeout(600_000);
+
 for (const mode of ['iptables', 'nftables'] as const) {
   t.test(`demo in ${mode} mode`, async (t) => {
     const before = await demoNamespaces();
-    const r = await shOk([process.execPath, `${REPO}bin/nodenet.js`, 'demo', '--proxy-mode', mode]);
+    // About 100 s alone; twice that beside other suites on a 2-core machine.
+    const r = await runner.run([process.execPath, `${REPO}bin/nodenet.js`, 'demo', '--proxy-mode', mode], { allowFailure: true, timeoutMs: 270_000 });
     t.equal(r.exitCode, 0, r.stderr.slice(-2000) + r.stdout.slice(-3000));
     const out = r.stdout;
     t.match(out, /node1 +Ready .*192\.168\.77\.11/, 'both nodes registered and Ready');
