@@ -20,7 +20,7 @@ import t from 'tap';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { Lab, LabControlPlane, VNode } from '../agent/src/lab/lab.js';
 import { REPO } from '../agent/src/lab/lab.js';
-import { newLab, shOk } from '../agent/src/testing/lab.js';
+import { newLab, shOk, NO_DNS } from '../agent/src/testing/lab.js';
 import { waitFor } from '../agent/src/testing/wait.js';
 
 let lab: Lab;
@@ -86,7 +86,7 @@ t.before(async () => {
     "try { await core.listNamespacedSecret({ namespace: 'default' }); console.log('secrets listed'); } catch (e) { console.log(`secrets ${e.code} ${JSON.parse(e.body).message}`); }",
   ].join('\n'));
   lab = await newLab('kv');
-  cp = await lab.startControlPlane({ nodes: ['n1'] });
+  cp = await lab.startControlPlane({ nodes: ['n1'], args: NO_DNS });
   n1 = await lab.addNode('n1', { clusterCIDR: '10.244.0.0/16', config: { overlay: 'vxlan', runPods: true, proxyMode: 'iptables', proxyMinSyncMs: 100 } });
   await n1.startAgent();
   await waitFor(async () => (await cp.kubectl(['get', 'nodes', 'n1', '-o', 'jsonpath={.status.conditions[?(@.type=="Ready")].status}'], true)).stdout === 'True', 'n1 Ready', { timeoutMs: 60_000 });

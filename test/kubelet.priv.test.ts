@@ -12,7 +12,7 @@ import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { Lab, LabControlPlane, VNode } from '../agent/src/lab/lab.js';
 import { readNodeAgent, type LabNodeAgent } from '../agent/src/lab/node-cgroups.js';
 import { labNodeCgroupDirs, labPodCgroupDirs } from '../agent/src/testing/cgroups.js';
-import { newLab, runner, shOk } from '../agent/src/testing/lab.js';
+import { newLab, runner, shOk, NO_DNS } from '../agent/src/testing/lab.js';
 import { waitFor } from '../agent/src/testing/wait.js';
 
 let lab: Lab;
@@ -67,7 +67,7 @@ const alive = (pid: number) => { try { process.kill(pid, 0); return true; } catc
 t.before(async () => {
   for (const m of ['ready', 'alive', 'term']) rmSync(marker(m), { force: true });
   lab = await newLab('kl');
-  cp = await lab.startControlPlane({ nodes: ['n1', 'n2'] });
+  cp = await lab.startControlPlane({ nodes: ['n1', 'n2'], args: NO_DNS });
   const cfg = { runPods: true, proxyMode: 'iptables', proxyMinSyncMs: 100 };
   n1 = await lab.addNode('n1', { clusterCIDR: '10.244.0.0/16', config: cfg });
   const n2 = await lab.addNode('n2', { clusterCIDR: '10.244.0.0/16', config: cfg });

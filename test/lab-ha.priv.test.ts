@@ -11,7 +11,7 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Lab, LabControlPlane, VNode } from '../agent/src/lab/lab.js';
-import { newLab } from '../agent/src/testing/lab.js';
+import { newLab, NO_DNS } from '../agent/src/testing/lab.js';
 import { waitFor } from '../agent/src/testing/wait.js';
 import { etcdLeader, haAct, leaseHolder, type HaLab } from '../agent/src/lab/ha.js';
 import { etcdEndpoints, type HaTarget } from '../agent/src/lab/ha-plan.js';
@@ -23,7 +23,7 @@ const nodes: VNode[] = [];
 
 t.before(async () => {
   lab = await newLab('ha');
-  cp = await lab.startControlPlane({ nodes: ['n1', 'n2'], ha: { etcdMembers: 3, apiServers: 2 } });
+  cp = await lab.startControlPlane({ nodes: ['n1', 'n2'], args: NO_DNS, ha: { etcdMembers: 3, apiServers: 2 } });
   ha = cp.haLab();
   for (const n of ['n1', 'n2']) {
     const node = await lab.addNode(n, { clusterCIDR: '10.244.0.0/16', config: { proxyMode: 'iptables', proxyMinSyncMs: 100 } });

@@ -12,7 +12,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { AGENT_JS, type Lab, type LabControlPlane, type VNode } from '../agent/src/lab/lab.js';
 import { OVERLAY_HEADERS, overlayRows, readNodeOverlay } from '../agent/src/lab/overlay-status.js';
 import { formatTable } from '../agent/src/cli/table.js';
-import { newLab, runner, sh, shOk } from '../agent/src/testing/lab.js';
+import { newLab, runner, sh, shOk, NO_DNS } from '../agent/src/testing/lab.js';
 import { waitFor } from '../agent/src/testing/wait.js';
 
 interface Pod { readonly node: VNode; readonly ns: string; readonly ip: string }
@@ -96,7 +96,7 @@ async function addPod(n: VNode): Promise<Pod> {
 
 t.before(async () => {
   lab = await newLab('bg');
-  cp = await lab.startControlPlane({ nodes: ['n1', 'n2', 'n3', 'n4'] });
+  cp = await lab.startControlPlane({ nodes: ['n1', 'n2', 'n3', 'n4'], args: NO_DNS });
   for (const name of ['n1', 'n2', 'n3']) nodes.push(await lab.addNode(name, NODE_OPTS));
   await Promise.all(nodes.map((n) => n.startAgent()));
   for (const n of nodes) podCIDR.set(n.name, (await kubectl('get', 'node', n.name, '-o', 'jsonpath={.spec.podCIDR}')).trim());

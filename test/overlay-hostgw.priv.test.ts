@@ -11,7 +11,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, statSync } from 'node:fs';
 import { AGENT_JS, type Lab, type LabControlPlane, type VNode } from '../agent/src/lab/lab.js';
 import { readNodeOverlay } from '../agent/src/lab/overlay-status.js';
-import { newLab, runner, sh, shOk } from '../agent/src/testing/lab.js';
+import { newLab, runner, sh, shOk, NO_DNS } from '../agent/src/testing/lab.js';
 import { waitFor } from '../agent/src/testing/wait.js';
 
 interface Pod { readonly node: VNode; readonly ns: string; readonly ip: string }
@@ -85,7 +85,7 @@ function logSince(n: VNode, from: number): { msg: string; cmd?: string; node?: s
 
 t.before(async () => {
   lab = await newLab('hg');
-  cp = await lab.startControlPlane({ nodes: ['n1', 'n2', 'n3'] });
+  cp = await lab.startControlPlane({ nodes: ['n1', 'n2', 'n3'], args: NO_DNS });
   for (const name of ['n1', 'n2', 'n3']) {
     nodes.push(await lab.addNode(name, { clusterCIDR: '10.244.0.0/16', backend: 'host-gw', config: { proxyMode: 'none' } }));
   }

@@ -12,7 +12,7 @@ import t from 'tap';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, statSync } from 'node:fs';
 import { AGENT_JS, type Lab, type LabControlPlane, type VNode } from '../agent/src/lab/lab.js';
-import { newLab, sh, shOk } from '../agent/src/testing/lab.js';
+import { newLab, sh, shOk, NO_DNS } from '../agent/src/testing/lab.js';
 import { waitFor } from '../agent/src/testing/wait.js';
 import { vtepMacFor } from '../agent/src/overlay/vxlan/lease.js';
 
@@ -82,7 +82,7 @@ async function serve(ns: string): Promise<void> {
 
 t.before(async () => {
   lab = await newLab('ov');
-  cp = await lab.startControlPlane({ nodes: ['n1', 'n2', 'n3'] });
+  cp = await lab.startControlPlane({ nodes: ['n1', 'n2', 'n3'], args: NO_DNS });
   for (const name of ['n1', 'n2', 'n3']) {
     nodes.push(await lab.addNode(name, { clusterCIDR: '10.244.0.0/16', config: { overlay: 'vxlan', proxyMode: 'none' } }));
   }

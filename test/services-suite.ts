@@ -39,7 +39,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AGENT_JS, type Lab, type LabControlPlane, type VNode } from '../agent/src/lab/lab.js';
-import { newLab, shOk } from '../agent/src/testing/lab.js';
+import { newLab, shOk, NO_DNS } from '../agent/src/testing/lab.js';
 import { makeEndpointSlice, makeService, withField, type EndpointSpec, type JsonObject } from '../agent/src/testing/addresses.js';
 import { proxyStatusFile, readProxyStatus, type ProxyStatus } from '../agent/src/node/proxy-status.js';
 import { DEFAULT_SERVICE_CIDR } from '../controlplane/alloc/service-allocator.js';
@@ -318,7 +318,7 @@ export function servicesSuite(mode: Mode, source: Source = 'manifests'): void {
   t.before(async () => {
     if (api) {
       lab = await newLab(source === 'api-ha' ? 'eh' : { iptables: 'ei', nftables: 'en', ipvs: 'ev' }[mode]);
-      cp = await lab.startControlPlane({ nodes: ['n1', 'n2', 'n3'], ...(source === 'api-ha' ? { ha: { etcdMembers: 3, apiServers: 2 } } : {}) });
+      cp = await lab.startControlPlane({ nodes: ['n1', 'n2', 'n3'], args: NO_DNS, ...(source === 'api-ha' ? { ha: { etcdMembers: 3, apiServers: 2 } } : {}) });
       // The agents are told the API server's service CIDR (nftables mode drops what no Service in it has).
       const config = { proxyMode: mode, proxyMinSyncMs: 100, overlay: 'vxlan', serviceCIDR: DEFAULT_SERVICE_CIDR };
       for (const name of ['n1', 'n2', 'n3']) nodes.push(await lab.addNode(name, { clusterCIDR: CLUSTER_CIDR, config }));

@@ -12,7 +12,7 @@ import { readNetwork, localAddresses } from '../agent/src/node/compose.js';
 import { traceCommand } from '../agent/src/cli/trace-cmd.js';
 import type { Lab, VNode } from '../agent/src/lab/lab.js';
 import { CLUSTER_CIDR } from '../agent/src/lab/plan.js';
-import { newLab, runner, sh, shOk } from '../agent/src/testing/lab.js';
+import { newLab, runner, sh, shOk, NO_DNS } from '../agent/src/testing/lab.js';
 import { waitFor } from '../agent/src/testing/wait.js';
 
 interface Pod { readonly node: VNode; readonly ns: string; readonly ip: string }
@@ -41,7 +41,7 @@ async function trace(from: Pod, to: Pod): Promise<{ code: number; out: string; e
 
 t.before(async () => {
   lab = await newLab('tr');
-  await lab.startControlPlane({ nodes: ['n1', 'n2', 'n3', 'n4'] });
+  await lab.startControlPlane({ nodes: ['n1', 'n2', 'n3', 'n4'], args: NO_DNS });
   for (const [name, backend] of [['n1', 'host-gw'], ['n2', 'host-gw'], ['n3', 'bgp'], ['n4', 'bgp']] as const) {
     nodes.push(await lab.addNode(name, { clusterCIDR: CLUSTER_CIDR, backend, config: { proxyMode: 'nftables' } }));
   }

@@ -20,3 +20,9 @@ export async function shOk(argv: readonly string[], input?: string): Promise<Run
 export function newLab(prefix: string): Promise<Lab> {
   return Lab.create(uniqueTag(prefix), { runner });
 }
+
+/**
+ * Control-plane flags for a test lab whose cases are not about cluster DNS: no coredns addon, so no two
+ * `nodenet dns` replicas per lab (test/dns-suite.ts and the demo keep it).
+ */
+export const NO_DNS: readonly string[] = ['--disable', 'coredns'];
