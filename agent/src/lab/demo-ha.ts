@@ -81,6 +81,19 @@ export function electorDeployment(agentJs: string): Record<string, unknown> {
   };
 }
 
+/** A replica of step 5's app exited: the demo stops there, with what it printed (never retried away). */
+class CrashedReplica extends Error {}
+
+interface ElectorPod {
+  metadata: { name: string };
+  spec: { nodeName?: string };
+  status: {
+    phase?: string;
+    conditions?: { type: string; status: string; reason?: string }[];
+    containerStatuses?: { ready?: boolean; restartCount?: number; lastState?: unknown }[];
+  };
+}
+
 export async function runHaDemo(deps: HaDemoDeps): Promise<number> {
   const say = (s = '') => deps.stdout(`${s}\n`);
   await requireHaPrograms(deps.runner);
@@ -130,7 +143,10 @@ export async function runHaDemo(deps: HaDemoDeps): Promise<number> {
     const untilValue = async <T>(what: string, f: () => Promise<T | null>, seenLast: () => string, ms = 60_000): Promise<T> => {
       const end = Date.now() + ms * SLOW;
       for (;;) {
-        const v = await f().catch(() => null);
+        const v = await f().catch((e: unknown) => {
+          if (e instanceof CrashedReplica) throw e;
+          return null;
+        });
         if (v !== null) return v;
         if (Date.now() > end) throw new Error(`demo: timed out waiting for ${what}; last seen: ${seenLast() || 'nothing'}`);
         await sleep(200);
@@ -169,7 +185,11 @@ export async function runHaDemo(deps: HaDemoDeps): Promise<number> {
     const killAt = Date.now();
     const leader = await etcdLeader(ha);
     await act('kill', { kind: 'leader', of: 'etcd' });
+    const killed = Date.now();
     await sleep(5000);
+    // A write in flight to the killed leader waits out the etcd client's deadline (5 s) before it is refused, and on
+    // a busy machine each kubectl takes half a second: the stream goes on until writes are acknowledged again.
+    await until('writes acknowledged after the kill', async () => ackedAt.filter((t) => t > killed).length >= 3);
     stop = true;
     await writer;
     const tl = writeTimeline(ackedAt, w0, Date.now());
@@ -242,11 +262,18 @@ export async function runHaDemo(deps: HaDemoDeps): Promise<number> {
     // What was seen last goes into the error if that never comes.
     let seen = '';
     const pending = nodes.length < 3 ? await untilValue('the replica with no node left to be unschedulable', async () => {
-      const pods = JSON.parse(await out(['get', 'pods', '-l', 'app=elector', '-o', 'json'])) as { items: { metadata: { name: string }; spec: { nodeName?: string }; status: { phase?: string; conditions?: { type: string; status: string; reason?: string }[] } }[] };
-      const scheduled = (p: (typeof pods.items)[number]) => p.status.conditions?.find((c) => c.type === 'PodScheduled');
-      seen = pods.items.map((p) => `${p.metadata.name} ${p.status.phase ?? '?'} on ${p.spec.nodeName || '-'} PodScheduled=${scheduled(p)?.status ?? '?'}${scheduled(p)?.reason ? ` (${scheduled(p)!.reason})` : ''}`).join(', ');
+      const pods = JSON.parse(await out(['get', 'pods', '-l', 'app=elector', '-o', 'json'])) as { items: ElectorPod[] };
+      const scheduled = (p: ElectorPod) => p.status.conditions?.find((c) => c.type === 'PodScheduled');
+      const ctr = (p: ElectorPod) => p.status.containerStatuses?.[0];
+      seen = pods.items.map((p) => `${p.metadata.name} ${p.status.phase ?? '?'} on ${p.spec.nodeName || '-'} PodScheduled=${scheduled(p)?.status ?? '?'}${scheduled(p)?.reason ? ` (${scheduled(p)!.reason})` : ''} ready=${String(ctr(p)?.ready ?? false)} restarts=${ctr(p)?.restartCount ?? 0}`).join(', ');
+      // Nothing restarts a replica but its own exit (no probes): a restart is a crash, said with what it printed.
+      const crashed = pods.items.find((p) => (ctr(p)?.restartCount ?? 0) > 0);
+      if (crashed) {
+        const prev = await kubectl(['logs', '--previous', crashed.metadata.name]);
+        throw new CrashedReplica(`demo: replica ${crashed.metadata.name} exited (${JSON.stringify(ctr(crashed)?.lastState ?? {})}); its previous run printed:\n${(prev.stdout + prev.stderr).trim().slice(-3000)}`);
+      }
       const stuck = pods.items.find((p) => scheduled(p)?.status === 'False' && scheduled(p)?.reason === 'Unschedulable');
-      if (!stuck || pods.items.filter((p) => p.status.phase === 'Running').length !== nodes.length) return null;
+      if (!stuck || pods.items.filter((p) => p.status.phase === 'Running' && ctr(p)?.ready === true).length !== nodes.length) return null;
       const event = describePending(await out(['describe', 'pod', stuck.metadata.name])).split('\n').filter((l) => /FailedScheduling/.test(l)).pop();
       if (!event) seen += `; no FailedScheduling event of ${stuck.metadata.name} yet`;
       return event ? { name: stuck.metadata.name, event } : null;
