@@ -90,6 +90,8 @@ export class LeaderElector {
   private lastRenew = 0;
   private lastLeader = '';
   private busy: Promise<void> = Promise.resolve();
+  /** The last failed try's error (its code, or its message), warned once (null: the last try went through). */
+  private lastFailure: string | null = null;
 
   constructor(private readonly o: LeaderElectorOptions) {
     this.leaseMs = o.leaseDurationMs ?? DEFAULT_LEASE_DURATION_MS;
@@ -149,8 +151,20 @@ export class LeaderElector {
     // A leader whose last renewal is older than the deadline (it was paused, or its calls hung) stops acting before it
     // tries anything: the lease may be another's by now.
     if (this.leading && this.o.clock.now() - this.lastRenew >= this.renewDeadlineMs) await this.stepDown('renew deadline passed');
-    const ok = await this.tryAcquireOrRenew().catch((e: unknown) => {
-      this.log.debug({ [F.err]: e instanceof Error ? e.message : String(e) }, 'lease try failed');
+    const ok = await this.tryAcquireOrRenew().then((r) => {
+      if (this.lastFailure !== null) this.log.info('lease tries succeed again');
+      this.lastFailure = null;
+      return r;
+    }, (e: unknown) => {
+      // client-go logs each failed try and retries; here a failure is a warning when it differs from the last one
+      // (a 403 until RBAC is seen, the API not reachable yet), its repeats debug: visible, never a flood, never an exit.
+      // The same failure is its code (an HTTP status, ECONNREFUSED) when it has one: a message may carry a Date header.
+      const msg = e instanceof Error ? e.message : String(e);
+      const code = (e as { code?: unknown } | null)?.code;
+      const key = typeof code === 'number' || typeof code === 'string' ? String(code) : msg;
+      if (key !== this.lastFailure) this.log.warn({ [F.err]: msg }, 'lease try failed; retrying every retry period');
+      else this.log.debug({ [F.err]: msg }, 'lease try failed');
+      this.lastFailure = key;
       return false;
     });
     const now = this.o.clock.now();

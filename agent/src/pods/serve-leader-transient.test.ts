@@ -2,7 +2,8 @@
  * An app's leader election (`nodenet serve --leader-elect`) through API errors a replica meets at its start in a
  * busy cluster: its RoleBinding not yet seen by the authorizer (403), the API not reachable yet (a connection
  * reset, nothing listening), an answer that is not JSON. As client-go's elector, it never ends on them: each try
- * fails, it retries every retry period, and leads once the API answers. Against a small fake of the Lease API on
+ * fails (a warning when it differs from the last failure, debug when it repeats), it retries every retry period,
+ * and leads once the API answers. Against a small fake of the Lease API on
  * loopback, no root and no control plane.
  */
 import t from 'tap';
@@ -10,6 +11,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pino } from 'pino';
 import { silentLogger } from '../../../lib/log/log.js';
 import { startAppLeader } from './serve-leader.js';
 
@@ -70,7 +72,9 @@ t.test('403s, resets, a 503 and a body that is not JSON: the elector retries thr
   const api = fakeLeaseApi(['forbidden', 'forbidden', 'reset', 'not-json', 'unavailable', 'forbidden']);
   await new Promise<void>((r) => api.server.listen(0, '127.0.0.1', r));
   const port = (api.server.address() as { port: number }).port;
-  const leader = startAppLeader({ lease: 'app', namespace: 'default', identity: 'app-0', kubeconfig: kubeconfigFor(dir, port), log: silentLogger(), timings });
+  const lines: { level: number; msg: string; err?: string }[] = [];
+  const log = pino({ level: 'debug' }, { write: (l: string) => { lines.push(JSON.parse(l) as (typeof lines)[number]); } });
+  const leader = startAppLeader({ lease: 'app', namespace: 'default', identity: 'app-0', kubeconfig: kubeconfigFor(dir, port), log, timings });
   t.teardown(async () => {
     await leader.stop();
     api.server.closeAllConnections();
@@ -84,6 +88,12 @@ t.test('403s, resets, a 503 and a body that is not JSON: the elector retries thr
   t.equal(api.holder(), 'app-0', 'the Lease names it');
   t.equal(leader.answer(), 'leader app-0');
   t.same(unhandled, [], 'no unhandled rejection or exception on the way');
+  // Each failure is said (a warning), a repeat of the same one only at debug, and the way back once.
+  const warns = lines.filter((l) => l.level === 40);
+  t.match(warns[0], { msg: /lease try failed; retrying/, err: /403/ }, `the first failure, a 403, is a warning: ${JSON.stringify(warns[0])}`);
+  t.equal(warns.length, 5, `the 403, the reset, the body that is not JSON, the 503, the 403 again: each once (${warns.map((w) => (w.err ?? '').split('\n')[0]).join('; ')})`);
+  t.ok(lines.some((l) => l.level === 20 && /403/.test(l.err ?? '')), 'the repeated 403 at debug');
+  t.equal(lines.filter((l) => l.msg === 'lease tries succeed again').length, 1, 'the way back said once');
 });
 
 t.test('nothing listening at first: tries fail with a refused connection, and it leads once the API is up', async (t) => {
