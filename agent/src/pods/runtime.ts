@@ -78,6 +78,9 @@ const SUPERVISOR = 'f=$1; shift; trap : TERM INT HUP; "$@"; s=$?; echo "$s" > "$
 /** Joins the cgroups named before `--` (this very pid: `$$`), then execs the rest. */
 const JOIN_CGROUP = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"';
 
+/** How long nsenter may take to fork the container's supervisor (a loaded 2-core machine took over 5 s). */
+const START_FORK_TIMEOUT_MS = 30_000;
+
 const VOLUME_NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
 /** The node's filesystem for the mount planner. */
@@ -223,6 +226,10 @@ export class ProcessPodRuntime implements PodRuntimeContract {
     const starter = procStat(pgid);
     // With a pid namespace nsenter forks: the supervisor is its child (found by parentage; its start time is fixed at the fork).
     const deadline = Date.now() + 5000;
+    // nsenter alive with no child yet is a slow fork on a loaded machine, not a failure: given up on at once, it
+    // would start the container anyway, untracked (found: a Pod restarted as if it had failed to start, its second
+    // run refused the port the first still held). It gets longer, and is killed, group and all, before giving up.
+    const forkDeadline = Date.now() + START_FORK_TIMEOUT_MS;
     for (;;) {
       const kids = childPids(pgid);
       const kid = kids[0];
@@ -231,7 +238,13 @@ export class ProcessPodRuntime implements PodRuntimeContract {
         // Once it traps SIGTERM: a SIGTERM before that would end the supervisor with no status written (137).
         if (st && (trapsTerm(kid) || Date.now() > deadline)) return { run, pgid, pid: kid, procStart: st.startTime, startedAt: nowMs, ...oom };
       }
-      if (!isAlive(pgid) || Date.now() > deadline) {
+      const alive = isAlive(pgid);
+      if (alive && kid === undefined && Date.now() > forkDeadline) {
+        try { process.kill(-pgid, 'SIGKILL'); } catch { /* gone meanwhile */ }
+        for (let i = 0; i < 500 && isAlive(pgid); i++) await new Promise((r) => setTimeout(r, 10));
+        throw new NodenetError(ErrorCode.Pod, `could not start container ${container}: nsenter did not fork it within ${START_FORK_TIMEOUT_MS / 1000} s (stopped)`);
+      }
+      if (!alive || (kid === undefined ? false : Date.now() > deadline)) {
         // A command that is over before it was seen: the supervisor wrote its status, the run stands for it (nsenter's ids).
         if (existsSync(exitFile) && starter) return { run, pgid, pid: pgid, procStart: starter.startTime, startedAt: nowMs, ...oom };
         // nsenter failed (a bad working directory, the sandbox gone): what it said is in the log.
