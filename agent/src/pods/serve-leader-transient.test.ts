@@ -6,8 +6,8 @@
  * and leads once the API answers. Against a small fake of the Lease API on
  * loopback, no root and no control plane.
  */
-import t from 'tap';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import t, { type Test } from 'tap';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -63,26 +63,36 @@ function kubeconfigFor(dir: string, port: number): string {
   return f;
 }
 
-t.test('403s, resets, a 503 and a body that is not JSON: the elector retries through them and leads', async (t) => {
+
+/** Records unhandled rejections and exceptions during a case, with a scratch dir; `cleanup` registers the teardown. */
+function watchUnhandled(t: Test): { unhandled: unknown[]; dir: string; cleanup: (leader: { stop(): Promise<void> }, server: Server) => void } {
   const unhandled: unknown[] = [];
   const onUnhandled = (e: unknown) => { unhandled.push(e); };
   process.on('unhandledRejection', onUnhandled);
   process.on('uncaughtException', onUnhandled);
   const dir = mkdtempSync(join(tmpdir(), 'nn-serve-leader-transient-'));
+  return {
+    unhandled, dir,
+    cleanup: (leader, server) => t.teardown(async () => {
+      await leader.stop();
+      server.closeAllConnections();
+      server.close();
+      process.off('unhandledRejection', onUnhandled);
+      process.off('uncaughtException', onUnhandled);
+      rmSync(dir, { recursive: true, force: true });
+    }),
+  };
+}
+
+t.test('403s, resets, a 503 and a body that is not JSON: the elector retries through them and leads', async (t) => {
+  const { unhandled, dir, cleanup } = watchUnhandled(t);
   const api = fakeLeaseApi(['forbidden', 'forbidden', 'reset', 'not-json', 'unavailable', 'forbidden']);
   await new Promise<void>((r) => api.server.listen(0, '127.0.0.1', r));
   const port = (api.server.address() as { port: number }).port;
   const lines: { level: number; msg: string; err?: string }[] = [];
   const log = pino({ level: 'debug' }, { write: (l: string) => { lines.push(JSON.parse(l) as (typeof lines)[number]); } });
   const leader = startAppLeader({ lease: 'app', namespace: 'default', identity: 'app-0', kubeconfig: kubeconfigFor(dir, port), log, timings });
-  t.teardown(async () => {
-    await leader.stop();
-    api.server.closeAllConnections();
-    api.server.close();
-    process.off('unhandledRejection', onUnhandled);
-    process.off('uncaughtException', onUnhandled);
-    rmSync(dir, { recursive: true, force: true });
-  });
+  cleanup(leader, api.server);
   for (let i = 0; i < 100 && !leader.isLeader; i++) await sleep(50);
   t.ok(leader.isLeader, `it leads once the API answers (requests: ${api.seen.join(', ')})`);
   t.equal(api.holder(), 'app-0', 'the Lease names it');
@@ -97,11 +107,7 @@ t.test('403s, resets, a 503 and a body that is not JSON: the elector retries thr
 });
 
 t.test('nothing listening at first: tries fail with a refused connection, and it leads once the API is up', async (t) => {
-  const unhandled: unknown[] = [];
-  const onUnhandled = (e: unknown) => { unhandled.push(e); };
-  process.on('unhandledRejection', onUnhandled);
-  process.on('uncaughtException', onUnhandled);
-  const dir = mkdtempSync(join(tmpdir(), 'nn-serve-leader-transient-'));
+  const { unhandled, dir, cleanup } = watchUnhandled(t);
   // A free port, closed again: connections to it are refused until the fake API listens there.
   const probe = createServer();
   await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
@@ -109,14 +115,7 @@ t.test('nothing listening at first: tries fail with a refused connection, and it
   await new Promise<void>((r) => probe.close(() => r()));
   const api = fakeLeaseApi([]);
   const leader = startAppLeader({ lease: 'app', namespace: 'default', identity: 'app-1', kubeconfig: kubeconfigFor(dir, port), log: silentLogger(), timings });
-  t.teardown(async () => {
-    await leader.stop();
-    api.server.closeAllConnections();
-    api.server.close();
-    process.off('unhandledRejection', onUnhandled);
-    process.off('uncaughtException', onUnhandled);
-    rmSync(dir, { recursive: true, force: true });
-  });
+  cleanup(leader, api.server);
   await sleep(700);
   t.notOk(leader.isLeader, 'no leading without an API');
   await new Promise<void>((r) => api.server.listen(port, '127.0.0.1', r));
